@@ -1,0 +1,5 @@
+"""`python -m sprout_agent` runs the CLI."""
+
+from sprout_agent.cli import main
+
+main()

@@ -1,0 +1,160 @@
+"""THE LOOP: user text → model → (end_turn? `_Stop` gate) → tools → results → repeat. Emits events, never prints."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import anyio
+
+from sprout_agent.events import (
+    AssistantText,
+    Event,
+    ModelReplied,
+    ModelWaiting,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
+from sprout_agent.hooks import Hooks, is_hook
+from sprout_agent.messages import Message, Text, ToolResult, ToolUse, Usage, text_of, user_text
+from sprout_agent.protocols import Model, ModelReply, ModelRequest, ToolHost, ToolOutcome, ToolSpec
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    stop_reason: str  # end_turn, max_tokens, refusal, max_turns, …
+    text: str  # the final assistant text
+    turns: int  # model requests made in this turn
+
+
+class Agent:
+    """Holds one conversation and runs user turns against a model and a set of MCP tools."""
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        host: ToolHost,
+        hooks: Hooks,
+        emit: Callable[[Event], None],
+        system: str,
+        max_turns: int | None = None,
+        max_parallel_tools: int = 8,
+        session_id: str = "",
+        cwd: str = "",
+    ) -> None:
+        self.model = model
+        self.host = host
+        self.hooks = hooks
+        self.emit = emit
+        self.system = system
+        self.max_turns = max_turns
+        self.session_id = session_id
+        self.cwd = cwd
+        self.history: list[Message] = []
+        self.usage = Usage()
+        self.last_usage = Usage()  # what the newest request put in the window
+        self._limiter = anyio.CapacityLimiter(max_parallel_tools)
+        # The tool list is fixed for the session so the cached prefix stays byte-stable.
+        self.tools: tuple[ToolSpec, ...] = tuple(s for s in host.tools() if not is_hook(s))
+        self._by_name = {spec.name: spec for spec in self.tools}
+
+    async def run_turn(self, prompt: str) -> TurnResult:
+        self.history.append(user_text(prompt))
+        after_objection = False
+        turns = 0
+        while True:
+            if self.max_turns is not None and turns >= self.max_turns:
+                return TurnResult("max_turns", self._last_text(), turns)
+            turns += 1
+            reply = await self._ask()
+            self.history.append(Message("assistant", reply.content))
+            uses = [block for block in reply.content if isinstance(block, ToolUse)]
+            if uses and reply.stop_reason == "tool_use":
+                after_objection = False
+                await self._run_tools(uses)
+                continue
+            if uses:  # cut off mid-call: the input may be incomplete, so nothing is run
+                self._answer_unrun(uses, f"not run: the reply stopped with {reply.stop_reason}")
+            if reply.stop_reason == "end_turn" and not after_objection:
+                objections = await self.hooks.on_stop(self._hook_context(reply))
+                if objections:
+                    self.history.extend(objections)
+                    after_objection = True
+                    continue
+            return TurnResult(reply.stop_reason, _text(reply), turns)
+
+    def clear(self) -> None:
+        self.history.clear()
+        self.last_usage = Usage()
+
+    async def _ask(self) -> ModelReply:
+        self.emit(ModelWaiting(len(self.history), self.last_usage.context_tokens))
+        started = time.monotonic()
+        request = ModelRequest(system=self.system, messages=tuple(self.history), tools=self.tools)
+        reply = await self.model.complete(request, lambda text: self.emit(TextDelta(text)))
+        self.usage += reply.usage
+        self.last_usage = reply.usage
+        self.emit(ModelReplied(reply.stop_reason, reply.usage, time.monotonic() - started))
+        if text := _text(reply):
+            self.emit(AssistantText(text))
+        return reply
+
+    async def _run_tools(self, uses: Sequence[ToolUse]) -> None:
+        """Runs the calls concurrently; results go back in call order, every tool_use answered even on cancel."""
+        results: list[ToolResult | None] = [None] * len(uses)
+
+        async def run_one(index: int, use: ToolUse) -> None:
+            async with self._limiter:
+                results[index] = await self._call(use)
+
+        try:
+            async with anyio.create_task_group() as group:
+                for index, use in enumerate(uses):
+                    group.start_soon(run_one, index, use)
+        finally:
+            # On cancel or error the history must stay valid: every tool_use keeps a tool_result.
+            answered = tuple(
+                result or ToolResult(use.id, (Text("interrupted: the call was cancelled"),), is_error=True)
+                for use, result in zip(uses, results, strict=True)
+            )
+            self.history.append(Message("user", answered))
+
+    async def _call(self, use: ToolUse) -> ToolResult:
+        spec = self._by_name.get(use.name)
+        self.emit(
+            ToolStarted(use.id, use.name, spec.server if spec else "", spec.tool if spec else "", use.input)
+        )
+        started = time.monotonic()
+        if spec is None:
+            outcome = ToolOutcome((Text(f"unknown tool: {use.name}"),), is_error=True)
+        elif "_invalid" in use.input and len(use.input) == 1:
+            outcome = ToolOutcome((Text("tool input must be a JSON object"),), is_error=True)
+        else:
+            outcome = await self.host.call(spec, use.input)
+        summary = text_of(outcome.content).strip().split("\n", 1)[0][:200]
+        self.emit(ToolFinished(use.id, use.name, outcome.is_error, time.monotonic() - started, summary))
+        return ToolResult(use.id, outcome.content, outcome.is_error)
+
+    def _answer_unrun(self, uses: Sequence[ToolUse], reason: str) -> None:
+        self.history.append(Message("user", tuple(ToolResult(u.id, (Text(reason),), True) for u in uses)))
+
+    def _hook_context(self, reply: ModelReply) -> dict[str, object]:
+        return {
+            "session_id": self.session_id,
+            "cwd": self.cwd,
+            "last_assistant_message": _text(reply),
+            "trigger": "end_turn",
+        }
+
+    def _last_text(self) -> str:
+        for message in reversed(self.history):
+            if message.role == "assistant" and message.text.strip():
+                return message.text
+        return ""
+
+
+def _text(reply: ModelReply) -> str:
+    return "".join(block.text for block in reply.content if isinstance(block, Text))

@@ -1,0 +1,256 @@
+"""Config files (`mcpServers` JSON): found, expanded, validated, typed; plus the built-in servers."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+from dotenv import dotenv_values
+
+from sprout_agent.errors import ConfigError
+
+PROJECT_FILE = ".mcp.json"
+USER_FILE = "mcp.json"  # in platformdirs user_config_dir("sprout-agent"): ~/.config/sprout-agent on Linux
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """One stdio MCP server, with every `${VAR}` already expanded."""
+
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict[str, str])
+    cwd: str | None = None
+    start_timeout: float | None = None  # seconds; None = the global default
+    source: Path | None = None  # the file it came from; None = built in
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    servers: tuple[ServerConfig, ...]
+    files_read: tuple[Path, ...]
+    notices: tuple[str, ...]  # one-line notices, e.g. a skipped url/http/sse entry
+
+
+# ---------------------------------------------------------------- config files
+
+_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_VAR_REF = re.compile(r"\$\{([^}]*)(\}?)")
+_REMOTE_TYPES = frozenset({"http", "sse", "streamable-http", "ws"})
+_SERVER_KEYS = frozenset({"command", "args", "env", "cwd", "timeout", "type"})
+# Keys Claude Code / Claude Desktop / Cline write that mean nothing to us: accepted, ignored.
+_HARMLESS_KEYS = frozenset({"alwaysAllow", "autoApprove", "description", "disabled", "enabled"})
+
+
+def load_config(
+    explicit: Sequence[Path], cwd: Path, env: Mapping[str, str], user_config_dir: Path | None
+) -> LoadedConfig:
+    """Find, read and validate the `mcpServers` config files.
+
+    With `explicit` (--config) files: read each in order; a missing one is an error, and a later file's
+    server replaces an earlier file's server of the same name (layering, with a notice).
+    Otherwise: `.mcp.json` in `cwd`, or else in the git root above it, then the user file
+    `<user_config_dir>/mcp.json` (~/.config/sprout-agent/mcp.json on Linux) if it exists; project
+    servers come first and on a name clash the earlier (project) file wins, with a notice.
+    `${VAR}` / `${VAR:-default}` in command, args, env values and cwd expand from `env`.
+    """
+    layered = bool(explicit)
+    if layered:
+        files = [cwd / path for path in explicit]
+    else:
+        files = [p for p in (_project_file(cwd), _user_file(user_config_dir)) if p is not None]
+    merged: dict[str, ServerConfig] = {}
+    notices: list[str] = []
+    for path in files:
+        shown = _display(path, cwd)
+        for server in _read_file(path, shown, env, notices):
+            earlier = merged.get(server.name)
+            if earlier is None or layered:
+                merged[server.name] = server
+            if earlier is not None:
+                kept = shown if layered else _display(cast(Path, earlier.source), cwd)
+                notices.append(f"server '{server.name}' defined twice: using the one in {kept}")
+    return LoadedConfig(tuple(merged.values()), tuple(files), tuple(notices))
+
+
+def _project_file(cwd: Path) -> Path | None:
+    if (cwd / PROJECT_FILE).is_file():
+        return cwd / PROJECT_FILE
+    for directory in (cwd, *cwd.parents):
+        if (directory / ".git").exists():
+            candidate = directory / PROJECT_FILE
+            return candidate if candidate.is_file() else None
+    return None
+
+
+def _user_file(user_config_dir: Path | None) -> Path | None:
+    if user_config_dir is None or not (user_config_dir / USER_FILE).is_file():
+        return None
+    return user_config_dir / USER_FILE
+
+
+def _display(path: Path, cwd: Path) -> str:
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
+
+
+def _read_file(path: Path, shown: str, env: Mapping[str, str], notices: list[str]) -> list[ServerConfig]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ConfigError(f"{shown}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise ConfigError(f"{shown}: cannot read config file: {reason}") from None
+    try:
+        data: object = json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = f"line {exc.lineno} column {exc.colno}"
+        raise ConfigError(f"{shown}: invalid JSON at {at}: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{shown}: top level must be a JSON object")
+    top = cast(dict[str, object], data)
+    for key in top:
+        if key not in ("mcpServers", "$schema"):
+            raise ConfigError(f"{shown}: unknown top-level key '{key}' (expected mcpServers)")
+    servers = top.get("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{shown}: mcpServers must be an object")
+    parsed = (
+        _parse_server(name, entry, path, shown, env, notices)
+        for name, entry in cast(dict[str, object], servers).items()
+    )
+    return [server for server in parsed if server is not None]
+
+
+def _parse_server(
+    name: str, entry: object, path: Path, shown: str, env: Mapping[str, str], notices: list[str]
+) -> ServerConfig | None:
+    where = f"{shown}: mcpServers.{name}"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be an object")
+    raw = cast(dict[str, object], entry)
+    kind = raw.get("type", "stdio")
+    if (isinstance(kind, str) and kind in _REMOTE_TYPES) or "url" in raw:
+        notices.append(f"{shown}: skipping server '{name}': only stdio servers are supported")
+        return None
+    if _disabled(raw, where):
+        notices.append(f"{shown}: skipping server '{name}': disabled")
+        return None
+    if not _SERVER_NAME.fullmatch(name) or "__" in name:
+        raise ConfigError(f"{where}: server name must be 1-64 of A-Z a-z 0-9 _ - without '__'")
+    for key in raw:
+        if key not in _SERVER_KEYS and key not in _HARMLESS_KEYS:
+            raise ConfigError(f"{where}: unknown key '{key}'")
+    if kind != "stdio":
+        raise ConfigError(f'{where}.type must be "stdio" (remote types are skipped)')
+    return _build_server(name, raw, path, where, env)
+
+
+def _disabled(raw: dict[str, object], where: str) -> bool:
+    for key, skip_when in (("disabled", True), ("enabled", False)):
+        value = raw.get(key, not skip_when)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}.{key} must be true or false")
+        if value is skip_when:
+            return True
+    return False
+
+
+def _build_server(
+    name: str, raw: dict[str, object], path: Path, where: str, env: Mapping[str, str]
+) -> ServerConfig:
+    command, args, server_env = raw.get("command"), raw.get("args", []), raw.get("env", {})
+    cwd, timeout = raw.get("cwd"), raw.get("timeout")
+    if command is None:
+        raise ConfigError(f"{where}: missing command")
+    if not isinstance(command, str) or not command.strip():
+        raise ConfigError(f"{where}.command must be a non-empty string")
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in cast(list[object], args)):
+        raise ConfigError(f"{where}.args must be a list of strings")
+    if not isinstance(server_env, dict) or not all(
+        isinstance(v, str) for v in cast(dict[str, object], server_env).values()
+    ):
+        raise ConfigError(f"{where}.env must be an object of strings")
+    if cwd is not None and not isinstance(cwd, str):
+        raise ConfigError(f"{where}.cwd must be a string")
+    if timeout is not None and not _positive_number(timeout):
+        raise ConfigError(f"{where}.timeout must be a positive number of seconds")
+
+    def expand(text: str, key: str) -> str:
+        return _expand(text, env, f"{where}.{key}")
+
+    expanded_command = expand(command, "command")
+    if not expanded_command.strip():
+        raise ConfigError(f"{where}.command is empty after expanding variables")
+    expanded_cwd = None if cwd is None else str(path.parent / expand(cwd, "cwd"))
+    return ServerConfig(
+        name=name,
+        command=expanded_command,
+        args=tuple(expand(a, f"args[{i}]") for i, a in enumerate(cast(list[str], args))),
+        env={k: expand(v, f"env.{k}") for k, v in cast(dict[str, str], server_env).items()},
+        cwd=expanded_cwd,
+        start_timeout=None if timeout is None else float(cast(float, timeout)),
+        source=path,
+    )
+
+
+def _positive_number(value: object) -> bool:
+    # bool is an int subclass and JSON allows NaN/Infinity: neither is a timeout.
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and math.isfinite(cast(float, value)) and cast(float, value) > 0
+
+
+def _expand(text: str, env: Mapping[str, str], where: str) -> str:
+    """`${VAR}` -> env value (error if unset); `${VAR:-default}` -> default when VAR is unset or empty."""
+
+    def replace(match: re.Match[str]) -> str:
+        body, closed = match.group(1), match.group(2)
+        name, has_default, default = body.partition(":-")
+        if not closed or not _VAR_NAME.fullmatch(name):
+            raise ConfigError(f"{where}: malformed variable reference '${{{body}{closed}'")
+        value = env.get(name)
+        if has_default and not value:
+            return default
+        if value is None:
+            raise ConfigError(f"{where}: variable {name} is not set (use ${{{name}:-default}} for a default)")
+        return value
+
+    return _VAR_REF.sub(replace, text)
+
+
+def read_dotenv(cwd: Path) -> dict[str, str]:
+    """Values from `cwd/.env`, if present. The caller merges them under the real environment."""
+    path = cwd / ".env"
+    if not path.is_file():
+        return {}
+    try:
+        values = dotenv_values(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read .env file: {exc}") from None
+    return {key: value for key, value in values.items() if value is not None}
+
+
+# The servers sprout-agent ships (sprout_agent/tools/), started unless SPROUT_AGENT_BUILTIN_SERVERS
+# leaves them out or a config file defines a server of the same name (which replaces it).
+BUILTIN_SERVERS = ("dev", "todo")
+
+
+def with_builtin_servers(loaded: LoadedConfig, wanted: Sequence[str], cwd: Path) -> LoadedConfig:
+    configured = {server.name for server in loaded.servers}
+    builtins = tuple(
+        ServerConfig(name, sys.executable, ("-m", f"sprout_agent.tools.{name}"), cwd=str(cwd))
+        for name in BUILTIN_SERVERS
+        if name in wanted and name not in configured
+    )
+    return LoadedConfig(builtins + loaded.servers, loaded.files_read, loaded.notices)

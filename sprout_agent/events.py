@@ -1,0 +1,177 @@
+"""What the loop reports, as plain frozen dataclasses; renderers turn them into terminal lines or JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sprout_agent.messages import Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A one-line message for the user; `level` is info, warning or error."""
+
+    text: str
+    level: str = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStarted:
+    server: str
+    tool_count: int
+    hook_count: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class ServerFailed:
+    server: str
+    reason: str
+    stderr_tail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelWaiting:
+    """A request has been sent; the spinner runs until text or a reply arrives."""
+
+    request_number: int
+    context_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantText:
+    """The complete text of one model response (rendered as Markdown once complete)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReplied:
+    stop_reason: str
+    usage: Usage
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRetry:
+    attempt: int
+    reason: str
+    delay: float
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted:
+    call_id: str
+    name: str
+    server: str
+    tool: str
+    arguments: dict[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished:
+    call_id: str
+    name: str
+    is_error: bool
+    seconds: float
+    summary: str  # first line of the result, for the compact tool line
+
+
+@dataclass(frozen=True, slots=True)
+class HookCalled:
+    hook: str
+    servers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HookObjected:
+    hook: str
+    server: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class HookInjected:
+    """A `_PostCompact` hook's text entered the fresh context."""
+
+    hook: str
+    server: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class HookTimedOut:
+    hook: str
+    server: str
+    consecutive: int
+
+
+@dataclass(frozen=True, slots=True)
+class HookFailed:
+    hook: str
+    server: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class HookServerKilled:
+    server: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StopBudgetSpent:
+    rejections: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStarted:
+    reason: str
+    tokens_before: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionFinished:
+    tokens_before: int
+    tokens_after: int
+    ok: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFinished:
+    """The loop ended a user turn: `stop_reason` is end_turn, max_tokens, refusal, max_turns, cancelled…"""
+
+    stop_reason: str
+    text: str
+    turns: int
+    usage: Usage
+
+
+Event = (
+    Notice
+    | ServerStarted
+    | ServerFailed
+    | ModelWaiting
+    | TextDelta
+    | AssistantText
+    | ModelReplied
+    | ApiRetry
+    | ToolStarted
+    | ToolFinished
+    | HookCalled
+    | HookObjected
+    | HookInjected
+    | HookTimedOut
+    | HookFailed
+    | HookServerKilled
+    | StopBudgetSpent
+    | CompactionStarted
+    | CompactionFinished
+    | TurnFinished
+)

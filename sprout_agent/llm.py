@@ -1,0 +1,231 @@
+"""The only importer of `anthropic`: our messages to the Messages API and back, streaming, retries, usage."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
+
+from sprout_agent.errors import ApiError, PromptTooLongError
+from sprout_agent.events import ApiRetry, Event
+from sprout_agent.messages import Block, Image, Message, Text, ToolResult, ToolUse, Usage
+from sprout_agent.protocols import ModelReply, ModelRequest, ToolSpec
+
+if TYPE_CHECKING:
+    import anthropic
+
+# Statuses the API uses for "try again later"; 529 is Anthropic's overloaded.
+RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+
+
+class StreamCut(Exception):
+    """The stream ended without message_stop: the reply is incomplete and must not be trusted."""
+
+
+class AnthropicModel:
+    """Implements `protocols.Model` over the anthropic SDK, with our own retry policy and events."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        max_tokens: int,
+        emit: Callable[[Event], None],
+        api_key: str | None,
+        base_url: str | None,
+        retries: int = 4,
+    ) -> None:
+        import anthropic  # lazy: costs ~2 s, paid once, overlapped with server start-up
+
+        self._model = model
+        self._max_tokens = max_tokens
+        self._emit = emit
+        self._retries = retries
+        # The SDK's own retries would be invisible to the user; ours emit events and also cover cut streams.
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=anthropic.Timeout(600, connect=10)
+        )
+        self._anthropic = anthropic
+
+    @property
+    def name(self) -> str:
+        return self._model
+
+    async def complete(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
+        attempt = 0
+        while True:
+            try:
+                return await self._stream_once(request, on_text)
+            except Exception as error:  # classified below; anything unknown is re-raised
+                retry_after = self._retry_delay(error, attempt)
+                if retry_after is None or attempt >= self._retries:
+                    raise self._as_api_error(error) from error
+                attempt += 1
+                self._emit(ApiRetry(attempt, _describe(error), retry_after))
+                await anyio.sleep(retry_after)
+
+    async def count_tokens(self, request: ModelRequest) -> int:
+        result = await self._client.messages.count_tokens(**self._params(request, with_max_tokens=False))
+        return result.input_tokens
+
+    async def _stream_once(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
+        async with self._client.messages.stream(**self._params(request)) as stream:
+            async for event in stream:
+                if event.type == "text":
+                    on_text(event.text)
+            final = await stream.get_final_message()
+        if final.stop_reason is None:
+            raise StreamCut("the response stream ended before message_stop")
+        usage = final.usage
+        return ModelReply(
+            content=tuple(
+                _from_api_block(block) for block in final.content if block.type in ("text", "tool_use")
+            ),
+            stop_reason=final.stop_reason,
+            usage=Usage(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_input_tokens or 0,
+                cache_write_tokens=usage.cache_creation_input_tokens or 0,
+            ),
+            model=final.model,
+        )
+
+    def _params(self, request: ModelRequest, *, with_max_tokens: bool = True) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self._model, "messages": to_api_messages(request.messages)}
+        if with_max_tokens:
+            params["max_tokens"] = request.max_tokens or self._max_tokens
+        if request.system:
+            # A breakpoint on the system prompt caches tools + system: the stable prefix.
+            params["system"] = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
+        if request.tools:
+            params["tools"] = to_api_tools(request.tools)
+        return params
+
+    def _retry_delay(self, error: Exception, attempt: int) -> float | None:
+        """Seconds to wait before retrying `error`, or None if it must not be retried."""
+        sdk = self._anthropic
+        backoff = min(8.0, 0.5 * 2**attempt) * (0.75 + random.random() / 2)
+        if isinstance(error, StreamCut | sdk.APIConnectionError) or _is_transport_error(error):
+            return backoff
+        if isinstance(error, sdk.APIStatusError):
+            if error.status_code == 200:  # an `event: error` in the middle of the stream
+                return backoff if _error_type(error) in RETRYABLE_ERROR_TYPES else None
+            if error.status_code not in RETRYABLE_STATUSES:
+                return None
+            return _retry_after_header(error) or backoff
+        return None
+
+    def _as_api_error(self, error: Exception) -> Exception:
+        if isinstance(error, self._anthropic.BadRequestError) and "prompt is too long" in str(error).lower():
+            return PromptTooLongError(_describe(error))
+        if isinstance(error, StreamCut | self._anthropic.APIError) or _is_transport_error(error):
+            return ApiError(f"API request failed: {_describe(error)}")
+        return error
+
+
+def _is_transport_error(error: Exception) -> bool:
+    """A read timeout or reset in the middle of a stream escapes the SDK as a raw httpx2/httpcore2 error."""
+    return type(error).__module__.startswith(("httpx", "httpcore"))
+
+
+def _error_type(error: anthropic.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if isinstance(inner, dict):
+            return str(inner.get("type", ""))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    return ""
+
+
+def _retry_after_header(error: anthropic.APIStatusError) -> float | None:
+    headers = error.response.headers
+    try:
+        if (ms := headers.get("retry-after-ms")) is not None:
+            return min(60.0, float(ms) / 1000)
+        if (seconds := headers.get("retry-after")) is not None:
+            return min(60.0, float(seconds))
+    except ValueError:
+        return None
+    return None
+
+
+def _describe(error: Exception) -> str:
+    status = getattr(error, "status_code", None)
+    message = getattr(error, "message", None) or str(error) or type(error).__name__
+    text = " ".join(str(message).split())
+    return f"{status}: {text}" if status else text
+
+
+def _from_api_block(block: Any) -> Block:
+    if block.type == "text":
+        return Text(block.text)
+    tool_input: object = block.input
+    arguments = cast(dict[str, object], tool_input) if isinstance(tool_input, dict) else {"_invalid": tool_input}
+    return ToolUse(block.id, block.name, arguments)
+
+
+def to_api_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    api_tools: list[dict[str, Any]] = [
+        {
+            "name": spec.name,
+            "description": spec.description,
+            "input_schema": spec.input_schema or {"type": "object"},
+        }
+        for spec in tools
+    ]
+    if api_tools:
+        api_tools[-1]["cache_control"] = EPHEMERAL
+    return api_tools
+
+
+def to_api_messages(history: Sequence[Message]) -> list[dict[str, Any]]:
+    """Serialises history for the API: merges same-role neighbours, drops empty text and empty turns.
+
+    The API rejects empty text blocks and empty turns, and a rejected history would fail every retry;
+    merging keeps hook objections (assistant tool_use after an assistant reply) a valid alternation.
+    """
+    merged: list[dict[str, Any]] = []
+    for message in history:
+        blocks = [_to_api_block(block) for block in message.content if not _is_empty_text(block)]
+        if not blocks:
+            continue
+        if merged and merged[-1]["role"] == message.role:
+            merged[-1]["content"].extend(blocks)
+        else:
+            merged.append({"role": message.role, "content": blocks})
+    if merged:
+        # The newest turn carries a breakpoint so the next round of a tool loop reads it from cache.
+        merged[-1]["content"][-1] = {**merged[-1]["content"][-1], "cache_control": EPHEMERAL}
+    return merged
+
+
+def _is_empty_text(block: Block) -> bool:
+    return isinstance(block, Text) and not block.text.strip()
+
+
+def _to_api_block(block: Block) -> dict[str, Any]:
+    if isinstance(block, Text):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, Image):
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": block.media_type, "data": block.data},
+        }
+    if isinstance(block, ToolUse):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    return _tool_result_block(block)
+
+
+def _tool_result_block(block: ToolResult) -> dict[str, Any]:
+    content = [_to_api_block(part) for part in block.content if not _is_empty_text(part)]
+    if not content:
+        content = [{"type": "text", "text": "(no output)"}]
+    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": content}
+    if block.is_error:
+        result["is_error"] = True
+    return result

@@ -1,0 +1,64 @@
+"""MCP tool results as our message blocks: content mapped, resources described, big text cut in the middle."""
+
+from __future__ import annotations
+
+import json
+
+import mcp.types as types
+
+from sprout_agent.messages import Image, Text
+from sprout_agent.protocols import ToolOutcome
+
+
+def to_outcome(result: types.CallToolResult, max_bytes: int) -> ToolOutcome:
+    """Our blocks from an MCP result; text over `max_bytes` keeps its head and tail."""
+    blocks: list[Text | Image] = [_block(item) for item in result.content]
+    if not blocks and result.structured_content is not None:
+        blocks.append(Text(json.dumps(result.structured_content, ensure_ascii=False)))
+    if not blocks and result.is_error:
+        blocks.append(Text("the tool reported an error"))
+    texts = [block.text for block in blocks if isinstance(block, Text)]
+    if sum(len(text.encode()) for text in texts) > max_bytes:
+        images = [block for block in blocks if isinstance(block, Image)]
+        blocks = [Text(cut_middle("\n".join(texts), max_bytes)), *images]
+    return ToolOutcome(tuple(blocks), is_error=bool(result.is_error))
+
+
+def _block(item: types.ContentBlock) -> Text | Image:
+    if isinstance(item, types.TextContent):
+        return Text(item.text)
+    if isinstance(item, types.ImageContent):
+        return Image(item.mime_type, item.data)
+    if isinstance(item, types.AudioContent):
+        return Text(f"[audio: {item.mime_type}, {len(item.data)} base64 bytes]")
+    if isinstance(item, types.ResourceLink):
+        about = f" - {item.description}" if item.description else ""
+        return Text(f"[resource link {item.name}: {item.uri}{about}]")
+    resource = item.resource
+    if isinstance(resource, types.TextResourceContents):
+        return Text(f"{resource.uri}\n{resource.text}")
+    size = len(resource.blob) * 3 // 4
+    return Text(f"[resource {resource.uri}, {resource.mime_type or 'unknown type'}, {size} bytes]")
+
+
+def cut_middle(text: str, max_bytes: int) -> str:
+    """Keeps the head and the tail of `text` within `max_bytes` UTF-8 bytes, marker included."""
+    data = text.encode()
+    if len(data) <= max_bytes:
+        return text
+    # Sized for the largest possible count, so the real marker can only be shorter.
+    room = max_bytes - len(_marker(len(data)).encode())
+    if room <= 0:
+        return data[:max_bytes].decode(errors="ignore")
+    head = data[: (room + 1) // 2].decode(errors="ignore")
+    tail = data[len(data) - room // 2 :].decode(errors="ignore")
+    elided = len(data) - len(head.encode()) - len(tail.encode())
+    return f"{head}{_marker(elided)}{tail}"
+
+
+def _marker(elided: int) -> str:
+    return f"\n… [{elided} bytes elided] …\n"
+
+
+def error_outcome(text: str) -> ToolOutcome:
+    return ToolOutcome((Text(text),), is_error=True)

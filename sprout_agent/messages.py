@@ -1,0 +1,85 @@
+"""The conversation as plain frozen data: what the loop keeps, the store writes and llm.py translates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    media_type: str
+    data: str  # base64
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse:
+    id: str
+    name: str
+    input: dict[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    tool_use_id: str
+    content: tuple[Text | Image, ...]
+    is_error: bool = False
+
+
+Block = Text | Image | ToolUse | ToolResult
+Role = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: tuple[Block, ...]
+
+    @property
+    def tool_uses(self) -> tuple[ToolUse, ...]:
+        return tuple(block for block in self.content if isinstance(block, ToolUse))
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.content if isinstance(block, Text))
+
+
+def user_text(text: str) -> Message:
+    return Message("user", (Text(text),))
+
+
+def text_of(content: tuple[Text | Image, ...]) -> str:
+    """Joins the text parts of a tool result; images are described, not dropped."""
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, Text):
+            parts.append(block.text)
+        else:
+            parts.append(f"[image: {block.media_type}, {len(block.data)} base64 bytes]")
+    return "\n".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def context_tokens(self) -> int:
+        """Everything the request put in the window: fresh input plus cached reads and writes."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )

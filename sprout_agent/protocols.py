@@ -1,0 +1,83 @@
+"""The seams between the loop and its collaborators, as Protocols and the plain data that crosses them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from sprout_agent.events import Event
+from sprout_agent.messages import Block, Image, Message, Text, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One MCP tool as offered to the model (`name`) and as known to its server (`server`, `tool`)."""
+
+    name: str
+    server: str
+    tool: str
+    description: str
+    input_schema: dict[str, object]
+    read_only: bool | None = None  # from MCP annotations; None = unknown
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    content: tuple[Text | Image, ...]
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    system: str
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec] = ()
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply:
+    content: tuple[Block, ...]
+    stop_reason: str
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+
+class Model(Protocol):
+    """Streams one model response; calls `on_text` with each text delta as it arrives."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def complete(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply: ...
+
+
+class ToolHost(Protocol):
+    """The MCP servers as the loop and the hooks see them."""
+
+    def tools(self) -> Sequence[ToolSpec]:
+        """Every live tool, hooks included, in config order then server order."""
+        ...
+
+    async def call(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:
+        """Calls a tool; a tool error or a dead server is an `is_error` outcome, never an exception."""
+        ...
+
+    async def call_hook(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:
+        """Calls a hook tool; the caller bounds the wait (cancellation must end it promptly).
+
+        Raises `HookCallFailed` for a transport or protocol failure or a dead server.
+        """
+        ...
+
+    async def kill(self, server: str, reason: str) -> None:
+        """Ends a server's whole process group and marks it dead."""
+        ...
+
+
+class HookCallFailed(Exception):
+    """A hook call failed below the tool level (transport, crash, dead server)."""
+
+
+EventSink = Callable[[Event], None]

@@ -1,0 +1,135 @@
+"""The interactive session: a prompt ready at once, servers and imports starting behind it, slash commands."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio
+import platformdirs
+
+from sprout_agent.agent import Agent
+from sprout_agent.errors import EXIT_OK, SproutError
+from sprout_agent.hooks import is_hook, parse_allowlist
+from sprout_agent.session import Prepared, Runtime, SignalWatch
+from sprout_agent.ui.input import PromptReader
+from sprout_agent.ui.render import TerminalRenderer
+
+HELP = """Commands:
+  /help      this list
+  /tools     the tools the model sees, by server
+  /servers   each server's state, tools, hooks, start time, last error; config files read
+  /clear     start a new conversation (the _Stop budget spans the whole session)
+  /exit      leave (Ctrl-D works too)
+Ctrl-C cancels the running turn; at the prompt it clears the line."""
+
+
+class Repl:
+    def __init__(self, prepared: Prepared, renderer: TerminalRenderer, runtime: Runtime) -> None:
+        self.prepared = prepared
+        self.renderer = renderer
+        self.runtime = runtime
+        self.started = time.time()
+
+    async def agent(self) -> Agent:
+        if not self.runtime.ready.is_set():
+            self.renderer.say("starting MCP servers…", "dim")
+            await self.runtime.ready.wait()
+        assert self.runtime.agent is not None
+        return self.runtime.agent
+
+    async def command(self, line: str) -> bool:
+        """Runs a slash command; False means leave."""
+        name = line.split(maxsplit=1)[0]
+        if name in ("/exit", "/quit"):
+            return False
+        if name == "/help":
+            self.renderer.say(HELP)
+        elif name == "/tools":
+            self._tools(await self.agent())
+        elif name == "/servers":
+            await self.agent()
+            self._servers()
+        elif name == "/clear":
+            (await self.agent()).clear()
+            self.renderer.say("new conversation", "dim")
+        else:
+            self.renderer.say(f"unknown command {name}; /help lists them", "yellow")
+        return True
+
+    def _tools(self, agent: Agent) -> None:
+        rows = [
+            (spec.server, spec.name, (spec.description or "").split("\n", 1)[0][:70]) for spec in agent.tools
+        ]
+        self.renderer.table("Tools the model sees", ("server", "tool", "description"), rows)
+
+    def _servers(self) -> None:
+        pool = self.runtime.pool
+        assert pool is not None
+        allowlist = parse_allowlist(self.prepared.settings.hook_servers)
+        hook_names: dict[str, list[str]] = {}
+        for spec in pool.tools():
+            if is_hook(spec):
+                hook_names.setdefault(spec.server, []).append(spec.tool)
+        rows: list[tuple[str, ...]] = []
+        for status in pool.status():
+            hooks = ", ".join(hook_names.get(status.name, [])) or "-"
+            active = "active" if allowlist and allowlist.allows(status.name) and hooks != "-" else "off"
+            rows.append(
+                (
+                    status.name,
+                    status.state,
+                    str(status.tool_count),
+                    f"{hooks} ({active})" if hooks != "-" else "-",
+                    f"{status.start_seconds:.2f}s" if status.start_seconds is not None else "-",
+                    (status.last_error or "")[:60],
+                )
+            )
+        self.renderer.table("MCP servers", ("server", "state", "tools", "hooks", "start", "last error"), rows)
+        files = ", ".join(str(p) for p in self.prepared.loaded.files_read) or "none (built-in servers only)"
+        self.renderer.say(f"config files read: {files}", "dim")
+
+    async def turn(self, watch: SignalWatch, text: str) -> None:
+        agent = await self.agent()
+        with anyio.CancelScope() as scope:
+            watch.turn = scope
+            try:
+                result = await agent.run_turn(text)
+                if result.stop_reason not in ("end_turn", "stop_sequence"):
+                    self.renderer.say(f"stopped: {result.stop_reason}", "yellow")
+            except SproutError as error:
+                self.renderer.say(f"error: {error}", "red")
+            finally:
+                watch.turn = None
+                self.renderer.close()
+        if scope.cancelled_caught:
+            self.renderer.say("cancelled", "yellow")
+
+
+async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
+    history = Path(platformdirs.user_data_dir("sprout-agent")) / "prompt-history"
+    reader = PromptReader(history)
+    watch = SignalWatch()
+    async with anyio.create_task_group() as group:
+        watch.everything = group.cancel_scope
+        group.start_soon(watch.watch)
+        runtime = Runtime(prepared, renderer)
+        group.start_soon(runtime.own)
+        repl = Repl(prepared, renderer, runtime)
+        renderer.say("sprout-agent — /help for commands, Ctrl-D to leave", "dim")
+        while True:
+            line = await reader.read()
+            if line is None:
+                break
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("/"):
+                if not await repl.command(line):
+                    break
+                continue
+            await repl.turn(watch, line)
+        runtime.done.set()
+        await runtime.owner_finished.wait()
+        group.cancel_scope.cancel()
+    return watch.exit_code or EXIT_OK

@@ -1,0 +1,225 @@
+"""Composition root: config → ServerPool → Hooks → LLM → Agent → renderer. The only module that knows every piece."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.to_thread
+
+from sprout_agent import config as cfg
+from sprout_agent import settings as st
+from sprout_agent.agent import Agent, TurnResult
+from sprout_agent.errors import EXIT_MAX_TURNS, EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, EXIT_SIGTERM, SproutError, UsageError
+from sprout_agent.events import Event, Notice
+from sprout_agent.hooks import Hooks, parse_allowlist
+from sprout_agent.system_prompt import build_system_prompt
+
+if TYPE_CHECKING:
+    from sprout_agent.servers import ServerPool
+
+
+@dataclass(frozen=True)
+class Options:
+    prompt: str | None
+    config_files: tuple[Path, ...] = ()
+    model: str | None = None
+    system_prompt: str | None = None
+    append_system_prompt: str | None = None
+    max_turns: int | None = None
+    cwd: Path = field(default_factory=Path.cwd)
+    verbose: bool = False
+    strict_mcp_config: bool = False
+
+
+@dataclass
+class Prepared:
+    """Everything that can be decided before any server or import: fails fast with exit code 2."""
+
+    options: Options
+    settings: st.Settings
+    loaded: cfg.LoadedConfig
+    env: dict[str, str]
+
+
+def prepare(options: Options, user_config_dir: Path | None) -> Prepared:
+    env = {**cfg.read_dotenv(options.cwd), **os.environ}  # the real environment wins over .env
+    settings = st.Settings.from_env(env)
+    if not settings.api_key_present and not settings.base_url:
+        raise UsageError("ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run again")
+    loaded = cfg.load_config(options.config_files, options.cwd, env, user_config_dir)
+    loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd)
+    return Prepared(options, settings, loaded, env)
+
+
+class Runtime:
+    """Owns the server pool in one task (entered and exited there) and builds the model and agent."""
+
+    def __init__(self, prepared: Prepared, emit: Callable[[Event], None]) -> None:
+        self.prepared = prepared
+        self.emit = emit
+        self.ready = anyio.Event()
+        self.done = anyio.Event()
+        self.owner_finished = anyio.Event()
+        self._model_built = anyio.Event()
+        self.pool: ServerPool | None = None
+        self.agent: Agent | None = None
+
+    async def own(self) -> None:
+        p = self.prepared
+        settings = p.settings
+        servers = await anyio.to_thread.run_sync(_import_servers)  # mcp costs ~1.2 s: keep the loop free
+        pool = servers.ServerPool(
+            p.loaded.servers,
+            emit=self.emit,
+            start_timeout=settings.server_start_timeout,
+            tool_timeout=settings.tool_timeout,
+            result_max_bytes=settings.tool_result_max_bytes,
+            child_env=partial(st.child_environment, p.env),
+        )
+        self.pool = pool
+        model_box: list[object] = []
+        try:
+            async with anyio.create_task_group() as group:
+                # anthropic costs ~2 s to import; it loads in a thread while the servers hand-shake.
+                group.start_soon(self._build_model, model_box)
+                async with pool:
+                    await self._model_built.wait()
+                    self._check_strict(pool)
+                    self.agent = self._build_agent(pool, model_box[0])
+                    self.ready.set()
+                    await self.done.wait()
+        finally:
+            self.owner_finished.set()
+
+    async def _build_model(self, box: list[object]) -> None:
+        box.append(await anyio.to_thread.run_sync(self._make_model))
+        self._model_built.set()
+
+    def _make_model(self) -> object:
+        from sprout_agent.llm import AnthropicModel
+
+        settings = self.prepared.settings
+        key = self.prepared.env.get("ANTHROPIC_API_KEY") or self.prepared.env.get("ANTHROPIC_AUTH_TOKEN")
+        return AnthropicModel(
+            model=self.prepared.options.model or settings.model,
+            max_tokens=settings.max_output_tokens,
+            emit=self.emit,
+            api_key=key or "none",  # a keyless local server behind ANTHROPIC_BASE_URL
+            base_url=settings.base_url,
+        )
+
+    def _check_strict(self, pool: ServerPool) -> None:
+        if not self.prepared.options.strict_mcp_config:
+            return
+        failed = [s.name for s in pool.status() if s.state != "running"]
+        if failed:
+            raise SproutError(f"--strict-mcp-config: server(s) failed to start: {', '.join(failed)}")
+
+    def _build_agent(self, pool: ServerPool, model: object) -> Agent:
+        from sprout_agent.llm import AnthropicModel
+
+        assert isinstance(model, AnthropicModel)
+        p = self.prepared
+        names = {server.name for server in p.loaded.servers}
+        allowlist = parse_allowlist(p.settings.hook_servers)
+        if allowlist is not None and not allowlist.everything:
+            for missing in sorted(allowlist.names - names):
+                self.emit(
+                    Notice(f"MCP_HOOK_SERVERS names '{missing}', but no server has that name", "warning")
+                )
+        hooks = Hooks(
+            pool,
+            allowlist=allowlist,
+            timeout_ms=p.settings.hook_timeout_ms,
+            stop_max_rejections=p.settings.stop_max_rejections,
+            emit=self.emit,
+        )
+        system = build_system_prompt(
+            p.options.cwd, replace=p.options.system_prompt, append=p.options.append_system_prompt
+        )
+        return Agent(
+            model=model,
+            host=pool,
+            hooks=hooks,
+            emit=self.emit,
+            system=system,
+            max_turns=p.options.max_turns,
+            max_parallel_tools=p.settings.max_parallel_tools,
+            cwd=str(p.options.cwd),
+        )
+
+
+def _import_servers() -> ModuleType:
+    from sprout_agent import servers
+
+    return servers
+
+
+def exit_code_for(result: TurnResult) -> int:
+    if result.stop_reason == "max_turns":
+        return EXIT_MAX_TURNS
+    if result.stop_reason in ("end_turn", "stop_sequence"):
+        return EXIT_OK
+    return EXIT_RUNTIME
+
+
+class SignalWatch:
+    """Turns SIGINT/SIGTERM into cancellation: of the running turn in the REPL, of everything otherwise."""
+
+    def __init__(self) -> None:
+        self.everything: anyio.CancelScope | None = None
+        self.turn: anyio.CancelScope | None = None
+        self.received: int | None = None
+
+    async def watch(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                if signum == signal.SIGINT and self.turn is not None:
+                    self.turn.cancel()
+                    continue
+                self.received = signum
+                if self.everything is not None:
+                    self.everything.cancel()
+
+    @property
+    def exit_code(self) -> int | None:
+        if self.received is None:
+            return None
+        return EXIT_SIGTERM if self.received == signal.SIGTERM else EXIT_SIGINT
+
+
+def write_result(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+    sys.stdout.flush()
+
+
+async def run_oneshot(prepared: Prepared, emit: Callable[[Event], None]) -> tuple[int, TurnResult | None]:
+    """One prompt to completion; the caller prints the result. Returns the exit code and the result."""
+    prompt = prepared.options.prompt or ""
+    result: TurnResult | None = None
+    watch = SignalWatch()
+    async with anyio.create_task_group() as group:
+        watch.everything = group.cancel_scope
+        group.start_soon(watch.watch)
+        runtime = Runtime(prepared, emit)
+        group.start_soon(runtime.own)
+        await runtime.ready.wait()
+        assert runtime.agent is not None
+        result = await runtime.agent.run_turn(prompt)
+        runtime.done.set()
+        await runtime.owner_finished.wait()
+        group.cancel_scope.cancel()
+    code = watch.exit_code
+    if code is not None:
+        return code, None
+    assert result is not None
+    return exit_code_for(result), result

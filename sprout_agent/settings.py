@@ -1,0 +1,161 @@
+"""SPROUT_AGENT_* and related environment settings: one table, parsed and checked once; the child env."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sprout_agent.errors import UsageError
+
+DEFAULT_MODEL = "claude-sonnet-5-5"  # newest Sonnet in anthropic 2.15's ModelParam
+
+
+# ---------------------------------------------------------------- environment variables
+
+
+@dataclass(frozen=True, slots=True)
+class EnvVar:
+    name: str
+    default: str  # "" = unset by default
+    meaning: str
+
+
+# The one list of variables the agent reads: Settings.from_env and .env.example both come from it.
+ENV_VARS: tuple[EnvVar, ...] = (
+    EnvVar("ANTHROPIC_API_KEY", "", "Anthropic API key (required unless ANTHROPIC_AUTH_TOKEN is set)"),
+    EnvVar("ANTHROPIC_AUTH_TOKEN", "", "bearer token, instead of ANTHROPIC_API_KEY"),
+    EnvVar("ANTHROPIC_BASE_URL", "", "API endpoint; unset = https://api.anthropic.com"),
+    EnvVar("ANTHROPIC_MODEL", DEFAULT_MODEL, "model id"),
+    EnvVar("MCP_HOOK_SERVERS", "", "servers whose hooks run: * or comma-separated names; unset = no hooks"),
+    EnvVar("SPROUT_AGENT_HOOK_TIMEOUT_MS", "2500", "per hook call timeout, milliseconds, at least 1"),
+    EnvVar("SPROUT_AGENT_STOP_MAX_REJECTIONS", "3", "session-wide _Stop objection budget (0 = off)"),
+    EnvVar("SPROUT_AGENT_SERVER_START_TIMEOUT", "30", "MCP server start-up timeout, seconds"),
+    EnvVar("SPROUT_AGENT_TOOL_TIMEOUT", "600", "per tool call timeout, seconds"),
+    EnvVar("SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", "51200", "tool result text kept for the model, bytes"),
+    EnvVar("SPROUT_AGENT_MAX_PARALLEL_TOOLS", "8", "tool calls run at once (1 = one at a time)"),
+    EnvVar("SPROUT_AGENT_MAX_OUTPUT_TOKENS", "32000", "max_tokens per model response"),
+    EnvVar("SPROUT_AGENT_MAX_CONTEXT_TOKENS", "", "context window, tokens; unset = the model's known window"),
+    EnvVar("SPROUT_AGENT_COMPACT_THRESHOLD", "", "when to compact; unset = built-in default"),
+    EnvVar("SPROUT_AGENT_MAX_COMPACTIONS", "10", "compactions per session (0 = never compact)"),
+    EnvVar("SPROUT_AGENT_BUILTIN_SERVERS", "dev,todo", "built-in MCP servers to start: comma-separated, or none"),
+)
+_DEFAULTS = {var.name: var.default for var in ENV_VARS}
+
+
+def _raw(env: Mapping[str, str], name: str) -> str | None:
+    """The value, or the table default; set-but-blank counts as unset."""
+    value = env.get(name, "").strip()
+    return value or _DEFAULTS[name] or None
+
+
+def _int(env: Mapping[str, str], name: str, minimum: int) -> int:
+    value = _raw(env, name)
+    if value is None or not (value.isascii() and value.isdigit()) or int(value) < minimum:
+        kind = "non-negative" if minimum == 0 else "positive"
+        raise UsageError(f"{name} must be a {kind} integer, got {value!r}")
+    return int(value)
+
+
+def _seconds(env: Mapping[str, str], name: str) -> float:
+    value = _raw(env, name) or ""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise UsageError(f"{name} must be a positive number of seconds, got {value!r}")
+    return number
+
+
+def _names(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    value = _raw(env, name) or ""
+    if value.lower() == "none":
+        return ()
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Every environment setting the agent reads, parsed and checked once at start-up."""
+
+    hook_servers: str | None = None  # raw MCP_HOOK_SERVERS; hooks.py parses it
+    hook_timeout_ms: int = 2500
+    stop_max_rejections: int = 3
+    server_start_timeout: float = 30.0
+    tool_timeout: float = 600.0
+    tool_result_max_bytes: int = 51200
+    max_parallel_tools: int = 8
+    model: str = DEFAULT_MODEL
+    max_output_tokens: int = 32000
+    max_context_tokens: int | None = None  # None = from the model table
+    compact_threshold: str | None = None  # raw; compaction parses it
+    max_compactions: int = 10
+    api_key_present: bool = False
+    base_url: str | None = None
+    builtin_servers: tuple[str, ...] = ("dev", "todo")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        """Read `env` (process environment over .env); a malformed value is a UsageError."""
+        context = _raw(env, "SPROUT_AGENT_MAX_CONTEXT_TOKENS")
+        return cls(
+            hook_servers=env.get("MCP_HOOK_SERVERS"),
+            hook_timeout_ms=_int(env, "SPROUT_AGENT_HOOK_TIMEOUT_MS", 1),
+            stop_max_rejections=_int(env, "SPROUT_AGENT_STOP_MAX_REJECTIONS", 0),
+            server_start_timeout=_seconds(env, "SPROUT_AGENT_SERVER_START_TIMEOUT"),
+            tool_timeout=_seconds(env, "SPROUT_AGENT_TOOL_TIMEOUT"),
+            tool_result_max_bytes=_int(env, "SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", 1),
+            max_parallel_tools=_int(env, "SPROUT_AGENT_MAX_PARALLEL_TOOLS", 1),
+            model=_raw(env, "ANTHROPIC_MODEL") or DEFAULT_MODEL,
+            max_output_tokens=_int(env, "SPROUT_AGENT_MAX_OUTPUT_TOKENS", 1),
+            max_context_tokens=None if context is None else _int(env, "SPROUT_AGENT_MAX_CONTEXT_TOKENS", 1),
+            compact_threshold=_raw(env, "SPROUT_AGENT_COMPACT_THRESHOLD"),
+            max_compactions=_int(env, "SPROUT_AGENT_MAX_COMPACTIONS", 0),
+            api_key_present=bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN")),
+            base_url=_raw(env, "ANTHROPIC_BASE_URL"),
+            builtin_servers=_names(env, "SPROUT_AGENT_BUILTIN_SERVERS"),
+        )
+
+
+def render_env_example() -> str:
+    """The text of `.env.example`: every variable, its default and meaning, all commented but the key."""
+    lines = [
+        "# sprout-agent reads these variables; copy this file to .env in your project to set them.",
+        "# The real environment wins over .env. Blank values mean the default.",
+    ]
+    for var in ENV_VARS:
+        default = f". Default: {var.default}" if var.default else ""
+        prefix = "" if var.name == "ANTHROPIC_API_KEY" else "# "
+        lines += ["", f"# {var.meaning}{default}", f"{prefix}{var.name}={var.default}"]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- MCP child environment
+
+# What an MCP server inherits from us. Enough to find programs, home, locale, temp dirs and proxies,
+# on POSIX and Windows. VIRTUAL_ENV is left out on purpose: our venv is not the server's (uv and
+# python tools misbehave when it points elsewhere); PATH still carries an activated venv's bin.
+_INHERITED = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TMPDIR", "TMP", "TEMP", "TZ",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR",
+    "APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATHEXT", "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE", "SYSTEMROOT", "USERNAME", "USERPROFILE", "COMSPEC", "WINDIR",
+})  # fmt: skip
+_INHERITED_PREFIXES = ("LC_", "XDG_")
+_SECRET = re.compile(r"_API_KEY$|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+
+
+def child_environment(parent: Mapping[str, str], server_env: Mapping[str, str]) -> dict[str, str]:
+    """The environment an MCP server starts with: the `_INHERITED` part of `parent` (never a
+    secret-looking name such as ANTHROPIC_API_KEY or *TOKEN*) plus the server's own `env`, which wins."""
+    inherited = {
+        key: value
+        for key, value in parent.items()
+        if (key in _INHERITED or key.startswith(_INHERITED_PREFIXES))
+        and not _SECRET.search(key)
+        and not value.startswith("()")  # exported bash functions
+    }
+    return inherited | dict(server_env)

@@ -1,0 +1,53 @@
+"""The system prompt: who the agent is, where it runs, and the project's AGENTS.md / CLAUDE.md files."""
+
+from __future__ import annotations
+
+import datetime
+import platform
+from pathlib import Path
+
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
+INSTRUCTIONS_MAX_CHARS = 32 * 1024  # per file; documented in the README
+
+BASE_PROMPT = """You are sprout-agent, a command-line coding agent. You help the user with software engineering \
+tasks in their working directory, using the tools offered to you (tools are named `server__tool`).
+Read before you change; keep changes minimal and correct; run the project's checks when you can.
+When the task is done, reply with a short summary of what you did and end your turn."""
+
+
+def git_root(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def instruction_files(cwd: Path) -> list[Path]:
+    """AGENTS.md and CLAUDE.md from the git root (or cwd) down to cwd, outermost first."""
+    root = git_root(cwd) or cwd
+    chain = [cwd, *cwd.parents]
+    directories = list(reversed(chain[: chain.index(root) + 1]))
+    return [d / name for d in directories for name in INSTRUCTION_FILES if (d / name).is_file()]
+
+
+def build_system_prompt(cwd: Path, *, replace: str | None = None, append: str | None = None) -> str:
+    """Byte-stable within a session (the date, not the time) so the prompt prefix stays cached."""
+    if replace is not None:
+        parts = [replace]
+    else:
+        today = datetime.date.today().isoformat()
+        parts = [
+            BASE_PROMPT,
+            f"Working directory: {cwd}\nPlatform: {platform.system()} {platform.release()}\nDate: {today}",
+        ]
+        for path in instruction_files(cwd):
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if len(text) > INSTRUCTIONS_MAX_CHARS:
+                text = (
+                    text[:INSTRUCTIONS_MAX_CHARS]
+                    + f"\n[… {path.name} cut at {INSTRUCTIONS_MAX_CHARS} characters]"
+                )
+            parts.append(f"Instructions from {path}:\n{text}")
+    if append:
+        parts.append(append)
+    return "\n\n".join(parts)

@@ -1,0 +1,77 @@
+"""Where the dev tools may act: path resolution, the write boundary and "last read" records.
+
+Reads may go anywhere (bash can read anything anyway); writes must land inside the working
+directory after symlinks are resolved, unless SPROUT_DEV_ALLOW_OUTSIDE=1.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from sprout_agent.tools._server import ToolError
+
+ALLOW_OUTSIDE_ENV = "SPROUT_DEV_ALLOW_OUTSIDE"
+
+Stamp = tuple[int, int]  # (mtime_ns, size)
+
+
+def stamp_of(path: str) -> Stamp:
+    st = os.stat(path)
+    return (st.st_mtime_ns, st.st_size)
+
+
+@dataclass
+class Workspace:
+    """The working directory of one server process, and what this process has read or written."""
+
+    root: str
+    allow_outside: bool = False
+    _seen: dict[str, Stamp] = field(default_factory=dict[str, Stamp])
+
+    @classmethod
+    def from_environment(cls) -> Workspace:
+        return cls(
+            root=os.path.realpath(os.getcwd()),
+            allow_outside=os.environ.get(ALLOW_OUTSIDE_ENV, "") == "1",
+        )
+
+    def resolve(self, path: str) -> str:
+        """Absolute, symlink-free path; relative paths are taken from the working directory."""
+        if not path:
+            raise ToolError("empty path")
+        if "\0" in path:
+            raise ToolError("path contains a NUL byte")
+        return os.path.realpath(os.path.join(self.root, os.path.expanduser(path)))
+
+    def inside(self, real: str) -> bool:
+        return real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)
+
+    def writable(self, path: str) -> str:
+        """Resolved path, or a ToolError when writing there would leave the working directory."""
+        real = self.resolve(path)
+        if not self.allow_outside and not self.inside(real):
+            raise ToolError(
+                f"refusing to write {real}: it is outside the working directory {self.root} "
+                f"(after resolving '..' and symlinks); set {ALLOW_OUTSIDE_ENV}=1 to allow it"
+            )
+        return real
+
+    def display(self, real: str) -> str:
+        """Path as shown to the model: relative inside the working directory, absolute outside."""
+        return os.path.relpath(real, self.root) if self.inside(real) else real
+
+    def remember(self, real: str) -> None:
+        """Record the file's current mtime and size as seen by this server."""
+        self._seen[real] = stamp_of(real)
+
+    def check_fresh(self, real: str) -> None:
+        """Refuse to modify an existing file never read here, or changed on disk since."""
+        known = self._seen.get(real)
+        shown = self.display(real)
+        if known is None:
+            raise ToolError(
+                f"refusing to modify {shown}: it exists but has not been read in this session; read it first"
+            )
+        if stamp_of(real) != known:
+            raise ToolError(f"{shown}: file changed on disk since it was last read; read it again first")

@@ -1,0 +1,179 @@
+"""Glue between plain async tool functions and the mcp SDK's low-level `Server`.
+
+The low-level server is used (not `MCPServer`) because it starts faster and builds no pydantic
+models from signatures: each tool declares its JSON schema by hand and arguments are checked here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ContentBlock,
+    ImageContent,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+)
+
+Args = dict[str, Any]
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
+
+logger = logging.getLogger(__name__)
+
+
+class ToolError(Exception):
+    """A failure the model should read: becomes a tool result with is_error=True."""
+
+
+@dataclass(frozen=True)
+class Image:
+    """Image output: raw base64 text and its MIME type."""
+
+    data_b64: str
+    mime_type: str
+
+
+ToolOutput = str | Image
+Handler = Callable[[Args], Awaitable[ToolOutput]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: what the model sees (name, description, schema, hints) and the function to run."""
+
+    name: str
+    description: str
+    properties: Mapping[str, Any]
+    handler: Handler
+    required: Sequence[str] = ()
+    annotations: Mapping[str, bool] = field(default_factory=dict[str, bool])
+    open_args: bool = False  # hooks: accept (and ignore) whatever context the agent sends
+
+    def input_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "object", "properties": dict(self.properties)}
+        if self.required:
+            schema["required"] = list(self.required)
+        if not self.open_args:
+            schema["additionalProperties"] = False
+        return schema
+
+    def to_tool(self) -> Tool:
+        return Tool(
+            name=self.name,
+            description=self.description,
+            input_schema=self.input_schema(),
+            annotations=ToolAnnotations(
+                read_only_hint=self.annotations.get("read_only_hint"),
+                destructive_hint=self.annotations.get("destructive_hint"),
+                idempotent_hint=self.annotations.get("idempotent_hint"),
+                open_world_hint=self.annotations.get("open_world_hint"),
+            )
+            if self.annotations
+            else None,
+        )
+
+
+def _type_ok(value: Any, json_type: str) -> bool:
+    if json_type in ("integer", "number") and isinstance(value, bool):
+        return False
+    if json_type == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _JSON_TYPES.get(json_type, (object,)))
+
+
+def check_args(spec: ToolSpec, args: Args) -> Args:
+    """Check arguments against the tool's flat schema; returns them with integers normalised."""
+    unknown = sorted(set(args) - set(spec.properties))
+    if spec.open_args:
+        args = {k: v for k, v in args.items() if k in spec.properties}
+    elif unknown:
+        raise ToolError(f"unknown argument(s) for {spec.name}: {', '.join(unknown)}")
+    missing = [name for name in spec.required if args.get(name) is None]
+    if missing:
+        raise ToolError(f"missing required argument(s) for {spec.name}: {', '.join(missing)}")
+    checked: Args = {}
+    for name, value in args.items():
+        json_type = spec.properties[name].get("type")
+        if value is None or json_type is None:
+            checked[name] = value
+            continue
+        if not _type_ok(value, json_type):
+            raise ToolError(f"argument {name!r} of {spec.name} must be of type {json_type}")
+        checked[name] = int(value) if json_type == "integer" else value
+    return checked
+
+
+def _content(output: ToolOutput) -> list[ContentBlock]:
+    if isinstance(output, Image):
+        return [ImageContent(type="image", data=output.data_b64, mime_type=output.mime_type)]
+    return [TextContent(type="text", text=output)]
+
+
+def _error(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+async def run_tool(specs: Mapping[str, ToolSpec], name: str, args: Args | None) -> CallToolResult:
+    """Run one tool call; every failure becomes an is_error result, never an exception."""
+    spec = specs.get(name)
+    if spec is None:
+        return _error(f"unknown tool {name!r}; available: {', '.join(specs)}")
+    try:
+        output = await spec.handler(check_args(spec, args or {}))
+    except ToolError as exc:
+        return _error(str(exc))
+    except Exception as exc:  # a bug or an OS surprise must not take the server down
+        logger.exception("tool %s failed", name)
+        return _error(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
+    return CallToolResult(content=_content(output))
+
+
+def build_server(
+    name: str, version: str, specs: Sequence[ToolSpec], instructions: str | None = None
+) -> Server[Any]:
+    """A low-level mcp `Server` serving `specs`; usable over stdio or in-process (`mcp.Client(server)`)."""
+    by_name = {spec.name: spec for spec in specs}
+    tools = [spec.to_tool() for spec in specs]
+
+    async def on_list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(tools=tools)
+
+    async def on_call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        return await run_tool(by_name, params.name, params.arguments)
+
+    return Server(
+        name,
+        version=version,
+        instructions=instructions,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+def serve_stdio(server: Server[Any]) -> None:
+    """Serve `server` on stdin/stdout until stdin closes."""
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)

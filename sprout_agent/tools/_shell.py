@@ -1,0 +1,145 @@
+"""The bash tool: one command in its own process group, output capped, group killed on timeout or cancel."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from contextlib import suppress
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+from sprout_agent.tools._paths import Workspace
+from sprout_agent.tools._server import Args, ToolError, ToolOutput
+
+TIMEOUT_ENV = "SPROUT_DEV_BASH_TIMEOUT"
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 600.0
+HEAD_BYTES = 15_000
+TAIL_BYTES = 15_000
+DRAIN_SECONDS = 0.5  # after the shell exits, how long background jobs may keep the pipe busy
+TERM_GRACE_SECONDS = 1.0
+_SECRET = re.compile(r"^ANTHROPIC_|_API_KEY$|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+
+
+def command_env() -> dict[str, str]:
+    """The server's environment minus anything that looks like a credential."""
+    return {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
+
+
+def default_timeout() -> float:
+    try:
+        value = float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return min(max(value, 1.0), MAX_TIMEOUT)
+
+
+class HeadTail:
+    """Keeps the first HEAD_BYTES and last TAIL_BYTES of a stream, counting what falls between."""
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = HEAD_BYTES - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > 2 * TAIL_BYTES:
+            del self.tail[:-TAIL_BYTES]
+
+    def text(self) -> str:
+        tail = bytes(self.tail[-TAIL_BYTES:])
+        omitted = self.total - len(self.head) - len(tail)
+        middle = f"\n... [{omitted} bytes of output omitted] ...\n" if omitted > 0 else ""
+        return self.head.decode("utf-8", "replace") + middle + tail.decode("utf-8", "replace")
+
+
+async def _read_all(stream: ByteReceiveStream, buf: HeadTail) -> None:
+    with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        while True:
+            buf.add(await stream.receive(65536))
+
+
+async def _run(proc: Process, buf: HeadTail) -> bool:
+    """Wait for the shell to exit while reading its output; False if a background job kept the pipe."""
+    assert proc.stdout is not None
+    eof = anyio.Event()
+    async with anyio.create_task_group() as tg:
+
+        async def reader() -> None:
+            assert proc.stdout is not None
+            await _read_all(proc.stdout, buf)
+            eof.set()
+
+        tg.start_soon(reader)
+        await proc.wait()
+        with anyio.move_on_after(DRAIN_SECONDS):
+            await eof.wait()
+        tg.cancel_scope.cancel()
+    return eof.is_set()
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def kill_group(proc: Process) -> None:
+    """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left (grandchildren too)."""
+    with anyio.CancelScope(shield=True):
+        _signal_group(proc.pid, signal.SIGTERM)
+        with anyio.move_on_after(TERM_GRACE_SECONDS):
+            await proc.wait()
+        _signal_group(proc.pid, signal.SIGKILL)
+        with anyio.move_on_after(TERM_GRACE_SECONDS):
+            await proc.wait()
+
+
+def _timeout_arg(args: Args) -> float:
+    timeout = args.get("timeout")
+    if timeout is None:
+        return default_timeout()
+    if not 0 < timeout <= MAX_TIMEOUT:
+        raise ToolError(f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds")
+    return float(timeout)
+
+
+async def bash(ws: Workspace, args: Args) -> ToolOutput:
+    command: str = args["command"]
+    timeout = _timeout_arg(args)
+    try:
+        proc = await anyio.open_process(
+            ["bash", "-c", command],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=ws.root,
+            env=command_env(),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ToolError(f"could not start bash: {exc}") from exc
+    buf = HeadTail()
+    drained = False
+    async with proc:
+        try:
+            with anyio.move_on_after(timeout) as scope:
+                drained = await _run(proc, buf)
+        except BaseException:  # cancelled by the client: take the whole group down with us
+            await kill_group(proc)
+            raise
+        if scope.cancelled_caught:
+            await kill_group(proc)
+    output = buf.text().rstrip("\n") or "(no output)"
+    if scope.cancelled_caught:
+        raise ToolError(f"{output}\n[timed out after {timeout:g} s; the command's process group was killed]")
+    note = "" if drained else "\n[background processes still hold the output open; later output is not shown]"
+    return f"{output}{note}\n[exit code: {proc.returncode}]"

@@ -1,0 +1,1 @@
+"""Faces of the loop: terminal rendering (rich) and REPL input (prompt_toolkit)."""

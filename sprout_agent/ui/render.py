@@ -1,0 +1,187 @@
+"""The only importer of rich: turns loop events into terminal output (stderr for progress, stdout for answers)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.spinner import Spinner
+from rich.table import Table
+from rich.text import Text
+
+from sprout_agent import events as ev
+from sprout_agent.events import Event
+
+ARGUMENT_PREVIEW_CHARS = 60
+
+
+def short_arguments(arguments: dict[str, object]) -> str:
+    """`key=value` pairs cut to one short line, for the compact tool line."""
+    parts: list[str] = []
+    for key, value in arguments.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        parts.append(f"{key}={' '.join(shown.split())}")
+    line = " ".join(parts)
+    return line if len(line) <= ARGUMENT_PREVIEW_CHARS else line[: ARGUMENT_PREVIEW_CHARS - 1] + "…"
+
+
+class TerminalRenderer:
+    """Event sink for people. Interactive: spinner, streamed text, Markdown. Otherwise: plain stderr lines."""
+
+    def __init__(self, *, interactive: bool, verbose: bool, stdout: TextIO | None = None) -> None:
+        self.interactive = interactive
+        self.verbose = verbose
+        self.err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+        self.out = Console(file=stdout or sys.stdout, highlight=False)
+        self._live: Live | None = None
+        self._streamed = ""
+        self._pending_tools: dict[str, str] = {}
+
+    def __call__(self, event: Event) -> None:
+        handler = getattr(self, f"_on_{type(event).__name__}", None)
+        if handler is not None:
+            handler(event)
+
+    def close(self) -> None:
+        self._stop_live()
+
+    # --- model output -----------------------------------------------------------------------------
+    def _on_ModelWaiting(self, event: ev.ModelWaiting) -> None:
+        if self.verbose:
+            self.err.print(
+                f"[dim]→ request {event.request_number}, ~{event.context_tokens} context tokens[/]"
+            )
+        if self.interactive:
+            self._streamed = ""
+            self._start_live(Spinner("dots", text=Text("thinking…", style="dim")))
+
+    def _on_TextDelta(self, event: ev.TextDelta) -> None:
+        if self.interactive:
+            self._streamed += event.text
+            self._start_live(Text(self._streamed))
+
+    def _on_AssistantText(self, event: ev.AssistantText) -> None:
+        if self.interactive:
+            self._stop_live()
+            self.out.print(Markdown(event.text))
+        elif self.verbose:
+            self.err.print(Text(event.text, style="dim"))
+
+    def _on_ModelReplied(self, event: ev.ModelReplied) -> None:
+        self._stop_live()
+        if self.verbose:
+            u = event.usage
+            self.err.print(
+                f"[dim]← {event.stop_reason} in {event.seconds:.2f}s: in {u.input_tokens}, "
+                f"cache read {u.cache_read_tokens}, cache write {u.cache_write_tokens}, out {u.output_tokens}[/]"
+            )
+
+    def _on_ApiRetry(self, event: ev.ApiRetry) -> None:
+        self._line(f"[yellow]API error ({event.reason}); retry {event.attempt} in {event.delay:.1f}s[/]")
+
+    # --- tools ------------------------------------------------------------------------------------
+    def _on_ToolStarted(self, event: ev.ToolStarted) -> None:
+        self._pending_tools[event.call_id] = short_arguments(event.arguments)
+
+    def _on_ToolFinished(self, event: ev.ToolFinished) -> None:
+        arguments = self._pending_tools.pop(event.call_id, "")
+        status = f"[red]error[/] {_escape(event.summary)}" if event.is_error else "[green]ok[/]"
+        self._line(
+            f"[cyan]⏺ {_escape(event.name)}[/] [dim]{_escape(arguments)}[/] {status} [dim]{event.seconds:.2f}s[/]"
+        )
+
+    # --- servers, hooks, compaction -------------------------------------------------------------------
+    def _on_ServerStarted(self, event: ev.ServerStarted) -> None:
+        if self.verbose:
+            self._line(
+                f"[dim]server {event.server}: {event.tool_count} tools, {event.hook_count} hooks, "
+                f"{event.seconds:.2f}s[/]"
+            )
+
+    def _on_ServerFailed(self, event: ev.ServerFailed) -> None:
+        self._line(f"[red]server {_escape(event.server)} failed:[/] {_escape(event.reason)}")
+        if event.stderr_tail:
+            self._line(Text(_indent(event.stderr_tail), style="dim"))
+
+    def _on_Notice(self, event: ev.Notice) -> None:
+        style = {"warning": "yellow", "error": "red"}.get(event.level, "dim")
+        self._line(Text(event.text, style=style))
+
+    def _on_HookCalled(self, event: ev.HookCalled) -> None:
+        if self.verbose:
+            self._line(f"[dim]hook {event.hook} → {', '.join(event.servers)}[/]")
+
+    def _on_HookObjected(self, event: ev.HookObjected) -> None:
+        first = event.text.strip().split("\n", 1)[0][:120]
+        self._line(f"[magenta]hook {event.hook} from {_escape(event.server)} objected:[/] {_escape(first)}")
+
+    def _on_HookInjected(self, event: ev.HookInjected) -> None:
+        self._line(f"[magenta]hook {event.hook} from {_escape(event.server)} added context[/]")
+
+    def _on_HookTimedOut(self, event: ev.HookTimedOut) -> None:
+        self._line(f"[yellow]hook {event.hook} on {event.server} timed out ({event.consecutive} in a row)[/]")
+
+    def _on_HookFailed(self, event: ev.HookFailed) -> None:
+        if self.verbose:
+            self._line(
+                f"[yellow]hook {event.hook} on {event.server} failed: {_escape(event.reason[:200])}[/]"
+            )
+
+    def _on_HookServerKilled(self, event: ev.HookServerKilled) -> None:
+        self._line(f"[red]server {event.server} killed: {_escape(event.reason)}[/]")
+
+    def _on_StopBudgetSpent(self, event: ev.StopBudgetSpent) -> None:
+        self._line(
+            f"[yellow]_Stop budget spent ({event.rejections} objections this session): stopping regardless[/]"
+        )
+
+    def _on_CompactionStarted(self, event: ev.CompactionStarted) -> None:
+        self._line(f"[blue]compacting ({event.reason}) at ~{event.tokens_before} tokens…[/]")
+
+    def _on_CompactionFinished(self, event: ev.CompactionFinished) -> None:
+        if event.ok:
+            self._line(f"[blue]compacted: ~{event.tokens_before} → ~{event.tokens_after} tokens[/]")
+        else:
+            self._line(f"[yellow]compaction failed: {_escape(event.detail)}[/]")
+
+    # --- helpers ------------------------------------------------------------------------------------
+    def _line(self, line: str | Text) -> None:
+        self._stop_live()
+        self.err.print(line)
+
+    def _start_live(self, renderable: Spinner | Text) -> None:
+        if self._live is None:
+            self._live = Live(renderable, console=self.err, transient=True, refresh_per_second=12)
+            self._live.start()
+        else:
+            self._live.update(renderable)
+
+    def _stop_live(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    # --- REPL views -------------------------------------------------------------------------------
+    def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        table = Table(title=title, title_justify="left", show_edge=False)
+        for column in columns:
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*row)
+        self.err.print(table)
+
+    def say(self, text: str, style: str = "") -> None:
+        self._line(Text(text, style=style))
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", "\\[")
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.rstrip().splitlines()[-10:])

@@ -1,0 +1,134 @@
+"""Runs the real `sprout-agent` CLI as a subprocess against the fake API and fake MCP servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.fake_anthropic import FakeAnthropic
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE_MCP = str(ROOT / "tests" / "fake_mcp_server.py")
+API_KEY = "sk-ant-test-secret-key-0123456789"
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def fake_server(**knobs: Any) -> dict[str, Any]:
+    """A config entry for the fault-knob MCP server; knobs become FAKE_MCP_* variables."""
+    env = {f"FAKE_MCP_{key.upper()}": v if isinstance(v, str) else json.dumps(v) for key, v in knobs.items()}
+    return {"command": sys.executable, "args": [FAKE_MCP], "env": env}
+
+
+def agent_env(home: Path, fake: FakeAnthropic | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A clean environment: isolated config and data dirs, the fake API, built-in servers off."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_STATE_HOME": str(home / "state"),
+        "ANTHROPIC_API_KEY": API_KEY,
+        "SPROUT_AGENT_BUILTIN_SERVERS": "none",
+        "PYTHONPATH": str(ROOT),
+    }
+    if fake is not None:
+        env["ANTHROPIC_BASE_URL"] = fake.base_url
+    env.update(extra or {})
+    return env
+
+
+def write_config(directory: Path, servers: dict[str, dict[str, Any]]) -> Path:
+    path = directory / "mcp-config.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    return path
+
+
+def agent_command(args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "sprout_agent", *args]
+
+
+def run_agent(
+    tmp_path: Path,
+    args: list[str],
+    *,
+    fake: FakeAnthropic | None,
+    servers: dict[str, dict[str, Any]] | None = None,
+    env: dict[str, str] | None = None,
+    stdin: str | None = None,
+    timeout: float = 60,
+) -> Run:
+    """Runs the CLI to completion (bounded) and returns its exit code and output."""
+    config_args = ["--config", str(write_config(tmp_path, servers))] if servers is not None else []
+    completed = subprocess.run(
+        agent_command([*config_args, *args]),
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        env=agent_env(tmp_path, fake, env),
+        cwd=tmp_path,
+        timeout=timeout,
+    )
+    return Run(completed.returncode, completed.stdout, completed.stderr)
+
+
+def pid_alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie (PID 1 here may not reap orphans)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def tool_names(request_body: dict[str, Any]) -> list[str]:
+    return [tool["name"] for tool in request_body.get("tools", [])]
+
+
+def tool_results(request_body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every tool_result block in the request, in order."""
+    return [
+        block
+        for message in request_body["messages"]
+        if message["role"] == "user" and isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+
+
+def result_text(block: dict[str, Any]) -> str:
+    return "".join(part.get("text", "") for part in block["content"])
+
+
+def assert_history_valid(request_body: dict[str, Any]) -> None:
+    """Every tool_use is answered in the next message, roles alternate, no empty text or turn."""
+    messages = request_body["messages"]
+    assert messages[0]["role"] == "user"
+    for index, message in enumerate(messages):
+        assert message["content"], f"empty turn at {index}"
+        if index:
+            assert message["role"] != messages[index - 1]["role"], f"same role twice at {index}"
+        for block in message["content"]:
+            if block["type"] == "text":
+                assert block["text"].strip(), f"empty text block at {index}"
+        uses = [b["id"] for b in message["content"] if b["type"] == "tool_use"]
+        if uses:
+            following = messages[index + 1]["content"] if index + 1 < len(messages) else []
+            answered = [b["tool_use_id"] for b in following if b["type"] == "tool_result"]
+            assert answered == uses, f"tool_use {uses} answered by {answered}"

@@ -1,0 +1,448 @@
+"""Config files, ${VAR} expansion, lookup order, Settings from the environment, MCP child env scrub."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sprout_agent.config import LoadedConfig, ServerConfig, load_config, read_dotenv
+from sprout_agent.settings import DEFAULT_MODEL, ENV_VARS, Settings, child_environment, render_env_example
+from sprout_agent.errors import EXIT_USAGE, ConfigError, UsageError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+    return path
+
+
+def servers(**entries: Any) -> dict[str, Any]:
+    return {"mcpServers": entries}
+
+
+def load_one(tmp_path: Path, data: Any, env: dict[str, str] | None = None) -> LoadedConfig:
+    write(tmp_path / ".mcp.json", data)
+    return load_config([], tmp_path, env or {}, None)
+
+
+def config_error(tmp_path: Path, data: Any, env: dict[str, str] | None = None) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_one(tmp_path, data, env)
+    message = str(info.value)
+    assert info.value.exit_code == EXIT_USAGE == 2
+    assert "\n" not in message
+    assert message.startswith(".mcp.json: "), message
+    return message
+
+
+OK = {"command": "srv"}
+
+# (case id, file content, fragments the one-line message must contain)
+ERROR_CASES: list[tuple[str, Any, tuple[str, ...]]] = [
+    ("bad-json", '{"mcpServers": {\n  "a": }', ("invalid JSON at line 2 column 8",)),
+    ("top-not-object", [1, 2], ("top level must be a JSON object",)),
+    ("unknown-top-key", {"mcpServers": {}, "servers": {}}, ("unknown top-level key 'servers'",)),
+    ("servers-not-object", {"mcpServers": []}, ("mcpServers must be an object",)),
+    ("entry-not-object", servers(git="git-mcp"), ("mcpServers.git must be an object",)),
+    ("missing-command", servers(git={"args": []}), ("mcpServers.git: missing command",)),
+    ("command-not-string", servers(git={"command": ["git"]}), ("mcpServers.git.command must be",)),
+    ("command-empty", servers(git={"command": " "}), ("mcpServers.git.command must be",)),
+    ("args-not-list", servers(git={"command": "g", "args": "x"}), ("mcpServers.git.args must be a list",)),
+    ("args-not-strings", servers(git={"command": "g", "args": [1]}), ("mcpServers.git.args must be a list",)),
+    ("env-not-object", servers(git={"command": "g", "env": ["A=1"]}), ("mcpServers.git.env must be",)),
+    ("env-not-strings", servers(git={"command": "g", "env": {"PORT": 80}}), ("mcpServers.git.env must be",)),
+    ("cwd-not-string", servers(git={"command": "g", "cwd": 3}), ("mcpServers.git.cwd must be a string",)),
+    ("timeout-string", servers(git={"command": "g", "timeout": "5"}), ("mcpServers.git.timeout must be",)),
+    ("timeout-zero", servers(git={"command": "g", "timeout": 0}), ("mcpServers.git.timeout must be",)),
+    ("timeout-negative", servers(git={"command": "g", "timeout": -1}), ("mcpServers.git.timeout must be",)),
+    ("timeout-bool", servers(git={"command": "g", "timeout": True}), ("mcpServers.git.timeout must be",)),
+    ("timeout-nan", '{"mcpServers": {"git": {"command": "g", "timeout": NaN}}}', ("mcpServers.git.timeout",)),
+    ("unknown-key", servers(git={"command": "g", "argv": []}), ("mcpServers.git: unknown key 'argv'",)),
+    ("bad-type", servers(git={"command": "g", "type": "grpc"}), ("mcpServers.git.type must be",)),
+    ("type-not-string", servers(git={"command": "g", "type": 1}), ("mcpServers.git.type must be",)),
+    ("disabled-not-bool", servers(git={"command": "g", "disabled": "yes"}), ("mcpServers.git.disabled",)),
+    ("enabled-not-bool", servers(git={"command": "g", "enabled": 0}), ("mcpServers.git.enabled",)),
+    ("name-double-underscore", servers(my__git=OK), ("mcpServers.my__git: server name",)),
+    ("name-space", {"mcpServers": {"my git": OK}}, ("mcpServers.my git: server name",)),
+    ("name-empty", {"mcpServers": {"": OK}}, ("mcpServers.: server name",)),
+    ("name-too-long", {"mcpServers": {"a" * 65: OK}}, ("server name",)),
+    ("unset-var", servers(git={"command": "${GIT_BIN}"}), ("mcpServers.git.command", "GIT_BIN is not set")),
+    ("unset-var-arg", servers(git={"command": "g", "args": ["ok", "${X}"]}), ("mcpServers.git.args[1]", "X")),
+    ("unset-var-env", servers(git={"command": "g", "env": {"K": "${TOKEN}"}}), ("git.env.K", "TOKEN")),
+    ("unset-var-cwd", servers(git={"command": "g", "cwd": "${ROOT}/x"}), ("mcpServers.git.cwd", "ROOT")),
+    ("malformed-ref", servers(git={"command": "${GIT BIN}"}), ("git.command", "malformed variable")),
+    ("unterminated-ref", servers(git={"command": "${GIT"}), ("git.command", "malformed variable")),
+    ("empty-after-expand", servers(git={"command": "${E}"}), ("mcpServers.git.command is empty",)),
+]
+
+
+@pytest.mark.parametrize(("data", "fragments"), [c[1:] for c in ERROR_CASES], ids=[c[0] for c in ERROR_CASES])
+def test_config_errors_are_one_line_naming_file_and_key(
+    tmp_path: Path, data: Any, fragments: tuple[str, ...]
+) -> None:
+    message = config_error(tmp_path, data, env={"E": ""})
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+def test_full_entry_is_parsed(tmp_path: Path) -> None:
+    entry = {"command": "uvx", "args": ["mcp-server-git", "--repo", "."], "env": {"A": "1"},
+             "cwd": "sub", "timeout": 12, "type": "stdio", "description": "git", "alwaysAllow": ["x"],
+             "autoApprove": [], "disabled": False, "enabled": True}  # fmt: skip
+    loaded = load_one(tmp_path, {"$schema": "https://x", "mcpServers": {"git": entry}})
+    assert loaded.servers == (
+        ServerConfig(
+            name="git",
+            command="uvx",
+            args=("mcp-server-git", "--repo", "."),
+            env={"A": "1"},
+            cwd=str(tmp_path / "sub"),
+            start_timeout=12.0,
+            source=tmp_path / ".mcp.json",
+        ),
+    )
+    assert loaded.files_read == (tmp_path / ".mcp.json",)
+    assert loaded.notices == ()
+
+
+def test_absolute_cwd_and_defaults(tmp_path: Path) -> None:
+    loaded = load_one(tmp_path, servers(a={"command": "x", "cwd": "/srv/data"}, b=OK))
+    a, b = loaded.servers
+    assert (a.cwd, a.args, a.env, a.start_timeout) == ("/srv/data", (), {}, None)
+    assert (b.name, b.cwd) == ("b", None)
+
+
+def test_config_with_no_servers_key_is_empty(tmp_path: Path) -> None:
+    assert load_one(tmp_path, {}).servers == ()
+
+
+EXPANSIONS = [
+    ("${HOME}/bin", "/home/u/bin"),
+    ("pre-${HOME}-post", "pre-/home/u-post"),
+    ("${MISSING:-fallback}", "fallback"),
+    ("${MISSING:-}", ""),
+    ("${EMPTY:-fallback}", "fallback"),  # shell semantics: empty counts as unset for :-
+    ("${EMPTY}", ""),
+    ("${HOME:-other}", "/home/u"),
+    ("$HOME and $ and $5", "$HOME and $ and $5"),  # only ${...} expands
+    ("${A}${B}", "ab"),
+    ("${MISSING:-a b:c}", "a b:c"),
+]
+
+
+@pytest.mark.parametrize(("raw", "expected"), EXPANSIONS)
+def test_expansion(tmp_path: Path, raw: str, expected: str) -> None:
+    env = {"HOME": "/home/u", "EMPTY": "", "A": "a", "B": "b"}
+    entry = {"command": "run", "args": [raw], "env": {"V": raw}, "cwd": f"/x/{raw}"}
+    (server,) = load_one(tmp_path, servers(s=entry), env).servers
+    assert server.args == (expected,)
+    assert server.env == {"V": expected}
+    assert server.cwd == str(Path(f"/x/{expected}"))
+
+
+def test_expansion_in_command_and_relative_cwd(tmp_path: Path) -> None:
+    entry = {"command": "${BIN:-node}", "cwd": "${SUB}"}
+    (server,) = load_one(tmp_path, servers(s=entry), {"SUB": "pkg"}).servers
+    assert server.command == "node"
+    assert server.cwd == str(tmp_path / "pkg")
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"url": "https://example.com/mcp"},
+        {"type": "http", "url": "https://example.com/mcp", "headers": {"A": "b"}},
+        {"type": "sse", "url": "https://example.com/sse"},
+        {"type": "streamable-http"},
+        {"type": "ws", "url": "ws://localhost:1"},
+    ],
+)
+def test_remote_entries_are_skipped_with_a_notice(tmp_path: Path, entry: dict[str, Any]) -> None:
+    loaded = load_one(tmp_path, servers(remote=entry, local=OK))
+    assert [s.name for s in loaded.servers] == ["local"]
+    assert loaded.notices == (".mcp.json: skipping server 'remote': only stdio servers are supported",)
+
+
+@pytest.mark.parametrize("flag", [{"disabled": True}, {"enabled": False}])
+def test_disabled_entries_are_skipped_with_a_notice(tmp_path: Path, flag: dict[str, bool]) -> None:
+    loaded = load_one(tmp_path, servers(off={"command": "x", **flag}, on=OK))
+    assert [s.name for s in loaded.servers] == ["on"]
+    assert loaded.notices == (".mcp.json: skipping server 'off': disabled",)
+
+
+# ---------------------------------------------------------------- lookup
+
+
+def test_no_config_anywhere(tmp_path: Path) -> None:
+    assert load_config([], tmp_path, {}, tmp_path / "nouser") == LoadedConfig((), (), ())
+
+
+def test_cwd_file_wins_over_git_root_file(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / ".mcp.json", servers(root=OK))
+    sub = tmp_path / "a" / "b"
+    write(sub / ".mcp.json", servers(here=OK))
+    assert [s.name for s in load_config([], sub, {}, None).servers] == ["here"]
+
+
+def test_git_root_file_is_found_from_a_subdirectory(tmp_path: Path) -> None:
+    (tmp_path / ".git").write_text("gitdir: elsewhere")  # a worktree's .git is a file
+    write(tmp_path / ".mcp.json", servers(root={"command": "x", "cwd": "tools"}))
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    loaded = load_config([], sub, {}, None)
+    assert [s.name for s in loaded.servers] == ["root"]
+    assert loaded.servers[0].cwd == str(tmp_path / "tools")  # relative to the file, not to cwd
+    assert loaded.files_read == (tmp_path / ".mcp.json",)
+
+
+def test_lookup_stops_at_the_first_git_root(tmp_path: Path) -> None:
+    write(tmp_path / ".mcp.json", servers(outer=OK))
+    inner = tmp_path / "inner"
+    (inner / ".git").mkdir(parents=True)
+    sub = inner / "sub"
+    sub.mkdir()
+    assert load_config([], sub, {}, None).servers == ()
+
+
+def test_without_git_only_cwd_is_looked_at(tmp_path: Path) -> None:
+    write(tmp_path / ".mcp.json", servers(outer=OK))
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    assert load_config([], sub, {}, None).servers == ()
+
+
+def test_project_servers_first_user_after_project_wins_clash(tmp_path: Path) -> None:
+    project, user_dir = tmp_path / "proj", tmp_path / "cfg" / "sprout-agent"
+    write(project / ".mcp.json", servers(shared={"command": "project"}, p=OK))
+    write(user_dir / "mcp.json", servers(u=OK, shared={"command": "user"}))
+    loaded = load_config([], project, {}, user_dir)
+    assert [(s.name, s.command) for s in loaded.servers] == [
+        ("shared", "project"),
+        ("p", "srv"),
+        ("u", "srv"),
+    ]
+    assert loaded.files_read == (project / ".mcp.json", user_dir / "mcp.json")
+    (notice,) = loaded.notices
+    assert "'shared'" in notice and ".mcp.json" in notice and "\n" not in notice
+    assert loaded.servers[2].source == user_dir / "mcp.json"
+
+
+def test_user_file_alone(tmp_path: Path) -> None:
+    user_dir = tmp_path / "cfg"
+    write(user_dir / "mcp.json", servers(u=OK))
+    (tmp_path / "proj").mkdir()
+    assert [s.name for s in load_config([], tmp_path / "proj", {}, user_dir).servers] == ["u"]
+
+
+def test_explicit_files_replace_lookup_and_later_file_wins(tmp_path: Path) -> None:
+    write(tmp_path / ".mcp.json", servers(ignored=OK))
+    user_dir = tmp_path / "cfg"
+    write(user_dir / "mcp.json", servers(ignored_too=OK))
+    write(tmp_path / "a.json", servers(x={"command": "from-a"}, only_a=OK))
+    write(tmp_path / "b.json", servers(only_b=OK, x={"command": "from-b"}))
+    loaded = load_config([Path("a.json"), tmp_path / "b.json"], tmp_path, {}, user_dir)
+    assert [(s.name, s.command) for s in loaded.servers] == [
+        ("x", "from-b"),
+        ("only_a", "srv"),
+        ("only_b", "srv"),
+    ]
+    assert loaded.files_read == (tmp_path / "a.json", tmp_path / "b.json")
+    assert loaded.notices == ("server 'x' defined twice: using the one in b.json",)
+
+
+def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path / "a.json", servers(a=OK))
+    with pytest.raises(ConfigError) as info:
+        load_config([Path("a.json"), Path("nope.json")], tmp_path, {}, None)
+    assert str(info.value) == "nope.json: config file not found"
+    assert info.value.exit_code == 2
+
+
+def test_explicit_directory_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(ConfigError, match=r"^dir.json: cannot read config file: "):
+        load_config([Path("dir.json")], tmp_path, {}, None)
+
+
+def test_error_outside_cwd_names_the_absolute_path(tmp_path: Path) -> None:
+    bad = write(tmp_path / "elsewhere" / "c.json", servers(git={"command": 1}))
+    (tmp_path / "proj").mkdir()
+    with pytest.raises(ConfigError, match=rf"^{bad}: mcpServers.git.command must be"):
+        load_config([bad], tmp_path / "proj", {}, None)
+
+
+def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(servers(a=OK)).encode())
+    assert [s.name for s in load_config([], tmp_path, {}, None).servers] == ["a"]
+
+
+# ---------------------------------------------------------------- .env
+
+
+def test_read_dotenv(tmp_path: Path) -> None:
+    assert read_dotenv(tmp_path) == {}
+    (tmp_path / ".env").write_text("# c\nA=1\nexport B='two words'\nNOVALUE\nC=${A}x\n")
+    assert read_dotenv(tmp_path) == {"A": "1", "B": "two words", "C": "1x"}
+
+
+# ---------------------------------------------------------------- Settings
+
+
+def test_settings_defaults() -> None:
+    assert Settings.from_env({}) == Settings(
+        hook_servers=None,
+        hook_timeout_ms=2500,
+        stop_max_rejections=3,
+        server_start_timeout=30.0,
+        tool_timeout=600.0,
+        tool_result_max_bytes=51200,
+        max_parallel_tools=8,
+        model=DEFAULT_MODEL,
+        max_output_tokens=32000,
+        max_context_tokens=None,
+        compact_threshold=None,
+        max_compactions=10,
+        api_key_present=False,
+        base_url=None,
+    )
+
+
+def test_default_model_is_a_model_the_sdk_knows() -> None:
+    from typing import get_args
+
+    from anthropic.types import ModelParam
+
+    known = get_args(get_args(ModelParam)[0])
+    assert DEFAULT_MODEL in known and "sonnet" in DEFAULT_MODEL
+
+
+VALID = [
+    ("MCP_HOOK_SERVERS", " a, b ", "hook_servers", " a, b "),
+    ("SPROUT_AGENT_HOOK_TIMEOUT_MS", "1", "hook_timeout_ms", 1),
+    ("SPROUT_AGENT_HOOK_TIMEOUT_MS", " 400 ", "hook_timeout_ms", 400),
+    ("SPROUT_AGENT_HOOK_TIMEOUT_MS", "", "hook_timeout_ms", 2500),  # blank = default
+    ("SPROUT_AGENT_STOP_MAX_REJECTIONS", "0", "stop_max_rejections", 0),
+    ("SPROUT_AGENT_SERVER_START_TIMEOUT", "2.5", "server_start_timeout", 2.5),
+    ("SPROUT_AGENT_TOOL_TIMEOUT", "90", "tool_timeout", 90.0),
+    ("SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", "1024", "tool_result_max_bytes", 1024),
+    ("SPROUT_AGENT_MAX_PARALLEL_TOOLS", "1", "max_parallel_tools", 1),
+    ("ANTHROPIC_MODEL", "claude-haiku-4-5", "model", "claude-haiku-4-5"),
+    ("ANTHROPIC_MODEL", "", "model", DEFAULT_MODEL),
+    ("SPROUT_AGENT_MAX_OUTPUT_TOKENS", "4096", "max_output_tokens", 4096),
+    ("SPROUT_AGENT_MAX_CONTEXT_TOKENS", "100000", "max_context_tokens", 100000),
+    ("SPROUT_AGENT_COMPACT_THRESHOLD", "0.8", "compact_threshold", "0.8"),
+    ("SPROUT_AGENT_MAX_COMPACTIONS", "0", "max_compactions", 0),
+    ("ANTHROPIC_API_KEY", "sk-x", "api_key_present", True),
+    ("ANTHROPIC_API_KEY", "", "api_key_present", False),
+    ("ANTHROPIC_AUTH_TOKEN", "tok", "api_key_present", True),
+    ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9", "base_url", "http://127.0.0.1:9"),
+    ("ANTHROPIC_BASE_URL", "", "base_url", None),
+]
+
+
+@pytest.mark.parametrize(("var", "value", "attr", "expected"), VALID)
+def test_settings_valid(var: str, value: str, attr: str, expected: object) -> None:
+    assert getattr(Settings.from_env({var: value}), attr) == expected
+
+
+MALFORMED = [
+    ("SPROUT_AGENT_HOOK_TIMEOUT_MS", "abc", "must be a positive integer, got 'abc'"),
+    ("SPROUT_AGENT_HOOK_TIMEOUT_MS", "0", "must be a positive integer, got '0'"),
+    ("SPROUT_AGENT_HOOK_TIMEOUT_MS", "-5", "must be a positive integer, got '-5'"),
+    ("SPROUT_AGENT_HOOK_TIMEOUT_MS", "2.5", "got '2.5'"),
+    ("SPROUT_AGENT_HOOK_TIMEOUT_MS", "1_000", "got '1_000'"),
+    ("SPROUT_AGENT_HOOK_TIMEOUT_MS", "+5", "got '+5'"),
+    ("SPROUT_AGENT_HOOK_TIMEOUT_MS", "٣", "got '٣'"),
+    ("SPROUT_AGENT_STOP_MAX_REJECTIONS", "-1", "must be a non-negative integer"),
+    ("SPROUT_AGENT_MAX_COMPACTIONS", "many", "must be a non-negative integer"),
+    ("SPROUT_AGENT_MAX_PARALLEL_TOOLS", "0", "must be a positive integer"),
+    ("SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", "x", "must be a positive"),
+    ("SPROUT_AGENT_MAX_OUTPUT_TOKENS", "0", "must be a positive integer"),
+    ("SPROUT_AGENT_MAX_CONTEXT_TOKENS", "-1", "must be a positive integer"),
+    ("SPROUT_AGENT_SERVER_START_TIMEOUT", "soon", "must be a positive number"),
+    ("SPROUT_AGENT_SERVER_START_TIMEOUT", "0", "got '0'"),
+    ("SPROUT_AGENT_TOOL_TIMEOUT", "-3", "must be a positive number of seconds"),
+    ("SPROUT_AGENT_TOOL_TIMEOUT", "inf", "got 'inf'"),
+    ("SPROUT_AGENT_TOOL_TIMEOUT", "nan", "got 'nan'"),
+]
+
+
+@pytest.mark.parametrize(("var", "value", "fragment"), MALFORMED)
+def test_settings_malformed(var: str, value: str, fragment: str) -> None:
+    with pytest.raises(UsageError) as info:
+        Settings.from_env({var: value})
+    assert fragment in str(info.value)
+    assert str(info.value).startswith(f"{var} must be a ") and "\n" not in str(info.value)
+    assert info.value.exit_code == 2
+
+
+def test_env_table_names_every_variable_settings_reads() -> None:
+    names = {var.name for var in ENV_VARS}
+    assert {"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "MCP_HOOK_SERVERS"} <= names
+    source = (REPO / "sprout_agent" / "settings.py").read_text()
+    settings_src = source[source.index("class Settings") : source.index("def render_env_example")]
+    read = {n for n in names if f'"{n}"' in settings_src}
+    assert read == names
+
+
+def test_env_example_is_generated_from_the_table() -> None:
+    text = render_env_example()
+    assert (REPO / ".env.example").read_text() == text, "regenerate .env.example from render_env_example()"
+    assert "\nANTHROPIC_API_KEY=\n" in text
+    assert "\n# SPROUT_AGENT_HOOK_TIMEOUT_MS=2500\n" in text
+    for var in ENV_VARS:
+        assert var.name in text
+    active = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+    assert active == ["ANTHROPIC_API_KEY="]
+
+
+# ---------------------------------------------------------------- child environment
+
+
+def test_child_environment_keeps_basics_and_drops_secrets() -> None:
+    parent = {
+        "PATH": "/usr/bin",
+        "HOME": "/home/u",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C",
+        "XDG_CONFIG_HOME": "/home/u/.config",
+        "TMPDIR": "/tmp",
+        "HTTPS_PROXY": "http://proxy:3128",
+        "ANTHROPIC_API_KEY": "sk-ant-secret",
+        "ANTHROPIC_AUTH_TOKEN": "tok",
+        "OPENAI_API_KEY": "sk-openai",
+        "GITHUB_TOKEN": "ghp",
+        "XDG_SESSION_TOKEN": "tok",  # allowed prefix, secret name: dropped
+        "AWS_SECRET_ACCESS_KEY": "aws",
+        "DB_PASSWORD": "pw",
+        "SPROUT_AGENT_TOOL_TIMEOUT": "5",
+        "VIRTUAL_ENV": "/work/.venv",
+        "RANDOM_THING": "x",
+        "SHELL": "() { :; }",  # an exported bash function
+    }
+    child = child_environment(parent, {"GITHUB_TOKEN": "explicit", "PATH": "/opt/bin"})
+    assert child == {
+        "PATH": "/opt/bin",
+        "HOME": "/home/u",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C",
+        "XDG_CONFIG_HOME": "/home/u/.config",
+        "TMPDIR": "/tmp",
+        "HTTPS_PROXY": "http://proxy:3128",
+        "GITHUB_TOKEN": "explicit",
+    }
+    assert parent["PATH"] == "/usr/bin"  # input untouched
+
+
+def test_child_environment_of_the_real_process_has_no_anthropic_key() -> None:
+    import os
+
+    child = child_environment({**os.environ, "ANTHROPIC_API_KEY": "sk-ant-x"}, {})
+    assert "ANTHROPIC_API_KEY" not in child
+    assert child.get("PATH") == os.environ.get("PATH")

@@ -1,0 +1,440 @@
+"""ServerPool against real MCP server subprocesses: the fault-knob fake, mcp-server-time, server-everything."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sprout_agent.config import ServerConfig
+from sprout_agent.events import Event, Notice, ServerFailed, ServerStarted
+from sprout_agent.mcp_results import cut_middle
+from sprout_agent.messages import Image, Text, text_of
+from sprout_agent.protocols import HookCallFailed, ToolSpec
+from sprout_agent.servers import MAX_TOOL_NAME, ServerPool, model_tool_name
+
+pytestmark = pytest.mark.anyio
+
+FAKE = str(Path(__file__).with_name("fake_mcp_server.py"))
+PEERS = Path(__file__).resolve().parent.parent / ".ci" / "peers" / "node_modules" / ".bin"
+
+
+def fake(name: str, start_timeout: float | None = None, **knobs: str) -> ServerConfig:
+    env = {f"FAKE_MCP_{key.upper()}": value for key, value in knobs.items()}
+    return ServerConfig(name, sys.executable, (FAKE,), env, start_timeout=start_timeout)
+
+
+def scrubbed_env(own: Mapping[str, str]) -> dict[str, str]:
+    """What session.py would pass: a small allowlist plus the server's own env, never our secrets."""
+    base = {key: os.environ[key] for key in ("PATH", "HOME", "LANG") if key in os.environ}
+    return {**base, **own}
+
+
+class Pool:
+    """A ServerPool plus the events it emitted."""
+
+    def __init__(self, *configs: ServerConfig, **options: object) -> None:
+        self.events: list[Event] = []
+        settings: dict[str, object] = {
+            "start_timeout": 20.0,
+            "tool_timeout": 20.0,
+            "result_max_bytes": 100_000,
+            "child_env": scrubbed_env,
+        }
+        settings.update(options)
+        self.pool = ServerPool(configs, emit=self.events.append, **settings)  # type: ignore[arg-type]
+
+    async def __aenter__(self) -> Pool:
+        with anyio.fail_after(60):
+            await self.pool.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        with anyio.fail_after(10):
+            await self.pool.__aexit__(None, None, None)
+
+    def spec(self, server: str, tool: str) -> ToolSpec:
+        return next(s for s in self.pool.tools() if (s.server, s.tool) == (server, tool))
+
+    def status(self, server: str):  # noqa: ANN201 - ServerStatus
+        return next(s for s in self.pool.status() if s.name == server)
+
+    def failed(self, server: str) -> ServerFailed:
+        return next(e for e in self.events if isinstance(e, ServerFailed) and e.server == server)
+
+
+def is_dead(pid: int) -> bool:
+    """Gone, or a zombie: PID 1 here may never reap orphans, and a zombie runs no code."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2] in "ZX"
+
+
+async def wait_dead(pid: int, timeout: float = 5.0) -> None:
+    with anyio.fail_after(timeout):
+        while not is_dead(pid):
+            await anyio.sleep(0.01)
+
+
+def pids_in(pidfile: Path) -> list[int]:
+    return [int(line) for line in pidfile.read_text().split()] if pidfile.exists() else []
+
+
+async def test_servers_start_concurrently_and_tools_keep_config_then_listing_order() -> None:
+    configs = [fake("b", tools="add,echo"), fake("a", tools="echo"), fake("c", tools="slow,add,echo")]
+    began = time.monotonic()
+    async with Pool(*configs) as p:
+        elapsed = time.monotonic() - began
+        names = [spec.name for spec in p.pool.tools()]
+        assert names == ["b__add", "b__echo", "a__echo", "c__slow", "c__add", "c__echo"]
+        assert names == [spec.name for spec in p.pool.tools()]  # byte-stable between requests
+        started = {e.server: e for e in p.events if isinstance(e, ServerStarted)}
+        assert set(started) == {"a", "b", "c"} and started["c"].tool_count == 3
+        assert all(s.state == "running" and s.pid for s in p.pool.status())
+        slowest = max(e.seconds for e in started.values())
+        print(f"3 servers started in {elapsed:.2f} s; slowest alone {slowest:.2f} s")
+
+
+async def test_a_missing_binary_fails_with_a_reason_and_the_rest_start() -> None:
+    async with Pool(ServerConfig("ghost", "/nonexistent/sprout-no-such-server"), fake("ok", tools="echo")) as p:
+        failed = p.failed("ghost")
+        assert "cannot start" in failed.reason and "No such file" in failed.reason
+        assert p.status("ghost").state == "failed" and p.status("ok").state == "running"
+        assert [s.server for s in p.pool.tools()] == ["ok"]
+
+
+async def test_a_crash_on_start_reports_the_exit_code_and_the_stderr_tail() -> None:
+    async with Pool(fake("crashy", crash_on_start="1")) as p:
+        failed = p.failed("crashy")
+        assert failed.reason == "exited with code 3"
+        assert "fatal: cannot start" in failed.stderr_tail
+        assert p.status("crashy").last_error == "exited with code 3"
+        assert p.pool.tools() == []
+
+
+async def test_a_hang_on_start_is_bounded_by_its_start_timeout_and_killed(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchildren"
+    began = time.monotonic()
+    async with Pool(fake("silent", start_timeout=1, hang_on_start="1", grandchild_pidfile=str(pidfile))) as p:
+        assert time.monotonic() - began < 10
+        failed = p.failed("silent")
+        assert "no answer within 1 s" in failed.reason
+        assert "hanging before the handshake" in failed.stderr_tail
+        pid = p.status("silent").pid
+        assert pid is not None
+        await wait_dead(pid)
+        for grandchild in pids_in(pidfile):
+            await wait_dead(grandchild)
+
+
+async def test_cancelling_the_start_kills_every_spawned_process_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchildren"
+    p = Pool(fake("silent", hang_on_start="1", grandchild_pidfile=str(pidfile)), fake("ok", tools="echo"))
+    began = time.monotonic()
+    with anyio.move_on_after(0.7):
+        async with p.pool:
+            pytest.fail("the pool cannot have started: one server never answers")
+    assert time.monotonic() - began < 5
+    pids = [s.pid for s in p.pool.status() if s.pid is not None]
+    assert len(pids) == 2
+    for pid in [*pids, *pids_in(pidfile)]:
+        await wait_dead(pid)
+
+
+async def test_dotted_tool_names_are_mapped_and_called_by_their_real_name() -> None:
+    async with Pool(fake("fs", tools="dotted.name")) as p:
+        spec = p.spec("fs", "dotted.name")
+        assert spec.name == "fs__dotted_name"
+        outcome = await p.pool.call(spec, {})
+        assert outcome == outcome.__class__((Text("dotted"),), is_error=False)
+
+
+async def test_colliding_names_get_a_stable_hash_suffix_and_reach_their_own_server() -> None:
+    async with Pool(fake("a.b", tools="env", name="first"), fake("a_b", tools="env", name="second")) as p:
+        first, second = p.pool.tools()
+        assert first.name == "a_b__env"
+        assert second.name.startswith("a_b__env_") and len(second.name) <= MAX_TOOL_NAME
+        assert text_of((await p.pool.call(first, {"name": "FAKE_MCP_NAME"})).content) == "first"
+        assert text_of((await p.pool.call(second, {"name": "FAKE_MCP_NAME"})).content) == "second"
+
+
+def test_model_tool_names_are_api_safe_and_at_most_64_characters() -> None:
+    assert model_tool_name("git", "git_status") == "git__git_status"
+    assert model_tool_name("my server", "read file!") == "my_server__read_file_"
+    long = model_tool_name("s" * 50, "t" * 50)
+    assert len(long) == MAX_TOOL_NAME and long == model_tool_name("s" * 50, "t" * 50)
+    assert long != model_tool_name("s" * 50, "t" * 49 + "u")
+    for name in (long, model_tool_name("ünï.cødé", "x/y")):
+        assert all(c.isascii() and (c.isalnum() or c in "_-") for c in name)
+
+
+async def test_tools_are_called_and_their_results_converted() -> None:
+    async with Pool(fake("f")) as p:
+        echo = await p.pool.call(p.spec("f", "echo"), {"text": "héllo"})
+        assert echo.content == (Text("héllo"),) and not echo.is_error
+        assert (await p.pool.call(p.spec("f", "add"), {"a": 2, "b": 3})).content == (Text("5"),)
+        image = (await p.pool.call(p.spec("f", "image"), {})).content[0]
+        assert isinstance(image, Image) and image.media_type == "image/png" and image.data
+        assert p.spec("f", "read_only").read_only is True and p.spec("f", "echo").read_only is None
+
+
+async def test_a_failing_tool_is_an_error_outcome() -> None:
+    async with Pool(fake("f", tools="fail")) as p:
+        outcome = await p.pool.call(p.spec("f", "fail"), {})
+        assert outcome.is_error and text_of(outcome.content) == "this tool failed on purpose"
+        assert p.status("f").state == "running"
+
+
+async def test_an_unknown_server_is_an_error_outcome() -> None:
+    async with Pool(fake("f", tools="echo")) as p:
+        spec = ToolSpec("nope__echo", "nope", "echo", "", {})
+        outcome = await p.pool.call(spec, {"text": "x"})
+        assert outcome.is_error and "server 'nope' is unavailable" in text_of(outcome.content)
+        with pytest.raises(HookCallFailed, match="unavailable"):
+            await p.pool.call_hook(spec, {})
+
+
+async def test_a_crashed_server_is_marked_dead_and_its_tools_report_unavailable() -> None:
+    async with Pool(fake("f", tools="echo,crash"), fake("g", tools="echo")) as p:
+        echo = p.spec("f", "echo")
+        outcome = await p.pool.call(p.spec("f", "crash"), {})
+        assert outcome.is_error
+        assert text_of(outcome.content) == "server 'f' is unavailable: exited with code 1"
+        status = p.status("f")
+        assert (status.state, status.last_error) == ("dead", "exited with code 1")
+        assert [s.server for s in p.pool.tools()] == ["g"]
+        again = await p.pool.call(echo, {"text": "x"})
+        assert again.is_error and "unavailable" in text_of(again.content)
+        assert any(isinstance(e, Notice) and "'f' stopped" in e.text for e in p.events)
+        assert (await p.pool.call(p.spec("g", "echo"), {"text": "still here"})).content == (Text("still here"),)
+
+
+async def test_a_crash_is_seen_even_when_a_grandchild_holds_the_server_stdout(tmp_path: Path) -> None:
+    async with Pool(fake("f", tools="spawn_grandchild,crash")) as p:
+        grandchild = await p.pool.call(p.spec("f", "spawn_grandchild"), {"hold_stdout": True})
+        pid = int(text_of(grandchild.content))
+        with anyio.fail_after(5):
+            outcome = await p.pool.call(p.spec("f", "crash"), {})
+        assert outcome.is_error and "unavailable" in text_of(outcome.content)
+        await wait_dead(pid)
+
+
+async def test_huge_output_is_cut_in_the_middle_within_the_cap() -> None:
+    async with Pool(fake("f", tools="huge"), result_max_bytes=2000) as p:
+        outcome = await p.pool.call(p.spec("f", "huge"), {"bytes": 50_000})
+        text = text_of(outcome.content)
+        assert text.startswith("HEADxxx") and text.endswith("xxxTAIL")
+        assert "bytes elided]" in text and len(text.encode()) <= 2000
+        assert len(text.encode()) > 1900
+
+
+def test_cut_middle_keeps_head_and_tail_and_never_exceeds_the_cap() -> None:
+    text = "début " + "€" * 5000 + " fin"
+    for cap in (10, 50, 333, 1000, 4096):
+        cut = cut_middle(text, cap)
+        assert len(cut.encode()) <= cap
+        if cap >= 100:
+            assert cut.startswith("début") and cut.endswith("fin") and "elided" in cut
+    assert cut_middle("short", 100) == "short"
+
+
+async def test_cancelling_a_slow_call_returns_promptly_and_the_server_stays_usable() -> None:
+    async with Pool(fake("f", tools="slow,echo")) as p:
+        began = time.monotonic()
+        with anyio.move_on_after(0.3):
+            await p.pool.call(p.spec("f", "slow"), {"seconds": 60})
+        assert time.monotonic() - began < 3
+        assert (await p.pool.call(p.spec("f", "echo"), {"text": "ok"})).content == (Text("ok"),)
+
+
+async def test_a_call_over_the_tool_timeout_is_an_error_outcome() -> None:
+    async with Pool(fake("f", tools="slow,echo"), tool_timeout=0.5) as p:
+        outcome = await p.pool.call(p.spec("f", "slow"), {"seconds": 60})
+        assert outcome.is_error and "timed out after 0.5 s" in text_of(outcome.content)
+        assert (await p.pool.call(p.spec("f", "echo"), {"text": "ok"})).content == (Text("ok"),)
+
+
+async def test_kill_ends_the_server_and_its_grandchild_and_marks_it_dead() -> None:
+    async with Pool(fake("f", tools="spawn_grandchild,echo")) as p:
+        pid = int(text_of((await p.pool.call(p.spec("f", "spawn_grandchild"), {})).content))
+        echo = p.spec("f", "echo")
+        leader = p.status("f").pid
+        assert leader is not None and not is_dead(pid)
+        with anyio.fail_after(5):
+            await p.pool.kill("f", "hook timed out twice")
+        await wait_dead(pid)
+        await wait_dead(leader)
+        assert (p.status("f").state, p.status("f").last_error) == ("dead", "hook timed out twice")
+        outcome = await p.pool.call(echo, {"text": "x"})
+        assert text_of(outcome.content) == "server 'f' is unavailable: hook timed out twice"
+        assert p.pool.tools() == []
+
+
+async def test_closing_the_pool_kills_grandchildren_of_polite_servers(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchildren"
+    configs = [fake(n, tools="spawn_grandchild", grandchild_pidfile=str(pidfile)) for n in ("a", "b", "c")]
+    p = Pool(*configs)
+    async with p:
+        for name in ("a", "b", "c"):
+            await p.pool.call(p.spec(name, "spawn_grandchild"), {})
+        leaders = [s.pid for s in p.pool.status() if s.pid is not None]
+        began = time.monotonic()
+    print(f"teardown of 3 servers with grandchildren: {time.monotonic() - began:.3f} s")
+    grandchildren = pids_in(pidfile)
+    assert len(grandchildren) == 3 and len(leaders) == 3
+    for pid in [*leaders, *grandchildren]:
+        await wait_dead(pid, timeout=1)
+
+
+async def test_a_server_that_ignores_sigterm_is_killed_with_its_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchildren"
+    p = Pool(fake("stubborn", tools="spawn_grandchild", ignore_term="1", grandchild_pidfile=str(pidfile)))
+    async with p:
+        await p.pool.call(p.spec("stubborn", "spawn_grandchild"), {})
+        leader = p.status("stubborn").pid
+        began = time.monotonic()
+    print(f"teardown of a SIGTERM-ignoring server: {time.monotonic() - began:.3f} s")
+    assert leader is not None
+    for pid in [leader, *pids_in(pidfile)]:
+        await wait_dead(pid, timeout=1)
+
+
+async def test_kill_all_now_kills_every_group_synchronously(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchildren"
+    async with Pool(fake("a", tools="spawn_grandchild", grandchild_pidfile=str(pidfile))) as p:
+        await p.pool.call(p.spec("a", "spawn_grandchild"), {})
+        p.pool.kill_all_now()
+        for pid in [p.status("a").pid or 0, *pids_in(pidfile)]:
+            await wait_dead(pid)
+
+
+async def test_servers_see_only_the_environment_child_env_gives_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
+    monkeypatch.setenv("SPROUT_TEST_PARENT_ONLY", "leaked")
+    config = ServerConfig("f", sys.executable, (FAKE,), {"FAKE_MCP_TOOLS": "env", "OWN_SETTING": "mine"})
+    async with Pool(config) as p:
+        env = p.spec("f", "env")
+        for name, expected in [("ANTHROPIC_API_KEY", "<unset>"), ("SPROUT_TEST_PARENT_ONLY", "<unset>"),
+                               ("OWN_SETTING", "mine"), ("PATH", os.environ["PATH"])]:
+            assert text_of((await p.pool.call(env, {"name": name})).content) == expected
+
+
+async def test_server_stderr_goes_to_the_log_file_with_the_server_name(tmp_path: Path) -> None:
+    log = tmp_path / "servers.log"
+    async with Pool(fake("quiet", tools="echo"), fake("crashy", crash_on_start="1"), stderr_log=log):
+        pass
+    text = log.read_text()
+    assert "[quiet] fake: serving as pid" in text
+    assert "[crashy] fake: fatal: cannot start" in text
+
+
+async def test_a_paginated_listing_is_read_to_the_end() -> None:
+    async with Pool(fake("f", tools="echo,add,slow,fail,image", page_size="2")) as p:
+        assert [s.tool for s in p.pool.tools()] == ["echo", "add", "slow", "fail", "image"]
+
+
+async def test_call_hook_returns_the_raw_outcome_and_the_server_saw_the_input(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    async with Pool(fake("h", tools="echo", stop="keep going", log=str(log))) as p:
+        outcome = await p.pool.call_hook(p.spec("h", "_Stop"), {"last_message": "done"})
+        assert outcome.content == (Text("keep going"),) and not outcome.is_error
+        assert p.status("h").hook_count == 1 and p.status("h").tool_count == 1
+        lines = [json.loads(line) for line in log.read_text().splitlines()]
+        assert lines == [{"tool": "_Stop", "arguments": {"last_message": "done"}, "pid": p.status("h").pid}]
+
+
+async def test_call_hook_error_result_is_an_outcome_not_an_exception() -> None:
+    async with Pool(fake("h", tools="echo", stop_mode="error")) as p:
+        outcome = await p.pool.call_hook(p.spec("h", "_Stop"), {})
+        assert outcome.is_error and "failed on purpose" in text_of(outcome.content)
+
+
+async def test_call_hook_raises_when_the_server_crashes() -> None:
+    async with Pool(fake("h", tools="echo", stop_mode="crash")) as p:
+        with anyio.fail_after(5), pytest.raises(HookCallFailed, match="server 'h' is unavailable"):
+            await p.pool.call_hook(p.spec("h", "_Stop"), {})
+        assert p.status("h").state == "dead"
+
+
+@pytest.mark.parametrize("mode", ["hang", "freeze"])
+async def test_call_hook_returns_promptly_on_cancel_and_kill_ends_the_hung_group(
+    tmp_path: Path, mode: str
+) -> None:
+    pidfile = tmp_path / "grandchildren"
+    async with Pool(fake("h", tools="echo", stop_mode=mode, grandchild_pidfile=str(pidfile))) as p:
+        stop = p.spec("h", "_Stop")
+        for _ in range(2):  # the hooks module's "second consecutive timeout" path
+            began = time.monotonic()
+            with anyio.move_on_after(0.3):
+                await p.pool.call_hook(stop, {})
+            assert time.monotonic() - began < 3
+        with anyio.fail_after(5):
+            await p.pool.kill("h", "_Stop timed out twice")
+        grandchildren = pids_in(pidfile)
+        assert grandchildren
+        for pid in [p.status("h").pid or 0, *grandchildren]:
+            await wait_dead(pid)
+
+
+async def test_a_stop_sequence_answers_in_turn_then_empty() -> None:
+    async with Pool(fake("h", tools="echo", stop_mode="sequence", stop_sequence='["one", "two"]')) as p:
+        stop = p.spec("h", "_Stop")
+        texts = [text_of((await p.pool.call_hook(stop, {})).content) for _ in range(3)]
+        assert texts == ["one", "two", ""]
+
+
+def _time_server() -> str | None:
+    beside_python = Path(sys.executable).with_name("mcp-server-time")
+    return str(beside_python) if beside_python.exists() else shutil.which("mcp-server-time")
+
+
+async def test_real_peer_mcp_server_time() -> None:
+    binary = _time_server()
+    if binary is None:
+        pytest.skip("mcp-server-time is not installed (pip install mcp-server-time)")
+    async with Pool(ServerConfig("time", binary, ("--local-timezone", "UTC"))) as p:
+        assert [s.name for s in p.pool.tools()] == ["time__get_current_time", "time__convert_time"]
+        outcome = await p.pool.call(p.spec("time", "get_current_time"), {"timezone": "UTC"})
+        assert not outcome.is_error and "UTC" in text_of(outcome.content)
+        unknown = ToolSpec("time__nope", "time", "nope", "", {})
+        bad = await p.pool.call(unknown, {})  # this server answers with an MCPError, not is_error
+        assert bad.is_error and "nope" in text_of(bad.content).lower()
+        with pytest.raises(HookCallFailed):
+            await p.pool.call_hook(unknown, {})
+        assert p.status("time").state == "running"
+
+
+def _everything_server() -> str | None:
+    local = PEERS / "mcp-server-everything"
+    return str(local) if local.exists() else shutil.which("mcp-server-everything")
+
+
+async def test_real_peer_server_everything() -> None:
+    binary = _everything_server()
+    if binary is None or shutil.which("node") is None:
+        pytest.skip("server-everything not installed (npm install it into .ci/peers) or node missing")
+    async with Pool(ServerConfig("every", binary, ("stdio",))) as p:
+        names = {s.tool for s in p.pool.tools()}
+        assert {"echo", "get-sum", "get-tiny-image"} <= names
+        echo = await p.pool.call(p.spec("every", "echo"), {"message": "hi there"})
+        assert not echo.is_error and "hi there" in text_of(echo.content)
+        total = await p.pool.call(p.spec("every", "get-sum"), {"a": 2, "b": 40})
+        assert "42" in text_of(total.content)
+        image = await p.pool.call(p.spec("every", "get-tiny-image"), {})
+        assert any(isinstance(block, Image) for block in image.content)
+        pid = p.status("every").pid
+    assert pid is not None
+    await wait_dead(pid)
