@@ -264,6 +264,7 @@ class ServerPool:
                 await proc.ended.wait()
 
     def _ended(self, server: _Server, reason: str) -> None:
+        reason = reason.strip().splitlines()[0] if reason.strip() else "stopped for an unknown reason"
         if server.state == "starting":
             server.gone("failed", reason)
             tail = server.proc.stderr_tail() if server.proc is not None else ""

@@ -105,21 +105,8 @@ async def open_stdio(
 
     Raises OSError when the command cannot be started. Leaving ends the whole process group.
     """
-    server: ServerProcess | None = None
-    # Shielded so a cancellation cannot land between the spawn and the registration that lets us kill it.
-    with anyio.CancelScope(shield=True):
-        process = await anyio.open_process(
-            [command, *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            cwd=cwd,
-            start_new_session=True,
-        )
-        server = ServerProcess(process, on_stderr)
-        on_spawn(server)
-    assert server is not None
+    server = await _spawn([command, *args], env, cwd, on_stderr)
+    on_spawn(server)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     try:
@@ -138,6 +125,25 @@ async def open_stdio(
         server.kill_now()
         for stream in (read_send, read_recv, write_send, write_recv):
             stream.close()
+
+
+async def _spawn(
+    argv: list[str], env: Mapping[str, str], cwd: str | None, on_stderr: Callable[[bytes], None] | None
+) -> ServerProcess:
+    process: anyio.abc.Process | None = None
+    # Shielded so a cancellation cannot land between the fork and the registration that lets us kill it.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            start_new_session=True,
+        )
+    assert process is not None
+    return ServerProcess(process, on_stderr)
 
 
 async def _pump_stdout(

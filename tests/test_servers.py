@@ -1,4 +1,4 @@
-"""ServerPool against real MCP server subprocesses: the fault-knob fake, mcp-server-time, server-everything."""
+"""ServerPool against real MCP server subprocesses: the fault-knob fake, mcp-server-time, everything."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from sprout_agent.events import Event, Notice, ServerFailed, ServerStarted
 from sprout_agent.mcp_results import cut_middle
 from sprout_agent.messages import Image, Text, text_of
 from sprout_agent.protocols import HookCallFailed, ToolSpec
-from sprout_agent.servers import MAX_TOOL_NAME, ServerPool, model_tool_name
+from sprout_agent.servers import MAX_TOOL_NAME, ServerPool, ServerStatus, model_tool_name
 
 pytestmark = pytest.mark.anyio
 
@@ -26,9 +26,9 @@ FAKE = str(Path(__file__).with_name("fake_mcp_server.py"))
 PEERS = Path(__file__).resolve().parent.parent / ".ci" / "peers" / "node_modules" / ".bin"
 
 
-def fake(name: str, start_timeout: float | None = None, **knobs: str) -> ServerConfig:
+def fake(server: str, start_timeout: float | None = None, **knobs: str) -> ServerConfig:
     env = {f"FAKE_MCP_{key.upper()}": value for key, value in knobs.items()}
-    return ServerConfig(name, sys.executable, (FAKE,), env, start_timeout=start_timeout)
+    return ServerConfig(server, sys.executable, (FAKE,), env, start_timeout=start_timeout)
 
 
 def scrubbed_env(own: Mapping[str, str]) -> dict[str, str]:
@@ -40,30 +40,37 @@ def scrubbed_env(own: Mapping[str, str]) -> dict[str, str]:
 class Pool:
     """A ServerPool plus the events it emitted."""
 
-    def __init__(self, *configs: ServerConfig, **options: object) -> None:
+    def __init__(
+        self,
+        *configs: ServerConfig,
+        tool_timeout: float = 20.0,
+        result_max_bytes: int = 100_000,
+        stderr_log: Path | None = None,
+    ) -> None:
         self.events: list[Event] = []
-        settings: dict[str, object] = {
-            "start_timeout": 20.0,
-            "tool_timeout": 20.0,
-            "result_max_bytes": 100_000,
-            "child_env": scrubbed_env,
-        }
-        settings.update(options)
-        self.pool = ServerPool(configs, emit=self.events.append, **settings)  # type: ignore[arg-type]
+        self.pool = ServerPool(
+            configs,
+            emit=self.events.append,
+            start_timeout=20.0,
+            tool_timeout=tool_timeout,
+            result_max_bytes=result_max_bytes,
+            child_env=scrubbed_env,
+            stderr_log=stderr_log,
+        )
 
+    # Not wrapped in fail_after: the pool's task group must nest exactly in the caller's scopes. The pool
+    # bounds its own start (start_timeout) and teardown; pytest-timeout is the last resort.
     async def __aenter__(self) -> Pool:
-        with anyio.fail_after(60):
-            await self.pool.__aenter__()
+        await self.pool.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        with anyio.fail_after(10):
-            await self.pool.__aexit__(None, None, None)
+        await self.pool.__aexit__(None, None, None)
 
     def spec(self, server: str, tool: str) -> ToolSpec:
         return next(s for s in self.pool.tools() if (s.server, s.tool) == (server, tool))
 
-    def status(self, server: str):  # noqa: ANN201 - ServerStatus
+    def status(self, server: str) -> ServerStatus:
         return next(s for s in self.pool.status() if s.name == server)
 
     def failed(self, server: str) -> ServerFailed:
@@ -109,7 +116,9 @@ async def test_servers_start_concurrently_and_tools_keep_config_then_listing_ord
 
 
 async def test_a_missing_binary_fails_with_a_reason_and_the_rest_start() -> None:
-    async with Pool(ServerConfig("ghost", "/nonexistent/sprout-no-such-server"), fake("ok", tools="echo")) as p:
+    async with Pool(
+        ServerConfig("ghost", "/nonexistent/sprout-no-such-server"), fake("ok", tools="echo")
+    ) as p:
         failed = p.failed("ghost")
         assert "cannot start" in failed.reason and "No such file" in failed.reason
         assert p.status("ghost").state == "failed" and p.status("ok").state == "running"
@@ -219,7 +228,9 @@ async def test_a_crashed_server_is_marked_dead_and_its_tools_report_unavailable(
         again = await p.pool.call(echo, {"text": "x"})
         assert again.is_error and "unavailable" in text_of(again.content)
         assert any(isinstance(e, Notice) and "'f' stopped" in e.text for e in p.events)
-        assert (await p.pool.call(p.spec("g", "echo"), {"text": "still here"})).content == (Text("still here"),)
+        assert (await p.pool.call(p.spec("g", "echo"), {"text": "still here"})).content == (
+            Text("still here"),
+        )
 
 
 async def test_a_crash_is_seen_even_when_a_grandchild_holds_the_server_stdout(tmp_path: Path) -> None:
@@ -327,8 +338,12 @@ async def test_servers_see_only_the_environment_child_env_gives_them(monkeypatch
     config = ServerConfig("f", sys.executable, (FAKE,), {"FAKE_MCP_TOOLS": "env", "OWN_SETTING": "mine"})
     async with Pool(config) as p:
         env = p.spec("f", "env")
-        for name, expected in [("ANTHROPIC_API_KEY", "<unset>"), ("SPROUT_TEST_PARENT_ONLY", "<unset>"),
-                               ("OWN_SETTING", "mine"), ("PATH", os.environ["PATH"])]:
+        for name, expected in [
+            ("ANTHROPIC_API_KEY", "<unset>"),
+            ("SPROUT_TEST_PARENT_ONLY", "<unset>"),
+            ("OWN_SETTING", "mine"),
+            ("PATH", os.environ["PATH"]),
+        ]:
             assert text_of((await p.pool.call(env, {"name": name})).content) == expected
 
 
@@ -354,6 +369,14 @@ async def test_call_hook_returns_the_raw_outcome_and_the_server_saw_the_input(tm
         assert p.status("h").hook_count == 1 and p.status("h").tool_count == 1
         lines = [json.loads(line) for line in log.read_text().splitlines()]
         assert lines == [{"tool": "_Stop", "arguments": {"last_message": "done"}, "pid": p.status("h").pid}]
+
+
+async def test_hook_input_schema_is_passed_through_untouched() -> None:
+    schema = {"transcript_tail": {"type": "string"}, "turns": {"type": "integer"}}
+    async with Pool(fake("h", tools="echo", stop="", hook_schema=json.dumps(schema))) as p:
+        stop = p.spec("h", "_Stop")
+        assert stop.name == "h___Stop" and stop.input_schema["properties"] == schema
+        assert (await p.pool.call_hook(stop, {"turns": 3})).content == (Text(""),)
 
 
 async def test_call_hook_error_result_is_an_outcome_not_an_exception() -> None:

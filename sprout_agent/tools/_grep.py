@@ -104,7 +104,7 @@ def _search_file(name: str, lines: list[str], regex: re.Pattern[str], mode: str,
     hit_set = set(hits)
     out: list[str] = []
     for start, end in _groups(hits, ctx, len(lines)):
-        if out:
+        if out and ctx:
             out.append("--")
         out += [f"{name}{':' if i in hit_set else '-'}{i + 1}{':' if i in hit_set else '-'}{lines[i]}"
                 for i in range(start, end + 1)]  # fmt: skip
