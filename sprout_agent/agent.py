@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import anyio
 
-from sprout_agent.events import (
-    AssistantText,
-    Event,
-    ModelReplied,
-    ModelWaiting,
-    TextDelta,
-    ToolFinished,
-    ToolStarted,
-)
+from sprout_agent.compaction import Compactor, estimate_tokens
+from sprout_agent.errors import PromptTooLongError
+from sprout_agent.events import AssistantText, Event, ModelReplied, ModelWaiting, TextDelta, ToolFinished, ToolStarted
 from sprout_agent.hooks import Hooks, is_hook
-from sprout_agent.messages import Message, Text, ToolResult, ToolUse, Usage, text_of, user_text
+from sprout_agent.ledger import Ledger
+from sprout_agent.messages import Message, Text, ToolResult, ToolUse, text_of, user_text
 from sprout_agent.protocols import Model, ModelReply, ModelRequest, ToolHost, ToolOutcome, ToolSpec
 
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
-    stop_reason: str  # end_turn, max_tokens, refusal, max_turns, …
+    stop_reason: str  # end_turn, max_tokens, refusal, max_turns, budget, …
     text: str  # the final assistant text
     turns: int  # model requests made in this turn
 
@@ -40,7 +36,10 @@ class Agent:
         hooks: Hooks,
         emit: Callable[[Event], None],
         system: str,
+        ledger: Ledger,
+        compactor: Compactor | None = None,
         max_turns: int | None = None,
+        max_budget_usd: float | None = None,
         max_parallel_tools: int = 8,
         session_id: str = "",
         cwd: str = "",
@@ -50,27 +49,35 @@ class Agent:
         self.hooks = hooks
         self.emit = emit
         self.system = system
+        self.ledger = ledger
+        self.compactor = compactor
         self.max_turns = max_turns
+        self.max_budget_usd = max_budget_usd
         self.session_id = session_id
         self.cwd = cwd
         self.history: list[Message] = []
-        self.usage = Usage()
-        self.last_usage = Usage()  # what the newest request put in the window
         self._limiter = anyio.CapacityLimiter(max_parallel_tools)
         # The tool list is fixed for the session so the cached prefix stays byte-stable.
         self.tools: tuple[ToolSpec, ...] = tuple(s for s in host.tools() if not is_hook(s))
         self._by_name = {spec.name: spec for spec in self.tools}
+        self.requests = 0  # main-loop requests this session (summaries not counted)
+        self._current_prompt: str | None = None
+        self._measured: tuple[int, int] | None = None  # (tokens the API reported, history length then)
 
     async def run_turn(self, prompt: str) -> TurnResult:
+        self._current_prompt = prompt
         self.history.append(user_text(prompt))
         after_objection = False
         turns = 0
         while True:
             if self.max_turns is not None and turns >= self.max_turns:
                 return TurnResult("max_turns", self._last_text(), turns)
+            if self.max_budget_usd is not None and self.ledger.cost >= self.max_budget_usd:
+                return TurnResult("budget", self._last_text(), turns)
             turns += 1
             reply = await self._ask()
             self.history.append(Message("assistant", reply.content))
+            self._measured = (reply.usage.context_tokens + reply.usage.output_tokens, len(self.history))
             uses = [block for block in reply.content if isinstance(block, ToolUse)]
             if uses and reply.stop_reason == "tool_use":
                 after_objection = False
@@ -79,7 +86,7 @@ class Agent:
             if uses:  # cut off mid-call: the input may be incomplete, so nothing is run
                 self._answer_unrun(uses, f"not run: the reply stopped with {reply.stop_reason}")
             if reply.stop_reason == "end_turn" and not after_objection:
-                objections = await self.hooks.on_stop(self._hook_context(reply))
+                objections = await self.hooks.on_stop(self._hook_context(_text(reply), "end_turn"))
                 if objections:
                     self.history.extend(objections)
                     after_objection = True
@@ -88,15 +95,44 @@ class Agent:
 
     def clear(self) -> None:
         self.history.clear()
-        self.last_usage = Usage()
+        self._measured = None
+
+    def context_estimate(self) -> int:
+        """Tokens the next request would carry: the last reported usage plus what was appended since."""
+        if self._measured is None:
+            tools = sum(len(s.name) + len(s.description) + len(json.dumps(s.input_schema)) for s in self.tools)
+            return estimate_tokens(self.history) + (len(self.system) + tools) // 4
+        reported, length = self._measured
+        return reported + estimate_tokens(self.history[length:])
+
+    async def compact(self, reason: str, focus: str | None = None) -> None:
+        """Summarise (or, failing that, truncate) the history, then let `_PostCompact` hooks add to it."""
+        if self.compactor is None or not self.history:
+            return
+        outcome = await self.compactor.compact(self.history, self._current_prompt, reason=reason, focus=focus)
+        self.history[:] = outcome.history
+        self._measured = None
+        if outcome.summarised:
+            self.history.extend(await self.hooks.on_post_compact(self._hook_context("", reason)))
 
     async def _ask(self) -> ModelReply:
-        self.emit(ModelWaiting(len(self.history), self.last_usage.context_tokens))
+        if self.compactor is not None and self.compactor.due(self.context_estimate(), self.requests + 1):
+            await self.compact("auto")
+        try:
+            return await self._request()
+        except PromptTooLongError:
+            if self.compactor is None:
+                raise
+            await self.compact("prompt too long")  # reactive: one compaction, one retry
+            return await self._request()
+
+    async def _request(self) -> ModelReply:
+        self.requests += 1
+        self.emit(ModelWaiting(self.requests, self.context_estimate()))
         started = time.monotonic()
         request = ModelRequest(system=self.system, messages=tuple(self.history), tools=self.tools)
         reply = await self.model.complete(request, lambda text: self.emit(TextDelta(text)))
-        self.usage += reply.usage
-        self.last_usage = reply.usage
+        self.ledger.add(reply.usage)
         self.emit(ModelReplied(reply.stop_reason, reply.usage, time.monotonic() - started))
         if text := _text(reply):
             self.emit(AssistantText(text))
@@ -124,9 +160,7 @@ class Agent:
 
     async def _call(self, use: ToolUse) -> ToolResult:
         spec = self._by_name.get(use.name)
-        self.emit(
-            ToolStarted(use.id, use.name, spec.server if spec else "", spec.tool if spec else "", use.input)
-        )
+        self.emit(ToolStarted(use.id, use.name, spec.server if spec else "", spec.tool if spec else "", use.input))
         started = time.monotonic()
         if spec is None:
             outcome = ToolOutcome((Text(f"unknown tool: {use.name}"),), is_error=True)
@@ -141,12 +175,12 @@ class Agent:
     def _answer_unrun(self, uses: Sequence[ToolUse], reason: str) -> None:
         self.history.append(Message("user", tuple(ToolResult(u.id, (Text(reason),), True) for u in uses)))
 
-    def _hook_context(self, reply: ModelReply) -> dict[str, object]:
+    def _hook_context(self, last_text: str, trigger: str) -> dict[str, object]:
         return {
             "session_id": self.session_id,
             "cwd": self.cwd,
-            "last_assistant_message": _text(reply),
-            "trigger": "end_turn",
+            "last_assistant_message": last_text,
+            "trigger": trigger,
         }
 
     def _last_text(self) -> str:

@@ -49,6 +49,9 @@ def main_command(
     strict_mcp_config: Annotated[
         bool, typer.Option(help="Fail if any configured MCP server fails to start.")
     ] = False,
+    max_budget_usd: Annotated[
+        float | None, typer.Option(min=0, help="End the session once this much is spent (exit 4).")
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -75,6 +78,7 @@ def main_command(
         cwd=work_dir,
         verbose=verbose,
         strict_mcp_config=strict_mcp_config,
+        max_budget_usd=max_budget_usd,
     )
     _exit(_run(options, interactive))
 
@@ -100,13 +104,15 @@ def _run(options: object, interactive: bool) -> int:
             from sprout_agent.repl import run_repl
 
             return anyio.run(run_repl, prepared, renderer)
-        code, result = anyio.run(session.run_oneshot, prepared, renderer)
+        outcome = anyio.run(session.run_oneshot, prepared, renderer)
         renderer.close()
-        if result is not None:
-            session.write_result(result.text)
-            if code != 0:
-                renderer.say(f"stopped: {result.stop_reason}", "yellow")
-        return code
+        if outcome.result is not None:
+            session.write_result(outcome.result.text)
+            if outcome.code != 0:
+                renderer.say(f"stopped: {outcome.result.stop_reason}", "yellow")
+        if outcome.agent is not None:
+            renderer.say(outcome.agent.ledger.summary(), "dim")
+        return outcome.code
     except KeyboardInterrupt:
         return EXIT_SIGINT
     except BaseExceptionGroup as group:  # noqa: F821 - builtin on 3.11

@@ -83,7 +83,10 @@ class _Server:
 
 
 class ServerPool:
-    """Starts every configured server concurrently on enter; ends every process group on exit."""
+    """Starts every configured server concurrently on enter; ends every process group on exit.
+
+    Enter and exit it in one task (it owns an anyio task group); cancelling the enter kills everything.
+    """
 
     def __init__(
         self,

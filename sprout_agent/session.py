@@ -18,9 +18,11 @@ import anyio.to_thread
 from sprout_agent import config as cfg
 from sprout_agent import settings as st
 from sprout_agent.agent import Agent, TurnResult
-from sprout_agent.errors import EXIT_MAX_TURNS, EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, EXIT_SIGTERM, SproutError, UsageError
+from sprout_agent.errors import EXIT_BUDGET, EXIT_MAX_TURNS, EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, EXIT_SIGTERM, SproutError, UsageError
 from sprout_agent.events import Event, Notice
+from sprout_agent.compaction import Compactor, context_window, parse_threshold
 from sprout_agent.hooks import Hooks, parse_allowlist
+from sprout_agent.ledger import Ledger, parse_prices
 from sprout_agent.system_prompt import build_system_prompt
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ class Options:
     cwd: Path = field(default_factory=Path.cwd)
     verbose: bool = False
     strict_mcp_config: bool = False
+    max_budget_usd: float | None = None
 
 
 @dataclass
@@ -55,6 +58,9 @@ def prepare(options: Options, user_config_dir: Path | None) -> Prepared:
     settings = st.Settings.from_env(env)
     if not settings.api_key_present and not settings.base_url:
         raise UsageError("ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run again")
+    parse_prices(settings.prices)  # malformed values fail here, before anything starts
+    window = context_window(options.model or settings.model, settings.max_context_tokens)
+    parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
     loaded = cfg.load_config(options.config_files, options.cwd, env, user_config_dir)
     loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd)
     return Prepared(options, settings, loaded, env)
@@ -136,6 +142,17 @@ class Runtime:
                 self.emit(
                     Notice(f"MCP_HOOK_SERVERS names '{missing}', but no server has that name", "warning")
                 )
+        model_name = p.options.model or p.settings.model
+        ledger = Ledger(model_name, parse_prices(p.settings.prices))
+        window = context_window(model_name, p.settings.max_context_tokens)
+        compactor = Compactor(
+            model=model,
+            window=window,
+            threshold=parse_threshold(p.settings.compact_threshold, window, p.settings.max_output_tokens),
+            max_compactions=p.settings.max_compactions,
+            emit=self.emit,
+            on_usage=ledger.add,
+        )
         hooks = Hooks(
             pool,
             allowlist=allowlist,
@@ -152,7 +169,10 @@ class Runtime:
             hooks=hooks,
             emit=self.emit,
             system=system,
+            ledger=ledger,
+            compactor=compactor,
             max_turns=p.options.max_turns,
+            max_budget_usd=p.options.max_budget_usd,
             max_parallel_tools=p.settings.max_parallel_tools,
             cwd=str(p.options.cwd),
         )
@@ -167,6 +187,8 @@ def _import_servers() -> ModuleType:
 def exit_code_for(result: TurnResult) -> int:
     if result.stop_reason == "max_turns":
         return EXIT_MAX_TURNS
+    if result.stop_reason == "budget":
+        return EXIT_BUDGET
     if result.stop_reason in ("end_turn", "stop_sequence"):
         return EXIT_OK
     return EXIT_RUNTIME
@@ -202,15 +224,22 @@ def write_result(text: str) -> None:
     sys.stdout.flush()
 
 
-async def run_oneshot(prepared: Prepared, emit: Callable[[Event], None]) -> tuple[int, TurnResult | None]:
-    """One prompt to completion; the caller prints the result. Returns the exit code and the result."""
+@dataclass
+class OneShotOutcome:
+    code: int
+    result: TurnResult | None  # None when a signal ended the run
+    agent: Agent | None
+
+
+async def run_oneshot(prepared: Prepared, emit: Callable[[Event], None]) -> OneShotOutcome:
+    """One prompt to completion; the caller prints the result."""
     prompt = prepared.options.prompt or ""
     result: TurnResult | None = None
     watch = SignalWatch()
+    runtime = Runtime(prepared, emit)
     async with anyio.create_task_group() as group:
         watch.everything = group.cancel_scope
         group.start_soon(watch.watch)
-        runtime = Runtime(prepared, emit)
         group.start_soon(runtime.own)
         await runtime.ready.wait()
         assert runtime.agent is not None
@@ -219,7 +248,6 @@ async def run_oneshot(prepared: Prepared, emit: Callable[[Event], None]) -> tupl
         await runtime.owner_finished.wait()
         group.cancel_scope.cancel()
     code = watch.exit_code
-    if code is not None:
-        return code, None
-    assert result is not None
-    return exit_code_for(result), result
+    if code is not None or result is None:
+        return OneShotOutcome(code or EXIT_RUNTIME, None, runtime.agent)
+    return OneShotOutcome(exit_code_for(result), result, runtime.agent)

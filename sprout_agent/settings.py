@@ -39,6 +39,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("SPROUT_AGENT_MAX_CONTEXT_TOKENS", "", "context window, tokens; unset = the model's known window"),
     EnvVar("SPROUT_AGENT_COMPACT_THRESHOLD", "", "when to compact; unset = built-in default"),
     EnvVar("SPROUT_AGENT_MAX_COMPACTIONS", "10", "compactions per session (0 = never compact)"),
+    EnvVar("SPROUT_AGENT_PRICES", "", 'price overrides, $/MTok: {"model-prefix": [in, out, cache_read, cache_write]}'),
     EnvVar("SPROUT_AGENT_BUILTIN_SERVERS", "dev,todo", "built-in MCP servers to start: comma-separated, or none"),
 )
 _DEFAULTS = {var.name: var.default for var in ENV_VARS}
@@ -95,6 +96,7 @@ class Settings:
     api_key_present: bool = False
     base_url: str | None = None
     builtin_servers: tuple[str, ...] = ("dev", "todo")
+    prices: str | None = None  # raw; ledger.parse_prices reads it
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -116,6 +118,7 @@ class Settings:
             api_key_present=bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN")),
             base_url=_raw(env, "ANTHROPIC_BASE_URL"),
             builtin_servers=_names(env, "SPROUT_AGENT_BUILTIN_SERVERS"),
+            prices=_raw(env, "SPROUT_AGENT_PRICES"),
         )
 
 

@@ -31,6 +31,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -85,6 +86,8 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any
+    arrived: float = field(default_factory=time.monotonic)  # when the body was read (time.monotonic)
+    sent: float | None = None  # when a streamed reply finished sending
 
 
 def text(s: str) -> Json:
@@ -183,7 +186,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = raw.decode(errors="replace")
         path = urlsplit(self.path).path
         fake: FakeAnthropic = getattr(self.server, "fake")  # noqa: B009 - set by FakeAnthropic.start
-        n = fake._record(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        rec = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        n = fake._record(rec)
         if path == "/v1/messages/count_tokens":
             return self._json(200, {"input_tokens": len(raw) // 4}, {})
         if path != "/v1/messages" or not isinstance(body, dict):
@@ -199,6 +203,7 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         fake.stopping.wait(step.delay)
         self._stream(render(step, body.get("model", ""), n, fake.usage(body, step.blocks, step.usage)))
+        rec.sent = time.monotonic()
 
     def _json(self, status: int, data: Json, headers: dict[str, str]) -> None:
         out = json.dumps(data).encode()

@@ -315,6 +315,8 @@ GREP_CASES: list[dict[str, object]] = [
     {"pattern": "foo", "output_mode": "content", "path": "sub/b.py"},
     {"pattern": "^bar$", "output_mode": "content"},
     {"pattern": "nothing here"},
+    {"pattern": "foo", "path": "bin.dat", "output_mode": "content"},
+    {"pattern": "foo", "glob": "nowhere/*.txt"},
 ]
 
 

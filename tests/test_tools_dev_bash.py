@@ -99,7 +99,10 @@ async def test_bash_timeout_kills_the_whole_process_group(client: Client, root: 
     error, text = await call(client, "bash", command=GRANDCHILD, timeout=1)
     assert error and "[timed out after 1 s; the command's process group was killed]" in text
     pid = await _read_pid(root / "sleeper.pid")
-    await _wait_gone(pid)
+    try:
+        await _wait_gone(pid)
+    finally:
+        _kill(pid)
 
 
 async def test_bash_rejects_bad_timeouts(client: Client) -> None:
@@ -147,6 +150,9 @@ async def test_cancelled_bash_call_kills_grandchildren_in_a_subprocess_server(ro
                 tg.start_soon(session.call_tool, "bash", {"command": GRANDCHILD})
                 pid = await _read_pid(root / "sleeper.pid")
                 tg.cancel_scope.cancel()  # the client sends notifications/cancelled
-            await _wait_gone(pid)
+            try:
+                await _wait_gone(pid)
+            finally:
+                _kill(pid)
             leaked = await session.call_tool("bash", {"command": "echo ${ANTHROPIC_API_KEY:-absent}"})
             assert leaked.content[0].text == "absent\n[exit code: 0]"  # type: ignore[union-attr]

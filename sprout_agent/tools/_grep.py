@@ -169,6 +169,8 @@ def _search(ws: Workspace, args: Args) -> list[str]:
         raise ToolError(f"context must be between 0 and {MAX_CONTEXT}")
     base, single = _target(ws, args.get("path"))
     prefix = "" if base == ws.root else ws.display(base) + "/"
+    if single and _file_lines(os.path.join(base, single[0])) is None:
+        return []  # a binary or huge file is skipped alike by both engines, even when named
     if use_ripgrep():
         cmd = _rg_command(pattern, mode, context, ignore_case, None if single else glob)
         return _finish(_rg_lines(cmd + (single or []), base), prefix)

@@ -1,0 +1,342 @@
+"""Measures sprout-agent's speed and memory on this machine against the import floor and a minimal loop.
+
+Run as `scripts/bench [--runs N] [--json]`. Every figure comes from real processes: the fake Anthropic
+API (tests/fake_anthropic.py) timestamps request arrivals and reply ends; the bench times spawn and exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import itertools
+import json
+import os
+import pty
+import select
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.fake_anthropic import FakeAnthropic, Recorded, Step, reply, tool_use  # noqa: E402
+from tests.fake_anthropic_wire import PromptCache  # noqa: E402
+from tests.harness import FAKE_MCP, agent_command, agent_env, fake_server, pid_alive, write_config  # noqa: E402
+
+PY = sys.executable
+PROMPT_BYTES = "›".encode()  # prompt_toolkit draws the space after it as a cursor move
+
+
+@dataclass
+class Run:
+    start: float
+    end: float
+    code: int
+    maxrss_mb: float
+    requests: list[Recorded]
+    stderr: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def wall(self) -> float:
+        return self.end - self.start
+
+    def first(self) -> float:
+        return self.requests[0].arrived - self.start
+
+    def tail(self) -> float:
+        """From the end of the last reply to process exit."""
+        sent = self.requests[-1].sent
+        assert sent is not None, "the last request got no reply"
+        return self.end - sent
+
+    def rounds(self) -> list[float]:
+        reqs = self.requests
+        return [b.arrived - a.sent for a, b in itertools.pairwise(reqs) if a.sent is not None]
+
+
+def spawn(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    fake: FakeAnthropic | None = None,
+    on_start: Callable[[int], None] = lambda pid: None,
+) -> Run:
+    """Runs argv to exit (bounded), timing it and reading its peak RSS from wait4."""
+    with tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=cwd
+        )
+        on_start(proc.pid)
+        watchdog = threading.Timer(120, proc.kill)
+        watchdog.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        end = time.monotonic()
+        watchdog.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+    requests = [r for r in fake.requests if r.path.startswith("/v1/messages")] if fake else []
+    return Run(start, end, proc.returncode, usage.ru_maxrss / 1024, requests, stderr)
+
+
+def stats(values: list[float]) -> tuple[float, float, float]:
+    return min(values), statistics.median(values), max(values)
+
+
+def check(run: Run, requests: int) -> Run:
+    if run.code != 0 or len(run.requests) != requests:
+        tail = run.stderr.strip().splitlines()[-3:]
+        raise RuntimeError(f"exit {run.code}, {len(run.requests)}/{requests} requests: {' | '.join(tail)}")
+    return run
+
+
+def timed_python(code: str, runs: int) -> list[float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        return [spawn([PY, "-c", code], dict(os.environ), Path(tmp)).wall for _ in range(runs)]
+
+
+def session(kind: str, rounds: int, env_extra: dict[str, str] | None = None) -> Run:
+    """One -p run: `rounds` echo tool calls, then a final answer; VmHWM sampled at request 11."""
+    holder: dict[str, Any] = {}
+
+    def sample(_body: Any) -> Step:
+        status = Path(f"/proc/{holder['pid']}/status").read_text() if "pid" in holder else ""
+        hwm = [int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")]
+        holder["hwm10"] = hwm[0] / 1024 if hwm else float("nan")
+        return reply(tool_use("fake__echo", {"text": "round 11"}))
+
+    script: list[Step] = [reply(tool_use("fake__echo", {"text": f"round {i + 1}"})) for i in range(rounds)]
+    if rounds > 10:
+        script[10] = sample
+    script.append(reply("final answer"))
+    with tempfile.TemporaryDirectory() as tmp, FakeAnthropic(script, auto_usage=True) as fake:
+        home = Path(tmp)
+        env = agent_env(home, fake, env_extra)
+        if kind == "minimal":
+            argv = [PY, str(ROOT / "scripts" / "minimal_loop.py"), "go", PY, FAKE_MCP]
+        else:
+            argv = agent_command(["--config", str(write_config(home, {"fake": fake_server()})), "-p", "go"])
+        run = check(spawn(argv, env, home, fake, lambda pid: holder.update(pid=pid)), rounds + 1)
+    cache = PromptCache()
+    billed = [cache.bill(r.body) for r in run.requests]
+    later = billed[1:]
+    total = sum(
+        b["input_tokens"] + b["cache_read_input_tokens"] + b["cache_creation_input_tokens"] for b in later
+    )
+    run.extra = {
+        "hwm10": holder.get("hwm10"),
+        "cache_share": sum(b["cache_read_input_tokens"] for b in later) / total,
+    }
+    return run
+
+
+def agent_once(servers: dict[str, Any] | None, env_extra: dict[str, str], unset: tuple[str, ...] = ()) -> Run:
+    """One `-p` run answered at once with text, no tool calls."""
+    with tempfile.TemporaryDirectory() as tmp, FakeAnthropic([reply("done")], auto_usage=True) as fake:
+        home = Path(tmp)
+        env = agent_env(home, fake, env_extra)
+        for name in unset:
+            env.pop(name, None)
+        config = ["--config", str(write_config(home, servers))] if servers is not None else []
+        run = check(spawn(agent_command([*config, "-p", "go"]), env, home, fake), 1)
+        run.extra["tools"] = [t["name"] for t in run.requests[0].body.get("tools", [])]
+        return run
+
+
+def repl_once() -> tuple[float, float]:
+    """Spawn → "› " on a pty, then Ctrl-D → exit."""
+    with tempfile.TemporaryDirectory() as tmp, FakeAnthropic([]) as fake:
+        env = agent_env(Path(tmp), fake, {"TERM": "xterm-256color"})
+        argv = agent_command([])
+        start = time.monotonic()
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.chdir(tmp)
+            os.execve(argv[0], argv, env)
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+        seen, ready, deadline = b"", None, start + 30
+        try:
+            while time.monotonic() < deadline:
+                if not select.select([fd], [], [], 0.5)[0]:
+                    continue
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    break  # EIO: the child closed the pty
+                if not chunk:
+                    break
+                if b"\x1b[6n" in chunk:  # answer prompt_toolkit's cursor-position query like a terminal
+                    os.write(fd, b"\x1b[1;1R")
+                seen += chunk
+                if ready is None and PROMPT_BYTES in seen:
+                    ready = time.monotonic()
+                    os.write(fd, b"\x04")
+        finally:
+            if time.monotonic() >= deadline:
+                os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            os.close(fd)
+        if ready is None:
+            raise RuntimeError(f"no prompt within 30 s; output: {seen[-300:]!r}")
+        return ready - start, time.monotonic() - ready
+
+
+def fmt(value: list[float] | float | str, unit: str) -> str:
+    if isinstance(value, str):
+        return value
+    scale, digits = {"s": 1, "ms": 1000, "MB": 1, "%": 100, "x": 1}[unit], 3 if unit == "s" else 1
+    if isinstance(value, float):
+        return f"{value * scale:.{digits}f} {unit}"
+    lo, mid, hi = (v * scale for v in stats(value))
+    return f"{mid:.{digits}f} {unit} ({lo:.{digits}f}–{hi:.{digits}f})"
+
+
+med = statistics.median
+
+
+class Bench:
+    """Each method measures one group of figures and appends rows (metric, value, target, pass)."""
+
+    def __init__(self, runs: int) -> None:
+        self.runs, self.rows = runs, list[dict[str, Any]]()
+        self.floor: list[float] = []
+        self.mini: list[Run] = []
+
+    def add(
+        self, name: str, value: list[float] | float | str, unit: str, target: str = "", ok: bool | None = None
+    ):
+        self.rows.append({"metric": name, "value": value, "unit": unit, "target": target, "pass": ok})
+        print(f"  {name}: {fmt(value, unit)}", file=sys.stderr, flush=True)
+
+    def all(self) -> list[dict[str, Any]]:
+        steps = [self.imports, self.minimal, self.ours, self.builtins, self.flags, self.repl, self.hooks]
+        for step in steps:
+            print(f"{step.__doc__}", file=sys.stderr, flush=True)
+            try:
+                step()
+            except Exception as error:  # one broken measurement must not hide the others
+                self.add(f"{step.__name__}", f"FAILED: {error}"[:200], "s", "", False)
+        return self.rows
+
+    def imports(self) -> None:
+        """1. import floor"""
+        self.floor = timed_python("import anthropic, mcp", self.runs)
+        self.add("python -c 'import anthropic, mcp'", self.floor, "s")
+        self.add("python -c 'import anthropic'", timed_python("import anthropic", self.runs), "s")
+        self.add("python -c 'import mcp'", timed_python("import mcp", self.runs), "s")
+        self.add("python -c 'pass'", timed_python("pass", self.runs), "s")
+
+    def minimal(self) -> None:
+        """2. minimal loop (scripts/minimal_loop.py), 20 tool rounds"""
+        self.mini = [session("minimal", 20) for _ in range(self.runs)]
+        self.add("minimal: start → 1st request", [r.first() for r in self.mini], "s")
+        self.add("minimal: per tool round", [med(r.rounds()) for r in self.mini], "ms")
+        self.add("minimal: final answer → exit", [r.tail() for r in self.mini], "s")
+
+    def ours(self) -> None:
+        """3,7,8,9,11. sprout-agent -p, one fake MCP server, 20 tool rounds"""
+        sprout = [session("sprout", 20) for _ in range(self.runs)]
+        first, floor = [r.first() for r in sprout], med(self.floor)
+        self.add(
+            "start → 1st request (1 py server)", first, "s", "≤ floor + 0.3 s", med(first) <= floor + 0.3
+        )
+        self.add("  … minus import floor", med(first) - floor, "s")
+        self.add("  … ratio to minimal loop", med(first) / med([r.first() for r in self.mini]), "x")
+        per, mini = [med(r.rounds()) for r in sprout], med([med(r.rounds()) for r in self.mini])
+        self.add(
+            "agent time per tool round",
+            per,
+            "ms",
+            "< 30 ms, ≤ minimal",
+            med(per) < 0.030 and med(per) <= mini,
+        )
+        self.add("  … ratio to minimal loop", med(per) / mini, "x")
+        tail = [r.tail() for r in sprout]
+        self.add("final answer → exit", tail, "s", "< 0.2 s", med(tail) < 0.2)
+        hwm = [r.extra["hwm10"] for r in sprout]
+        self.add("peak RSS after 10 rounds (VmHWM)", hwm, "MB", "< 120 MB", max(hwm) < 120)
+        self.add("peak RSS, whole run (wait4 maxrss)", [r.maxrss_mb for r in sprout], "MB")
+        share = [r.extra["cache_share"] for r in sprout]
+        self.add("cache-read share, requests 2..21", share, "%", "≥ 85 %", min(share) >= 0.85)
+
+    def builtins(self) -> None:
+        """4. built-in servers (dev, todo) on vs off, no other server"""
+        off = [agent_once(None, {}).first() for _ in range(self.runs)]
+        on_runs = [agent_once(None, {}, unset=("SPROUT_AGENT_BUILTIN_SERVERS",)) for _ in range(self.runs)]
+        on = [r.first() for r in on_runs]
+        servers = sorted({t.split("__")[0] for r in on_runs for t in r.extra["tools"]})
+        self.add("start → 1st request, built-ins off", off, "s")
+        self.add(f"start → 1st request, built-ins on {servers}", on, "s")
+        ok = med(on) - med(off) <= 0.2 and {"dev", "todo"} <= set(servers)
+        self.add("  … on minus off", med(on) - med(off), "s", "≤ 0.2 s, dev+todo up", ok)
+
+    def flags(self) -> None:
+        """5. --help / --version"""
+        for flag in ("--help", "--version"):
+            with tempfile.TemporaryDirectory() as tmp:
+                env, home = agent_env(Path(tmp), None), Path(tmp)
+                walls = [spawn(agent_command([flag]), env, home).wall for _ in range(self.runs)]
+            self.add(f"sprout-agent {flag}", walls, "s", "< 0.3 s", med(walls) < 0.3)
+
+    def repl(self) -> None:
+        """6. REPL prompt on a pty"""
+        pairs = [repl_once() for _ in range(self.runs)]
+        prompt = [p for p, _ in pairs]
+        self.add("REPL: spawn → prompt '› '", prompt, "s", "< 0.3 s", med(prompt) < 0.3)
+        self.add("REPL: Ctrl-D → exit", [q for _, q in pairs], "s")
+
+    def hooks(self) -> None:
+        """10. _Stop hooks on three servers answering "" at once; then one of them hung"""
+        with tempfile.TemporaryDirectory() as tmp:
+            pidfile = str(Path(tmp) / "grandchildren")
+            three = {f"h{i}": fake_server(stop="", tools="echo") for i in (1, 2, 3)}
+            hung = three | {"h3": fake_server(stop_mode="hang", tools="echo", grandchild_pidfile=pidfile)}
+            timeout = {"SPROUT_AGENT_HOOK_TIMEOUT_MS": "2500"}
+            on_env = timeout | {"MCP_HOOK_SERVERS": "*"}
+            off = [agent_once(three, timeout).tail() for _ in range(self.runs)]
+            on = [agent_once(three, on_env).tail() for _ in range(self.runs)]
+            stuck = [agent_once(hung, on_env).tail() for _ in range(self.runs)]
+            pids = Path(pidfile).read_text().split() if Path(pidfile).exists() else []
+            orphans = [int(pid) for pid in pids if pid_alive(int(pid))]
+            for pid in orphans:
+                os.kill(pid, 9)
+        self.add("end of turn → exit, hooks off", off, "s")
+        self.add('end of turn → exit, 3 × _Stop ""', on, "s")
+        self.add("  … time added by _Stop", med(on) - med(off), "ms", "< 20 ms", med(on) - med(off) < 0.020)
+        self.add("end of turn → exit, one _Stop hung", stuck, "s")
+        added = med(stuck) - med(off)
+        self.add("  … time added by the hung _Stop", added, "s", "2.5 s + < 100 ms", added < 2.6)
+        self.add("hung hook's grandchildren left alive", f"{len(orphans)}", "s", "0", not orphans)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
+    parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = parser.parse_args()
+    rows = Bench(args.runs).all()
+    if args.json:
+        print(json.dumps(rows, indent=1, ensure_ascii=False))
+        return
+    width = max(len(r["metric"]) for r in rows)
+    print(f"\nsprout-agent bench: {args.runs} runs each, {os.cpu_count()} cores; median (min–max)\n")
+    print(f"{'metric':<{width}}  {'value':<32} {'target':<22} result")
+    for r in rows:
+        verdict = {True: "PASS", False: "FAIL", None: ""}[r["pass"]]
+        print(f"{r['metric']:<{width}}  {fmt(r['value'], r['unit']):<32} {r['target']:<22} {verdict}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""examples/test_runner_hook.py as a real MCP stdio server: objects while a real pytest run is red."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+import mcp.types as types
+import pytest
+from mcp import StdioServerParameters
+from mcp.client.session import ClientSession
+from mcp.client.stdio import stdio_client
+
+from tests.fake_anthropic import FakeAnthropic, reply
+from tests.harness import assert_history_valid, result_text, run_agent, tool_results
+
+pytestmark = pytest.mark.anyio
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "test_runner_hook.py"
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "hooks.md"
+RED = "def test_addition_is_right():\n    assert 1 + 1 == 3\n"
+GREEN = "def test_addition_is_right():\n    assert 1 + 1 == 2\n"
+
+
+def text(result: types.CallToolResult) -> str:
+    assert not result.is_error, result.content
+    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+def server(script: Path, project: Path, command: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=[str(script)], cwd=str(project), env={"TEST_RUNNER_COMMAND": command}
+    )
+
+
+async def test_stop_objects_with_the_failing_test_until_the_suite_is_green(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_sums.py").write_text(RED)
+    command = f"{sys.executable} -m pytest -q -x -p no:cacheprovider"
+    with (tmp_path / "server.log").open("w") as errlog, anyio.fail_after(60):
+        async with (
+            stdio_client(server(EXAMPLE, project, command), errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            listed = await session.list_tools()
+            assert [tool.name for tool in listed.tools] == ["_Stop"]
+            # Declares no inputs, so sprout-agent calls it with exactly {} (context on request is opt-in).
+            assert not listed.tools[0].input_schema.get("properties")
+
+            objection = text(await session.call_tool("_Stop", {}))
+            assert "test_sums.py::test_addition_is_right" in objection
+            assert "1 failed" in objection and "exits 1" in objection
+
+            (project / "test_sums.py").write_text(GREEN)
+            assert text(await session.call_tool("_Stop", {})) == ""
+
+
+async def test_a_test_command_that_cannot_start_is_an_error_result_not_an_objection(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-program")
+    with (tmp_path / "server.log").open("w") as errlog, anyio.fail_after(30):
+        async with (
+            stdio_client(server(EXAMPLE, tmp_path, missing), errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool("_Stop", {})
+    assert result.is_error
+    assert any("cannot run" in b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+async def test_the_example_server_in_the_docs_runs(tmp_path: Path) -> None:
+    """The ~20-line server in docs/hooks.md, extracted from the page and run as written."""
+    source = DOCS.read_text().split("```python\n# todo_gate.py\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "todo_gate.py"
+    script.write_text(source)
+    assert len(source.strip().splitlines()) <= 25
+    (tmp_path / "TODO.md").write_text("- [x] parse the config\n- [ ] write the docs\n")
+    params = StdioServerParameters(command=sys.executable, args=[str(script)], cwd=str(tmp_path))
+    with (tmp_path / "server.log").open("w") as errlog, anyio.fail_after(30):
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            (hook,) = (await session.list_tools()).tools
+            assert hook.name == "_Stop" and set(hook.input_schema["properties"]) == {"cwd"}
+            objection = text(await session.call_tool("_Stop", {"cwd": str(tmp_path)}))
+            assert "- [ ] write the docs" in objection and "parse the config" not in objection
+            (tmp_path / "TODO.md").write_text("- [x] parse the config\n- [x] write the docs\n")
+            assert text(await session.call_tool("_Stop", {"cwd": str(tmp_path)})) == ""
+
+
+@pytest.mark.parametrize("green", [False, True])
+def test_through_the_cli_the_model_sees_the_failing_test_as_hook_data(tmp_path: Path, green: bool) -> None:
+    """The examples/README.md setup, end to end: the real CLI, the fake API, the example as server `tests`."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_sums.py").write_text(GREEN if green else RED)
+    entry = {
+        "command": sys.executable,
+        "args": [str(EXAMPLE)],
+        "cwd": str(project),
+        "env": {"TEST_RUNNER_COMMAND": f"{sys.executable} -m pytest -q -x -p no:cacheprovider"},
+    }
+    # A pytest run takes about a second: far more than a tight budget, so the timeout is raised as advised.
+    env = {"MCP_HOOK_SERVERS": "tests", "SPROUT_AGENT_HOOK_TIMEOUT_MS": "30000"}
+    with FakeAnthropic([reply("Done."), reply("I will leave it red.")]) as fake:
+        run = run_agent(tmp_path, ["-p", "make 1 + 1 == 3 pass"], fake=fake, servers={"tests": entry}, env=env)
+    assert run.code == 0, run.stderr
+    if green:
+        assert run.stdout == "Done.\n" and len(fake.requests) == 1
+        return
+    assert run.stdout == "I will leave it red.\n" and len(fake.requests) == 2
+    assert "hook _Stop from tests objected" in run.stderr
+    second = fake.requests[1].body
+    assert_history_valid(second)
+    (result,) = tool_results(second)
+    assert result["tool_use_id"].startswith("sprout_hook_")
+    hook = json.loads(result_text(result))
+    assert hook["hook"] == "_Stop" and hook["server"] == "tests"
+    assert "test_sums.py::test_addition_is_right" in hook["text"]
