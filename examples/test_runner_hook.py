@@ -30,9 +30,7 @@ async def stop() -> str:
     command = shlex.split(os.environ.get("TEST_RUNNER_COMMAND") or DEFAULT_COMMAND)
     try:
         # stdin must not be inherited: it is this server's MCP channel. Runs in the server's cwd.
-        done = await anyio.run_process(
-            command, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT, check=False
-        )
+        done = await anyio.run_process(command, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT, check=False)
     except OSError as error:
         # A hook that cannot run is an error result, which the agent treats as no objection.
         raise ToolError(f"cannot run {shlex.join(command)}: {error}") from error

@@ -1,4 +1,7 @@
-"""THE LOOP: user text → model → (end_turn? `_Stop` gate) → tools → results → repeat. Emits events, never prints."""
+"""THE LOOP: user text → model → (end_turn? `_Stop` gate) → tools → results → repeat.
+
+Emits events, never prints.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,15 @@ import anyio
 
 from sprout_agent.compaction import Compactor, estimate_tokens
 from sprout_agent.errors import PromptTooLongError
-from sprout_agent.events import AssistantText, Event, ModelReplied, ModelWaiting, TextDelta, ToolFinished, ToolStarted
+from sprout_agent.events import (
+    AssistantText,
+    Event,
+    ModelReplied,
+    ModelWaiting,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
 from sprout_agent.hooks import Hooks, is_hook
 from sprout_agent.ledger import Ledger
 from sprout_agent.messages import Message, Text, ToolResult, ToolUse, text_of, user_text
@@ -112,8 +123,8 @@ class Agent:
         outcome = await self.compactor.compact(self.history, self._current_prompt, reason=reason, focus=focus)
         self.history[:] = outcome.history
         self._measured = None
-        if outcome.summarised:
-            self.history.extend(await self.hooks.on_post_compact(self._hook_context("", reason)))
+        # After a summary or a truncation alike, hooks may restore state the old history carried.
+        self.history.extend(await self.hooks.on_post_compact(self._hook_context("", reason)))
 
     async def _ask(self) -> ModelReply:
         if self.compactor is not None and self.compactor.due(self.context_estimate(), self.requests + 1):

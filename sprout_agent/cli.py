@@ -1,7 +1,8 @@
-"""The `sprout-agent` command (Typer). Parses flags and picks the mode; heavy libraries load only when needed."""
+"""The `sprout-agent` command (Typer): parses flags and picks the mode; heavy libraries load lazily."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -32,23 +33,17 @@ def _version(value: bool) -> None:
 @app.callback(invoke_without_command=True)
 def main_command(
     ctx: typer.Context,
-    prompt: Annotated[
-        str | None, typer.Option("--prompt", "-p", help="Run this prompt to completion.")
-    ] = None,
+    prompt: Annotated[str | None, typer.Option("--prompt", "-p", help="Run this prompt to completion.")] = None,
     config: Annotated[
         list[Path] | None, typer.Option("--config", help="MCP config file (repeatable); replaces the lookup.")
     ] = None,
-    model: Annotated[
-        str | None, typer.Option(help="Model name (default: $ANTHROPIC_MODEL or built in).")
-    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model name (default: $ANTHROPIC_MODEL or built in).")] = None,
     system_prompt: Annotated[str | None, typer.Option(help="Replace the system prompt.")] = None,
     append_system_prompt: Annotated[str | None, typer.Option(help="Append to the system prompt.")] = None,
     max_turns: Annotated[int | None, typer.Option(min=1, help="Most model requests per prompt.")] = None,
     cwd: Annotated[Path | None, typer.Option(help="Working directory for the agent and its tools.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show requests, usage and hooks.")] = False,
-    strict_mcp_config: Annotated[
-        bool, typer.Option(help="Fail if any configured MCP server fails to start.")
-    ] = False,
+    strict_mcp_config: Annotated[bool, typer.Option(help="Fail if any configured MCP server fails to start.")] = False,
     max_budget_usd: Annotated[
         float | None, typer.Option(min=0, help="End the session once this much is spent (exit 4).")
     ] = None,
@@ -84,38 +79,18 @@ def main_command(
 
 
 def _run(options: object, interactive: bool) -> int:
-    import anyio
     import platformdirs
 
     from sprout_agent import session
-    from sprout_agent.ui.render import TerminalRenderer
 
     assert isinstance(options, session.Options)
     try:
         prepared = session.prepare(options, Path(platformdirs.user_config_dir("sprout-agent")))
         os.chdir(options.cwd)
-        renderer = TerminalRenderer(interactive=interactive, verbose=options.verbose)
-        if options.verbose:
-            read = ", ".join(str(p) for p in prepared.loaded.files_read) or "none"
-            renderer.say(f"config files read: {read}", "dim")
-        for notice in prepared.loaded.notices:
-            renderer.say(notice, "yellow")
-        if interactive:
-            from sprout_agent.repl import run_repl
-
-            return anyio.run(run_repl, prepared, renderer)
-        outcome = anyio.run(session.run_oneshot, prepared, renderer)
-        renderer.close()
-        if outcome.result is not None:
-            session.write_result(outcome.result.text)
-            if outcome.code != 0:
-                renderer.say(f"stopped: {outcome.result.stop_reason}", "yellow")
-        if outcome.agent is not None:
-            renderer.say(outcome.agent.ledger.summary(), "dim")
-        return outcome.code
+        return session.run(prepared, interactive)
     except KeyboardInterrupt:
         return EXIT_SIGINT
-    except BaseExceptionGroup as group:  # noqa: F821 - builtin on 3.11
+    except BaseExceptionGroup as group:
         error = _first_sprout_error(group)
         if error is None:
             raise
@@ -143,10 +118,8 @@ def _fail(message: str, code: int) -> NoReturn:
 def _exit(code: int) -> NoReturn:
     """Flush and leave at once: interpreter teardown after these imports costs ~1 s we owe nobody."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     os._exit(code)
 
 

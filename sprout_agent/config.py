@@ -167,9 +167,7 @@ def _disabled(raw: dict[str, object], where: str) -> bool:
     return False
 
 
-def _build_server(
-    name: str, raw: dict[str, object], path: Path, where: str, env: Mapping[str, str]
-) -> ServerConfig:
+def _build_server(name: str, raw: dict[str, object], path: Path, where: str, env: Mapping[str, str]) -> ServerConfig:
     command, args, server_env = raw.get("command"), raw.get("args", []), raw.get("env", {})
     cwd, timeout = raw.get("cwd"), raw.get("timeout")
     if command is None:

@@ -175,9 +175,7 @@ class Hooks:
         messages: list[Message] = []
         for output in outputs:
             call_id = f"sprout_hook_{self._id_salt}_{next(self._ids)}"
-            body = json.dumps(
-                {"hook": hook, "server": output.server, "text": output.text}, ensure_ascii=False
-            )
+            body = json.dumps({"hook": hook, "server": output.server, "text": output.text}, ensure_ascii=False)
             messages.append(Message("assistant", (ToolUse(call_id, f"{output.server}__{hook}", {}),)))
             messages.append(Message("user", (ToolResult(call_id, (Text(body),)),)))
         return messages

@@ -82,9 +82,7 @@ class AnthropicModel:
             raise StreamCut("the response stream ended before message_stop")
         usage = final.usage
         return ModelReply(
-            content=tuple(
-                _from_api_block(block) for block in final.content if block.type in ("text", "tool_use")
-            ),
+            content=tuple(_from_api_block(block) for block in final.content if block.type in ("text", "tool_use")),
             stop_reason=final.stop_reason,
             usage=Usage(
                 input_tokens=usage.input_tokens,

@@ -13,7 +13,9 @@ from sprout_agent.protocols import ToolOutcome
 def to_outcome(result: types.CallToolResult, max_bytes: int) -> ToolOutcome:
     """Our blocks from an MCP result; text over `max_bytes` keeps its head and tail."""
     blocks: list[Text | Image] = [_block(item) for item in result.content]
-    if not blocks and result.structured_content is not None:
+    # MCPServer wraps a Python None as {"result": null}: that is no output, not the text "null".
+    structured = result.structured_content
+    if not blocks and structured is not None and any(value is not None for value in structured.values()):
         blocks.append(Text(json.dumps(result.structured_content, ensure_ascii=False)))
     if not blocks and result.is_error:
         blocks.append(Text("the tool reported an error"))

@@ -20,6 +20,9 @@ HELP = """Commands:
   /tools     the tools the model sees, by server
   /servers   each server's state, tools, hooks, start time, last error; config files read
   /clear     start a new conversation (the _Stop budget spans the whole session)
+  /compact [focus]  summarise the conversation now, optionally focused
+  /context   how full the context window is
+  /cost      tokens and cost so far
   /exit      leave (Ctrl-D works too)
 Ctrl-C cancels the running turn; at the prompt it clears the line."""
 
@@ -53,14 +56,24 @@ class Repl:
         elif name == "/clear":
             (await self.agent()).clear()
             self.renderer.say("new conversation", "dim")
+        elif name in ("/compact", "/context", "/cost"):
+            await self._context_command(name, line[len(name) :].strip())
         else:
             self.renderer.say(f"unknown command {name}; /help lists them", "yellow")
         return True
 
+    async def _context_command(self, name: str, argument: str) -> None:
+        agent = await self.agent()
+        if name == "/cost":
+            self.renderer.say(agent.ledger.summary())
+        elif name == "/context":
+            self.renderer.say(context_line(agent))
+        else:
+            await agent.compact("manual", focus=argument or None)
+            self.renderer.say(context_line(agent), "dim")
+
     def _tools(self, agent: Agent) -> None:
-        rows = [
-            (spec.server, spec.name, (spec.description or "").split("\n", 1)[0][:70]) for spec in agent.tools
-        ]
+        rows = [(spec.server, spec.name, (spec.description or "").split("\n", 1)[0][:70]) for spec in agent.tools]
         self.renderer.table("Tools the model sees", ("server", "tool", "description"), rows)
 
     def _servers(self) -> None:
@@ -89,14 +102,16 @@ class Repl:
         files = ", ".join(str(p) for p in self.prepared.loaded.files_read) or "none (built-in servers only)"
         self.renderer.say(f"config files read: {files}", "dim")
 
-    async def turn(self, watch: SignalWatch, text: str) -> None:
-        agent = await self.agent()
+    async def handle(self, watch: SignalWatch, line: str) -> bool:
+        """Runs a prompt or a command so that Ctrl-C cancels just it; False means leave."""
+        keep_going = True
         with anyio.CancelScope() as scope:
             watch.turn = scope
             try:
-                result = await agent.run_turn(text)
-                if result.stop_reason not in ("end_turn", "stop_sequence"):
-                    self.renderer.say(f"stopped: {result.stop_reason}", "yellow")
+                if line.startswith("/"):
+                    keep_going = await self.command(line)
+                else:
+                    await self.turn(line)
             except SproutError as error:
                 self.renderer.say(f"error: {error}", "red")
             finally:
@@ -104,6 +119,22 @@ class Repl:
                 self.renderer.close()
         if scope.cancelled_caught:
             self.renderer.say("cancelled", "yellow")
+        return keep_going
+
+    async def turn(self, text: str) -> None:
+        result = await (await self.agent()).run_turn(text)
+        if result.stop_reason not in ("end_turn", "stop_sequence"):
+            self.renderer.say(f"stopped: {result.stop_reason}", "yellow")
+
+
+def context_line(agent: Agent) -> str:
+    used = agent.context_estimate()
+    compactor = agent.compactor
+    window = compactor.window if compactor else 0
+    share = f" of {window} ({100 * used / window:.0f} %)" if window else ""
+    threshold = compactor.threshold if compactor else None
+    when = f"; compacts past {threshold}" if threshold is not None else "; automatic compaction off"
+    return f"context: ~{used} tokens{share}{when}; {len(agent.history)} messages"
 
 
 async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
@@ -124,11 +155,8 @@ async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
             line = line.strip()
             if not line:
                 continue
-            if line.startswith("/"):
-                if not await repl.command(line):
-                    break
-                continue
-            await repl.turn(watch, line)
+            if not await repl.handle(watch, line):
+                break
         runtime.done.set()
         await runtime.owner_finished.wait()
         group.cancel_scope.cancel()

@@ -192,20 +192,19 @@ class ServerPool:
         if target is None:
             return
         target.gone("dead", reason)
+        # SIGKILL first: a server killed for hanging gets no grace, and the caller (a hook round) is waiting.
+        if target.proc is not None:
+            target.proc.kill_now()
         target.scope.cancel()
         with anyio.CancelScope(shield=True), anyio.move_on_after(_KILL_WAIT):
             await target.done.wait()
-        if target.proc is not None:
-            target.proc.kill_now()
 
     def status(self) -> list[ServerStatus]:
         return [_status_of(server) for server in self._servers.values()]
 
     # --- internals ------------------------------------------------------------------------------------
 
-    async def _request(
-        self, server: _Server, tool: str, arguments: dict[str, object]
-    ) -> types.CallToolResult:
+    async def _request(self, server: _Server, tool: str, arguments: dict[str, object]) -> types.CallToolResult:
         session = server.session
         if session is None:
             raise _ServerGone
@@ -324,9 +323,7 @@ def _name_tools(servers: Iterable[_Server], emit: Callable[[Event], None]) -> li
                 emit(Notice(f"skipped tool '{spec.tool}' of '{spec.server}': its name collides", "warning"))
                 continue
             used.add(name)
-            named.append(
-                ToolSpec(name, spec.server, spec.tool, spec.description, spec.input_schema, spec.read_only)
-            )
+            named.append(ToolSpec(name, spec.server, spec.tool, spec.description, spec.input_schema, spec.read_only))
         server.tools = [spec for spec in named if spec.server == server.config.name]
     return named
 

@@ -1,10 +1,11 @@
-"""Composition root: config → ServerPool → Hooks → LLM → Agent → renderer. The only module that knows every piece."""
+"""Composition root: config → ServerPool → Hooks → LLM → Agent → renderer; the only module knowing all."""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -18,9 +19,18 @@ import anyio.to_thread
 from sprout_agent import config as cfg
 from sprout_agent import settings as st
 from sprout_agent.agent import Agent, TurnResult
-from sprout_agent.errors import EXIT_BUDGET, EXIT_MAX_TURNS, EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, EXIT_SIGTERM, SproutError, UsageError
-from sprout_agent.events import Event, Notice
 from sprout_agent.compaction import Compactor, context_window, parse_threshold
+from sprout_agent.errors import (
+    EXIT_BUDGET,
+    EXIT_MAX_TURNS,
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    SproutError,
+    UsageError,
+)
+from sprout_agent.events import Event, Notice
 from sprout_agent.hooks import Hooks, parse_allowlist
 from sprout_agent.ledger import Ledger, parse_prices
 from sprout_agent.system_prompt import build_system_prompt
@@ -76,6 +86,7 @@ class Runtime:
         self.done = anyio.Event()
         self.owner_finished = anyio.Event()
         self._model_built = anyio.Event()
+        self.session_id = uuid.uuid4().hex
         self.pool: ServerPool | None = None
         self.agent: Agent | None = None
 
@@ -139,9 +150,7 @@ class Runtime:
         allowlist = parse_allowlist(p.settings.hook_servers)
         if allowlist is not None and not allowlist.everything:
             for missing in sorted(allowlist.names - names):
-                self.emit(
-                    Notice(f"MCP_HOOK_SERVERS names '{missing}', but no server has that name", "warning")
-                )
+                self.emit(Notice(f"MCP_HOOK_SERVERS names '{missing}', but no server has that name", "warning"))
         model_name = p.options.model or p.settings.model
         ledger = Ledger(model_name, parse_prices(p.settings.prices))
         window = context_window(model_name, p.settings.max_context_tokens)
@@ -175,6 +184,7 @@ class Runtime:
             max_budget_usd=p.options.max_budget_usd,
             max_parallel_tools=p.settings.max_parallel_tools,
             cwd=str(p.options.cwd),
+            session_id=self.session_id,
         )
 
 
@@ -251,3 +261,28 @@ async def run_oneshot(prepared: Prepared, emit: Callable[[Event], None]) -> OneS
     if code is not None or result is None:
         return OneShotOutcome(code or EXIT_RUNTIME, None, runtime.agent)
     return OneShotOutcome(exit_code_for(result), result, runtime.agent)
+
+
+def run(prepared: Prepared, interactive: bool) -> int:
+    """Runs the REPL or one prompt with a terminal renderer; returns the exit code."""
+    from sprout_agent.ui.render import TerminalRenderer
+
+    renderer = TerminalRenderer(interactive=interactive, verbose=prepared.options.verbose)
+    if prepared.options.verbose:
+        read = ", ".join(str(p) for p in prepared.loaded.files_read) or "none"
+        renderer.say(f"config files read: {read}", "dim")
+    for notice in prepared.loaded.notices:
+        renderer.say(notice, "yellow")
+    if interactive:
+        from sprout_agent.repl import run_repl
+
+        return anyio.run(run_repl, prepared, renderer)
+    outcome = anyio.run(run_oneshot, prepared, renderer)
+    renderer.close()
+    if outcome.result is not None:
+        write_result(outcome.result.text)
+        if outcome.code != 0:
+            renderer.say(f"stopped: {outcome.result.stop_reason}", "yellow")
+    if outcome.agent is not None:
+        renderer.say(outcome.agent.ledger.summary(), "dim")
+    return outcome.code

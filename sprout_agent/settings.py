@@ -39,7 +39,11 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("SPROUT_AGENT_MAX_CONTEXT_TOKENS", "", "context window, tokens; unset = the model's known window"),
     EnvVar("SPROUT_AGENT_COMPACT_THRESHOLD", "", "when to compact; unset = built-in default"),
     EnvVar("SPROUT_AGENT_MAX_COMPACTIONS", "10", "compactions per session (0 = never compact)"),
-    EnvVar("SPROUT_AGENT_PRICES", "", 'price overrides, $/MTok: {"model-prefix": [in, out, cache_read, cache_write]}'),
+    EnvVar(
+        "SPROUT_AGENT_PRICES",
+        "",
+        'price overrides, $/MTok: {"model-prefix": [in, out, cache_read, cache_write]}',
+    ),
     EnvVar("SPROUT_AGENT_BUILTIN_SERVERS", "dev,todo", "built-in MCP servers to start: comma-separated, or none"),
 )
 _DEFAULTS = {var.name: var.default for var in ENV_VARS}

@@ -146,9 +146,7 @@ async def _spawn(
     return ServerProcess(process, on_stderr)
 
 
-async def _pump_stdout(
-    server: ServerProcess, sink: MemoryObjectSendStream[SessionMessage | Exception]
-) -> None:
+async def _pump_stdout(server: ServerProcess, sink: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
     stdout = server.process.stdout
     assert stdout is not None
     buffer = ""

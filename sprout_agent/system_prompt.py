@@ -43,10 +43,7 @@ def build_system_prompt(cwd: Path, *, replace: str | None = None, append: str | 
         for path in instruction_files(cwd):
             text = path.read_text(encoding="utf-8", errors="replace")
             if len(text) > INSTRUCTIONS_MAX_CHARS:
-                text = (
-                    text[:INSTRUCTIONS_MAX_CHARS]
-                    + f"\n[… {path.name} cut at {INSTRUCTIONS_MAX_CHARS} characters]"
-                )
+                text = text[:INSTRUCTIONS_MAX_CHARS] + f"\n[… {path.name} cut at {INSTRUCTIONS_MAX_CHARS} characters]"
             parts.append(f"Instructions from {path}:\n{text}")
     if append:
         parts.append(append)

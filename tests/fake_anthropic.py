@@ -102,9 +102,7 @@ def _blocks(parts: tuple[Json | str, ...]) -> list[Json]:
     return [text(p) if isinstance(p, str) else p for p in parts]
 
 
-def reply(
-    *parts: Json | str, stop_reason: str | None = None, usage: Json | None = None, delay: float = 0.0
-) -> Reply:
+def reply(*parts: Json | str, stop_reason: str | None = None, usage: Json | None = None, delay: float = 0.0) -> Reply:
     """A streamed reply; plain strings become text blocks."""
     return Reply(_blocks(parts), stop_reason, usage or {}, delay)
 
@@ -156,9 +154,7 @@ def step_from_json(obj: Json) -> Step:
         return cut(*parts, after=obj.get("after"))
     if "stream_error" in obj:
         return stream_error(*parts, type=obj["stream_error"], message=obj.get("message", "Overloaded"))
-    return reply(
-        *parts, stop_reason=obj.get("stop_reason"), usage=obj.get("usage"), delay=float(obj.get("delay", 0))
-    )
+    return reply(*parts, stop_reason=obj.get("stop_reason"), usage=obj.get("usage"), delay=float(obj.get("delay", 0)))
 
 
 def render(step: Reply, model: str, n: int, usage: Json) -> list[tuple[str, Json]]:
@@ -256,9 +252,7 @@ class FakeAnthropic:
     def start(self) -> FakeAnthropic:
         self._server = _Server(("127.0.0.1", self._port), _Handler)
         self._server.fake = self
-        threading.Thread(
-            target=self._server.serve_forever, args=(0.02,), name="fake-anthropic", daemon=True
-        ).start()
+        threading.Thread(target=self._server.serve_forever, args=(0.02,), name="fake-anthropic", daemon=True).start()
         return self
 
     def stop(self) -> None:

@@ -23,10 +23,7 @@ def _segments(body: Json) -> list[tuple[str, bool]]:
     """The prompt prefix in API order as (identity, is_breakpoint) pairs."""
     raw: list[tuple[str, Any]] = [("tool", t) for t in body.get("tools") or []]
     system = body.get("system")
-    raw += [
-        ("system", b)
-        for b in ([{"type": "text", "text": system}] if isinstance(system, str) else system or [])
-    ]
+    raw += [("system", b) for b in ([{"type": "text", "text": system}] if isinstance(system, str) else system or [])]
     for m in body.get("messages") or []:
         content = m.get("content")
         raw += [
@@ -36,9 +33,7 @@ def _segments(body: Json) -> list[tuple[str, bool]]:
     segs: list[tuple[str, bool]] = []
     for tag, item in raw:
         bare = {k: v for k, v in item.items() if k != "cache_control"} if isinstance(item, dict) else item
-        segs.append(
-            (tag + json.dumps(bare, sort_keys=True), isinstance(item, dict) and "cache_control" in item)
-        )
+        segs.append((tag + json.dumps(bare, sort_keys=True), isinstance(item, dict) and "cache_control" in item))
     if body.get("cache_control") and segs:
         segs[-1] = (segs[-1][0], True)
     return segs
@@ -92,8 +87,7 @@ def _block_events(i: int, block: Json, tool_id: str) -> list[tuple[str, Json]]:
     if block["type"] == "tool_use":
         start = {"type": "tool_use", "id": block.get("id") or tool_id, "name": block["name"], "input": {}}
         deltas = [
-            delta({"type": "input_json_delta", "partial_json": c})
-            for c in _chunks(json.dumps(block["input"]), 2)
+            delta({"type": "input_json_delta", "partial_json": c}) for c in _chunks(json.dumps(block["input"]), 2)
         ]
     else:
         start = {"type": "text", "text": ""}

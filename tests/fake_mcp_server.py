@@ -176,9 +176,7 @@ async def call_tool(ctx: Any, params: Any) -> Any:
         return text("this tool failed on purpose", is_error=True)
     if name == "image":
         data = base64.b64encode(PNG).decode()
-        return types.CallToolResult(
-            content=[types.ImageContent(type="image", data=data, mime_type="image/png")]
-        )
+        return types.CallToolResult(content=[types.ImageContent(type="image", data=data, mime_type="image/png")])
     if name == "spawn_grandchild":
         return text(str(spawn_grandchild(bool(arguments.get("hold_stdout", False)))))
     if name == "env":

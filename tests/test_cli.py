@@ -145,7 +145,10 @@ def test_a_server_that_fails_to_start_is_reported_and_the_session_goes_on(tmp_pa
 def test_strict_mcp_config_makes_a_failed_server_fatal(tmp_path: Path) -> None:
     with FakeAnthropic([reply("unused")]) as fake:
         run = run_agent(
-            tmp_path, ["--strict-mcp-config", "-p", "go"], fake=fake, servers={"broken": fake_server(crash_on_start="1")}
+            tmp_path,
+            ["--strict-mcp-config", "-p", "go"],
+            fake=fake,
+            servers={"broken": fake_server(crash_on_start="1")},
         )
     assert run.code == 1
     assert "broken" in run.stderr.strip().splitlines()[-1]

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from sprout_agent.config import LoadedConfig, ServerConfig, load_config, read_dotenv
-from sprout_agent.settings import DEFAULT_MODEL, ENV_VARS, Settings, child_environment, render_env_example
 from sprout_agent.errors import EXIT_USAGE, ConfigError, UsageError
+from sprout_agent.settings import DEFAULT_MODEL, ENV_VARS, Settings, child_environment, render_env_example
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -82,9 +82,7 @@ ERROR_CASES: list[tuple[str, Any, tuple[str, ...]]] = [
 
 
 @pytest.mark.parametrize(("data", "fragments"), [c[1:] for c in ERROR_CASES], ids=[c[0] for c in ERROR_CASES])
-def test_config_errors_are_one_line_naming_file_and_key(
-    tmp_path: Path, data: Any, fragments: tuple[str, ...]
-) -> None:
+def test_config_errors_are_one_line_naming_file_and_key(tmp_path: Path, data: Any, fragments: tuple[str, ...]) -> None:
     message = config_error(tmp_path, data, env={"E": ""})
     for fragment in fragments:
         assert fragment in message, message

@@ -81,7 +81,10 @@ async def test_the_example_server_in_the_docs_runs(tmp_path: Path) -> None:
     (tmp_path / "TODO.md").write_text("- [x] parse the config\n- [ ] write the docs\n")
     params = StdioServerParameters(command=sys.executable, args=[str(script)], cwd=str(tmp_path))
     with (tmp_path / "server.log").open("w") as errlog, anyio.fail_after(30):
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
             await session.initialize()
             (hook,) = (await session.list_tools()).tools
             assert hook.name == "_Stop" and set(hook.input_schema["properties"]) == {"cwd"}

@@ -97,9 +97,7 @@ async def test_error_status_raises_the_sdk_error_and_is_retried_fast() -> None:
 
 
 def test_error_responses_ask_for_an_immediate_retry_by_default() -> None:
-    with FakeAnthropic(
-        [error(503), error(429, retry_after_ms=None, headers={"x-should-retry": "false"})]
-    ) as fake:
+    with FakeAnthropic([error(503), error(429, retry_after_ms=None, headers={"x-should-retry": "false"})]) as fake:
         statuses = []
         for _ in range(2):
             req = urllib.request.Request(fake.base_url + "/v1/messages", data=b"{}", method="POST")

@@ -116,9 +116,7 @@ async def test_servers_start_concurrently_and_tools_keep_config_then_listing_ord
 
 
 async def test_a_missing_binary_fails_with_a_reason_and_the_rest_start() -> None:
-    async with Pool(
-        ServerConfig("ghost", "/nonexistent/sprout-no-such-server"), fake("ok", tools="echo")
-    ) as p:
+    async with Pool(ServerConfig("ghost", "/nonexistent/sprout-no-such-server"), fake("ok", tools="echo")) as p:
         failed = p.failed("ghost")
         assert "cannot start" in failed.reason and "No such file" in failed.reason
         assert p.status("ghost").state == "failed" and p.status("ok").state == "running"
@@ -228,9 +226,7 @@ async def test_a_crashed_server_is_marked_dead_and_its_tools_report_unavailable(
         again = await p.pool.call(echo, {"text": "x"})
         assert again.is_error and "unavailable" in text_of(again.content)
         assert any(isinstance(e, Notice) and "'f' stopped" in e.text for e in p.events)
-        assert (await p.pool.call(p.spec("g", "echo"), {"text": "still here"})).content == (
-            Text("still here"),
-        )
+        assert (await p.pool.call(p.spec("g", "echo"), {"text": "still here"})).content == (Text("still here"),)
 
 
 async def test_a_crash_is_seen_even_when_a_grandchild_holds_the_server_stdout(tmp_path: Path) -> None:
@@ -393,9 +389,7 @@ async def test_call_hook_raises_when_the_server_crashes() -> None:
 
 
 @pytest.mark.parametrize("mode", ["hang", "freeze"])
-async def test_call_hook_returns_promptly_on_cancel_and_kill_ends_the_hung_group(
-    tmp_path: Path, mode: str
-) -> None:
+async def test_call_hook_returns_promptly_on_cancel_and_kill_ends_the_hung_group(tmp_path: Path, mode: str) -> None:
     pidfile = tmp_path / "grandchildren"
     async with Pool(fake("h", tools="echo", stop_mode=mode, grandchild_pidfile=str(pidfile))) as p:
         stop = p.spec("h", "_Stop")

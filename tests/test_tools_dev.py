@@ -320,9 +320,7 @@ GREP_CASES: list[dict[str, object]] = [
 ]
 
 
-async def test_grep_fallback_output_format(
-    client: Client, root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_grep_fallback_output_format(client: Client, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _grep_tree(root)
     monkeypatch.setenv(NO_RG_ENV, "1")
     assert await call(client, "grep", pattern="foo") == (

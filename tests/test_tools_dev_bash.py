@@ -128,8 +128,7 @@ async def test_bash_returns_when_a_background_job_keeps_the_pipe(client: Client,
     try:
         assert not error
         assert text == (
-            "started\n[background processes still hold the output open; later output is not shown]\n"
-            "[exit code: 0]"
+            "started\n[background processes still hold the output open; later output is not shown]\n[exit code: 0]"
         )
     finally:
         _kill(pid)

@@ -74,8 +74,7 @@ def _number_lines(ws: Workspace, real: str, offset: int, limit: int) -> str:
     if stop_note:
         last = offset + len(out) - 1
         out.append(
-            f"... [{stop_note}: showing lines {offset}-{last} of {total}; "
-            f"call read with offset={last + 1} to continue]"
+            f"... [{stop_note}: showing lines {offset}-{last} of {total}; call read with offset={last + 1} to continue]"
         )
     return "\n".join(out)
 
@@ -178,9 +177,7 @@ async def edit(ws: Workspace, args: Args) -> ToolOutput:
     try:
         data = after.encode(encoding)
     except UnicodeEncodeError as exc:
-        raise ToolError(
-            f"{shown} is {encoding}-encoded and new_string has characters it cannot hold"
-        ) from exc
+        raise ToolError(f"{shown} is {encoding}-encoded and new_string has characters it cannot hold") from exc
     with open(real, "wb") as f:
         f.write(data)
     ws.remember(real)

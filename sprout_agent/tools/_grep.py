@@ -47,9 +47,7 @@ def _rg_command(pattern: str, mode: str, context: int, ignore_case: bool, glob: 
 
 
 def _rg_lines(cmd: list[str], cwd: str) -> Iterator[str]:
-    proc = subprocess.Popen(
-        cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     try:
         for raw in proc.stdout:

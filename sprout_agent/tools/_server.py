@@ -147,9 +147,7 @@ async def run_tool(specs: Mapping[str, ToolSpec], name: str, args: Args | None) 
     return CallToolResult(content=_content(output))
 
 
-def build_server(
-    name: str, version: str, specs: Sequence[ToolSpec], instructions: str | None = None
-) -> Server[Any]:
+def build_server(name: str, version: str, specs: Sequence[ToolSpec], instructions: str | None = None) -> Server[Any]:
     """A low-level mcp `Server` serving `specs`; usable over stdio or in-process (`mcp.Client(server)`)."""
     by_name = {spec.name: spec for spec in specs}
     tools = [spec.to_tool() for spec in specs]

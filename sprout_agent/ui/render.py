@@ -1,4 +1,4 @@
-"""The only importer of rich: turns loop events into terminal output (stderr for progress, stdout for answers)."""
+"""The only importer of rich: loop events as terminal output (progress on stderr, answers on stdout)."""
 
 from __future__ import annotations
 
@@ -53,9 +53,7 @@ class TerminalRenderer:
     # --- model output -----------------------------------------------------------------------------
     def _on_ModelWaiting(self, event: ev.ModelWaiting) -> None:
         if self.verbose:
-            self.err.print(
-                f"[dim]→ request {event.request_number}, ~{event.context_tokens} context tokens[/]"
-            )
+            self.err.print(f"[dim]→ request {event.request_number}, ~{event.context_tokens} context tokens[/]")
         if self.interactive:
             self._streamed = ""
             self._start_live(Spinner("dots", text=Text("thinking…", style="dim")))
@@ -128,17 +126,13 @@ class TerminalRenderer:
 
     def _on_HookFailed(self, event: ev.HookFailed) -> None:
         if self.verbose:
-            self._line(
-                f"[yellow]hook {event.hook} on {event.server} failed: {_escape(event.reason[:200])}[/]"
-            )
+            self._line(f"[yellow]hook {event.hook} on {event.server} failed: {_escape(event.reason[:200])}[/]")
 
     def _on_HookServerKilled(self, event: ev.HookServerKilled) -> None:
         self._line(f"[red]server {event.server} killed: {_escape(event.reason)}[/]")
 
     def _on_StopBudgetSpent(self, event: ev.StopBudgetSpent) -> None:
-        self._line(
-            f"[yellow]_Stop budget spent ({event.rejections} objections this session): stopping regardless[/]"
-        )
+        self._line(f"[yellow]_Stop budget spent ({event.rejections} objections this session): stopping regardless[/]")
 
     def _on_CompactionStarted(self, event: ev.CompactionStarted) -> None:
         self._line(f"[blue]compacting ({event.reason}) at ~{event.tokens_before} tokens…[/]")
