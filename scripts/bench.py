@@ -75,9 +75,7 @@ def spawn(
     """Runs argv to exit (bounded), timing it and reading its peak RSS from wait4."""
     with tempfile.TemporaryFile() as err:
         start = time.monotonic()
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=cwd
-        )
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=cwd)
         on_start(proc.pid)
         watchdog = threading.Timer(120, proc.kill)
         watchdog.start()
@@ -132,9 +130,7 @@ def session(kind: str, rounds: int, env_extra: dict[str, str] | None = None) -> 
     cache = PromptCache()
     billed = [cache.bill(r.body) for r in run.requests]
     later = billed[1:]
-    total = sum(
-        b["input_tokens"] + b["cache_read_input_tokens"] + b["cache_creation_input_tokens"] for b in later
-    )
+    total = sum(b["input_tokens"] + b["cache_read_input_tokens"] + b["cache_creation_input_tokens"] for b in later)
     run.extra = {
         "hwm10": holder.get("hwm10"),
         "cache_share": sum(b["cache_read_input_tokens"] for b in later) / total,
@@ -209,20 +205,20 @@ med = statistics.median
 class Bench:
     """Each method measures one group of figures and appends rows (metric, value, target, pass)."""
 
-    def __init__(self, runs: int) -> None:
-        self.runs, self.rows = runs, list[dict[str, Any]]()
+    def __init__(self, runs: int, only: list[str]) -> None:
+        self.runs, self.rows, self.only = runs, list[dict[str, Any]](), only
         self.floor: list[float] = []
         self.mini: list[Run] = []
 
-    def add(
-        self, name: str, value: list[float] | float | str, unit: str, target: str = "", ok: bool | None = None
-    ):
+    def add(self, name: str, value: list[float] | float | str, unit: str, target: str = "", ok: bool | None = None):
         self.rows.append({"metric": name, "value": value, "unit": unit, "target": target, "pass": ok})
         print(f"  {name}: {fmt(value, unit)}", file=sys.stderr, flush=True)
 
     def all(self) -> list[dict[str, Any]]:
         steps = [self.imports, self.minimal, self.ours, self.builtins, self.flags, self.repl, self.hooks]
         for step in steps:
+            if self.only and step.__name__ not in self.only:
+                continue
             print(f"{step.__doc__}", file=sys.stderr, flush=True)
             try:
                 step()
@@ -232,8 +228,12 @@ class Bench:
 
     def imports(self) -> None:
         """1. import floor"""
-        self.floor = timed_python("import anthropic, mcp", self.runs)
+        timed_python("import anthropic, mcp", 1)  # warm the page cache; not counted
+        with tempfile.TemporaryDirectory() as tmp:
+            floor = [spawn([PY, "-c", "import anthropic, mcp"], dict(os.environ), Path(tmp)) for _ in range(self.runs)]
+        self.floor = [r.wall for r in floor]
         self.add("python -c 'import anthropic, mcp'", self.floor, "s")
+        self.add("  … its peak RSS", [r.maxrss_mb for r in floor], "MB")
         self.add("python -c 'import anthropic'", timed_python("import anthropic", self.runs), "s")
         self.add("python -c 'import mcp'", timed_python("import mcp", self.runs), "s")
         self.add("python -c 'pass'", timed_python("pass", self.runs), "s")
@@ -244,17 +244,16 @@ class Bench:
         self.add("minimal: start → 1st request", [r.first() for r in self.mini], "s")
         self.add("minimal: per tool round", [med(r.rounds()) for r in self.mini], "ms")
         self.add("minimal: final answer → exit", [r.tail() for r in self.mini], "s")
+        self.add("minimal: peak RSS, whole run", [r.maxrss_mb for r in self.mini], "MB")
 
     def ours(self) -> None:
         """3,7,8,9,11. sprout-agent -p, one fake MCP server, 20 tool rounds"""
         sprout = [session("sprout", 20) for _ in range(self.runs)]
-        first, floor = [r.first() for r in sprout], med(self.floor)
-        self.add(
-            "start → 1st request (1 py server)", first, "s", "≤ floor + 0.3 s", med(first) <= floor + 0.3
-        )
+        first, floor = [r.first() for r in sprout], med(self.floor or [float("nan")])
+        self.add("start → 1st request (1 py server)", first, "s", "≤ floor + 0.3 s", med(first) <= floor + 0.3)
         self.add("  … minus import floor", med(first) - floor, "s")
-        self.add("  … ratio to minimal loop", med(first) / med([r.first() for r in self.mini]), "x")
-        per, mini = [med(r.rounds()) for r in sprout], med([med(r.rounds()) for r in self.mini])
+        self.add("  … ratio to minimal loop", med(first) / med([r.first() for r in self.mini] or [float("nan")]), "x")
+        per, mini = [med(r.rounds()) for r in sprout], med([med(r.rounds()) for r in self.mini] or [float("nan")])
         self.add(
             "agent time per tool round",
             per,
@@ -325,8 +324,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    groups = "imports minimal ours builtins flags repl hooks"
+    parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     args = parser.parse_args()
-    rows = Bench(args.runs).all()
+    rows = Bench(args.runs, args.only).all()
     if args.json:
         print(json.dumps(rows, indent=1, ensure_ascii=False))
         return

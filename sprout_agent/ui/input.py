@@ -22,7 +22,9 @@ class PromptReader:
     async def read(self) -> str | None:
         """The next line; "" when Ctrl-C cleared the line; None on Ctrl-D (leave)."""
         try:
-            return await self._session.prompt_async("› ")
+            # handle_sigint=False: prompt_toolkit would otherwise remove our SIGINT handler on return,
+            # and Ctrl-C during the next turn would kill the session instead of cancelling the turn.
+            return await self._session.prompt_async("› ", handle_sigint=False)
         except KeyboardInterrupt:
             return ""
         except EOFError:
