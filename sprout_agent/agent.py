@@ -26,7 +26,16 @@ from sprout_agent.events import (
 from sprout_agent.hooks import Hooks, is_hook
 from sprout_agent.ledger import Ledger
 from sprout_agent.messages import Message, Text, ToolResult, ToolUse, text_of, user_text
-from sprout_agent.protocols import Model, ModelReply, ModelRequest, ToolHost, ToolOutcome, ToolSpec
+from sprout_agent.protocols import (
+    Model,
+    ModelReply,
+    ModelRequest,
+    Permit,
+    Recorder,
+    ToolHost,
+    ToolOutcome,
+    ToolSpec,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +63,8 @@ class Agent:
         max_parallel_tools: int = 8,
         session_id: str = "",
         cwd: str = "",
+        permit: Permit | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.model = model
         self.host = host
@@ -66,6 +77,8 @@ class Agent:
         self.max_budget_usd = max_budget_usd
         self.session_id = session_id
         self.cwd = cwd
+        self.permit = permit
+        self.recorder = recorder
         self.history: list[Message] = []
         self._limiter = anyio.CapacityLimiter(max_parallel_tools)
         # The tool list is fixed for the session so the cached prefix stays byte-stable.
@@ -77,7 +90,7 @@ class Agent:
 
     async def run_turn(self, prompt: str) -> TurnResult:
         self._current_prompt = prompt
-        self.history.append(user_text(prompt))
+        self._append(user_text(prompt))
         after_objection = False
         turns = 0
         while True:
@@ -87,7 +100,7 @@ class Agent:
                 return TurnResult("budget", self._last_text(), turns)
             turns += 1
             reply = await self._ask()
-            self.history.append(Message("assistant", reply.content))
+            self._append(Message("assistant", reply.content))
             self._measured = (reply.usage.context_tokens + reply.usage.output_tokens, len(self.history))
             uses = [block for block in reply.content if isinstance(block, ToolUse)]
             if uses and reply.stop_reason == "tool_use":
@@ -99,14 +112,26 @@ class Agent:
             if reply.stop_reason == "end_turn" and not after_objection:
                 objections = await self.hooks.on_stop(self._hook_context(_text(reply), "end_turn"))
                 if objections:
-                    self.history.extend(objections)
+                    self._append(*objections)
                     after_objection = True
                     continue
             return TurnResult(reply.stop_reason, _text(reply), turns)
 
     def clear(self) -> None:
-        self.history.clear()
+        self.load([], "clear")
+
+    def load(self, history: Sequence[Message], reason: str) -> None:
+        """Replaces the history (resume, /clear, compaction) and records the new base."""
+        self.history[:] = history
         self._measured = None
+        if self.recorder is not None:
+            self.recorder.reset(self.history, reason)
+
+    def _append(self, *messages: Message) -> None:
+        self.history.extend(messages)
+        if self.recorder is not None:
+            for message in messages:
+                self.recorder.appended(message)
 
     def context_estimate(self) -> int:
         """Tokens the next request would carry: the last reported usage plus what was appended since."""
@@ -121,10 +146,9 @@ class Agent:
         if self.compactor is None or not self.history:
             return
         outcome = await self.compactor.compact(self.history, self._current_prompt, reason=reason, focus=focus)
-        self.history[:] = outcome.history
-        self._measured = None
+        self.load(outcome.history, "compaction")
         # After a summary or a truncation alike, hooks may restore state the old history carried.
-        self.history.extend(await self.hooks.on_post_compact(self._hook_context("", reason)))
+        self._append(*await self.hooks.on_post_compact(self._hook_context("", reason)))
 
     async def _ask(self) -> ModelReply:
         if self.compactor is not None and self.compactor.due(self.context_estimate(), self.requests + 1):
@@ -167,7 +191,7 @@ class Agent:
                 result or ToolResult(use.id, (Text("interrupted: the call was cancelled"),), is_error=True)
                 for use, result in zip(uses, results, strict=True)
             )
-            self.history.append(Message("user", answered))
+            self._append(Message("user", answered))
 
     async def _call(self, use: ToolUse) -> ToolResult:
         spec = self._by_name.get(use.name)
@@ -177,6 +201,8 @@ class Agent:
             outcome = ToolOutcome((Text(f"unknown tool: {use.name}"),), is_error=True)
         elif "_invalid" in use.input and len(use.input) == 1:
             outcome = ToolOutcome((Text("tool input must be a JSON object"),), is_error=True)
+        elif self.permit is not None and (refusal := await self.permit(spec, use.input)) is not None:
+            outcome = ToolOutcome((Text(refusal),), is_error=True)
         else:
             outcome = await self.host.call(spec, use.input)
         summary = text_of(outcome.content).strip().split("\n", 1)[0][:200]
@@ -184,7 +210,7 @@ class Agent:
         return ToolResult(use.id, outcome.content, outcome.is_error)
 
     def _answer_unrun(self, uses: Sequence[ToolUse], reason: str) -> None:
-        self.history.append(Message("user", tuple(ToolResult(u.id, (Text(reason),), True) for u in uses)))
+        self._append(Message("user", tuple(ToolResult(u.id, (Text(reason),), True) for u in uses)))
 
     def _hook_context(self, last_text: str, trigger: str) -> dict[str, object]:
         return {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 import sys
 from pathlib import Path
@@ -22,6 +23,28 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
+
+
+class OutputFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    stream_json = "stream-json"
+
+
+class InputFormat(str, enum.Enum):
+    text = "text"
+    stream_json = "stream-json"
+
+
+class PermissionMode(str, enum.Enum):
+    auto = "auto"
+    ask = "ask"
+    read_only = "read-only"
+
+
+def _patterns(values: list[str] | None) -> tuple[str, ...]:
+    """Repeatable and comma-separated alike: `--allow-tools a,b --allow-tools c`."""
+    return tuple(part.strip() for value in values or () for part in value.split(",") if part.strip())
 
 
 def _version(value: bool) -> None:
@@ -47,6 +70,23 @@ def main_command(
     max_budget_usd: Annotated[
         float | None, typer.Option(min=0, help="End the session once this much is spent (exit 4).")
     ] = None,
+    output_format: Annotated[
+        OutputFormat, typer.Option(help="text, json (one object at the end) or stream-json (one event per line).")
+    ] = OutputFormat.text,
+    input_format: Annotated[
+        InputFormat, typer.Option(help="stream-json: user messages as JSON lines on stdin.")
+    ] = InputFormat.text,
+    continue_latest: Annotated[
+        bool, typer.Option("--continue", "-c", help="Resume the latest session of this directory.")
+    ] = False,
+    resume: Annotated[str | None, typer.Option("--resume", "-r", help="Resume the session with this id.")] = None,
+    permission_mode: Annotated[
+        PermissionMode, typer.Option(help="auto, ask (approve each call) or read-only.")
+    ] = PermissionMode.auto,
+    allow_tools: Annotated[
+        list[str] | None, typer.Option(help="Tool patterns that always run (dev__bash, git__*); repeatable.")
+    ] = None,
+    deny_tools: Annotated[list[str] | None, typer.Option(help="Tool patterns that never run; repeatable.")] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -74,6 +114,13 @@ def main_command(
         verbose=verbose,
         strict_mcp_config=strict_mcp_config,
         max_budget_usd=max_budget_usd,
+        output_format=output_format.value,
+        input_format=input_format.value,
+        resume_id=resume,
+        continue_latest=continue_latest,
+        permission_mode=permission_mode.value,
+        allow_tools=_patterns(allow_tools),
+        deny_tools=_patterns(deny_tools),
     )
     _exit(_run(options, interactive))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -81,3 +81,16 @@ class HookCallFailed(Exception):
 
 
 EventSink = Callable[[Event], None]
+
+# Decides whether a tool call may run: None = allowed, a string = refused, with a reason the model reads.
+Permit = Callable[[ToolSpec, dict[str, object]], Awaitable[str | None]]
+
+
+class Recorder(Protocol):
+    """Receives the conversation as it grows (the session store)."""
+
+    def appended(self, message: Message) -> None: ...
+
+    def reset(self, history: Sequence[Message], reason: str) -> None:
+        """The history was replaced (compaction, truncation, /clear): a new base to resume from."""
+        ...

@@ -51,6 +51,13 @@ class Options:
     verbose: bool = False
     strict_mcp_config: bool = False
     max_budget_usd: float | None = None
+    output_format: str = "text"  # text | json | stream-json
+    input_format: str = "text"  # text | stream-json
+    resume_id: str | None = None  # --resume ID
+    continue_latest: bool = False  # --continue
+    permission_mode: str = "auto"  # auto | ask | read-only
+    allow_tools: tuple[str, ...] = ()  # patterns such as dev__bash or git__*
+    deny_tools: tuple[str, ...] = ()
 
 
 @dataclass
