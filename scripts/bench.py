@@ -1,6 +1,6 @@
 """Measures sprout-agent's speed and memory on this machine against the import floor and a minimal loop.
 
-Run as `scripts/bench [--runs N] [--json]`. Every figure comes from real processes: the fake Anthropic
+Run as `scripts/bench [--runs N] [--only GROUP...] [--json]`. Every figure comes from real processes: the fake Anthropic
 API (tests/fake_anthropic.py) timestamps request arrivals and reply ends; the bench times spawn and exit.
 """
 
@@ -85,7 +85,7 @@ def spawn(
         proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         stderr = err.read().decode(errors="replace")
-    requests = [r for r in fake.requests if r.path.startswith("/v1/messages")] if fake else []
+    requests = [r for r in fake.requests if r.path.split("?")[0] == "/v1/messages"] if fake else []
     return Run(start, end, proc.returncode, usage.ru_maxrss / 1024, requests, stderr)
 
 
@@ -105,7 +105,7 @@ def timed_python(code: str, runs: int) -> list[float]:
         return [spawn([PY, "-c", code], dict(os.environ), Path(tmp)).wall for _ in range(runs)]
 
 
-def session(kind: str, rounds: int, env_extra: dict[str, str] | None = None) -> Run:
+def session(kind: str, rounds: int) -> Run:
     """One -p run: `rounds` echo tool calls, then a final answer; VmHWM sampled at request 11."""
     holder: dict[str, Any] = {}
 
@@ -121,7 +121,7 @@ def session(kind: str, rounds: int, env_extra: dict[str, str] | None = None) -> 
     script.append(reply("final answer"))
     with tempfile.TemporaryDirectory() as tmp, FakeAnthropic(script, auto_usage=True) as fake:
         home = Path(tmp)
-        env = agent_env(home, fake, env_extra)
+        env = agent_env(home, fake)
         if kind == "minimal":
             argv = [PY, str(ROOT / "scripts" / "minimal_loop.py"), "go", PY, FAKE_MCP]
         else:
@@ -180,8 +180,8 @@ def repl_once() -> tuple[float, float]:
                     ready = time.monotonic()
                     os.write(fd, b"\x04")
         finally:
-            if time.monotonic() >= deadline:
-                os.kill(pid, 9)
+            if ready is None or time.monotonic() >= deadline:
+                os.kill(pid, 9)  # no prompt, or no exit after Ctrl-D: end the one child we forked
             os.waitpid(pid, 0)
             os.close(fd)
         if ready is None:
@@ -192,7 +192,7 @@ def repl_once() -> tuple[float, float]:
 def fmt(value: list[float] | float | str, unit: str) -> str:
     if isinstance(value, str):
         return value
-    scale, digits = {"s": 1, "ms": 1000, "MB": 1, "%": 100, "x": 1}[unit], 3 if unit == "s" else 1
+    scale, digits = {"s": 1, "ms": 1000, "MB": 1, "%": 100, "x": 1}[unit], {"s": 3, "x": 2}.get(unit, 1)
     if isinstance(value, float):
         return f"{value * scale:.{digits}f} {unit}"
     lo, mid, hi = (v * scale for v in stats(value))
@@ -272,8 +272,11 @@ class Bench:
 
     def builtins(self) -> None:
         """4. built-in servers (dev, todo) on vs off, no other server"""
-        off = [agent_once(None, {}).first() for _ in range(self.runs)]
-        on_runs = [agent_once(None, {}, unset=("SPROUT_AGENT_BUILTIN_SERVERS",)) for _ in range(self.runs)]
+        pairs = [  # interleaved, so that a change in the machine's load hits both sides alike
+            (agent_once(None, {}), agent_once(None, {}, unset=("SPROUT_AGENT_BUILTIN_SERVERS",)))
+            for _ in range(self.runs)
+        ]
+        off, on_runs = [a.first() for a, _ in pairs], [b for _, b in pairs]
         on = [r.first() for r in on_runs]
         servers = sorted({t.split("__")[0] for r in on_runs for t in r.extra["tools"]})
         self.add("start → 1st request, built-ins off", off, "s")
@@ -304,9 +307,14 @@ class Bench:
             hung = three | {"h3": fake_server(stop_mode="hang", tools="echo", grandchild_pidfile=pidfile)}
             timeout = {"SPROUT_AGENT_HOOK_TIMEOUT_MS": "2500"}
             on_env = timeout | {"MCP_HOOK_SERVERS": "*"}
-            off = [agent_once(three, timeout).tail() for _ in range(self.runs)]
-            on = [agent_once(three, on_env).tail() for _ in range(self.runs)]
-            stuck = [agent_once(hung, on_env).tail() for _ in range(self.runs)]
+            trios = [  # interleaved, so that a change in the machine's load hits all three alike
+                [
+                    agent_once(servers, env).tail()
+                    for servers, env in ((three, timeout), (three, on_env), (hung, on_env))
+                ]
+                for _ in range(self.runs)
+            ]
+            off, on, stuck = ([trio[k] for trio in trios] for k in range(3))
             pids = Path(pidfile).read_text().split() if Path(pidfile).exists() else []
             orphans = [int(pid) for pid in pids if pid_alive(int(pid))]
             for pid in orphans:
@@ -327,12 +335,14 @@ def main() -> None:
     groups = "imports minimal ours builtins flags repl hooks"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     args = parser.parse_args()
+    load = os.getloadavg()[0]
     rows = Bench(args.runs, args.only).all()
     if args.json:
         print(json.dumps(rows, indent=1, ensure_ascii=False))
         return
     width = max(len(r["metric"]) for r in rows)
-    print(f"\nsprout-agent bench: {args.runs} runs each, {os.cpu_count()} cores; median (min–max)\n")
+    loads = f"load average {load:.1f} at start, {os.getloadavg()[0]:.1f} at end"
+    print(f"\nsprout-agent bench: {args.runs} runs each, {os.cpu_count()} cores, {loads}; median (min–max)\n")
     print(f"{'metric':<{width}}  {'value':<32} {'target':<22} result")
     for r in rows:
         verdict = {True: "PASS", False: "FAIL", None: ""}[r["pass"]]

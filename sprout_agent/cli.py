@@ -6,6 +6,7 @@ import contextlib
 import enum
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -25,18 +26,18 @@ app = typer.Typer(
 )
 
 
-class OutputFormat(str, enum.Enum):
+class OutputFormat(enum.StrEnum):
     text = "text"
     json = "json"
     stream_json = "stream-json"
 
 
-class InputFormat(str, enum.Enum):
+class InputFormat(enum.StrEnum):
     text = "text"
     stream_json = "stream-json"
 
 
-class PermissionMode(str, enum.Enum):
+class PermissionMode(enum.StrEnum):
     auto = "auto"
     ask = "ask"
     read_only = "read-only"
@@ -95,12 +96,15 @@ def main_command(
         return
     work_dir = (cwd or Path.cwd()).resolve()
     if not work_dir.is_dir():
-        _fail(f"--cwd {work_dir}: not a directory", EXIT_USAGE)
-    interactive = prompt is None and sys.stdin.isatty()
-    if prompt is None and not interactive:
+        _fail_as(output_format.value, f"--cwd {work_dir}: not a directory")
+    scripted = output_format is not OutputFormat.text or input_format is InputFormat.stream_json
+    interactive = prompt is None and sys.stdin.isatty() and not scripted
+    if prompt is None and not interactive and input_format is InputFormat.text:
+        if sys.stdin.isatty():
+            _fail_as(output_format.value, "no prompt: give one with -p or pipe it in")
         prompt = sys.stdin.read()
         if not prompt or not prompt.strip():
-            _fail("no prompt: stdin was empty (give one with -p or pipe it in)", EXIT_USAGE)
+            _fail_as(output_format.value, "no prompt: stdin was empty (give one with -p or pipe it in)")
     from sprout_agent.session import Options
 
     options = Options(
@@ -132,7 +136,9 @@ def _run(options: object, interactive: bool) -> int:
 
     assert isinstance(options, session.Options)
     try:
-        prepared = session.prepare(options, Path(platformdirs.user_config_dir("sprout-agent")))
+        prepared = session.prepare(
+            options, Path(platformdirs.user_config_dir("sprout-agent")), _sessions_dir(platformdirs.user_data_dir)
+        )
         os.chdir(options.cwd)
         return session.run(prepared, interactive)
     except KeyboardInterrupt:
@@ -143,7 +149,19 @@ def _run(options: object, interactive: bool) -> int:
             raise
         _fail(str(error), error.exit_code)
     except SproutError as error:
-        _fail(str(error), error.exit_code)
+        _fail_as(options.output_format, str(error), error.exit_code)
+
+
+def _sessions_dir(user_data_dir: Callable[[str], str]) -> Path:
+    return Path(user_data_dir("sprout-agent")) / "sessions"
+
+
+def _fail_as(output_format: str, message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Fails before a session exists; json and stream-json still get their `result` object on stdout."""
+    from sprout_agent.ui.jsonl import report_early_error
+
+    report_early_error(output_format, message, code, sys.stdout)
+    _fail(message, code)
 
 
 def _first_sprout_error(group: BaseExceptionGroup[BaseException]) -> SproutError | None:
@@ -168,6 +186,154 @@ def _exit(code: int) -> NoReturn:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(code)
+
+
+# ---------------------------------------------------------------- mcp list / mcp doctor / hooks
+
+mcp_app = typer.Typer(help="The configured MCP servers: list them, or start each one and report.", no_args_is_help=True)
+app.add_typer(mcp_app, name="mcp")
+_ConfigOption = Annotated[
+    list[Path] | None, typer.Option("--config", help="MCP config file (repeatable); replaces the lookup.")
+]
+_CwdOption = Annotated[Path | None, typer.Option(help="Look up the config as a run in this directory would.")]
+_JsonOption = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
+_TimeoutOption = Annotated[
+    float | None, typer.Option("--timeout", min=0.1, help="Start timeout per server, seconds (default: its own).")
+]
+
+
+def _doctor_setup(ctx: typer.Context, config: list[Path] | None, cwd: Path | None) -> object:
+    import platformdirs
+
+    from sprout_agent import doctor
+
+    # `sprout-agent --config x.json mcp doctor` works too: the top-level options apply.
+    top = ctx.find_root().params
+    config, cwd = config or top.get("config"), cwd or top.get("cwd")
+    work_dir = (cwd or Path.cwd()).resolve()
+    if not work_dir.is_dir():
+        _fail(f"--cwd {work_dir}: not a directory", EXIT_USAGE)
+    return doctor.load_setup(tuple(config or ()), work_dir, Path(platformdirs.user_config_dir("sprout-agent")))
+
+
+@mcp_app.command("list")
+def mcp_list(
+    ctx: typer.Context, config: _ConfigOption = None, cwd: _CwdOption = None, as_json: _JsonOption = False
+) -> None:
+    """Show the configured servers (built-in ones included), where each came from, and its command."""
+    from sprout_agent import doctor
+
+    setup = _doctor_setup(ctx, config, cwd)
+    assert isinstance(setup, doctor.Setup)
+    _exit(doctor.list_command(setup, as_json))
+
+
+@mcp_app.command("doctor")
+def mcp_doctor(
+    ctx: typer.Context,
+    config: _ConfigOption = None,
+    cwd: _CwdOption = None,
+    timeout: _TimeoutOption = None,
+    as_json: _JsonOption = False,
+) -> None:
+    """Start every server and report start-up times, tools, hooks, errors and stderr; exit 1 if any fails."""
+    from sprout_agent import doctor
+
+    setup = _doctor_setup(ctx, config, cwd)
+    assert isinstance(setup, doctor.Setup)
+    _exit(_interruptible(lambda: doctor.doctor_command(setup, timeout, as_json)))
+
+
+@app.command("hooks")
+def hooks_list(
+    ctx: typer.Context,
+    config: _ConfigOption = None,
+    cwd: _CwdOption = None,
+    timeout: _TimeoutOption = None,
+    as_json: _JsonOption = False,
+) -> None:
+    """Start every server and list the hooks found, active or not under MCP_HOOK_SERVERS."""
+    from sprout_agent import doctor
+
+    setup = _doctor_setup(ctx, config, cwd)
+    assert isinstance(setup, doctor.Setup)
+    _exit(_interruptible(lambda: doctor.hooks_command(setup, timeout, as_json)))
+
+
+def _interruptible(command: Callable[[], int]) -> int:
+    try:
+        return command()
+    except KeyboardInterrupt:
+        return EXIT_SIGINT
+
+
+@app.command("sessions")
+def sessions_list(
+    here: Annotated[bool, typer.Option("--here", help="Only sessions started in the current directory.")] = False,
+    limit: Annotated[int | None, typer.Option(min=1, help="Show at most this many.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="A JSON array on stdout.")] = False,
+) -> None:
+    """List recorded sessions, newest activity first: id, directory, last activity, turns, first prompt."""
+    import json
+    from datetime import UTC, datetime
+
+    import platformdirs
+
+    from sprout_agent import store
+
+    found = store.list_sessions(_sessions_dir(platformdirs.user_data_dir), str(Path.cwd().resolve()) if here else None)
+    found = found[:limit] if limit else found
+    if as_json:
+        rows = [
+            {
+                "session_id": s.session_id,
+                "cwd": s.cwd,
+                "first_prompt": s.first_prompt,
+                "turns": s.turns,
+                "last_activity": datetime.fromtimestamp(s.last_activity, UTC).isoformat(),
+                "path": str(s.path),
+            }
+            for s in found
+        ]
+        typer.echo(json.dumps(rows, ensure_ascii=False))
+        _exit(0)
+    if not found:
+        typer.echo("no sessions recorded yet", err=True)
+    for s in found:
+        when = datetime.fromtimestamp(s.last_activity).strftime("%Y-%m-%d %H:%M")
+        typer.echo(f"{s.session_id}  {when}  {s.turns:>3} turns  {s.cwd}  {s.first_prompt}")
+    _exit(0)
+
+
+@app.command("acp")
+def acp_command(
+    config: Annotated[
+        list[Path] | None, typer.Option("--config", help="MCP config file (repeatable); replaces the lookup.")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model name (default: $ANTHROPIC_MODEL or built in).")] = None,
+    max_turns: Annotated[int | None, typer.Option(min=1, help="Most model requests per prompt.")] = None,
+    permission_mode: Annotated[
+        PermissionMode, typer.Option(help="auto, ask (the editor asks the user) or read-only.")
+    ] = PermissionMode.auto,
+    allow_tools: Annotated[list[str] | None, typer.Option(help="Tool patterns that always run; repeatable.")] = None,
+    deny_tools: Annotated[list[str] | None, typer.Option(help="Tool patterns that never run; repeatable.")] = None,
+) -> None:
+    """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, any ACP client)."""
+    import platformdirs
+
+    from sprout_agent.acp.server import AcpOptions, serve
+
+    options = AcpOptions(
+        config_files=tuple(path.resolve() for path in config or ()),
+        model=model,
+        max_turns=max_turns,
+        permission_mode=permission_mode.value,
+        allow_tools=_patterns(allow_tools),
+        deny_tools=_patterns(deny_tools),
+        user_config_dir=Path(platformdirs.user_config_dir("sprout-agent")),
+        sessions_dir=_sessions_dir(platformdirs.user_data_dir),
+    )
+    _exit(serve(options))
 
 
 def main() -> None:

@@ -33,10 +33,21 @@ class ServerConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class BrokenServer:
+    """A server entry that cannot be used as written; only lenient loading (`mcp doctor`) keeps these."""
+
+    name: str
+    source: Path
+    error: str
+    unset_vars: tuple[str, ...] = ()  # every `${VAR}` without a default that the environment lacks
+
+
+@dataclass(frozen=True, slots=True)
 class LoadedConfig:
     servers: tuple[ServerConfig, ...]
     files_read: tuple[Path, ...]
     notices: tuple[str, ...]  # one-line notices, e.g. a skipped url/http/sse entry
+    broken: tuple[BrokenServer, ...] = ()  # filled only when loaded with strict=False
 
 
 # ---------------------------------------------------------------- config files
@@ -51,7 +62,7 @@ _HARMLESS_KEYS = frozenset({"alwaysAllow", "autoApprove", "description", "disabl
 
 
 def load_config(
-    explicit: Sequence[Path], cwd: Path, env: Mapping[str, str], user_config_dir: Path | None
+    explicit: Sequence[Path], cwd: Path, env: Mapping[str, str], user_config_dir: Path | None, *, strict: bool = True
 ) -> LoadedConfig:
     """Find, read and validate the `mcpServers` config files.
 
@@ -61,6 +72,8 @@ def load_config(
     `<user_config_dir>/mcp.json` (~/.config/sprout-agent/mcp.json on Linux) if it exists; project
     servers come first and on a name clash the earlier (project) file wins, with a notice.
     `${VAR}` / `${VAR:-default}` in command, args, env values and cwd expand from `env`.
+    With `strict=False` a bad server entry (an unset variable, a wrong type) is kept in `broken`
+    instead of raising, so `mcp doctor` can report every server; file-level errors still raise.
     """
     layered = bool(explicit)
     if layered:
@@ -69,16 +82,17 @@ def load_config(
         files = [p for p in (_project_file(cwd), _user_file(user_config_dir)) if p is not None]
     merged: dict[str, ServerConfig] = {}
     notices: list[str] = []
+    broken: list[BrokenServer] | None = None if strict else []
     for path in files:
         shown = _display(path, cwd)
-        for server in _read_file(path, shown, env, notices):
+        for server in _read_file(path, shown, env, notices, broken):
             earlier = merged.get(server.name)
             if earlier is None or layered:
                 merged[server.name] = server
             if earlier is not None:
                 kept = shown if layered else _display(cast(Path, earlier.source), cwd)
                 notices.append(f"server '{server.name}' defined twice: using the one in {kept}")
-    return LoadedConfig(tuple(merged.values()), tuple(files), tuple(notices))
+    return LoadedConfig(tuple(merged.values()), tuple(files), tuple(notices), tuple(broken or ()))
 
 
 def _project_file(cwd: Path) -> Path | None:
@@ -104,7 +118,9 @@ def _display(path: Path, cwd: Path) -> str:
         return str(path)
 
 
-def _read_file(path: Path, shown: str, env: Mapping[str, str], notices: list[str]) -> list[ServerConfig]:
+def _read_file(
+    path: Path, shown: str, env: Mapping[str, str], notices: list[str], broken: list[BrokenServer] | None
+) -> list[ServerConfig]:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -127,10 +143,47 @@ def _read_file(path: Path, shown: str, env: Mapping[str, str], notices: list[str
     if not isinstance(servers, dict):
         raise ConfigError(f"{shown}: mcpServers must be an object")
     parsed = (
-        _parse_server(name, entry, path, shown, env, notices)
+        _parse_or_keep(name, entry, path, shown, env, notices, broken)
         for name, entry in cast(dict[str, object], servers).items()
     )
     return [server for server in parsed if server is not None]
+
+
+def _parse_or_keep(
+    name: str,
+    entry: object,
+    path: Path,
+    shown: str,
+    env: Mapping[str, str],
+    notices: list[str],
+    broken: list[BrokenServer] | None,
+) -> ServerConfig | None:
+    """`_parse_server`, except that with a `broken` list (lenient loading) a bad entry lands there instead."""
+    try:
+        return _parse_server(name, entry, path, shown, env, notices)
+    except ConfigError as exc:
+        if broken is None:
+            raise
+        broken.append(BrokenServer(name, path, str(exc), _unset_vars(entry, env)))
+        return None
+
+
+def _unset_vars(entry: object, env: Mapping[str, str]) -> tuple[str, ...]:
+    """Every `${VAR}` (without a default) anywhere in an entry's strings that `env` does not set."""
+    found: set[str] = set()
+    pending: list[object] = [entry]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(cast(dict[str, object], item).values())
+        elif isinstance(item, list):
+            pending.extend(cast(list[object], item))
+        elif isinstance(item, str):
+            for match in _VAR_REF.finditer(item):
+                name, has_default, _ = match.group(1).partition(":-")
+                if not has_default and _VAR_NAME.fullmatch(name) and name not in env:
+                    found.add(name)
+    return tuple(sorted(found))
 
 
 def _parse_server(
@@ -245,10 +298,10 @@ BUILTIN_SERVERS = ("dev", "todo")
 
 
 def with_builtin_servers(loaded: LoadedConfig, wanted: Sequence[str], cwd: Path) -> LoadedConfig:
-    configured = {server.name for server in loaded.servers}
+    configured = {server.name for server in (*loaded.servers, *loaded.broken)}
     builtins = tuple(
         ServerConfig(name, sys.executable, ("-m", f"sprout_agent.tools.{name}"), cwd=str(cwd))
         for name in BUILTIN_SERVERS
         if name in wanted and name not in configured
     )
-    return LoadedConfig(builtins + loaded.servers, loaded.files_read, loaded.notices)
+    return LoadedConfig(builtins + loaded.servers, loaded.files_read, loaded.notices, loaded.broken)

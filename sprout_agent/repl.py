@@ -6,13 +6,16 @@ import time
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import platformdirs
 
 from sprout_agent.agent import Agent
 from sprout_agent.errors import EXIT_OK, SproutError
 from sprout_agent.hooks import is_hook, parse_allowlist
+from sprout_agent.permissions import Ask, Decision
+from sprout_agent.protocols import ToolSpec
 from sprout_agent.session import Prepared, Runtime, SignalWatch
-from sprout_agent.ui.input import PromptReader
+from sprout_agent.ui.input import PromptReader, ask_permission
 from sprout_agent.ui.render import TerminalRenderer
 
 HELP = """Commands:
@@ -137,6 +140,20 @@ def context_line(agent: Agent) -> str:
     return f"context: ~{used} tokens{share}{when}; {len(agent.history)} messages"
 
 
+def permission_asker(renderer: TerminalRenderer, watch: SignalWatch) -> Ask:
+    """`--permission-mode ask` in the terminal: the question, with the spinner stopped; Ctrl-C cancels the turn."""
+
+    async def ask(spec: ToolSpec, arguments: dict[str, object]) -> Decision:
+        renderer.close()  # a live spinner would draw over the question
+        decision = await ask_permission(spec, arguments)
+        if decision.kind == "cancel" and watch.turn is not None:
+            watch.turn.cancel()
+            await anyio.lowlevel.checkpoint()  # raises the cancellation here
+        return decision
+
+    return ask
+
+
 async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
     history = Path(platformdirs.user_data_dir("sprout-agent")) / "prompt-history"
     reader = PromptReader(history)
@@ -144,7 +161,7 @@ async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
     async with anyio.create_task_group() as group:
         watch.everything = group.cancel_scope
         group.start_soon(watch.watch)
-        runtime = Runtime(prepared, renderer)
+        runtime = Runtime(prepared, renderer, ask=permission_asker(renderer, watch))
         group.start_soon(runtime.own)
         repl = Repl(prepared, renderer, runtime)
         renderer.say("sprout-agent — /help for commands, Ctrl-D to leave", "dim")

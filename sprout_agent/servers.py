@@ -45,6 +45,8 @@ class ServerStatus:
     last_error: str
     stderr_tail: str
     pid: int | None
+    initialize_seconds: float | None = None  # spawn + initialize handshake (`mcp doctor`)
+    list_seconds: float | None = None  # tools/list, every page
 
 
 class _ServerGone(Exception):
@@ -63,6 +65,8 @@ class _Server:
         self.proc: ServerProcess | None = None
         self.started_at: datetime | None = None
         self.start_seconds: float | None = None
+        self.initialize_seconds: float | None = None
+        self.list_seconds: float | None = None
         self.scope = anyio.CancelScope()
         self.calls: set[anyio.CancelScope] = set()
         self.ready = anyio.Event()  # running, failed or dead: the pool's enter waits for this
@@ -254,7 +258,9 @@ class ServerPool:
                 listed: list[types.Tool] = []
                 with anyio.move_on_after(timeout) as start_scope:
                     await session.initialize()
+                    server.initialize_seconds = time.monotonic() - began
                     listed = await _list_tools(session)
+                    server.list_seconds = time.monotonic() - began - server.initialize_seconds
                 if start_scope.cancelled_caught:
                     raise TimeoutError(f"no answer within {timeout:g} s")
                 server.tools = [_spec(config.name, tool) for tool in listed]
@@ -370,4 +376,6 @@ def _status_of(server: _Server) -> ServerStatus:
         last_error=server.last_error,
         stderr_tail=server.proc.stderr_tail() if server.proc is not None else "",
         pid=server.proc.pid if server.proc is not None else None,
+        initialize_seconds=server.initialize_seconds,
+        list_seconds=server.list_seconds,
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import anyio.to_thread
 
 from sprout_agent import config as cfg
 from sprout_agent import settings as st
+from sprout_agent import store
 from sprout_agent.agent import Agent, TurnResult
 from sprout_agent.compaction import Compactor, context_window, parse_threshold
 from sprout_agent.errors import (
@@ -33,6 +33,7 @@ from sprout_agent.errors import (
 from sprout_agent.events import Event, Notice
 from sprout_agent.hooks import Hooks, parse_allowlist
 from sprout_agent.ledger import Ledger, parse_prices
+from sprout_agent.permissions import Ask, Policy
 from sprout_agent.system_prompt import build_system_prompt
 
 if TYPE_CHECKING:
@@ -68,9 +69,11 @@ class Prepared:
     settings: st.Settings
     loaded: cfg.LoadedConfig
     env: dict[str, str]
+    sessions_dir: Path | None = None  # None: nothing is recorded
+    resume: store.LoadedSession | None = None  # --continue / --resume
 
 
-def prepare(options: Options, user_config_dir: Path | None) -> Prepared:
+def prepare(options: Options, user_config_dir: Path | None, sessions_dir: Path | None = None) -> Prepared:
     env = {**cfg.read_dotenv(options.cwd), **os.environ}  # the real environment wins over .env
     settings = st.Settings.from_env(env)
     if not settings.api_key_present and not settings.base_url:
@@ -80,20 +83,35 @@ def prepare(options: Options, user_config_dir: Path | None) -> Prepared:
     parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
     loaded = cfg.load_config(options.config_files, options.cwd, env, user_config_dir)
     loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd)
-    return Prepared(options, settings, loaded, env)
+    return Prepared(options, settings, loaded, env, sessions_dir, _resumed(options, sessions_dir))
+
+
+def _resumed(options: Options, sessions_dir: Path | None) -> store.LoadedSession | None:
+    """The session --continue or --resume names, loaded and repaired; a bad id fails here with exit 2."""
+    if options.resume_id is None and not options.continue_latest:
+        return None
+    if options.resume_id is not None and options.continue_latest:
+        raise UsageError("give --continue or --resume ID, not both")
+    if sessions_dir is None:
+        raise UsageError("sessions are not recorded here: nothing to resume")
+    if options.resume_id is not None:
+        return store.load(store.find(sessions_dir, options.resume_id))
+    return store.load(store.latest_for(sessions_dir, str(options.cwd)))
 
 
 class Runtime:
     """Owns the server pool in one task (entered and exited there) and builds the model and agent."""
 
-    def __init__(self, prepared: Prepared, emit: Callable[[Event], None]) -> None:
+    def __init__(self, prepared: Prepared, emit: Callable[[Event], None], ask: Ask | None = None) -> None:
         self.prepared = prepared
         self.emit = emit
+        self.ask = ask  # the interactive session's permission question; None = nobody to ask
         self.ready = anyio.Event()
         self.done = anyio.Event()
         self.owner_finished = anyio.Event()
         self._model_built = anyio.Event()
-        self.session_id = uuid.uuid4().hex
+        self.session_id = prepared.resume.session_id if prepared.resume else uuid.uuid4().hex
+        self.store = self._make_store()
         self.pool: ServerPool | None = None
         self.agent: Agent | None = None
 
@@ -108,6 +126,7 @@ class Runtime:
             tool_timeout=settings.tool_timeout,
             result_max_bytes=settings.tool_result_max_bytes,
             child_env=partial(st.child_environment, p.env),
+            stderr_log=self._server_log(),
         )
         self.pool = pool
         model_box: list[object] = []
@@ -119,10 +138,40 @@ class Runtime:
                     await self._model_built.wait()
                     self._check_strict(pool)
                     self.agent = self._build_agent(pool, model_box[0])
+                    self._load_resumed(self.agent)
                     self.ready.set()
                     await self.done.wait()
         finally:
+            if self.store is not None:
+                self.store.close()
             self.owner_finished.set()
+
+    def _server_log(self) -> Path | None:
+        """With --verbose, servers' stderr goes to a log file (never to the terminal)."""
+        if not self.prepared.options.verbose:
+            return None
+        import platformdirs
+
+        path = Path(platformdirs.user_log_dir("sprout-agent")) / "servers.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.emit(Notice(f"MCP server stderr is logged to {path}"))
+        return path
+
+    def _make_store(self) -> store.SessionStore | None:
+        """The transcript: appended to when resuming, else a new file (created at the first message)."""
+        p = self.prepared
+        if p.resume is not None:
+            return store.SessionStore.resuming(p.resume)
+        if p.sessions_dir is None:
+            return None
+        model = p.options.model or p.settings.model
+        return store.SessionStore.new(p.sessions_dir, self.session_id, str(p.options.cwd), model)
+
+    def _load_resumed(self, agent: Agent) -> None:
+        resumed = self.prepared.resume
+        if resumed is not None:
+            agent.load(resumed.history, "resume")
+            self.emit(Notice(f"resumed session {resumed.session_id} ({len(resumed.history)} messages)"))
 
     async def _build_model(self, box: list[object]) -> None:
         box.append(await anyio.to_thread.run_sync(self._make_model))
@@ -192,6 +241,10 @@ class Runtime:
             max_parallel_tools=p.settings.max_parallel_tools,
             cwd=str(p.options.cwd),
             session_id=self.session_id,
+            recorder=self.store,
+            permit=Policy(
+                p.options.permission_mode, allow=p.options.allow_tools, deny=p.options.deny_tools, ask=self.ask
+            ),
         )
 
 
@@ -236,42 +289,13 @@ class SignalWatch:
         return EXIT_SIGTERM if self.received == signal.SIGTERM else EXIT_SIGINT
 
 
-def write_result(text: str) -> None:
-    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
-    sys.stdout.flush()
-
-
-@dataclass
-class OneShotOutcome:
-    code: int
-    result: TurnResult | None  # None when a signal ended the run
-    agent: Agent | None
-
-
-async def run_oneshot(prepared: Prepared, emit: Callable[[Event], None]) -> OneShotOutcome:
-    """One prompt to completion; the caller prints the result."""
-    prompt = prepared.options.prompt or ""
-    result: TurnResult | None = None
-    watch = SignalWatch()
-    runtime = Runtime(prepared, emit)
-    async with anyio.create_task_group() as group:
-        watch.everything = group.cancel_scope
-        group.start_soon(watch.watch)
-        group.start_soon(runtime.own)
-        await runtime.ready.wait()
-        assert runtime.agent is not None
-        result = await runtime.agent.run_turn(prompt)
-        runtime.done.set()
-        await runtime.owner_finished.wait()
-        group.cancel_scope.cancel()
-    code = watch.exit_code
-    if code is not None or result is None:
-        return OneShotOutcome(code or EXIT_RUNTIME, None, runtime.agent)
-    return OneShotOutcome(exit_code_for(result), result, runtime.agent)
-
-
 def run(prepared: Prepared, interactive: bool) -> int:
-    """Runs the REPL or one prompt with a terminal renderer; returns the exit code."""
+    """Runs the REPL, or the prompt(s) to completion (headless.py); returns the exit code."""
+    if not interactive:
+        from sprout_agent.headless import run_headless
+
+        return run_headless(prepared)
+    from sprout_agent.repl import run_repl
     from sprout_agent.ui.render import TerminalRenderer
 
     renderer = TerminalRenderer(interactive=interactive, verbose=prepared.options.verbose)
@@ -280,16 +304,4 @@ def run(prepared: Prepared, interactive: bool) -> int:
         renderer.say(f"config files read: {read}", "dim")
     for notice in prepared.loaded.notices:
         renderer.say(notice, "yellow")
-    if interactive:
-        from sprout_agent.repl import run_repl
-
-        return anyio.run(run_repl, prepared, renderer)
-    outcome = anyio.run(run_oneshot, prepared, renderer)
-    renderer.close()
-    if outcome.result is not None:
-        write_result(outcome.result.text)
-        if outcome.code != 0:
-            renderer.say(f"stopped: {outcome.result.stop_reason}", "yellow")
-    if outcome.agent is not None:
-        renderer.say(outcome.agent.ledger.summary(), "dim")
-    return outcome.code
+    return anyio.run(run_repl, prepared, renderer)

@@ -117,9 +117,9 @@ class TodoList:
                      "open_world_hint": False}  # fmt: skip
         todos = {"type": "array", "items": ITEM_SCHEMA, "maxItems": MAX_ITEMS}
         return [
-            ToolSpec("todo_write", TODO_WRITE, {"todos": todos}, self.write, ("todos",),
-                     {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": True,
-                      "open_world_hint": False}),
+            # read-only too: it changes only this session's plan, never files or processes, so
+            # --permission-mode read-only lets the model plan (as Claude Code's plan mode allows TodoWrite).
+            ToolSpec("todo_write", TODO_WRITE, {"todos": todos}, self.write, ("todos",), read_only),
             ToolSpec("todo_read", TODO_READ, {}, self.read, (), read_only),
             ToolSpec("_Stop", STOP, {}, self.stop, (), read_only, open_args=True),
             ToolSpec("_PostCompact", POST_COMPACT, {}, self.post_compact, (), read_only, open_args=True),

@@ -1,0 +1,211 @@
+"""The ACP (protocol version 1) request handler and `serve`: initialize, session/new, session/load,
+session/prompt and session/cancel, each session with its own servers; stdin closed ends them all."""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+import anyio
+from anyio.abc import TaskGroup
+
+from sprout_agent import __version__
+from sprout_agent.acp.wire import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
+    Connection,
+    Json,
+    LineReader,
+    Reply,
+    RpcError,
+    Writer,
+    guard_stdio,
+)
+from sprout_agent.errors import EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM
+
+if TYPE_CHECKING:
+    from sprout_agent.acp.sessions import AcpSession
+    from sprout_agent.session import Prepared
+
+# Importing the sessions' machinery (the loop, config, settings) waits for the first session:
+# `initialize` is answered before any of it loads.
+
+PROTOCOL_VERSION = 1  # version 2 is an incompatible draft: never claim it
+MAX_PROMPT_BYTES = 1024 * 1024  # of prompt text; more is refused with invalid params
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+@dataclass(frozen=True, slots=True)
+class AcpOptions:
+    config_files: tuple[Path, ...] = ()
+    model: str | None = None
+    max_turns: int | None = None
+    permission_mode: str = "auto"
+    allow_tools: tuple[str, ...] = ()
+    deny_tools: tuple[str, ...] = ()
+    user_config_dir: Path | None = None
+    sessions_dir: Path | None = None  # transcripts; None = sessions are neither recorded nor loadable
+
+
+class AcpServer:
+    def __init__(self, options: AcpOptions, writer: Writer, group: TaskGroup) -> None:
+        self.options = options
+        self.sessions: dict[str, AcpSession] = {}
+        self._group = group  # the sessions' runtimes live here, so end-of-input ends them all
+        self.conn = Connection(
+            writer,
+            {
+                "initialize": self.initialize,
+                "session/new": self.new_session,
+                "session/load": self.load_session,
+                "session/prompt": self.prompt,
+            },
+            {"session/cancel": self.cancel},
+        )
+
+    async def initialize(self, params: Json) -> Json:
+        version = params.get("protocolVersion")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be a non-negative integer")
+        capabilities: Json = {
+            "loadSession": self.options.sessions_dir is not None,
+            "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+            "mcpCapabilities": {"http": False, "sse": False},
+        }
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": capabilities,
+            "authMethods": [],
+            "agentInfo": {"name": "sprout-agent", "title": "sprout-agent", "version": __version__},
+        }
+
+    async def new_session(self, params: Json) -> Reply:
+        from sprout_agent.acp.commands import available_commands
+        from sprout_agent.acp.setup import prepare_session
+
+        cwd = _absolute_dir(params.get("cwd"))
+        session = self._start(prepare_session(self.options, cwd, params.get("mcpServers"), None))
+        return Reply({"sessionId": session.session_id}, lambda: session.updates.send(available_commands()))
+
+    async def load_session(self, params: Json) -> Reply:
+        from sprout_agent.acp.commands import available_commands
+        from sprout_agent.acp.replay import replay
+        from sprout_agent.acp.setup import prepare_session
+
+        directory = self.options.sessions_dir
+        if directory is None:
+            raise RpcError(METHOD_NOT_FOUND, "Method not found: session/load (loadSession is not advertised)")
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a session id string")
+        if session_id in self.sessions:
+            raise RpcError(INVALID_PARAMS, f"session {session_id} is already open")
+        cwd = _absolute_dir(params.get("cwd"))
+        if not (directory / f"{session_id}.jsonl").is_file():  # an exact id: no prefix matching here
+            raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: no stored session {session_id}")
+        prepared = prepare_session(self.options, cwd, params.get("mcpServers"), session_id)
+        session = self._start(prepared)
+        if prepared.resume is not None:  # the spec: the whole history before the response
+            replay(prepared.resume.history, session.updates, str(cwd))
+        return Reply({}, lambda: session.updates.send(available_commands()))
+
+    async def prompt(self, params: Json) -> Json:
+        session = self._session(params)
+        text = _prompt_text(params.get("prompt"))
+        return {"stopReason": await session.prompt(text)}
+
+    def cancel(self, params: Json) -> None:
+        session = self.sessions.get(cast(str, params.get("sessionId")))
+        if session is not None:
+            session.cancel()
+
+    def _session(self, params: Json) -> AcpSession:
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: no session {session_id}")
+        return session
+
+    def _start(self, prepared: Prepared) -> AcpSession:
+        from sprout_agent.acp.sessions import AcpSession
+        from sprout_agent.events import Notice
+
+        session = AcpSession(prepared, self.conn)
+        for notice in prepared.loaded.notices:  # shown when the first prompt starts
+            session.updates.emit(Notice(notice, "warning"))
+        self.sessions[session.session_id] = session
+        self._group.start_soon(session.own)
+        return session
+
+
+def _absolute_dir(raw: object) -> Path:
+    if not isinstance(raw, str) or not raw:
+        raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be a string")
+    path = Path(raw)
+    if not path.is_absolute():
+        raise RpcError(INVALID_PARAMS, f"Invalid params: cwd must be an absolute path, got {raw!r}")
+    if not path.is_dir():
+        raise RpcError(INVALID_PARAMS, f"Invalid params: cwd {raw} is not a directory")
+    return path
+
+
+def _prompt_text(raw: object) -> str:
+    """The prompt's content blocks as one text: text as is, links as links, embedded resources as context."""
+    if not isinstance(raw, list) or not raw:
+        raise RpcError(INVALID_PARAMS, "Invalid params: prompt must be a non-empty array of content blocks")
+    parts: list[str] = []
+    for block in cast(list[object], raw):
+        item = cast(Json, block) if isinstance(block, dict) else {}
+        parts.append(_block_text(item))
+    text = "".join(parts)
+    if len(text.encode()) > MAX_PROMPT_BYTES:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: the prompt is larger than {MAX_PROMPT_BYTES} bytes")
+    if not text.strip():
+        raise RpcError(INVALID_PARAMS, "Invalid params: the prompt is empty")
+    return text
+
+
+def _block_text(item: Json) -> str:
+    kind = item.get("type")
+    if kind == "text" and isinstance(item.get("text"), str):
+        return cast(str, item["text"])
+    if kind == "resource_link" and isinstance(item.get("uri"), str):
+        return f"[{item.get('name') or item['uri']}]({item['uri']})"
+    resource = item.get("resource")
+    if kind == "resource" and isinstance(resource, dict):
+        embedded = cast(Json, resource)
+        uri, text = embedded.get("uri", ""), embedded.get("text")
+        body = text if isinstance(text, str) else "(binary content not included)"
+        return f'\n<context uri="{uri}">\n{body}\n</context>\n'
+    raise RpcError(INVALID_PARAMS, f"Invalid params: unsupported content block {kind!r} (text and resources only)")
+
+
+def serve(options: AcpOptions) -> int:
+    """Runs until the client closes our stdin (or a signal); every session's servers end with it."""
+    read_fd, write_fd = guard_stdio()
+    return anyio.run(_main, options, read_fd, write_fd)
+
+
+async def _main(options: AcpOptions, read_fd: int, write_fd: int) -> int:
+    received: list[int] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(_watch_signals, group, received)
+        server = AcpServer(options, Writer(write_fd), group)
+        await server.conn.serve(LineReader(read_fd))
+        group.cancel_scope.cancel()
+    if not received:
+        return EXIT_OK
+    return EXIT_SIGTERM if received[0] == signal.SIGTERM else EXIT_SIGINT
+
+
+async def _watch_signals(group: TaskGroup, received: list[int]) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            received.append(signum)
+            group.cancel_scope.cancel()

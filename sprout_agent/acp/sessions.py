@@ -1,0 +1,161 @@
+"""One ACP session: its own `Runtime` (servers, model, agent), its renderer, its turn and its permission asks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
+
+import anyio
+
+from sprout_agent.acp import commands
+from sprout_agent.acp.updates import Updates
+from sprout_agent.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Connection, Json, RpcError
+from sprout_agent.agent import Agent
+from sprout_agent.errors import SproutError
+from sprout_agent.permissions import Decision
+from sprout_agent.protocols import Permit, ToolHost, ToolOutcome, ToolSpec
+from sprout_agent.session import Prepared, Runtime
+
+# The loop's stop reasons as ACP names them; anything else ended the turn normally.
+STOP_REASONS = {"max_tokens": "max_tokens", "max_turns": "max_turn_requests", "refusal": "refusal"}
+PERMISSION_OPTIONS: tuple[Json, ...] = (
+    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+    {"optionId": "allow_always", "name": "Always allow this tool", "kind": "allow_always"},
+    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+)
+_DECISIONS = {"allow_once": "once", "allow_always": "always"}
+
+
+class AcpSession:
+    def __init__(self, prepared: Prepared, conn: Connection) -> None:
+        """The runtime picks the id (a resumed session keeps its own) and records the transcript."""
+        self.updates = Updates("", lambda params: conn.notify("session/update", params), _cwd(prepared))
+        self.runtime = Runtime(prepared, self.updates.emit, ask=self._ask)
+        self.session_id = self.runtime.session_id
+        self.updates.session_id = self.session_id
+        self._conn = conn
+        self._settled = anyio.Event()
+        self._failure = ""
+        self._turn: anyio.CancelScope | None = None
+        self.busy = False
+
+    async def own(self) -> None:
+        """Runs the session's servers until cancelled (the client went away); they all end with it."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._when_ready)
+            try:
+                await self.runtime.own()
+            except Exception as error:  # reported to the next prompt; the other sessions go on
+                self._failure = _describe(error)
+            finally:
+                self._settled.set()
+                group.cancel_scope.cancel()
+
+    async def _when_ready(self) -> None:
+        await self.runtime.ready.wait()
+        agent = self.runtime.agent
+        assert agent is not None
+        agent.host = _RecordingHost(agent.host, self.updates)
+        agent.permit = self._permit(agent.permit)
+        compactor = agent.compactor
+        self.updates.usage_source = lambda: (compactor.window if compactor else 0, agent.ledger.cost)
+        self._settled.set()
+
+    async def agent(self) -> Agent:
+        await self._settled.wait()
+        if self.runtime.agent is None or not self.runtime.ready.is_set():
+            raise RpcError(INTERNAL_ERROR, f"the session could not start: {self._failure or 'stopped'}")
+        return self.runtime.agent
+
+    async def prompt(self, text: str) -> str:
+        """Runs one turn; returns the ACP stop reason. Every update is sent before this returns."""
+        if self.busy:
+            raise RpcError(INVALID_PARAMS, "this session is already running a prompt: cancel it or wait")
+        self.busy = True
+        stop = "cancelled"  # unless the turn runs to its end
+        try:
+            with anyio.CancelScope() as scope:
+                self._turn = scope
+                agent = await self.agent()
+                self.updates.begin()
+                stop = await self._run(agent, text)
+        except SproutError as error:
+            raise RpcError(INTERNAL_ERROR, str(error)) from None
+        finally:
+            self.updates.end()
+            self._turn = None
+            self.busy = False
+        return stop
+
+    async def _run(self, agent: Agent, text: str) -> str:
+        command = commands.parse(text)
+        if command is not None:
+            self.updates.message(await commands.run(agent, *command))
+            return "end_turn"
+        result = await agent.run_turn(text)
+        if result.stop_reason == "budget":
+            self.updates.message("\n\n(stopped: the session's budget is spent)")
+        return STOP_REASONS.get(result.stop_reason, "end_turn")
+
+    def cancel(self) -> None:
+        if self._turn is not None:
+            self._turn.cancel()
+
+    def _permit(self, inner: Permit | None) -> Permit:
+        """The policy's answer, then `in_progress` for a call that may run (pending until then)."""
+
+        async def permit(spec: ToolSpec, arguments: dict[str, object]) -> str | None:
+            refusal = await inner(spec, arguments) if inner is not None else None
+            call = self.updates.find(arguments)
+            if refusal is None and call is not None:
+                self.updates.running(call)
+            return refusal
+
+        return permit
+
+    async def _ask(self, spec: ToolSpec, arguments: dict[str, object]) -> Decision:
+        """`--permission-mode ask`: the editor asks the user; a cancelled or failed request is a rejection."""
+        call = self.updates.find(arguments)
+        fields: Json = self.updates.tool_call_fields(call) if call is not None else {"title": spec.name}
+        params: Json = {"sessionId": self.session_id, "toolCall": {**fields, "status": "pending"}}
+        params["options"] = list(PERMISSION_OPTIONS)
+        try:
+            answer = await self._conn.request("session/request_permission", params)
+        except RpcError as error:
+            return Decision("deny", f"the editor could not ask: {error.message}")
+        outcome = cast(Json, answer).get("outcome") if isinstance(answer, dict) else None
+        chosen = cast(Json, outcome).get("optionId") if isinstance(outcome, dict) else None
+        kind = _DECISIONS.get(chosen) if isinstance(chosen, str) else None
+        return Decision("once" if kind == "once" else "always") if kind else Decision("deny")
+
+
+class _RecordingHost:
+    """The pool as the loop sees it, handing each full outcome to the renderer (the events carry a summary)."""
+
+    def __init__(self, host: ToolHost, updates: Updates) -> None:
+        self._host = host
+        self._updates = updates
+
+    def tools(self) -> Sequence[ToolSpec]:
+        return self._host.tools()
+
+    async def call(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:
+        outcome = await self._host.call(spec, arguments)
+        self._updates.record(arguments, outcome)
+        return outcome
+
+    async def call_hook(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:
+        return await self._host.call_hook(spec, arguments)
+
+    async def kill(self, server: str, reason: str) -> None:
+        await self._host.kill(server, reason)
+
+
+def _cwd(prepared: Prepared) -> str:
+    return str(prepared.options.cwd)
+
+
+def _describe(error: BaseException) -> str:
+    while isinstance(error, BaseExceptionGroup):
+        error = cast("BaseExceptionGroup[BaseException]", error).exceptions[0]
+    return str(error) or type(error).__name__

@@ -1,0 +1,88 @@
+"""What a `session/new` or `session/load` starts from: the user's config and built-in servers, merged with the
+stdio servers the client passes (the client's win on a name clash; http/sse entries are skipped with a notice)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+from sprout_agent.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Json, RpcError
+from sprout_agent.config import LoadedConfig, ServerConfig
+from sprout_agent.errors import SproutError
+from sprout_agent.session import Options, Prepared, prepare
+
+if TYPE_CHECKING:
+    from sprout_agent.acp.server import AcpOptions
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: str | None) -> Prepared:
+    client, skipped = _client_servers(raw_servers, cwd)
+    options = Options(
+        prompt=None,
+        config_files=o.config_files,
+        model=o.model,
+        max_turns=o.max_turns,
+        cwd=cwd,
+        permission_mode=o.permission_mode,
+        allow_tools=o.allow_tools,
+        deny_tools=o.deny_tools,
+        resume_id=resume_id,
+    )
+    try:
+        prepared = prepare(options, o.user_config_dir, o.sessions_dir)
+    except SproutError as error:
+        raise RpcError(INTERNAL_ERROR, str(error)) from None
+    # Servers without a directory of their own run in the session's, as they would with --cwd.
+    names = {server.name for server in client}
+    kept = tuple(
+        server if server.cwd else replace(server, cwd=str(cwd))
+        for server in prepared.loaded.servers
+        if server.name not in names
+    )
+    loaded = prepared.loaded
+    prepared.loaded = LoadedConfig(kept + client, loaded.files_read, loaded.notices + skipped, loaded.broken)
+    return prepared
+
+
+def _client_servers(raw: object, cwd: Path) -> tuple[tuple[ServerConfig, ...], tuple[str, ...]]:
+    """The client's stdio servers as our configs, and a notice per http/sse entry skipped."""
+    if raw is None:
+        return (), ()
+    if not isinstance(raw, list):
+        raise RpcError(INVALID_PARAMS, "Invalid params: mcpServers must be an array")
+    servers: list[ServerConfig] = []
+    skipped: list[str] = []
+    for entry in cast(list[object], raw):
+        if not isinstance(entry, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: each mcpServers entry must be an object")
+        item = cast(Json, entry)
+        name, kind = item.get("name"), item.get("type", "stdio")
+        if not isinstance(name, str) or not name:
+            raise RpcError(INVALID_PARAMS, "Invalid params: each mcpServers entry needs a name")
+        if kind in ("http", "sse"):
+            skipped.append(f"skipping MCP server '{name}': {kind} servers are not supported (stdio only)")
+            continue
+        servers.append(_stdio_server(name, item, cwd))
+    return tuple(servers), tuple(skipped)
+
+
+def _stdio_server(name: str, item: Json, cwd: Path) -> ServerConfig:
+    command, args, env = item.get("command"), item.get("args", []), item.get("env", [])
+    if item.get("type", "stdio") != "stdio" or not isinstance(command, str) or not command:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: mcpServers '{name}' needs a command (stdio servers only)")
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in cast(list[object], args)):
+        raise RpcError(INVALID_PARAMS, f"Invalid params: mcpServers '{name}'.args must be strings")
+    variables: dict[str, str] = {}
+    for pair in cast(list[object], env) if isinstance(env, list) else [None]:
+        value = cast(Json, pair) if isinstance(pair, dict) else {}
+        if not isinstance(value.get("name"), str) or not isinstance(value.get("value"), str):
+            raise RpcError(INVALID_PARAMS, f"Invalid params: mcpServers '{name}'.env must be name/value pairs")
+        variables[cast(str, value["name"])] = cast(str, value["value"])
+    safe = _UNSAFE_NAME.sub("_", name).strip("_")
+    while "__" in safe:  # `__` separates server and tool in the model's tool names
+        safe = safe.replace("__", "_")
+    return ServerConfig(safe[:64] or "client", command, tuple(cast(list[str], args)), variables, cwd=str(cwd))

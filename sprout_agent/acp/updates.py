@@ -1,0 +1,239 @@
+"""Renders the loop's events as ACP `session/update` notifications for one session: text chunks, tool
+calls (pending → in_progress → completed | failed), the plan, usage, and hooks shown as `think` calls."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sprout_agent.acp import toolview
+from sprout_agent.acp.wire import Json
+from sprout_agent.events import (
+    ApiRetry,
+    CompactionFinished,
+    CompactionStarted,
+    Event,
+    HookFailed,
+    HookInjected,
+    HookObjected,
+    HookServerKilled,
+    HookTimedOut,
+    ModelReplied,
+    Notice,
+    ServerFailed,
+    StopBudgetSpent,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
+from sprout_agent.messages import Text
+from sprout_agent.protocols import ToolOutcome
+
+MAX_CONTENT_CHARS = 64 * 1024  # of a tool's output shown in the editor (the model's copy is not cut here)
+
+
+@dataclass
+class _Call:
+    call_id: str
+    event: ToolStarted
+    outcome: ToolOutcome | None = None
+
+
+class Updates:
+    """One session's renderer: `emit` is the loop's sink; updates flow only between `begin` and `end`."""
+
+    def __init__(self, session_id: str, notify: Callable[[Json], None], cwd: str) -> None:
+        self.session_id = session_id
+        self._notify = notify
+        self._cwd = cwd
+        self._open: dict[str, _Call] = {}
+        self._in_turn = False
+        self._held: list[str] = []
+        self._ids = itertools.count(1)
+        self._compaction: str | None = None
+        # (context window, dollars spent so far), once the agent exists.
+        self.usage_source: Callable[[], tuple[int, float]] | None = None
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            TextDelta: self._text,
+            ToolStarted: self._tool_started,
+            ToolFinished: self._tool_finished,
+            ModelReplied: self._usage,
+            HookObjected: self._hook_objected,
+            HookInjected: self._hook_injected,
+            HookTimedOut: self._hook_trouble,
+            HookFailed: self._hook_trouble,
+            HookServerKilled: self._hook_trouble,
+            StopBudgetSpent: self._hook_trouble,
+            CompactionStarted: self._compaction_started,
+            CompactionFinished: self._compaction_finished,
+            Notice: self._notice,
+            ServerFailed: self._notice,
+            ApiRetry: self._notice,
+        }
+
+    def send(self, update: Json) -> None:
+        self._notify({"sessionId": self.session_id, "update": update})
+
+    def emit(self, event: Event) -> None:
+        if not self._in_turn:  # between turns: keep what the user must see for the next turn, drop the rest
+            if isinstance(event, Notice | ServerFailed):
+                self._held.append(_notice_text(event))
+            return
+        handler = self._handlers.get(type(event))
+        if handler is not None:
+            handler(event)
+
+    def begin(self) -> None:
+        self._in_turn = True
+        held, self._held = self._held, []
+        for text in held:
+            self._thought(text)
+
+    def end(self) -> None:
+        """Closes the turn: calls still open were cancelled, and nothing more is sent for it."""
+        for call in self._open.values():
+            self.send(_progress(call.call_id, "failed", [_text_content("cancelled")]))
+        self._open.clear()
+        if self._compaction is not None:
+            self.send(_progress(self._compaction, "failed", [_text_content("cancelled")]))
+            self._compaction = None
+        self._in_turn = False
+
+    def message(self, text: str) -> None:
+        self.send({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+
+    # --- the seams the session wires in: permission and the tool host ------------------------------------
+
+    def find(self, arguments: dict[str, object]) -> _Call | None:
+        """The open call whose arguments are this very object (the loop passes `use.input` everywhere)."""
+        return next((call for call in self._open.values() if call.event.arguments is arguments), None)
+
+    def running(self, call: _Call) -> None:
+        if self._in_turn:
+            self.send(_progress(call.call_id, "in_progress"))
+
+    def record(self, arguments: dict[str, object], outcome: ToolOutcome) -> None:
+        call = self.find(arguments)
+        if call is not None:
+            call.outcome = outcome
+
+    def tool_call_fields(self, call: _Call) -> Json:
+        """What a tool call shows: also sent with a permission request, so the editor renders it alike."""
+        event = call.event
+        view = toolview.describe(event.server, event.tool, event.arguments, self._cwd)
+        fields: Json = {"toolCallId": call.call_id, "title": view.title, "kind": view.kind}
+        fields["rawInput"] = event.arguments
+        if view.locations:
+            fields["locations"] = view.locations
+        diff = toolview.diff_content(event.server, event.tool, event.arguments, self._cwd)
+        if diff:
+            fields["content"] = diff
+        return fields
+
+    # --- event handlers ------------------------------------------------------------------------------------
+
+    def _text(self, event: TextDelta) -> None:
+        self.message(event.text)
+
+    def _tool_started(self, event: ToolStarted) -> None:
+        call = _Call(event.call_id, event)
+        self._open[call.call_id] = call
+        self.send({"sessionUpdate": "tool_call", **self.tool_call_fields(call), "status": "pending"})
+
+    def _tool_finished(self, event: ToolFinished) -> None:
+        call = self._open.pop(event.call_id, None)
+        if call is None:
+            return
+        started = call.event
+        content = _outcome_content(call.outcome) if call.outcome is not None else [_text_content(event.summary)]
+        if not event.is_error:
+            content = toolview.diff_content(started.server, started.tool, started.arguments, self._cwd) or content
+        self.send(_progress(call.call_id, "failed" if event.is_error else "completed", content))
+        entries = toolview.plan_entries(started.server, started.tool, started.arguments)
+        if entries is not None and not event.is_error:
+            self.send({"sessionUpdate": "plan", "entries": entries})
+
+    def _usage(self, event: ModelReplied) -> None:
+        if self.usage_source is None:
+            return
+        size, cost = self.usage_source()
+        used = event.usage.context_tokens + event.usage.output_tokens
+        update: Json = {"sessionUpdate": "usage_update", "used": used, "size": max(size, used)}
+        update["cost"] = {"amount": round(cost, 6), "currency": "USD"}
+        self.send(update)
+
+    def _hook_objected(self, event: HookObjected) -> None:
+        self._think(f"Hook {event.hook} ({event.server}) objected: the agent goes on", event.text, "completed")
+
+    def _hook_injected(self, event: HookInjected) -> None:
+        self._think(f"Hook {event.hook} ({event.server}) restored context", event.text, "completed")
+
+    def _hook_trouble(self, event: HookTimedOut | HookFailed | HookServerKilled | StopBudgetSpent) -> None:
+        if isinstance(event, HookTimedOut):
+            title, text = f"Hook {event.hook} ({event.server}) timed out", f"{event.consecutive} in a row"
+        elif isinstance(event, HookFailed):
+            title, text = f"Hook {event.hook} ({event.server}) failed", event.reason
+        elif isinstance(event, HookServerKilled):
+            title, text = f"Hook server {event.server} was stopped", event.reason
+        else:
+            title, text = "Hook _Stop budget spent", f"{event.rejections} objections: the agent may stop now"
+        self._think(title, text, "failed")
+
+    def _compaction_started(self, event: CompactionStarted) -> None:
+        self._compaction = f"sprout_compaction_{next(self._ids)}"
+        title = f"Compacting the conversation ({event.reason}, ~{event.tokens_before} tokens)"
+        self.send({"sessionUpdate": "tool_call", "toolCallId": self._compaction, "title": title, "kind": "think",
+                   "status": "in_progress"})  # fmt: skip
+
+    def _compaction_finished(self, event: CompactionFinished) -> None:
+        if self._compaction is None:
+            return
+        text = f"~{event.tokens_before} → ~{event.tokens_after} tokens" + (f": {event.detail}" if event.detail else "")
+        self.send(_progress(self._compaction, "completed" if event.ok else "failed", [_text_content(text)]))
+        self._compaction = None
+
+    def _notice(self, event: Notice | ServerFailed | ApiRetry) -> None:
+        if isinstance(event, ApiRetry):
+            self._thought(f"API busy ({event.reason}): retry {event.attempt} in {event.delay:.1f} s")
+        else:
+            self._thought(_notice_text(event))
+
+    def _think(self, title: str, text: str, status: str) -> None:
+        call_id = f"sprout_hook_{next(self._ids)}"
+        self.send({"sessionUpdate": "tool_call", "toolCallId": call_id, "title": title, "kind": "think",
+                   "status": status, "content": [_text_content(text)]})  # fmt: skip
+
+    def _thought(self, text: str) -> None:
+        self.send({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text + "\n"}})
+
+
+def _notice_text(event: Notice | ServerFailed) -> str:
+    if isinstance(event, ServerFailed):
+        return f"warning: MCP server '{event.server}' failed to start: {event.reason}"
+    return event.text if event.level == "info" else f"{event.level}: {event.text}"
+
+
+def _progress(call_id: str, status: str, content: list[Json] | None = None) -> Json:
+    update: Json = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status}
+    if content is not None:
+        update["content"] = content
+    return update
+
+
+def _text_content(text: str) -> Json:
+    if len(text) > MAX_CONTENT_CHARS:
+        text = text[:MAX_CONTENT_CHARS] + f"\n… [{len(text) - MAX_CONTENT_CHARS} characters not shown]"
+    return {"type": "content", "content": {"type": "text", "text": text}}
+
+
+def _outcome_content(outcome: ToolOutcome) -> list[Json]:
+    content: list[Json] = []
+    for block in outcome.content:
+        if isinstance(block, Text):
+            content.append(_text_content(block.text))
+        else:
+            image: Json = {"type": "image", "data": block.data, "mimeType": block.media_type}
+            content.append({"type": "content", "content": image})
+    return content

@@ -1,0 +1,266 @@
+"""`sprout-agent mcp list`, `mcp doctor` and `hooks`: what is configured, and whether each server starts.
+
+Never imports anthropic; the mcp SDK loads only when servers are started (doctor, hooks).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from types import ModuleType
+
+import anyio
+import anyio.to_thread
+
+from sprout_agent.config import BrokenServer, LoadedConfig, ServerConfig, load_config, read_dotenv, with_builtin_servers
+from sprout_agent.events import Event, Notice
+from sprout_agent.hooks import POST_COMPACT, STOP, parse_allowlist
+from sprout_agent.protocols import ToolSpec
+from sprout_agent.settings import Settings, child_environment
+
+BUILT_IN = "built in"
+KNOWN_HOOKS = (STOP, POST_COMPACT)
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """The configuration exactly as a run in `cwd` would see it, but with bad entries kept, not fatal."""
+
+    cwd: Path
+    env: dict[str, str]
+    settings: Settings
+    loaded: LoadedConfig
+
+
+def load_setup(config_files: Sequence[Path], cwd: Path, user_config_dir: Path | None) -> Setup:
+    env = {**read_dotenv(cwd), **os.environ}  # the real environment wins over .env, as in a run
+    settings = Settings.from_env(env)
+    loaded = load_config(config_files, cwd, env, user_config_dir, strict=False)
+    return Setup(cwd, env, settings, with_builtin_servers(loaded, settings.builtin_servers, cwd))
+
+
+@dataclass(slots=True)
+class ServerReport:
+    name: str
+    source: str  # the config file, or "built in"
+    command: str
+    args: list[str]
+    ok: bool = False
+    state: str = "not started"  # running | failed | config error | missing command
+    error: str = ""
+    unset_vars: list[str] = field(default_factory=list[str])
+    initialize_seconds: float | None = None  # spawn + initialize handshake
+    list_seconds: float | None = None  # tools/list
+    tools: list[str] = field(default_factory=list[str])
+    hooks: list[str] = field(default_factory=list[str])
+    hooks_active: bool = False  # under the current MCP_HOOK_SERVERS
+    stderr_tail: str = ""
+
+
+def _source(path: Path | None, cwd: Path) -> str:
+    if path is None:
+        return BUILT_IN
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
+
+
+def _report(config: ServerConfig, cwd: Path) -> ServerReport:
+    return ServerReport(config.name, _source(config.source, cwd), config.command, list(config.args))
+
+
+def _broken_report(entry: BrokenServer, cwd: Path) -> ServerReport:
+    report = ServerReport(entry.name, _source(entry.source, cwd), "", [], state="config error", error=entry.error)
+    report.unset_vars = list(entry.unset_vars)
+    return report
+
+
+def missing_command(config: ServerConfig, env: Mapping[str, str]) -> str | None:
+    """Why the command cannot be started, checked before spawning; None when it can be found."""
+    command = config.command
+    if os.sep in command or (os.altsep is not None and os.altsep in command):
+        path = Path(config.cwd or ".") / command  # an absolute command path ignores the left side
+        if path.is_file() and os.access(path, os.X_OK):
+            return None
+        return f"command not found or not executable: {command}"
+    if shutil.which(command, path=env.get("PATH")) is None:
+        return f"command not found on PATH: {command}"
+    return None
+
+
+# ---------------------------------------------------------------- list
+
+
+def list_reports(setup: Setup) -> list[ServerReport]:
+    return [_report(c, setup.cwd) for c in setup.loaded.servers] + [
+        _broken_report(b, setup.cwd) for b in setup.loaded.broken
+    ]
+
+
+def list_command(setup: Setup, as_json: bool) -> int:
+    reports = list_reports(setup)
+    if as_json:
+        keys = ("name", "source", "command", "args", "error", "unset_vars")
+        _print_json(setup, [{key: asdict(report)[key] for key in keys} for report in reports])
+        return 0
+    _print_notices(setup.loaded.notices)
+    if not reports:
+        print("no MCP servers configured")
+    for report in reports:
+        line = report.error if report.state == "config error" else " ".join([report.command, *report.args])
+        print(f"{report.name}  ({report.source})  {line}")
+    return 0
+
+
+# ---------------------------------------------------------------- doctor
+
+
+async def diagnose(setup: Setup, timeout: float | None) -> tuple[list[ServerReport], list[str]]:
+    """Starts every startable server at once (each bounded by its start timeout, or `timeout`)."""
+    reports = {config.name: _report(config, setup.cwd) for config in setup.loaded.servers}
+    startable: list[ServerConfig] = []
+    for config in setup.loaded.servers:
+        problem = missing_command(config, child_environment(setup.env, config.env))
+        if problem is None:
+            startable.append(replace(config, start_timeout=timeout) if timeout else config)
+        else:
+            reports[config.name].state, reports[config.name].error = "missing command", problem
+    notices = await _start(startable, setup, reports) if startable else []
+    broken = [_broken_report(entry, setup.cwd) for entry in setup.loaded.broken]
+    return [*reports.values(), *broken], notices
+
+
+async def _start(configs: list[ServerConfig], setup: Setup, reports: dict[str, ServerReport]) -> list[str]:
+    servers = await anyio.to_thread.run_sync(_import_servers)  # mcp takes a second to import
+    notices: list[str] = []
+
+    def emit(event: Event) -> None:
+        if isinstance(event, Notice):
+            notices.append(event.text)
+
+    settings = setup.settings
+    pool = servers.ServerPool(
+        configs,
+        emit=emit,
+        start_timeout=settings.server_start_timeout,
+        tool_timeout=settings.tool_timeout,
+        result_max_bytes=settings.tool_result_max_bytes,
+        child_env=partial(child_environment, setup.env),
+    )
+    allowlist = parse_allowlist(settings.hook_servers)
+    async with pool:
+        specs: list[ToolSpec] = list(pool.tools())
+        for status in pool.status():
+            report = reports[status.name]
+            report.ok = status.state == "running"
+            report.state, report.error = status.state, status.last_error
+            report.initialize_seconds, report.list_seconds = status.initialize_seconds, status.list_seconds
+            report.stderr_tail = "" if report.ok else status.stderr_tail
+            names = [spec.tool for spec in specs if spec.server == status.name]
+            report.tools = [name for name in names if not name.startswith("_")]
+            report.hooks = [name for name in names if name.startswith("_")]
+            report.hooks_active = bool(report.hooks) and allowlist is not None and allowlist.allows(status.name)
+    return notices
+
+
+def _import_servers() -> ModuleType:
+    from sprout_agent import servers
+
+    return servers
+
+
+def doctor_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
+    reports, notices = anyio.run(diagnose, setup, timeout)
+    ok = all(report.ok for report in reports)
+    if as_json:
+        _print_json(setup, [asdict(report) for report in reports], ok=ok, notices=notices)
+    else:
+        _print_notices([*setup.loaded.notices, *notices])
+        for report in reports:
+            print("\n".join(_doctor_lines(report, setup)))
+        failed = sum(not report.ok for report in reports)
+        print(f"{len(reports) - failed} of {len(reports)} servers OK" + (f", {failed} failed" if failed else ""))
+    return 0 if ok else 1
+
+
+def _doctor_lines(report: ServerReport, setup: Setup) -> list[str]:
+    command = " ".join([report.command, *report.args])
+    lines = [f"[{'ok' if report.ok else 'FAIL'}] {report.name}  ({report.source})  {command}".rstrip()]
+    if report.unset_vars:
+        lines.append(f"    unset variables: {', '.join('${' + name + '}' for name in report.unset_vars)}")
+    if not report.ok:
+        lines.append(f"    {report.state}: {report.error or 'unknown reason'}")
+        lines += [f"    | {line}" for line in report.stderr_tail.splitlines()]
+        return lines
+    lines.append(f"    initialize {_seconds(report.initialize_seconds)}, tools/list {_seconds(report.list_seconds)}")
+    lines.append(f"    tools ({len(report.tools)}): {', '.join(report.tools) or '-'}")
+    if report.hooks:
+        lines.append(f"    hooks: {', '.join(report.hooks)} ({_hook_state(report, setup)})")
+    return lines
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
+def _hook_state(report: ServerReport, setup: Setup) -> str:
+    unknown = [hook for hook in report.hooks if hook not in KNOWN_HOOKS]
+    note = f"; never called: {', '.join(unknown)}" if unknown else ""
+    if report.hooks_active:
+        return f"active{note}"
+    raw = setup.settings.hook_servers
+    why = "MCP_HOOK_SERVERS is unset" if not (raw or "").strip() else f"MCP_HOOK_SERVERS={raw} leaves it out"
+    return f"inactive: {why}{note}"
+
+
+# ---------------------------------------------------------------- hooks
+
+
+def hooks_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
+    reports, _ = anyio.run(diagnose, setup, timeout)
+    rows = [
+        {"server": r.name, "hook": hook, "active": r.hooks_active, "known": hook in KNOWN_HOOKS}
+        for r in reports
+        for hook in r.hooks
+    ]
+    failed = [r for r in reports if not r.ok]
+    if as_json:
+        print(json.dumps({"hooks": rows, "failed_servers": [r.name for r in failed]}, indent=2))
+    else:
+        for row in rows:
+            state = "active" if row["active"] else "inactive"
+            print(f"{row['server']}  {row['hook']}  {state}" + ("" if row["known"] else "  (never called)"))
+        if not rows:
+            print("no hooks found")
+        for report in failed:
+            sys.stderr.write(f"sprout-agent: server {report.name} failed: {report.error} (see mcp doctor)\n")
+    return 1 if failed else 0
+
+
+# ---------------------------------------------------------------- output
+
+
+def _print_notices(notices: Sequence[str]) -> None:
+    for notice in notices:
+        sys.stderr.write(f"sprout-agent: {notice}\n")
+
+
+def _print_json(
+    setup: Setup, servers: list[dict[str, object]], *, ok: bool | None = None, notices: Sequence[str] = ()
+) -> None:
+    data: dict[str, object] = {
+        "servers": servers,
+        "files_read": [str(path) for path in setup.loaded.files_read],
+        "notices": [*setup.loaded.notices, *notices],
+        "hook_servers": setup.settings.hook_servers,
+    }
+    if ok is not None:
+        data["ok"] = ok
+    print(json.dumps(data, indent=2))

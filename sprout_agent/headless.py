@@ -1,0 +1,220 @@
+"""Non-interactive runs: prompts from -p, stdin or JSON lines; the outcome as text, json or stream-json.
+
+Whatever ends the run (an answer, an API error, a signal), `finish` reports it and picks the exit code.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import AsyncIterator
+from typing import cast
+
+import anyio
+import anyio.to_thread
+
+from sprout_agent.agent import TurnResult
+from sprout_agent.errors import EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, EXIT_SIGTERM, SproutError, UsageError
+from sprout_agent.events import Event, Notice, TurnFinished
+from sprout_agent.hooks import is_hook, parse_allowlist
+from sprout_agent.messages import Usage
+from sprout_agent.session import Prepared, Runtime, SignalWatch, exit_code_for
+from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo, parse_user_line
+from sprout_agent.ui.render import TerminalRenderer
+
+
+def write_text(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+    sys.stdout.flush()
+
+
+class Headless:
+    """One non-interactive session; collects what `finish` reports."""
+
+    def __init__(self, prepared: Prepared) -> None:
+        options = prepared.options
+        self.prepared = prepared
+        self.started = time.monotonic()
+        self.text_mode = options.output_format == "text"
+        self.jsonl = None if self.text_mode else JsonlSink(sys.stdout, stream=options.output_format == "stream-json")
+        # Progress goes to stderr: always for text, only with -v for json and stream-json (stdout is theirs).
+        show_progress = self.text_mode or options.verbose
+        self.renderer = (
+            TerminalRenderer(interactive=False, verbose=options.verbose, stdout=sys.stderr) if show_progress else None
+        )
+        self.runtime: Runtime | None = None
+        self.code = EXIT_OK
+        self.stop_reason = "end_turn"
+        self.text = ""
+        self.turns = 0
+        self.errors: list[str] = []
+        self.fatal: str | None = None  # the one line for stderr
+        self.ran_a_turn = False
+
+    def emit(self, event: Event) -> None:
+        if self.renderer is not None:
+            self.renderer(event)
+        if self.jsonl is not None:
+            self.jsonl(event)
+
+    async def main(self) -> None:
+        watch = SignalWatch()
+        runtime = Runtime(self.prepared, self.emit)
+        self.runtime = runtime
+        if self.jsonl is not None:
+            self.jsonl.session_id = runtime.session_id
+        self._config_notices()
+        async with anyio.create_task_group() as group:
+            watch.everything = group.cancel_scope
+            group.start_soon(watch.watch)
+            group.start_soon(runtime.own)
+            try:
+                await self._turns(runtime)
+            except SproutError as error:
+                self.failed(error)
+            runtime.done.set()
+            await runtime.owner_finished.wait()
+            group.cancel_scope.cancel()
+        if watch.exit_code is not None:
+            self.interrupted(watch.exit_code)
+
+    def _config_notices(self) -> None:
+        if self.prepared.options.verbose:
+            read = ", ".join(str(p) for p in self.prepared.loaded.files_read) or "none"
+            self.emit(Notice(f"config files read: {read}"))
+        for notice in self.prepared.loaded.notices:
+            self.emit(Notice(notice, "warning"))
+
+    async def _turns(self, runtime: Runtime) -> None:
+        await runtime.ready.wait()
+        agent = runtime.agent
+        assert agent is not None
+        self._init(runtime)
+        async for prompt in self._prompts():
+            before = agent.ledger.usage
+            result = await agent.run_turn(prompt)
+            self.ran_a_turn = True
+            self._turn_done(result, _minus(agent.ledger.usage, before))
+            if self.code != EXIT_OK:
+                break  # the rest of a stream-json input is left unread: the session cannot go on
+
+    def _turn_done(self, result: TurnResult, usage: Usage) -> None:
+        self.turns += result.turns
+        self.text, self.stop_reason, self.code = result.text, result.stop_reason, exit_code_for(result)
+        self.emit(TurnFinished(result.stop_reason, result.text, result.turns, usage))
+        if self.text_mode:
+            write_text(result.text)
+
+    async def _prompts(self) -> AsyncIterator[str]:
+        options = self.prepared.options
+        if options.prompt is not None:
+            yield options.prompt
+        if options.input_format != "stream-json":
+            return
+        number, given = 0, options.prompt is not None
+        while line := await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True):
+            number += 1
+            if not line.strip():
+                continue
+            try:
+                text = parse_user_line(line)
+            except ValueError as error:
+                raise UsageError(f"stdin line {number}: {error}") from None
+            given = True
+            yield text
+        if not given:
+            raise UsageError("no user message on stdin (--input-format stream-json)")
+
+    def _init(self, runtime: Runtime) -> None:
+        if self.jsonl is None:
+            return
+        pool, agent = runtime.pool, runtime.agent
+        assert pool is not None and agent is not None
+        allowlist = parse_allowlist(self.prepared.settings.hook_servers)
+        hooks = [(s.server, s.tool) for s in pool.tools() if is_hook(s) and allowlist and allowlist.allows(s.server)]
+        servers = [ServerInfo(s.name, s.state, s.tool_count, s.hook_count, s.last_error) for s in pool.status()]
+        self.jsonl.init(
+            InitInfo(
+                session_id=runtime.session_id,
+                model=agent.model.name,
+                cwd=str(self.prepared.options.cwd),
+                servers=servers,
+                tools=[spec.name for spec in agent.tools],
+                hooks=hooks,
+                resumed=self.prepared.resume is not None,
+            )
+        )
+
+    def failed(self, error: SproutError) -> None:
+        self.code, self.stop_reason, self.text = error.exit_code, "error", ""
+        self.errors.append(str(error))
+        self.fatal = str(error)
+
+    def interrupted(self, code: int) -> None:
+        self.code, self.stop_reason, self.text = code, "interrupted", ""
+        self.errors.append("interrupted by " + ("SIGTERM" if code == EXIT_SIGTERM else "SIGINT"))
+
+    def finish(self) -> int:
+        """Reports the outcome (text: answer already out, summary on stderr; json: the result object)."""
+        agent = self.runtime.agent if self.runtime is not None else None
+        if self.renderer is not None:
+            self.renderer.close()
+            if self.code != EXIT_OK and self.ran_a_turn and self.stop_reason not in ("error", "interrupted"):
+                self.renderer.say(f"stopped: {self.stop_reason}", "yellow")
+            if agent is not None and self.text_mode:
+                self.renderer.say(agent.ledger.summary(), "dim")
+        if self.jsonl is not None:
+            self.jsonl.result(
+                ResultInfo(
+                    text=self.text,
+                    stop_reason=self.stop_reason,
+                    session_id=self.runtime.session_id if self.runtime is not None else None,
+                    turns=self.turns,
+                    usage=agent.ledger.usage if agent is not None else Usage(),
+                    cost_usd=agent.ledger.cost if agent is not None else 0.0,
+                    duration_ms=round((time.monotonic() - self.started) * 1000),
+                    exit_code=self.code,
+                    errors=self.errors,
+                )
+            )
+        if self.fatal is not None:
+            sys.stderr.write(f"sprout-agent: {self.fatal}\n")
+        return self.code
+
+
+def _minus(after: Usage, before: Usage) -> Usage:
+    return Usage(
+        after.input_tokens - before.input_tokens,
+        after.output_tokens - before.output_tokens,
+        after.cache_read_tokens - before.cache_read_tokens,
+        after.cache_write_tokens - before.cache_write_tokens,
+    )
+
+
+def sprout_error_in(error: BaseException) -> SproutError | None:
+    if isinstance(error, SproutError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in cast(tuple[BaseException, ...], error.exceptions):  # pyright: ignore[reportUnknownMemberType]
+            found = sprout_error_in(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def run_headless(prepared: Prepared) -> int:
+    """Runs the prompt(s) to completion; a result is reported however the run ends."""
+    headless = Headless(prepared)
+    try:
+        anyio.run(headless.main)
+    except KeyboardInterrupt:  # before the signal watch is listening
+        headless.interrupted(EXIT_SIGINT)
+    except Exception as error:
+        found = sprout_error_in(error)  # e.g. --strict-mcp-config, raised where the runtime owns the pool
+        if found is None:
+            headless.errors.append(f"internal error: {type(error).__name__}: {error}")
+            headless.code, headless.stop_reason = EXIT_RUNTIME, "error"
+            headless.finish()
+            raise
+        headless.failed(found)
+    return headless.finish()

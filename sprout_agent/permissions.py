@@ -1,0 +1,93 @@
+"""The permission policy for tool calls: `--permission-mode`, `--allow-tools`, `--deny-tools`.
+
+A `Policy` is the loop's `Permit`: None lets a call run, a string refuses it with a reason the model reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Literal
+
+import anyio
+
+from sprout_agent.protocols import ToolSpec
+
+AUTO, ASK, READ_ONLY = "auto", "ask", "read-only"
+MODES = (AUTO, ASK, READ_ONLY)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A person's answer to "may this call run?"."""
+
+    kind: Literal["once", "always", "deny", "cancel"]  # cancel: Ctrl-C, the turn is being cancelled
+    reason: str = ""  # with deny: passed on to the model
+
+
+# Asks a person about one call; only the interactive session has one.
+Ask = Callable[[ToolSpec, dict[str, object]], Awaitable[Decision]]
+
+
+def matching(patterns: Sequence[str], spec: ToolSpec) -> str | None:
+    """The first pattern matching the model-facing name (or the raw `server__tool`), if any."""
+    names = (spec.name, f"{spec.server}__{spec.tool}")
+    return next((p for p in patterns if any(fnmatchcase(name, p) for name in names)), None)
+
+
+class Policy:
+    """Deny patterns win over allow patterns, which win over the mode; `always` answers last the session."""
+
+    def __init__(
+        self,
+        mode: str,
+        *,
+        allow: Sequence[str] = (),
+        deny: Sequence[str] = (),
+        ask: Ask | None = None,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown permission mode {mode!r}")
+        self.mode = mode
+        self.allow = tuple(allow)
+        self.deny = tuple(deny)
+        self.ask = ask
+        self.always: set[str] = set()  # tools approved "always" in this session
+        self._asking = anyio.Lock()  # parallel calls ask one question at a time
+
+    async def __call__(self, spec: ToolSpec, arguments: dict[str, object]) -> str | None:
+        if (pattern := matching(self.deny, spec)) is not None:
+            return f"refused: {spec.name} is denied by --deny-tools {pattern}; do not call it again, find another way"
+        if matching(self.allow, spec) is not None or spec.name in self.always or self.mode == AUTO:
+            return None
+        if self.mode == READ_ONLY:
+            return None if spec.read_only is True else _read_only_refusal(spec)
+        if self.ask is None:
+            return (
+                f"not approved: sprout-agent runs with --permission-mode ask and no terminal to ask; "
+                f"allow it with --allow-tools {spec.name}"
+            )
+        return await self._ask(spec, arguments)
+
+    async def _ask(self, spec: ToolSpec, arguments: dict[str, object]) -> str | None:
+        assert self.ask is not None
+        async with self._asking:
+            if spec.name in self.always:  # approved while this call waited for the question
+                return None
+            decision = await self.ask(spec, arguments)
+        if decision.kind == "always":
+            self.always.add(spec.name)
+        if decision.kind in ("once", "always"):
+            return None
+        why = f": {decision.reason.strip()}" if decision.reason.strip() else ""
+        return f"denied by the user{why}"
+
+
+def _read_only_refusal(spec: ToolSpec) -> str:
+    why = "may write or execute" if spec.read_only is False else "is not declared read-only by its server"
+    return (
+        f"refused: sprout-agent runs with --permission-mode read-only and {spec.name} {why} "
+        f"(only tools annotated readOnlyHint run); the user can allow it with --allow-tools {spec.name} "
+        "or run with --permission-mode auto"
+    )

@@ -1,0 +1,345 @@
+"""`sprout-agent acp` through the official ACP Python SDK as the editor: turns, tools, cancel, sessions."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from acp import PROTOCOL_VERSION, RequestError, text_block
+
+from tests.acp_harness import EditorClient, Stopwatch, acp_agent, statuses, stdio_server, texts
+from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.harness import assert_history_valid, read_log, result_text, tool_results, write_config
+
+pytestmark = pytest.mark.anyio
+
+
+async def open_session(conn: Any, cwd: Path, *servers: Any) -> str:
+    await conn.initialize(protocol_version=PROTOCOL_VERSION)
+    session = await conn.new_session(cwd=str(cwd), mcp_servers=list(servers))
+    return session.session_id
+
+
+async def test_initialize_answers_version_1_fast(tmp_path: Path) -> None:
+    client = EditorClient()
+    watch = Stopwatch()
+    async with acp_agent(tmp_path, None, client) as (conn, _):
+        answer = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        print(f"\n[measure] spawn → initialize answered: {watch.ms:.0f} ms")
+        assert answer.protocol_version == 1
+        assert answer.agent_info is not None and answer.agent_info.name == "sprout-agent"
+        capabilities = answer.agent_capabilities
+        assert capabilities is not None and capabilities.load_session is True
+        assert capabilities.prompt_capabilities is not None and capabilities.prompt_capabilities.embedded_context
+        # A client asking for the version 2 draft still gets 1: we never claim what we do not speak.
+        assert (await conn.initialize(protocol_version=2)).protocol_version == 1
+
+
+async def test_a_multi_tool_prompt_streams_every_update_in_order(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    script = [
+        reply("Looking.", tool_use("fake__echo", {"text": "one"}, id="t1"), tool_use("fake__fail", id="t2")),
+        reply("All **done**."),
+    ]
+    client = EditorClient()
+    with FakeAnthropic(script) as fake:
+        async with acp_agent(tmp_path, fake, client) as (conn, _):
+            session_id = await open_session(conn, tmp_path, stdio_server("fake", log=str(log)))
+            result = await conn.prompt(session_id=session_id, prompt=[text_block("go")])
+    assert result.stop_reason == "end_turn"
+    updates = client.of(session_id)
+    assert updates[0].session_update == "available_commands_update"
+    names = {c.name for c in updates[0].available_commands}
+    assert {"compact", "cost", "context"} <= names
+    kinds = [u.session_update for u in updates[1:]]
+    assert kinds[0] == "agent_message_chunk"
+    assert kinds.count("usage_update") == 2  # one per model response
+    assert texts(updates) == "Looking.All **done**."
+    assert statuses(updates, "t1") == ["pending", "in_progress", "completed"]
+    assert statuses(updates, "t2") == ["pending", "in_progress", "failed"]
+    start = next(u for u in updates if u.session_update == "tool_call" and u.tool_call_id == "t1")
+    assert start.title == 'fake: echo {"text": "one"}' and start.kind == "other"
+    assert start.raw_input == {"text": "one"}
+    done = [u for u in updates if u.session_update == "tool_call_update" and u.tool_call_id == "t1"][-1]
+    assert done.content[0].content.text == "one"
+    failed = [u for u in updates if u.session_update == "tool_call_update" and u.tool_call_id == "t2"][-1]
+    assert "failed on purpose" in failed.content[0].content.text
+    # Every tool update precedes the second response's text; a usage update closes each response.
+    last_tool = max(i for i, k in enumerate(kinds) if k == "tool_call_update")
+    assert texts(updates[1 + last_tool :]) == "All **done**."
+    assert kinds[-1] == "usage_update" and kinds.index("usage_update") < kinds.index("tool_call")
+    usage = [u for u in updates if u.session_update == "usage_update"]
+    assert usage[-1].used > 0 and usage[-1].size >= usage[-1].used and usage[-1].cost.currency == "USD"
+    assert [entry["tool"] for entry in read_log(log)] == ["echo", "fail"]
+
+
+async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("alpha\nbeta\n")
+    todos = [{"content": "Edit notes", "status": "completed"}, {"content": "Check", "status": "in_progress"}]
+    script = [
+        reply(tool_use("dev__read", {"file_path": "notes.txt"}, id="r")),
+        reply(tool_use("dev__edit", {"file_path": "notes.txt", "old_string": "beta", "new_string": "gamma"}, id="e")),
+        reply(tool_use("todo__todo_write", {"todos": todos}, id="p")),
+        reply(tool_use("dev__bash", {"command": "echo hi"}, id="b")),
+        reply("Edited."),
+    ]
+    client = EditorClient()
+    env = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev,todo"}
+    with FakeAnthropic(script) as fake:
+        async with acp_agent(tmp_path, fake, client, env=env) as (conn, _):
+            session_id = await open_session(conn, tmp_path)
+            result = await conn.prompt(session_id=session_id, prompt=[text_block("edit it")])
+    assert result.stop_reason == "end_turn"
+    assert (tmp_path / "notes.txt").read_text() == "alpha\ngamma\n"
+    updates = client.of(session_id)
+    calls = {u.tool_call_id: u for u in updates if u.session_update == "tool_call"}
+    path = str(tmp_path / "notes.txt")
+    assert (calls["r"].kind, calls["r"].title, calls["r"].locations[0].path) == ("read", "Read notes.txt", path)
+    assert (calls["e"].kind, calls["e"].title) == ("edit", "Edit notes.txt")
+    assert (calls["b"].kind, calls["b"].title) == ("execute", "echo hi")
+    assert calls["p"].kind == "think"
+    edited = [u for u in updates if u.session_update == "tool_call_update" and u.tool_call_id == "e"][-1]
+    assert edited.status == "completed"
+    diff = edited.content[0]
+    assert (diff.type, diff.path, diff.old_text, diff.new_text) == ("diff", path, "beta", "gamma")
+    ran = [u for u in updates if u.session_update == "tool_call_update" and u.tool_call_id == "b"][-1]
+    assert "hi" in ran.content[0].content.text
+    plan = [u for u in updates if u.session_update == "plan"]
+    assert [(e.content, e.status) for e in plan[-1].entries] == [("Edit notes", "completed"), ("Check", "in_progress")]
+    assert statuses(updates, "e") == ["pending", "in_progress", "completed"]
+
+
+async def test_cancel_mid_tool_answers_cancelled_promptly_and_keeps_history_valid(tmp_path: Path) -> None:
+    script = [reply(tool_use("fake__slow", {"seconds": 30}, id="s")), reply("after cancel")]
+    client = EditorClient()
+    with FakeAnthropic(script) as fake:
+        async with acp_agent(tmp_path, fake, client) as (conn, _):
+            session_id = await open_session(conn, tmp_path, stdio_server("fake"))
+            async with anyio.create_task_group() as group:
+                answers: list[Any] = []
+
+                async def run() -> None:
+                    answers.append(await conn.prompt(session_id=session_id, prompt=[text_block("wait")]))
+
+                group.start_soon(run)
+                await client.wait_for(lambda u: u.session_update == "tool_call_update" and u.status == "in_progress")
+                watch = Stopwatch()
+                await conn.cancel(session_id=session_id)
+            print(f"\n[measure] session/cancel → cancelled response (tool in flight): {watch.ms:.0f} ms")
+            assert answers[0].stop_reason == "cancelled"
+            seen = len(client.of(session_id))
+            assert statuses(client.of(session_id), "s")[-1] == "failed"
+            again = await conn.prompt(session_id=session_id, prompt=[text_block("still there?")])
+    assert again.stop_reason == "end_turn"
+    later = client.of(session_id)[seen:]
+    assert all(getattr(u, "tool_call_id", None) != "s" for u in later), "an update of the cancelled turn came late"
+    assert texts(later) == "after cancel"
+    body = fake.requests[-1].body
+    assert_history_valid(body)
+    assert "interrupted" in result_text(tool_results(body)[-1])
+
+
+async def test_a_second_prompt_on_a_busy_session_is_refused(tmp_path: Path) -> None:
+    script = [reply(tool_use("fake__slow", {"seconds": 30}, id="s"))]
+    client = EditorClient()
+    with FakeAnthropic(script) as fake:
+        async with acp_agent(tmp_path, fake, client) as (conn, _):
+            session_id = await open_session(conn, tmp_path, stdio_server("fake"))
+            answers: list[Any] = []
+            async with anyio.create_task_group() as group:
+
+                async def run() -> None:
+                    answers.append(await conn.prompt(session_id=session_id, prompt=[text_block("one")]))
+
+                group.start_soon(run)
+                await client.wait_for(lambda u: u.session_update == "tool_call_update" and u.status == "in_progress")
+                with pytest.raises(RequestError) as refused:
+                    await conn.prompt(session_id=session_id, prompt=[text_block("two")])
+                assert refused.value.code == -32602
+                await conn.cancel(session_id=session_id)
+    assert answers[0].stop_reason == "cancelled"
+    assert len(fake.requests) == 1  # the refused prompt never reached the model
+
+
+async def test_sessions_run_at_once_each_with_its_own_servers(tmp_path: Path) -> None:
+    logs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+
+    def step(body: dict[str, Any]) -> Any:
+        first = body["messages"][0]["content"][0]["text"]
+        if body["messages"][-1]["role"] == "user" and body["messages"][-1]["content"][0].get("type") == "text":
+            return reply(tool_use("fake__echo", {"text": first}))
+        return reply(f"done {first}")
+
+    client = EditorClient()
+    config = write_config(tmp_path, {"fake": {"command": sys.executable, "args": ["-c", "raise SystemExit(3)"]}})
+    with FakeAnthropic([step] * 4) as fake:
+        async with acp_agent(tmp_path, fake, client, "--config", str(config)) as (conn, _):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            ids = []
+            for log in logs:  # the client's "fake" replaces the config's broken one
+                session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[stdio_server("fake", log=str(log))])
+                ids.append(session.session_id)
+            results: dict[str, str] = {}
+            async with anyio.create_task_group() as group:
+                for index, session_id in enumerate(ids):
+
+                    async def run(session_id: str = session_id, text: str = f"s{index}") -> None:
+                        answer = await conn.prompt(session_id=session_id, prompt=[text_block(text)])
+                        results[session_id] = answer.stop_reason
+
+                    group.start_soon(run)
+    assert set(results.values()) == {"end_turn"}
+    assert texts(client.of(ids[0])) == "done s0" and texts(client.of(ids[1])) == "done s1"
+    first, second = read_log(logs[0]), read_log(logs[1])
+    assert [e["arguments"] for e in first] == [{"text": "s0"}] and [e["arguments"] for e in second] == [{"text": "s1"}]
+    assert first[0]["pid"] != second[0]["pid"]
+
+
+async def test_http_servers_are_skipped_with_a_notice_and_relative_cwd_is_refused(tmp_path: Path) -> None:
+    from acp.schema import HttpMcpServer
+
+    client = EditorClient()
+    with FakeAnthropic([reply("hello")]) as fake:
+        async with acp_agent(tmp_path, fake, client) as (conn, _):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            with pytest.raises(RequestError) as relative:
+                await conn.new_session(cwd="relative/dir", mcp_servers=[])
+            assert relative.value.code == -32602
+            remote = HttpMcpServer(type="http", name="remote", url="http://127.0.0.1:9/mcp", headers=[])
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[remote])
+            result = await conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
+    assert result.stop_reason == "end_turn"
+    thoughts = [u.content.text for u in client.of(session.session_id, "agent_thought_chunk")]
+    assert any("remote" in t and "http" in t for t in thoughts)
+
+
+async def test_load_replays_the_stored_conversation_before_answering(tmp_path: Path) -> None:
+    script = [
+        reply("Echo first.", tool_use("fake__echo", {"text": "kept"}, id="k")),
+        reply("First answer."),
+        reply("Second."),
+    ]
+    first, second = EditorClient(), EditorClient()
+    with FakeAnthropic(script) as fake:
+        async with acp_agent(tmp_path, fake, first) as (conn, _):
+            session_id = await open_session(conn, tmp_path, stdio_server("fake"))
+            await conn.prompt(session_id=session_id, prompt=[text_block("remember this")])
+        async with acp_agent(tmp_path, fake, second) as (conn, _):  # a new process: only the store remembers
+            answer = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            assert answer.agent_capabilities.load_session is True
+            await conn.load_session(session_id=session_id, cwd=str(tmp_path), mcp_servers=[stdio_server("fake")])
+            replayed = list(second.of(session_id))  # everything that arrived before the response
+            result = await conn.prompt(session_id=session_id, prompt=[text_block("and now?")])
+            with pytest.raises(RequestError) as missing:
+                await conn.load_session(session_id="0" * 32, cwd=str(tmp_path), mcp_servers=[])
+    assert missing.value.code == -32002
+    kinds = [u.session_update for u in replayed]
+    assert kinds[:3] == ["user_message_chunk", "agent_message_chunk", "tool_call"]
+    assert replayed[0].content.text == "remember this"
+    call = replayed[2]
+    assert (call.tool_call_id, call.status, call.content[0].content.text) == ("k", "completed", "kept")
+    assert texts(replayed) == "Echo first.First answer."
+    assert result.stop_reason == "end_turn"
+    body = fake.requests[-1].body  # the resumed conversation went to the model
+    assert body["messages"][0]["content"][0]["text"] == "remember this"
+    assert_history_valid(body)
+
+
+async def test_permission_ask_goes_to_the_editor(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    script = [
+        reply(tool_use("fake__echo", {"text": "a"}, id="p1")),
+        reply(tool_use("fake__add", {"a": 1, "b": 2}, id="p2")),
+        reply(tool_use("fake__echo", {"text": "b"}, id="p3")),
+        reply(tool_use("fake__echo", {"text": "c"}, id="p4")),
+        reply(tool_use("fake__add", {"a": 2, "b": 2}, id="p5")),
+        reply("finished"),
+    ]
+    # allow once; cancelled (a rejection); always allow echo; (echo runs unasked); reject add
+    client = EditorClient(["allow_once", None, "allow_always", "reject_once"])
+    with FakeAnthropic(script) as fake:
+        async with acp_agent(tmp_path, fake, client, "--permission-mode", "ask") as (conn, _):
+            session_id = await open_session(conn, tmp_path, stdio_server("fake", log=str(log)))
+            result = await conn.prompt(session_id=session_id, prompt=[text_block("go")])
+    assert result.stop_reason == "end_turn"
+    asked = [tool_call.tool_call_id for tool_call, _ in client.permission_requests]
+    assert asked == ["p1", "p2", "p3", "p5"]
+    tool_call, options = client.permission_requests[0]
+    assert {o.kind for o in options} == {"allow_once", "allow_always", "reject_once"}
+    assert tool_call.title == 'fake: echo {"text": "a"}' and tool_call.kind == "other"
+    updates = client.of(session_id)
+    assert statuses(updates, "p1") == ["pending", "in_progress", "completed"]
+    assert statuses(updates, "p2") == ["pending", "failed"]
+    assert statuses(updates, "p5") == ["pending", "failed"]
+    assert [(e["tool"], e["arguments"]) for e in read_log(log)] == [
+        ("echo", {"text": "a"}),
+        ("echo", {"text": "b"}),
+        ("echo", {"text": "c"}),
+    ]
+    results = tool_results(fake.requests[-1].body)
+    assert "denied by the user" in result_text(results[1]) and results[1]["is_error"]
+
+
+async def test_a_hook_objection_is_shown_as_a_think_tool_call(tmp_path: Path) -> None:
+    client = EditorClient()
+    server = stdio_server("fake", stop_mode="sequence", stop_sequence=["Run the tests first."])
+    with FakeAnthropic([reply("Done?"), reply("Tests pass. Done.")]) as fake:
+        async with acp_agent(tmp_path, fake, client, env={"MCP_HOOK_SERVERS": "fake"}) as (conn, _):
+            session_id = await open_session(conn, tmp_path, server)
+            result = await conn.prompt(session_id=session_id, prompt=[text_block("work")])
+    assert result.stop_reason == "end_turn"
+    assert len(fake.requests) == 2
+    updates = client.of(session_id)
+    thinks = [u for u in updates if u.session_update == "tool_call" and u.kind == "think"]
+    assert len(thinks) == 1 and "_Stop" in thinks[0].title and thinks[0].status == "completed"
+    assert thinks[0].content[0].content.text == "Run the tests first."
+    assert texts(updates) == "Done?Tests pass. Done."
+
+
+async def test_slash_commands_run_as_prompts_without_the_model(tmp_path: Path) -> None:
+    client = EditorClient()
+    with FakeAnthropic([reply("hello")]) as fake:
+        async with acp_agent(tmp_path, fake, client) as (conn, _):
+            session_id = await open_session(conn, tmp_path)
+            await conn.prompt(session_id=session_id, prompt=[text_block("hi")])
+            seen = len(client.of(session_id))
+            cost = await conn.prompt(session_id=session_id, prompt=[text_block("/cost")])
+            cost_text = texts(client.of(session_id)[seen:])
+            seen = len(client.of(session_id))
+            context = await conn.prompt(session_id=session_id, prompt=[text_block("/context")])
+            context_text = texts(client.of(session_id)[seen:])
+    assert cost.stop_reason == context.stop_reason == "end_turn"
+    assert "cost $" in cost_text
+    assert context_text.startswith("context: ~") and "2 messages" in context_text
+    assert len(fake.requests) == 1
+
+
+async def test_stop_reasons_map_to_acp_and_an_api_failure_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    from tests.fake_anthropic import error
+
+    script = [
+        reply("cut short", stop_reason="max_tokens"),
+        reply("no", stop_reason="refusal"),
+        reply(tool_use("fake__echo", {"text": "x"})),
+        error(400, message="bad request on purpose"),
+        reply("recovered"),
+    ]
+    client = EditorClient()
+    with FakeAnthropic(script) as fake:
+        async with acp_agent(tmp_path, fake, client, "--max-turns", "1") as (conn, _):
+            session_id = await open_session(conn, tmp_path, stdio_server("fake"))
+
+            async def ask(text: str) -> str:
+                return (await conn.prompt(session_id=session_id, prompt=[text_block(text)])).stop_reason
+
+            assert await ask("one") == "max_tokens"
+            assert await ask("two") == "refusal"
+            assert await ask("three") == "max_turn_requests"
+            with pytest.raises(RequestError) as failed:
+                await ask("four")
+            assert failed.value.code == -32603 and "bad request on purpose" in str(failed.value.data or failed.value)
+            assert await ask("five") == "end_turn"
+    assert_history_valid(fake.requests[-1].body)

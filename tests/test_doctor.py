@@ -1,0 +1,134 @@
+"""`sprout-agent mcp list`, `mcp doctor` and `hooks` through the real CLI, against real server processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.harness import ROOT, Run, agent_env, fake_server, pid_alive, run_agent, write_config
+
+MISSING = "sprout-no-such-command"
+
+
+def doctor(tmp_path: Path, servers: dict[str, dict[str, object]], *args: str, **env: str) -> Run:
+    return run_agent(tmp_path, ["mcp", "doctor", *args], fake=None, servers=servers, env=env)
+
+
+def test_doctor_reports_a_healthy_server_with_timings_tools_and_hooks(tmp_path: Path) -> None:
+    servers = {"fake": fake_server(tools="echo,read_only", stop="")}
+    run = doctor(tmp_path, servers, MCP_HOOK_SERVERS="fake")
+    assert run.code == 0, run.stdout + run.stderr
+    assert "[ok] fake  (mcp-config.json)" in run.stdout
+    assert "tools (2): echo, read_only" in run.stdout
+    assert "hooks: _Stop (active)" in run.stdout
+    assert "1 of 1 servers OK" in run.stdout
+
+    as_json = doctor(tmp_path, servers, "--json")  # MCP_HOOK_SERVERS unset: hooks found but off
+    assert as_json.code == 0, as_json.stderr
+    (report,) = json.loads(as_json.stdout)["servers"]
+    assert report["ok"] and report["state"] == "running"
+    assert report["tools"] == ["echo", "read_only"] and report["hooks"] == ["_Stop"]
+    assert report["hooks_active"] is False
+    assert report["initialize_seconds"] > 0 and report["list_seconds"] >= 0
+
+
+def test_doctor_reports_a_missing_command_and_still_checks_the_others(tmp_path: Path) -> None:
+    run = doctor(tmp_path, {"gone": {"command": MISSING}, "fake": fake_server(tools="echo")})
+    assert run.code == 1
+    assert f"[FAIL] gone  (mcp-config.json)  {MISSING}" in run.stdout
+    assert f"missing command: command not found on PATH: {MISSING}" in run.stdout
+    assert "[ok] fake" in run.stdout
+    assert "1 of 2 servers OK, 1 failed" in run.stdout
+
+
+def test_doctor_bounds_a_hanging_server_by_the_timeout_and_kills_it(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchildren.txt"
+    servers = {"hang": fake_server(hang_on_start=1, grandchild_pidfile=str(pidfile))}
+    started = time.monotonic()
+    run = doctor(tmp_path, servers, "--timeout", "2")
+    elapsed = time.monotonic() - started
+    assert run.code == 1
+    assert "[FAIL] hang" in run.stdout
+    assert "failed: no answer within 2 s" in run.stdout
+    assert "| fake: hanging before the handshake" in run.stdout  # the tail of its stderr
+    assert elapsed < 20, elapsed  # 2 s plus start-up, nowhere near the 30 s default
+    grandchild = int(pidfile.read_text().split()[0])
+    assert not pid_alive(grandchild)  # its whole process group went with it
+
+
+def test_doctor_shows_the_stderr_tail_of_a_crashing_server(tmp_path: Path) -> None:
+    run = doctor(tmp_path, {"crashy": fake_server(crash_on_start=1)})
+    assert run.code == 1
+    assert "failed: exited with code 3" in run.stdout
+    assert "| fake: fatal: cannot start (FAKE_MCP_CRASH_ON_START)" in run.stdout
+
+
+def test_doctor_reports_unset_variables_per_server_instead_of_aborting(tmp_path: Path) -> None:
+    unset = {"command": "${SPROUT_T_CMD:-echo}", "args": ["${SPROUT_T_A}"], "env": {"K": "${SPROUT_T_B}"}}
+    run = doctor(tmp_path, {"needs_vars": unset, "fake": fake_server(tools="echo")})
+    assert run.code == 1
+    assert "unset variables: ${SPROUT_T_A}, ${SPROUT_T_B}" in run.stdout
+    assert "config error: mcp-config.json: mcpServers.needs_vars.args[0]: variable SPROUT_T_A is not set" in run.stdout
+    assert "[ok] fake" in run.stdout
+    # A normal run keeps failing fast on the same config (exit 2), before anything starts.
+    strict = run_agent(tmp_path, ["-p", "hi"], fake=None, servers={"needs_vars": unset})
+    assert strict.code == 2 and "variable SPROUT_T_A is not set" in strict.stderr
+
+
+def test_mcp_list_shows_builtin_and_configured_servers_and_their_origin(tmp_path: Path) -> None:
+    servers = {"fake": fake_server(), "gone": {"command": MISSING, "args": ["--flag"]}}
+    env = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev,todo"}
+    run = run_agent(tmp_path, ["mcp", "list"], fake=None, servers=servers, env=env)
+    assert run.code == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0] == f"dev  (built in)  {sys.executable} -m sprout_agent.tools.dev"
+    assert lines[1] == f"todo  (built in)  {sys.executable} -m sprout_agent.tools.todo"
+    assert lines[3] == f"gone  (mcp-config.json)  {MISSING} --flag"  # listing starts nothing
+
+    as_json = run_agent(tmp_path, ["mcp", "list", "--json"], fake=None, servers=servers, env=env)
+    data = json.loads(as_json.stdout)
+    assert [(s["name"], s["source"]) for s in data["servers"]] == [
+        ("dev", "built in"),
+        ("todo", "built in"),
+        ("fake", "mcp-config.json"),
+        ("gone", "mcp-config.json"),
+    ]
+    assert data["files_read"] == [str(tmp_path / "mcp-config.json")]
+
+    no_builtins = run_agent(tmp_path, ["mcp", "list"], fake=None, servers={})  # harness: builtins none
+    assert no_builtins.code == 0 and no_builtins.stdout == "no MCP servers configured\n"
+
+
+def test_hooks_lists_every_hook_and_whether_it_is_active(tmp_path: Path) -> None:
+    servers = {
+        "first": fake_server(tools="echo", stop="", postcompact="x"),
+        "second": fake_server(tools="echo", stop=""),
+    }
+    run = run_agent(tmp_path, ["hooks"], fake=None, servers=servers, env={"MCP_HOOK_SERVERS": "first"})
+    assert run.code == 0, run.stderr
+    assert run.stdout.splitlines() == [
+        "first  _Stop  active",
+        "first  _PostCompact  active",
+        "second  _Stop  inactive",
+    ]
+
+
+def test_doctor_needs_no_api_key_and_never_imports_anthropic(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"fake": fake_server(tools="echo")})
+    env = agent_env(tmp_path, None, {"ANTHROPIC_API_KEY": ""})
+    for command in (["mcp", "list"], ["mcp", "doctor"], ["hooks"]):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "sprout_agent", *command, "--config", str(config)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+        assert "sprout_agent.doctor" in imported
+        assert not any(name.split(".")[0] == "anthropic" for name in imported), command

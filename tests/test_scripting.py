@@ -1,0 +1,229 @@
+"""The scripting contract through the real CLI: stream-json and json output, stdin JSON lines, exit codes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fake_anthropic import FakeAnthropic, error, hang, reply, tool_use
+from tests.harness import agent_command, agent_env, assert_history_valid, fake_server, run_agent, write_config
+from tests.stream_schema import of_type, stream, types, valid_lines
+
+STREAM = ["--output-format", "stream-json"]
+JSON = ["--output-format", "json"]
+
+
+def test_stream_json_multi_tool_run_is_init_events_result_all_valid(tmp_path: Path) -> None:
+    script = [
+        reply("Echoing.", tool_use("fake__echo", {"text": "one"}, id="toolu_1")),
+        reply(tool_use("fake__add", {"a": 2, "b": 3}, id="toolu_2"), tool_use("fake__fail", id="toolu_3")),
+        reply("All done."),
+    ]
+    with FakeAnthropic(script) as fake:
+        run = run_agent(tmp_path, [*STREAM, "-p", "go"], fake=fake, servers={"fake": fake_server()})
+    assert run.code == 0, run.stderr
+    lines = stream(run.stdout)
+    init, result = lines[0], lines[-1]
+    assert init["schema_version"] == 1 and init["cwd"] == str(tmp_path.resolve())
+    assert init["servers"] == [{"name": "fake", "status": "running", "tools": 11, "hooks": 0, "error": ""}]
+    assert "fake__echo" in init["tools"] and init["hooks"] == [] and init["resumed"] is False
+    started = of_type(lines, "tool_started")
+    assert [(s["id"], s["name"], s["server"], s["tool"]) for s in started] == [
+        ("toolu_1", "fake__echo", "fake", "echo"),
+        ("toolu_2", "fake__add", "fake", "add"),
+        ("toolu_3", "fake__fail", "fake", "fail"),
+    ]
+    assert started[1]["arguments"] == {"a": 2, "b": 3}
+    finished = {f["id"]: f for f in of_type(lines, "tool_finished")}
+    assert finished["toolu_1"]["result"] == "one" and finished["toolu_1"]["is_error"] is False
+    assert finished["toolu_2"]["result"] == "5" and finished["toolu_2"]["server"] == "fake"
+    assert finished["toolu_3"]["is_error"] is True
+    assert [a["text"] for a in of_type(lines, "assistant")] == ["Echoing.", "All done."]
+    assert len(of_type(lines, "model_response")) == 3
+    (turn,) = of_type(lines, "turn_finished")
+    assert turn["turns"] == 3 and turn["stop_reason"] == "end_turn"
+    assert result["result"] == "All done." and result["stop_reason"] == "end_turn"
+    assert result["exit_code"] == 0 and result["is_error"] is False and result["errors"] == []
+    assert result["session_id"] == init["session_id"] and result["turns"] == 3
+    assert result["usage"]["input_tokens"] > 0 and result["usage"]["output_tokens"] > 0
+    assert result["cost_usd"] > 0 and result["duration_ms"] > 0
+    assert "⏺" not in run.stderr  # progress stays off unless -v
+
+
+def test_stream_json_reports_hook_objections(tmp_path: Path) -> None:
+    env = {"MCP_HOOK_SERVERS": "fake"}
+    servers = {"fake": fake_server(stop="tests are still red")}
+    with FakeAnthropic([reply("first try"), reply("second try")]) as fake:
+        run = run_agent(tmp_path, [*STREAM, "-p", "go"], fake=fake, servers=servers, env=env)
+    assert run.code == 0, run.stderr
+    lines = stream(run.stdout)
+    assert lines[0]["hooks"] == [{"server": "fake", "hook": "_Stop"}]
+    assert lines[0]["servers"][0]["hooks"] == 1
+    (called,) = of_type(lines, "hook_called")
+    assert called == {"type": "hook_called", "session_id": lines[0]["session_id"], "hook": "_Stop", "servers": ["fake"]}
+    (objected,) = of_type(lines, "hook_objected")
+    assert objected["server"] == "fake" and objected["text"] == "tests are still red"
+    assert types(lines).index("hook_objected") < len(lines) - 1
+    assert lines[-1]["result"] == "second try" and lines[-1]["turns"] == 2
+
+
+def test_verbose_stream_json_keeps_progress_on_stderr(tmp_path: Path) -> None:
+    script = [reply(tool_use("fake__echo", {"text": "x"})), reply("ok")]
+    with FakeAnthropic(script) as fake:
+        run = run_agent(tmp_path, [*STREAM, "-v", "-p", "go"], fake=fake, servers={"fake": fake_server()})
+    assert run.code == 0, run.stderr
+    stream(run.stdout)
+    assert "fake__echo" in run.stderr and "⏺" in run.stderr
+
+
+def test_api_error_ends_the_stream_with_an_error_result(tmp_path: Path) -> None:
+    with FakeAnthropic([error(400, message="bad thing")]) as fake:
+        run = run_agent(tmp_path, [*STREAM, "-p", "go"], fake=fake, servers={})
+    assert run.code == 1
+    lines = stream(run.stdout)
+    assert types(lines)[0] == "init"
+    result = lines[-1]
+    assert result["exit_code"] == 1 and result["is_error"] is True and result["stop_reason"] == "error"
+    assert len(result["errors"]) == 1 and "400" in result["errors"][0] and "bad thing" in result["errors"][0]
+    assert run.stderr.strip().splitlines()[-1].startswith("sprout-agent: API request failed: 400")
+
+
+def test_json_output_is_one_object_with_the_result_fields(tmp_path: Path) -> None:
+    script = [reply(tool_use("fake__echo", {"text": "x"})), reply("The answer is 42.")]
+    with FakeAnthropic(script) as fake:
+        run = run_agent(tmp_path, [*JSON, "-p", "go"], fake=fake, servers={"fake": fake_server()})
+    assert run.code == 0, run.stderr
+    (result,) = valid_lines(run.stdout)
+    assert result["type"] == "result" and result["result"] == "The answer is 42."
+    assert result["stop_reason"] == "end_turn" and result["turns"] == 2 and result["exit_code"] == 0
+    assert len(result["session_id"]) == 32 and result["errors"] == []
+    assert set(result["usage"]) == {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}
+    assert result["cost_usd"] > 0 and isinstance(result["duration_ms"], int)
+
+
+@pytest.mark.parametrize("fmt", ["json", "stream-json"])
+def test_config_error_is_exit_2_with_a_result_object(tmp_path: Path, fmt: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"mcpServers": {"x": {"command": 3}}}')
+    run = run_agent(tmp_path, ["--output-format", fmt, "--config", str(bad), "-p", "go"], fake=None)
+    assert run.code == 2
+    (result,) = valid_lines(run.stdout)
+    assert result["exit_code"] == 2 and result["session_id"] is None and result["stop_reason"] == "error"
+    assert "bad.json" in result["errors"][0]
+    assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_empty_stdin_in_json_mode_is_exit_2_with_a_result(tmp_path: Path) -> None:
+    run = run_agent(tmp_path, JSON, fake=None, servers={}, stdin="")
+    assert run.code == 2
+    (result,) = valid_lines(run.stdout)
+    assert result["exit_code"] == 2 and "no prompt" in result["errors"][0]
+
+
+def test_max_turns_is_exit_3_in_the_result(tmp_path: Path) -> None:
+    script = [reply(tool_use("fake__echo", {"text": str(i)})) for i in range(3)]
+    with FakeAnthropic(script) as fake:
+        run = run_agent(tmp_path, [*JSON, "--max-turns", "2", "-p", "go"], fake=fake, servers={"fake": fake_server()})
+    assert run.code == 3
+    (result,) = valid_lines(run.stdout)
+    assert result["exit_code"] == 3 and result["stop_reason"] == "max_turns" and result["turns"] == 2
+
+
+def test_budget_is_exit_4_in_the_result(tmp_path: Path) -> None:
+    big = {"input_tokens": 1_000_000, "output_tokens": 10}
+    script = [reply(tool_use("fake__echo", {"text": "x"}), usage=big), reply("never")]
+    with FakeAnthropic(script) as fake:
+        args = [*STREAM, "--max-budget-usd", "1", "-p", "go"]
+        run = run_agent(tmp_path, args, fake=fake, servers={"fake": fake_server()})
+    assert run.code == 4
+    result = stream(run.stdout)[-1]
+    assert result["exit_code"] == 4 and result["stop_reason"] == "budget"
+    assert result["cost_usd"] == pytest.approx(3.00015)
+    assert result["usage"]["input_tokens"] == 1_000_000
+
+
+@pytest.mark.parametrize(("signum", "code", "name"), [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_signal_mid_turn_still_flushes_the_result(tmp_path: Path, signum: int, code: int, name: str) -> None:
+    config = write_config(tmp_path, {"fake": fake_server()})
+    with FakeAnthropic([reply(tool_use("fake__echo", {"text": "x"})), hang()]) as fake:
+        process = subprocess.Popen(
+            agent_command(["--config", str(config), *STREAM, "-p", "go"]),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=agent_env(tmp_path, fake),
+            cwd=tmp_path,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while len(fake.requests) < 2 and time.monotonic() < deadline and process.poll() is None:
+                time.sleep(0.05)
+            assert len(fake.requests) == 2, "the agent never sent the second request"
+            process.send_signal(signum)
+            out, err = process.communicate(timeout=20)
+        finally:
+            process.kill()
+    assert process.returncode == code, err
+    lines = stream(out)
+    result = lines[-1]
+    assert result["exit_code"] == code and result["stop_reason"] == "interrupted"
+    assert result["errors"] == [f"interrupted by {name}"] and result["turns"] == 0
+    assert result["usage"]["output_tokens"] > 0  # the first response was counted
+    assert "tool_finished" in types(lines)
+
+
+def user_line(text: str) -> str:
+    return json.dumps({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": text}]}})
+
+
+def test_stream_json_input_runs_each_line_as_a_turn_of_one_session(tmp_path: Path) -> None:
+    stdin = "\n".join([user_line("first question"), "", json.dumps({"type": "user", "text": "second question"})])
+    with FakeAnthropic([reply("first answer"), reply("second answer")]) as fake:
+        run = run_agent(tmp_path, ["--input-format", "stream-json", *STREAM], fake=fake, servers={}, stdin=stdin)
+    assert run.code == 0, run.stderr
+    second = fake.requests[1].body
+    texts = [(m["role"], m["content"][0]["text"]) for m in second["messages"]]
+    assert texts == [
+        ("user", "first question"),
+        ("assistant", "first answer"),
+        ("user", "second question"),
+    ]
+    assert_history_valid(second)
+    lines = stream(run.stdout)
+    assert [t["text"] for t in of_type(lines, "turn_finished")] == ["first answer", "second answer"]
+    assert lines[-1]["result"] == "second answer" and lines[-1]["turns"] == 2
+
+
+def test_stream_json_input_with_text_output_prints_each_answer(tmp_path: Path) -> None:
+    stdin = user_line("one") + "\n" + json.dumps({"type": "user", "message": {"role": "user", "content": "two"}})
+    with FakeAnthropic([reply("answer one"), reply("answer two")]) as fake:
+        run = run_agent(tmp_path, ["--input-format", "stream-json"], fake=fake, servers={}, stdin=stdin)
+    assert run.code == 0, run.stderr
+    assert run.stdout == "answer one\nanswer two\n"
+
+
+def test_a_malformed_input_line_is_exit_2_after_the_turns_before_it(tmp_path: Path) -> None:
+    stdin = user_line("fine") + "\n" + '{"type": "assistant", "text": "no"}\n' + user_line("never read")
+    with FakeAnthropic([reply("ok")]) as fake:
+        run = run_agent(tmp_path, ["--input-format", "stream-json", *JSON], fake=fake, servers={}, stdin=stdin)
+    assert run.code == 2
+    assert len(fake.requests) == 1
+    (result,) = valid_lines(run.stdout)
+    assert result["exit_code"] == 2 and result["errors"][0].startswith("stdin line 2:")
+    assert run.stderr.strip().splitlines()[-1].startswith("sprout-agent: stdin line 2:")
+
+
+def test_stream_json_input_without_any_message_is_exit_2(tmp_path: Path) -> None:
+    with FakeAnthropic([]) as fake:
+        run = run_agent(tmp_path, ["--input-format", "stream-json", *STREAM], fake=fake, servers={}, stdin="\n")
+    assert run.code == 2
+    lines: list[dict[str, Any]] = stream(run.stdout)
+    assert "no user message" in lines[-1]["errors"][0]
+    assert fake.requests == []

@@ -1,0 +1,265 @@
+"""Sessions: the JSONL transcript, resume after a normal end and after SIGKILL, --continue, `sessions`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sprout_agent import store
+from sprout_agent.messages import Message, Text, ToolResult, ToolUse, user_text
+from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.harness import (
+    agent_command,
+    agent_env,
+    assert_history_valid,
+    fake_server,
+    pid_alive,
+    read_log,
+    result_text,
+    run_agent,
+    tool_results,
+    write_config,
+)
+from tests.stream_schema import stream, valid_lines
+
+
+def sessions_dir(home: Path) -> Path:
+    return home / "data" / "sprout-agent" / "sessions"
+
+
+def texts(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(role, text) of every text block the request carried."""
+    return [
+        (message["role"], block["text"])
+        for message in body["messages"]
+        for block in message["content"]
+        if block["type"] == "text"
+    ]
+
+
+# --- the file format, read back ------------------------------------------------------------------
+def record(kind: str, **fields: Any) -> str:
+    return json.dumps({"type": kind, **fields})
+
+
+def message_record(message: Message) -> str:
+    return record("message", time=0, message=store.encode_message(message))
+
+
+def test_load_starts_at_the_last_reset_and_ignores_a_cut_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    summary = [user_text("summary of the past")]
+    lines = [
+        record("session", version=1, session_id="abc", cwd="/w", model="m", created=0),
+        message_record(user_text("old prompt")),
+        message_record(Message("assistant", (Text("old answer"),))),
+        record("reset", time=0, reason="compaction", history=[store.encode_message(m) for m in summary]),
+        message_record(Message("assistant", (Text("after"),))),
+    ]
+    path.write_text("\n".join(lines) + '\n{"type": "message", "time": 0, "mess')
+    loaded = store.load(path)
+    assert loaded.session_id == "abc" and loaded.cwd == "/w" and not loaded.repaired
+    assert loaded.history == [user_text("summary of the past"), Message("assistant", (Text("after"),))]
+
+
+def test_repair_answers_unfinished_tool_calls_and_keeps_a_trailing_prompt() -> None:
+    history = [
+        user_text("go"),
+        Message("assistant", (ToolUse("t1", "fake__slow", {"seconds": 30}), ToolUse("t2", "fake__echo", {}))),
+        user_text("go on"),
+    ]
+    fixed = store.repair(history)
+    assert fixed[:2] == history[:2]
+    assert fixed[2] == Message(
+        "user",
+        (
+            ToolResult("t1", (Text(store.INTERRUPTED),), True),
+            ToolResult("t2", (Text(store.INTERRUPTED),), True),
+            Text("go on"),
+        ),
+    )
+    assert store.repair(fixed) == fixed
+    assert store.repair(history[:2])[-1].content[0] == ToolResult("t1", (Text(store.INTERRUPTED),), True)
+
+
+def test_appending_after_a_cut_line_drops_the_fragment(tmp_path: Path) -> None:
+    recorder = store.SessionStore.new(tmp_path, "s1", "/w", "m")
+    recorder.appended(user_text("hello"))
+    recorder.close()
+    with (tmp_path / "s1.jsonl").open("a") as handle:
+        handle.write('{"type": "mess')
+    resumed = store.SessionStore.resuming(store.load(tmp_path / "s1.jsonl"))
+    resumed.reset([user_text("hello")], "resume")  # unchanged by repair: not written again
+    resumed.appended(Message("assistant", (Text("hi"),)))
+    resumed.close()
+    lines = (tmp_path / "s1.jsonl").read_text().splitlines()
+    assert [json.loads(line)["type"] for line in lines] == ["session", "message", "message"]
+    assert store.load(tmp_path / "s1.jsonl").history == [user_text("hello"), Message("assistant", (Text("hi"),))]
+
+
+# --- through the CLI ---------------------------------------------------------------------------------
+def test_continue_picks_the_latest_session_of_this_directory(tmp_path: Path) -> None:
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    with FakeAnthropic([reply("answer here"), reply("answer there"), reply("continued")]) as fake:
+        first = run_agent(
+            tmp_path, ["--cwd", str(here), "--output-format", "json", "-p", "q here"], fake=fake, servers={}
+        )
+        run_agent(tmp_path, ["--cwd", str(there), "-p", "q there"], fake=fake, servers={})
+        again = run_agent(
+            tmp_path, ["--cwd", str(here), "-c", "--output-format", "json", "-p", "more"], fake=fake, servers={}
+        )
+    assert again.code == 0, again.stderr
+    assert texts(fake.requests[2].body) == [("user", "q here"), ("assistant", "answer here"), ("user", "more")]
+    (before,) = valid_lines(first.stdout)
+    (after,) = valid_lines(again.stdout)
+    assert after["session_id"] == before["session_id"]
+    assert len(list(sessions_dir(tmp_path).glob("*.jsonl"))) == 2  # the resumed session kept its file
+
+
+def test_resume_by_id_prefix_from_another_directory(tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    with FakeAnthropic([reply("first answer"), reply("resumed answer")]) as fake:
+        run_agent(tmp_path, ["-p", "first"], fake=fake, servers={})
+        (path,) = sessions_dir(tmp_path).glob("*.jsonl")
+        args = ["--cwd", str(other), "--resume", path.stem[:8], "--output-format", "stream-json", "-p", "second"]
+        run = run_agent(tmp_path, args, fake=fake, servers={})
+    assert run.code == 0, run.stderr
+    assert texts(fake.requests[1].body) == [("user", "first"), ("assistant", "first answer"), ("user", "second")]
+    lines = stream(run.stdout)
+    assert lines[0]["resumed"] is True and lines[0]["session_id"] == path.stem
+    assert any(line["type"] == "notice" and "resumed session" in line["text"] for line in lines)
+    assert store.load(path).history[-1] == Message("assistant", (Text("resumed answer"),))
+
+
+def test_an_unknown_session_id_or_nothing_to_continue_is_exit_2(tmp_path: Path) -> None:
+    unknown = run_agent(tmp_path, ["--resume", "nope", "-p", "x"], fake=None, servers={})
+    assert unknown.code == 2 and "no session with id 'nope'" in unknown.stderr
+    assert len(unknown.stderr.strip().splitlines()) == 1
+    nothing = run_agent(tmp_path, ["--continue", "--output-format", "json", "-p", "x"], fake=None, servers={})
+    assert nothing.code == 2
+    (result,) = valid_lines(nothing.stdout)
+    assert "no session to continue" in result["errors"][0]
+
+
+def test_a_resume_after_compaction_loads_the_summary_not_the_past(tmp_path: Path) -> None:
+    small = {"SPROUT_AGENT_MAX_CONTEXT_TOKENS": "10000", "SPROUT_AGENT_MAX_OUTPUT_TOKENS": "1000"}
+    script = [
+        reply(tool_use("fake__echo", {"text": "x" * 400}), usage={"input_tokens": 7000, "output_tokens": 300}),
+        reply("## Summary\nEchoed once."),
+        reply("finished", usage={"input_tokens": 900}),
+        reply("carried on"),
+    ]
+    servers = {"fake": fake_server()}
+    with FakeAnthropic(script) as fake:
+        first = run_agent(tmp_path, ["-p", "please echo"], fake=fake, servers=servers, env=small)
+        assert first.code == 0, first.stderr
+        run = run_agent(tmp_path, ["-c", "-p", "and now?"], fake=fake, servers=servers, env=small)
+    assert run.code == 0, run.stderr
+    body = fake.requests[3].body
+    assert "Echoed once." in body["messages"][0]["content"][0]["text"]
+    assert "x" * 400 not in json.dumps(body)
+    assert texts(body)[-2:] == [("assistant", "finished"), ("user", "and now?")]
+    assert_history_valid(body)
+
+
+@pytest.fixture
+def mcp_pids(tmp_path: Path) -> Iterator[list[int]]:
+    """MCP servers outlive a SIGKILLed agent (their own process groups): end them after the test."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        if pid_alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def test_a_session_killed_mid_tool_call_resumes_with_a_valid_history(tmp_path: Path, mcp_pids: list[int]) -> None:
+    log = tmp_path / "calls.jsonl"
+    config = write_config(tmp_path, {"fake": fake_server(log=str(log))})
+    script = [reply("Working on it.", tool_use("fake__slow", {"seconds": 30}, id="toolu_slow"))]
+    with FakeAnthropic(script) as fake:
+        process = subprocess.Popen(
+            agent_command(["--config", str(config), "-p", "start the slow job"]),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=agent_env(tmp_path, fake),
+            cwd=tmp_path,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not read_log(log) and time.monotonic() < deadline and process.poll() is None:
+                time.sleep(0.05)
+            calls = read_log(log)
+            assert calls and calls[0]["tool"] == "slow", "the tool call never reached the server"
+            mcp_pids.append(calls[0]["pid"])
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=10)
+        finally:
+            process.kill()
+    assert process.returncode == -signal.SIGKILL
+    (path,) = sessions_dir(tmp_path).glob("*.jsonl")
+    with FakeAnthropic([reply("picked up")]) as fake:
+        run = run_agent(tmp_path, ["--resume", path.stem, "-p", "go on"], fake=fake, servers={})
+    assert run.code == 0, run.stderr
+    assert run.stdout == "picked up\n"
+    body = fake.requests[0].body
+    assert_history_valid(body)
+    (interrupted,) = tool_results(body)
+    assert interrupted["tool_use_id"] == "toolu_slow" and interrupted["is_error"] is True
+    assert result_text(interrupted) == store.INTERRUPTED
+    assert texts(body) == [("user", "start the slow job"), ("assistant", "Working on it."), ("user", "go on")]
+    # The repaired base was recorded once; a second resume reads the same valid history back.
+    history = store.load(path).history
+    assert not store.load(path).repaired and history[-1] == Message("assistant", (Text("picked up"),))
+
+
+def test_sessions_lists_newest_first_with_prompt_and_turns(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    stdin = "\n".join(json.dumps({"type": "user", "text": t}) for t in ("fix\nthe bug", "and the test"))
+    with FakeAnthropic([reply("one"), reply("two"), reply("three")]) as fake:
+        run_agent(tmp_path, ["--cwd", str(a), "--input-format", "stream-json"], fake=fake, servers={}, stdin=stdin)
+        run_agent(tmp_path, ["--cwd", str(b), "-p", "latest prompt"], fake=fake, servers={})
+    listed = run_agent(tmp_path, ["sessions", "--json"], fake=None)
+    assert listed.code == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert [(r["cwd"], r["first_prompt"], r["turns"]) for r in rows] == [
+        (str(b), "latest prompt", 1),
+        (str(a), "fix the bug", 2),
+    ]
+    assert all(len(r["session_id"]) == 32 and r["last_activity"].endswith("+00:00") for r in rows)
+    text = run_agent(tmp_path, ["sessions"], fake=None)
+    assert text.code == 0
+    first, second = text.stdout.splitlines()
+    assert first.startswith(rows[0]["session_id"]) and "latest prompt" in first and "1 turns" in first
+    assert second.startswith(rows[1]["session_id"]) and "2 turns" in second
+    here = run_agent(tmp_path, ["sessions", "--here", "--json"], fake=None)
+    assert json.loads(here.stdout) == []
+
+
+def test_sessions_never_loads_the_sdks(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "sprout_agent", "sessions"],
+        capture_output=True,
+        text=True,
+        env=agent_env(tmp_path, None),
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert completed.returncode == 0
+    imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in completed.stderr.splitlines() if "|" in line}
+    assert "sprout_agent" in imported
+    assert not imported & {"anthropic", "mcp", "rich"}
