@@ -21,6 +21,7 @@ from sprout_agent.events import (
     ModelWaiting,
     TextDelta,
     ToolFinished,
+    ToolRunning,
     ToolStarted,
 )
 from sprout_agent.hooks import Hooks, is_hook
@@ -204,9 +205,11 @@ class Agent:
         elif self.permit is not None and (refusal := await self.permit(spec, use.input)) is not None:
             outcome = ToolOutcome((Text(refusal),), is_error=True)
         else:
+            self.emit(ToolRunning(use.id))
             outcome = await self.host.call(spec, use.input)
         summary = text_of(outcome.content).strip().split("\n", 1)[0][:200]
-        self.emit(ToolFinished(use.id, use.name, outcome.is_error, time.monotonic() - started, summary))
+        seconds = time.monotonic() - started
+        self.emit(ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, outcome.content))
         return ToolResult(use.id, outcome.content, outcome.is_error)
 
     def _answer_unrun(self, uses: Sequence[ToolUse], reason: str) -> None:

@@ -30,6 +30,10 @@ class ServerConfig:
     cwd: str | None = None
     start_timeout: float | None = None  # seconds; None = the global default
     source: Path | None = None  # the file it came from; None = built in
+    # Built-in servers run inside the agent's process (same MCP protocol over in-memory streams): the agent
+    # has imported mcp already, so they cost no second interpreter. `command`/`args` run the same server
+    # standalone.
+    in_process: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,7 +304,13 @@ BUILTIN_SERVERS = ("dev", "todo")
 def with_builtin_servers(loaded: LoadedConfig, wanted: Sequence[str], cwd: Path) -> LoadedConfig:
     configured = {server.name for server in (*loaded.servers, *loaded.broken)}
     builtins = tuple(
-        ServerConfig(name, sys.executable, ("-m", f"sprout_agent.tools.{name}"), cwd=str(cwd))
+        ServerConfig(
+            name,
+            sys.executable,
+            ("-m", f"sprout_agent.tools.{name}"),
+            cwd=str(cwd),
+            in_process=f"sprout_agent.tools.{name}",
+        )
         for name in BUILTIN_SERVERS
         if name in wanted and name not in configured
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sprout_agent.messages import Usage
+from sprout_agent.messages import Image, Text, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +74,20 @@ class ToolStarted:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolRunning:
+    """The call passed the permission check and went to its server."""
+
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolFinished:
     call_id: str
     name: str
     is_error: bool
     seconds: float
     summary: str  # first line of the result, for the compact tool line
+    content: tuple[Text | Image, ...] = ()  # the whole result, for faces that show it (ACP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +171,7 @@ Event = (
     | ModelReplied
     | ApiRetry
     | ToolStarted
+    | ToolRunning
     | ToolFinished
     | HookCalled
     | HookObjected

@@ -175,6 +175,8 @@ async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
             if not await repl.handle(watch, line):
                 break
         runtime.done.set()
-        await runtime.owner_finished.wait()
+        if runtime.ready.is_set():
+            await runtime.owner_finished.wait()  # a clean end: the store is flushed, servers ended
+        # Leaving before start-up finished: cancelling ends the servers at once; imports are abandoned.
         group.cancel_scope.cancel()
     return watch.exit_code or EXIT_OK

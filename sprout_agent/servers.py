@@ -5,8 +5,7 @@ Only this module and `stdio_transport` (plus the built-in servers in `tools/`) i
 
 from __future__ import annotations
 
-import hashlib
-import re
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,17 +17,20 @@ from typing import IO, cast
 import anyio
 import mcp.types as types
 from mcp import MCPError
+from mcp.client._transport import ReadStream, WriteStream
 from mcp.client.session import ClientSession
+from mcp.shared.message import SessionMessage
 
 from sprout_agent import __version__
 from sprout_agent.config import ServerConfig
 from sprout_agent.events import Event, Notice, ServerFailed, ServerStarted
+from sprout_agent.in_process import open_in_process
 from sprout_agent.mcp_results import error_outcome, to_outcome
+from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import HookCallFailed, ToolOutcome, ToolSpec
-from sprout_agent.stdio_transport import ServerProcess, open_stdio
+from sprout_agent.stdio_transport import open_stdio
+from sprout_agent.tool_names import model_tool_name, with_hash
 
-MAX_TOOL_NAME = 64  # the Anthropic API allows 128; 64 keeps us inside what other providers accept
-_INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 _KILL_WAIT = 2.0
 
 
@@ -102,8 +104,10 @@ class ServerPool:
         result_max_bytes: int,
         child_env: Callable[[Mapping[str, str]], dict[str, str]],
         stderr_log: Path | None = None,
+        prespawned: Mapping[str, ServerProcess | OSError] | None = None,
     ) -> None:
         self._servers = {config.name: _Server(config) for config in configs}
+        self._prespawned = dict(prespawned or {})
         self._emit = emit
         self._start_timeout = start_timeout
         self._tool_timeout = tool_timeout
@@ -243,8 +247,12 @@ class ServerPool:
 
     async def _serve(self, server: _Server) -> None:
         config = server.config
-        timeout = config.start_timeout or self._start_timeout
-        began, wall = time.monotonic(), datetime.now().astimezone()
+        if config.in_process is not None:
+            async with open_in_process(config.in_process, config.cwd or os.getcwd()) as (ended, read, write):
+                await self._session(server, read, write, time.monotonic(), ended)
+            return
+        spawned = self._prespawned.pop(config.name, None)
+        began = spawned.spawned_at if isinstance(spawned, ServerProcess) else time.monotonic()
         async with open_stdio(
             config.command,
             config.args,
@@ -252,24 +260,39 @@ class ServerPool:
             cwd=config.cwd,
             on_spawn=server.spawned,
             on_stderr=self._stderr_writer(config.name),
+            spawned=spawned,
         ) as (proc, read, write):
-            info = types.Implementation(name="sprout-agent", version=__version__)
-            async with ClientSession(read, write, client_info=info) as session:
-                listed: list[types.Tool] = []
-                with anyio.move_on_after(timeout) as start_scope:
-                    await session.initialize()
-                    server.initialize_seconds = time.monotonic() - began
-                    listed = await _list_tools(session)
-                    server.list_seconds = time.monotonic() - began - server.initialize_seconds
-                if start_scope.cancelled_caught:
-                    raise TimeoutError(f"no answer within {timeout:g} s")
-                server.tools = [_spec(config.name, tool) for tool in listed]
-                server.session, server.state = session, "running"
-                server.started_at, server.start_seconds = wall, time.monotonic() - began
-                hooks = sum(spec.tool.startswith("_") for spec in server.tools)
-                self._emit(ServerStarted(config.name, len(server.tools) - hooks, hooks, server.start_seconds))
-                server.ready.set()
-                await proc.ended.wait()
+            await self._session(server, read, write, began, proc.ended)
+
+    async def _session(
+        self,
+        server: _Server,
+        read: ReadStream[SessionMessage | Exception],
+        write: WriteStream[SessionMessage],
+        began: float,
+        ended: anyio.Event,
+    ) -> None:
+        """Handshake and tool listing within the start timeout; then serve calls until the server ends."""
+        config = server.config
+        timeout = config.start_timeout or self._start_timeout
+        wall = datetime.now().astimezone()
+        info = types.Implementation(name="sprout-agent", version=__version__)
+        async with ClientSession(read, write, client_info=info) as session:
+            listed: list[types.Tool] = []
+            with anyio.move_on_after(timeout) as start_scope:
+                await session.initialize()
+                server.initialize_seconds = time.monotonic() - began
+                listed = await _list_tools(session)
+                server.list_seconds = time.monotonic() - began - server.initialize_seconds
+            if start_scope.cancelled_caught:
+                raise TimeoutError(f"no answer within {timeout:g} s")
+            server.tools = [_spec(config.name, tool) for tool in listed]
+            server.session, server.state = session, "running"
+            server.started_at, server.start_seconds = wall, time.monotonic() - began
+            hooks = sum(spec.tool.startswith("_") for spec in server.tools)
+            self._emit(ServerStarted(config.name, len(server.tools) - hooks, hooks, server.start_seconds))
+            server.ready.set()
+            await ended.wait()
 
     def _ended(self, server: _Server, reason: str) -> None:
         reason = reason.strip().splitlines()[0] if reason.strip() else "stopped for an unknown reason"
@@ -324,7 +347,7 @@ def _name_tools(servers: Iterable[_Server], emit: Callable[[Event], None]) -> li
         for spec in server.tools:
             name = model_tool_name(spec.server, spec.tool)
             if name in used:
-                name = _with_hash(name, spec.server, spec.tool)
+                name = with_hash(name, spec.server, spec.tool)
             if name in used:
                 emit(Notice(f"skipped tool '{spec.tool}' of '{spec.server}': its name collides", "warning"))
                 continue
@@ -332,17 +355,6 @@ def _name_tools(servers: Iterable[_Server], emit: Callable[[Event], None]) -> li
             named.append(ToolSpec(name, spec.server, spec.tool, spec.description, spec.input_schema, spec.read_only))
         server.tools = [spec for spec in named if spec.server == server.config.name]
     return named
-
-
-def model_tool_name(server: str, tool: str) -> str:
-    """`server__tool` with every character outside [a-zA-Z0-9_-] made `_`, at most 64 characters."""
-    name = _INVALID_NAME_CHARS.sub("_", f"{server}__{tool}")
-    return name if len(name) <= MAX_TOOL_NAME else _with_hash(name, server, tool)
-
-
-def _with_hash(name: str, server: str, tool: str) -> str:
-    digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
-    return f"{name[: MAX_TOOL_NAME - 9]}_{digest}"
 
 
 def _describe(exc: BaseException | None, server: _Server) -> str:

@@ -16,8 +16,8 @@ import anyio
 import anyio.to_thread
 
 from sprout_agent import config as cfg
+from sprout_agent import processes, store
 from sprout_agent import settings as st
-from sprout_agent import store
 from sprout_agent.agent import Agent, TurnResult
 from sprout_agent.compaction import Compactor, context_window, parse_threshold
 from sprout_agent.errors import (
@@ -117,8 +117,22 @@ class Runtime:
 
     async def own(self) -> None:
         p = self.prepared
+        child_env = partial(st.child_environment, p.env)
+        # Servers start first and boot on the other core while we import mcp (~1 s) and anthropic (~2 s).
+        prespawned = await processes.spawn_all(
+            {c.name: ((c.command, *c.args), child_env(c.env), c.cwd) for c in p.loaded.servers}
+        )
+        try:
+            await self._own(prespawned)
+        finally:
+            for process in prespawned.values():  # the pool ended those it adopted; these are the rest
+                if isinstance(process, processes.ServerProcess):
+                    process.kill_now()
+
+    async def _own(self, prespawned: dict[str, processes.ServerProcess | OSError]) -> None:
+        p = self.prepared
         settings = p.settings
-        servers = await anyio.to_thread.run_sync(_import_servers)  # mcp costs ~1.2 s: keep the loop free
+        servers = await anyio.to_thread.run_sync(_import_servers, abandon_on_cancel=True)
         pool = servers.ServerPool(
             p.loaded.servers,
             emit=self.emit,
@@ -127,6 +141,7 @@ class Runtime:
             result_max_bytes=settings.tool_result_max_bytes,
             child_env=partial(st.child_environment, p.env),
             stderr_log=self._server_log(),
+            prespawned=prespawned,
         )
         self.pool = pool
         model_box: list[object] = []
@@ -174,7 +189,7 @@ class Runtime:
             self.emit(Notice(f"resumed session {resumed.session_id} ({len(resumed.history)} messages)"))
 
     async def _build_model(self, box: list[object]) -> None:
-        box.append(await anyio.to_thread.run_sync(self._make_model))
+        box.append(await anyio.to_thread.run_sync(self._make_model, abandon_on_cancel=True))
         self._model_built.set()
 
     def _make_model(self) -> object:

@@ -4,9 +4,7 @@ and a teardown that ends the whole group in about 0.1 s (the SDK's waits 2 s and
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
-import subprocess
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 
@@ -17,7 +15,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from anyio.streams.text import TextReceiveStream
 from mcp.shared.message import SessionMessage
 
-STDERR_TAIL_BYTES = 64 * 1024
+from sprout_agent.processes import ServerProcess, group_alive, signal_group, spawn
+
 EXIT_GRACE = 0.05  # after stdin closes: long enough for a server to flush, short enough to feel instant
 TERM_GRACE = 0.1  # after SIGTERM, before SIGKILL
 _REAP_WAIT = 0.5  # only an unkillable process runs this out
@@ -29,68 +28,6 @@ ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
 WriteStream = MemoryObjectSendStream[SessionMessage]
 
 
-class ServerProcess:
-    """A spawned server: its process (pid == pgid), the tail of its stderr, and whether its stdout closed."""
-
-    def __init__(self, process: anyio.abc.Process, on_stderr: Callable[[bytes], None] | None) -> None:
-        self.process = process
-        self.pid = process.pid
-        self.ended = anyio.Event()  # stdout closed or the leader exited, whichever is seen first
-        self.stderr_closed = anyio.Event()
-        self._tail = bytearray()
-        self._on_stderr = on_stderr
-
-    @property
-    def returncode(self) -> int | None:
-        return self.process.returncode
-
-    def add_stderr(self, chunk: bytes) -> None:
-        self._tail += chunk
-        if len(self._tail) > STDERR_TAIL_BYTES:
-            del self._tail[: len(self._tail) - STDERR_TAIL_BYTES]
-        if self._on_stderr is not None:
-            self._on_stderr(chunk)
-
-    def stderr_tail(self, lines: int = 20) -> str:
-        text = self._tail.decode("utf-8", errors="replace")
-        return "\n".join(text.rstrip("\n").splitlines()[-lines:])
-
-    def kill_now(self) -> None:
-        """SIGKILLs the whole group at once; safe from a signal handler."""
-        signal_group(self.pid, signal.SIGKILL)
-
-
-def signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether any non-zombie process is left in the group.
-
-    killpg(pgid, 0) alone is fooled by zombies, and an init that never reaps orphans leaves them forever.
-    """
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
-    return any(_live_member(entry, pgid) for entry in entries if entry.isdigit())
-
-
-def _live_member(pid: str, pgid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return False
-    fields = data[data.rfind(b")") + 2 :].split()
-    return len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X")
-
-
 @asynccontextmanager
 async def open_stdio(
     command: str,
@@ -100,12 +37,17 @@ async def open_stdio(
     cwd: str | None,
     on_spawn: Callable[[ServerProcess], None],
     on_stderr: Callable[[bytes], None] | None = None,
+    spawned: ServerProcess | OSError | None = None,
 ) -> AsyncGenerator[tuple[ServerProcess, ReadStream, WriteStream]]:
     """Spawns `command` in a new session and yields it with the session's message streams.
 
+    `spawned` adopts a process started earlier (or the OSError its start raised) instead.
     Raises OSError when the command cannot be started. Leaving ends the whole process group.
     """
-    server = await _spawn([command, *args], env, cwd, on_stderr)
+    if isinstance(spawned, OSError):
+        raise spawned
+    server = spawned or await spawn([command, *args], env, cwd)
+    server.on_stderr = on_stderr
     on_spawn(server)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
@@ -125,25 +67,6 @@ async def open_stdio(
         server.kill_now()
         for stream in (read_send, read_recv, write_send, write_recv):
             stream.close()
-
-
-async def _spawn(
-    argv: list[str], env: Mapping[str, str], cwd: str | None, on_stderr: Callable[[bytes], None] | None
-) -> ServerProcess:
-    process: anyio.abc.Process | None = None
-    # Shielded so a cancellation cannot land between the fork and the registration that lets us kill it.
-    with anyio.CancelScope(shield=True):
-        process = await anyio.open_process(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            cwd=cwd,
-            start_new_session=True,
-        )
-    assert process is not None
-    return ServerProcess(process, on_stderr)
 
 
 async def _pump_stdout(server: ServerProcess, sink: MemoryObjectSendStream[SessionMessage | Exception]) -> None:

@@ -227,3 +227,12 @@ def test_stream_json_input_without_any_message_is_exit_2(tmp_path: Path) -> None
     lines: list[dict[str, Any]] = stream(run.stdout)
     assert "no user message" in lines[-1]["errors"][0]
     assert fake.requests == []
+
+
+def test_a_run_ended_before_the_servers_were_up_is_a_lone_result_with_the_session_id(tmp_path: Path) -> None:
+    servers = {"broken": fake_server(crash_on_start="1")}
+    with FakeAnthropic([]) as fake:
+        run = run_agent(tmp_path, [*STREAM, "--strict-mcp-config", "-p", "go"], fake=fake, servers=servers)
+    assert run.code == 1
+    (result,) = stream(run.stdout)
+    assert result["exit_code"] == 1 and len(result["session_id"]) == 32 and "broken" in result["errors"][0]

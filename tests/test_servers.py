@@ -18,7 +18,8 @@ from sprout_agent.events import Event, Notice, ServerFailed, ServerStarted
 from sprout_agent.mcp_results import cut_middle
 from sprout_agent.messages import Image, Text, text_of
 from sprout_agent.protocols import HookCallFailed, ToolSpec
-from sprout_agent.servers import MAX_TOOL_NAME, ServerPool, ServerStatus, model_tool_name
+from sprout_agent.servers import ServerPool, ServerStatus
+from sprout_agent.tool_names import MAX_TOOL_NAME, model_tool_name
 
 pytestmark = pytest.mark.anyio
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import cast
 
 import anyio
@@ -13,7 +12,7 @@ from sprout_agent.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Connection, Js
 from sprout_agent.agent import Agent
 from sprout_agent.errors import SproutError
 from sprout_agent.permissions import Decision
-from sprout_agent.protocols import Permit, ToolHost, ToolOutcome, ToolSpec
+from sprout_agent.protocols import ToolSpec
 from sprout_agent.session import Prepared, Runtime
 
 # The loop's stop reasons as ACP names them; anything else ended the turn normally.
@@ -55,8 +54,6 @@ class AcpSession:
         await self.runtime.ready.wait()
         agent = self.runtime.agent
         assert agent is not None
-        agent.host = _RecordingHost(agent.host, self.updates)
-        agent.permit = self._permit(agent.permit)
         compactor = agent.compactor
         self.updates.usage_source = lambda: (compactor.window if compactor else 0, agent.ledger.cost)
         self._settled.set()
@@ -101,18 +98,6 @@ class AcpSession:
         if self._turn is not None:
             self._turn.cancel()
 
-    def _permit(self, inner: Permit | None) -> Permit:
-        """The policy's answer, then `in_progress` for a call that may run (pending until then)."""
-
-        async def permit(spec: ToolSpec, arguments: dict[str, object]) -> str | None:
-            refusal = await inner(spec, arguments) if inner is not None else None
-            call = self.updates.find(arguments)
-            if refusal is None and call is not None:
-                self.updates.running(call)
-            return refusal
-
-        return permit
-
     async def _ask(self, spec: ToolSpec, arguments: dict[str, object]) -> Decision:
         """`--permission-mode ask`: the editor asks the user; a cancelled or failed request is a rejection."""
         call = self.updates.find(arguments)
@@ -127,28 +112,6 @@ class AcpSession:
         chosen = cast(Json, outcome).get("optionId") if isinstance(outcome, dict) else None
         kind = _DECISIONS.get(chosen) if isinstance(chosen, str) else None
         return Decision("once" if kind == "once" else "always") if kind else Decision("deny")
-
-
-class _RecordingHost:
-    """The pool as the loop sees it, handing each full outcome to the renderer (the events carry a summary)."""
-
-    def __init__(self, host: ToolHost, updates: Updates) -> None:
-        self._host = host
-        self._updates = updates
-
-    def tools(self) -> Sequence[ToolSpec]:
-        return self._host.tools()
-
-    async def call(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:
-        outcome = await self._host.call(spec, arguments)
-        self._updates.record(arguments, outcome)
-        return outcome
-
-    async def call_hook(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:
-        return await self._host.call_hook(spec, arguments)
-
-    async def kill(self, server: str, reason: str) -> None:
-        await self._host.kill(server, reason)
 
 
 def _cwd(prepared: Prepared) -> str:

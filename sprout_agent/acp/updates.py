@@ -26,10 +26,10 @@ from sprout_agent.events import (
     StopBudgetSpent,
     TextDelta,
     ToolFinished,
+    ToolRunning,
     ToolStarted,
 )
-from sprout_agent.messages import Text
-from sprout_agent.protocols import ToolOutcome
+from sprout_agent.messages import Image, Text
 
 MAX_CONTENT_CHARS = 64 * 1024  # of a tool's output shown in the editor (the model's copy is not cut here)
 
@@ -38,7 +38,6 @@ MAX_CONTENT_CHARS = 64 * 1024  # of a tool's output shown in the editor (the mod
 class _Call:
     call_id: str
     event: ToolStarted
-    outcome: ToolOutcome | None = None
 
 
 class Updates:
@@ -58,6 +57,7 @@ class Updates:
         self._handlers: dict[type, Callable[[Any], None]] = {
             TextDelta: self._text,
             ToolStarted: self._tool_started,
+            ToolRunning: self._tool_running,
             ToolFinished: self._tool_finished,
             ModelReplied: self._usage,
             HookObjected: self._hook_objected,
@@ -110,15 +110,6 @@ class Updates:
         """The open call whose arguments are this very object (the loop passes `use.input` everywhere)."""
         return next((call for call in self._open.values() if call.event.arguments is arguments), None)
 
-    def running(self, call: _Call) -> None:
-        if self._in_turn:
-            self.send(_progress(call.call_id, "in_progress"))
-
-    def record(self, arguments: dict[str, object], outcome: ToolOutcome) -> None:
-        call = self.find(arguments)
-        if call is not None:
-            call.outcome = outcome
-
     def tool_call_fields(self, call: _Call) -> Json:
         """What a tool call shows: also sent with a permission request, so the editor renders it alike."""
         event = call.event
@@ -142,12 +133,16 @@ class Updates:
         self._open[call.call_id] = call
         self.send({"sessionUpdate": "tool_call", **self.tool_call_fields(call), "status": "pending"})
 
+    def _tool_running(self, event: ToolRunning) -> None:
+        if event.call_id in self._open:
+            self.send(_progress(event.call_id, "in_progress"))
+
     def _tool_finished(self, event: ToolFinished) -> None:
         call = self._open.pop(event.call_id, None)
         if call is None:
             return
         started = call.event
-        content = _outcome_content(call.outcome) if call.outcome is not None else [_text_content(event.summary)]
+        content = _outcome_content(event.content) if event.content else [_text_content(event.summary)]
         if not event.is_error:
             content = toolview.diff_content(started.server, started.tool, started.arguments, self._cwd) or content
         self.send(_progress(call.call_id, "failed" if event.is_error else "completed", content))
@@ -228,9 +223,9 @@ def _text_content(text: str) -> Json:
     return {"type": "content", "content": {"type": "text", "text": text}}
 
 
-def _outcome_content(outcome: ToolOutcome) -> list[Json]:
+def _outcome_content(blocks: tuple[Text | Image, ...]) -> list[Json]:
     content: list[Json] = []
-    for block in outcome.content:
+    for block in blocks:
         if isinstance(block, Text):
             content.append(_text_content(block.text))
         else:

@@ -30,9 +30,9 @@ class Workspace:
     _seen: dict[str, Stamp] = field(default_factory=dict[str, Stamp])
 
     @classmethod
-    def from_environment(cls) -> Workspace:
+    def from_environment(cls, cwd: str | None = None) -> Workspace:
         return cls(
-            root=os.path.realpath(os.getcwd()),
+            root=os.path.realpath(cwd or os.getcwd()),
             allow_outside=os.environ.get(ALLOW_OUTSIDE_ENV, "") == "1",
         )
 

@@ -133,6 +133,11 @@ def create_server(ws: Workspace | None = None) -> Server[Any]:
     return build_server(NAME, VERSION, tool_specs(workspace))
 
 
+def create_server_in(cwd: str) -> Server[Any]:
+    """The server for a given working directory, for the agent to run in its own process."""
+    return create_server(Workspace.from_environment(cwd))
+
+
 def main() -> None:
     serve_stdio(create_server())
 

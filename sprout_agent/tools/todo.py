@@ -131,6 +131,12 @@ def create_server() -> Server[Any]:
     return build_server(NAME, VERSION, TodoList().specs())
 
 
+def create_server_in(cwd: str) -> Server[Any]:
+    """The todo list needs no working directory; the signature matches the other built-ins."""
+    del cwd
+    return create_server()
+
+
 def main() -> None:
     serve_stdio(create_server())
 

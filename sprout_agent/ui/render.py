@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
-from rich.live import Live
-from rich.markdown import Markdown
-from rich.spinner import Spinner
-from rich.table import Table
 from rich.text import Text
+
+if TYPE_CHECKING:  # loaded when first needed: a -p run never renders Markdown, tables or spinners
+    from rich.live import Live
+    from rich.spinner import Spinner
 
 from sprout_agent import events as ev
 from sprout_agent.events import Event
@@ -56,6 +56,8 @@ class TerminalRenderer:
             self.err.print(f"[dim]→ request {event.request_number}, ~{event.context_tokens} context tokens[/]")
         if self.interactive:
             self._streamed = ""
+            from rich.spinner import Spinner
+
             self._start_live(Spinner("dots", text=Text("thinking…", style="dim")))
 
     def _on_TextDelta(self, event: ev.TextDelta) -> None:
@@ -66,6 +68,8 @@ class TerminalRenderer:
     def _on_AssistantText(self, event: ev.AssistantText) -> None:
         if self.interactive:
             self._stop_live()
+            from rich.markdown import Markdown
+
             self.out.print(Markdown(event.text))
         elif self.verbose:
             self.err.print(Text(event.text, style="dim"))
@@ -150,6 +154,8 @@ class TerminalRenderer:
 
     def _start_live(self, renderable: Spinner | Text) -> None:
         if self._live is None:
+            from rich.live import Live
+
             self._live = Live(renderable, console=self.err, transient=True, refresh_per_second=12)
             self._live.start()
         else:
@@ -162,6 +168,8 @@ class TerminalRenderer:
 
     # --- REPL views -------------------------------------------------------------------------------
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        from rich.table import Table
+
         table = Table(title=title, title_justify="left", show_edge=False)
         for column in columns:
             table.add_column(column)

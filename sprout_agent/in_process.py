@@ -1,0 +1,41 @@
+"""Built-in MCP servers inside the agent's process: the same MCP session over in-memory streams.
+
+The agent imports mcp anyway, so a built-in server started here costs milliseconds instead of a second
+interpreter importing mcp on a shared core. The server module exposes `create_server_in(cwd)`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from mcp.client._transport import ReadStream, WriteStream
+from mcp.shared.memory import create_client_server_memory_streams
+from mcp.shared.message import SessionMessage
+
+
+@asynccontextmanager
+async def open_in_process(
+    module: str, cwd: str
+) -> AsyncGenerator[tuple[anyio.Event, ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
+    """Runs `module`'s server in a task; yields an event set when it ends, and the client's streams."""
+    server: Any = importlib.import_module(module).create_server_in(cwd)
+    ended = anyio.Event()
+    async with create_client_server_memory_streams() as (client_streams, server_streams):
+
+        async def run() -> None:
+            try:
+                await server.run(*server_streams, server.create_initialization_options())
+            finally:
+                ended.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            try:
+                yield ended, *client_streams
+            finally:
+                # Cancelling the server task cancels its in-flight handlers: bash kills its process group.
+                group.cancel_scope.cancel()
