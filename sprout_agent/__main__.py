@@ -1,5 +1,5 @@
 """`python -m sprout_agent` runs the CLI."""
 
-from sprout_agent.cli import main
+from sprout_agent.launch import main
 
 main()

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
 from sprout_agent import __version__
-from sprout_agent.errors import EXIT_RUNTIME, EXIT_SIGINT, EXIT_USAGE, SproutError
+from sprout_agent.errors import EXIT_SIGINT, EXIT_USAGE
+from sprout_agent.launch import exit_now, fail, fail_as, run_options, sessions_dir
 
 app = typer.Typer(
     add_completion=False,
@@ -96,15 +95,15 @@ def main_command(
         return
     work_dir = (cwd or Path.cwd()).resolve()
     if not work_dir.is_dir():
-        _fail_as(output_format.value, f"--cwd {work_dir}: not a directory")
+        fail_as(output_format.value, f"--cwd {work_dir}: not a directory")
     scripted = output_format is not OutputFormat.text or input_format is InputFormat.stream_json
     interactive = prompt is None and sys.stdin.isatty() and not scripted
     if prompt is None and not interactive and input_format is InputFormat.text:
         if sys.stdin.isatty():
-            _fail_as(output_format.value, "no prompt: give one with -p or pipe it in")
+            fail_as(output_format.value, "no prompt: give one with -p or pipe it in")
         prompt = sys.stdin.read()
         if not prompt or not prompt.strip():
-            _fail_as(output_format.value, "no prompt: stdin was empty (give one with -p or pipe it in)")
+            fail_as(output_format.value, "no prompt: stdin was empty (give one with -p or pipe it in)")
     from sprout_agent.session import Options
 
     options = Options(
@@ -126,66 +125,7 @@ def main_command(
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
     )
-    _exit(_run(options, interactive))
-
-
-def _run(options: object, interactive: bool) -> int:
-    import platformdirs
-
-    from sprout_agent import session
-
-    assert isinstance(options, session.Options)
-    try:
-        prepared = session.prepare(
-            options, Path(platformdirs.user_config_dir("sprout-agent")), _sessions_dir(platformdirs.user_data_dir)
-        )
-        os.chdir(options.cwd)
-        return session.run(prepared, interactive)
-    except KeyboardInterrupt:
-        return EXIT_SIGINT
-    except BaseExceptionGroup as group:
-        error = _first_sprout_error(group)
-        if error is None:
-            raise
-        _fail(str(error), error.exit_code)
-    except SproutError as error:
-        _fail_as(options.output_format, str(error), error.exit_code)
-
-
-def _sessions_dir(user_data_dir: Callable[[str], str]) -> Path:
-    return Path(user_data_dir("sprout-agent")) / "sessions"
-
-
-def _fail_as(output_format: str, message: str, code: int = EXIT_USAGE) -> NoReturn:
-    """Fails before a session exists; json and stream-json still get their `result` object on stdout."""
-    from sprout_agent.ui.jsonl import report_early_error
-
-    report_early_error(output_format, message, code, sys.stdout)
-    _fail(message, code)
-
-
-def _first_sprout_error(group: BaseExceptionGroup[BaseException]) -> SproutError | None:
-    for inner in group.exceptions:
-        if isinstance(inner, SproutError):
-            return inner
-        if isinstance(inner, BaseExceptionGroup):
-            found = _first_sprout_error(inner)  # pyright: ignore[reportUnknownArgumentType]
-            if found is not None:
-                return found
-    return None
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    sys.stderr.write(f"sprout-agent: {message}\n")
-    _exit(code)
-
-
-def _exit(code: int) -> NoReturn:
-    """Flush and leave at once: interpreter teardown after these imports costs ~1 s we owe nobody."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    os._exit(code)
+    exit_now(run_options(options, interactive))
 
 
 # ---------------------------------------------------------------- mcp list / mcp doctor / hooks
@@ -212,7 +152,7 @@ def _doctor_setup(ctx: typer.Context, config: list[Path] | None, cwd: Path | Non
     config, cwd = config or top.get("config"), cwd or top.get("cwd")
     work_dir = (cwd or Path.cwd()).resolve()
     if not work_dir.is_dir():
-        _fail(f"--cwd {work_dir}: not a directory", EXIT_USAGE)
+        fail(f"--cwd {work_dir}: not a directory", EXIT_USAGE)
     return doctor.load_setup(tuple(config or ()), work_dir, Path(platformdirs.user_config_dir("sprout-agent")))
 
 
@@ -225,7 +165,7 @@ def mcp_list(
 
     setup = _doctor_setup(ctx, config, cwd)
     assert isinstance(setup, doctor.Setup)
-    _exit(doctor.list_command(setup, as_json))
+    exit_now(doctor.list_command(setup, as_json))
 
 
 @mcp_app.command("doctor")
@@ -241,7 +181,7 @@ def mcp_doctor(
 
     setup = _doctor_setup(ctx, config, cwd)
     assert isinstance(setup, doctor.Setup)
-    _exit(_interruptible(lambda: doctor.doctor_command(setup, timeout, as_json)))
+    exit_now(_interruptible(lambda: doctor.doctor_command(setup, timeout, as_json)))
 
 
 @app.command("hooks")
@@ -257,7 +197,7 @@ def hooks_list(
 
     setup = _doctor_setup(ctx, config, cwd)
     assert isinstance(setup, doctor.Setup)
-    _exit(_interruptible(lambda: doctor.hooks_command(setup, timeout, as_json)))
+    exit_now(_interruptible(lambda: doctor.hooks_command(setup, timeout, as_json)))
 
 
 def _interruptible(command: Callable[[], int]) -> int:
@@ -277,11 +217,9 @@ def sessions_list(
     import json
     from datetime import UTC, datetime
 
-    import platformdirs
-
     from sprout_agent import store
 
-    found = store.list_sessions(_sessions_dir(platformdirs.user_data_dir), str(Path.cwd().resolve()) if here else None)
+    found = store.list_sessions(sessions_dir(), str(Path.cwd().resolve()) if here else None)
     found = found[:limit] if limit else found
     if as_json:
         rows = [
@@ -296,13 +234,13 @@ def sessions_list(
             for s in found
         ]
         typer.echo(json.dumps(rows, ensure_ascii=False))
-        _exit(0)
+        exit_now(0)
     if not found:
         typer.echo("no sessions recorded yet", err=True)
     for s in found:
         when = datetime.fromtimestamp(s.last_activity).strftime("%Y-%m-%d %H:%M")
         typer.echo(f"{s.session_id}  {when}  {s.turns:>3} turns  {s.cwd}  {s.first_prompt}")
-    _exit(0)
+    exit_now(0)
 
 
 @app.command("acp")
@@ -331,17 +269,6 @@ def acp_command(
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
         user_config_dir=Path(platformdirs.user_config_dir("sprout-agent")),
-        sessions_dir=_sessions_dir(platformdirs.user_data_dir),
+        sessions_dir=sessions_dir(),
     )
-    _exit(serve(options))
-
-
-def main() -> None:
-    try:
-        app()
-    except SproutError as error:
-        _fail(str(error), error.exit_code)
-    except Exception as error:  # a bug: still one line, and a non-zero exit
-        if os.environ.get("SPROUT_AGENT_DEBUG"):
-            raise
-        _fail(f"internal error: {type(error).__name__}: {error}", EXIT_RUNTIME)
+    exit_now(serve(options))

@@ -18,7 +18,8 @@ from sprout_agent.errors import EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, EXIT_SIGTERM
 from sprout_agent.events import Event, Notice, TurnFinished
 from sprout_agent.hooks import is_hook, parse_allowlist
 from sprout_agent.messages import Usage
-from sprout_agent.session import Prepared, Runtime, SignalWatch, exit_code_for
+from sprout_agent.session import Prepared, Runtime, exit_code_for
+from sprout_agent.signals import SignalWatch
 from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo, parse_user_line
 from sprout_agent.ui.render import TerminalRenderer
 

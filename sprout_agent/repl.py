@@ -14,7 +14,8 @@ from sprout_agent.errors import EXIT_OK, SproutError
 from sprout_agent.hooks import is_hook, parse_allowlist
 from sprout_agent.permissions import Ask, Decision
 from sprout_agent.protocols import ToolSpec
-from sprout_agent.session import Prepared, Runtime, SignalWatch
+from sprout_agent.session import Prepared, Runtime
+from sprout_agent.signals import SignalWatch
 from sprout_agent.ui.input import PromptReader, ask_permission
 from sprout_agent.ui.render import TerminalRenderer
 

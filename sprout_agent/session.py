@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,8 +24,6 @@ from sprout_agent.errors import (
     EXIT_MAX_TURNS,
     EXIT_OK,
     EXIT_RUNTIME,
-    EXIT_SIGINT,
-    EXIT_SIGTERM,
     SproutError,
     UsageError,
 )
@@ -34,6 +31,7 @@ from sprout_agent.events import Event, Notice
 from sprout_agent.hooks import Hooks, parse_allowlist
 from sprout_agent.ledger import Ledger, parse_prices
 from sprout_agent.permissions import Ask, Policy
+from sprout_agent.protocols import Model
 from sprout_agent.system_prompt import build_system_prompt
 
 if TYPE_CHECKING:
@@ -120,7 +118,7 @@ class Runtime:
         child_env = partial(st.child_environment, p.env)
         # Servers start first and boot on the other core while we import mcp (~1 s) and anthropic (~2 s).
         prespawned = await processes.spawn_all(
-            {c.name: ((c.command, *c.args), child_env(c.env), c.cwd) for c in p.loaded.servers}
+            {c.name: ((c.command, *c.args), child_env(c.env), c.cwd) for c in p.loaded.servers if not c.in_process}
         )
         try:
             await self._own(prespawned)
@@ -144,7 +142,7 @@ class Runtime:
             prespawned=prespawned,
         )
         self.pool = pool
-        model_box: list[object] = []
+        model_box: list[Model] = []
         try:
             async with anyio.create_task_group() as group:
                 # anthropic costs ~2 s to import; it loads in a thread while the servers hand-shake.
@@ -188,11 +186,11 @@ class Runtime:
             agent.load(resumed.history, "resume")
             self.emit(Notice(f"resumed session {resumed.session_id} ({len(resumed.history)} messages)"))
 
-    async def _build_model(self, box: list[object]) -> None:
+    async def _build_model(self, box: list[Model]) -> None:
         box.append(await anyio.to_thread.run_sync(self._make_model, abandon_on_cancel=True))
         self._model_built.set()
 
-    def _make_model(self) -> object:
+    def _make_model(self) -> Model:
         from sprout_agent.llm import AnthropicModel
 
         settings = self.prepared.settings
@@ -212,10 +210,7 @@ class Runtime:
         if failed:
             raise SproutError(f"--strict-mcp-config: server(s) failed to start: {', '.join(failed)}")
 
-    def _build_agent(self, pool: ServerPool, model: object) -> Agent:
-        from sprout_agent.llm import AnthropicModel
-
-        assert isinstance(model, AnthropicModel)
+    def _build_agent(self, pool: ServerPool, model: Model) -> Agent:
         p = self.prepared
         names = {server.name for server in p.loaded.servers}
         allowlist = parse_allowlist(p.settings.hook_servers)
@@ -277,31 +272,6 @@ def exit_code_for(result: TurnResult) -> int:
     if result.stop_reason in ("end_turn", "stop_sequence"):
         return EXIT_OK
     return EXIT_RUNTIME
-
-
-class SignalWatch:
-    """Turns SIGINT/SIGTERM into cancellation: of the running turn in the REPL, of everything otherwise."""
-
-    def __init__(self) -> None:
-        self.everything: anyio.CancelScope | None = None
-        self.turn: anyio.CancelScope | None = None
-        self.received: int | None = None
-
-    async def watch(self) -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for signum in signals:
-                if signum == signal.SIGINT and self.turn is not None:
-                    self.turn.cancel()
-                    continue
-                self.received = signum
-                if self.everything is not None:
-                    self.everything.cancel()
-
-    @property
-    def exit_code(self) -> int | None:
-        if self.received is None:
-            return None
-        return EXIT_SIGTERM if self.received == signal.SIGTERM else EXIT_SIGINT
 
 
 def run(prepared: Prepared, interactive: bool) -> int:
