@@ -12,6 +12,7 @@ import itertools
 import json
 import os
 import pty
+import re
 import select
 import statistics
 import struct
@@ -216,6 +217,7 @@ class Bench:
 
     def all(self) -> list[dict[str, Any]]:
         steps = [self.imports, self.minimal, self.ours, self.builtins, self.flags, self.repl, self.hooks]
+        steps.append(self.compaction)
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -327,12 +329,38 @@ class Bench:
         self.add("  … time added by the hung _Stop", added, "s", "2.5 s + < 100 ms", added < 2.6)
         self.add("hung hook's grandchildren left alive", f"{len(orphans)}", "s", "0", not orphans)
 
+    def compaction(self) -> None:
+        """11. a scripted long session: 40 rounds of 6 KB tool output in a 30k-token window"""
+        state = {"rounds": 0}
+
+        def step(body: dict[str, Any]) -> Step:
+            if "tools" not in body:  # the summary request
+                return reply(f"## Task\nRead 40 chunks.\n## Done\nChunks 1-{state['rounds']} read.\n## Next\nRead on.")
+            state["rounds"] += 1
+            if state["rounds"] > 40:
+                return reply("all chunks read")
+            return reply(tool_use("fake__huge", {"bytes": 6000}))
+
+        env = {"SPROUT_AGENT_MAX_CONTEXT_TOKENS": "30000", "SPROUT_AGENT_MAX_OUTPUT_TOKENS": "2000"}
+        with tempfile.TemporaryDirectory() as tmp, FakeAnthropic([step] * 60, auto_usage=True) as fake:
+            home = Path(tmp)
+            argv = agent_command(["--config", str(write_config(home, {"fake": fake_server()})), "-p", "read on"])
+            completed = subprocess.run(
+                argv, env=agent_env(home, fake, env), cwd=home, capture_output=True, text=True, timeout=300
+            )
+        pairs = [(int(a), int(b)) for a, b in re.findall(r"compacted: ~(\d+) → ~(\d+) tokens", completed.stderr)]
+        if completed.returncode != 0 or not pairs:
+            raise RuntimeError(f"exit {completed.returncode}, {len(pairs)} compactions: {completed.stderr[-300:]}")
+        shares = [after / before for before, after in pairs]
+        self.add("compactions in the session", f"{len(pairs)}", "s")
+        self.add("context after compaction / before", shares, "%")
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    groups = "imports minimal ours builtins flags repl hooks"
+    groups = "imports minimal ours builtins flags repl hooks compaction"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     args = parser.parse_args()
     load = os.getloadavg()[0]
