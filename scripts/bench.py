@@ -352,7 +352,9 @@ class Bench:
         if completed.returncode != 0 or not pairs:
             raise RuntimeError(f"exit {completed.returncode}, {len(pairs)} compactions: {completed.stderr[-300:]}")
         shares = [after / before for before, after in pairs]
-        self.add("compactions in the session", f"{len(pairs)}", "s")
+        self.add(
+            "compactions in the session", f"{len(pairs)}: " + ", ".join(f"~{a} → ~{b} tokens" for a, b in pairs), "s"
+        )
         self.add("context after compaction / before", shares, "%")
 
 
