@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -94,7 +95,8 @@ class AnthropicModel:
         )
 
     def _params(self, request: ModelRequest, *, with_max_tokens: bool = True) -> dict[str, Any]:
-        params: dict[str, Any] = {"model": self._model, "messages": to_api_messages(request.messages)}
+        messages = to_api_messages(request.messages, tools_offered=bool(request.tools))
+        params: dict[str, Any] = {"model": self._model, "messages": messages}
         if with_max_tokens:
             params["max_tokens"] = request.max_tokens or self._max_tokens
         if request.system:
@@ -181,15 +183,18 @@ def to_api_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return api_tools
 
 
-def to_api_messages(history: Sequence[Message]) -> list[dict[str, Any]]:
+def to_api_messages(history: Sequence[Message], *, tools_offered: bool = True) -> list[dict[str, Any]]:
     """Serialises history for the API: merges same-role neighbours, drops empty text and empty turns.
 
     The API rejects empty text blocks and empty turns, and a rejected history would fail every retry;
     merging keeps hook objections (assistant tool_use after an assistant reply) a valid alternation.
+    A request without tools may not carry tool blocks (hook pairs when only hook servers are configured),
+    so there they become text.
     """
     merged: list[dict[str, Any]] = []
     for message in history:
-        blocks = [_to_api_block(block) for block in message.content if not _is_empty_text(block)]
+        content = message.content if tools_offered else _tool_blocks_as_text(message.content)
+        blocks = [_to_api_block(block) for block in content if not _is_empty_text(block)]
         if not blocks:
             continue
         if merged and merged[-1]["role"] == message.role:
@@ -200,6 +205,19 @@ def to_api_messages(history: Sequence[Message]) -> list[dict[str, Any]]:
         # The newest turn carries a breakpoint so the next round of a tool loop reads it from cache.
         merged[-1]["content"][-1] = {**merged[-1]["content"][-1], "cache_control": EPHEMERAL}
     return merged
+
+
+def _tool_blocks_as_text(content: tuple[Block, ...]) -> tuple[Block, ...]:
+    blocks: list[Block] = []
+    for block in content:
+        if isinstance(block, ToolUse):
+            blocks.append(Text(f"[tool call {block.name} {json.dumps(block.input, ensure_ascii=False)}]"))
+        elif isinstance(block, ToolResult):
+            blocks.append(Text(f"[tool result{' (error)' if block.is_error else ''}]"))
+            blocks.extend(block.content)
+        else:
+            blocks.append(block)
+    return tuple(blocks)
 
 
 def _is_empty_text(block: Block) -> bool:

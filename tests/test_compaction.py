@@ -217,3 +217,14 @@ def test_budget_ends_the_session_with_its_own_exit_code(tmp_path: Path) -> None:
     assert run.code == 4
     assert len(fake.requests) == 1
     assert "cost $3.0" in run.stderr  # 1M input tokens at the Sonnet price
+
+
+def test_a_request_without_tools_carries_no_tool_blocks() -> None:
+    from sprout_agent.llm import to_api_messages
+
+    history = long_history(2)
+    with_tools = to_api_messages(history)
+    without = to_api_messages(history, tools_offered=False)
+    assert any(b["type"] == "tool_use" for m in with_tools for b in m["content"])
+    assert all(b["type"] in ("text", "image") for m in without for b in m["content"])
+    assert "[tool call dev__bash" in json.dumps(without)
