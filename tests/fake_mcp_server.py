@@ -6,7 +6,7 @@ FAKE_MCP_NAME              server name reported in the handshake (default "fake"
 FAKE_MCP_HANG_ON_START=1   never answer `initialize` (never reads stdin; spawns the grandchild first)
 FAKE_MCP_CRASH_ON_START=1  write a line to stderr and exit 3 at once
 FAKE_MCP_IGNORE_TERM=1     ignore SIGTERM (the server and its grandchildren): only SIGKILL ends it
-FAKE_MCP_TOOLS             comma list of tools to expose (default: all of them, in this order):
+FAKE_MCP_TOOLS             comma list of tools to expose ("" = none; unset = all of them, in this order):
                            echo(text), add(a, b), slow(seconds) -> "done", crash() -> exit 1,
                            huge(bytes) -> that many bytes of text, fail() -> is_error result,
                            image() -> a 1x1 PNG, spawn_grandchild(hold_stdout=false) -> pid of a
@@ -118,7 +118,8 @@ def tool_defs() -> list[Any]:
         schema = {"type": "object", "properties": properties or {}}
         return types.Tool(name=name, description=f"fake {name}", input_schema=schema, **extra)
 
-    chosen = [name.strip() for name in (knob("TOOLS") or ",".join(ALL_TOOLS)).split(",") if name.strip()]
+    listed = knob("TOOLS")
+    chosen = [name.strip() for name in (ALL_TOOLS if listed is None else listed.split(",")) if name.strip()]
     args: dict[str, dict[str, Any]] = {
         "echo": {"text": {"type": "string"}},
         "add": {"a": {"type": "number"}, "b": {"type": "number"}},

@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,3 +134,19 @@ def assert_history_valid(request_body: dict[str, Any]) -> None:
             following = messages[index + 1]["content"] if index + 1 < len(messages) else []
             answered = [b["tool_use_id"] for b in following if b["type"] == "tool_result"]
             assert answered == uses, f"tool_use {uses} answered by {answered}"
+
+
+def start_agent(tmp_path: Path, args: list[str], *, fake: FakeAnthropic, **popen: Any) -> subprocess.Popen[Any]:
+    """The CLI running in the background (stdin closed, output piped unless given), for signal tests."""
+    options: dict[str, Any] = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    options.update(popen)
+    return subprocess.Popen(agent_command(args), env=agent_env(tmp_path, fake), cwd=tmp_path, **options)
+
+
+def wait_for(condition: Callable[[], bool], what: str, process: subprocess.Popen[Any], timeout: float = 60) -> None:
+    """Polls (bounded) until `condition` holds; fails saying `what` never happened or the agent exited."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process.poll() is None, f"the agent exited ({process.returncode}) before {what}"
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:g} s"
+        time.sleep(0.05)

@@ -23,8 +23,10 @@ from tests.harness import (
     read_log,
     result_text,
     run_agent,
+    start_agent,
     tool_names,
     tool_results,
+    wait_for,
     write_config,
 )
 
@@ -224,19 +226,9 @@ def test_sigint_mid_turn_exits_130_and_leaves_no_process(tmp_path: Path) -> None
     pidfile = tmp_path / "grandchild.pid"
     config = write_config(tmp_path, {"fake": fake_server(grandchild_pidfile=str(pidfile))})
     with FakeAnthropic([reply(tool_use("fake__spawn_grandchild")), hang()]) as fake:
-        process = subprocess.Popen(
-            agent_command(["--config", str(config), "-p", "go"]),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=agent_env(tmp_path, fake),
-            cwd=tmp_path,
-        )
+        process = start_agent(tmp_path, ["--config", str(config), "-p", "go"], fake=fake)
         try:
-            deadline = time.monotonic() + 60
-            while len(fake.requests) < 2 and time.monotonic() < deadline and process.poll() is None:
-                time.sleep(0.05)
-            assert len(fake.requests) == 2, "the agent never sent the second request"
+            wait_for(lambda: len(fake.requests) == 2, "the second request", process)
             grandchild = int(pidfile.read_text())
             assert pid_alive(grandchild)
             process.send_signal(signal.SIGINT)

@@ -108,6 +108,8 @@ def test_through_the_cli_the_model_sees_the_failing_test_as_hook_data(tmp_path: 
     }
     # A pytest run takes about a second: far more than a tight budget, so the timeout is raised as advised.
     env = {"MCP_HOOK_SERVERS": "tests", "SPROUT_AGENT_HOOK_TIMEOUT_MS": "30000"}
+    # As a user runs it, with a built-in server on: a request without tools may not carry tool blocks.
+    env["SPROUT_AGENT_BUILTIN_SERVERS"] = "todo"
     with FakeAnthropic([reply("Done."), reply("I will leave it red.")]) as fake:
         run = run_agent(tmp_path, ["-p", "make 1 + 1 == 3 pass"], fake=fake, servers={"tests": entry}, env=env)
     assert run.code == 0, run.stderr

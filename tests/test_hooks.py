@@ -238,3 +238,17 @@ def test_malformed_settings_fail_at_start_with_exit_2(tmp_path: Path, variable: 
     run = run_agent(tmp_path, ["-p", "go"], fake=None, servers={}, env={variable: value})
     assert run.code == 2
     assert variable in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_with_only_hook_tools_the_objection_arrives_as_text(tmp_path: Path) -> None:
+    # The API refuses tool_use/tool_result blocks in a request that defines no tools.
+    servers = {"fake": fake_server(stop="tests are red", tools="")}
+    with FakeAnthropic([reply("done"), reply("ok")]) as fake:
+        run = run_agent(tmp_path, ["-p", "go"], fake=fake, servers=servers, env={"MCP_HOOK_SERVERS": "*"})
+    assert run.code == 0, run.stderr
+    second = fake.requests[1].body
+    assert "tools" not in second
+    blocks = [block for message in second["messages"] for block in message["content"]]
+    assert all(block["type"] == "text" for block in blocks)
+    hook_data = {"hook": "_Stop", "server": "fake", "text": "tests are red"}
+    assert json.dumps(hook_data) in [block["text"] for block in blocks]

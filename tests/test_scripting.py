@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fake_anthropic import FakeAnthropic, error, hang, reply, tool_use
-from tests.harness import agent_command, agent_env, assert_history_valid, fake_server, run_agent, write_config
+from tests.harness import (
+    assert_history_valid,
+    fake_server,
+    run_agent,
+    start_agent,
+    wait_for,
+    write_config,
+)
 from tests.stream_schema import of_type, stream, types, valid_lines
 
 STREAM = ["--output-format", "stream-json"]
@@ -152,20 +157,9 @@ def test_budget_is_exit_4_in_the_result(tmp_path: Path) -> None:
 def test_a_signal_mid_turn_still_flushes_the_result(tmp_path: Path, signum: int, code: int, name: str) -> None:
     config = write_config(tmp_path, {"fake": fake_server()})
     with FakeAnthropic([reply(tool_use("fake__echo", {"text": "x"})), hang()]) as fake:
-        process = subprocess.Popen(
-            agent_command(["--config", str(config), *STREAM, "-p", "go"]),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=agent_env(tmp_path, fake),
-            cwd=tmp_path,
-            text=True,
-        )
+        process = start_agent(tmp_path, ["--config", str(config), *STREAM, "-p", "go"], fake=fake, text=True)
         try:
-            deadline = time.monotonic() + 60
-            while len(fake.requests) < 2 and time.monotonic() < deadline and process.poll() is None:
-                time.sleep(0.05)
-            assert len(fake.requests) == 2, "the agent never sent the second request"
+            wait_for(lambda: len(fake.requests) == 2, "the second request", process)
             process.send_signal(signum)
             out, err = process.communicate(timeout=20)
         finally:

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ from sprout_agent import store
 from sprout_agent.messages import Message, Text, ToolResult, ToolUse, user_text
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import (
-    agent_command,
     agent_env,
     assert_history_valid,
     fake_server,
@@ -26,7 +24,9 @@ from tests.harness import (
     read_log,
     result_text,
     run_agent,
+    start_agent,
     tool_results,
+    wait_for,
     write_config,
 )
 from tests.stream_schema import stream, valid_lines
@@ -189,18 +189,10 @@ def test_a_session_killed_mid_tool_call_resumes_with_a_valid_history(tmp_path: P
     config = write_config(tmp_path, {"fake": fake_server(log=str(log))})
     script = [reply("Working on it.", tool_use("fake__slow", {"seconds": 30}, id="toolu_slow"))]
     with FakeAnthropic(script) as fake:
-        process = subprocess.Popen(
-            agent_command(["--config", str(config), "-p", "start the slow job"]),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=agent_env(tmp_path, fake),
-            cwd=tmp_path,
-        )
+        args = ["--config", str(config), "-p", "start the slow job"]
+        process = start_agent(tmp_path, args, fake=fake, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            deadline = time.monotonic() + 60
-            while not read_log(log) and time.monotonic() < deadline and process.poll() is None:
-                time.sleep(0.05)
+            wait_for(lambda: bool(read_log(log)), "the tool call reaching the server", process)
             calls = read_log(log)
             assert calls and calls[0]["tool"] == "slow", "the tool call never reached the server"
             mcp_pids.append(calls[0]["pid"])
@@ -211,7 +203,7 @@ def test_a_session_killed_mid_tool_call_resumes_with_a_valid_history(tmp_path: P
     assert process.returncode == -signal.SIGKILL
     (path,) = sessions_dir(tmp_path).glob("*.jsonl")
     with FakeAnthropic([reply("picked up")]) as fake:
-        run = run_agent(tmp_path, ["--resume", path.stem, "-p", "go on"], fake=fake, servers={})
+        run = run_agent(tmp_path, ["--resume", path.stem, "-p", "go on"], fake=fake, servers={"fake": fake_server()})
     assert run.code == 0, run.stderr
     assert run.stdout == "picked up\n"
     body = fake.requests[0].body
