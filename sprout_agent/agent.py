@@ -168,8 +168,8 @@ class Agent:
         started = time.monotonic()
         request = ModelRequest(system=self.system, messages=tuple(self.history), tools=self.tools)
         reply = await self.model.complete(request, lambda text: self.emit(TextDelta(text)))
-        self.ledger.add(reply.usage)
-        self.emit(ModelReplied(reply.stop_reason, reply.usage, time.monotonic() - started))
+        cost = self.ledger.add(reply.usage)
+        self.emit(ModelReplied(reply.stop_reason, reply.usage, time.monotonic() - started, cost))
         if text := _text(reply):
             self.emit(AssistantText(text))
         return reply

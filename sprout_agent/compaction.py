@@ -184,7 +184,7 @@ class Compactor:
         threshold: int | None,
         max_compactions: int,
         emit: Callable[[Event], None],
-        on_usage: Callable[[Usage], None],
+        on_usage: Callable[[Usage], object],
     ) -> None:
         self.model = model
         self.on_usage = on_usage

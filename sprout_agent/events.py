@@ -55,6 +55,7 @@ class ModelReplied:
     stop_reason: str
     usage: Usage
     seconds: float
+    cost_usd: float = 0.0  # of this response, from the ledger's price table
 
 
 @dataclass(frozen=True, slots=True)

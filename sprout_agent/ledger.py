@@ -53,16 +53,19 @@ class Ledger:
     requests: int = 0
     cost: float = 0.0
 
-    def add(self, usage: Usage) -> None:
+    def add(self, usage: Usage) -> float:
+        """Counts one response; returns what it cost in dollars."""
         price = price_for(self.model, self.overrides)
-        self.usage += usage
-        self.requests += 1
-        self.cost += (
+        cost = (
             usage.input_tokens * price.input
             + usage.output_tokens * price.output
             + usage.cache_read_tokens * price.cache_read
             + usage.cache_write_tokens * price.cache_write
         ) / 1_000_000
+        self.usage += usage
+        self.requests += 1
+        self.cost += cost
+        return cost
 
     def summary(self) -> str:
         u = self.usage

@@ -228,3 +228,12 @@ def test_a_request_without_tools_carries_no_tool_blocks() -> None:
     assert any(b["type"] == "tool_use" for m in with_tools for b in m["content"])
     assert all(b["type"] in ("text", "image") for m in without for b in m["content"])
     assert "[tool call dev__bash" in json.dumps(without)
+
+
+def test_verbose_shows_usage_and_cost_per_response(tmp_path: Path) -> None:
+    usage = {"input_tokens": 1000, "output_tokens": 100, "cache_read_input_tokens": 2000}
+    with FakeAnthropic([reply("done", usage=usage)]) as fake:
+        run = run_agent(tmp_path, ["-v", "-p", "go"], fake=fake, servers={})
+    assert run.code == 0, run.stderr
+    # Sonnet prices: 1000 × $3 + 100 × $15 + 2000 × $0.30 per million tokens = $0.0051.
+    assert "in 1000, cache read 2000, cache write 0, out 100, $0.0051" in run.stderr

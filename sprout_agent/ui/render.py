@@ -80,7 +80,8 @@ class TerminalRenderer:
             u = event.usage
             self.err.print(
                 f"[dim]← {event.stop_reason} in {event.seconds:.2f}s: in {u.input_tokens}, "
-                f"cache read {u.cache_read_tokens}, cache write {u.cache_write_tokens}, out {u.output_tokens}[/]"
+                f"cache read {u.cache_read_tokens}, cache write {u.cache_write_tokens}, out {u.output_tokens}, "
+                f"${event.cost_usd:.4f}[/]"
             )
 
     def _on_ApiRetry(self, event: ev.ApiRetry) -> None:
