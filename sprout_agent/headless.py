@@ -16,7 +16,6 @@ import anyio.to_thread
 from sprout_agent.agent import TurnResult
 from sprout_agent.errors import EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, EXIT_SIGTERM, SproutError, UsageError
 from sprout_agent.events import Event, Notice, TurnFinished
-from sprout_agent.hooks import is_hook, parse_allowlist
 from sprout_agent.messages import Usage
 from sprout_agent.session import Prepared, Runtime, exit_code_for
 from sprout_agent.signals import SignalWatch
@@ -131,8 +130,7 @@ class Headless:
             return
         pool, agent = runtime.pool, runtime.agent
         assert pool is not None and agent is not None
-        allowlist = parse_allowlist(self.prepared.settings.hook_servers)
-        hooks = [(s.server, s.tool) for s in pool.tools() if is_hook(s) and allowlist and allowlist.allows(s.server)]
+        hooks = [(spec.server, spec.tool) for spec in agent.hooks.active()]
         servers = [ServerInfo(s.name, s.state, s.tool_count, s.hook_count, s.last_error) for s in pool.status()]
         self.jsonl.init(
             InitInfo(

@@ -95,11 +95,17 @@ class Hooks:
     def rejections_left(self) -> int:
         return max(0, self._max_rejections - self._rejections)
 
+    def allows(self, server: str) -> bool:
+        """Whether `server`'s hooks are called under MCP_HOOK_SERVERS."""
+        return self._allowlist is not None and self._allowlist.allows(server)
+
+    def active(self) -> list[ToolSpec]:
+        """Every hook the agent will call, in config order."""
+        return [spec for spec in self._host.tools() if is_hook(spec) and self.allows(spec.server)]
+
     def targets(self, hook: str) -> list[ToolSpec]:
         """Allowlisted servers exposing `hook`, in config order."""
-        if self._allowlist is None:
-            return []
-        return [s for s in self._host.tools() if s.tool == hook and self._allowlist.allows(s.server)]
+        return [spec for spec in self.active() if spec.tool == hook]
 
     async def on_stop(self, context: Mapping[str, object]) -> list[Message]:
         """Runs the `_Stop` gate; returns the objection messages to append (empty = the agent may stop)."""

@@ -11,7 +11,7 @@ import platformdirs
 
 from sprout_agent.agent import Agent
 from sprout_agent.errors import EXIT_OK, SproutError
-from sprout_agent.hooks import is_hook, parse_allowlist
+from sprout_agent.hooks import is_hook
 from sprout_agent.permissions import Ask, Decision
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.session import Prepared, Runtime
@@ -55,8 +55,7 @@ class Repl:
         elif name == "/tools":
             self._tools(await self.agent())
         elif name == "/servers":
-            await self.agent()
-            self._servers()
+            self._servers(await self.agent())
         elif name == "/clear":
             (await self.agent()).clear()
             self.renderer.say("new conversation", "dim")
@@ -80,10 +79,9 @@ class Repl:
         rows = [(spec.server, spec.name, (spec.description or "").split("\n", 1)[0][:70]) for spec in agent.tools]
         self.renderer.table("Tools the model sees", ("server", "tool", "description"), rows)
 
-    def _servers(self) -> None:
+    def _servers(self, agent: Agent) -> None:
         pool = self.runtime.pool
         assert pool is not None
-        allowlist = parse_allowlist(self.prepared.settings.hook_servers)
         hook_names: dict[str, list[str]] = {}
         for spec in pool.tools():
             if is_hook(spec):
@@ -91,7 +89,7 @@ class Repl:
         rows: list[tuple[str, ...]] = []
         for status in pool.status():
             hooks = ", ".join(hook_names.get(status.name, [])) or "-"
-            active = "active" if allowlist and allowlist.allows(status.name) and hooks != "-" else "off"
+            active = "active" if agent.hooks.allows(status.name) else "off"
             rows.append(
                 (
                     status.name,

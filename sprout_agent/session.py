@@ -29,7 +29,7 @@ from sprout_agent.errors import (
 )
 from sprout_agent.events import Event, Notice
 from sprout_agent.hooks import Hooks, parse_allowlist
-from sprout_agent.ledger import Ledger, parse_prices
+from sprout_agent.ledger import Ledger, Price, parse_prices
 from sprout_agent.permissions import Ask, Policy
 from sprout_agent.protocols import Model
 from sprout_agent.system_prompt import build_system_prompt
@@ -67,6 +67,10 @@ class Prepared:
     settings: st.Settings
     loaded: cfg.LoadedConfig
     env: dict[str, str]
+    model: str  # --model, else ANTHROPIC_MODEL, else the default
+    prices: dict[str, Price]  # SPROUT_AGENT_PRICES overrides
+    window: int  # context window, tokens
+    threshold: int | None  # compaction threshold, tokens; None = off
     sessions_dir: Path | None = None  # None: nothing is recorded
     resume: store.LoadedSession | None = None  # --continue / --resume
 
@@ -76,12 +80,14 @@ def prepare(options: Options, user_config_dir: Path | None, sessions_dir: Path |
     settings = st.Settings.from_env(env)
     if not settings.api_key_present and not settings.base_url:
         raise UsageError("ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run again")
-    parse_prices(settings.prices)  # malformed values fail here, before anything starts
-    window = context_window(options.model or settings.model, settings.max_context_tokens)
-    parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
+    model = options.model or settings.model
+    window = context_window(model, settings.max_context_tokens)
+    threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
+    prices = parse_prices(settings.prices)
     loaded = cfg.load_config(options.config_files, options.cwd, env, user_config_dir)
     loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd)
-    return Prepared(options, settings, loaded, env, sessions_dir, _resumed(options, sessions_dir))
+    resume = _resumed(options, sessions_dir)
+    return Prepared(options, settings, loaded, env, model, prices, window, threshold, sessions_dir, resume)
 
 
 def _resumed(options: Options, sessions_dir: Path | None) -> store.LoadedSession | None:
@@ -108,6 +114,7 @@ class Runtime:
         self.done = anyio.Event()
         self.owner_finished = anyio.Event()
         self._model_built = anyio.Event()
+        self.child_env = partial(st.child_environment, prepared.env)
         self.session_id = prepared.resume.session_id if prepared.resume else uuid.uuid4().hex
         self.store = self._make_store()
         self.pool: ServerPool | None = None
@@ -115,7 +122,7 @@ class Runtime:
 
     async def own(self) -> None:
         p = self.prepared
-        child_env = partial(st.child_environment, p.env)
+        child_env = self.child_env
         # Servers start first and boot on the other core while we import mcp (~1 s) and anthropic (~2 s).
         prespawned = await processes.spawn_all(
             {c.name: ((c.command, *c.args), child_env(c.env), c.cwd) for c in p.loaded.servers if not c.in_process}
@@ -137,7 +144,7 @@ class Runtime:
             start_timeout=settings.server_start_timeout,
             tool_timeout=settings.tool_timeout,
             result_max_bytes=settings.tool_result_max_bytes,
-            child_env=partial(st.child_environment, p.env),
+            child_env=self.child_env,
             stderr_log=self._server_log(),
             prespawned=prespawned,
         )
@@ -177,7 +184,7 @@ class Runtime:
             return store.SessionStore.resuming(p.resume)
         if p.sessions_dir is None:
             return None
-        model = p.options.model or p.settings.model
+        model = p.model
         return store.SessionStore.new(p.sessions_dir, self.session_id, str(p.options.cwd), model)
 
     def _load_resumed(self, agent: Agent) -> None:
@@ -196,7 +203,7 @@ class Runtime:
         settings = self.prepared.settings
         key = self.prepared.env.get("ANTHROPIC_API_KEY") or self.prepared.env.get("ANTHROPIC_AUTH_TOKEN")
         return AnthropicModel(
-            model=self.prepared.options.model or settings.model,
+            model=self.prepared.model,
             max_tokens=settings.max_output_tokens,
             emit=self.emit,
             api_key=key or "none",  # a keyless local server behind ANTHROPIC_BASE_URL
@@ -217,13 +224,11 @@ class Runtime:
         if allowlist is not None and not allowlist.everything:
             for missing in sorted(allowlist.names - names):
                 self.emit(Notice(f"MCP_HOOK_SERVERS names '{missing}', but no server has that name", "warning"))
-        model_name = p.options.model or p.settings.model
-        ledger = Ledger(model_name, parse_prices(p.settings.prices))
-        window = context_window(model_name, p.settings.max_context_tokens)
+        ledger = Ledger(p.model, p.prices)
         compactor = Compactor(
             model=model,
-            window=window,
-            threshold=parse_threshold(p.settings.compact_threshold, window, p.settings.max_output_tokens),
+            window=p.window,
+            threshold=p.threshold,
             max_compactions=p.settings.max_compactions,
             emit=self.emit,
             on_usage=ledger.add,

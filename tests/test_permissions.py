@@ -22,15 +22,15 @@ from tests.harness import (
     read_log,
     result_text,
     run_agent,
+    start_agent,
     tool_results,
     write_config,
 )
 from tests.test_repl import ANSI, Terminal
 
-
-def echo_and_read_only() -> list[object]:
-    both = reply(tool_use("fake__echo", {"text": "hi"}, id="t_echo"), tool_use("fake__read_only", {}, id="t_ro"))
-    return [both, reply("done")]
+ECHO = tool_use("fake__echo", {"text": "hi"}, id="t_echo")
+READ_ONLY = tool_use("fake__read_only", {}, id="t_ro")
+ADD = tool_use("fake__add", {"a": 1, "b": 2}, id="t_add")
 
 
 def results_by_id(fake: FakeAnthropic, request: int = 1) -> dict[str, tuple[bool, str]]:
@@ -43,71 +43,45 @@ def called(log: Path) -> list[str]:
     return [entry["tool"] for entry in read_log(log)]
 
 
-def test_auto_runs_every_tool(tmp_path: Path) -> None:
+def run_calls(
+    tmp_path: Path, uses: list[dict[str, object]], flags: list[str]
+) -> tuple[dict[str, tuple[bool, str]], list[str]]:
+    """One round of tool calls under `flags`: each call's (is_error, text), and the tools the server saw."""
     log = tmp_path / "calls.jsonl"
-    with FakeAnthropic(echo_and_read_only()) as fake:
-        run = run_agent(tmp_path, ["-p", "go"], fake=fake, servers={"fake": fake_server(log=str(log))})
+    with FakeAnthropic([reply(*uses), reply("done")]) as fake:
+        run = run_agent(tmp_path, ["-p", "go", *flags], fake=fake, servers={"fake": fake_server(log=str(log))})
     assert run.code == 0, run.stderr
-    assert results_by_id(fake) == {"t_echo": (False, "hi"), "t_ro": (False, "read only")}
-    assert sorted(called(log)) == ["echo", "read_only"]
+    return results_by_id(fake), called(log)
+
+
+def test_auto_runs_every_tool(tmp_path: Path) -> None:
+    results, calls = run_calls(tmp_path, [ECHO, READ_ONLY], [])
+    assert results == {"t_echo": (False, "hi"), "t_ro": (False, "read only")}
+    assert sorted(calls) == ["echo", "read_only"]
 
 
 def test_read_only_refuses_unannotated_tools_and_runs_read_only_ones(tmp_path: Path) -> None:
-    log = tmp_path / "calls.jsonl"
-    with FakeAnthropic(echo_and_read_only()) as fake:
-        run = run_agent(
-            tmp_path,
-            ["-p", "go", "--permission-mode", "read-only"],
-            fake=fake,
-            servers={"fake": fake_server(log=str(log))},
-        )
-    assert run.code == 0, run.stderr
-    results = results_by_id(fake)
+    results, calls = run_calls(tmp_path, [ECHO, READ_ONLY], ["--permission-mode", "read-only"])
     refused, reason = results["t_echo"]
     assert refused
     assert "--permission-mode read-only" in reason and "--allow-tools fake__echo" in reason
     assert results["t_ro"] == (False, "read only")
-    assert called(log) == ["read_only"]  # the refused call never reached the server
+    assert calls == ["read_only"]  # the refused call never reached the server
 
 
 def test_deny_pattern_wins_over_allow_and_mode(tmp_path: Path) -> None:
-    log = tmp_path / "calls.jsonl"
-    script = [
-        reply(tool_use("fake__echo", {"text": "x"}, id="t_echo"), tool_use("fake__add", {"a": 1, "b": 2}, id="t_add")),
-        reply("done"),
-    ]
-    with FakeAnthropic(script) as fake:
-        run = run_agent(
-            tmp_path,
-            ["-p", "go", "--deny-tools", "fake__e*", "--allow-tools", "fake__echo,fake__add"],
-            fake=fake,
-            servers={"fake": fake_server(log=str(log))},
-        )
-    assert run.code == 0, run.stderr
-    results = results_by_id(fake)
+    flags = ["--deny-tools", "fake__e*", "--allow-tools", "fake__echo,fake__add"]
+    results, calls = run_calls(tmp_path, [ECHO, ADD], flags)
     assert results["t_echo"][0] and "denied by --deny-tools fake__e*" in results["t_echo"][1]
     assert results["t_add"] == (False, "3")
-    assert called(log) == ["add"]
+    assert calls == ["add"]
 
 
 def test_allow_pattern_overrides_read_only(tmp_path: Path) -> None:
-    log = tmp_path / "calls.jsonl"
-    script = [
-        reply(tool_use("fake__echo", {"text": "ok"}, id="t_echo"), tool_use("fake__add", {"a": 1, "b": 2}, id="t_add")),
-        reply("done"),
-    ]
-    with FakeAnthropic(script) as fake:
-        run = run_agent(
-            tmp_path,
-            ["-p", "go", "--permission-mode", "read-only", "--allow-tools", "fake__ec*"],
-            fake=fake,
-            servers={"fake": fake_server(log=str(log))},
-        )
-    assert run.code == 0, run.stderr
-    results = results_by_id(fake)
-    assert results["t_echo"] == (False, "ok")
+    results, calls = run_calls(tmp_path, [ECHO, ADD], ["--permission-mode", "read-only", "--allow-tools", "fake__ec*"])
+    assert results["t_echo"] == (False, "hi")
     assert results["t_add"][0] and "read-only" in results["t_add"][1]
-    assert called(log) == ["echo"]
+    assert calls == ["echo"]
 
 
 def test_builtin_todo_write_counts_as_read_only_but_bash_does_not(tmp_path: Path) -> None:
@@ -138,15 +112,11 @@ def test_ask_without_a_terminal_refuses_with_a_reason_and_never_blocks(tmp_path:
     log = tmp_path / "calls.jsonl"
     config = write_config(tmp_path, {"fake": fake_server(log=str(log))})
     out_path, err_path = tmp_path / "out.txt", tmp_path / "err.txt"
-    with FakeAnthropic(echo_and_read_only()) as fake, out_path.open("w") as out, err_path.open("w") as err:
-        process = subprocess.Popen(
-            agent_command(["--config", str(config), "-p", "go", "--permission-mode", "ask", "--allow-tools", "*read*"]),
-            stdin=subprocess.PIPE,  # left open and never written: asking on it would block forever
-            stdout=out,
-            stderr=err,
-            env=agent_env(tmp_path, fake),
-            cwd=tmp_path,
-        )
+    script = [reply(ECHO, READ_ONLY), reply("done")]
+    with FakeAnthropic(script) as fake, out_path.open("w") as out, err_path.open("w") as err:
+        args = ["--config", str(config), "-p", "go", "--permission-mode", "ask", "--allow-tools", "*read*"]
+        # stdin is left open and never written: asking on it would block forever.
+        process = start_agent(tmp_path, args, fake=fake, stdin=subprocess.PIPE, stdout=out, stderr=err)
         try:
             code = process.wait(timeout=60)
         finally:
