@@ -69,10 +69,6 @@ class AnthropicModel:
                 self._emit(ApiRetry(attempt, _describe(error), retry_after))
                 await anyio.sleep(retry_after)
 
-    async def count_tokens(self, request: ModelRequest) -> int:
-        result = await self._client.messages.count_tokens(**self._params(request, with_max_tokens=False))
-        return result.input_tokens
-
     async def _stream_once(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
         async with self._client.messages.stream(**self._params(request)) as stream:
             async for event in stream:
@@ -94,11 +90,10 @@ class AnthropicModel:
             model=final.model,
         )
 
-    def _params(self, request: ModelRequest, *, with_max_tokens: bool = True) -> dict[str, Any]:
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
         messages = to_api_messages(request.messages, tools_offered=bool(request.tools))
         params: dict[str, Any] = {"model": self._model, "messages": messages}
-        if with_max_tokens:
-            params["max_tokens"] = request.max_tokens or self._max_tokens
+        params["max_tokens"] = request.max_tokens or self._max_tokens
         if request.system:
             # A breakpoint on the system prompt caches tools + system: the stable prefix.
             params["system"] = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
