@@ -202,7 +202,7 @@ class Agent:
             outcome = ToolOutcome((Text(f"unknown tool: {use.name}"),), is_error=True)
         elif "_invalid" in use.input and len(use.input) == 1:
             outcome = ToolOutcome((Text("tool input must be a JSON object"),), is_error=True)
-        elif self.permit is not None and (refusal := await self.permit(spec, use.input)) is not None:
+        elif self.permit is not None and (refusal := await self.permit(spec, use)) is not None:
             outcome = ToolOutcome((Text(refusal),), is_error=True)
         else:
             self.emit(ToolRunning(use.id))

@@ -12,6 +12,7 @@ from typing import Literal
 
 import anyio
 
+from sprout_agent.messages import ToolUse
 from sprout_agent.protocols import ToolSpec
 
 AUTO, ASK, READ_ONLY = "auto", "ask", "read-only"
@@ -27,7 +28,7 @@ class Decision:
 
 
 # Asks a person about one call; only the interactive session has one.
-Ask = Callable[[ToolSpec, dict[str, object]], Awaitable[Decision]]
+Ask = Callable[[ToolSpec, ToolUse], Awaitable[Decision]]
 
 
 def matching(patterns: Sequence[str], spec: ToolSpec) -> str | None:
@@ -56,7 +57,7 @@ class Policy:
         self.always: set[str] = set()  # tools approved "always" in this session
         self._asking = anyio.Lock()  # parallel calls ask one question at a time
 
-    async def __call__(self, spec: ToolSpec, arguments: dict[str, object]) -> str | None:
+    async def __call__(self, spec: ToolSpec, use: ToolUse) -> str | None:
         if (pattern := matching(self.deny, spec)) is not None:
             return f"refused: {spec.name} is denied by --deny-tools {pattern}; do not call it again, find another way"
         if matching(self.allow, spec) is not None or spec.name in self.always or self.mode == AUTO:
@@ -68,14 +69,14 @@ class Policy:
                 f"not approved: sprout-agent runs with --permission-mode ask and no terminal to ask; "
                 f"allow it with --allow-tools {spec.name}"
             )
-        return await self._ask(spec, arguments)
+        return await self._ask(spec, use)
 
-    async def _ask(self, spec: ToolSpec, arguments: dict[str, object]) -> str | None:
+    async def _ask(self, spec: ToolSpec, use: ToolUse) -> str | None:
         assert self.ask is not None
         async with self._asking:
             if spec.name in self.always:  # approved while this call waited for the question
                 return None
-            decision = await self.ask(spec, arguments)
+            decision = await self.ask(spec, use)
         if decision.kind == "always":
             self.always.add(spec.name)
         if decision.kind in ("once", "always"):

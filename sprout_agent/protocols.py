@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from sprout_agent.events import Event
-from sprout_agent.messages import Block, Image, Message, Text, Usage
+from sprout_agent.messages import Block, Image, Message, Text, ToolUse, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +83,8 @@ class HookCallFailed(Exception):
 EventSink = Callable[[Event], None]
 
 # Decides whether a tool call may run: None = allowed, a string = refused, with a reason the model reads.
-Permit = Callable[[ToolSpec, dict[str, object]], Awaitable[str | None]]
+# It gets the call itself (id and input), so a face can match the question to the call it already shows.
+Permit = Callable[[ToolSpec, ToolUse], Awaitable[str | None]]
 
 
 class Recorder(Protocol):

@@ -12,6 +12,7 @@ import platformdirs
 from sprout_agent.agent import Agent
 from sprout_agent.errors import EXIT_OK, SproutError
 from sprout_agent.hooks import is_hook
+from sprout_agent.messages import ToolUse
 from sprout_agent.permissions import Ask, Decision
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.session import Prepared, Runtime
@@ -142,9 +143,9 @@ def context_line(agent: Agent) -> str:
 def permission_asker(renderer: TerminalRenderer, watch: SignalWatch) -> Ask:
     """`--permission-mode ask` in the terminal: the question, with the spinner stopped; Ctrl-C cancels the turn."""
 
-    async def ask(spec: ToolSpec, arguments: dict[str, object]) -> Decision:
+    async def ask(spec: ToolSpec, use: ToolUse) -> Decision:
         renderer.close()  # a live spinner would draw over the question
-        decision = await ask_permission(spec, arguments)
+        decision = await ask_permission(spec, use.input)
         if decision.kind == "cancel" and watch.turn is not None:
             watch.turn.cancel()
             await anyio.lowlevel.checkpoint()  # raises the cancellation here

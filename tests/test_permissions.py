@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from sprout_agent.messages import ToolUse
 from sprout_agent.permissions import Decision, Policy
 from sprout_agent.protocols import ToolSpec
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
@@ -227,6 +228,10 @@ def test_ctrl_c_at_the_question_cancels_the_turn(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- the policy on its own
 
 
+def use_of(name: str) -> ToolUse:
+    return ToolUse(f"call_{name}", name, {})
+
+
 def spec(name: str, read_only: bool | None = None) -> ToolSpec:
     server, tool = name.split("__", 1)
     return ToolSpec(name, server, tool, "", {}, read_only)
@@ -238,7 +243,7 @@ async def test_parallel_questions_come_one_at_a_time_and_always_answers_the_wait
     open_questions = 0
     answers = iter([Decision("always"), Decision("deny", "no shell today")])
 
-    async def ask(tool: ToolSpec, arguments: dict[str, object]) -> Decision:
+    async def ask(tool: ToolSpec, use: ToolUse) -> Decision:
         nonlocal open_questions
         open_questions += 1
         assert open_questions == 1, "two questions at once"
@@ -251,13 +256,13 @@ async def test_parallel_questions_come_one_at_a_time_and_always_answers_the_wait
     outcomes: dict[int, str | None] = {}
 
     async def call(index: int, name: str) -> None:
-        outcomes[index] = await policy(spec(name), {})
+        outcomes[index] = await policy(spec(name), use_of(name))
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as group:
             for index, name in enumerate(["dev__read", "dev__read", "dev__read"]):
                 group.start_soon(call, index, name)
-        assert await policy(spec("dev__bash"), {}) == "denied by the user: no shell today"
+        assert await policy(spec("dev__bash"), use_of("dev__bash")) == "denied by the user: no shell today"
     assert asked == ["dev__read", "dev__bash"]  # the two waiting reads were covered by "always"
     assert outcomes == {0: None, 1: None, 2: None}
 
@@ -265,8 +270,8 @@ async def test_parallel_questions_come_one_at_a_time_and_always_answers_the_wait
 @pytest.mark.anyio
 async def test_policy_order_deny_then_allow_then_mode() -> None:
     policy = Policy("read-only", allow=["git__*"], deny=["git__push"])
-    assert await policy(spec("git__status"), {}) is None  # allowed although not declared read-only
-    assert "denied by --deny-tools git__push" in (await policy(spec("git__push"), {}) or "")
-    assert await policy(spec("dev__read", read_only=True), {}) is None
-    assert "may write or execute" in (await policy(spec("dev__bash", read_only=False), {}) or "")
-    assert "not declared read-only" in (await policy(spec("other__thing"), {}) or "")
+    assert await policy(spec("git__status"), use_of("git__status")) is None  # allowed although not declared read-only
+    assert "denied by --deny-tools git__push" in (await policy(spec("git__push"), use_of("git__push")) or "")
+    assert await policy(spec("dev__read", read_only=True), use_of("dev__read")) is None
+    assert "may write or execute" in (await policy(spec("dev__bash", read_only=False), use_of("dev__bash")) or "")
+    assert "not declared read-only" in (await policy(spec("other__thing"), use_of("other__thing")) or "")

@@ -11,6 +11,7 @@ from sprout_agent.acp.updates import Updates
 from sprout_agent.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Connection, Json, RpcError
 from sprout_agent.agent import Agent
 from sprout_agent.errors import SproutError
+from sprout_agent.messages import ToolUse
 from sprout_agent.permissions import Decision
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.session import Prepared, Runtime
@@ -98,9 +99,9 @@ class AcpSession:
         if self._turn is not None:
             self._turn.cancel()
 
-    async def _ask(self, spec: ToolSpec, arguments: dict[str, object]) -> Decision:
+    async def _ask(self, spec: ToolSpec, use: ToolUse) -> Decision:
         """`--permission-mode ask`: the editor asks the user; a cancelled or failed request is a rejection."""
-        call = self.updates.find(arguments)
+        call = self.updates.open_call(use.id)
         fields: Json = self.updates.tool_call_fields(call) if call is not None else {"title": spec.name}
         params: Json = {"sessionId": self.session_id, "toolCall": {**fields, "status": "pending"}}
         params["options"] = list(PERMISSION_OPTIONS)

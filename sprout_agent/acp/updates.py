@@ -106,9 +106,9 @@ class Updates:
 
     # --- the seams the session wires in: permission and the tool host ------------------------------------
 
-    def find(self, arguments: dict[str, object]) -> _Call | None:
-        """The open call whose arguments are this very object (the loop passes `use.input` everywhere)."""
-        return next((call for call in self._open.values() if call.event.arguments is arguments), None)
+    def open_call(self, call_id: str) -> _Call | None:
+        """The call the loop announced with this id and has not finished yet."""
+        return self._open.get(call_id)
 
     def tool_call_fields(self, call: _Call) -> Json:
         """What a tool call shows: also sent with a permission request, so the editor renders it alike."""
