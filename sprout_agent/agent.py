@@ -23,6 +23,7 @@ from sprout_agent.events import (
     ToolFinished,
     ToolRunning,
     ToolStarted,
+    TurnFinished,
 )
 from sprout_agent.hooks import Hooks, is_hook
 from sprout_agent.ledger import Ledger
@@ -90,6 +91,13 @@ class Agent:
         self._measured: tuple[int, int] | None = None  # (tokens the API reported, history length then)
 
     async def run_turn(self, prompt: str) -> TurnResult:
+        """Runs one user turn to its end; `TurnFinished` reports it (a cancelled turn reports nothing)."""
+        before = self.ledger.usage
+        result = await self._run(prompt)
+        self.emit(TurnFinished(result.stop_reason, result.text, result.turns, self.ledger.usage - before))
+        return result
+
+    async def _run(self, prompt: str) -> TurnResult:
         self._current_prompt = prompt
         self._append(user_text(prompt))
         after_objection = False

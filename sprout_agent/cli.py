@@ -11,8 +11,9 @@ from typing import Annotated
 import typer
 
 from sprout_agent import __version__
-from sprout_agent.errors import EXIT_SIGINT, EXIT_USAGE
-from sprout_agent.launch import exit_now, fail, fail_as, run_options, sessions_dir
+from sprout_agent.errors import EXIT_USAGE, exit_code_of
+from sprout_agent.exits import exit_now, fail, fail_as
+from sprout_agent.locations import Locations
 
 app = typer.Typer(
     add_completion=False,
@@ -104,7 +105,8 @@ def main_command(
         prompt = sys.stdin.read()
         if not prompt or not prompt.strip():
             fail_as(output_format.value, "no prompt: stdin was empty (give one with -p or pipe it in)")
-    from sprout_agent.session import Options
+    from sprout_agent import start
+    from sprout_agent.options import Options
 
     options = Options(
         prompt=prompt,
@@ -125,7 +127,7 @@ def main_command(
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
     )
-    exit_now(run_options(options, interactive))
+    exit_now(start.run(options, interactive))
 
 
 # ---------------------------------------------------------------- mcp list / mcp doctor / hooks
@@ -143,8 +145,6 @@ _TimeoutOption = Annotated[
 
 
 def _doctor_setup(ctx: typer.Context, config: list[Path] | None, cwd: Path | None) -> object:
-    import platformdirs
-
     from sprout_agent import doctor
 
     # `sprout-agent --config x.json mcp doctor` works too: the top-level options apply.
@@ -153,7 +153,7 @@ def _doctor_setup(ctx: typer.Context, config: list[Path] | None, cwd: Path | Non
     work_dir = (cwd or Path.cwd()).resolve()
     if not work_dir.is_dir():
         fail(f"--cwd {work_dir}: not a directory", EXIT_USAGE)
-    return doctor.load_setup(tuple(config or ()), work_dir, Path(platformdirs.user_config_dir("sprout-agent")))
+    return doctor.load_setup(tuple(config or ()), work_dir, Locations.for_user().config)
 
 
 @mcp_app.command("list")
@@ -203,8 +203,8 @@ def hooks_list(
 def _interruptible(command: Callable[[], int]) -> int:
     try:
         return command()
-    except KeyboardInterrupt:
-        return EXIT_SIGINT
+    except KeyboardInterrupt as error:  # Typer would print "Aborted!" and exit 1
+        return exit_code_of(error)
 
 
 @app.command("sessions")
@@ -219,7 +219,9 @@ def sessions_list(
 
     from sprout_agent import store
 
-    found = store.list_sessions(sessions_dir(), str(Path.cwd().resolve()) if here else None)
+    sessions = Locations.for_user().sessions
+    assert sessions is not None
+    found = store.list_sessions(sessions, str(Path.cwd().resolve()) if here else None)
     found = found[:limit] if limit else found
     if as_json:
         rows = [
@@ -257,8 +259,6 @@ def acp_command(
     deny_tools: Annotated[list[str] | None, typer.Option(help="Tool patterns that never run; repeatable.")] = None,
 ) -> None:
     """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, any ACP client)."""
-    import platformdirs
-
     from sprout_agent.acp.server import AcpOptions, serve
 
     options = AcpOptions(
@@ -268,7 +268,6 @@ def acp_command(
         permission_mode=permission_mode.value,
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
-        user_config_dir=Path(platformdirs.user_config_dir("sprout-agent")),
-        sessions_dir=sessions_dir(),
+        locations=Locations.for_user(),
     )
     exit_now(serve(options))

@@ -13,14 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from types import ModuleType
 
 import anyio
-import anyio.to_thread
 
 from sprout_agent.config import BrokenServer, LoadedConfig, ServerConfig, load_config, read_dotenv, with_builtin_servers
 from sprout_agent.events import Event, Notice
-from sprout_agent.hooks import POST_COMPACT, STOP, parse_allowlist
+from sprout_agent.hooks import POST_COMPACT, STOP, is_hook, parse_allowlist
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.settings import Settings, child_environment
 
@@ -138,7 +136,8 @@ async def diagnose(setup: Setup, timeout: float | None) -> tuple[list[ServerRepo
 
 
 async def _start(configs: list[ServerConfig], setup: Setup, reports: dict[str, ServerReport]) -> list[str]:
-    servers = await anyio.to_thread.run_sync(_import_servers)  # mcp takes a second to import
+    from sprout_agent.servers import ServerPool  # the pool loads mcp itself, in a thread, after spawning
+
     notices: list[str] = []
 
     def emit(event: Event) -> None:
@@ -146,7 +145,7 @@ async def _start(configs: list[ServerConfig], setup: Setup, reports: dict[str, S
             notices.append(event.text)
 
     settings = setup.settings
-    pool = servers.ServerPool(
+    pool = ServerPool(
         configs,
         emit=emit,
         start_timeout=settings.server_start_timeout,
@@ -163,17 +162,10 @@ async def _start(configs: list[ServerConfig], setup: Setup, reports: dict[str, S
             report.state, report.error = status.state, status.last_error
             report.initialize_seconds, report.list_seconds = status.initialize_seconds, status.list_seconds
             report.stderr_tail = "" if report.ok else status.stderr_tail
-            names = [spec.tool for spec in specs if spec.server == status.name]
-            report.tools = [name for name in names if not name.startswith("_")]
-            report.hooks = [name for name in names if name.startswith("_")]
+            report.tools = [spec.tool for spec in specs if spec.server == status.name and not is_hook(spec)]
+            report.hooks = [spec.tool for spec in specs if spec.server == status.name and is_hook(spec)]
             report.hooks_active = bool(report.hooks) and allowlist is not None and allowlist.allows(status.name)
     return notices
-
-
-def _import_servers() -> ModuleType:
-    from sprout_agent import servers
-
-    return servers
 
 
 def doctor_command(setup: Setup, timeout: float | None, as_json: bool) -> int:

@@ -38,3 +38,45 @@ class PromptTooLongError(ApiError):
 
 class ServerStartError(SproutError):
     """An MCP server failed to start (fatal only with --strict-mcp-config)."""
+
+
+def sprout_error_in(error: BaseException) -> SproutError | None:
+    """The `SproutError` behind `error`, looking inside exception groups (task groups wrap what they raise)."""
+    if isinstance(error, SproutError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        group: BaseExceptionGroup[BaseException] = error  # pyright: ignore[reportUnknownVariableType]
+        for inner in group.exceptions:
+            found = sprout_error_in(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def exit_code_of(error: BaseException) -> int:
+    """The documented exit code for whatever ended a run: the one mapping from errors to codes."""
+    if isinstance(error, KeyboardInterrupt):
+        return EXIT_SIGINT
+    found = sprout_error_in(error)
+    return found.exit_code if found is not None else EXIT_RUNTIME
+
+
+def exit_code_for_stop(stop_reason: str) -> int:
+    """How a turn's stop reason ends a run: only a finished answer is success."""
+    if stop_reason == "max_turns":
+        return EXIT_MAX_TURNS
+    if stop_reason == "budget":
+        return EXIT_BUDGET
+    if stop_reason in ("end_turn", "stop_sequence"):
+        return EXIT_OK
+    return EXIT_RUNTIME
+
+
+# Below the SproutError tree: one MCP server's failures, raised by mcp_link and handled inside the pool,
+# which turns them into tool results or a server state. They never reach the CLI.
+class ServerGone(Exception):
+    """The server died, closed the connection, or was killed while we were talking to it."""
+
+
+class ServerAnswered(Exception):
+    """The server answered a request with an MCP error (its message is the text)."""

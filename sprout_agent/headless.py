@@ -8,24 +8,27 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import AsyncIterator
-from typing import cast
 
 import anyio
 import anyio.to_thread
 
-from sprout_agent.agent import TurnResult
-from sprout_agent.errors import EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, EXIT_SIGTERM, SproutError, UsageError
-from sprout_agent.events import Event, Notice, TurnFinished
+from sprout_agent.errors import (
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    SproutError,
+    UsageError,
+    exit_code_for_stop,
+    sprout_error_in,
+)
+from sprout_agent.events import Event, Notice
 from sprout_agent.messages import Usage
-from sprout_agent.session import Prepared, Runtime, exit_code_for
+from sprout_agent.options import Prepared
+from sprout_agent.runtime import Runtime, new_session_id, open_runtime
 from sprout_agent.signals import SignalWatch
 from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo, parse_user_line
 from sprout_agent.ui.render import TerminalRenderer
-
-
-def write_text(text: str) -> None:
-    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
-    sys.stdout.flush()
 
 
 class Headless:
@@ -35,12 +38,17 @@ class Headless:
         options = prepared.options
         self.prepared = prepared
         self.started = time.monotonic()
+        self.session_id = new_session_id(prepared)
         self.text_mode = options.output_format == "text"
         self.jsonl = None if self.text_mode else JsonlSink(sys.stdout, stream=options.output_format == "stream-json")
         # Progress goes to stderr: always for text, only with -v for json and stream-json (stdout is theirs).
+        # In text mode the same sink prints each turn's answer on stdout.
         show_progress = self.text_mode or options.verbose
+        answers = sys.stdout if self.text_mode else None
         self.renderer = (
-            TerminalRenderer(interactive=False, verbose=options.verbose, stdout=sys.stderr) if show_progress else None
+            TerminalRenderer(interactive=False, verbose=options.verbose, stdout=sys.stderr, answers=answers)
+            if show_progress
+            else None
         )
         self.runtime: Runtime | None = None
         self.code = EXIT_OK
@@ -59,21 +67,19 @@ class Headless:
 
     async def main(self) -> None:
         watch = SignalWatch()
-        runtime = Runtime(self.prepared, self.emit)
-        self.runtime = runtime
-        if self.jsonl is not None:
-            self.jsonl.session_id = runtime.session_id
         self._config_notices()
         async with anyio.create_task_group() as group:
             watch.everything = group.cancel_scope
             group.start_soon(watch.watch)
-            group.start_soon(runtime.own)
             try:
-                await self._turns(runtime)
-            except SproutError as error:
-                self.failed(error)
-            runtime.done.set()
-            await runtime.owner_finished.wait()
+                async with open_runtime(self.prepared, self.emit, session_id=self.session_id) as runtime:
+                    self.runtime = runtime
+                    await self._turns(runtime)
+            except Exception as error:
+                found = sprout_error_in(error)  # task groups wrap what they raise (e.g. --strict-mcp-config)
+                if found is None:
+                    raise
+                self.failed(found)
             group.cancel_scope.cancel()
         if watch.exit_code is not None:
             self.interrupted(watch.exit_code)
@@ -86,24 +92,15 @@ class Headless:
             self.emit(Notice(notice, "warning"))
 
     async def _turns(self, runtime: Runtime) -> None:
-        await runtime.ready.wait()
-        agent = runtime.agent
-        assert agent is not None
         self._init(runtime)
         async for prompt in self._prompts():
-            before = agent.ledger.usage
-            result = await agent.run_turn(prompt)
+            result = await runtime.agent.run_turn(prompt)
             self.ran_a_turn = True
-            self._turn_done(result, _minus(agent.ledger.usage, before))
+            self.turns += result.turns
+            self.text, self.stop_reason = result.text, result.stop_reason
+            self.code = exit_code_for_stop(result.stop_reason)
             if self.code != EXIT_OK:
                 break  # the rest of a stream-json input is left unread: the session cannot go on
-
-    def _turn_done(self, result: TurnResult, usage: Usage) -> None:
-        self.turns += result.turns
-        self.text, self.stop_reason, self.code = result.text, result.stop_reason, exit_code_for(result)
-        self.emit(TurnFinished(result.stop_reason, result.text, result.turns, usage))
-        if self.text_mode:
-            write_text(result.text)
 
     async def _prompts(self) -> AsyncIterator[str]:
         options = self.prepared.options
@@ -128,10 +125,10 @@ class Headless:
     def _init(self, runtime: Runtime) -> None:
         if self.jsonl is None:
             return
-        pool, agent = runtime.pool, runtime.agent
-        assert pool is not None and agent is not None
+        agent = runtime.agent
         hooks = [(spec.server, spec.tool) for spec in agent.hooks.active()]
-        servers = [ServerInfo(s.name, s.state, s.tool_count, s.hook_count, s.last_error) for s in pool.status()]
+        statuses = runtime.pool.status()
+        servers = [ServerInfo(s.name, s.state, s.tool_count, s.hook_count, s.last_error) for s in statuses]
         self.jsonl.init(
             InitInfo(
                 session_id=runtime.session_id,
@@ -167,7 +164,7 @@ class Headless:
                 ResultInfo(
                     text=self.text,
                     stop_reason=self.stop_reason,
-                    session_id=self.runtime.session_id if self.runtime is not None else None,
+                    session_id=self.session_id,
                     turns=self.turns,
                     usage=agent.ledger.usage if agent is not None else Usage(),
                     cost_usd=agent.ledger.cost if agent is not None else 0.0,
@@ -181,26 +178,6 @@ class Headless:
         return self.code
 
 
-def _minus(after: Usage, before: Usage) -> Usage:
-    return Usage(
-        after.input_tokens - before.input_tokens,
-        after.output_tokens - before.output_tokens,
-        after.cache_read_tokens - before.cache_read_tokens,
-        after.cache_write_tokens - before.cache_write_tokens,
-    )
-
-
-def sprout_error_in(error: BaseException) -> SproutError | None:
-    if isinstance(error, SproutError):
-        return error
-    if isinstance(error, BaseExceptionGroup):
-        for inner in cast(tuple[BaseException, ...], error.exceptions):  # pyright: ignore[reportUnknownMemberType]
-            found = sprout_error_in(inner)
-            if found is not None:
-                return found
-    return None
-
-
 def run_headless(prepared: Prepared) -> int:
     """Runs the prompt(s) to completion; a result is reported however the run ends."""
     headless = Headless(prepared)
@@ -209,11 +186,8 @@ def run_headless(prepared: Prepared) -> int:
     except KeyboardInterrupt:  # before the signal watch is listening
         headless.interrupted(EXIT_SIGINT)
     except Exception as error:
-        found = sprout_error_in(error)  # e.g. --strict-mcp-config, raised where the runtime owns the pool
-        if found is None:
-            headless.errors.append(f"internal error: {type(error).__name__}: {error}")
-            headless.code, headless.stop_reason = EXIT_RUNTIME, "error"
-            headless.finish()
-            raise
-        headless.failed(found)
+        headless.errors.append(f"internal error: {type(error).__name__}: {error}")
+        headless.code, headless.stop_reason = EXIT_RUNTIME, "error"
+        headless.finish()
+        raise
     return headless.finish()

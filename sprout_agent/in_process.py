@@ -12,16 +12,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-from mcp.client._transport import ReadStream, WriteStream
-from mcp.shared.memory import create_client_server_memory_streams
-from mcp.shared.message import SessionMessage
+from mcp.shared.memory import MessageStream, create_client_server_memory_streams
 
 
 @asynccontextmanager
-async def open_in_process(
-    module: str, cwd: str
-) -> AsyncGenerator[tuple[anyio.Event, ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
-    """Runs `module`'s server in a task; yields an event set when it ends, and the client's streams."""
+async def open_in_process(module: str, cwd: str) -> AsyncGenerator[tuple[anyio.Event, MessageStream]]:
+    """Runs `module`'s server in a task; yields an event set when it ends, and the client's (read, write) streams."""
     server: Any = importlib.import_module(module).create_server_in(cwd)
     ended = anyio.Event()
     async with create_client_server_memory_streams() as (client_streams, server_streams):
@@ -35,7 +31,7 @@ async def open_in_process(
         async with anyio.create_task_group() as group:
             group.start_soon(run)
             try:
-                yield ended, *client_streams
+                yield ended, client_streams
             finally:
                 # Cancelling the server task cancels its in-flight handlers: bash kills its process group.
                 group.cancel_scope.cancel()

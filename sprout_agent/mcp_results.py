@@ -60,7 +60,3 @@ def cut_middle(text: str, max_bytes: int) -> str:
 
 def _marker(elided: int) -> str:
     return f"\n… [{elided} bytes elided] …\n"
-
-
-def error_outcome(text: str) -> ToolOutcome:
-    return ToolOutcome((Text(text),), is_error=True)

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import anyio
 import anyio.lowlevel
-import platformdirs
 
 from sprout_agent.agent import Agent
 from sprout_agent.errors import EXIT_OK, SproutError
 from sprout_agent.hooks import is_hook
 from sprout_agent.messages import ToolUse
+from sprout_agent.options import Prepared
 from sprout_agent.permissions import Ask, Decision
 from sprout_agent.protocols import ToolSpec
-from sprout_agent.session import Prepared, Runtime
+from sprout_agent.runtime import Runtime, open_runtime
 from sprout_agent.signals import SignalWatch
+from sprout_agent.status import context_line
 from sprout_agent.ui.input import PromptReader, ask_permission
 from sprout_agent.ui.render import TerminalRenderer
 
@@ -37,14 +37,8 @@ class Repl:
         self.prepared = prepared
         self.renderer = renderer
         self.runtime = runtime
+        self.agent = runtime.agent
         self.started = time.time()
-
-    async def agent(self) -> Agent:
-        if not self.runtime.ready.is_set():
-            self.renderer.say("starting MCP servers…", "dim")
-            await self.runtime.ready.wait()
-        assert self.runtime.agent is not None
-        return self.runtime.agent
 
     async def command(self, line: str) -> bool:
         """Runs a slash command; False means leave."""
@@ -54,11 +48,11 @@ class Repl:
         if name == "/help":
             self.renderer.say(HELP)
         elif name == "/tools":
-            self._tools(await self.agent())
+            self._tools(self.agent)
         elif name == "/servers":
-            self._servers(await self.agent())
+            self._servers(self.agent)
         elif name == "/clear":
-            (await self.agent()).clear()
+            self.agent.clear()
             self.renderer.say("new conversation", "dim")
         elif name in ("/compact", "/context", "/cost"):
             await self._context_command(name, line[len(name) :].strip())
@@ -67,7 +61,7 @@ class Repl:
         return True
 
     async def _context_command(self, name: str, argument: str) -> None:
-        agent = await self.agent()
+        agent = self.agent
         if name == "/cost":
             self.renderer.say(agent.ledger.summary())
         elif name == "/context":
@@ -82,7 +76,6 @@ class Repl:
 
     def _servers(self, agent: Agent) -> None:
         pool = self.runtime.pool
-        assert pool is not None
         hook_names: dict[str, list[str]] = {}
         for spec in pool.tools():
             if is_hook(spec):
@@ -125,19 +118,7 @@ class Repl:
         return keep_going
 
     async def turn(self, text: str) -> None:
-        result = await (await self.agent()).run_turn(text)
-        if result.stop_reason not in ("end_turn", "stop_sequence"):
-            self.renderer.say(f"stopped: {result.stop_reason}", "yellow")
-
-
-def context_line(agent: Agent) -> str:
-    used = agent.context_estimate()
-    compactor = agent.compactor
-    window = compactor.window if compactor else 0
-    share = f" of {window} ({100 * used / window:.0f} %)" if window else ""
-    threshold = compactor.threshold if compactor else None
-    when = f"; compacts past {threshold}" if threshold is not None else "; automatic compaction off"
-    return f"context: ~{used} tokens{share}{when}; {len(agent.history)} messages"
+        await self.agent.run_turn(text)  # the renderer reports how it ended
 
 
 def permission_asker(renderer: TerminalRenderer, watch: SignalWatch) -> Ask:
@@ -154,29 +135,65 @@ def permission_asker(renderer: TerminalRenderer, watch: SignalWatch) -> Ask:
     return ask
 
 
+class EarlyInput:
+    """Reads at the prompt while the runtime starts, so the prompt is ready at once.
+
+    Answers `/help` itself; Ctrl-D or `/exit` before start-up finished cancels everything at once (the
+    servers end, the imports are abandoned); the first line that needs the agent waits for it.
+    """
+
+    def __init__(self, reader: PromptReader, renderer: TerminalRenderer) -> None:
+        self.reader = reader
+        self.renderer = renderer
+        self.started = False  # the runtime is open
+        self._line: str | None = None
+        self._arrived = anyio.Event()
+
+    async def read(self, everything: anyio.CancelScope) -> None:
+        while True:
+            line = await self.reader.read()
+            stripped = line.strip() if line is not None else None
+            if stripped == "/help":
+                self.renderer.say(HELP)
+                continue
+            if stripped == "":
+                continue
+            if not self.started and (stripped is None or stripped.split()[0] in ("/exit", "/quit")):
+                everything.cancel()
+                return
+            if not self.started:
+                self.renderer.say("starting MCP servers…", "dim")
+            self._line = stripped
+            self._arrived.set()
+            return
+
+    async def line(self) -> str | None:
+        await self._arrived.wait()
+        return self._line
+
+
 async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
-    history = Path(platformdirs.user_data_dir("sprout-agent")) / "prompt-history"
-    reader = PromptReader(history)
+    reader = PromptReader(prepared.locations.prompt_history)
     watch = SignalWatch()
     async with anyio.create_task_group() as group:
         watch.everything = group.cancel_scope
         group.start_soon(watch.watch)
-        runtime = Runtime(prepared, renderer, ask=permission_asker(renderer, watch))
-        group.start_soon(runtime.own)
-        repl = Repl(prepared, renderer, runtime)
         renderer.say("sprout-agent — /help for commands, Ctrl-D to leave", "dim")
-        while True:
-            line = await reader.read()
-            if line is None:
-                break
-            line = line.strip()
-            if not line:
-                continue
-            if not await repl.handle(watch, line):
-                break
-        runtime.done.set()
-        if runtime.ready.is_set():
-            await runtime.owner_finished.wait()  # a clean end: the store is flushed, servers ended
-        # Leaving before start-up finished: cancelling ends the servers at once; imports are abandoned.
-        group.cancel_scope.cancel()
+        early = EarlyInput(reader, renderer)
+        group.start_soon(early.read, group.cancel_scope)
+        async with open_runtime(prepared, renderer, ask=permission_asker(renderer, watch)) as runtime:
+            early.started = True
+            repl = Repl(prepared, renderer, runtime)
+            line = await early.line()
+            while line is not None and await repl.handle(watch, line):
+                line = await _next_line(reader)
+        group.cancel_scope.cancel()  # a clean end: the store is flushed and the servers ended above
     return watch.exit_code or EXIT_OK
+
+
+async def _next_line(reader: PromptReader) -> str | None:
+    """The next non-empty line; None on Ctrl-D."""
+    while True:
+        line = await reader.read()
+        if line is None or line.strip():
+            return line.strip() if line is not None else None

@@ -1,35 +1,35 @@
-"""The MCP servers as one `ToolHost`: start them all at once, list, call, kill, and end every process group.
+"""The MCP servers as one `ToolHost`: spawn them all at once, hand-shake, list, call, kill, end every group.
 
-Only this module and `stdio_transport` (plus the built-in servers in `tools/`) import the mcp SDK.
+The pool owns each server process's life, from the spawn to the end of its process group. It imports no mcp:
+it spawns the subprocess servers first, then loads `mcp_link` (the mcp client side) in a thread while they
+boot on the other core. Modules importing mcp: `mcp_link`, `stdio_transport`, `in_process`, `mcp_results`
+and the built-in servers in `tools/`.
 """
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
-from typing import IO, cast
+from types import ModuleType, TracebackType
+from typing import IO, TYPE_CHECKING, cast
 
 import anyio
-import mcp.types as types
-from mcp import MCPError
-from mcp.client._transport import ReadStream, WriteStream
-from mcp.client.session import ClientSession
-from mcp.shared.message import SessionMessage
+import anyio.to_thread
 
-from sprout_agent import __version__
+from sprout_agent import processes
 from sprout_agent.config import ServerConfig
+from sprout_agent.errors import ServerAnswered, ServerGone
 from sprout_agent.events import Event, Notice, ServerFailed, ServerStarted
-from sprout_agent.in_process import open_in_process
-from sprout_agent.mcp_results import error_outcome, to_outcome
+from sprout_agent.hooks import is_hook
+from sprout_agent.messages import Text
 from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import HookCallFailed, ToolOutcome, ToolSpec
-from sprout_agent.stdio_transport import open_stdio
 from sprout_agent.tool_names import model_tool_name, with_hash
+
+if TYPE_CHECKING:
+    from sprout_agent.mcp_link import Link
 
 _KILL_WAIT = 2.0
 
@@ -51,10 +51,6 @@ class ServerStatus:
     list_seconds: float | None = None  # tools/list, every page
 
 
-class _ServerGone(Exception):
-    """The server died or was killed while we were talking to it."""
-
-
 class _Server:
     """The mutable state of one configured server; owned by its runner task."""
 
@@ -63,7 +59,7 @@ class _Server:
         self.state = "starting"
         self.last_error = ""
         self.tools: list[ToolSpec] = []
-        self.session: ClientSession | None = None
+        self.link: Link | None = None
         self.proc: ServerProcess | None = None
         self.started_at: datetime | None = None
         self.start_seconds: float | None = None
@@ -77,7 +73,7 @@ class _Server:
     def gone(self, state: str, reason: str) -> None:
         if self.state in ("failed", "dead"):
             return
-        self.state, self.last_error, self.session = state, reason, None
+        self.state, self.last_error, self.link = state, reason, None
         for call in self.calls:
             call.cancel()
 
@@ -104,10 +100,10 @@ class ServerPool:
         result_max_bytes: int,
         child_env: Callable[[Mapping[str, str]], dict[str, str]],
         stderr_log: Path | None = None,
-        prespawned: Mapping[str, ServerProcess | OSError] | None = None,
     ) -> None:
         self._servers = {config.name: _Server(config) for config in configs}
-        self._prespawned = dict(prespawned or {})
+        self._spawned: dict[str, ServerProcess | OSError] = {}
+        self._link: ModuleType | None = None  # sprout_agent.mcp_link, once loaded
         self._emit = emit
         self._start_timeout = start_timeout
         self._tool_timeout = tool_timeout
@@ -120,11 +116,13 @@ class ServerPool:
 
     async def __aenter__(self) -> ServerPool:
         if self._stderr_log is not None:
+            self._stderr_log.parent.mkdir(parents=True, exist_ok=True)
             self._log = self._stderr_log.open("ab")
         await self._tg.__aenter__()
         try:
+            link = await self.spawn()
             for server in self._servers.values():
-                self._tg.start_soon(self._run, server)
+                self._tg.start_soon(self._run, server, link)
             for server in self._servers.values():
                 await server.ready.wait()
         except BaseException:
@@ -157,6 +155,32 @@ class ServerPool:
         for server in self._servers.values():
             if server.proc is not None:
                 server.proc.kill_now()
+        for process in self._spawned.values():  # spawned, never adopted by a runner
+            if isinstance(process, ServerProcess):
+                process.kill_now()
+
+    async def spawn(self) -> ModuleType:
+        """Spawns the subprocess servers, then loads the mcp client side (~1 s) in a thread while they boot.
+
+        Entering the pool does this if nobody did it first; a caller that spawns early (to overlap its own
+        work with the servers' start) must call `kill_all_now` if it never enters the pool.
+        """
+        if self._link is None:
+            await self._spawn_processes()
+            self._link = await anyio.to_thread.run_sync(_import_link, abandon_on_cancel=True)
+        return self._link
+
+    async def _spawn_processes(self) -> None:
+        for server in self._servers.values():
+            config = server.config
+            if config.in_process is not None:
+                continue
+            try:
+                spawned = await processes.spawn((config.command, *config.args), self._child_env(config.env), config.cwd)
+            except OSError as error:
+                self._spawned[config.name] = error
+            else:
+                self._spawned[config.name] = spawned
 
     # --- ToolHost -------------------------------------------------------------------------------------
 
@@ -167,33 +191,31 @@ class ServerPool:
     async def call(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:
         server = self._servers.get(spec.server)
         if server is None:
-            return error_outcome(f"server '{spec.server}' is unavailable: not configured")
+            return _error_outcome(f"server '{spec.server}' is unavailable: not configured")
         try:
             with anyio.fail_after(self._tool_timeout):
-                result = await self._request(server, spec.tool, arguments)
+                return await self._request(server, spec.tool, arguments)
         except TimeoutError:
-            return error_outcome(f"tool '{spec.name}' timed out after {self._tool_timeout:g} s")
-        except _ServerGone:
-            return error_outcome(server.unavailable())
-        except MCPError as exc:
-            return error_outcome(exc.message or str(exc))
+            return _error_outcome(f"tool '{spec.name}' timed out after {self._tool_timeout:g} s")
+        except ServerGone:
+            return _error_outcome(server.unavailable())
+        except ServerAnswered as exc:
+            return _error_outcome(str(exc))
         except Exception as exc:  # a malformed result must become a tool error, never a crash
-            return error_outcome(f"tool '{spec.name}' failed: {type(exc).__name__}: {exc}")
-        return to_outcome(result, self._max_bytes)
+            return _error_outcome(f"tool '{spec.name}' failed: {type(exc).__name__}: {exc}")
 
     async def call_hook(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:
         server = self._servers.get(spec.server)
         if server is None:
             raise HookCallFailed(f"server '{spec.server}' is unavailable: not configured")
         try:
-            result = await self._request(server, spec.tool, arguments)
-        except _ServerGone as exc:
+            return await self._request(server, spec.tool, arguments)
+        except ServerGone as exc:
             raise HookCallFailed(server.unavailable()) from exc
-        except MCPError as exc:
-            raise HookCallFailed(exc.message or str(exc)) from exc
         except Exception as exc:
-            raise HookCallFailed(f"{type(exc).__name__}: {exc}") from exc
-        return to_outcome(result, self._max_bytes)
+            raise HookCallFailed(
+                str(exc) if isinstance(exc, ServerAnswered) else f"{type(exc).__name__}: {exc}"
+            ) from exc
 
     async def kill(self, server: str, reason: str) -> None:
         target = self._servers.get(server)
@@ -212,30 +234,29 @@ class ServerPool:
 
     # --- internals ------------------------------------------------------------------------------------
 
-    async def _request(self, server: _Server, tool: str, arguments: dict[str, object]) -> types.CallToolResult:
-        session = server.session
-        if session is None:
-            raise _ServerGone
+    async def _request(self, server: _Server, tool: str, arguments: dict[str, object]) -> ToolOutcome:
+        link = server.link
+        if link is None:
+            raise ServerGone
         # Registered so that a death noticed elsewhere (reader, kill) ends this wait at once.
         with anyio.CancelScope() as scope:
             server.calls.add(scope)
             try:
-                return await session.call_tool(tool, arguments)
-            except MCPError as exc:
-                if exc.code != types.CONNECTION_CLOSED:
-                    raise
+                return await link.call(tool, arguments)
+            except ServerGone:
+                pass
             finally:
                 server.calls.discard(scope)
         # The connection is gone: let the runner record how the process ended before we say why.
         with anyio.move_on_after(_KILL_WAIT):
             await server.done.wait()
         server.gone("dead", "connection closed")
-        raise _ServerGone
+        raise ServerGone
 
-    async def _run(self, server: _Server) -> None:
+    async def _run(self, server: _Server, link: ModuleType) -> None:
         try:
             with server.scope:
-                await self._serve(server)
+                await self._serve(server, link)
         except Exception as exc:  # every way a server can fail becomes a reported reason
             self._ended(server, _describe(exc, server))
         else:
@@ -245,52 +266,25 @@ class ServerPool:
             server.ready.set()
             server.done.set()
 
-    async def _serve(self, server: _Server) -> None:
+    async def _serve(self, server: _Server, mcp_link: ModuleType) -> None:
+        """Hand-shake and list within the start timeout; then serve calls until the server ends."""
         config = server.config
-        if config.in_process is not None:
-            async with open_in_process(config.in_process, config.cwd or os.getcwd()) as (ended, read, write):
-                await self._session(server, read, write, time.monotonic(), ended)
-            return
-        spawned = self._prespawned.pop(config.name, None)
-        began = spawned.spawned_at if isinstance(spawned, ServerProcess) else time.monotonic()
-        async with open_stdio(
-            config.command,
-            config.args,
+        wall = datetime.now().astimezone()
+        async with mcp_link.connect(
+            config,
+            spawned=self._spawned.pop(config.name, None),
             env=self._child_env(config.env),
-            cwd=config.cwd,
             on_spawn=server.spawned,
             on_stderr=self._stderr_writer(config.name),
-            spawned=spawned,
-        ) as (proc, read, write):
-            await self._session(server, read, write, began, proc.ended)
-
-    async def _session(
-        self,
-        server: _Server,
-        read: ReadStream[SessionMessage | Exception],
-        write: WriteStream[SessionMessage],
-        began: float,
-        ended: anyio.Event,
-    ) -> None:
-        """Handshake and tool listing within the start timeout; then serve calls until the server ends."""
-        config = server.config
-        timeout = config.start_timeout or self._start_timeout
-        wall = datetime.now().astimezone()
-        info = types.Implementation(name="sprout-agent", version=__version__)
-        async with ClientSession(read, write, client_info=info) as session:
-            listed: list[types.Tool] = []
-            with anyio.move_on_after(timeout) as start_scope:
-                await session.initialize()
-                server.initialize_seconds = time.monotonic() - began
-                listed = await _list_tools(session)
-                server.list_seconds = time.monotonic() - began - server.initialize_seconds
-            if start_scope.cancelled_caught:
-                raise TimeoutError(f"no answer within {timeout:g} s")
-            server.tools = [_spec(config.name, tool) for tool in listed]
-            server.session, server.state = session, "running"
-            server.started_at, server.start_seconds = wall, time.monotonic() - began
-            hooks = sum(spec.tool.startswith("_") for spec in server.tools)
-            self._emit(ServerStarted(config.name, len(server.tools) - hooks, hooks, server.start_seconds))
+            timeout=config.start_timeout or self._start_timeout,
+            max_bytes=self._max_bytes,
+        ) as (link, listed, ended):
+            server.tools = listed.tools
+            server.initialize_seconds, server.list_seconds = listed.initialize_seconds, listed.list_seconds
+            server.link, server.state = link, "running"
+            server.started_at, server.start_seconds = wall, listed.start_seconds
+            hooks = sum(is_hook(spec) for spec in server.tools)
+            self._emit(ServerStarted(config.name, len(server.tools) - hooks, hooks, listed.start_seconds))
             server.ready.set()
             await ended.wait()
 
@@ -320,23 +314,14 @@ class ServerPool:
         return write
 
 
-async def _list_tools(session: ClientSession) -> list[types.Tool]:
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    while True:
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        page = await session.list_tools(params=params)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if cursor is None:
-            return tools
+def _import_link() -> ModuleType:
+    from sprout_agent import mcp_link
+
+    return mcp_link
 
 
-def _spec(server: str, tool: types.Tool) -> ToolSpec:
-    annotations = tool.annotations
-    read_only = annotations.read_only_hint if annotations is not None else None
-    schema: dict[str, object] = dict(tool.input_schema)
-    return ToolSpec(f"{server}__{tool.name}", server, tool.name, tool.description or "", schema, read_only)
+def _error_outcome(text: str) -> ToolOutcome:
+    return ToolOutcome((Text(text),), is_error=True)
 
 
 def _name_tools(servers: Iterable[_Server], emit: Callable[[Event], None]) -> list[ToolSpec]:
@@ -369,15 +354,13 @@ def _describe(exc: BaseException | None, server: _Server) -> str:
         return f"cannot start '{what}': {exc.strerror or exc}"
     if code is not None and code >= 0:
         return f"exited with code {code}"
-    if isinstance(exc, MCPError):
-        return exc.message or str(exc)
     if exc is not None:
         return str(exc) or type(exc).__name__
     return "closed its output" if code is None else f"ended by signal {-code}"
 
 
 def _status_of(server: _Server) -> ServerStatus:
-    hooks = sum(spec.tool.startswith("_") for spec in server.tools)
+    hooks = sum(is_hook(spec) for spec in server.tools)
     return ServerStatus(
         name=server.config.name,
         state=server.state,

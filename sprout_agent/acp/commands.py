@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sprout_agent.acp.wire import Json
 from sprout_agent.agent import Agent
+from sprout_agent.status import context_line
 
 # name, description, input hint (None: the command takes no argument)
 COMMANDS: tuple[tuple[str, str, str | None], ...] = (
@@ -37,8 +38,6 @@ def parse(text: str) -> tuple[str, str] | None:
 
 async def run(agent: Agent, name: str, argument: str) -> str:
     """Runs a command; returns the text shown to the user as the agent's message."""
-    from sprout_agent.repl import context_line  # the terminal's wording, loaded only when asked for
-
     if name == "cost":
         return agent.ledger.summary()
     if name == "context":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -26,10 +26,11 @@ from sprout_agent.acp.wire import (
     guard_stdio,
 )
 from sprout_agent.errors import EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM
+from sprout_agent.locations import Locations
 
 if TYPE_CHECKING:
     from sprout_agent.acp.sessions import AcpSession
-    from sprout_agent.session import Prepared
+    from sprout_agent.options import Prepared
 
 # Importing the sessions' machinery (the loop, config, settings) waits for the first session:
 # `initialize` is answered before any of it loads.
@@ -47,8 +48,7 @@ class AcpOptions:
     permission_mode: str = "auto"
     allow_tools: tuple[str, ...] = ()
     deny_tools: tuple[str, ...] = ()
-    user_config_dir: Path | None = None
-    sessions_dir: Path | None = None  # transcripts; None = sessions are neither recorded nor loadable
+    locations: Locations = field(default_factory=Locations.nowhere)  # sessions None: not recorded, not loadable
 
 
 class AcpServer:
@@ -72,7 +72,7 @@ class AcpServer:
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
             raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be a non-negative integer")
         capabilities: Json = {
-            "loadSession": self.options.sessions_dir is not None,
+            "loadSession": self.options.locations.sessions is not None,
             "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": False, "sse": False},
         }
@@ -96,7 +96,7 @@ class AcpServer:
         from sprout_agent.acp.replay import replay
         from sprout_agent.acp.setup import prepare_session
 
-        directory = self.options.sessions_dir
+        directory = self.options.locations.sessions
         if directory is None:
             raise RpcError(METHOD_NOT_FOUND, "Method not found: session/load (loadSession is not advertised)")
         session_id = params.get("sessionId")

@@ -1,4 +1,4 @@
-"""One ACP session: its own `Runtime` (servers, model, agent), its renderer, its turn and its permission asks."""
+"""One ACP session: its own runtime (servers, model, agent), its renderer, its turn and its permission asks."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from sprout_agent.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Connection, Js
 from sprout_agent.agent import Agent
 from sprout_agent.errors import SproutError
 from sprout_agent.messages import ToolUse
+from sprout_agent.options import Prepared
 from sprout_agent.permissions import Decision
 from sprout_agent.protocols import ToolSpec
-from sprout_agent.session import Prepared, Runtime
+from sprout_agent.runtime import Runtime, new_session_id, open_runtime
 
 # The loop's stop reasons as ACP names them; anything else ended the turn normally.
 STOP_REASONS = {"max_tokens": "max_tokens", "max_turns": "max_turn_requests", "refusal": "refusal"}
@@ -28,42 +29,37 @@ _DECISIONS = {"allow_once": "once", "allow_always": "always"}
 
 class AcpSession:
     def __init__(self, prepared: Prepared, conn: Connection) -> None:
-        """The runtime picks the id (a resumed session keeps its own) and records the transcript."""
-        self.updates = Updates("", lambda params: conn.notify("session/update", params), _cwd(prepared))
-        self.runtime = Runtime(prepared, self.updates.emit, ask=self._ask)
-        self.session_id = self.runtime.session_id
-        self.updates.session_id = self.session_id
+        """The id is known at once (a resumed session keeps its own); the runtime starts in `own`."""
+        self.prepared = prepared
+        self.session_id = new_session_id(prepared)
+        self.updates = Updates(self.session_id, lambda params: conn.notify("session/update", params), _cwd(prepared))
         self._conn = conn
-        self._settled = anyio.Event()
+        self._runtime: Runtime | None = None  # while the session's runtime is open
+        self._settled = anyio.Event()  # the runtime is open, or failed to open
         self._failure = ""
         self._turn: anyio.CancelScope | None = None
         self.busy = False
 
     async def own(self) -> None:
-        """Runs the session's servers until cancelled (the client went away); they all end with it."""
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._when_ready)
-            try:
-                await self.runtime.own()
-            except Exception as error:  # reported to the next prompt; the other sessions go on
-                self._failure = _describe(error)
-            finally:
+        """Runs the session's runtime until cancelled (the client went away); its servers end with it."""
+        try:
+            async with open_runtime(self.prepared, self.updates.emit, ask=self._ask, session_id=self.session_id) as rt:
+                agent, compactor = rt.agent, rt.agent.compactor
+                self.updates.usage_source = lambda: (compactor.window if compactor else 0, agent.ledger.cost)
+                self._runtime = rt
                 self._settled.set()
-                group.cancel_scope.cancel()
-
-    async def _when_ready(self) -> None:
-        await self.runtime.ready.wait()
-        agent = self.runtime.agent
-        assert agent is not None
-        compactor = agent.compactor
-        self.updates.usage_source = lambda: (compactor.window if compactor else 0, agent.ledger.cost)
-        self._settled.set()
+                await anyio.sleep_forever()
+        except Exception as error:  # reported to the next prompt; the other sessions go on
+            self._failure = _describe(error)
+        finally:
+            self._runtime = None
+            self._settled.set()
 
     async def agent(self) -> Agent:
         await self._settled.wait()
-        if self.runtime.agent is None or not self.runtime.ready.is_set():
+        if self._runtime is None:
             raise RpcError(INTERNAL_ERROR, f"the session could not start: {self._failure or 'stopped'}")
-        return self.runtime.agent
+        return self._runtime.agent
 
     async def prompt(self, text: str) -> str:
         """Runs one turn; returns the ACP stop reason. Every update is sent before this returns."""

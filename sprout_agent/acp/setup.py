@@ -3,6 +3,7 @@ stdio servers the client passes (the client's win on a name clash; http/sse entr
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, cast
 from sprout_agent.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Json, RpcError
 from sprout_agent.config import LoadedConfig, ServerConfig
 from sprout_agent.errors import SproutError
-from sprout_agent.session import Options, Prepared, prepare
+from sprout_agent.options import Options, Prepared, prepare
 
 if TYPE_CHECKING:
     from sprout_agent.acp.server import AcpOptions
@@ -33,7 +34,7 @@ def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: st
         resume_id=resume_id,
     )
     try:
-        prepared = prepare(options, o.user_config_dir, o.sessions_dir)
+        prepared = prepare(options, o.locations, os.environ)
     except SproutError as error:
         raise RpcError(INTERNAL_ERROR, str(error)) from None
     # Servers without a directory of their own run in the session's, as they would with --cwd.
@@ -44,8 +45,9 @@ def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: st
         if server.name not in names
     )
     loaded = prepared.loaded
-    prepared.loaded = LoadedConfig(kept + client, loaded.files_read, loaded.notices + skipped, loaded.broken)
-    return prepared
+    return replace(
+        prepared, loaded=LoadedConfig(kept + client, loaded.files_read, loaded.notices + skipped, loaded.broken)
+    )
 
 
 def _client_servers(raw: object, cwd: Path) -> tuple[tuple[ServerConfig, ...], tuple[str, ...]]:

@@ -6,28 +6,33 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import assert_never
 
 from sprout_agent.acp import toolview
 from sprout_agent.acp.wire import Json
 from sprout_agent.events import (
     ApiRetry,
+    AssistantText,
     CompactionFinished,
     CompactionStarted,
     Event,
+    HookCalled,
     HookFailed,
     HookInjected,
     HookObjected,
     HookServerKilled,
     HookTimedOut,
     ModelReplied,
+    ModelWaiting,
     Notice,
     ServerFailed,
+    ServerStarted,
     StopBudgetSpent,
     TextDelta,
     ToolFinished,
     ToolRunning,
     ToolStarted,
+    TurnFinished,
 )
 from sprout_agent.messages import Image, Text
 
@@ -54,24 +59,6 @@ class Updates:
         self._compaction: str | None = None
         # (context window, dollars spent so far), once the agent exists.
         self.usage_source: Callable[[], tuple[int, float]] | None = None
-        self._handlers: dict[type, Callable[[Any], None]] = {
-            TextDelta: self._text,
-            ToolStarted: self._tool_started,
-            ToolRunning: self._tool_running,
-            ToolFinished: self._tool_finished,
-            ModelReplied: self._usage,
-            HookObjected: self._hook_objected,
-            HookInjected: self._hook_injected,
-            HookTimedOut: self._hook_trouble,
-            HookFailed: self._hook_trouble,
-            HookServerKilled: self._hook_trouble,
-            StopBudgetSpent: self._hook_trouble,
-            CompactionStarted: self._compaction_started,
-            CompactionFinished: self._compaction_finished,
-            Notice: self._notice,
-            ServerFailed: self._notice,
-            ApiRetry: self._notice,
-        }
 
     def send(self, update: Json) -> None:
         self._notify({"sessionId": self.session_id, "update": update})
@@ -81,9 +68,36 @@ class Updates:
             if isinstance(event, Notice | ServerFailed):
                 self._held.append(_notice_text(event))
             return
-        handler = self._handlers.get(type(event))
-        if handler is not None:
-            handler(event)
+        self._render(event)
+
+    def _render(self, event: Event) -> None:  # noqa: C901 - one arm per event type, checked exhaustive
+        match event:
+            case TextDelta():
+                self.message(event.text)
+            case ToolStarted():
+                self._tool_started(event)
+            case ToolRunning():
+                self._tool_running(event)
+            case ToolFinished():
+                self._tool_finished(event)
+            case ModelReplied():
+                self._usage(event)
+            case HookObjected():
+                self._hook_objected(event)
+            case HookInjected():
+                self._hook_injected(event)
+            case HookTimedOut() | HookFailed() | HookServerKilled() | StopBudgetSpent():
+                self._hook_trouble(event)
+            case CompactionStarted():
+                self._compaction_started(event)
+            case CompactionFinished():
+                self._compaction_finished(event)
+            case Notice() | ServerFailed() | ApiRetry():
+                self._notice(event)
+            case ModelWaiting() | AssistantText() | ServerStarted() | HookCalled() | TurnFinished():
+                pass  # text went out as chunks; the prompt's response carries the stop reason
+            case _:
+                assert_never(event)
 
     def begin(self) -> None:
         self._in_turn = True
@@ -124,9 +138,6 @@ class Updates:
         return fields
 
     # --- event handlers ------------------------------------------------------------------------------------
-
-    def _text(self, event: TextDelta) -> None:
-        self.message(event.text)
 
     def _tool_started(self, event: ToolStarted) -> None:
         call = _Call(event.call_id, event)

@@ -7,9 +7,9 @@ Stdlib only.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO, cast
+from typing import Any, TextIO, assert_never, cast
 
 from sprout_agent import events as ev
 from sprout_agent.events import Event
@@ -93,8 +93,7 @@ def _ms(seconds: float) -> int:
     return round(seconds * 1000)
 
 
-# Events whose content init already carries (server start-up), or that only drive a spinner.
-_NOT_STREAMED = (ev.ModelWaiting, ev.TextDelta)
+# Events whose content init already carries (server start-up).
 _FOLDED_INTO_INIT = (ev.ServerStarted, ev.ServerFailed)
 
 
@@ -115,7 +114,7 @@ class JsonlSink:
         self._finished = False
 
     def __call__(self, event: Event) -> None:
-        if not self.stream or self._finished or isinstance(event, _NOT_STREAMED):
+        if not self.stream or self._finished:
             return
         if not self._initialised:
             if not isinstance(event, _FOLDED_INTO_INIT):
@@ -159,93 +158,124 @@ class JsonlSink:
     def _write(self, record: Record) -> None:
         write_record(self.out, {"type": record.pop("type"), "session_id": self.session_id, **record})
 
-    def _record(self, event: Event) -> Record | None:
-        if isinstance(event, ev.ToolStarted):
-            self._tool_servers[event.call_id] = event.server
-        elif isinstance(event, ev.ToolFinished):
-            server = self._tool_servers.pop(event.call_id, "")
+    def _record(self, event: Event) -> Record | None:  # noqa: C901 - one arm per event type, checked exhaustive
+        match event:
+            case ev.ModelWaiting() | ev.TextDelta() | ev.ToolRunning():
+                return None  # they drive a spinner; `assistant` and `tool_finished` carry the content
+            case ev.Notice():
+                return {"type": "notice", "level": event.level, "text": event.text}
+            case ev.ServerStarted():
+                return {
+                    "type": "server_started",
+                    "server": event.server,
+                    "tools": event.tool_count,
+                    "hooks": event.hook_count,
+                    "duration_ms": _ms(event.seconds),
+                }
+            case ev.ServerFailed():
+                return {
+                    "type": "server_failed",
+                    "server": event.server,
+                    "reason": event.reason,
+                    "stderr_tail": event.stderr_tail,
+                }
+            case ev.AssistantText():
+                return {"type": "assistant", "text": event.text}
+            case ev.ModelReplied():
+                return {
+                    "type": "model_response",
+                    "stop_reason": event.stop_reason,
+                    "usage": usage_record(event.usage),
+                    "duration_ms": _ms(event.seconds),
+                }
+            case ev.ApiRetry():
+                return {
+                    "type": "api_retry",
+                    "attempt": event.attempt,
+                    "reason": event.reason,
+                    "delay_ms": _ms(event.delay),
+                }
+            case ev.ToolStarted():
+                self._tool_servers[event.call_id] = event.server
+                return {
+                    "type": "tool_started",
+                    "id": event.call_id,
+                    "name": event.name,
+                    "server": event.server,
+                    "tool": event.tool,
+                    "arguments": event.arguments,
+                }
+            case ev.ToolFinished():
+                return {
+                    "type": "tool_finished",
+                    "id": event.call_id,
+                    "name": event.name,
+                    "server": self._tool_servers.pop(event.call_id, ""),
+                    "is_error": event.is_error,
+                    "duration_ms": _ms(event.seconds),
+                    "result": event.summary,
+                }
+            case (
+                ev.HookCalled()
+                | ev.HookObjected()
+                | ev.HookInjected()
+                | ev.HookTimedOut()
+                | ev.HookFailed()
+                | ev.HookServerKilled()
+                | ev.StopBudgetSpent()
+            ):
+                return _hook_record(event)
+            case ev.CompactionStarted():
+                return {"type": "compaction_started", "reason": event.reason, "tokens_before": event.tokens_before}
+            case ev.CompactionFinished():
+                return {
+                    "type": "compaction_finished",
+                    "ok": event.ok,
+                    "tokens_before": event.tokens_before,
+                    "tokens_after": event.tokens_after,
+                    "detail": event.detail,
+                }
+            case ev.TurnFinished():
+                return {
+                    "type": "turn_finished",
+                    "stop_reason": event.stop_reason,
+                    "text": event.text,
+                    "turns": event.turns,
+                    "usage": usage_record(event.usage),
+                }
+            case _:
+                assert_never(event)
+
+
+HookEvent = (
+    ev.HookCalled | ev.HookObjected | ev.HookInjected | ev.HookTimedOut | ev.HookFailed | ev.HookServerKilled
+    | ev.StopBudgetSpent
+)  # fmt: skip
+
+
+def _hook_record(event: HookEvent) -> Record:
+    match event:
+        case ev.HookCalled():
+            return {"type": "hook_called", "hook": event.hook, "servers": list(event.servers)}
+        case ev.HookObjected():
+            return {"type": "hook_objected", "hook": event.hook, "server": event.server, "text": event.text}
+        case ev.HookInjected():
+            return {"type": "hook_injected", "hook": event.hook, "server": event.server, "text": event.text}
+        case ev.HookTimedOut():
             return {
-                "type": "tool_finished",
-                "id": event.call_id,
-                "name": event.name,
-                "server": server,
-                "is_error": event.is_error,
-                "duration_ms": _ms(event.seconds),
-                "result": event.summary,
+                "type": "hook_timed_out",
+                "hook": event.hook,
+                "server": event.server,
+                "consecutive": event.consecutive,
             }
-        convert = _CONVERTERS.get(type(event))
-        return convert(event) if convert is not None else None
-
-
-# Each event type's line; ToolFinished needs the sink's state and is built in `_record`.
-_CONVERTERS: dict[type, Callable[[Any], Record]] = {
-    ev.Notice: lambda e: {"type": "notice", "level": e.level, "text": e.text},
-    ev.ServerStarted: lambda e: {
-        "type": "server_started",
-        "server": e.server,
-        "tools": e.tool_count,
-        "hooks": e.hook_count,
-        "duration_ms": _ms(e.seconds),
-    },
-    ev.ServerFailed: lambda e: {
-        "type": "server_failed",
-        "server": e.server,
-        "reason": e.reason,
-        "stderr_tail": e.stderr_tail,
-    },
-    ev.AssistantText: lambda e: {"type": "assistant", "text": e.text},
-    ev.ModelReplied: lambda e: {
-        "type": "model_response",
-        "stop_reason": e.stop_reason,
-        "usage": usage_record(e.usage),
-        "duration_ms": _ms(e.seconds),
-    },
-    ev.ApiRetry: lambda e: {
-        "type": "api_retry",
-        "attempt": e.attempt,
-        "reason": e.reason,
-        "delay_ms": _ms(e.delay),
-    },
-    ev.ToolStarted: lambda e: {
-        "type": "tool_started",
-        "id": e.call_id,
-        "name": e.name,
-        "server": e.server,
-        "tool": e.tool,
-        "arguments": e.arguments,
-    },
-    ev.HookCalled: lambda e: {"type": "hook_called", "hook": e.hook, "servers": list(e.servers)},
-    ev.HookObjected: lambda e: {"type": "hook_objected", "hook": e.hook, "server": e.server, "text": e.text},
-    ev.HookInjected: lambda e: {"type": "hook_injected", "hook": e.hook, "server": e.server, "text": e.text},
-    ev.HookTimedOut: lambda e: {
-        "type": "hook_timed_out",
-        "hook": e.hook,
-        "server": e.server,
-        "consecutive": e.consecutive,
-    },
-    ev.HookFailed: lambda e: {"type": "hook_failed", "hook": e.hook, "server": e.server, "reason": e.reason},
-    ev.HookServerKilled: lambda e: {"type": "hook_server_killed", "server": e.server, "reason": e.reason},
-    ev.StopBudgetSpent: lambda e: {"type": "stop_budget_spent", "rejections": e.rejections},
-    ev.CompactionStarted: lambda e: {
-        "type": "compaction_started",
-        "reason": e.reason,
-        "tokens_before": e.tokens_before,
-    },
-    ev.CompactionFinished: lambda e: {
-        "type": "compaction_finished",
-        "ok": e.ok,
-        "tokens_before": e.tokens_before,
-        "tokens_after": e.tokens_after,
-        "detail": e.detail,
-    },
-    ev.TurnFinished: lambda e: {
-        "type": "turn_finished",
-        "stop_reason": e.stop_reason,
-        "text": e.text,
-        "turns": e.turns,
-        "usage": usage_record(e.usage),
-    },
-}
+        case ev.HookFailed():
+            return {"type": "hook_failed", "hook": event.hook, "server": event.server, "reason": event.reason}
+        case ev.HookServerKilled():
+            return {"type": "hook_server_killed", "server": event.server, "reason": event.reason}
+        case ev.StopBudgetSpent():
+            return {"type": "stop_budget_spent", "rejections": event.rejections}
+        case _:
+            assert_never(event)
 
 
 # --- input ------------------------------------------------------------------------------------------------

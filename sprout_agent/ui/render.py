@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, assert_never
 
 from rich.console import Console
 from rich.text import Text
@@ -18,6 +18,15 @@ from sprout_agent import events as ev
 from sprout_agent.events import Event
 
 ARGUMENT_PREVIEW_CHARS = 60
+HookEvent = (
+    ev.HookCalled
+    | ev.HookObjected
+    | ev.HookInjected
+    | ev.HookTimedOut
+    | ev.HookFailed
+    | ev.HookServerKilled
+    | ev.StopBudgetSpent
+)
 
 
 def short_arguments(arguments: dict[str, object]) -> str:
@@ -33,25 +42,61 @@ def short_arguments(arguments: dict[str, object]) -> str:
 class TerminalRenderer:
     """Event sink for people. Interactive: spinner, streamed text, Markdown. Otherwise: plain stderr lines."""
 
-    def __init__(self, *, interactive: bool, verbose: bool, stdout: TextIO | None = None) -> None:
+    def __init__(
+        self, *, interactive: bool, verbose: bool, stdout: TextIO | None = None, answers: TextIO | None = None
+    ) -> None:
+        """`stdout` takes the rendered Markdown (interactive); `answers` gets each turn's final text as is."""
         self.interactive = interactive
         self.verbose = verbose
         self.err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
         self.out = Console(file=stdout or sys.stdout, highlight=False)
+        self.answers = answers
         self._live: Live | None = None
         self._streamed = ""
         self._pending_tools: dict[str, str] = {}
 
-    def __call__(self, event: Event) -> None:
-        handler = getattr(self, f"_on_{type(event).__name__}", None)
-        if handler is not None:
-            handler(event)
+    def __call__(self, event: Event) -> None:  # noqa: C901 - one arm per event type, checked exhaustive
+        match event:
+            case ev.ModelWaiting():
+                self._on_model_waiting(event)
+            case ev.TextDelta():
+                self._on_text_delta(event)
+            case ev.AssistantText():
+                self._on_assistant_text(event)
+            case ev.ModelReplied():
+                self._on_model_replied(event)
+            case ev.ApiRetry():
+                self._line(f"[yellow]API error ({event.reason}); retry {event.attempt} in {event.delay:.1f}s[/]")
+            case ev.ToolStarted():
+                self._pending_tools[event.call_id] = short_arguments(event.arguments)
+            case ev.ToolRunning():
+                pass  # the line is written when the call finishes
+            case ev.ToolFinished():
+                self._on_tool_finished(event)
+            case ev.ServerStarted() | ev.ServerFailed() | ev.Notice():
+                self._on_server_or_notice(event)
+            case (
+                ev.HookCalled()
+                | ev.HookObjected()
+                | ev.HookInjected()
+                | ev.HookTimedOut()
+                | ev.HookFailed()
+                | ev.HookServerKilled()
+                | ev.StopBudgetSpent()
+            ):
+                self._on_hook(event)
+            case ev.CompactionStarted() | ev.CompactionFinished():
+                self._on_compaction(event)
+            case ev.TurnFinished():
+                self._on_turn_finished(event)
+            case _:
+                assert_never(event)
 
     def close(self) -> None:
         self._stop_live()
 
     # --- model output -----------------------------------------------------------------------------
-    def _on_ModelWaiting(self, event: ev.ModelWaiting) -> None:
+    def _on_model_waiting(self, event: ev.ModelWaiting) -> None:
         if self.verbose:
             self.err.print(f"[dim]→ request {event.request_number}, ~{event.context_tokens} context tokens[/]")
         if self.interactive:
@@ -60,12 +105,12 @@ class TerminalRenderer:
 
             self._start_live(Spinner("dots", text=Text("thinking…", style="dim")))
 
-    def _on_TextDelta(self, event: ev.TextDelta) -> None:
+    def _on_text_delta(self, event: ev.TextDelta) -> None:
         if self.interactive:
             self._streamed += event.text
             self._start_live(Text(self._streamed))
 
-    def _on_AssistantText(self, event: ev.AssistantText) -> None:
+    def _on_assistant_text(self, event: ev.AssistantText) -> None:
         if self.interactive:
             self._stop_live()
             from rich.markdown import Markdown
@@ -74,7 +119,7 @@ class TerminalRenderer:
         elif self.verbose:
             self.err.print(Text(event.text, style="dim"))
 
-    def _on_ModelReplied(self, event: ev.ModelReplied) -> None:
+    def _on_model_replied(self, event: ev.ModelReplied) -> None:
         self._stop_live()
         if self.verbose:
             u = event.usage
@@ -84,14 +129,8 @@ class TerminalRenderer:
                 f"${event.cost_usd:.4f}[/]"
             )
 
-    def _on_ApiRetry(self, event: ev.ApiRetry) -> None:
-        self._line(f"[yellow]API error ({event.reason}); retry {event.attempt} in {event.delay:.1f}s[/]")
-
     # --- tools ------------------------------------------------------------------------------------
-    def _on_ToolStarted(self, event: ev.ToolStarted) -> None:
-        self._pending_tools[event.call_id] = short_arguments(event.arguments)
-
-    def _on_ToolFinished(self, event: ev.ToolFinished) -> None:
+    def _on_tool_finished(self, event: ev.ToolFinished) -> None:
         arguments = self._pending_tools.pop(event.call_id, "")
         status = f"[red]error[/] {_escape(event.summary)}" if event.is_error else "[green]ok[/]"
         self._line(
@@ -99,54 +138,61 @@ class TerminalRenderer:
         )
 
     # --- servers, hooks, compaction -------------------------------------------------------------------
-    def _on_ServerStarted(self, event: ev.ServerStarted) -> None:
-        if self.verbose:
-            self._line(
-                f"[dim]server {event.server}: {event.tool_count} tools, {event.hook_count} hooks, "
-                f"{event.seconds:.2f}s[/]"
-            )
+    def _on_server_or_notice(self, event: ev.ServerStarted | ev.ServerFailed | ev.Notice) -> None:
+        if isinstance(event, ev.ServerStarted):
+            if self.verbose:
+                self._line(
+                    f"[dim]server {event.server}: {event.tool_count} tools, {event.hook_count} hooks, "
+                    f"{event.seconds:.2f}s[/]"
+                )
+        elif isinstance(event, ev.ServerFailed):
+            self._line(f"[red]server {_escape(event.server)} failed:[/] {_escape(event.reason)}")
+            if event.stderr_tail:
+                self._line(Text(_indent(event.stderr_tail), style="dim"))
+        else:
+            style = {"warning": "yellow", "error": "red"}.get(event.level, "dim")
+            self._line(Text(event.text, style=style))
 
-    def _on_ServerFailed(self, event: ev.ServerFailed) -> None:
-        self._line(f"[red]server {_escape(event.server)} failed:[/] {_escape(event.reason)}")
-        if event.stderr_tail:
-            self._line(Text(_indent(event.stderr_tail), style="dim"))
+    def _on_hook(self, event: HookEvent) -> None:
+        match event:
+            case ev.HookCalled():
+                if self.verbose:
+                    self._line(f"[dim]hook {event.hook} → {', '.join(event.servers)}[/]")
+            case ev.HookObjected():
+                first = event.text.strip().split("\n", 1)[0][:120]
+                self._line(f"[magenta]hook {event.hook} from {_escape(event.server)} objected:[/] {_escape(first)}")
+            case ev.HookInjected():
+                self._line(f"[magenta]hook {event.hook} from {_escape(event.server)} added context[/]")
+            case ev.HookTimedOut():
+                self._line(f"[yellow]hook {event.hook} on {event.server} timed out ({event.consecutive} in a row)[/]")
+            case ev.HookFailed():
+                if self.verbose:
+                    self._line(f"[yellow]hook {event.hook} on {event.server} failed: {_escape(event.reason[:200])}[/]")
+            case ev.HookServerKilled():
+                self._line(f"[red]server {event.server} killed: {_escape(event.reason)}[/]")
+            case ev.StopBudgetSpent():
+                self._line(
+                    f"[yellow]_Stop budget spent ({event.rejections} objections this session): stopping regardless[/]"
+                )
+            case _:
+                assert_never(event)
 
-    def _on_Notice(self, event: ev.Notice) -> None:
-        style = {"warning": "yellow", "error": "red"}.get(event.level, "dim")
-        self._line(Text(event.text, style=style))
-
-    def _on_HookCalled(self, event: ev.HookCalled) -> None:
-        if self.verbose:
-            self._line(f"[dim]hook {event.hook} → {', '.join(event.servers)}[/]")
-
-    def _on_HookObjected(self, event: ev.HookObjected) -> None:
-        first = event.text.strip().split("\n", 1)[0][:120]
-        self._line(f"[magenta]hook {event.hook} from {_escape(event.server)} objected:[/] {_escape(first)}")
-
-    def _on_HookInjected(self, event: ev.HookInjected) -> None:
-        self._line(f"[magenta]hook {event.hook} from {_escape(event.server)} added context[/]")
-
-    def _on_HookTimedOut(self, event: ev.HookTimedOut) -> None:
-        self._line(f"[yellow]hook {event.hook} on {event.server} timed out ({event.consecutive} in a row)[/]")
-
-    def _on_HookFailed(self, event: ev.HookFailed) -> None:
-        if self.verbose:
-            self._line(f"[yellow]hook {event.hook} on {event.server} failed: {_escape(event.reason[:200])}[/]")
-
-    def _on_HookServerKilled(self, event: ev.HookServerKilled) -> None:
-        self._line(f"[red]server {event.server} killed: {_escape(event.reason)}[/]")
-
-    def _on_StopBudgetSpent(self, event: ev.StopBudgetSpent) -> None:
-        self._line(f"[yellow]_Stop budget spent ({event.rejections} objections this session): stopping regardless[/]")
-
-    def _on_CompactionStarted(self, event: ev.CompactionStarted) -> None:
-        self._line(f"[blue]compacting ({event.reason}) at ~{event.tokens_before} tokens…[/]")
-
-    def _on_CompactionFinished(self, event: ev.CompactionFinished) -> None:
-        if event.ok:
+    def _on_compaction(self, event: ev.CompactionStarted | ev.CompactionFinished) -> None:
+        if isinstance(event, ev.CompactionStarted):
+            self._line(f"[blue]compacting ({event.reason}) at ~{event.tokens_before} tokens…[/]")
+        elif event.ok:
             self._line(f"[blue]compacted: ~{event.tokens_before} → ~{event.tokens_after} tokens[/]")
         else:
             self._line(f"[yellow]compaction failed: {_escape(event.detail)}[/]")
+
+    def _on_turn_finished(self, event: ev.TurnFinished) -> None:
+        self._stop_live()
+        if self.answers is not None:  # a script's stdout: the final answer, plain
+            text = event.text
+            self.answers.write(text if text.endswith("\n") or not text else text + "\n")
+            self.answers.flush()
+        elif self.interactive and event.stop_reason not in ("end_turn", "stop_sequence"):
+            self.say(f"stopped: {event.stop_reason}", "yellow")
 
     # --- helpers ------------------------------------------------------------------------------------
     def _line(self, line: str | Text) -> None:

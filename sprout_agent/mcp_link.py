@@ -1,0 +1,135 @@
+"""One MCP client session to one server, stdio or in-process: handshake, tool listing, tool calls.
+
+The pool (servers.py) owns every server's life and state and never imports mcp; it loads this module in a
+thread once its processes are spawned, so mcp's import (~1 s) overlaps their start-up. MCP errors leave
+here as `ServerGone` (the connection closed) or `ServerAnswered` (an error answer), never as mcp types.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import anyio
+import mcp.types as types
+from mcp import MCPError
+from mcp.client.session import ClientSession
+from mcp.shared.memory import MessageStream
+
+from sprout_agent import __version__
+from sprout_agent.config import ServerConfig
+from sprout_agent.errors import ServerAnswered, ServerGone
+from sprout_agent.in_process import open_in_process
+from sprout_agent.mcp_results import to_outcome
+from sprout_agent.processes import ServerProcess
+from sprout_agent.protocols import ToolOutcome, ToolSpec
+from sprout_agent.stdio_transport import ReadStream, WriteStream, open_stdio
+
+Streams = tuple[ReadStream, WriteStream] | MessageStream  # stdio, or in-process memory streams
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """What the handshake learned, with its timings from the spawn."""
+
+    tools: list[ToolSpec]
+    initialize_seconds: float
+    list_seconds: float
+    start_seconds: float
+
+
+class Link:
+    """A live session: calls one tool at a time per caller; MCP errors become our exceptions."""
+
+    def __init__(self, session: ClientSession, max_bytes: int) -> None:
+        self._session = session
+        self._max_bytes = max_bytes
+
+    async def call(self, tool: str, arguments: dict[str, object]) -> ToolOutcome:
+        try:
+            result = await self._session.call_tool(tool, arguments)
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                raise ServerGone("connection closed") from exc
+            raise ServerAnswered(exc.message or str(exc)) from exc
+        return to_outcome(result, self._max_bytes)
+
+
+@asynccontextmanager
+async def connect(
+    config: ServerConfig,
+    *,
+    spawned: ServerProcess | OSError | None,
+    env: Mapping[str, str],
+    on_spawn: Callable[[ServerProcess], None],
+    on_stderr: Callable[[bytes], None] | None,
+    timeout: float,
+    max_bytes: int,
+) -> AsyncGenerator[tuple[Link, Listed, anyio.Event]]:
+    """Opens the transport, hand-shakes and lists tools within `timeout`; yields the link, the listing and an
+    event set when the server ends. Leaving closes the session and ends the server (its whole group)."""
+    try:
+        if config.in_process is not None:
+            began = time.monotonic()
+            async with (
+                open_in_process(config.in_process, config.cwd or os.getcwd()) as (ended, streams),
+                _session(config, streams, began, timeout, max_bytes) as (link, listed),
+            ):
+                yield link, listed, ended
+            return
+        began = spawned.spawned_at if isinstance(spawned, ServerProcess) else time.monotonic()
+        async with (
+            open_stdio(
+                config.command,
+                config.args,
+                env=env,
+                cwd=config.cwd,
+                on_spawn=on_spawn,
+                on_stderr=on_stderr,
+                spawned=spawned,
+            ) as (proc, read, write),
+            _session(config, (read, write), began, timeout, max_bytes) as (link, listed),
+        ):
+            yield link, listed, proc.ended
+    except MCPError as exc:
+        raise ServerAnswered(exc.message or str(exc)) from exc
+
+
+@asynccontextmanager
+async def _session(
+    config: ServerConfig, streams: Streams, began: float, timeout: float, max_bytes: int
+) -> AsyncGenerator[tuple[Link, Listed]]:
+    info = types.Implementation(name="sprout-agent", version=__version__)
+    async with ClientSession(streams[0], streams[1], client_info=info) as session:
+        initialized, listed = 0.0, list[types.Tool]()
+        with anyio.move_on_after(timeout) as start_scope:
+            await session.initialize()
+            initialized = time.monotonic() - began
+            listed = await _list_tools(session)
+        if start_scope.cancelled_caught:
+            raise TimeoutError(f"no answer within {timeout:g} s")
+        took = time.monotonic() - began
+        tools = [_spec(config.name, tool) for tool in listed]
+        yield Link(session, max_bytes), Listed(tools, initialized, took - initialized, took)
+
+
+async def _list_tools(session: ClientSession) -> list[types.Tool]:
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    while True:
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+        page = await session.list_tools(params=params)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            return tools
+
+
+def _spec(server: str, tool: types.Tool) -> ToolSpec:
+    annotations = tool.annotations
+    read_only = annotations.read_only_hint if annotations is not None else None
+    schema: dict[str, object] = dict(tool.input_schema)
+    return ToolSpec(f"{server}__{tool.name}", server, tool.name, tool.description or "", schema, read_only)

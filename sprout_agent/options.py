@@ -1,0 +1,89 @@
+"""What a run is asked to do (`Options`) and everything decided from it before any server or import (`Prepared`).
+
+A leaf for the faces: the CLI builds `Options`, `prepare` turns them into a `Prepared` (or fails with exit 2),
+and the REPL, the headless runner and ACP sessions hand that to `runtime.open_runtime`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sprout_agent import config as cfg
+from sprout_agent import settings as st
+from sprout_agent import store
+from sprout_agent.compaction import context_window, parse_threshold
+from sprout_agent.errors import UsageError
+from sprout_agent.ledger import Price, parse_prices
+from sprout_agent.locations import Locations
+
+
+@dataclass(frozen=True)
+class Options:
+    prompt: str | None
+    config_files: tuple[Path, ...] = ()
+    model: str | None = None
+    system_prompt: str | None = None
+    append_system_prompt: str | None = None
+    max_turns: int | None = None
+    cwd: Path = field(default_factory=Path.cwd)
+    verbose: bool = False
+    strict_mcp_config: bool = False
+    max_budget_usd: float | None = None
+    output_format: str = "text"  # text | json | stream-json
+    input_format: str = "text"  # text | stream-json
+    resume_id: str | None = None  # --resume ID
+    continue_latest: bool = False  # --continue
+    permission_mode: str = "auto"  # auto | ask | read-only
+    allow_tools: tuple[str, ...] = ()  # patterns such as dev__bash or git__*
+    deny_tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything that can be decided before any server or import: fails fast with exit code 2."""
+
+    options: Options
+    settings: st.Settings
+    loaded: cfg.LoadedConfig
+    env: dict[str, str]
+    model: str  # --model, else ANTHROPIC_MODEL, else the default
+    prices: dict[str, Price]  # SPROUT_AGENT_PRICES overrides
+    window: int  # context window, tokens
+    threshold: int | None  # compaction threshold, tokens; None = off
+    locations: Locations
+    resume: store.LoadedSession | None = None  # --continue / --resume
+
+    @property
+    def sessions_dir(self) -> Path | None:
+        return self.locations.sessions
+
+
+def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) -> Prepared:
+    """Reads `.env`, settings and config files; `environ` (the real environment) wins over `.env`."""
+    env = {**cfg.read_dotenv(options.cwd), **environ}
+    settings = st.Settings.from_env(env)
+    if not settings.api_key_present and not settings.base_url:
+        raise UsageError("ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run again")
+    model = options.model or settings.model
+    window = context_window(model, settings.max_context_tokens)
+    threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
+    prices = parse_prices(settings.prices)
+    loaded = cfg.load_config(options.config_files, options.cwd, env, locations.config)
+    loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd)
+    resume = _resumed(options, locations.sessions)
+    return Prepared(options, settings, loaded, env, model, prices, window, threshold, locations, resume)
+
+
+def _resumed(options: Options, sessions_dir: Path | None) -> store.LoadedSession | None:
+    """The session --continue or --resume names, loaded and repaired; a bad id fails here with exit 2."""
+    if options.resume_id is None and not options.continue_latest:
+        return None
+    if options.resume_id is not None and options.continue_latest:
+        raise UsageError("give --continue or --resume ID, not both")
+    if sessions_dir is None:
+        raise UsageError("sessions are not recorded here: nothing to resume")
+    if options.resume_id is not None:
+        return store.load(store.find(sessions_dir, options.resume_id))
+    return store.load(store.latest_for(sessions_dir, str(options.cwd)))

@@ -1,0 +1,179 @@
+"""The composition root: one async context manager owns a running session.
+
+`open_runtime` spawns the servers, builds the model client (anthropic loads in a thread while the servers
+hand-shake), the transcript store, the hooks and the `Agent`; leaving it ends all of them, in reverse order.
+The faces (repl.py, headless.py, acp/) enter it and get the agent; nothing else hands the agent around.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncGenerator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+from anyio.streams.memory import MemoryObjectSendStream
+
+from sprout_agent import settings as st
+from sprout_agent import store
+from sprout_agent.agent import Agent
+from sprout_agent.compaction import Compactor
+from sprout_agent.errors import ServerStartError
+from sprout_agent.events import Event, Notice
+from sprout_agent.hooks import Hooks, parse_allowlist
+from sprout_agent.ledger import Ledger
+from sprout_agent.options import Prepared
+from sprout_agent.permissions import Ask, Policy
+from sprout_agent.protocols import Model
+from sprout_agent.servers import ServerPool
+from sprout_agent.system_prompt import build_system_prompt
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """A running session, valid inside `open_runtime`."""
+
+    prepared: Prepared
+    session_id: str
+    pool: ServerPool
+    agent: Agent
+
+
+def new_session_id(prepared: Prepared) -> str:
+    """A resumed session keeps its id; a new one gets a fresh id."""
+    return prepared.resume.session_id if prepared.resume is not None else uuid.uuid4().hex
+
+
+@asynccontextmanager
+async def open_runtime(
+    prepared: Prepared, emit: Callable[[Event], None], *, ask: Ask | None = None, session_id: str | None = None
+) -> AsyncGenerator[Runtime]:
+    """Starts everything a session needs; `ask` is the face's permission question (None: nobody to ask)."""
+    session_id = session_id or new_session_id(prepared)
+    pool = ServerPool(
+        prepared.loaded.servers,
+        emit=emit,
+        start_timeout=prepared.settings.server_start_timeout,
+        tool_timeout=prepared.settings.tool_timeout,
+        result_max_bytes=prepared.settings.tool_result_max_bytes,
+        child_env=partial(st.child_environment, prepared.env),
+        stderr_log=_server_log(prepared, emit),
+    )
+    models_sender, models = anyio.create_memory_object_stream[Model](1)
+    async with AsyncExitStack() as stack:
+        transcript = _make_store(prepared, session_id)
+        if transcript is not None:
+            stack.callback(transcript.close)
+        group = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(pool.kill_all_now)  # a cancel between the spawn and the pool's enter orphans nothing
+        await pool.spawn()  # the processes boot on the other core while mcp loads in a thread
+        group.start_soon(_build_model, prepared, emit, models_sender)  # anthropic loads while they hand-shake
+        await stack.enter_async_context(pool)
+        with models:
+            model = await models.receive()
+        _check_strict(prepared, pool)
+        agent = _build_agent(prepared, emit, ask, pool, model, session_id, transcript)
+        if prepared.resume is not None:
+            agent.load(prepared.resume.history, "resume")
+            emit(Notice(f"resumed session {session_id} ({len(prepared.resume.history)} messages)"))
+        yield Runtime(prepared, session_id, pool, agent)
+
+
+async def _build_model(
+    prepared: Prepared, emit: Callable[[Event], None], sender: MemoryObjectSendStream[Model]
+) -> None:
+    with sender:
+        await sender.send(await anyio.to_thread.run_sync(_make_model, prepared, emit, abandon_on_cancel=True))
+
+
+def _make_model(prepared: Prepared, emit: Callable[[Event], None]) -> Model:
+    from sprout_agent.llm import AnthropicModel
+
+    key = prepared.env.get("ANTHROPIC_API_KEY") or prepared.env.get("ANTHROPIC_AUTH_TOKEN")
+    return AnthropicModel(
+        model=prepared.model,
+        max_tokens=prepared.settings.max_output_tokens,
+        emit=emit,
+        api_key=key or "none",  # a keyless local server behind ANTHROPIC_BASE_URL
+        base_url=prepared.settings.base_url,
+    )
+
+
+def _server_log(prepared: Prepared, emit: Callable[[Event], None]) -> Path | None:
+    """With --verbose, servers' stderr goes to a log file (never to the terminal)."""
+    path = prepared.locations.server_log
+    if not prepared.options.verbose or path is None:
+        return None
+    emit(Notice(f"MCP server stderr is logged to {path}"))
+    return path
+
+
+def _make_store(prepared: Prepared, session_id: str) -> store.SessionStore | None:
+    """The transcript: appended to when resuming, else a new file (created at the first message)."""
+    if prepared.resume is not None:
+        return store.SessionStore.resuming(prepared.resume)
+    if prepared.sessions_dir is None:
+        return None
+    return store.SessionStore.new(prepared.sessions_dir, session_id, str(prepared.options.cwd), prepared.model)
+
+
+def _check_strict(prepared: Prepared, pool: ServerPool) -> None:
+    if not prepared.options.strict_mcp_config:
+        return
+    failed = [s.name for s in pool.status() if s.state != "running"]
+    if failed:
+        raise ServerStartError(f"--strict-mcp-config: server(s) failed to start: {', '.join(failed)}")
+
+
+def _build_agent(
+    p: Prepared,
+    emit: Callable[[Event], None],
+    ask: Ask | None,
+    pool: ServerPool,
+    model: Model,
+    session_id: str,
+    transcript: store.SessionStore | None,
+) -> Agent:
+    names = {server.name for server in p.loaded.servers}
+    allowlist = parse_allowlist(p.settings.hook_servers)
+    if allowlist is not None and not allowlist.everything:
+        for missing in sorted(allowlist.names - names):
+            emit(Notice(f"MCP_HOOK_SERVERS names '{missing}', but no server has that name", "warning"))
+    ledger = Ledger(p.model, p.prices)
+    compactor = Compactor(
+        model=model,
+        window=p.window,
+        threshold=p.threshold,
+        max_compactions=p.settings.max_compactions,
+        emit=emit,
+        on_usage=ledger.add,
+    )
+    hooks = Hooks(
+        pool,
+        allowlist=allowlist,
+        timeout_ms=p.settings.hook_timeout_ms,
+        stop_max_rejections=p.settings.stop_max_rejections,
+        emit=emit,
+    )
+    return Agent(
+        model=model,
+        host=pool,
+        hooks=hooks,
+        emit=emit,
+        system=build_system_prompt(
+            p.options.cwd, replace=p.options.system_prompt, append=p.options.append_system_prompt
+        ),
+        ledger=ledger,
+        compactor=compactor,
+        max_turns=p.options.max_turns,
+        max_budget_usd=p.options.max_budget_usd,
+        max_parallel_tools=p.settings.max_parallel_tools,
+        cwd=str(p.options.cwd),
+        session_id=session_id,
+        recorder=transcript,
+        permit=Policy(p.options.permission_mode, allow=p.options.allow_tools, deny=p.options.deny_tools, ask=ask),
+    )
