@@ -259,7 +259,8 @@ def acp_command(
     deny_tools: Annotated[list[str] | None, typer.Option(help="Tool patterns that never run; repeatable.")] = None,
 ) -> None:
     """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, any ACP client)."""
-    from sprout_agent.acp.server import AcpOptions, serve
+    from sprout_agent.acp.options import AcpOptions
+    from sprout_agent.acp.server import serve
 
     options = AcpOptions(
         config_files=tuple(path.resolve() for path in config or ()),

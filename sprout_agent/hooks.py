@@ -37,6 +37,10 @@ CONTEXT_FIELDS = frozenset(
 )
 
 
+# The ids of the tool_use/tool_result pairs that carry hook output in the history (ACP replay looks for them).
+HOOK_CALL_ID_PREFIX = "sprout_hook_"
+
+
 def is_hook(spec: ToolSpec) -> bool:
     """A tool whose bare name starts with `_` is a hook: never offered to the model, never callable by it."""
     return spec.tool.startswith("_")
@@ -180,7 +184,7 @@ class Hooks:
         """
         messages: list[Message] = []
         for output in outputs:
-            call_id = f"sprout_hook_{self._id_salt}_{next(self._ids)}"
+            call_id = f"{HOOK_CALL_ID_PREFIX}{self._id_salt}_{next(self._ids)}"
             body = json.dumps({"hook": hook, "server": output.server, "text": output.text}, ensure_ascii=False)
             messages.append(Message("assistant", (ToolUse(call_id, f"{output.server}__{hook}", {}),)))
             messages.append(Message("user", (ToolResult(call_id, (Text(body),)),)))

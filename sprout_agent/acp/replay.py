@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from sprout_agent.acp import toolview
 from sprout_agent.acp.updates import Updates
 from sprout_agent.acp.wire import Json
+from sprout_agent.hooks import HOOK_CALL_ID_PREFIX
 from sprout_agent.messages import Message, Text, ToolResult, ToolUse, text_of
-
-HOOK_CALL_PREFIX = "sprout_hook_"  # ids the hooks module gives its injected calls
 
 
 def replay(history: Sequence[Message], updates: Updates, cwd: str) -> None:
@@ -41,7 +40,7 @@ def _tool_call(use: ToolUse, result: ToolResult | None, cwd: str) -> Json:
     server, _, tool = use.name.partition("__")
     text = text_of(result.content) if result is not None else "interrupted"
     status = "failed" if result is None or result.is_error else "completed"
-    if use.id.startswith(HOOK_CALL_PREFIX):
+    if use.id.startswith(HOOK_CALL_ID_PREFIX):
         title, kind, locations, content = f"Hook {tool} ({server})", "think", [], []
     else:
         view = toolview.describe(server, tool, use.input, cwd)

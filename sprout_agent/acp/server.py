@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import signal
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -13,6 +12,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from sprout_agent import __version__
+from sprout_agent.acp.options import AcpOptions
 from sprout_agent.acp.wire import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -26,7 +26,6 @@ from sprout_agent.acp.wire import (
     guard_stdio,
 )
 from sprout_agent.errors import EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM
-from sprout_agent.locations import Locations
 
 if TYPE_CHECKING:
     from sprout_agent.acp.sessions import AcpSession
@@ -38,17 +37,6 @@ if TYPE_CHECKING:
 PROTOCOL_VERSION = 1  # version 2 is an incompatible draft: never claim it
 MAX_PROMPT_BYTES = 1024 * 1024  # of prompt text; more is refused with invalid params
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-
-
-@dataclass(frozen=True, slots=True)
-class AcpOptions:
-    config_files: tuple[Path, ...] = ()
-    model: str | None = None
-    max_turns: int | None = None
-    permission_mode: str = "auto"
-    allow_tools: tuple[str, ...] = ()
-    deny_tools: tuple[str, ...] = ()
-    locations: Locations = field(default_factory=Locations.nowhere)  # sessions None: not recorded, not loadable
 
 
 class AcpServer:

@@ -7,15 +7,13 @@ import os
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
+from sprout_agent.acp.options import AcpOptions
 from sprout_agent.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Json, RpcError
 from sprout_agent.config import LoadedConfig, ServerConfig
 from sprout_agent.errors import SproutError
 from sprout_agent.options import Options, Prepared, prepare
-
-if TYPE_CHECKING:
-    from sprout_agent.acp.server import AcpOptions
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 

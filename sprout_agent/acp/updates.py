@@ -34,6 +34,7 @@ from sprout_agent.events import (
     ToolStarted,
     TurnFinished,
 )
+from sprout_agent.hooks import HOOK_CALL_ID_PREFIX
 from sprout_agent.messages import Image, Text
 
 MAX_CONTENT_CHARS = 64 * 1024  # of a tool's output shown in the editor (the model's copy is not cut here)
@@ -207,7 +208,7 @@ class Updates:
             self._thought(_notice_text(event))
 
     def _think(self, title: str, text: str, status: str) -> None:
-        call_id = f"sprout_hook_{next(self._ids)}"
+        call_id = f"{HOOK_CALL_ID_PREFIX}{next(self._ids)}"
         self.send({"sessionUpdate": "tool_call", "toolCallId": call_id, "title": title, "kind": "think",
                    "status": status, "content": [_text_content(text)]})  # fmt: skip
 

@@ -1,0 +1,19 @@
+"""The flags `sprout-agent acp` takes, shared by the server and the per-session setup (a leaf, stdlib only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sprout_agent.locations import Locations
+
+
+@dataclass(frozen=True, slots=True)
+class AcpOptions:
+    config_files: tuple[Path, ...] = ()
+    model: str | None = None
+    max_turns: int | None = None
+    permission_mode: str = "auto"
+    allow_tools: tuple[str, ...] = ()
+    deny_tools: tuple[str, ...] = ()
+    locations: Locations = field(default_factory=Locations.nowhere)  # sessions None: not recorded, not loadable

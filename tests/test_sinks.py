@@ -1,0 +1,95 @@
+"""Every sink takes every event type: the terminal, stream-json (each line schema-valid) and ACP updates.
+
+Strict pyright proves each sink's `match` is exhaustive; this proves no arm crashes on a real instance.
+"""
+
+from __future__ import annotations
+
+import io
+import typing
+from typing import Any
+
+import pytest
+
+from sprout_agent import events as ev
+from sprout_agent.acp.updates import Updates
+from sprout_agent.messages import Image, Text, Usage
+from sprout_agent.ui.jsonl import InitInfo, JsonlSink
+from sprout_agent.ui.render import TerminalRenderer
+from tests.stream_schema import valid_lines
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+ONE_OF_EACH: tuple[ev.Event, ...] = (
+    ev.Notice("resumed session", "info"),
+    ev.Notice("watch out", "warning"),
+    ev.ServerStarted("fake", 3, 1, 0.25),
+    ev.ServerFailed("broken", "exited with code 3", "Traceback …\nValueError"),
+    ev.ModelWaiting(1, 1200),
+    ev.TextDelta("Hel"),
+    ev.AssistantText("Hello **there**"),
+    ev.ModelReplied("tool_use", Usage(10, 5, 100, 20), 0.5, 0.0012),
+    ev.ApiRetry(1, "overloaded_error", 0.5),
+    ev.ToolStarted("call_1", "dev__edit", "dev", "edit", {"file_path": "a.py", "old_string": "x", "new_string": "y"}),
+    ev.ToolRunning("call_1"),
+    ev.ToolFinished("call_1", "dev__edit", False, 0.01, "edited a.py", (Text("edited a.py"),)),
+    ev.ToolStarted("call_2", "fake__image", "fake", "image", {}),
+    ev.ToolFinished("call_2", "fake__image", True, 0.02, "no", (Text("no"), Image("image/png", PNG))),
+    ev.HookCalled("_Stop", ("todo", "tests")),
+    ev.HookObjected("_Stop", "todo", "open items: [x]"),
+    ev.HookInjected("_PostCompact", "todo", "the list"),
+    ev.HookTimedOut("_Stop", "tests", 1),
+    ev.HookFailed("_Stop", "tests", "boom"),
+    ev.HookServerKilled("tests", "hook _Stop timed out 2 times in a row"),
+    ev.StopBudgetSpent(3),
+    ev.CompactionStarted("auto", 150_000),
+    ev.CompactionFinished(150_000, 9_000, True),
+    ev.CompactionStarted("manual", 9_000),
+    ev.CompactionFinished(9_000, 9_000, False, "no progress"),
+    ev.TurnFinished("end_turn", "Hello there", 2, Usage(10, 5)),
+)
+
+
+def test_the_sample_holds_every_event_type() -> None:
+    assert {type(event) for event in ONE_OF_EACH} == set(typing.get_args(ev.Event))
+
+
+@pytest.mark.parametrize("interactive", [False, True])
+def test_the_terminal_renders_every_event_and_prints_the_answer_on_turn_finished(
+    interactive: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answers = io.StringIO()
+    renderer = TerminalRenderer(interactive=interactive, verbose=True, stdout=io.StringIO(), answers=answers)
+    for event in ONE_OF_EACH:
+        renderer(event)
+    renderer.close()
+    assert answers.getvalue() == "Hello there\n"  # once, from TurnFinished, as plain text
+    progress = capsys.readouterr().err
+    for expected in ("server broken failed", "retry 1", "dev__edit", "objected", "killed", "compacted", "no progress"):
+        assert expected in progress
+
+
+def test_stream_json_writes_a_schema_valid_line_for_every_event_it_streams() -> None:
+    out = io.StringIO()
+    sink = JsonlSink(out, stream=True)
+    info = InitInfo("s1", "claude-test", "/tmp", [], [], [], resumed=False)
+    sink.init(info)
+    for event in ONE_OF_EACH:
+        sink(event)
+    kinds = [line["type"] for line in valid_lines(out.getvalue())]
+    assert kinds[0] == "init" and "tool_finished" in kinds and kinds[-1] == "turn_finished"
+    for expected in ("hook_objected", "hook_server_killed", "stop_budget_spent", "compaction_finished", "api_retry"):
+        assert expected in kinds
+
+
+def test_acp_updates_render_every_event_inside_a_turn() -> None:
+    sent: list[dict[str, Any]] = []
+    updates = Updates("s1", sent.append, "/tmp")
+    updates.usage_source = lambda: (200_000, 0.01)
+    updates.begin()
+    for event in ONE_OF_EACH:
+        updates.emit(event)
+    updates.end()
+    kinds = [item["update"]["sessionUpdate"] for item in sent]
+    assert {"agent_message_chunk", "tool_call", "tool_call_update", "usage_update", "agent_thought_chunk"} <= set(kinds)
+    statuses = [u["update"].get("status") for u in sent if u["update"]["sessionUpdate"] == "tool_call_update"]
+    assert "in_progress" in statuses and "completed" in statuses and "failed" in statuses
