@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncGenerator, Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -16,7 +17,6 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
-from anyio.streams.memory import MemoryObjectSendStream
 
 from sprout_agent import settings as st
 from sprout_agent import store
@@ -63,19 +63,16 @@ async def open_runtime(
         child_env=partial(st.child_environment, prepared.env),
         stderr_log=_server_log(prepared, emit),
     )
-    models_sender, models = anyio.create_memory_object_stream[Model](1)
     async with AsyncExitStack() as stack:
         transcript = _make_store(prepared, session_id)
         if transcript is not None:
             stack.callback(transcript.close)
-        group = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(pool.kill_all_now)  # a cancel between the spawn and the pool's enter orphans nothing
         await pool.spawn()  # the processes boot on the other core while mcp loads in a thread
-        group.start_soon(_build_model, prepared, emit, models_sender)  # anthropic loads while they hand-shake
+        model = _build_model_in_background(prepared, emit)  # anthropic (~2 s) loads while they hand-shake
         await stack.enter_async_context(pool)
-        with models:
-            model = await models.receive()
         _check_strict(prepared, pool)
+        model = await anyio.to_thread.run_sync(model.result, abandon_on_cancel=True)
         agent = _build_agent(prepared, emit, ask, pool, model, session_id, transcript)
         if prepared.resume is not None:
             agent.load(prepared.resume.history, "resume")
@@ -83,11 +80,12 @@ async def open_runtime(
         yield Runtime(prepared, session_id, pool, agent)
 
 
-async def _build_model(
-    prepared: Prepared, emit: Callable[[Event], None], sender: MemoryObjectSendStream[Model]
-) -> None:
-    with sender:
-        await sender.send(await anyio.to_thread.run_sync(_make_model, prepared, emit, abandon_on_cancel=True))
+def _build_model_in_background(prepared: Prepared, emit: Callable[[Event], None]) -> Future[Model]:
+    """A plain thread, not a task: a task group here would wrap every error the session raises in a group."""
+    executor = ThreadPoolExecutor(1, thread_name_prefix="sprout-model")
+    future = executor.submit(_make_model, prepared, emit)
+    executor.shutdown(wait=False)  # the thread ends once the model is built; nobody waits for it to exit
+    return future
 
 
 def _make_model(prepared: Prepared, emit: Callable[[Event], None]) -> Model:

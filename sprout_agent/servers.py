@@ -155,9 +155,6 @@ class ServerPool:
         for server in self._servers.values():
             if server.proc is not None:
                 server.proc.kill_now()
-        for process in self._spawned.values():  # spawned, never adopted by a runner
-            if isinstance(process, ServerProcess):
-                process.kill_now()
 
     async def spawn(self) -> ModuleType:
         """Spawns the subprocess servers, then loads the mcp client side (~1 s) in a thread while they boot.
@@ -181,6 +178,7 @@ class ServerPool:
                 self._spawned[config.name] = error
             else:
                 self._spawned[config.name] = spawned
+                server.spawned(spawned)  # its pid shows, and kill_all_now reaches it, before a runner adopts it
 
     # --- ToolHost -------------------------------------------------------------------------------------
 

@@ -1,0 +1,91 @@
+"""`open_runtime` owns a running session: everything it starts ends when it is left, however it is left.
+
+In-process: the real runtime, the real anthropic SDK against the fake API, a real MCP server subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sprout_agent.errors import ServerStartError
+from sprout_agent.events import Event, TurnFinished
+from sprout_agent.locations import Locations
+from sprout_agent.options import Options, Prepared, prepare
+from sprout_agent.runtime import open_runtime
+from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.harness import API_KEY, FAKE_MCP, pid_alive
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]  # MCP server subprocesses
+
+
+def prepared_for(tmp_path: Path, fake: FakeAnthropic, servers: dict[str, object], **options: object) -> Prepared:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "ANTHROPIC_API_KEY": API_KEY,
+        "ANTHROPIC_BASE_URL": fake.base_url,
+        "SPROUT_AGENT_BUILTIN_SERVERS": "todo",  # one built-in server, in-process
+    }
+    locations = Locations(None, tmp_path / "sessions", tmp_path / "data", None)
+    return prepare(Options(prompt=None, config_files=(config,), cwd=tmp_path, **options), locations, env)  # type: ignore[arg-type]
+
+
+def fake_server(**knobs: str) -> dict[str, object]:
+    return {
+        "command": sys.executable,
+        "args": [FAKE_MCP],
+        "env": {f"FAKE_MCP_{k.upper()}": v for k, v in knobs.items()},
+    }
+
+
+async def test_leaving_the_runtime_ends_its_servers_and_keeps_the_transcript(tmp_path: Path) -> None:
+    events: list[Event] = []
+    with FakeAnthropic([reply(tool_use("fake__echo", {"text": "hi"})), reply("done")]) as fake:
+        prepared = prepared_for(tmp_path, fake, {"fake": fake_server(tools="echo")})
+        with anyio.fail_after(60):
+            async with open_runtime(prepared, events.append) as runtime:
+                assert [s.name for s in runtime.pool.status()] == ["todo", "fake"]  # built-in servers first
+                pid = next(s.pid for s in runtime.pool.status() if s.name == "fake")
+                assert pid is not None and pid_alive(pid)
+                result = await runtime.agent.run_turn("go")
+    assert result.stop_reason == "end_turn" and result.text == "done"
+    assert not pid_alive(pid)
+    assert [e.text for e in events if isinstance(e, TurnFinished)] == ["done"]
+    (transcript,) = (tmp_path / "sessions").glob("*.jsonl")
+    assert transcript.stem == runtime.session_id
+    assert sum(1 for line in transcript.read_text().splitlines() if '"message"' in line) == 4
+
+
+async def test_cancelling_while_servers_start_ends_every_spawned_process(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchildren"
+    with FakeAnthropic([]) as fake:
+        prepared = prepared_for(
+            tmp_path, fake, {"silent": fake_server(hang_on_start="1", grandchild_pidfile=str(pidfile))}
+        )
+        with anyio.move_on_after(0.5):
+            async with open_runtime(prepared, lambda event: None):
+                pytest.fail("the runtime cannot have opened: its server never answers")
+    assert fake.requests == []
+    with anyio.fail_after(10):
+        while not pidfile.exists():  # the server wrote its grandchild's pid before it hung
+            await anyio.sleep(0.02)
+        grandchildren = [int(line) for line in pidfile.read_text().split()]
+        while any(pid_alive(pid) for pid in grandchildren):
+            await anyio.sleep(0.02)
+
+
+async def test_strict_config_fails_the_open_and_ends_the_servers_that_did_start(tmp_path: Path) -> None:
+    servers = {"ok": fake_server(tools="echo"), "crashy": fake_server(crash_on_start="1")}
+    with FakeAnthropic([]) as fake:
+        prepared = prepared_for(tmp_path, fake, servers, strict_mcp_config=True)
+        with pytest.raises(ServerStartError, match="crashy"), anyio.fail_after(60):
+            async with open_runtime(prepared, lambda event: None):
+                pytest.fail("a strict config with a failed server must not open")
+    assert fake.requests == []
