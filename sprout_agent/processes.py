@@ -99,16 +99,3 @@ async def spawn(
         )
     assert process is not None
     return ServerProcess(process, on_stderr)
-
-
-async def spawn_all(
-    commands: Mapping[str, tuple[Sequence[str], Mapping[str, str], str | None]],
-) -> dict[str, ServerProcess | OSError]:
-    """Starts every server process at once; a command that cannot start is kept as its OSError."""
-    started: dict[str, ServerProcess | OSError] = {}
-    for name, (argv, env, cwd) in commands.items():
-        try:
-            started[name] = await spawn(argv, env, cwd)
-        except OSError as error:
-            started[name] = error
-    return started
