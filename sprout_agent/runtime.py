@@ -69,10 +69,10 @@ async def open_runtime(
             stack.callback(transcript.close)
         stack.callback(pool.kill_all_now)  # a cancel between the spawn and the pool's enter orphans nothing
         await pool.spawn()  # the processes boot on the other core while mcp loads in a thread
-        model = _build_model_in_background(prepared, emit)  # anthropic (~2 s) loads while they hand-shake
+        building = _build_model_in_background(prepared, emit)  # anthropic (~2 s) loads while they hand-shake
         await stack.enter_async_context(pool)
         _check_strict(prepared, pool)
-        model = await anyio.to_thread.run_sync(model.result, abandon_on_cancel=True)
+        model = await anyio.to_thread.run_sync(building.result, abandon_on_cancel=True)
         agent = _build_agent(prepared, emit, ask, pool, model, session_id, transcript)
         if prepared.resume is not None:
             agent.load(prepared.resume.history, "resume")
