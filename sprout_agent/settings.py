@@ -48,6 +48,19 @@ ENV_VARS: tuple[EnvVar, ...] = (
 )
 _DEFAULTS = {var.name: var.default for var in ENV_VARS}
 
+# Read from the process environment where they are used, never through Settings, so a .env line does not
+# set them (.env is merged into a dict, never into os.environ). The SPROUT_DEV_* ones belong to the built-in
+# tools, which never import the core (they are an MCP server like any other, run in our process or
+# standalone over stdio) and so cannot share ENV_VARS; SPROUT_AGENT_DEBUG is read by launch.py's last-resort
+# error handler. Listed here so that .env.example names every variable; tests/test_config.py checks that
+# every such name in sprout_agent/ is in one of the two tables.
+PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
+    EnvVar("SPROUT_DEV_ALLOW_OUTSIDE", "", "dev tools: 1 lets write and edit reach outside the working directory"),
+    EnvVar("SPROUT_DEV_BASH_TIMEOUT", "120", "dev tools: bash's timeout when the model gives none, seconds (1 to 600)"),
+    EnvVar("SPROUT_DEV_NO_RG", "", "dev tools: 1 makes grep use its pure-Python search even when rg is on PATH"),
+    EnvVar("SPROUT_AGENT_DEBUG", "", "any value: an internal error raises with its traceback instead of one line"),
+)
+
 
 def _raw(env: Mapping[str, str], name: str) -> str | None:
     """The value, or the table default; set-but-blank counts as unset."""
@@ -133,10 +146,22 @@ def render_env_example() -> str:
         "# The real environment wins over .env. Blank values mean the default.",
     ]
     for var in ENV_VARS:
-        default = f". Default: {var.default}" if var.default else ""
         prefix = "" if var.name == "ANTHROPIC_API_KEY" else "# "
-        lines += ["", f"# {var.meaning}{default}", f"{prefix}{var.name}={var.default}"]
+        lines += _described(var, prefix)
+    lines += [
+        "",
+        "# ---- Read only from the real environment (export them): these are read from os.environ, which .env",
+        "# never changes. A built-in server run standalone over stdio gets them from its .mcp.json `env` (servers",
+        "# inherit only a short list of safe variables).",
+    ]
+    for var in PROCESS_ENV_VARS:
+        lines += _described(var, "# ")
     return "\n".join(lines) + "\n"
+
+
+def _described(var: EnvVar, prefix: str) -> list[str]:
+    default = f". Default: {var.default}" if var.default else ""
+    return ["", f"# {var.meaning}{default}", f"{prefix}{var.name}={var.default}"]
 
 
 # ---------------------------------------------------------------- MCP child environment

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,15 @@ import pytest
 
 from sprout_agent.config import LoadedConfig, ServerConfig, load_config, read_dotenv
 from sprout_agent.errors import EXIT_USAGE, ConfigError, UsageError
-from sprout_agent.settings import DEFAULT_MODEL, ENV_VARS, Settings, child_environment, render_env_example
+from sprout_agent.settings import (
+    DEFAULT_MODEL,
+    ENV_VARS,
+    PROCESS_ENV_VARS,
+    Settings,
+    child_environment,
+    render_env_example,
+)
+from sprout_agent.tools import _grep, _paths, _shell
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -398,6 +408,32 @@ def test_env_example_is_generated_from_the_table() -> None:
         assert var.name in text
     active = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
     assert active == ["ANTHROPIC_API_KEY="]
+    for var in PROCESS_ENV_VARS:
+        assert f"\n# {var.name}={var.default}\n" in text
+
+
+def _env_names_in(path: Path) -> set[str]:
+    """Every string constant in `path` that is a whole variable name of ours."""
+    name = re.compile(r"(SPROUT|ANTHROPIC|MCP)_[A-Z0-9_]+")
+    tree = ast.parse(path.read_text())
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and name.fullmatch(node.value)
+    }
+
+
+def test_every_variable_the_code_reads_is_in_one_of_the_two_tables() -> None:
+    used = set().union(*(_env_names_in(path) for path in (REPO / "sprout_agent").rglob("*.py")))
+    tables = {var.name for var in (*ENV_VARS, *PROCESS_ENV_VARS)}
+    assert used == tables, f"in the code only: {used - tables}; in the tables only: {tables - used}"
+    assert not {var.name for var in ENV_VARS} & {var.name for var in PROCESS_ENV_VARS}
+
+
+def test_the_process_env_table_matches_the_tools_constants() -> None:
+    process = {var.name: var.default for var in PROCESS_ENV_VARS}
+    assert process[_shell.TIMEOUT_ENV] == f"{_shell.DEFAULT_TIMEOUT:g}"
+    assert {_paths.ALLOW_OUTSIDE_ENV, _grep.NO_RG_ENV} <= set(process)
 
 
 # ---------------------------------------------------------------- child environment
