@@ -1,5 +1,14 @@
 """JSON-RPC 2.0 over stdio, one message per line: the stdout guard, the line reader, the ordered writer,
-and a connection that dispatches requests as tasks and matches the answers to our own requests."""
+and a connection that dispatches requests as tasks and matches the answers to our own requests.
+
+Ours, not the agent side of the ACP Python SDK (`agent-client-protocol` 0.12.1, `acp.run_agent`; the tests drive us
+with that SDK as the editor), because: `import acp` takes ~1 s here, three quarters of it building the pydantic
+models of acp/schema.py, while this module needs only anyio and `initialize` is answered before the agent's own
+heavy imports; its stdio streams (acp/stdio.py) give fd 0 and fd 1 to asyncio pipe transports, which set both
+non-blocking (shared with the terminal or the parent shell) and leave fd 1 open to any stray print or child;
+`AgentSideConnection` accepts only asyncio StreamReader/StreamWriter and runs handlers as loose asyncio tasks,
+outside our anyio cancel scopes; and it does not handle `$/cancel_request`.
+"""
 
 from __future__ import annotations
 
