@@ -194,7 +194,7 @@ def fmt(value: list[float] | float | str, unit: str) -> str:
     if isinstance(value, str):
         return value
     scale, digits = {"s": 1, "ms": 1000, "MB": 1, "%": 100, "x": 1}[unit], {"s": 3, "x": 2}.get(unit, 1)
-    if isinstance(value, float):
+    if isinstance(value, (int, float)):
         return f"{value * scale:.{digits}f} {unit}"
     lo, mid, hi = (v * scale for v in stats(value))
     return f"{mid:.{digits}f} {unit} ({lo:.{digits}f}–{hi:.{digits}f})"
@@ -342,7 +342,8 @@ class Bench:
             return reply(tool_use("fake__huge", {"bytes": 6000}))
 
         env = {"SPROUT_AGENT_MAX_CONTEXT_TOKENS": "30000", "SPROUT_AGENT_MAX_OUTPUT_TOKENS": "2000"}
-        with tempfile.TemporaryDirectory() as tmp, FakeAnthropic([step] * 60, auto_usage=True) as fake:
+        steps: list[Step] = [step] * 60
+        with tempfile.TemporaryDirectory() as tmp, FakeAnthropic(steps, auto_usage=True) as fake:
             home = Path(tmp)
             argv = agent_command(["--config", str(write_config(home, {"fake": fake_server()})), "-p", "read on"])
             completed = subprocess.run(

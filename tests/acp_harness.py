@@ -8,10 +8,10 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
-from acp import spawn_agent_process
+from acp import Client, spawn_agent_process
 from acp.schema import (
     AllowedOutcome,
     DeniedOutcome,
@@ -76,8 +76,11 @@ async def acp_agent(
     env: dict[str, str] | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """(connection, process); stderr goes to the test's stderr (the SDK never drains a pipe)."""
+    # The SDK's Client protocol lists every client method (files, terminals, elicitation); its router looks each up
+    # with getattr and answers "method not found" for a missing one. sprout-agent only ever sends
+    # session/update and session/request_permission, the two EditorClient has.
     async with spawn_agent_process(
-        client,
+        cast(Client, client),
         sys.executable,
         "-m",
         "sprout_agent",

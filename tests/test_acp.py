@@ -11,7 +11,7 @@ import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
 
 from tests.acp_harness import EditorClient, Stopwatch, acp_agent, statuses, stdio_server, texts
-from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import assert_history_valid, read_log, result_text, tool_results, write_config
 
 pytestmark = pytest.mark.anyio
@@ -40,7 +40,7 @@ async def test_initialize_answers_version_1_fast(tmp_path: Path) -> None:
 
 async def test_a_multi_tool_prompt_streams_every_update_in_order(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
-    script = [
+    script: list[Step] = [
         reply("Looking.", tool_use("fake__echo", {"text": "one"}, id="t1"), tool_use("fake__fail", id="t2")),
         reply("All **done**."),
     ]
@@ -79,7 +79,7 @@ async def test_a_multi_tool_prompt_streams_every_update_in_order(tmp_path: Path)
 async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("alpha\nbeta\n")
     todos = [{"content": "Edit notes", "status": "completed"}, {"content": "Check", "status": "in_progress"}]
-    script = [
+    script: list[Step] = [
         reply(tool_use("dev__read", {"file_path": "notes.txt"}, id="r")),
         reply(tool_use("dev__edit", {"file_path": "notes.txt", "old_string": "beta", "new_string": "gamma"}, id="e")),
         reply(tool_use("todo__todo_write", {"todos": todos}, id="p")),
@@ -113,7 +113,7 @@ async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path) -
 
 
 async def test_cancel_mid_tool_answers_cancelled_promptly_and_keeps_history_valid(tmp_path: Path) -> None:
-    script = [reply(tool_use("fake__slow", {"seconds": 30}, id="s")), reply("after cancel")]
+    script: list[Step] = [reply(tool_use("fake__slow", {"seconds": 30}, id="s")), reply("after cancel")]
     client = EditorClient()
     with FakeAnthropic(script) as fake:
         async with acp_agent(tmp_path, fake, client) as (conn, _):
@@ -143,7 +143,7 @@ async def test_cancel_mid_tool_answers_cancelled_promptly_and_keeps_history_vali
 
 
 async def test_a_second_prompt_on_a_busy_session_is_refused(tmp_path: Path) -> None:
-    script = [reply(tool_use("fake__slow", {"seconds": 30}, id="s"))]
+    script: list[Step] = [reply(tool_use("fake__slow", {"seconds": 30}, id="s"))]
     client = EditorClient()
     with FakeAnthropic(script) as fake:
         async with acp_agent(tmp_path, fake, client) as (conn, _):
@@ -175,7 +175,8 @@ async def test_sessions_run_at_once_each_with_its_own_servers(tmp_path: Path) ->
 
     client = EditorClient()
     config = write_config(tmp_path, {"fake": {"command": sys.executable, "args": ["-c", "raise SystemExit(3)"]}})
-    with FakeAnthropic([step] * 4) as fake:
+    steps: list[Step] = [step] * 4
+    with FakeAnthropic(steps) as fake:
         async with acp_agent(tmp_path, fake, client, "--config", str(config)) as (conn, _):
             await conn.initialize(protocol_version=PROTOCOL_VERSION)
             ids = []
@@ -217,7 +218,7 @@ async def test_http_servers_are_skipped_with_a_notice_and_relative_cwd_is_refuse
 
 
 async def test_load_replays_the_stored_conversation_before_answering(tmp_path: Path) -> None:
-    script = [
+    script: list[Step] = [
         reply("Echo first.", tool_use("fake__echo", {"text": "kept"}, id="k")),
         reply("First answer."),
         reply("Second."),
@@ -250,7 +251,7 @@ async def test_load_replays_the_stored_conversation_before_answering(tmp_path: P
 
 async def test_permission_ask_goes_to_the_editor(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
-    script = [
+    script: list[Step] = [
         reply(tool_use("fake__echo", {"text": "a"}, id="p1")),
         reply(tool_use("fake__add", {"a": 1, "b": 2}, id="p2")),
         reply(tool_use("fake__echo", {"text": "b"}, id="p3")),
@@ -320,7 +321,7 @@ async def test_slash_commands_run_as_prompts_without_the_model(tmp_path: Path) -
 async def test_stop_reasons_map_to_acp_and_an_api_failure_is_an_error_not_a_crash(tmp_path: Path) -> None:
     from tests.fake_anthropic import error
 
-    script = [
+    script: list[Step] = [
         reply("cut short", stop_reason="max_tokens"),
         reply("no", stop_reason="refusal"),
         reply(tool_use("fake__echo", {"text": "x"})),

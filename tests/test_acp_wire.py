@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from tests.acp_harness import raw_agent
-from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import ROOT, fake_server, pid_alive, read_log
 
 pytestmark = pytest.mark.anyio
@@ -107,7 +107,11 @@ async def test_stray_writes_to_stdout_land_on_stderr(tmp_path: Path) -> None:
 async def test_stdin_closed_ends_the_agent_and_every_server(tmp_path: Path) -> None:
     logs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     pidfile = tmp_path / "grandchildren"
-    script = [reply(tool_use("fake__spawn_grandchild", {})), reply("spawned"), reply(tool_use("fake__echo", {}))]
+    script: list[Step] = [
+        reply(tool_use("fake__spawn_grandchild", {})),
+        reply("spawned"),
+        reply(tool_use("fake__echo", {})),
+    ]
     script.append(reply("echoed"))
     with FakeAnthropic(script) as fake:
         async with raw_agent(tmp_path, fake) as agent:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import ROOT, agent_command, agent_env
 
 ACPX = ROOT / ".ci/peers/node_modules/.bin/acpx"
@@ -19,7 +19,7 @@ def test_acpx_runs_a_tool_turn_end_to_end(tmp_path: Path) -> None:
     if not ACPX.exists():
         pytest.skip("acpx is not installed (.ci/run installs it into .ci/peers)")
     (tmp_path / "a.json").write_text("{}")
-    script = [reply("Listing.", tool_use("dev__glob", {"pattern": "*.json"})), reply("Hello from sprout.")]
+    script: list[Step] = [reply("Listing.", tool_use("dev__glob", {"pattern": "*.json"})), reply("Hello from sprout.")]
     env = agent_env(tmp_path, None, {"SPROUT_AGENT_BUILTIN_SERVERS": "dev"})
     agent = shlex.join(agent_command(["acp"]))
     client = [str(ACPX), "--agent", agent, "--cwd", str(tmp_path), "--approve-all", "--format", "json"]

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import assert_history_valid, result_text, run_agent, tool_names, tool_results
 
 BUILTINS = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev,todo"}
@@ -33,7 +33,7 @@ def test_builtin_servers_can_be_turned_off(tmp_path: Path) -> None:
 
 def test_todo_hook_keeps_the_agent_going_until_the_list_is_done(tmp_path: Path) -> None:
     todo = [{"content": "write the parser", "status": "in_progress"}]
-    script = [
+    script: list[Step] = [
         reply(tool_use("todo__todo_write", {"todos": todo})),
         reply("I think I am done."),
         reply(tool_use("todo__todo_write", {"todos": [{**todo[0], "status": "completed"}]})),
@@ -57,7 +57,7 @@ def test_a_scripted_session_fixes_a_failing_test_in_a_git_repository(tmp_path: P
     (repo / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     pytest_command = f"{sys.executable} -m pytest -q -p no:cacheprovider"
-    script = [
+    script: list[Step] = [
         reply("Let me run the tests.", tool_use("dev__bash", {"command": pytest_command})),
         reply(tool_use("dev__read", {"file_path": "calc.py"})),
         reply(tool_use("dev__edit", {"file_path": "calc.py", "old_string": "a - b", "new_string": "a + b"})),

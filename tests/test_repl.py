@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.fake_anthropic import FakeAnthropic, hang, reply, tool_use
+from tests.fake_anthropic import FakeAnthropic, Step, hang, reply, tool_use
 from tests.harness import agent_command, agent_env, fake_server, tool_results, write_config
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
@@ -60,7 +60,7 @@ class Terminal:
 
 def test_repl_answers_lists_tools_and_exits(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"fake": fake_server()})
-    script = [reply(tool_use("fake__echo", {"text": "hey"})), reply("Hello **there**")]
+    script: list[Step] = [reply(tool_use("fake__echo", {"text": "hey"})), reply("Hello **there**")]
     with FakeAnthropic(script) as fake:
         term = Terminal(agent_command(["--config", str(config)]), agent_env(tmp_path, fake), tmp_path)
         try:
@@ -81,7 +81,7 @@ def test_repl_answers_lists_tools_and_exits(tmp_path: Path) -> None:
 
 def test_ctrl_c_cancels_the_turn_and_the_next_prompt_has_a_valid_history(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"fake": fake_server()})
-    script = [reply(tool_use("fake__slow", {"seconds": 30}, id="toolu_slow")), reply("second answer")]
+    script: list[Step] = [reply(tool_use("fake__slow", {"seconds": 30}, id="toolu_slow")), reply("second answer")]
     with FakeAnthropic(script) as fake:
         term = Terminal(agent_command(["--config", str(config)]), agent_env(tmp_path, fake), tmp_path)
         try:

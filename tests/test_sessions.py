@@ -15,7 +15,7 @@ import pytest
 
 from sprout_agent import store
 from sprout_agent.messages import Message, Text, ToolResult, ToolUse, user_text
-from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import (
     agent_env,
     assert_history_valid,
@@ -155,7 +155,7 @@ def test_an_unknown_session_id_or_nothing_to_continue_is_exit_2(tmp_path: Path) 
 
 def test_a_resume_after_compaction_loads_the_summary_not_the_past(tmp_path: Path) -> None:
     small = {"SPROUT_AGENT_MAX_CONTEXT_TOKENS": "10000", "SPROUT_AGENT_MAX_OUTPUT_TOKENS": "1000"}
-    script = [
+    script: list[Step] = [
         reply(tool_use("fake__echo", {"text": "x" * 400}), usage={"input_tokens": 7000, "output_tokens": 300}),
         reply("## Summary\nEchoed once."),
         reply("finished", usage={"input_tokens": 900}),
@@ -187,7 +187,7 @@ def mcp_pids(tmp_path: Path) -> Iterator[list[int]]:
 def test_a_session_killed_mid_tool_call_resumes_with_a_valid_history(tmp_path: Path, mcp_pids: list[int]) -> None:
     log = tmp_path / "calls.jsonl"
     config = write_config(tmp_path, {"fake": fake_server(log=str(log))})
-    script = [reply("Working on it.", tool_use("fake__slow", {"seconds": 30}, id="toolu_slow"))]
+    script: list[Step] = [reply("Working on it.", tool_use("fake__slow", {"seconds": 30}, id="toolu_slow"))]
     with FakeAnthropic(script) as fake:
         args = ["--config", str(config), "-p", "start the slow job"]
         process = start_agent(tmp_path, args, fake=fake, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
