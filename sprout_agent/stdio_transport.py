@@ -1,13 +1,14 @@
 """Our MCP stdio transport: one server per process group, stderr captured, the whole group ended on close.
 
 Not `mcp.client.stdio.stdio_client` (mcp 2.3.0, read in mcp/client/stdio.py), because that one: spawns the process
-itself, so no server can boot while `import mcp` (~1 s) runs (processes.py spawns first; `spawned=` adopts); passes
-`errlog` (default sys.stderr) as the child's stderr, so servers write on our terminal and we keep no tail to report;
-on close signals the group only if the leader outlives stdin by 2 s, then SIGTERM and up to 2 s more before SIGKILL,
-so a polite server's children live on and a stuck one costs 2-4 s (3.7 s measured with one grandchild: its
-killpg(pgid, 0) probe counts a zombie as alive until PID 1 reaps it); and it sees a death only at stdout EOF, which
-a grandchild holding the pipe defers forever. Ours: stdin closed, 0.05 s, SIGTERM the group, 0.1 s, SIGKILL, and the
-leader's exit polled. Its env (HOME LOGNAME PATH SHELL TERM USER + `env`) gives way to settings.child_environment.
+itself, so no server can boot while `import mcp` (~1 s) runs (the pool spawns with processes.py before mcp loads;
+`spawned=` adopts the process); passes `errlog` (default sys.stderr) as the child's stderr, so servers write on our
+terminal and we keep no tail to report; on close signals the group only if the leader outlives stdin by 2 s, then
+SIGTERM and up to 2 s more before SIGKILL, so a polite server's children live on and a stuck one costs 2-4 s (3.7 s
+measured with one grandchild: its killpg(pgid, 0) probe counts a zombie as alive until PID 1 reaps it); and it sees
+a death only at stdout EOF, which a grandchild holding the pipe defers forever. Ours: stdin closed, 0.05 s, SIGTERM
+the group, 0.1 s, SIGKILL, and the leader's exit polled. Its env (HOME LOGNAME PATH SHELL TERM USER + `env`) gives
+way to settings.child_environment.
 """
 
 from __future__ import annotations
