@@ -1,18 +1,26 @@
-"""Runs the real `sprout-agent` CLI as a subprocess against the fake API and fake MCP servers."""
+"""Shared test helpers: the real `sprout-agent` CLI as a subprocess against the fake API and fake MCP servers,
+process checks (alive, pids from a pidfile), bounded polling, and tool calls through an MCP client."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from tests.fake_anthropic import FakeAnthropic
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_MCP = str(ROOT / "tests" / "fake_mcp_server.py")
@@ -85,12 +93,50 @@ def run_agent(
 
 
 def pid_alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie (PID 1 here may not reap orphans)."""
+    """True while the process exists and is not a zombie (PID 1 here may be slow to reap orphans, or never)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def pids_in(pidfile: Path) -> list[int]:
+    """The pids the fake MCP server wrote (grandchild_pidfile knob), one per line."""
+    return [int(line) for line in pidfile.read_text().split()] if pidfile.exists() else []
+
+
+async def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    """Polls (bounded) until `condition` holds; fails saying `what` never happened."""
+    deadline = anyio.current_time() + timeout
+    while not condition():
+        assert anyio.current_time() < deadline, f"{what} did not happen within {timeout:g} s"
+        await anyio.sleep(0.01)
+
+
+async def wait_dead(*pids: int, timeout: float = 30) -> None:
+    """Until every pid has exited (a zombie counts as exited)."""
+    await wait_until(lambda: not any(pid_alive(pid) for pid in pids), f"the end of {pids}", timeout)
+
+
+async def read_pid(path: Path) -> int:
+    """The pid a command writes to `path`, once it is there (bounded)."""
+    await wait_until(lambda: path.exists() and bool(path.read_text().strip()), f"a pid in {path.name}")
+    return int(path.read_text())
+
+
+def kill_pid(pid: int) -> None:
+    """SIGKILL, for cleaning up after a test; a process already gone is fine."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+async def call_tool(client: Client, name: str, **args: object) -> tuple[bool, str]:
+    """(is_error, text) of one tool call through an MCP client, bounded by 60 s."""
+    with anyio.fail_after(60):
+        result = await client.call_tool(name, args)
+    text = "".join(getattr(block, "text", "") for block in result.content if block.type == "text")
+    return bool(result.is_error), text
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:

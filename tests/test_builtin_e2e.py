@@ -1,4 +1,5 @@
-"""The built-in dev and todo servers through the real agent loop, as a new user gets them."""
+"""The built-in dev and todo servers as processes: through the real agent loop as a new user gets them, and
+standalone over stdio (`python -m sprout_agent.tools.dev`) as a third-party client sees them."""
 
 from __future__ import annotations
 
@@ -7,10 +8,33 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
-from tests.harness import assert_history_valid, result_text, run_agent, tool_names, tool_results
+from tests.harness import (
+    assert_history_valid,
+    kill_pid,
+    read_pid,
+    result_text,
+    run_agent,
+    tool_names,
+    tool_results,
+    wait_dead,
+)
+
+pytestmark = pytest.mark.e2e
 
 BUILTINS = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev,todo"}
+# A grandchild: bash -c → bash → sleep, the sleep's pid written to a file before everyone waits.
+GRANDCHILD = "bash -c 'sleep 300 & echo $! > sleeper.pid; wait'"
+TODOS = [
+    {"content": "write the test", "status": "completed"},
+    {"content": "fix the bug", "status": "in_progress"},
+    {"content": "update the docs", "status": "pending"},
+]
 
 
 def test_builtin_servers_start_by_default_without_any_config(tmp_path: Path) -> None:
@@ -74,3 +98,71 @@ def test_a_scripted_session_fixes_a_failing_test_in_a_git_repository(tmp_path: P
     assert "+    return a + b" in results[2]  # the edit's short diff
     assert "1 passed" in results[3]
     assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+
+
+@pytest.mark.anyio
+async def test_dev_server_over_stdio_answers_initialize_and_works_in_its_cwd(root: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "sprout_agent.tools.dev"],
+        cwd=str(root),
+    )
+    with anyio.fail_after(60):
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert init.server_info.name == "dev"
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert sorted(tools) == ["bash", "edit", "glob", "grep", "read", "write"]
+            assert tools["read"].annotations and tools["read"].annotations.read_only_hint is True
+            assert tools["bash"].annotations and tools["bash"].annotations.destructive_hint is True
+            written = await session.call_tool("write", {"file_path": "sub/x.txt", "content": "a\nb\n"})
+            assert not written.is_error
+            read = await session.call_tool("read", {"file_path": "sub/x.txt"})
+            assert read.content[0].text == "     1\ta\n     2\tb"  # type: ignore[union-attr]
+            pwd = await session.call_tool("bash", {"command": "pwd"})
+            assert pwd.content[0].text == f"{root}\n[exit code: 0]"  # type: ignore[union-attr]
+    assert (root / "sub" / "x.txt").read_text() == "a\nb\n"
+
+
+@pytest.mark.anyio
+async def test_dev_server_over_stdio_kills_a_cancelled_bash_calls_grandchildren(root: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "sprout_agent.tools.dev"],
+        cwd=str(root),
+        env={"ANTHROPIC_API_KEY": "sk-must-not-leak"},
+    )
+    with anyio.fail_after(60):
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            pid = 0
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(session.call_tool, "bash", {"command": GRANDCHILD})
+                pid = await read_pid(root / "sleeper.pid")
+                tg.cancel_scope.cancel()  # the client sends notifications/cancelled
+            try:
+                await wait_dead(pid)
+            finally:
+                kill_pid(pid)
+            leaked = await session.call_tool("bash", {"command": "echo ${ANTHROPIC_API_KEY:-absent}"})
+            assert leaked.content[0].text == "absent\n[exit code: 0]"  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_todo_server_over_stdio_keeps_the_list_and_objects_to_stopping() -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "sprout_agent.tools.todo"])
+    with anyio.fail_after(60):
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert init.server_info.name == "todo"
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert sorted(tools) == ["_PostCompact", "_Stop", "todo_read", "todo_write"]
+            assert tools["_Stop"].input_schema == {"type": "object", "properties": {}}
+            assert tools["todo_read"].annotations and tools["todo_read"].annotations.read_only_hint
+            stop = await session.call_tool("_Stop", {})
+            assert not stop.is_error and stop.content[0].text == ""  # type: ignore[union-attr]
+            await session.call_tool("todo_write", {"todos": TODOS})
+            stop = await session.call_tool("_Stop", {})
+            assert stop.content[0].text.startswith(  # type: ignore[union-attr]
+                "You have open todo items:\n- fix the bug (in_progress)\n- update the docs (pending)\n"
+            )

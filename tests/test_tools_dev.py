@@ -6,20 +6,18 @@ import base64
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.types import ImageContent, TextContent
+from mcp.types import ImageContent
 
 from sprout_agent.tools import dev
 from sprout_agent.tools._grep import NO_RG_ENV
 from sprout_agent.tools._paths import Workspace
+from tests.harness import call_tool
 
 pytestmark = pytest.mark.anyio
 
@@ -28,47 +26,10 @@ PNG = base64.b64decode(
 )
 
 
-async def call(client: Client, name: str, **args: object) -> tuple[bool, str]:
-    with anyio.fail_after(30):
-        result = await client.call_tool(name, args)
-    text = "".join(c.text for c in result.content if isinstance(c, TextContent))
-    return bool(result.is_error), text
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work.resolve()
-
-
 @pytest.fixture
 async def client(root: Path) -> AsyncIterator[Client]:
     async with Client(dev.create_server(Workspace(str(root)))) as c:
         yield c
-
-
-async def test_subprocess_server_answers_initialize_and_works_in_its_cwd(root: Path) -> None:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "sprout_agent.tools.dev"],
-        cwd=str(root),
-    )
-    with anyio.fail_after(60):
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            init = await session.initialize()
-            assert init.server_info.name == "dev"
-            tools = {t.name: t for t in (await session.list_tools()).tools}
-            assert sorted(tools) == ["bash", "edit", "glob", "grep", "read", "write"]
-            assert tools["read"].annotations and tools["read"].annotations.read_only_hint is True
-            assert tools["bash"].annotations and tools["bash"].annotations.destructive_hint is True
-            written = await session.call_tool("write", {"file_path": "sub/x.txt", "content": "a\nb\n"})
-            assert not written.is_error
-            read = await session.call_tool("read", {"file_path": "sub/x.txt"})
-            assert read.content[0].text == "     1\ta\n     2\tb"  # type: ignore[union-attr]
-            pwd = await session.call_tool("bash", {"command": "pwd"})
-            assert pwd.content[0].text == f"{root}\n[exit code: 0]"  # type: ignore[union-attr]
-    assert (root / "sub" / "x.txt").read_text() == "a\nb\n"
 
 
 # --- read -----------------------------------------------------------------------------------------
@@ -76,14 +37,14 @@ async def test_subprocess_server_answers_initialize_and_works_in_its_cwd(root: P
 
 async def test_read_numbers_lines_and_pages_with_offset_and_limit(client: Client, root: Path) -> None:
     (root / "f.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
-    assert await call(client, "read", file_path="f.txt", offset=3, limit=2) == (
+    assert await call_tool(client, "read", file_path="f.txt", offset=3, limit=2) == (
         False,
         "     3\tline 3\n     4\tline 4\n"
         "... [limit of 2 lines reached: showing lines 3-4 of 10; call read with offset=5 to continue]",
     )
-    error, text = await call(client, "read", file_path=str(root / "f.txt"))
+    error, text = await call_tool(client, "read", file_path=str(root / "f.txt"))
     assert not error and text.endswith("    10\tline 10")
-    assert await call(client, "read", file_path="f.txt", offset=50) == (
+    assert await call_tool(client, "read", file_path="f.txt", offset=50) == (
         False,
         "(offset 50 is past the end of the file, which has 10 lines)",
     )
@@ -91,10 +52,10 @@ async def test_read_numbers_lines_and_pages_with_offset_and_limit(client: Client
 
 async def test_read_truncates_long_lines_and_caps_output(client: Client, root: Path) -> None:
     (root / "long.txt").write_text("x" * 3000 + "\n")
-    _, text = await call(client, "read", file_path="long.txt")
+    _, text = await call_tool(client, "read", file_path="long.txt")
     assert text == "     1\t" + "x" * 2000 + "... [line truncated: 3000 chars]"
     (root / "big.txt").write_text(("y" * 1000 + "\n") * 1000)
-    _, text = await call(client, "read", file_path="big.txt")
+    _, text = await call_tool(client, "read", file_path="big.txt")
     assert len(text) < 270 * 1024
     assert "output cap of 256 KiB reached" in text and "of 1000; call read with offset=" in text
 
@@ -102,15 +63,15 @@ async def test_read_truncates_long_lines_and_caps_output(client: Client, root: P
 async def test_read_failures_are_clear_tool_errors(client: Client, root: Path) -> None:
     (root / "blob.bin").write_bytes(b"\x7fELF\x00\x01\x02" * 10)
     (root / "empty.txt").write_text("")
-    error, text = await call(client, "read", file_path="blob.bin")
+    error, text = await call_tool(client, "read", file_path="blob.bin")
     assert error and "blob.bin is a binary file (70 bytes)" in text
-    assert await call(client, "read", file_path="missing.txt") == (True, "file not found: missing.txt")
-    error, text = await call(client, "read", file_path=".")
+    assert await call_tool(client, "read", file_path="missing.txt") == (True, "file not found: missing.txt")
+    error, text = await call_tool(client, "read", file_path=".")
     assert error and "is a directory" in text
-    assert await call(client, "read", file_path="empty.txt") == (False, "(the file is empty)")
-    error, text = await call(client, "read", file_path="empty.txt", limit="ten")
+    assert await call_tool(client, "read", file_path="empty.txt") == (False, "(the file is empty)")
+    error, text = await call_tool(client, "read", file_path="empty.txt", limit="ten")
     assert error and "'limit' of read must be of type integer" in text
-    assert await call(client, "nope") == (
+    assert await call_tool(client, "nope") == (
         True,
         "unknown tool 'nope'; available: read, write, edit, glob, grep, bash",
     )
@@ -128,44 +89,44 @@ async def test_read_returns_images_as_image_content(client: Client, root: Path) 
 
 async def test_read_decodes_latin1(client: Client, root: Path) -> None:
     (root / "l1.txt").write_bytes("café\n".encode("latin-1"))
-    assert await call(client, "read", file_path="l1.txt") == (False, "     1\tcafé")
+    assert await call_tool(client, "read", file_path="l1.txt") == (False, "     1\tcafé")
 
 
 # --- write ----------------------------------------------------------------------------------------
 
 
 async def test_write_creates_parents_and_refuses_unread_or_changed_files(client: Client, root: Path) -> None:
-    assert await call(client, "write", file_path="a/b/new.txt", content="one\n") == (
+    assert await call_tool(client, "write", file_path="a/b/new.txt", content="one\n") == (
         False,
         "Created a/b/new.txt (1 lines, 4 bytes)",
     )
-    assert await call(client, "write", file_path="a/b/new.txt", content="two\n") == (
+    assert await call_tool(client, "write", file_path="a/b/new.txt", content="two\n") == (
         False,
         "Overwrote a/b/new.txt (1 lines, 4 bytes)",
     )
     (root / "theirs.txt").write_text("theirs\n")
-    error, text = await call(client, "write", file_path="theirs.txt", content="mine\n")
+    error, text = await call_tool(client, "write", file_path="theirs.txt", content="mine\n")
     assert error and "has not been read in this session; read it first" in text
-    await call(client, "read", file_path="theirs.txt")
+    await call_tool(client, "read", file_path="theirs.txt")
     (root / "theirs.txt").write_text("changed behind our back\n")
-    assert await call(client, "write", file_path="theirs.txt", content="mine\n") == (
+    assert await call_tool(client, "write", file_path="theirs.txt", content="mine\n") == (
         True,
         "theirs.txt: file changed on disk since it was last read; read it again first",
     )
     assert (root / "theirs.txt").read_text() == "changed behind our back\n"
-    await call(client, "read", file_path="theirs.txt")
-    assert not (await call(client, "write", file_path="theirs.txt", content="mine\n"))[0]
+    await call_tool(client, "read", file_path="theirs.txt")
+    assert not (await call_tool(client, "write", file_path="theirs.txt", content="mine\n"))[0]
     assert (root / "theirs.txt").read_text() == "mine\n"
 
 
 async def test_write_notices_a_same_size_change_by_mtime(client: Client, root: Path) -> None:
     target = root / "same.txt"
     target.write_text("aaaa")
-    await call(client, "read", file_path="same.txt")
+    await call_tool(client, "read", file_path="same.txt")
     target.write_text("bbbb")
     st = target.stat()
     os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
-    error, text = await call(client, "write", file_path="same.txt", content="cccc")
+    error, text = await call_tool(client, "write", file_path="same.txt", content="cccc")
     assert error and "changed on disk" in text
 
 
@@ -177,10 +138,10 @@ async def test_writes_cannot_escape_through_dotdot_or_symlinks(client: Client, r
     (root / "link_file").symlink_to(outside / "secret.txt")
     attempts = ["../outside/new.txt", "link_dir/new.txt", "link_file", str(outside / "abs.txt"), "a/../../x"]
     for path in attempts:
-        error, text = await call(client, "write", file_path=path, content="pwned\n")
+        error, text = await call_tool(client, "write", file_path=path, content="pwned\n")
         assert error and "outside the working directory" in text, (path, text)
-    await call(client, "read", file_path="link_file")  # reads may go anywhere
-    error, text = await call(client, "edit", file_path="link_file", old_string="keep", new_string="pwned")
+    await call_tool(client, "read", file_path="link_file")  # reads may go anywhere
+    error, text = await call_tool(client, "edit", file_path="link_file", old_string="keep", new_string="pwned")
     assert error and "outside the working directory" in text
     assert sorted(os.listdir(outside)) == ["secret.txt"]
     assert (outside / "secret.txt").read_text() == "keep\n"
@@ -189,7 +150,7 @@ async def test_writes_cannot_escape_through_dotdot_or_symlinks(client: Client, r
 async def test_allow_outside_permits_writes_elsewhere(root: Path) -> None:
     target = root.parent / "elsewhere.txt"
     async with Client(dev.create_server(Workspace(str(root), allow_outside=True))) as c:
-        assert not (await call(c, "write", file_path="../elsewhere.txt", content="ok\n"))[0]
+        assert not (await call_tool(c, "write", file_path="../elsewhere.txt", content="ok\n"))[0]
     assert target.read_text() == "ok\n"
 
 
@@ -198,8 +159,8 @@ async def test_allow_outside_permits_writes_elsewhere(root: Path) -> None:
 
 async def test_edit_replaces_a_unique_string_and_returns_a_diff(client: Client, root: Path) -> None:
     (root / "m.py").write_text("def f():\n    return 1\n")
-    await call(client, "read", file_path="m.py")
-    error, text = await call(client, "edit", file_path="m.py", old_string="return 1", new_string="return 2")
+    await call_tool(client, "read", file_path="m.py")
+    error, text = await call_tool(client, "edit", file_path="m.py", old_string="return 1", new_string="return 2")
     assert not error
     assert text == (
         "Edited m.py: 1 replacement(s)\n--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n"
@@ -210,18 +171,18 @@ async def test_edit_replaces_a_unique_string_and_returns_a_diff(client: Client, 
 
 async def test_edit_failures_say_why(client: Client, root: Path) -> None:
     (root / "d.txt").write_text("x = 1\nx = 1\n")
-    error, text = await call(client, "edit", file_path="d.txt", old_string="x", new_string="y")
+    error, text = await call_tool(client, "edit", file_path="d.txt", old_string="x", new_string="y")
     assert error and "has not been read in this session" in text
-    await call(client, "read", file_path="d.txt")
-    error, text = await call(client, "edit", file_path="d.txt", old_string="x = 1", new_string="y = 1")
+    await call_tool(client, "read", file_path="d.txt")
+    error, text = await call_tool(client, "edit", file_path="d.txt", old_string="x = 1", new_string="y = 1")
     assert error and "occurs 2 times in d.txt" in text and "replace_all" in text
-    error, text = await call(client, "edit", file_path="d.txt", old_string="zzz", new_string="y")
+    error, text = await call_tool(client, "edit", file_path="d.txt", old_string="zzz", new_string="y")
     assert error and "old_string not found in d.txt" in text
-    error, text = await call(client, "edit", file_path="d.txt", old_string="x", new_string="x")
+    error, text = await call_tool(client, "edit", file_path="d.txt", old_string="x", new_string="x")
     assert error and "identical" in text
-    error, text = await call(client, "edit", file_path="nope.txt", old_string="a", new_string="b")
+    error, text = await call_tool(client, "edit", file_path="nope.txt", old_string="a", new_string="b")
     assert (error, text) == (True, "file not found: nope.txt")
-    error, text = await call(
+    error, text = await call_tool(
         client, "edit", file_path="d.txt", old_string="x = 1", new_string="y = 2", replace_all=True
     )
     assert not error and text.startswith("Edited d.txt: 2 replacement(s)")
@@ -230,13 +191,13 @@ async def test_edit_failures_say_why(client: Client, root: Path) -> None:
 
 async def test_edit_keeps_crlf_line_endings_and_latin1(client: Client, root: Path) -> None:
     (root / "win.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
-    await call(client, "read", file_path="win.txt")
-    error, _ = await call(client, "edit", file_path="win.txt", old_string="one\ntwo", new_string="1\n2\n2.5")
+    await call_tool(client, "read", file_path="win.txt")
+    error, _ = await call_tool(client, "edit", file_path="win.txt", old_string="one\ntwo", new_string="1\n2\n2.5")
     assert not error
     assert (root / "win.txt").read_bytes() == b"1\r\n2\r\n2.5\r\nthree\r\n"
     (root / "l1.txt").write_bytes("café = 1\n".encode("latin-1"))
-    await call(client, "read", file_path="l1.txt")
-    assert not (await call(client, "edit", file_path="l1.txt", old_string="1", new_string="crème"))[0]
+    await call_tool(client, "read", file_path="l1.txt")
+    assert not (await call_tool(client, "edit", file_path="l1.txt", old_string="1", new_string="crème"))[0]
     assert (root / "l1.txt").read_bytes() == "café = crème\n".encode("latin-1")
 
 
@@ -262,10 +223,10 @@ async def test_glob_respects_gitignore_and_lists_newest_first(client: Client, ro
     _touch(root / "debug.log", 4_000_000)
     _touch(root / "build" / "gen.py", 4_000_000)
     _touch(root / "node_modules" / "dep.py", 4_000_000)
-    assert await call(client, "glob", pattern="**/*.py") == (False, "src/new.py\nsrc/mid.py\nold.py")
-    assert await call(client, "glob", pattern="*.py") == (False, "old.py")
-    assert await call(client, "glob", pattern="*.{py,log}", path="src") == (False, "src/new.py\nsrc/mid.py")
-    assert await call(client, "glob", pattern="**/*.rs") == (False, "No files match '**/*.rs' under .")
+    assert await call_tool(client, "glob", pattern="**/*.py") == (False, "src/new.py\nsrc/mid.py\nold.py")
+    assert await call_tool(client, "glob", pattern="*.py") == (False, "old.py")
+    assert await call_tool(client, "glob", pattern="*.{py,log}", path="src") == (False, "src/new.py\nsrc/mid.py")
+    assert await call_tool(client, "glob", pattern="**/*.rs") == (False, "No files match '**/*.rs' under .")
 
 
 async def test_glob_outside_git_skips_tool_dirs_and_caps_results(client: Client, root: Path) -> None:
@@ -273,12 +234,12 @@ async def test_glob_outside_git_skips_tool_dirs_and_caps_results(client: Client,
         _touch(root / "many" / f"f{i:03}.txt", 1_000_000 + i)
     _touch(root / ".venv" / "lib.txt", 9_000_000)
     _touch(root / "__pycache__" / "c.txt", 9_000_000)
-    error, text = await call(client, "glob", pattern="**/*.txt")
+    error, text = await call_tool(client, "glob", pattern="**/*.txt")
     lines = text.splitlines()
     assert not error and len(lines) == 201
     assert lines[0] == "many/f204.txt" and lines[199] == "many/f005.txt"
     assert lines[200] == "... and 5 more (narrow the pattern or path)"
-    error, text = await call(client, "glob", pattern="*", path="missing")
+    error, text = await call_tool(client, "glob", pattern="*", path="missing")
     assert (error, text) == (True, "not a directory: missing")
 
 
@@ -323,21 +284,21 @@ GREP_CASES: list[dict[str, object]] = [
 async def test_grep_fallback_output_format(client: Client, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _grep_tree(root)
     monkeypatch.setenv(NO_RG_ENV, "1")
-    assert await call(client, "grep", pattern="foo") == (
+    assert await call_tool(client, "grep", pattern="foo") == (
         False,
         ".hidden/h.txt\na/b.txt\na.txt\nsub/b.py\nsub/crlf.py",
     )
-    assert await call(client, "grep", pattern="foo", output_mode="content", path="sub", context=1) == (
+    assert await call_tool(client, "grep", pattern="foo", output_mode="content", path="sub", context=1) == (
         False,
         "sub/b.py-1-z\nsub/b.py:2:foo\nsub/b.py-3-q\n--\nsub/b.py-5-s\nsub/b.py:6:foo\nsub/b.py-7-t\n"
         "sub/b.py:8:foo\n--\nsub/crlf.py:1:foo\nsub/crlf.py-2-bar",
     )
-    assert await call(client, "grep", pattern="foo", output_mode="count", ignore_case=True, glob="*.txt") == (
+    assert await call_tool(client, "grep", pattern="foo", output_mode="count", ignore_case=True, glob="*.txt") == (
         False,
         ".hidden/h.txt:1\na/b.txt:1\na-c/c.txt:1\na.txt:1",
     )
-    assert await call(client, "grep", pattern="nothing") == (False, "No matches for 'nothing' in .")
-    error, text = await call(client, "grep", pattern="(unclosed")
+    assert await call_tool(client, "grep", pattern="nothing") == (False, "No matches for 'nothing' in .")
+    error, text = await call_tool(client, "grep", pattern="(unclosed")
     assert error and text.startswith("grep failed:")
 
 
@@ -348,13 +309,13 @@ async def test_grep_ripgrep_and_fallback_give_identical_output(
     _grep_tree(root)
     for case in GREP_CASES:
         monkeypatch.delenv(NO_RG_ENV, raising=False)
-        with_rg = await call(client, "grep", **case)
+        with_rg = await call_tool(client, "grep", **case)
         monkeypatch.setenv(NO_RG_ENV, "1")
-        fallback = await call(client, "grep", **case)
+        fallback = await call_tool(client, "grep", **case)
         assert with_rg == fallback, case
         assert not with_rg[0]
     monkeypatch.delenv(NO_RG_ENV, raising=False)
-    error, text = await call(client, "grep", pattern="(unclosed")
+    error, text = await call_tool(client, "grep", pattern="(unclosed")
     assert error and text.startswith("grep failed:")
 
 
@@ -362,6 +323,6 @@ async def test_grep_caps_its_output(client: Client, root: Path, monkeypatch: pyt
     (root / "many.txt").write_text("hit\n" * 1000)
     for no_rg in ("0", "1"):
         monkeypatch.setenv(NO_RG_ENV, no_rg)
-        _, text = await call(client, "grep", pattern="hit", output_mode="content")
+        _, text = await call_tool(client, "grep", pattern="hit", output_mode="content")
         lines = text.splitlines()
         assert len(lines) == 251 and lines[-1].startswith("... [output truncated at 250 lines")

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
 
-import anyio
 import pytest
 from mcp import Client
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.types import TextContent
 
 from sprout_agent.tools import todo
+from tests.harness import call_tool
 
 pytestmark = pytest.mark.anyio
 
@@ -23,58 +19,32 @@ PLAN = [
 ]
 
 
-async def call(client: Client, name: str, **args: object) -> tuple[bool, str]:
-    with anyio.fail_after(30):
-        result = await client.call_tool(name, args)
-    text = "".join(c.text for c in result.content if isinstance(c, TextContent))
-    return bool(result.is_error), text
-
-
 @pytest.fixture
 async def client() -> AsyncIterator[Client]:
     async with Client(todo.create_server()) as c:
         yield c
 
 
-async def test_subprocess_server_keeps_the_list_and_objects_to_stopping() -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "sprout_agent.tools.todo"])
-    with anyio.fail_after(60):
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            init = await session.initialize()
-            assert init.server_info.name == "todo"
-            tools = {t.name: t for t in (await session.list_tools()).tools}
-            assert sorted(tools) == ["_PostCompact", "_Stop", "todo_read", "todo_write"]
-            assert tools["_Stop"].input_schema == {"type": "object", "properties": {}}
-            assert tools["todo_read"].annotations and tools["todo_read"].annotations.read_only_hint
-            stop = await session.call_tool("_Stop", {})
-            assert not stop.is_error and stop.content[0].text == ""  # type: ignore[union-attr]
-            await session.call_tool("todo_write", {"todos": PLAN})
-            stop = await session.call_tool("_Stop", {})
-            assert stop.content[0].text.startswith(  # type: ignore[union-attr]
-                "You have open todo items:\n- fix the bug (in_progress)\n- update the docs (pending)\n"
-            )
-
-
 async def test_todo_write_replaces_the_list_and_todo_read_returns_it(client: Client) -> None:
-    assert await call(client, "todo_read") == (False, "The todo list is empty.")
+    assert await call_tool(client, "todo_read") == (False, "The todo list is empty.")
     rendered = "[x] write the test (completed, id 1)\n[~] fix the bug (in_progress, id fix)\n" + (
         "[ ] update the docs (pending, id 3)"
     )
-    assert await call(client, "todo_write", todos=PLAN) == (
+    assert await call_tool(client, "todo_write", todos=PLAN) == (
         False,
         f"Todo list updated (1/3 completed):\n{rendered}",
     )
-    assert await call(client, "todo_read") == (False, rendered)
-    assert await call(client, "todo_write", todos=[{"content": "only", "status": "pending"}]) == (
+    assert await call_tool(client, "todo_read") == (False, rendered)
+    assert await call_tool(client, "todo_write", todos=[{"content": "only", "status": "pending"}]) == (
         False,
         "Todo list updated (0/1 completed):\n[ ] only (pending, id 1)",
     )
-    assert await call(client, "todo_write", todos=[]) == (False, "Todo list cleared.")
-    assert await call(client, "todo_read") == (False, "The todo list is empty.")
+    assert await call_tool(client, "todo_write", todos=[]) == (False, "Todo list cleared.")
+    assert await call_tool(client, "todo_read") == (False, "The todo list is empty.")
 
 
 async def test_invalid_todo_lists_are_refused_and_the_old_list_kept(client: Client) -> None:
-    await call(client, "todo_write", todos=PLAN)
+    await call_tool(client, "todo_write", todos=PLAN)
     bad_lists: list[tuple[object, str]] = [
         ([{"content": "x", "status": "done"}],
          "todos[0].status must be one of pending, in_progress, completed, not 'done'"),
@@ -87,15 +57,15 @@ async def test_invalid_todo_lists_are_refused_and_the_old_list_kept(client: Clie
         ("not a list", "argument 'todos' of todo_write must be of type array"),
     ]  # fmt: skip
     for todos, message in bad_lists:
-        assert await call(client, "todo_write", todos=todos) == (True, message)
-    _, text = await call(client, "todo_read")
+        assert await call_tool(client, "todo_write", todos=todos) == (True, message)
+    _, text = await call_tool(client, "todo_read")
     assert text.startswith("[x] write the test")
 
 
 async def test_stop_hook_objects_only_while_items_are_open(client: Client) -> None:
-    assert await call(client, "_Stop") == (False, "")
-    await call(client, "todo_write", todos=PLAN)
-    error, text = await call(client, "_Stop", session_id="s1", cwd="/tmp", trigger="end_turn")
+    assert await call_tool(client, "_Stop") == (False, "")
+    await call_tool(client, "todo_write", todos=PLAN)
+    error, text = await call_tool(client, "_Stop", session_id="s1", cwd="/tmp", trigger="end_turn")
     assert not error
     assert text == (
         "You have open todo items:\n- fix the bug (in_progress)\n- update the docs (pending)\n"
@@ -103,14 +73,14 @@ async def test_stop_hook_objects_only_while_items_are_open(client: Client) -> No
         "apply, before stopping."
     )
     done = [{**item, "status": "completed"} for item in PLAN]
-    await call(client, "todo_write", todos=done)
-    assert await call(client, "_Stop") == (False, "")
+    await call_tool(client, "todo_write", todos=done)
+    assert await call_tool(client, "_Stop") == (False, "")
 
 
 async def test_post_compact_hook_returns_the_list(client: Client) -> None:
-    assert await call(client, "_PostCompact") == (False, "")
-    await call(client, "todo_write", todos=PLAN[:1])
-    assert await call(client, "_PostCompact", trigger="auto") == (
+    assert await call_tool(client, "_PostCompact") == (False, "")
+    await call_tool(client, "todo_write", todos=PLAN[:1])
+    assert await call_tool(client, "_PostCompact", trigger="auto") == (
         False,
         "Your todo list (kept across compaction):\n[x] write the test (completed, id 1)",
     )
@@ -118,5 +88,5 @@ async def test_post_compact_hook_returns_the_list(client: Client) -> None:
 
 async def test_each_server_keeps_its_own_list() -> None:
     async with Client(todo.create_server()) as first, Client(todo.create_server()) as second:
-        await call(first, "todo_write", todos=PLAN)
-        assert await call(second, "todo_read") == (False, "The todo list is empty.")
+        await call_tool(first, "todo_write", todos=PLAN)
+        assert await call_tool(second, "todo_read") == (False, "The todo list is empty.")
