@@ -190,6 +190,78 @@ def repl_once() -> tuple[float, float]:
         return ready - start, time.monotonic() - ready
 
 
+async def pool_figures() -> tuple[float, float, float, float]:
+    """ServerPool in this process: start of 3 fake servers and of 1; teardown of 3 (a grandchild each) and of a
+    SIGTERM-ignoring one (with a grandchild). These are what tests/test_servers.py proves without timing."""
+    from functools import partial
+
+    import sprout_agent.mcp_link  # noqa: F401  (loaded once here, so no start below pays for it)
+    from sprout_agent.config import ServerConfig
+    from sprout_agent.servers import ServerPool
+    from sprout_agent.settings import child_environment
+
+    def config(name: str, **knobs: str) -> ServerConfig:
+        env = {"FAKE_MCP_TOOLS": "echo,spawn_grandchild", **{f"FAKE_MCP_{k.upper()}": v for k, v in knobs.items()}}
+        return ServerConfig(name, PY, (FAKE_MCP,), env)
+
+    async def start(*configs: ServerConfig) -> tuple[ServerPool, float]:
+        pool = ServerPool(
+            configs,
+            emit=lambda _event: None,
+            start_timeout=30,
+            tool_timeout=30,
+            result_max_bytes=100_000,
+            child_env=partial(child_environment, dict(os.environ)),
+        )
+        began = time.monotonic()
+        await pool.__aenter__()
+        return pool, time.monotonic() - began
+
+    async def grandchildren_then_close(pool: ServerPool) -> float:
+        for spec in [s for s in pool.tools() if s.tool == "spawn_grandchild"]:
+            await pool.call(spec, {})
+        began = time.monotonic()
+        await pool.__aexit__(None, None, None)
+        return time.monotonic() - began
+
+    three, start_three = await start(*(config(name) for name in "abc"))
+    close_three = await grandchildren_then_close(three)
+    one, start_one = await start(config("a"))
+    await one.__aexit__(None, None, None)
+    stubborn, _ = await start(config("stubborn", ignore_term="1"))
+    close_stubborn = await grandchildren_then_close(stubborn)
+    return start_three, start_one, close_three, close_stubborn
+
+
+async def acp_figures() -> tuple[float, float]:
+    """`sprout-agent acp` driven by the ACP SDK: spawn → initialize answered; session/cancel → the prompt's
+    `cancelled` answer with a tool call in flight (tests/test_acp.py asserts the behaviour, this the time)."""
+    import anyio
+    from acp import PROTOCOL_VERSION, text_block
+
+    from tests.acp_harness import EditorClient, acp_agent, stdio_server
+
+    client = EditorClient()
+    script: list[Step] = [reply(tool_use("fake__slow", {"seconds": 30}, id="s"))]
+    with tempfile.TemporaryDirectory() as tmp, FakeAnthropic(script) as fake:
+        began = time.monotonic()
+        async with acp_agent(Path(tmp), fake, client) as (conn, _):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            initialized = time.monotonic() - began
+            session = await conn.new_session(cwd=tmp, mcp_servers=[stdio_server("fake")])
+
+            async def prompt() -> None:
+                await conn.prompt(session_id=session.session_id, prompt=[text_block("wait")])
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(prompt)
+                await client.wait_for(lambda u: u.session_update == "tool_call_update" and u.status == "in_progress")
+                began = time.monotonic()
+                await conn.cancel(session_id=session.session_id)
+            cancelled = time.monotonic() - began
+    return initialized, cancelled
+
+
 def fmt(value: list[float] | float | str, unit: str) -> str:
     if isinstance(value, str):
         return value
@@ -217,7 +289,7 @@ class Bench:
 
     def all(self) -> list[dict[str, Any]]:
         steps = [self.imports, self.minimal, self.ours, self.builtins, self.flags, self.repl, self.hooks]
-        steps.append(self.compaction)
+        steps += [self.compaction, self.servers, self.acp]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -358,12 +430,32 @@ class Bench:
         )
         self.add("context after compaction / before", shares, "%")
 
+    def servers(self) -> None:
+        """12. ServerPool: concurrent start, and teardown of whole process groups"""
+        import anyio
+
+        figures = [anyio.run(pool_figures) for _ in range(self.runs)]
+        three, one = [f[0] for f in figures], [f[1] for f in figures]
+        self.add("pool start, 3 fake servers", three, "s")
+        self.add("pool start, 1 fake server", one, "s")
+        self.add("  … 3 over 1 (1 = fully concurrent)", med(three) / med(one), "x")
+        self.add("pool teardown, 3 servers with a grandchild each", [f[2] for f in figures], "s")
+        self.add("pool teardown, a SIGTERM-ignoring server", [f[3] for f in figures], "s")
+
+    def acp(self) -> None:
+        """13. sprout-agent acp through the ACP SDK"""
+        import anyio
+
+        figures = [anyio.run(acp_figures) for _ in range(self.runs)]
+        self.add("acp: spawn → initialize answered", [f[0] for f in figures], "s")
+        self.add("acp: session/cancel → cancelled answer (tool in flight)", [f[1] for f in figures], "s")
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    groups = "imports minimal ours builtins flags repl hooks compaction"
+    groups = "imports minimal ours builtins flags repl hooks compaction servers acp"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     args = parser.parse_args()
     load = os.getloadavg()[0]

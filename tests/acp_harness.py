@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -146,12 +145,3 @@ async def raw_agent(
         finally:
             if proc.returncode is None:
                 proc.kill()
-
-
-class Stopwatch:
-    def __init__(self) -> None:
-        self.started = time.monotonic()
-
-    @property
-    def ms(self) -> float:
-        return (time.monotonic() - self.started) * 1000

@@ -13,13 +13,15 @@ FAKE_MCP_TOOLS             comma list of tools to expose ("" = none; unset = all
                            `sleep 1000` in our process group, env(name) -> os.environ[name] or
                            "<unset>", dotted.name() -> "dotted", read_only() (readOnlyHint=true)
 FAKE_MCP_PAGE_SIZE         list tools in pages of this many (default: one page)
+FAKE_MCP_LIST_BARRIER      "N:DIR": the first tools/list waits until N servers with this knob are all in theirs
+                           (each leaves its pid in DIR); after 15 s it fails instead. Proves a concurrent start
+                           without timing: servers started one after another never get past it
 FAKE_MCP_STOP              text the `_Stop` hook returns; unset = no `_Stop` tool; "" = empty
 FAKE_MCP_STOP_MODE         ok | hang (spawns a grandchild, then never answers) | freeze (blocks the
                            whole server) | crash | error (is_error result) | huge | sequence
 FAKE_MCP_STOP_SEQUENCE     JSON list of texts returned by successive `_Stop` calls, then "" forever
 FAKE_MCP_HUGE_BYTES        size of the `huge` hook answer (default 200000)
 FAKE_MCP_POSTCOMPACT       text the `_PostCompact` hook returns; unset = no such tool
-FAKE_MCP_HOOK_DELAY        seconds each hook sleeps before answering
 FAKE_MCP_HOOK_SCHEMA       JSON object: the inputSchema "properties" `_Stop` declares
 FAKE_MCP_LOG               file to which one JSON line per tool call is appended:
                            {"tool": name, "arguments": args, "pid": pid}
@@ -141,12 +143,27 @@ def tool_defs() -> list[Any]:
 async def list_tools(ctx: Any, params: Any) -> Any:
     import mcp.types as types
 
+    barrier = knob("LIST_BARRIER")
+    if barrier and not (params is not None and params.cursor):
+        await meet(barrier)
     tools = tool_defs()
     size = int(knob("PAGE_SIZE") or 0) or len(tools) or 1
     start = int(params.cursor) if params is not None and params.cursor else 0
     following = start + size
     cursor = str(following) if following < len(tools) else None
     return types.ListToolsResult(tools=tools[start:following], next_cursor=cursor)
+
+
+async def meet(barrier: str) -> None:
+    import anyio
+
+    count, directory = barrier.split(":", 1)
+    open(os.path.join(directory, str(os.getpid())), "w").close()
+    with anyio.move_on_after(15):
+        while len(os.listdir(directory)) < int(count):
+            await anyio.sleep(0.01)
+        return
+    raise RuntimeError(f"barrier: {len(os.listdir(directory))} of {count} servers reached tools/list within 15 s")
 
 
 async def call_tool(ctx: Any, params: Any) -> Any:
@@ -193,7 +210,6 @@ async def call_hook(name: str, text: Any) -> Any:
     import anyio
 
     global _stop_calls
-    await anyio.sleep(float(knob("HOOK_DELAY") or 0))
     if name == "_PostCompact":
         return text(knob("POSTCOMPACT") or "")
     mode = knob("STOP_MODE") or "ok"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import select
 import signal
 import subprocess
 import sys
@@ -196,3 +198,55 @@ def wait_for(condition: Callable[[], bool], what: str, process: subprocess.Popen
         assert process.poll() is None, f"the agent exited ({process.returncode}) before {what}"
         assert time.monotonic() < deadline, f"{what} did not happen within {timeout:g} s"
         time.sleep(0.05)
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+
+
+class Terminal:
+    """The CLI on a pty; `expect` reads (bounded) until a text appears in the screen output."""
+
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.master, slave = os.openpty()
+        self.process = subprocess.Popen(
+            args, stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm"}, cwd=cwd, start_new_session=True
+        )
+        os.close(slave)
+        self.seen = ""
+
+    def screen(self) -> str:
+        return ANSI.sub("", self.seen)
+
+    def expect(self, text: str, timeout: float = 30) -> None:
+        self.wait_until(lambda: text in self.screen(), f"the text {text!r}", timeout)
+
+    def wait_until(self, condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
+        """Reads the screen (bounded) until `condition` holds, so the agent never blocks on a full pty."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"{what} did not happen within {timeout:g} s; screen:\n{self.screen()[-2000:]}"
+            if not self._read(min(remaining, 0.05)):
+                assert condition(), f"the terminal closed before {what}; screen:\n{self.screen()[-2000:]}"
+
+    def _read(self, timeout: float) -> bool:
+        """Whatever arrives within `timeout`; False once the pty is closed."""
+        ready, _, _ = select.select([self.master], [], [], timeout)
+        if ready:
+            try:
+                self.seen += os.read(self.master, 65536).decode(errors="replace")
+            except OSError:
+                return False
+        return True
+
+    def send(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    def close(self, timeout: float = 20) -> int:
+        deadline = time.monotonic() + timeout
+        while self.process.poll() is None and time.monotonic() < deadline and self._read(0.1):
+            pass
+        if self.process.poll() is None:
+            self.process.kill()
+        os.close(self.master)
+        return self.process.wait(timeout=5)

@@ -10,11 +10,11 @@ import anyio
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
 
-from tests.acp_harness import EditorClient, Stopwatch, acp_agent, statuses, stdio_server, texts
+from tests.acp_harness import EditorClient, acp_agent, statuses, stdio_server, texts
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import assert_history_valid, read_log, result_text, tool_results, write_config
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
 async def open_session(conn: Any, cwd: Path, *servers: Any) -> str:
@@ -23,12 +23,10 @@ async def open_session(conn: Any, cwd: Path, *servers: Any) -> str:
     return session.session_id
 
 
-async def test_initialize_answers_version_1_fast(tmp_path: Path) -> None:
-    client = EditorClient()
-    watch = Stopwatch()
+async def test_initialize_answers_version_1_with_our_capabilities(tmp_path: Path) -> None:
+    client = EditorClient()  # how fast it answers is scripts/bench's business (group acp)
     async with acp_agent(tmp_path, None, client) as (conn, _):
         answer = await conn.initialize(protocol_version=PROTOCOL_VERSION)
-        print(f"\n[measure] spawn → initialize answered: {watch.ms:.0f} ms")
         assert answer.protocol_version == 1
         assert answer.agent_info is not None and answer.agent_info.name == "sprout-agent"
         capabilities = answer.agent_capabilities
@@ -112,7 +110,7 @@ async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path) -
     assert statuses(updates, "e") == ["pending", "in_progress", "completed"]
 
 
-async def test_cancel_mid_tool_answers_cancelled_promptly_and_keeps_history_valid(tmp_path: Path) -> None:
+async def test_cancel_mid_tool_answers_cancelled_and_keeps_history_valid(tmp_path: Path) -> None:
     script: list[Step] = [reply(tool_use("fake__slow", {"seconds": 30}, id="s")), reply("after cancel")]
     client = EditorClient()
     with FakeAnthropic(script) as fake:
@@ -126,9 +124,7 @@ async def test_cancel_mid_tool_answers_cancelled_promptly_and_keeps_history_vali
 
                 group.start_soon(run)
                 await client.wait_for(lambda u: u.session_update == "tool_call_update" and u.status == "in_progress")
-                watch = Stopwatch()
-                await conn.cancel(session_id=session_id)
-            print(f"\n[measure] session/cancel → cancelled response (tool in flight): {watch.ms:.0f} ms")
+                await conn.cancel(session_id=session_id)  # the tool would run 30 s: "cancelled" is the cancel
             assert answers[0].stop_reason == "cancelled"
             seen = len(client.of(session_id))
             assert statuses(client.of(session_id), "s")[-1] == "failed"

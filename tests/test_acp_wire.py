@@ -13,7 +13,7 @@ from tests.acp_harness import raw_agent
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import ROOT, fake_server, pid_alive, read_log
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
 def stdio_entry(name: str, **knobs: object) -> dict[str, object]:

@@ -12,6 +12,8 @@ import pytest
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import ROOT, agent_command, agent_env
 
+pytestmark = pytest.mark.e2e
+
 ACPX = ROOT / ".ci/peers/node_modules/.bin/acpx"
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+import pytest
+
 from tests.harness import ROOT, Run, agent_env, fake_server, pid_alive, run_agent, write_config
+
+pytestmark = pytest.mark.e2e
 
 MISSING = "sprout-no-such-command"
 
@@ -47,14 +50,11 @@ def test_doctor_reports_a_missing_command_and_still_checks_the_others(tmp_path: 
 def test_doctor_bounds_a_hanging_server_by_the_timeout_and_kills_it(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchildren.txt"
     servers = {"hang": fake_server(hang_on_start=1, grandchild_pidfile=str(pidfile))}
-    started = time.monotonic()
     run = doctor(tmp_path, servers, "--timeout", "2")
-    elapsed = time.monotonic() - started
     assert run.code == 1
     assert "[FAIL] hang" in run.stdout
-    assert "failed: no answer within 2 s" in run.stdout
+    assert "failed: no answer within 2 s" in run.stdout  # --timeout ended it, not the 30 s default
     assert "| fake: hanging before the handshake" in run.stdout  # the tail of its stderr
-    assert elapsed < 20, elapsed  # 2 s plus start-up, nowhere near the 30 s default
     grandchild = int(pidfile.read_text().split()[0])
     assert not pid_alive(grandchild)  # its whole process group went with it
 

@@ -16,7 +16,7 @@ from mcp.client.stdio import stdio_client
 from tests.fake_anthropic import FakeAnthropic, reply
 from tests.harness import assert_history_valid, result_text, run_agent, tool_results
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "test_runner_hook.py"
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "hooks.md"

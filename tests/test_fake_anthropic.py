@@ -208,6 +208,7 @@ async def test_auto_usage_reads_the_prefix_cached_by_an_earlier_request() -> Non
     assert (u3.cache_read_input_tokens, u3.cache_creation_input_tokens) == (0, 0) and u3.input_tokens > 0
 
 
+@pytest.mark.e2e  # the one test here that starts a process (the fake API's own CLI)
 async def test_subprocess_mode_serves_a_json_script_and_records_requests(tmp_path: Path) -> None:
     script = [
         {"error": 529},

@@ -3,59 +3,18 @@
 from __future__ import annotations
 
 import os
-import re
-import select
 import signal
-import subprocess
-import time
 from pathlib import Path
 
+import pytest
+
 from tests.fake_anthropic import FakeAnthropic, Step, hang, reply, tool_use
-from tests.harness import agent_command, agent_env, fake_server, tool_results, write_config
+from tests.harness import ANSI, Terminal, agent_command, agent_env, fake_server, read_log, tool_results, write_config
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+# test_permissions.py imports ANSI and Terminal from here; they live in tests/harness.py.
+__all__ = ["ANSI", "Terminal"]
 
-
-class Terminal:
-    """The CLI on a pty; `expect` reads (bounded) until a text appears in the screen output."""
-
-    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.master, slave = os.openpty()
-        self.process = subprocess.Popen(
-            args, stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm"}, cwd=cwd, start_new_session=True
-        )
-        os.close(slave)
-        self.seen = ""
-
-    def expect(self, text: str, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in ANSI.sub("", self.seen):
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, f"never saw {text!r}; screen:\n{ANSI.sub('', self.seen)[-2000:]}"
-            ready, _, _ = select.select([self.master], [], [], remaining)
-            if ready:
-                try:
-                    self.seen += os.read(self.master, 65536).decode(errors="replace")
-                except OSError:
-                    break
-        assert text in ANSI.sub("", self.seen), f"never saw {text!r}"
-
-    def send(self, keys: str) -> None:
-        os.write(self.master, keys.encode())
-
-    def close(self, timeout: float = 20) -> int:
-        deadline = time.monotonic() + timeout
-        while self.process.poll() is None and time.monotonic() < deadline:
-            ready, _, _ = select.select([self.master], [], [], 0.1)
-            if ready:
-                try:
-                    self.seen += os.read(self.master, 65536).decode(errors="replace")
-                except OSError:
-                    break
-        if self.process.poll() is None:
-            self.process.kill()
-        os.close(self.master)
-        return self.process.wait(timeout=5)
+pytestmark = pytest.mark.e2e
 
 
 def test_repl_answers_lists_tools_and_exits(tmp_path: Path) -> None:
@@ -80,17 +39,15 @@ def test_repl_answers_lists_tools_and_exits(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_cancels_the_turn_and_the_next_prompt_has_a_valid_history(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"fake": fake_server()})
+    log = tmp_path / "calls.jsonl"
+    config = write_config(tmp_path, {"fake": fake_server(log=str(log))})
     script: list[Step] = [reply(tool_use("fake__slow", {"seconds": 30}, id="toolu_slow")), reply("second answer")]
     with FakeAnthropic(script) as fake:
         term = Terminal(agent_command(["--config", str(config)]), agent_env(tmp_path, fake), tmp_path)
         try:
             term.expect("›")
             term.send("start something slow\r")
-            deadline = time.monotonic() + 30
-            while len(fake.requests) < 1 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            time.sleep(0.5)  # let the slow tool call start; the cancel below is what is tested
+            term.wait_until(lambda: bool(read_log(log)), "the slow call reaching the server")
             os.killpg(term.process.pid, signal.SIGINT)
             term.expect("cancelled")
             term.send("and now?\r")
@@ -112,9 +69,7 @@ def test_ctrl_c_while_waiting_on_the_model(tmp_path: Path) -> None:
         try:
             term.expect("›")
             term.send("hang please\r")
-            deadline = time.monotonic() + 30
-            while not fake.requests and time.monotonic() < deadline:
-                time.sleep(0.05)
+            term.wait_until(lambda: bool(fake.requests), "the request reaching the model")
             os.killpg(term.process.pid, signal.SIGINT)
             term.expect("cancelled")
             term.send("again\r")

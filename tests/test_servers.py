@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -15,21 +14,20 @@ import pytest
 
 from sprout_agent.config import ServerConfig
 from sprout_agent.events import Event, Notice, ServerFailed, ServerStarted
-from sprout_agent.mcp_results import cut_middle
 from sprout_agent.messages import Image, Text, text_of
 from sprout_agent.protocols import HookCallFailed, ToolSpec
 from sprout_agent.servers import ServerPool, ServerStatus
-from sprout_agent.tool_names import MAX_TOOL_NAME, model_tool_name
+from sprout_agent.tool_names import MAX_TOOL_NAME
+from tests.harness import FAKE_MCP, pid_alive, pids_in, read_log, wait_dead, wait_until
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-FAKE = str(Path(__file__).with_name("fake_mcp_server.py"))
 PEERS = Path(__file__).resolve().parent.parent / ".ci" / "peers" / "node_modules" / ".bin"
 
 
 def fake(server: str, start_timeout: float | None = None, **knobs: str) -> ServerConfig:
     env = {f"FAKE_MCP_{key.upper()}": value for key, value in knobs.items()}
-    return ServerConfig(server, sys.executable, (FAKE,), env, start_timeout=start_timeout)
+    return ServerConfig(server, sys.executable, (FAKE_MCP,), env, start_timeout=start_timeout)
 
 
 def scrubbed_env(own: Mapping[str, str]) -> dict[str, str]:
@@ -78,42 +76,26 @@ class Pool:
         return next(e for e in self.events if isinstance(e, ServerFailed) and e.server == server)
 
 
-def is_dead(pid: int) -> bool:
-    """Gone, or a zombie: PID 1 here may never reap orphans, and a zombie runs no code."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rfind(")") + 2] in "ZX"
-
-
-async def wait_dead(pid: int, timeout: float = 5.0) -> None:
-    with anyio.fail_after(timeout):
-        while not is_dead(pid):
-            await anyio.sleep(0.01)
-
-
-def pids_in(pidfile: Path) -> list[int]:
-    return [int(line) for line in pidfile.read_text().split()] if pidfile.exists() else []
-
-
-async def test_servers_start_concurrently_and_tools_keep_config_then_listing_order() -> None:
-    configs = [fake("b", tools="add,echo"), fake("a", tools="echo"), fake("c", tools="slow,add,echo")]
-    began = time.monotonic()
+async def test_servers_start_concurrently_and_tools_keep_config_then_listing_order(tmp_path: Path) -> None:
+    # Each server's tools/list waits until all three are in theirs: started one after another, the first
+    # would never get past it and fail, so three running servers prove the starts overlapped.
+    barrier = tmp_path / "listing"
+    barrier.mkdir()
+    meet = f"3:{barrier}"
+    configs = [
+        fake("b", tools="add,echo", list_barrier=meet),
+        fake("a", tools="echo", list_barrier=meet),
+        fake("c", tools="slow,add,echo", list_barrier=meet),
+    ]
     async with Pool(*configs) as p:
-        elapsed = time.monotonic() - began
+        assert not [e for e in p.events if isinstance(e, ServerFailed)]
         names = [spec.name for spec in p.pool.tools()]
         assert names == ["b__add", "b__echo", "a__echo", "c__slow", "c__add", "c__echo"]
         assert names == [spec.name for spec in p.pool.tools()]  # byte-stable between requests
         started = {e.server: e for e in p.events if isinstance(e, ServerStarted)}
         assert set(started) == {"a", "b", "c"} and started["c"].tool_count == 3
         assert all(s.state == "running" and s.pid for s in p.pool.status())
-        slowest = max(e.seconds for e in started.values())
-        print(f"3 servers started in {elapsed:.2f} s; slowest alone {slowest:.2f} s")
+        assert sorted(os.listdir(barrier)) == sorted(str(s.pid) for s in p.pool.status())
 
 
 async def test_a_missing_binary_fails_with_a_reason_and_the_rest_start() -> None:
@@ -135,31 +117,34 @@ async def test_a_crash_on_start_reports_the_exit_code_and_the_stderr_tail() -> N
 
 async def test_a_hang_on_start_is_bounded_by_its_start_timeout_and_killed(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchildren"
-    began = time.monotonic()
+    # The pool's own start timeout is 20 s: the reason names the server's 1 s, so that is what ended it.
     async with Pool(fake("silent", start_timeout=1, hang_on_start="1", grandchild_pidfile=str(pidfile))) as p:
-        assert time.monotonic() - began < 10
         failed = p.failed("silent")
         assert "no answer within 1 s" in failed.reason
         assert "hanging before the handshake" in failed.stderr_tail
         pid = p.status("silent").pid
         assert pid is not None
-        await wait_dead(pid)
-        for grandchild in pids_in(pidfile):
-            await wait_dead(grandchild)
+        await wait_dead(pid, *pids_in(pidfile))
 
 
 async def test_cancelling_the_start_kills_every_spawned_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchildren"
     p = Pool(fake("silent", hang_on_start="1", grandchild_pidfile=str(pidfile)), fake("ok", tools="echo"))
-    began = time.monotonic()
-    with anyio.move_on_after(0.7):
+
+    def pids() -> list[int]:
+        return [s.pid for s in p.pool.status() if s.pid is not None]
+
+    async with anyio.create_task_group() as group:
+
+        async def cancel_once_both_run() -> None:
+            await wait_until(lambda: len(pids()) == 2 and bool(pids_in(pidfile)), "both servers running")
+            group.cancel_scope.cancel()
+
+        group.start_soon(cancel_once_both_run)
         async with p.pool:
             pytest.fail("the pool cannot have started: one server never answers")
-    assert time.monotonic() - began < 5
-    pids = [s.pid for s in p.pool.status() if s.pid is not None]
-    assert len(pids) == 2
-    for pid in [*pids, *pids_in(pidfile)]:
-        await wait_dead(pid)
+    assert group.cancel_scope.cancelled_caught
+    await wait_dead(*pids(), *pids_in(pidfile))
 
 
 async def test_dotted_tool_names_are_mapped_and_called_by_their_real_name() -> None:
@@ -177,16 +162,6 @@ async def test_colliding_names_get_a_stable_hash_suffix_and_reach_their_own_serv
         assert second.name.startswith("a_b__env_") and len(second.name) <= MAX_TOOL_NAME
         assert text_of((await p.pool.call(first, {"name": "FAKE_MCP_NAME"})).content) == "first"
         assert text_of((await p.pool.call(second, {"name": "FAKE_MCP_NAME"})).content) == "second"
-
-
-def test_model_tool_names_are_api_safe_and_at_most_64_characters() -> None:
-    assert model_tool_name("git", "git_status") == "git__git_status"
-    assert model_tool_name("my server", "read file!") == "my_server__read_file_"
-    long = model_tool_name("s" * 50, "t" * 50)
-    assert len(long) == MAX_TOOL_NAME and long == model_tool_name("s" * 50, "t" * 50)
-    assert long != model_tool_name("s" * 50, "t" * 49 + "u")
-    for name in (long, model_tool_name("ünï.cødé", "x/y")):
-        assert all(c.isascii() and (c.isalnum() or c in "_-") for c in name)
 
 
 async def test_tools_are_called_and_their_results_converted() -> None:
@@ -234,8 +209,8 @@ async def test_a_crash_is_seen_even_when_a_grandchild_holds_the_server_stdout(tm
     async with Pool(fake("f", tools="spawn_grandchild,crash")) as p:
         grandchild = await p.pool.call(p.spec("f", "spawn_grandchild"), {"hold_stdout": True})
         pid = int(text_of(grandchild.content))
-        with anyio.fail_after(5):
-            outcome = await p.pool.call(p.spec("f", "crash"), {})
+        # Seen through the leader's exit: the stdout EOF never comes, and a miss would be "timed out after 20 s".
+        outcome = await p.pool.call(p.spec("f", "crash"), {})
         assert outcome.is_error and "unavailable" in text_of(outcome.content)
         await wait_dead(pid)
 
@@ -249,22 +224,15 @@ async def test_huge_output_is_cut_in_the_middle_within_the_cap() -> None:
         assert len(text.encode()) > 1900
 
 
-def test_cut_middle_keeps_head_and_tail_and_never_exceeds_the_cap() -> None:
-    text = "début " + "€" * 5000 + " fin"
-    for cap in (10, 50, 333, 1000, 4096):
-        cut = cut_middle(text, cap)
-        assert len(cut.encode()) <= cap
-        if cap >= 100:
-            assert cut.startswith("début") and cut.endswith("fin") and "elided" in cut
-    assert cut_middle("short", 100) == "short"
-
-
-async def test_cancelling_a_slow_call_returns_promptly_and_the_server_stays_usable() -> None:
-    async with Pool(fake("f", tools="slow,echo")) as p:
-        began = time.monotonic()
-        with anyio.move_on_after(0.3):
-            await p.pool.call(p.spec("f", "slow"), {"seconds": 60})
-        assert time.monotonic() - began < 3
+async def test_a_cancelled_call_returns_and_the_server_stays_usable(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    async with Pool(fake("f", tools="slow,echo", log=str(log))) as p:
+        # The call never ends by itself (an hour), so returning at all is the cancel working.
+        async with anyio.create_task_group() as group:
+            an_hour: dict[str, object] = {"seconds": 3600}
+            group.start_soon(p.pool.call, p.spec("f", "slow"), an_hour)
+            await wait_until(lambda: bool(read_log(log)), "the call reaching the server")
+            group.cancel_scope.cancel()
         assert (await p.pool.call(p.spec("f", "echo"), {"text": "ok"})).content == (Text("ok"),)
 
 
@@ -280,11 +248,9 @@ async def test_kill_ends_the_server_and_its_grandchild_and_marks_it_dead() -> No
         pid = int(text_of((await p.pool.call(p.spec("f", "spawn_grandchild"), {})).content))
         echo = p.spec("f", "echo")
         leader = p.status("f").pid
-        assert leader is not None and not is_dead(pid)
-        with anyio.fail_after(5):
-            await p.pool.kill("f", "hook timed out twice")
-        await wait_dead(pid)
-        await wait_dead(leader)
+        assert leader is not None and pid_alive(pid)
+        await p.pool.kill("f", "hook timed out twice")
+        await wait_dead(pid, leader)
         assert (p.status("f").state, p.status("f").last_error) == ("dead", "hook timed out twice")
         outcome = await p.pool.call(echo, {"text": "x"})
         assert text_of(outcome.content) == "server 'f' is unavailable: hook timed out twice"
@@ -299,12 +265,9 @@ async def test_closing_the_pool_kills_grandchildren_of_polite_servers(tmp_path: 
         for name in ("a", "b", "c"):
             await p.pool.call(p.spec(name, "spawn_grandchild"), {})
         leaders = [s.pid for s in p.pool.status() if s.pid is not None]
-        began = time.monotonic()
-    print(f"teardown of 3 servers with grandchildren: {time.monotonic() - began:.3f} s")
     grandchildren = pids_in(pidfile)
     assert len(grandchildren) == 3 and len(leaders) == 3
-    for pid in [*leaders, *grandchildren]:
-        await wait_dead(pid, timeout=1)
+    await wait_dead(*leaders, *grandchildren)
 
 
 async def test_a_server_that_ignores_sigterm_is_killed_with_its_group(tmp_path: Path) -> None:
@@ -313,11 +276,8 @@ async def test_a_server_that_ignores_sigterm_is_killed_with_its_group(tmp_path: 
     async with p:
         await p.pool.call(p.spec("stubborn", "spawn_grandchild"), {})
         leader = p.status("stubborn").pid
-        began = time.monotonic()
-    print(f"teardown of a SIGTERM-ignoring server: {time.monotonic() - began:.3f} s")
     assert leader is not None
-    for pid in [leader, *pids_in(pidfile)]:
-        await wait_dead(pid, timeout=1)
+    await wait_dead(leader, *pids_in(pidfile))
 
 
 async def test_kill_all_now_kills_every_group_synchronously(tmp_path: Path) -> None:
@@ -325,14 +285,13 @@ async def test_kill_all_now_kills_every_group_synchronously(tmp_path: Path) -> N
     async with Pool(fake("a", tools="spawn_grandchild", grandchild_pidfile=str(pidfile))) as p:
         await p.pool.call(p.spec("a", "spawn_grandchild"), {})
         p.pool.kill_all_now()
-        for pid in [p.status("a").pid or 0, *pids_in(pidfile)]:
-            await wait_dead(pid)
+        await wait_dead(p.status("a").pid or 0, *pids_in(pidfile))
 
 
 async def test_servers_see_only_the_environment_child_env_gives_them(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
     monkeypatch.setenv("SPROUT_TEST_PARENT_ONLY", "leaked")
-    config = ServerConfig("f", sys.executable, (FAKE,), {"FAKE_MCP_TOOLS": "env", "OWN_SETTING": "mine"})
+    config = ServerConfig("f", sys.executable, (FAKE_MCP,), {"FAKE_MCP_TOOLS": "env", "OWN_SETTING": "mine"})
     async with Pool(config) as p:
         env = p.spec("f", "env")
         for name, expected in [
@@ -384,27 +343,25 @@ async def test_call_hook_error_result_is_an_outcome_not_an_exception() -> None:
 
 async def test_call_hook_raises_when_the_server_crashes() -> None:
     async with Pool(fake("h", tools="echo", stop_mode="crash")) as p:
-        with anyio.fail_after(5), pytest.raises(HookCallFailed, match="server 'h' is unavailable"):
+        with pytest.raises(HookCallFailed, match="server 'h' is unavailable"):
             await p.pool.call_hook(p.spec("h", "_Stop"), {})
         assert p.status("h").state == "dead"
 
 
 @pytest.mark.parametrize("mode", ["hang", "freeze"])
-async def test_call_hook_returns_promptly_on_cancel_and_kill_ends_the_hung_group(tmp_path: Path, mode: str) -> None:
+async def test_call_hook_returns_on_cancel_and_kill_ends_the_hung_group(tmp_path: Path, mode: str) -> None:
     pidfile = tmp_path / "grandchildren"
     async with Pool(fake("h", tools="echo", stop_mode=mode, grandchild_pidfile=str(pidfile))) as p:
         stop = p.spec("h", "_Stop")
         for _ in range(2):  # the hooks module's "second consecutive timeout" path
-            began = time.monotonic()
-            with anyio.move_on_after(0.3):
+            # The hook never answers (hang) or cannot even see the cancel (freeze): returning is the cancel working.
+            with anyio.move_on_after(0.3) as waited:
                 await p.pool.call_hook(stop, {})
-            assert time.monotonic() - began < 3
-        with anyio.fail_after(5):
-            await p.pool.kill("h", "_Stop timed out twice")
+            assert waited.cancelled_caught
+        await p.pool.kill("h", "_Stop timed out twice")
         grandchildren = pids_in(pidfile)
         assert grandchildren
-        for pid in [p.status("h").pid or 0, *grandchildren]:
-            await wait_dead(pid)
+        await wait_dead(p.status("h").pid or 0, *grandchildren)
 
 
 async def test_a_stop_sequence_answers_in_turn_then_empty() -> None:
