@@ -11,7 +11,7 @@ import pytest
 
 from tests.acp_harness import raw_agent
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
-from tests.harness import ROOT, fake_server, pid_alive, read_log
+from tests.harness import ROOT, fake_server, pid_alive, read_log, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -97,9 +97,7 @@ async def test_stray_writes_to_stdout_land_on_stderr(tmp_path: Path) -> None:
     async with raw_agent(tmp_path, None, env) as agent:
         await agent.request(1, "initialize", {"protocolVersion": 1})
         flag.touch()
-        with anyio.fail_after(10):
-            while not (tmp_path / "flag.done").exists():
-                await anyio.sleep(0.01)
+        await wait_until((tmp_path / "flag.done").exists, "the stray writes")
         answered = await agent.request(2, "initialize", {"protocolVersion": 1})  # every line read was JSON
     assert answered["result"]["protocolVersion"] == 1
 
