@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
@@ -24,7 +25,7 @@ from tests.harness import API_KEY, FAKE_MCP, pid_alive
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]  # MCP server subprocesses
 
 
-def prepared_for(tmp_path: Path, fake: FakeAnthropic, servers: dict[str, object], **options: object) -> Prepared:
+def prepared_for(tmp_path: Path, fake: FakeAnthropic, servers: Mapping[str, object], **options: object) -> Prepared:
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": servers}))
     env = {
