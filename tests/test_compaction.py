@@ -1,12 +1,14 @@
-"""Compaction, prompt caching and the ledger: trigger math, history after compaction, and the CLI paths."""
+"""Compaction on its own: trigger math, the summary request, the history after compaction, the safety rails.
+
+The loop's use of it (auto at the threshold, reactive on prompt-too-long, `_PostCompact`, the truncation
+fallback) is tested in tests/test_loop.py; prompt caching over the wire in tests/test_loop_wire.py.
+"""
 
 from __future__ import annotations
 
 import itertools
 import json
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,8 +25,6 @@ from sprout_agent.errors import ApiError, UsageError
 from sprout_agent.events import Event, Notice
 from sprout_agent.messages import Message, Text, ToolResult, ToolUse, Usage, user_text
 from sprout_agent.protocols import ModelReply, ModelRequest
-from tests.fake_anthropic import FakeAnthropic, error, reply, tool_use
-from tests.harness import assert_history_valid, fake_server, result_text, run_agent, tool_results
 
 pytestmark = pytest.mark.anyio
 
@@ -144,81 +144,6 @@ def test_dropping_oldest_turns_keeps_the_history_valid() -> None:
             assert [b.tool_use_id for b in after.content if isinstance(b, ToolResult)] == uses
 
 
-# --- through the CLI ---------------------------------------------------------------------------------
-
-SMALL_WINDOW = {"SPROUT_AGENT_MAX_CONTEXT_TOKENS": "10000", "SPROUT_AGENT_MAX_OUTPUT_TOKENS": "1000"}
-
-
-def is_summary(body: dict[str, Any]) -> bool:
-    return "tools" not in body and body["system"][0]["text"] == SUMMARY_SYSTEM
-
-
-def test_one_shot_run_compacts_and_post_compact_hooks_inject(tmp_path: Path) -> None:
-    script = [
-        reply(tool_use("fake__echo", {"text": "x" * 400}), usage={"input_tokens": 7000, "output_tokens": 300}),
-        reply("## Summary\nEchoed once."),
-        reply("finished", usage={"input_tokens": 900}),
-    ]
-    env = {**SMALL_WINDOW, "MCP_HOOK_SERVERS": "fake"}
-    servers = {"fake": fake_server(postcompact="open: write tests")}
-    with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, ["-p", "please echo"], fake=fake, servers=servers, env=env)
-    assert run.code == 0, run.stderr
-    assert run.stdout == "finished\n"
-    summary_body, after = fake.requests[1].body, fake.requests[2].body
-    assert is_summary(summary_body) and "please echo" in summary_body["messages"][0]["content"][0]["text"]
-    first = after["messages"][0]["content"]
-    assert "Echoed once." in first[0]["text"] and first[-1]["text"] == "please echo"
-    (injected,) = tool_results(after)
-    assert json.loads(result_text(injected)) == {"hook": "_PostCompact", "server": "fake", "text": "open: write tests"}
-    assert_history_valid(after)
-    assert "compacted" in run.stderr
-
-
-def test_no_compaction_below_the_threshold(tmp_path: Path) -> None:
-    script = [
-        reply(tool_use("fake__echo", {"text": "x"}), usage={"input_tokens": 6000, "output_tokens": 100}),
-        reply("finished"),
-    ]
-    with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, ["-p", "go"], fake=fake, servers={"fake": fake_server()}, env=SMALL_WINDOW)
-    assert run.code == 0, run.stderr
-    assert not any(is_summary(r.body) for r in fake.requests)
-
-
-def test_prompt_too_long_compacts_and_retries_once(tmp_path: Path) -> None:
-    too_long = error(400, message="prompt is too long: 250000 tokens > 200000 maximum", retry_after_ms=None)
-    with FakeAnthropic([too_long, reply("summary"), reply("recovered")]) as fake:
-        run = run_agent(tmp_path, ["-p", "go"], fake=fake, servers={})
-    assert run.code == 0, run.stderr
-    assert run.stdout == "recovered\n"
-    assert is_summary(fake.requests[1].body)
-
-
-def test_cache_breakpoints_and_a_byte_stable_prefix(tmp_path: Path) -> None:
-    script = [reply(tool_use("fake__echo", {"text": str(i)})) for i in range(3)] + [reply("done")]
-    with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, ["-p", "go"], fake=fake, servers={"fake": fake_server()})
-    assert run.code == 0, run.stderr
-    bodies = [r.body for r in fake.requests]
-    for body in bodies:
-        assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
-        assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
-        assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
-    prefixes = {json.dumps([b["tools"], b["system"]]) for b in bodies}
-    assert len(prefixes) == 1
-
-
-def test_budget_ends_the_session_with_its_own_exit_code(tmp_path: Path) -> None:
-    big = {"input_tokens": 1_000_000, "output_tokens": 10}
-    script = [reply(tool_use("fake__echo", {"text": "x"}), usage=big), reply("never")]
-    with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, ["--max-budget-usd", "1", "-p", "go"], fake=fake, servers={"fake": fake_server()})
-    assert run.code == 4
-    assert len(fake.requests) == 1
-    assert "cost $3.0" in run.stderr  # 1M input tokens at the Sonnet price
-
-
 def test_a_request_without_tools_carries_no_tool_blocks() -> None:
     from sprout_agent.llm import to_api_messages
 
@@ -228,12 +153,3 @@ def test_a_request_without_tools_carries_no_tool_blocks() -> None:
     assert any(b["type"] == "tool_use" for m in with_tools for b in m["content"])
     assert all(b["type"] in ("text", "image") for m in without for b in m["content"])
     assert "[tool call dev__bash" in json.dumps(without)
-
-
-def test_verbose_shows_usage_and_cost_per_response(tmp_path: Path) -> None:
-    usage = {"input_tokens": 1000, "output_tokens": 100, "cache_read_input_tokens": 2000}
-    with FakeAnthropic([reply("done", usage=usage)]) as fake:
-        run = run_agent(tmp_path, ["-v", "-p", "go"], fake=fake, servers={})
-    assert run.code == 0, run.stderr
-    # Sonnet prices: 1000 × $3 + 100 × $15 + 2000 × $0.30 per million tokens = $0.0051.
-    assert "in 1000, cache read 2000, cache write 0, out 100, $0.0051" in run.stderr
