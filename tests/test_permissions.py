@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import select
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -83,22 +83,38 @@ async def test_builtin_todo_write_counts_as_read_only_but_bash_does_not(tmp_path
 
 
 class Screen:
-    """Counts occurrences on a `Terminal` without the resets `expect` would need."""
+    """Reads a `Terminal` (bounded) and finds text after a marker, as a person reads the latest question."""
 
     def __init__(self, term: Terminal) -> None:
         self.term = term
 
-    def count(self, text: str) -> int:
-        return ANSI.sub("", self.term.seen).count(text)
+    @property
+    def text(self) -> str:
+        return ANSI.sub("", self.term.seen)
 
-    def wait(self, text: str, times: int, timeout: float = 30) -> None:
+    def count(self, text: str) -> int:
+        return self.text.count(text)
+
+    def wait(self, predicate: Callable[[str], bool], what: str, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
-        while self.count(text) < times:
+        while not predicate(self.text):
             remaining = deadline - time.monotonic()
-            assert remaining > 0, f"never saw {text!r} {times}x; screen:\n{ANSI.sub('', self.term.seen)[-2000:]}"
+            assert remaining > 0, f"never saw {what}; screen:\n{self.text[-2000:]}"
             ready, _, _ = select.select([self.term.master], [], [], remaining)
             if ready:
                 self.term.seen += os.read(self.term.master, 65536).decode(errors="replace")
+
+    def question(self, tool: str, times: int) -> None:
+        """Waits until the `times`-th "Run <tool>?" is on screen with its answer prompt (raw mode is on then)."""
+        marker = f"Run {tool}?"
+
+        def asked(screen: str) -> bool:
+            return screen.count(marker) >= times and "[n] no ›" in screen.rsplit(marker, 1)[1]
+
+        self.wait(asked, f"question {times} for {tool}")
+
+    def after_last(self, marker: str, text: str) -> None:
+        self.wait(lambda screen: marker in screen and text in screen.rsplit(marker, 1)[1], f"{text!r} after {marker!r}")
 
 
 @pytest.mark.e2e
@@ -121,25 +137,21 @@ def test_ask_in_a_terminal_once_always_deny_with_a_reason_and_ctrl_c_cancels_the
         try:
             term.expect("›")
             term.send("go\r")
-            screen.wait("Run fake__echo?", 1)
-            screen.wait("[n] no ›", 1)
+            screen.question("fake__echo", 1)
             term.send("y\r")  # once
-            screen.wait("Run fake__echo?", 2)
-            screen.wait("[n] no ›", 2)
+            screen.question("fake__echo", 2)
             term.send("a\r")  # always: the third echo runs without a question
-            screen.wait("Run fake__add?", 1)
-            screen.wait("[n] no ›", 3)
+            screen.question("fake__add", 1)
             term.send("n\r")
-            screen.wait("why not?", 1)
+            screen.after_last("Run fake__add?", "why not?")
             term.send("use mental arithmetic\r")
-            screen.wait("finished", 1)
+            screen.after_last("Run fake__add?", "finished")
             term.send("add more\r")
-            screen.wait("Run fake__add?", 2)
-            screen.wait("[n] no ›", 4)
+            screen.question("fake__add", 2)
             term.send("\x03")  # raw mode: Ctrl-C is a key here, not a signal
-            screen.wait("cancelled", 1)
+            screen.after_last("Run fake__add?", "cancelled")
             term.send("again\r")
-            screen.wait("second answer", 1)
+            screen.after_last("Run fake__add?", "second answer")
             term.send("/exit\r")
         finally:
             code = term.close()
