@@ -14,9 +14,12 @@ from __future__ import annotations
 import inspect
 import itertools
 import json
+import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -519,6 +522,28 @@ def build_loop(
         recorder=recorder,
     )
     return Loop(agent, model, host, hooks, ledger, compactor, recorder, events)
+
+
+@asynccontextmanager
+async def builtin_pool(
+    cwd: Path, events: list[Event], names: Sequence[str] = ("dev", "todo")
+) -> AsyncIterator[ToolHost]:
+    """The real server pool running built-in servers inside this process (in-memory MCP, no subprocess)."""
+    from sprout_agent.config import LoadedConfig, with_builtin_servers
+    from sprout_agent.servers import ServerPool
+    from sprout_agent.settings import child_environment
+
+    configs = with_builtin_servers(LoadedConfig((), (), ()), names, cwd).servers
+    pool = ServerPool(
+        configs,
+        emit=events.append,
+        start_timeout=30,
+        tool_timeout=60,
+        result_max_bytes=51_200,
+        child_env=lambda env: child_environment(dict(os.environ), env),
+    )
+    async with pool:
+        yield pool
 
 
 def hook_data(body: dict[str, Any]) -> list[dict[str, Any]]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable
 
 import pytest
 
@@ -24,26 +23,14 @@ from sprout_agent.compaction import (
 from sprout_agent.errors import ApiError, UsageError
 from sprout_agent.events import Event, Notice
 from sprout_agent.messages import Message, Text, ToolResult, ToolUse, Usage, user_text
-from sprout_agent.protocols import ModelReply, ModelRequest
+from tests.loop_doubles import ScriptedModel, reply
 
 pytestmark = pytest.mark.anyio
 
 
-class ScriptedModel:
-    """A `protocols.Model` double answering summary requests from a list (an exception = a failure)."""
-
-    name = "claude-test"
-
-    def __init__(self, answers: list[str | Exception]) -> None:
-        self.answers = answers
-        self.requests: list[ModelRequest] = []
-
-    async def complete(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
-        self.requests.append(request)
-        answer = self.answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return ModelReply((Text(answer),), "end_turn", Usage(100, 10))
+def summaries(*answers: str | Exception) -> ScriptedModel:
+    """The scripted model answering summary requests in turn (an exception = a failed request)."""
+    return ScriptedModel([reply(a, usage=Usage(100, 10)) if isinstance(a, str) else a for a in answers])
 
 
 def compactor(model: ScriptedModel, events: list[Event], *, threshold: int = 1000, cap: int = 10) -> Compactor:
@@ -81,7 +68,7 @@ def test_malformed_threshold_is_a_usage_error(raw: str) -> None:
 
 @pytest.mark.parametrize(("estimate", "fires"), [(999, False), (1000, False), (1001, True)])
 def test_threshold_fires_only_when_passed(estimate: int, fires: bool) -> None:
-    assert compactor(ScriptedModel([]), []).due(estimate, request_number=5) is fires
+    assert compactor(summaries(), []).due(estimate, request_number=5) is fires
 
 
 def test_summary_request_has_no_tools_and_fits_the_window() -> None:
@@ -103,7 +90,7 @@ def test_handoff_keeps_the_users_words_verbatim_and_the_current_request_last() -
 
 async def test_compaction_replaces_history_with_summary_and_current_request() -> None:
     events: list[Event] = []
-    model = ScriptedModel(["the summary"])
+    model = summaries("the summary")
     outcome = await compactor(model, events).compact(long_history(5), "fix it", reason="auto")
     assert outcome.summarised
     assert outcome.history[0].role == "user" and "the summary" in outcome.history[0].text
@@ -112,7 +99,7 @@ async def test_compaction_replaces_history_with_summary_and_current_request() ->
 
 async def test_circuit_breaker_after_three_failures_then_truncation() -> None:
     events: list[Event] = []
-    model = ScriptedModel([ApiError("boom"), ApiError("boom"), ApiError("boom")])
+    model = summaries(ApiError("boom"), ApiError("boom"), ApiError("boom"))
     rails = compactor(model, events, threshold=2_000)
     history = long_history(20)
     for _ in range(3):
@@ -126,7 +113,7 @@ async def test_circuit_breaker_after_three_failures_then_truncation() -> None:
 
 async def test_thrash_guard_and_cap_fall_back_to_truncation() -> None:
     events: list[Event] = []
-    rails = compactor(ScriptedModel(["s1"]), events, cap=1)
+    rails = compactor(summaries("s1"), events, cap=1)
     assert rails.due(5_000, request_number=1)
     assert (await rails.compact(long_history(10), None, reason="auto")).summarised
     assert rails.due(5_000, request_number=2)  # consecutive and still over: no progress

@@ -199,6 +199,7 @@ async def test_hooks_are_hidden_from_the_model_and_refused_when_it_calls_them(ho
     # With hooks on, the agent's own gate at the end is the only _Stop call the server saw.
     stops = loop.host.calls_of("_Stop")
     assert len(stops) == (1 if hook_servers else 0) and all(c.hook for c in stops)
+    assert [(s.server, s.tool) for s in loop.hooks.active()] == ([("fake", "_Stop")] if hook_servers else [])
 
 
 async def test_an_objection_continues_the_loop_as_json_tool_data_below_the_system_prompt() -> None:
@@ -667,6 +668,6 @@ async def test_the_scripted_model_refuses_a_history_the_api_would_refuse() -> No
     model = ScriptedModel([reply("never")])
     unanswered = (user_text("go"), Message("assistant", (ToolUse("t1", "fake__echo", {}),)))
     spec = ToolSpec("fake__echo", "fake", "echo", "", {"type": "object"})
-    with pytest.raises(AssertionError, match="tool_use ids \\['t1'\\] are never answered"):
+    with pytest.raises(AssertionError, match="tool_use ids \\['t1'\\] are never answered"), anyio.fail_after(10):
         await model.complete(ModelRequest("system", unanswered, (spec,)), lambda _: None)
     assert model.remaining == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import typing
 
+import anyio
 import pytest
 
 from sprout_agent import events as ev
@@ -58,7 +59,8 @@ async def events_of_a_busy_session() -> list[Event]:
     loop = build_loop(script, host=host, hook_servers="*", hook_timeout_ms=50, stop_max_rejections=1)
     await loop.turn("one")
     await loop.turn("two")
-    await loop.agent.compact("manual")
+    with anyio.fail_after(10):
+        await loop.agent.compact("manual")
     await loop.turn("three")
     extra: list[Event] = [
         ev.ServerStarted("fake", 4, 2, 0.2),

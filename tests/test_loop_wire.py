@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import pytest
 
 from sprout_agent.compaction import SUMMARY_SYSTEM
@@ -120,7 +121,7 @@ async def test_the_fake_api_refuses_a_history_the_real_one_would_refuse_without_
     spec = ToolSpec("fake__echo", "fake", "echo", "echo", {"type": "object"})
     with serve(reply("never sent")) as fake:
         async with real_model(fake, events) as model:
-            with pytest.raises(ApiError, match="invalid_request_error") as raised:
+            with pytest.raises(ApiError, match="invalid_request_error") as raised, anyio.fail_after(10):
                 await model.complete(ModelRequest("system", unanswered, (spec,)), lambda _: None)
         assert fake.remaining == 1
     assert not isinstance(raised.value, PromptTooLongError)

@@ -8,8 +8,7 @@ from __future__ import annotations
 import os
 import select
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -18,47 +17,27 @@ import pytest
 from sprout_agent.events import Event
 from sprout_agent.messages import ToolUse
 from sprout_agent.permissions import Decision, Policy
-from sprout_agent.protocols import ToolHost, ToolSpec
+from sprout_agent.protocols import ToolSpec
+from tests.api_rules import assert_valid_request
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import (
     agent_command,
     agent_env,
-    assert_history_valid,
     fake_server,
     read_log,
     result_text,
     tool_results,
     write_config,
 )
-from tests.loop_doubles import build_loop, call
+from tests.loop_doubles import build_loop, builtin_pool, call
 from tests.loop_doubles import reply as model_reply
 from tests.test_repl import ANSI, Terminal
 
 
 def results_by_id(fake: FakeAnthropic, request: int = 1) -> dict[str, tuple[bool, str]]:
     body = fake.requests[request].body
-    assert_history_valid(body)
+    assert_valid_request(body)
     return {block["tool_use_id"]: (bool(block.get("is_error")), result_text(block)) for block in tool_results(body)}
-
-
-@asynccontextmanager
-async def builtin_pool(cwd: Path, events: list[Event]) -> AsyncIterator[ToolHost]:
-    """The real server pool running the built-in dev and todo servers in this process (no subprocess)."""
-    from sprout_agent.config import LoadedConfig, with_builtin_servers
-    from sprout_agent.servers import ServerPool
-    from sprout_agent.settings import child_environment
-
-    configs = with_builtin_servers(LoadedConfig((), (), ()), ("dev", "todo"), cwd).servers
-    pool = ServerPool(
-        configs,
-        emit=events.append,
-        start_timeout=30,
-        tool_timeout=60,
-        result_max_bytes=51_200,
-        child_env=lambda env: child_environment(dict(os.environ), env),
-    )
-    async with pool:
-        yield pool
 
 
 @pytest.mark.anyio

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from sprout_agent.compaction import SUMMARY_SYSTEM
+from tests.api_rules import assert_valid_request
 from tests.fake_anthropic import FakeAnthropic, error, hang, reply, tool_use
 from tests.harness import (
-    assert_history_valid,
     fake_server,
     pid_alive,
     result_text,
@@ -219,7 +219,7 @@ def test_stream_json_input_runs_each_line_as_a_turn_of_one_session(tmp_path: Pat
         ("assistant", "first answer"),
         ("user", "second question"),
     ]
-    assert_history_valid(second)
+    assert_valid_request(second)
     lines = stream(run.stdout)
     assert [t["text"] for t in of_type(lines, "turn_finished")] == ["first answer", "second answer"]
     assert lines[-1]["result"] == "second answer" and lines[-1]["turns"] == 2
