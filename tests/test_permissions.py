@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from sprout_agent.events import Event
@@ -171,7 +172,8 @@ async def test_parallel_questions_come_one_at_a_time_and_always_answers_the_wait
         open_questions += 1
         assert open_questions == 1, "two questions at once"
         asked.append(tool.name)
-        await anyio.sleep(0.01)  # give the other calls a chance to barge in
+        for _ in range(3):  # let every other call run as far as it can: a second question would open now
+            await anyio.lowlevel.checkpoint()
         open_questions -= 1
         return next(answers)
 
