@@ -3,6 +3,11 @@
 In a test: ``with FakeAnthropic([reply("hi"), error(529)]) as fake: ... fake.base_url ... fake.requests``.
 Each POST /v1/messages consumes the next step; when the script runs out the server answers 500
 "fake script exhausted" (with ``x-should-retry: false``) so a test fails loudly instead of hanging.
+Like the real API, it refuses a body the API would refuse (tests/api_rules.py: tool_use answered in the next
+message, alternating roles, no empty text, valid tool names, image types...) with 400
+``invalid_request_error`` naming every problem; the step is not consumed and the problems are kept in
+``fake.refused``. A scripted HttpError is answered before the body is checked (an overloaded API sheds
+load before it reads the request), so fault steps work with any body.
 A step is a Reply (``reply``, ``cut``, ``stream_error``), an HttpError (``error``), a Hang (``hang``),
 or a callable ``body -> step``. POST /v1/messages/count_tokens answers ``len(raw body) // 4``.
 
@@ -32,13 +37,14 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from tests.api_rules import request_problems
 from tests.fake_anthropic_wire import PromptCache, estimate_input, message_events, sse
 
 Json = dict[str, Any]
@@ -238,7 +244,7 @@ class FakeAnthropic:
 
     def __init__(
         self,
-        script: list[Step] | None = None,
+        script: Sequence[Step] | None = None,
         *,
         auto_usage: bool = False,
         record: str | Path | None = None,
@@ -248,6 +254,7 @@ class FakeAnthropic:
         self._cache = PromptCache() if auto_usage else None
         self._record_path, self._port, self.stopping = record, port, threading.Event()
         self._server: _Server | None = None
+        self.refused: list[list[str]] = []  # the problems of each request answered 400 as invalid
 
     def start(self) -> FakeAnthropic:
         self._server = _Server(("127.0.0.1", self._port), _Handler)
@@ -300,6 +307,12 @@ class FakeAnthropic:
 
     def _next(self, body: Json) -> Reply | HttpError | Hang:
         with self._lock:
+            upcoming = self._script[0] if self._script else None
+            problems = [] if isinstance(upcoming, HttpError) else request_problems(body)
+            if problems:
+                self.refused.append(problems)
+                message = "fake: invalid request: " + "; ".join(problems)
+                return HttpError(400, "invalid_request_error", message, {"x-should-retry": "false"})
             step = self._script.pop(0) if self._script else None
         if step is None:
             return HttpError(500, "api_error", "fake script exhausted", {"x-should-retry": "false"})

@@ -1,34 +1,34 @@
-"""The spine through the real CLI: config → MCP servers → fake Claude → tools → answer."""
+"""The CLI as a process, for what only a process shows: exit codes, the answer on stdout and progress on
+stderr, stdin (piped, or open and never read), servers that fail to start, secrets kept from servers, and
+real third-party MCP servers. The loop's rules are tested in-process in tests/test_loop.py; signals and the
+JSON output contracts in tests/test_scripting.py.
+"""
 
 from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, cut, error, hang, reply, stream_error, tool_use
+from tests.fake_anthropic import FakeAnthropic, error, reply, tool_use
 from tests.harness import (
     API_KEY,
     ROOT,
-    agent_command,
-    agent_env,
-    assert_history_valid,
     fake_server,
-    pid_alive,
     read_log,
     result_text,
     run_agent,
     start_agent,
     tool_names,
     tool_results,
-    wait_for,
     write_config,
 )
+
+pytestmark = pytest.mark.e2e
 
 
 def test_version_and_help_exit_zero(tmp_path: Path) -> None:
@@ -38,138 +38,66 @@ def test_version_and_help_exit_zero(tmp_path: Path) -> None:
     assert helped.code == 0 and "--prompt" in helped.stdout
 
 
-def test_one_shot_prints_only_the_final_answer_on_stdout(tmp_path: Path) -> None:
-    with FakeAnthropic([reply("The answer is **42**.")]) as fake:
-        run = run_agent(tmp_path, ["-p", "what is it?"], fake=fake, servers={})
-    assert run.code == 0, run.stderr
-    assert run.stdout == "The answer is **42**.\n"
-    body = fake.requests[0].body
-    assert body["messages"][0]["content"][0]["text"] == "what is it?"
-    assert "Working directory:" in body["system"][0]["text"]
-    assert fake.requests[0].headers["authorization"] == f"Bearer {API_KEY}"
-
-
-def test_piped_stdin_is_the_prompt(tmp_path: Path) -> None:
-    with FakeAnthropic([reply("piped ok")]) as fake:
-        run = run_agent(tmp_path, [], fake=fake, servers={}, stdin="from the pipe\n")
-    assert run.code == 0, run.stderr
-    assert run.stdout == "piped ok\n"
-    assert fake.requests[0].body["messages"][0]["content"][0]["text"] == "from the pipe\n"
-
-
-def test_prompt_flag_never_waits_on_an_open_stdin(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {})
-    with FakeAnthropic([reply("done")]) as fake:
-        process = subprocess.Popen(
-            agent_command(["--config", str(config), "-p", "hi"]),
-            stdin=subprocess.PIPE,  # left open: a reader would block forever
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=agent_env(tmp_path, fake),
-            cwd=tmp_path,
-        )
+def test_one_shot_answers_on_stdout_progress_on_stderr_and_never_reads_an_open_stdin(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    config = write_config(tmp_path, {"fake": fake_server(log=str(log))})
+    out_path, err_path = tmp_path / "out.txt", tmp_path / "err.txt"
+    calls = [tool_use("fake__echo", {"text": "hi"}, id="t_echo"), tool_use("fake__read_only", id="t_ro")]
+    script = [reply(*calls), reply("The answer is **42**.")]
+    args = ["--config", str(config), "-p", "what is it?", "--permission-mode", "ask", "--allow-tools", "*read*"]
+    with FakeAnthropic(script) as fake, out_path.open("w") as out, err_path.open("w") as err:
+        # stdin is left open and never written: reading the prompt or asking a question on it would block.
+        process = start_agent(tmp_path, args, fake=fake, stdin=subprocess.PIPE, stdout=out, stderr=err)
         try:
-            out, _ = process.communicate(timeout=60)
+            code = process.wait(timeout=60)
         finally:
             process.kill()
-    assert process.returncode == 0
-    assert out == b"done\n"
+            assert process.stdin is not None
+            process.stdin.close()
+    stderr = err_path.read_text()
+    assert code == 0, stderr
+    assert out_path.read_text() == "The answer is **42**.\n"
+    first = fake.requests[0]
+    assert first.body["messages"][0]["content"][0]["text"] == "what is it?"
+    assert "Working directory:" in first.body["system"][0]["text"]
+    assert first.headers["authorization"] == f"Bearer {API_KEY}"
+    results = {r["tool_use_id"]: (bool(r.get("is_error")), result_text(r)) for r in tool_results(fake.requests[1].body)}
+    assert results["t_echo"] == (
+        True,
+        "not approved: sprout-agent runs with --permission-mode ask and no terminal to ask; "
+        "allow it with --allow-tools fake__echo",
+    )
+    assert results["t_ro"] == (False, "read only")  # allowed by the pattern, no question needed
+    assert [entry["tool"] for entry in read_log(log)] == ["read_only"]
+    assert "fake__read_only" in stderr and "2 requests; tokens in" in stderr  # tool line and ledger summary
 
 
-def test_multi_round_tool_loop_feeds_results_back(tmp_path: Path) -> None:
-    log = tmp_path / "calls.jsonl"
-    script = [
-        reply("Echoing.", tool_use("fake__echo", {"text": "one"})),
-        reply(tool_use("fake__add", {"a": 2, "b": 3})),
-        reply("All done."),
-    ]
-    with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, ["-p", "go"], fake=fake, servers={"fake": fake_server(log=str(log))})
-    assert run.code == 0, run.stderr
-    assert run.stdout == "All done.\n"
-    assert "fake__echo" in tool_names(fake.requests[0].body)
-    results = tool_results(fake.requests[2].body)
-    assert [result_text(r) for r in results] == ["one", "5"]
-    assert [entry["tool"] for entry in read_log(log)] == ["echo", "add"]
-    assert "fake__echo" in run.stderr and "ok" in run.stderr  # the compact tool line
-    for request in fake.requests:
-        assert_history_valid(request.body)
+def test_piped_stdin_is_the_prompt_and_a_max_tokens_stop_is_exit_1(tmp_path: Path) -> None:
+    with FakeAnthropic([reply("cut off", stop_reason="max_tokens")]) as fake:
+        run = run_agent(tmp_path, [], fake=fake, servers={}, stdin="from the pipe\n")
+    assert fake.requests[0].body["messages"][0]["content"][0]["text"] == "from the pipe\n"
+    assert run.code == 1  # an answer cut at max_tokens is reported, not taken as success
+    assert run.stdout == "cut off\n"
+    assert "stopped: max_tokens" in run.stderr
 
 
-def test_parallel_calls_run_together_and_answer_in_call_order(tmp_path: Path) -> None:
-    script = [
-        reply(
-            tool_use("fake__slow", {"seconds": 0.6}, id="toolu_a"),
-            tool_use("fake__echo", {"text": "fast"}, id="toolu_b"),
-            tool_use("fake__slow", {"seconds": 0.6}, id="toolu_c"),
-        ),
-        reply("ok"),
-    ]
-    log = tmp_path / "calls.jsonl"
-    with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, ["-p", "go"], fake=fake, servers={"fake": fake_server(log=str(log))})
-    assert run.code == 0, run.stderr
-    results = tool_results(fake.requests[1].body)
-    assert [r["tool_use_id"] for r in results] == ["toolu_a", "toolu_b", "toolu_c"]
-    assert [result_text(r) for r in results] == ["done", "fast", "done"]
-    # Both slow calls reached the server before either finished: they ran concurrently.
-    assert len(read_log(log)) == 3
-
-
-def test_tool_errors_and_unknown_tools_become_results_the_model_reads(tmp_path: Path) -> None:
-    script = [
-        reply(tool_use("fake__fail"), tool_use("nope__missing", {"x": 1})),
-        reply("recovered"),
-    ]
-    with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, ["-p", "go"], fake=fake, servers={"fake": fake_server()})
-    assert run.code == 0, run.stderr
-    failed, unknown = tool_results(fake.requests[1].body)
-    assert failed["is_error"] is True
-    assert unknown["is_error"] is True and "unknown tool: nope__missing" in result_text(unknown)
-
-
-def test_a_server_that_fails_to_start_is_reported_and_the_session_goes_on(tmp_path: Path) -> None:
-    servers = {
+def test_failed_servers_are_reported_the_session_goes_on_and_no_server_sees_our_api_key(tmp_path: Path) -> None:
+    servers: dict[str, dict[str, Any]] = {
         "broken": fake_server(crash_on_start="1"),
         "missing": {"command": "/nonexistent/binary-xyz"},
         "fake": fake_server(),
     }
-    with FakeAnthropic([reply("still here")]) as fake:
+    script = [reply(tool_use("fake__env", {"name": "ANTHROPIC_API_KEY"})), reply("still here")]
+    with FakeAnthropic(script) as fake:
         run = run_agent(tmp_path, ["-p", "go"], fake=fake, servers=servers)
     assert run.code == 0, run.stderr
     assert run.stdout == "still here\n"
     assert "broken" in run.stderr and "missing" in run.stderr
     names = tool_names(fake.requests[0].body)
     assert "fake__echo" in names and not any(n.startswith("broken__") for n in names)
-
-
-def test_strict_mcp_config_makes_a_failed_server_fatal(tmp_path: Path) -> None:
-    with FakeAnthropic([reply("unused")]) as fake:
-        run = run_agent(
-            tmp_path,
-            ["--strict-mcp-config", "-p", "go"],
-            fake=fake,
-            servers={"broken": fake_server(crash_on_start="1")},
-        )
-    assert run.code == 1
-    assert "broken" in run.stderr.strip().splitlines()[-1]
-    assert fake.requests == []
-
-
-def test_overloaded_api_is_retried_then_succeeds(tmp_path: Path) -> None:
-    with FakeAnthropic([error(529), error(500), reply("third time")]) as fake:
-        run = run_agent(tmp_path, ["-p", "go"], fake=fake, servers={})
-    assert run.code == 0, run.stderr
-    assert run.stdout == "third time\n"
-    assert len(fake.requests) == 3
-
-
-def test_a_cut_stream_is_never_taken_as_an_answer(tmp_path: Path) -> None:
-    with FakeAnthropic([cut("partial ans"), stream_error("x"), reply("whole answer")]) as fake:
-        run = run_agent(tmp_path, ["-p", "go"], fake=fake, servers={})
-    assert run.code == 0, run.stderr
-    assert run.stdout == "whole answer\n"
+    (env_result,) = tool_results(fake.requests[1].body)
+    assert result_text(env_result) == "<unset>"
+    assert API_KEY not in json.dumps(fake.requests[1].body)
 
 
 def test_a_final_api_failure_is_one_line_and_exit_1(tmp_path: Path) -> None:
@@ -178,21 +106,6 @@ def test_a_final_api_failure_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert run.code == 1
     assert run.stdout == ""
     assert run.stderr.strip().splitlines()[-1].startswith("sprout-agent: API request failed: 400")
-
-
-def test_max_tokens_is_reported_not_success(tmp_path: Path) -> None:
-    with FakeAnthropic([reply("cut off", stop_reason="max_tokens")]) as fake:
-        run = run_agent(tmp_path, ["-p", "go"], fake=fake, servers={})
-    assert run.code == 1
-    assert "max_tokens" in run.stderr
-
-
-def test_max_turns_stops_the_loop_with_its_own_exit_code(tmp_path: Path) -> None:
-    script = [reply(tool_use("fake__echo", {"text": str(i)})) for i in range(3)]
-    with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, ["--max-turns", "2", "-p", "go"], fake=fake, servers={"fake": fake_server()})
-    assert run.code == 3
-    assert len(fake.requests) == 2
 
 
 def test_bad_config_is_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -214,53 +127,24 @@ def test_missing_api_key_says_what_to_set(tmp_path: Path) -> None:
     assert "ANTHROPIC_API_KEY" in run.stderr
 
 
-def test_servers_never_see_our_api_key(tmp_path: Path) -> None:
-    script = [reply(tool_use("fake__env", {"name": "ANTHROPIC_API_KEY"})), reply("ok")]
-    with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, ["-p", "go"], fake=fake, servers={"fake": fake_server()})
+def test_real_third_party_mcp_servers_through_the_loop(tmp_path: Path) -> None:
+    time_binary = shutil.which("mcp-server-time") or str(ROOT / ".venv/bin/mcp-server-time")
+    everything = ROOT / ".ci/peers/node_modules/.bin/mcp-server-everything"
+    servers: dict[str, dict[str, Any]] = {}
+    calls: list[dict[str, Any]] = []
+    if Path(time_binary).exists():
+        servers["time"] = {"command": time_binary}
+        calls.append(tool_use("time__get_current_time", {"timezone": "UTC"}, id="t_time"))
+    if everything.exists():
+        servers["everything"] = {"command": str(everything)}
+        calls.append(tool_use("everything__echo", {"message": "hello there"}, id="t_everything"))
+    if not servers:
+        pytest.skip("no peer installed: pip install -e '.[dev]' (mcp-server-time), .ci/run (server-everything)")
+    with FakeAnthropic([reply(*calls), reply("it is now")]) as fake:
+        run = run_agent(tmp_path, ["-p", "time and echo?"], fake=fake, servers=servers)
     assert run.code == 0, run.stderr
-    assert API_KEY not in json.dumps(fake.requests[1].body)
-
-
-def test_sigint_mid_turn_exits_130_and_leaves_no_process(tmp_path: Path) -> None:
-    pidfile = tmp_path / "grandchild.pid"
-    config = write_config(tmp_path, {"fake": fake_server(grandchild_pidfile=str(pidfile))})
-    with FakeAnthropic([reply(tool_use("fake__spawn_grandchild")), hang()]) as fake:
-        process = start_agent(tmp_path, ["--config", str(config), "-p", "go"], fake=fake)
-        try:
-            wait_for(lambda: len(fake.requests) == 2, "the second request", process)
-            grandchild = int(pidfile.read_text())
-            assert pid_alive(grandchild)
-            process.send_signal(signal.SIGINT)
-            process.communicate(timeout=20)
-        finally:
-            process.kill()
-    assert process.returncode == 130
-    deadline = time.monotonic() + 5
-    while pid_alive(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not pid_alive(grandchild)
-
-
-def test_real_mcp_server_time_through_the_loop(tmp_path: Path) -> None:
-    binary = shutil.which("mcp-server-time") or str(Path(ROOT / ".venv/bin/mcp-server-time"))
-    if not Path(binary).exists():
-        pytest.skip("mcp-server-time is not installed (pip install -e '.[dev]' installs it)")
-    script = [reply(tool_use("time__get_current_time", {"timezone": "UTC"})), reply("it is now")]
-    with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, ["-p", "time?"], fake=fake, servers={"time": {"command": binary}})
-    assert run.code == 0, run.stderr
-    (result,) = tool_results(fake.requests[1].body)
-    assert not result.get("is_error") and "UTC" in result_text(result)
-
-
-def test_real_server_everything_through_the_loop(tmp_path: Path) -> None:
-    binary = ROOT / ".ci/peers/node_modules/.bin/mcp-server-everything"
-    if not binary.exists():
-        pytest.skip("@modelcontextprotocol/server-everything is not installed (.ci/run installs it)")
-    script = [reply(tool_use("everything__echo", {"message": "hello there"})), reply("echoed")]
-    with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, ["-p", "echo"], fake=fake, servers={"everything": {"command": str(binary)}})
-    assert run.code == 0, run.stderr
-    (result,) = tool_results(fake.requests[1].body)
-    assert "hello there" in result_text(result)
+    results = {r["tool_use_id"]: r for r in tool_results(fake.requests[1].body)}
+    if "time" in servers:
+        assert not results["t_time"].get("is_error") and "UTC" in result_text(results["t_time"])
+    if "everything" in servers:
+        assert "hello there" in result_text(results["t_everything"])

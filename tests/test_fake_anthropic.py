@@ -158,9 +158,9 @@ async def test_callable_step_answers_from_the_request_body() -> None:
 
     turn = [{"type": "tool_result", "tool_use_id": "toolu_Z", "content": "42"}]
     with FakeAnthropic([echo_tool_result]) as fake:
-        msg, _ = await ask(
-            fake, messages=[*USER, {"role": "assistant", "content": "?"}, {"role": "user", "content": turn}]
-        )
+        use = {"type": "tool_use", "id": "toolu_Z", "name": "x__echo", "input": {}}
+        messages = [*USER, {"role": "assistant", "content": [use]}, {"role": "user", "content": turn}]
+        msg, _ = await ask(fake, messages=messages, tools=TOOLS)
     assert msg.content[0].text == "got toolu_Z: 42" and fake.remaining == 0
 
 

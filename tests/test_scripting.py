@@ -1,43 +1,57 @@
-"""The scripting contract through the real CLI: stream-json and json output, stdin JSON lines, exit codes."""
+"""The scripting contract through the real CLI: stream-json and json output (every line checked against the
+schema), stdin JSON lines, exit codes, and signals. Each event's record is checked in-process in
+tests/test_loop_sinks.py; these runs show what a real process writes, and where.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import select
 import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sprout_agent.compaction import SUMMARY_SYSTEM
+from tests.api_rules import assert_valid_request
 from tests.fake_anthropic import FakeAnthropic, error, hang, reply, tool_use
 from tests.harness import (
-    assert_history_valid,
     fake_server,
+    pid_alive,
+    result_text,
     run_agent,
     start_agent,
+    tool_results,
     wait_for,
     write_config,
 )
 from tests.stream_schema import of_type, stream, types, valid_lines
 
+pytestmark = pytest.mark.e2e
+
 STREAM = ["--output-format", "stream-json"]
 JSON = ["--output-format", "json"]
 
 
-def test_stream_json_multi_tool_run_is_init_events_result_all_valid(tmp_path: Path) -> None:
+def test_stream_json_is_init_then_events_then_result_through_tools_and_a_hook_objection(tmp_path: Path) -> None:
     script = [
         reply("Echoing.", tool_use("fake__echo", {"text": "one"}, id="toolu_1")),
         reply(tool_use("fake__add", {"a": 2, "b": 3}, id="toolu_2"), tool_use("fake__fail", id="toolu_3")),
         reply("All done."),
+        reply("Second try."),
     ]
+    servers = {"fake": fake_server(stop="tests are still red")}
     with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, [*STREAM, "-p", "go"], fake=fake, servers={"fake": fake_server()})
+        run = run_agent(tmp_path, [*STREAM, "-p", "go"], fake=fake, servers=servers, env={"MCP_HOOK_SERVERS": "fake"})
     assert run.code == 0, run.stderr
     lines = stream(run.stdout)
     init, result = lines[0], lines[-1]
     assert init["schema_version"] == 1 and init["cwd"] == str(tmp_path.resolve())
-    assert init["servers"] == [{"name": "fake", "status": "running", "tools": 11, "hooks": 0, "error": ""}]
-    assert "fake__echo" in init["tools"] and init["hooks"] == [] and init["resumed"] is False
+    assert init["servers"] == [{"name": "fake", "status": "running", "tools": 11, "hooks": 1, "error": ""}]
+    assert "fake__echo" in init["tools"] and init["resumed"] is False
+    assert init["hooks"] == [{"server": "fake", "hook": "_Stop"}]
     started = of_type(lines, "tool_started")
     assert [(s["id"], s["name"], s["server"], s["tool"]) for s in started] == [
         ("toolu_1", "fake__echo", "fake", "echo"),
@@ -49,42 +63,52 @@ def test_stream_json_multi_tool_run_is_init_events_result_all_valid(tmp_path: Pa
     assert finished["toolu_1"]["result"] == "one" and finished["toolu_1"]["is_error"] is False
     assert finished["toolu_2"]["result"] == "5" and finished["toolu_2"]["server"] == "fake"
     assert finished["toolu_3"]["is_error"] is True
-    assert [a["text"] for a in of_type(lines, "assistant")] == ["Echoing.", "All done."]
-    assert len(of_type(lines, "model_response")) == 3
+    (called,) = of_type(lines, "hook_called")
+    assert called == {"type": "hook_called", "session_id": init["session_id"], "hook": "_Stop", "servers": ["fake"]}
+    (objected,) = of_type(lines, "hook_objected")
+    assert objected["server"] == "fake" and objected["text"] == "tests are still red"
+    assert [a["text"] for a in of_type(lines, "assistant")] == ["Echoing.", "All done.", "Second try."]
+    assert len(of_type(lines, "model_response")) == 4
     (turn,) = of_type(lines, "turn_finished")
-    assert turn["turns"] == 3 and turn["stop_reason"] == "end_turn"
-    assert result["result"] == "All done." and result["stop_reason"] == "end_turn"
+    assert turn["turns"] == 4 and turn["stop_reason"] == "end_turn"
+    assert types(lines).index("hook_objected") < types(lines).index("turn_finished")
+    assert result["result"] == "Second try." and result["stop_reason"] == "end_turn"
     assert result["exit_code"] == 0 and result["is_error"] is False and result["errors"] == []
-    assert result["session_id"] == init["session_id"] and result["turns"] == 3
+    assert result["session_id"] == init["session_id"] and result["turns"] == 4
     assert result["usage"]["input_tokens"] > 0 and result["usage"]["output_tokens"] > 0
     assert result["cost_usd"] > 0 and result["duration_ms"] > 0
     assert "⏺" not in run.stderr  # progress stays off unless -v
 
 
-def test_stream_json_reports_hook_objections(tmp_path: Path) -> None:
-    env = {"MCP_HOOK_SERVERS": "fake"}
-    servers = {"fake": fake_server(stop="tests are still red")}
-    with FakeAnthropic([reply("first try"), reply("second try")]) as fake:
-        run = run_agent(tmp_path, [*STREAM, "-p", "go"], fake=fake, servers=servers, env=env)
-    assert run.code == 0, run.stderr
-    lines = stream(run.stdout)
-    assert lines[0]["hooks"] == [{"server": "fake", "hook": "_Stop"}]
-    assert lines[0]["servers"][0]["hooks"] == 1
-    (called,) = of_type(lines, "hook_called")
-    assert called == {"type": "hook_called", "session_id": lines[0]["session_id"], "hook": "_Stop", "servers": ["fake"]}
-    (objected,) = of_type(lines, "hook_objected")
-    assert objected["server"] == "fake" and objected["text"] == "tests are still red"
-    assert types(lines).index("hook_objected") < len(lines) - 1
-    assert lines[-1]["result"] == "second try" and lines[-1]["turns"] == 2
-
-
-def test_verbose_stream_json_keeps_progress_on_stderr(tmp_path: Path) -> None:
-    script = [reply(tool_use("fake__echo", {"text": "x"})), reply("ok")]
+def test_json_output_is_one_object_and_verbose_progress_goes_to_stderr(tmp_path: Path) -> None:
+    # Also the settings' wiring: a small window compacts, and _PostCompact of an allowlisted server injects.
+    script = [
+        reply(tool_use("fake__echo", {"text": "x" * 400}), usage={"input_tokens": 7000, "output_tokens": 300}),
+        reply("## Summary\nEchoed once."),
+        reply("The answer is 42.", usage={"input_tokens": 900}),
+    ]
+    env = {
+        "SPROUT_AGENT_MAX_CONTEXT_TOKENS": "10000",
+        "SPROUT_AGENT_MAX_OUTPUT_TOKENS": "1000",
+        "MCP_HOOK_SERVERS": "fake, ghost",
+    }
+    servers = {"fake": fake_server(postcompact="open: write tests")}
     with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, [*STREAM, "-v", "-p", "go"], fake=fake, servers={"fake": fake_server()})
+        run = run_agent(tmp_path, [*JSON, "-v", "-p", "please echo"], fake=fake, servers=servers, env=env)
     assert run.code == 0, run.stderr
-    stream(run.stdout)
+    (result,) = valid_lines(run.stdout)
+    assert result["type"] == "result" and result["result"] == "The answer is 42."
+    assert result["stop_reason"] == "end_turn" and result["turns"] == 2 and result["exit_code"] == 0
+    assert len(result["session_id"]) == 32 and result["errors"] == []
+    assert set(result["usage"]) == {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}
+    assert result["cost_usd"] > 0 and isinstance(result["duration_ms"], int)
     assert "fake__echo" in run.stderr and "⏺" in run.stderr
+    assert "compacted" in run.stderr and "hook _PostCompact from fake added context" in run.stderr
+    assert "ghost" in run.stderr  # a listed name no server has is a warning
+    summary, after = fake.requests[1].body, fake.requests[2].body
+    assert "tools" not in summary and summary["system"][0]["text"] == SUMMARY_SYSTEM
+    (injected,) = tool_results(after)
+    assert json.loads(result_text(injected)) == {"hook": "_PostCompact", "server": "fake", "text": "open: write tests"}
 
 
 def test_api_error_ends_the_stream_with_an_error_result(tmp_path: Path) -> None:
@@ -97,19 +121,6 @@ def test_api_error_ends_the_stream_with_an_error_result(tmp_path: Path) -> None:
     assert result["exit_code"] == 1 and result["is_error"] is True and result["stop_reason"] == "error"
     assert len(result["errors"]) == 1 and "400" in result["errors"][0] and "bad thing" in result["errors"][0]
     assert run.stderr.strip().splitlines()[-1].startswith("sprout-agent: API request failed: 400")
-
-
-def test_json_output_is_one_object_with_the_result_fields(tmp_path: Path) -> None:
-    script = [reply(tool_use("fake__echo", {"text": "x"})), reply("The answer is 42.")]
-    with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, [*JSON, "-p", "go"], fake=fake, servers={"fake": fake_server()})
-    assert run.code == 0, run.stderr
-    (result,) = valid_lines(run.stdout)
-    assert result["type"] == "result" and result["result"] == "The answer is 42."
-    assert result["stop_reason"] == "end_turn" and result["turns"] == 2 and result["exit_code"] == 0
-    assert len(result["session_id"]) == 32 and result["errors"] == []
-    assert set(result["usage"]) == {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}
-    assert result["cost_usd"] > 0 and isinstance(result["duration_ms"], int)
 
 
 @pytest.mark.parametrize("fmt", ["json", "stream-json"])
@@ -153,13 +164,31 @@ def test_budget_is_exit_4_in_the_result(tmp_path: Path) -> None:
     assert result["usage"]["input_tokens"] == 1_000_000
 
 
+def wait_until_gone(pid: int, timeout: float = 10) -> bool:
+    """Blocks (bounded) until `pid` has exited: its pidfd turns readable then; no polling."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        return bool(ready)
+    finally:
+        os.close(fd)
+
+
 @pytest.mark.parametrize(("signum", "code", "name"), [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")])
-def test_a_signal_mid_turn_still_flushes_the_result(tmp_path: Path, signum: int, code: int, name: str) -> None:
-    config = write_config(tmp_path, {"fake": fake_server()})
-    with FakeAnthropic([reply(tool_use("fake__echo", {"text": "x"})), hang()]) as fake:
+def test_a_signal_mid_turn_flushes_the_result_and_leaves_no_process(
+    tmp_path: Path, signum: int, code: int, name: str
+) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    config = write_config(tmp_path, {"fake": fake_server(grandchild_pidfile=str(pidfile))})
+    with FakeAnthropic([reply(tool_use("fake__spawn_grandchild")), hang()]) as fake:
         process = start_agent(tmp_path, ["--config", str(config), *STREAM, "-p", "go"], fake=fake, text=True)
         try:
             wait_for(lambda: len(fake.requests) == 2, "the second request", process)
+            grandchild = int(pidfile.read_text())
+            assert pid_alive(grandchild)
             process.send_signal(signum)
             out, err = process.communicate(timeout=20)
         finally:
@@ -171,6 +200,7 @@ def test_a_signal_mid_turn_still_flushes_the_result(tmp_path: Path, signum: int,
     assert result["errors"] == [f"interrupted by {name}"] and result["turns"] == 0
     assert result["usage"]["output_tokens"] > 0  # the first response was counted
     assert "tool_finished" in types(lines)
+    assert wait_until_gone(grandchild), f"grandchild {grandchild} outlived the agent"
 
 
 def user_line(text: str) -> str:
@@ -189,29 +219,27 @@ def test_stream_json_input_runs_each_line_as_a_turn_of_one_session(tmp_path: Pat
         ("assistant", "first answer"),
         ("user", "second question"),
     ]
-    assert_history_valid(second)
+    assert_valid_request(second)
     lines = stream(run.stdout)
     assert [t["text"] for t in of_type(lines, "turn_finished")] == ["first answer", "second answer"]
     assert lines[-1]["result"] == "second answer" and lines[-1]["turns"] == 2
 
 
-def test_stream_json_input_with_text_output_prints_each_answer(tmp_path: Path) -> None:
-    stdin = user_line("one") + "\n" + json.dumps({"type": "user", "message": {"role": "user", "content": "two"}})
+def test_stream_json_input_with_text_output_prints_each_answer_and_a_malformed_line_is_exit_2(tmp_path: Path) -> None:
+    stdin = "\n".join(
+        [
+            user_line("one"),
+            json.dumps({"type": "user", "message": {"role": "user", "content": "two"}}),
+            '{"type": "assistant", "text": "no"}',
+            user_line("never read"),
+        ]
+    )
     with FakeAnthropic([reply("answer one"), reply("answer two")]) as fake:
         run = run_agent(tmp_path, ["--input-format", "stream-json"], fake=fake, servers={}, stdin=stdin)
-    assert run.code == 0, run.stderr
-    assert run.stdout == "answer one\nanswer two\n"
-
-
-def test_a_malformed_input_line_is_exit_2_after_the_turns_before_it(tmp_path: Path) -> None:
-    stdin = user_line("fine") + "\n" + '{"type": "assistant", "text": "no"}\n' + user_line("never read")
-    with FakeAnthropic([reply("ok")]) as fake:
-        run = run_agent(tmp_path, ["--input-format", "stream-json", *JSON], fake=fake, servers={}, stdin=stdin)
     assert run.code == 2
-    assert len(fake.requests) == 1
-    (result,) = valid_lines(run.stdout)
-    assert result["exit_code"] == 2 and result["errors"][0].startswith("stdin line 2:")
-    assert run.stderr.strip().splitlines()[-1].startswith("sprout-agent: stdin line 2:")
+    assert run.stdout == "answer one\nanswer two\n"  # the turns before the bad line ran and printed
+    assert len(fake.requests) == 2
+    assert run.stderr.strip().splitlines()[-1].startswith("sprout-agent: stdin line 3:")
 
 
 def test_stream_json_input_without_any_message_is_exit_2(tmp_path: Path) -> None:
@@ -230,3 +258,5 @@ def test_a_run_ended_before_the_servers_were_up_is_a_lone_result_with_the_sessio
     assert run.code == 1
     (result,) = stream(run.stdout)
     assert result["exit_code"] == 1 and len(result["session_id"]) == 32 and "broken" in result["errors"][0]
+    assert "broken" in run.stderr.strip().splitlines()[-1]  # --strict-mcp-config: the failed server is fatal
+    assert fake.requests == []

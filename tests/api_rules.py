@@ -1,0 +1,231 @@
+"""What the Messages API refuses with 400 invalid_request_error, as one checker for every test double.
+
+The fake HTTP server (tests/fake_anthropic.py) and the scripted model (tests/loop_doubles.py) both run a
+request body through `request_problems`, so a history the real API would refuse fails the test that made it.
+The rules are the ones the API documents and enforces; each problem names where it is.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+Json = dict[str, Any]
+
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # what we send; the API allows 128, other providers 64
+TOOL_USE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+IMAGE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+MAX_CACHE_BREAKPOINTS = 4
+ROLES = ("user", "assistant")
+
+
+class InvalidRequest(AssertionError):
+    """A request the real API would refuse: a bug in whatever built it, so the test fails loudly."""
+
+
+def assert_valid_request(body: Json) -> None:
+    problems = request_problems(body)
+    if problems:
+        raise InvalidRequest("the API would refuse this request:\n  " + "\n  ".join(problems))
+
+
+def request_problems(body: object) -> list[str]:
+    """Every reason the API would refuse this /v1/messages body (empty: it would accept it)."""
+    if not isinstance(body, dict):
+        return ["the body is not a JSON object"]
+    problems: list[str] = []
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        problems.append("model: a non-empty string is required")
+    max_tokens = body.get("max_tokens")
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        problems.append("max_tokens: a positive integer is required")
+    problems += _system_problems(body.get("system"))
+    tools = body.get("tools")
+    problems += _tools_problems(tools)
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        problems.append("messages: a non-empty list is required")
+        return problems
+    problems += _messages_problems(messages, tools_defined=bool(tools))
+    breakpoints = _count_cache_control(body)
+    if breakpoints > MAX_CACHE_BREAKPOINTS:
+        problems.append(f"cache_control: {breakpoints} breakpoints, at most {MAX_CACHE_BREAKPOINTS} are allowed")
+    return problems
+
+
+def _system_problems(system: object) -> list[str]:
+    if system is None:
+        return []
+    if isinstance(system, str):
+        return [] if system.strip() else ["system: text must be non-empty"]
+    if not isinstance(system, list):
+        return ["system: a string or a list of text blocks is required"]
+    problems: list[str] = []
+    for index, block in enumerate(system):
+        if not isinstance(block, dict) or block.get("type") != "text":
+            problems.append(f"system.{index}: only text blocks are allowed")
+        elif not str(block.get("text", "")).strip():
+            problems.append(f"system.{index}: text content blocks must contain non-whitespace text")
+    return problems
+
+
+def _tools_problems(tools: object) -> list[str]:
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        return ["tools: a list is required"]
+    problems: list[str] = []
+    seen: set[str] = set()
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            problems.append(f"tools.{index}: an object is required")
+            continue
+        name = tool.get("name")
+        if not isinstance(name, str) or not TOOL_NAME.match(name):
+            problems.append(f"tools.{index}.name: {name!r} does not match {TOOL_NAME.pattern}")
+        elif name in seen:
+            problems.append(f"tools.{index}.name: tool names must be unique, {name!r} is repeated")
+        else:
+            seen.add(name)
+        schema = tool.get("input_schema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            problems.append(f"tools.{index}.input_schema: an object schema with type 'object' is required")
+    return problems
+
+
+def _messages_problems(messages: list[Any], *, tools_defined: bool) -> list[str]:
+    problems: list[str] = []
+    seen_ids: set[str] = set()
+    previous_uses: list[str] = []  # tool_use ids of the previous message, which this one must answer
+    for index, message in enumerate(messages):
+        where = f"messages.{index}"
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
+            problems.append(f"{where}: role must be user or assistant")
+            previous_uses = []
+            continue
+        role = message["role"]
+        expected = ROLES[index % 2]
+        if role != expected:
+            problems.append(f"{where}: roles must alternate starting with user; got {role}, expected {expected}")
+        blocks = _blocks(message.get("content"), where, problems)
+        for position, block in enumerate(blocks):
+            problems += _block_problems(block, f"{where}.content.{position}", role, tools_defined, seen_ids)
+        problems += _answer_problems(previous_uses, blocks, where)
+        previous_uses = [b["id"] for b in blocks if b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
+    if previous_uses:
+        problems.append(f"messages.{len(messages) - 1}: tool_use ids {previous_uses} are never answered")
+    return problems
+
+
+def _blocks(content: object, where: str, problems: list[str]) -> list[Json]:
+    if isinstance(content, str):
+        if not content.strip():
+            problems.append(f"{where}: content must be non-empty")
+        return [{"type": "text", "text": content or " "}]
+    if not isinstance(content, list) or not content:
+        problems.append(f"{where}: content must be a non-empty string or list")
+        return []
+    blocks = [block for block in content if isinstance(block, dict)]
+    if len(blocks) != len(content):
+        problems.append(f"{where}: every content block must be an object")
+    return blocks
+
+
+def _block_problems(block: Json, where: str, role: str, tools_defined: bool, seen_ids: set[str]) -> list[str]:
+    kind = block.get("type")
+    if kind == "text":
+        return [] if str(block.get("text", "")).strip() else [f"{where}: text blocks must contain non-whitespace text"]
+    if kind == "image":
+        return _image_problems(block, where)
+    if kind == "tool_use":
+        problems = [] if role == "assistant" else [f"{where}: tool_use blocks may only appear in assistant turns"]
+        if not tools_defined:
+            problems.append(f"{where}: requests which include tool_use or tool_result blocks must define tools")
+        block_id = block.get("id")
+        if not isinstance(block_id, str) or not TOOL_USE_ID.match(block_id):
+            problems.append(f"{where}.id: {block_id!r} does not match {TOOL_USE_ID.pattern}")
+        elif block_id in seen_ids:
+            problems.append(f"{where}.id: tool_use ids must be unique, {block_id!r} is repeated")
+        else:
+            seen_ids.add(block_id)
+        if not isinstance(block.get("name"), str) or not block["name"]:
+            problems.append(f"{where}.name: a non-empty string is required")
+        if not isinstance(block.get("input"), dict):
+            problems.append(f"{where}.input: an object is required")
+        return problems
+    if kind == "tool_result":
+        problems = [] if role == "user" else [f"{where}: tool_result blocks may only appear in user turns"]
+        if not tools_defined:
+            problems.append(f"{where}: requests which include tool_use or tool_result blocks must define tools")
+        return problems + _result_content_problems(block.get("content"), where)
+    return [f"{where}: unsupported block type {kind!r}"]
+
+
+def _image_problems(block: Json, where: str) -> list[str]:
+    source = block.get("source")
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        return [f"{where}.source: a base64 source is required"]
+    problems: list[str] = []
+    if source.get("media_type") not in IMAGE_MEDIA_TYPES:
+        allowed = ", ".join(sorted(IMAGE_MEDIA_TYPES))
+        problems.append(f"{where}.source.media_type: {source.get('media_type')!r} is not one of {allowed}")
+    if not isinstance(source.get("data"), str) or not source["data"]:
+        problems.append(f"{where}.source.data: non-empty base64 data is required")
+    return problems
+
+
+def _result_content_problems(content: object, where: str) -> list[str]:
+    if content is None or isinstance(content, str):
+        return []  # a string (even empty) or no content is accepted for a tool_result
+    if not isinstance(content, list):
+        return [f"{where}.content: a string or a list of blocks is required"]
+    problems: list[str] = []
+    for index, part in enumerate(content):
+        inner = f"{where}.content.{index}"
+        if not isinstance(part, dict) or part.get("type") not in ("text", "image"):
+            problems.append(f"{inner}: only text and image blocks are allowed in a tool_result")
+        elif part["type"] == "text" and not str(part.get("text", "")).strip():
+            problems.append(f"{inner}: text blocks must contain non-whitespace text")
+        elif part["type"] == "image":
+            problems += _image_problems(part, inner)
+    return problems
+
+
+def _answer_problems(uses: list[str], blocks: list[Json], where: str) -> list[str]:
+    """The message after a tool_use turn answers every id first; a tool_result answers only those ids."""
+    results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+    problems: list[str] = []
+    orphans = [r for r in results if r not in uses]
+    if orphans:
+        problems.append(
+            f"{where}: unexpected tool_use_id {orphans} in tool_result blocks: each tool_result must have a "
+            "corresponding tool_use block in the previous message"
+        )
+    if not uses:
+        return problems
+    leading = [b.get("tool_use_id") for b in blocks[: len(uses)] if b.get("type") == "tool_result"]
+    if sorted(map(str, leading)) != sorted(uses):
+        problems.append(
+            f"{where}: tool_use ids {uses} were found without tool_result blocks immediately after: each tool_use "
+            f"needs a tool_result in the next message, before anything else (got {results})"
+        )
+    return problems
+
+
+def _count_cache_control(body: Json) -> int:
+    count = 0
+    for tool in body.get("tools") or []:
+        count += isinstance(tool, dict) and "cache_control" in tool
+    system = body.get("system")
+    for block in system if isinstance(system, list) else []:
+        count += isinstance(block, dict) and "cache_control" in block
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            count += "cache_control" in block
+            inner = block.get("content")
+            for part in inner if isinstance(inner, list) else []:
+                count += isinstance(part, dict) and "cache_control" in part
+    return count

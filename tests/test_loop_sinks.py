@@ -1,0 +1,221 @@
+"""The loop's events as a script and as a person read them, in-process: every event of real loop runs through
+the stream-json sink (each line checked against docs/stream-json.schema.json) and the terminal renderer.
+"""
+
+from __future__ import annotations
+
+import io
+import typing
+
+import anyio
+import pytest
+
+from sprout_agent import events as ev
+from sprout_agent.events import Event
+from sprout_agent.messages import Text, Usage
+from sprout_agent.protocols import HookCallFailed
+from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
+from tests.loop_doubles import (
+    CWD,
+    MODEL,
+    SESSION_ID,
+    MemoryHost,
+    ModelStep,
+    answers,
+    build_loop,
+    call,
+    default_server,
+    echo,
+    hangs,
+    reply,
+    server,
+)
+from tests.stream_schema import of_type, stream, types
+
+pytestmark = pytest.mark.anyio
+
+NOT_STREAMED = {ev.ModelWaiting, ev.TextDelta, ev.ToolRunning}  # spinner and ACP only: no stream-json record
+
+
+async def events_of_a_busy_session() -> list[Event]:
+    """Tools (ok, error, unknown), an objection, a failed hook, timeouts and a kill, the spent budget, a
+    compaction that injects, and the events only a face or the model client emits (servers, retries, turn end)."""
+    host = MemoryHost(
+        {
+            "fake": {**default_server(), **server(_Stop=answers("tests are red"), _PostCompact=answers(then="todo"))},
+            "slow": server(_Stop=hangs(), _PostCompact=hangs(), echo=echo()),  # second timeout: killed
+            "broken": server(_Stop=answers(HookCallFailed("connection closed"))),
+        }
+    )
+    script = [
+        billed("Echoing.", call("fake__echo", "toolu_1", text="one")),
+        billed(call("fake__add", "toolu_2", a=2, b=3), call("fake__fail", "toolu_3"), call("x__gone", "t4")),
+        billed("All done."),  # objected to
+        billed("Really done."),  # honoured: right after an objection
+        billed("Two done."),  # the budget of one is spent: reported, not asked
+        billed("the summary"),
+        billed("after compaction"),
+    ]
+    loop = build_loop(script, host=host, hook_servers="*", hook_timeout_ms=50, stop_max_rejections=1)
+    await loop.turn("one")
+    await loop.turn("two")
+    with anyio.fail_after(10):
+        await loop.agent.compact("manual")
+    await loop.turn("three")
+    extra: list[Event] = [
+        ev.ServerStarted("fake", 4, 2, 0.2),
+        ev.ServerFailed("bad", "exited with code 3", "fake: fatal\n"),
+        ev.ApiRetry(1, "529: overloaded", 0.5),
+        ev.Notice("MCP_HOOK_SERVERS names 'ghost', but no server has that name", "warning"),
+        ev.TurnFinished("end_turn", "after compaction", 1, Usage(10, 2)),
+    ]
+    return [*loop.events, *extra]
+
+
+def billed(*parts: object) -> ModelStep:
+    return reply(*parts, usage=Usage(100, 20, 5, 1))  # type: ignore[arg-type]
+
+
+async def test_every_event_a_session_emits_is_a_schema_valid_stream_json_line() -> None:
+    events = await events_of_a_busy_session()
+    emitted = {type(e) for e in events}
+    assert emitted == set(typing.get_args(Event)), "the busy session should emit every event type"
+    out = io.StringIO()
+    sink = JsonlSink(out, stream=True)
+    sink(events[-1])  # before init: held back, then written after it
+    sink.init(
+        InitInfo(
+            SESSION_ID,
+            MODEL,
+            CWD,
+            [ServerInfo("fake", "running", 4, 2, "")],
+            ["fake__echo"],
+            [("fake", "_Stop"), ("fake", "_PostCompact")],
+            resumed=False,
+        )
+    )
+    for event in events[:-1]:
+        sink(event)
+    sink.result(ResultInfo("after compaction", "end_turn", SESSION_ID, 7, Usage(700, 140), 0.01, 1234, 0, []))
+    lines = stream(out.getvalue())  # every line valid, init first, result last, one session id
+    written = set(types(lines))
+    assert {"init", "result", "turn_finished", "tool_finished"} <= written
+    assert len(written) == len(emitted - NOT_STREAMED) + 2  # one record type per streamed event type, + init/result
+    assert types(lines)[1] == "turn_finished"  # the event that arrived before init follows it
+    assert [(s["id"], s["name"], s["server"], s["tool"]) for s in of_type(lines, "tool_started")] == [
+        ("toolu_1", "fake__echo", "fake", "echo"),
+        ("toolu_2", "fake__add", "fake", "add"),
+        ("toolu_3", "fake__fail", "fake", "fail"),
+        ("t4", "x__gone", "", ""),
+    ]
+    assert of_type(lines, "tool_started")[1]["arguments"] == {"a": 2, "b": 3}
+    finished = {f["id"]: f for f in of_type(lines, "tool_finished")}
+    assert finished["toolu_1"]["result"] == "one" and finished["toolu_1"]["is_error"] is False
+    assert finished["toolu_2"]["result"] == "5" and finished["toolu_2"]["server"] == "fake"
+    assert finished["toolu_3"]["is_error"] is True and finished["t4"]["is_error"] is True
+    called = of_type(lines, "hook_called")[0]
+    assert called == {
+        "type": "hook_called",
+        "session_id": SESSION_ID,
+        "hook": "_Stop",
+        "servers": ["fake", "slow", "broken"],
+    }
+    (objected,) = of_type(lines, "hook_objected")
+    assert objected["server"] == "fake" and objected["text"] == "tests are red"
+    assert of_type(lines, "hook_injected")[0]["text"] == "todo"
+
+
+def test_json_output_holds_back_every_event_and_writes_only_the_result() -> None:
+    out = io.StringIO()
+    sink = JsonlSink(out, stream=False)
+    sink(ev.AssistantText("hi"))
+    sink.init(InitInfo(SESSION_ID, MODEL, CWD, [], [], [], resumed=False))
+    sink(ev.AssistantText("hi"))
+    sink.result(ResultInfo("hi", "end_turn", SESSION_ID, 1, Usage(1, 1), 0.0, 5, 0, []))
+    sink.result(ResultInfo("again", "end_turn", SESSION_ID, 1, Usage(1, 1), 0.0, 5, 0, []))  # written once
+    (result,) = stream(out.getvalue())
+    assert result["result"] == "hi" and result["session_id"] == SESSION_ID
+
+
+@pytest.mark.parametrize(
+    ("event", "verbose", "line"),
+    [
+        (ev.HookObjected("_Stop", "fake", "tests fail\nmore"), False, "hook _Stop from fake objected: tests fail"),
+        (ev.HookTimedOut("_Stop", "slow", 1), False, "hook _Stop on slow timed out (1 in a row)"),
+        (ev.HookServerKilled("slow", "hook _Stop timed out 2 times in a row"), False, "server slow killed"),
+        (ev.StopBudgetSpent(3), False, "_Stop budget spent (3 objections this session)"),
+        (ev.HookInjected("_PostCompact", "fake", "todo"), False, "hook _PostCompact from fake added context"),
+        (ev.CompactionFinished(7000, 900, True), False, "compacted: ~7000 → ~900 tokens"),
+        (ev.CompactionFinished(7000, 7000, False, "boom"), False, "compaction failed: boom"),
+        (ev.ApiRetry(1, "529: overloaded", 0.5), False, "API error (529: overloaded); retry 1 in 0.5s"),
+        (ev.HookFailed("_Stop", "fake", "crashed"), True, "hook _Stop on fake failed: crashed"),
+        (ev.HookCalled("_Stop", ("fake", "other")), True, "hook _Stop → fake, other"),
+        (
+            ev.ModelReplied("end_turn", Usage(1000, 100, 2000, 0), 0.5, 0.0051),
+            True,
+            "in 1000, cache read 2000, cache write 0, out 100, $0.0051",
+        ),
+    ],
+)
+def test_a_person_reads_each_event_as_one_line_on_stderr(
+    capsys: pytest.CaptureFixture[str], event: Event, verbose: bool, line: str
+) -> None:
+    from sprout_agent.ui.render import TerminalRenderer
+
+    renderer = TerminalRenderer(interactive=False, verbose=verbose)
+    renderer(event)
+    renderer.close()
+    out, err = capsys.readouterr()
+    assert out == "" and line in err
+
+
+def test_a_finished_tool_is_one_compact_line_with_its_arguments_and_status(capsys: pytest.CaptureFixture[str]) -> None:
+    from sprout_agent.ui.render import TerminalRenderer
+
+    renderer = TerminalRenderer(interactive=False, verbose=False)
+    renderer(ev.ToolStarted("t1", "fake__echo", "fake", "echo", {"text": "one"}))
+    renderer(ev.ToolFinished("t1", "fake__echo", False, 0.01, "one", (Text("one"),)))
+    renderer(ev.ToolStarted("t2", "fake__fail", "fake", "fail", {}))
+    renderer(ev.ToolFinished("t2", "fake__fail", True, 0.01, "this tool failed on purpose"))
+    _, err = capsys.readouterr()
+    echo_line, fail_line = err.strip().splitlines()
+    assert "fake__echo" in echo_line and "text=one" in echo_line and "ok" in echo_line
+    assert "fake__fail" in fail_line and "error this tool failed on purpose" in fail_line
+
+
+def test_the_model_cost_per_response_is_the_ledger_price() -> None:
+    from sprout_agent.ledger import Ledger
+
+    # Sonnet prices: 1000 × $3 + 100 × $15 + 2000 × $0.30 per million tokens = $0.0051.
+    assert Ledger(MODEL).add(Usage(1000, 100, 2000, 0)) == pytest.approx(0.0051)
+
+
+@pytest.mark.parametrize(
+    ("line", "text"),
+    [
+        ('{"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "a"}]}}', "a"),
+        ('{"type": "user", "message": {"role": "user", "content": "two"}}', "two"),
+        ('{"type": "user", "text": "short form"}', "short form"),
+    ],
+)
+def test_a_stdin_json_line_in_each_accepted_form_is_the_users_text(line: str, text: str) -> None:
+    from sprout_agent.ui.jsonl import parse_user_line
+
+    assert parse_user_line(line) == text
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("{nope", "not JSON"),
+        ('{"type": "assistant", "text": "no"}', 'expected an object with "type": "user"'),
+        ('{"type": "user"}', 'expected "text" or "message"'),
+        ('{"type": "user", "text": "  "}', "the user message is empty"),
+        ('{"type": "user", "message": {"content": [{"type": "image"}]}}', "only text blocks"),
+    ],
+)
+def test_a_malformed_stdin_json_line_says_what_is_wrong(line: str, problem: str) -> None:
+    from sprout_agent.ui.jsonl import parse_user_line
+
+    with pytest.raises(ValueError, match=problem):
+        parse_user_line(line)
