@@ -162,6 +162,9 @@ class TurnFinished:
     usage: Usage
 
 
+# What the hook points report; every sink renders these together.
+HookEvent = HookCalled | HookObjected | HookInjected | HookTimedOut | HookFailed | HookServerKilled | StopBudgetSpent
+
 Event = (
     Notice
     | ServerStarted

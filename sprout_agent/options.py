@@ -55,10 +55,6 @@ class Prepared:
     locations: Locations
     resume: store.LoadedSession | None = None  # --continue / --resume
 
-    @property
-    def sessions_dir(self) -> Path | None:
-        return self.locations.sessions
-
 
 def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) -> Prepared:
     """Reads `.env`, settings and config files; `environ` (the real environment) wins over `.env`."""

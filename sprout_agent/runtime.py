@@ -114,9 +114,9 @@ def _make_store(prepared: Prepared, session_id: str) -> store.SessionStore | Non
     """The transcript: appended to when resuming, else a new file (created at the first message)."""
     if prepared.resume is not None:
         return store.SessionStore.resuming(prepared.resume)
-    if prepared.sessions_dir is None:
+    if prepared.locations.sessions is None:
         return None
-    return store.SessionStore.new(prepared.sessions_dir, session_id, str(prepared.options.cwd), prepared.model)
+    return store.SessionStore.new(prepared.locations.sessions, session_id, str(prepared.options.cwd), prepared.model)
 
 
 def _check_strict(prepared: Prepared, pool: ServerPool) -> None:

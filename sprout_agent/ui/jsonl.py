@@ -247,13 +247,7 @@ class JsonlSink:
                 assert_never(event)
 
 
-HookEvent = (
-    ev.HookCalled | ev.HookObjected | ev.HookInjected | ev.HookTimedOut | ev.HookFailed | ev.HookServerKilled
-    | ev.StopBudgetSpent
-)  # fmt: skip
-
-
-def _hook_record(event: HookEvent) -> Record:
+def _hook_record(event: ev.HookEvent) -> Record:
     match event:
         case ev.HookCalled():
             return {"type": "hook_called", "hook": event.hook, "servers": list(event.servers)}

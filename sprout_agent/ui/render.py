@@ -18,15 +18,6 @@ from sprout_agent import events as ev
 from sprout_agent.events import Event
 
 ARGUMENT_PREVIEW_CHARS = 60
-HookEvent = (
-    ev.HookCalled
-    | ev.HookObjected
-    | ev.HookInjected
-    | ev.HookTimedOut
-    | ev.HookFailed
-    | ev.HookServerKilled
-    | ev.StopBudgetSpent
-)
 
 
 def short_arguments(arguments: dict[str, object]) -> str:
@@ -153,7 +144,7 @@ class TerminalRenderer:
             style = {"warning": "yellow", "error": "red"}.get(event.level, "dim")
             self._line(Text(event.text, style=style))
 
-    def _on_hook(self, event: HookEvent) -> None:
+    def _on_hook(self, event: ev.HookEvent) -> None:
         match event:
             case ev.HookCalled():
                 if self.verbose:
