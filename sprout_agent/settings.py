@@ -58,6 +58,11 @@ PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("SPROUT_DEV_ALLOW_OUTSIDE", "", "dev tools: 1 lets write and edit reach outside the working directory"),
     EnvVar("SPROUT_DEV_BASH_TIMEOUT", "120", "dev tools: bash's timeout when the model gives none, seconds (1 to 600)"),
     EnvVar("SPROUT_DEV_NO_RG", "", "dev tools: 1 makes grep use its pure-Python search even when rg is on PATH"),
+    EnvVar(
+        "SPROUT_AGENT_TRUST_PROJECT",
+        "",
+        "1: start the project's .mcp.json servers without approval (as --trust-project); never read from .env",
+    ),
     EnvVar("SPROUT_AGENT_DEBUG", "", "any value: an internal error raises with its traceback instead of one line"),
 )
 
