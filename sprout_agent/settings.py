@@ -185,6 +185,12 @@ _INHERITED_PREFIXES = ("LC_", "XDG_")
 _SECRET = re.compile(r"_API_KEY$|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 
 
+def is_secret(name: str, value: str) -> bool:
+    """A variable that holds a credential, by its name: never inherited, scrubbed from our own environ block."""
+    del value
+    return bool(_SECRET.search(name))
+
+
 def child_environment(parent: Mapping[str, str], server_env: Mapping[str, str]) -> dict[str, str]:
     """The environment an MCP server starts with: the `_INHERITED` part of `parent` (never a
     secret-looking name such as ANTHROPIC_API_KEY or *TOKEN*) plus the server's own `env`, which wins."""
@@ -192,7 +198,7 @@ def child_environment(parent: Mapping[str, str], server_env: Mapping[str, str]) 
         key: value
         for key, value in parent.items()
         if (key in _INHERITED or key.startswith(_INHERITED_PREFIXES))
-        and not _SECRET.search(key)
+        and not is_secret(key, value)
         and not value.startswith("()")  # exported bash functions
     }
     return inherited | dict(server_env)
