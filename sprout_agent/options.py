@@ -82,7 +82,11 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     loaded = cfg.load_config(options.config_files, options.cwd, env, locations.config, user_env=environ)
     loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd)
     trusted = options.trust_project or consent.trusted_by_environment(environ)
-    gated = consent.gate(loaded, consent.Approvals.load(locations.data), trusted=trusted)
+    has_project_servers = any(server.project for server in loaded.servers)
+    approvals = (
+        consent.Approvals.load(locations.data) if has_project_servers and not trusted else consent.Approvals(None)
+    )
+    gated = consent.gate(loaded, approvals, trusted=trusted)
     loaded = replace(gated.loaded, notices=gated.loaded.notices + dotenv.notices)
     resume = _resumed(options, locations.sessions)
     return Prepared(
