@@ -14,10 +14,12 @@ SIGKILLed mid-call (the guard ends the group only). Nothing here touches process
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
 
 import anyio
 import anyio.to_thread
@@ -25,9 +27,11 @@ from anyio.abc import Process
 
 CALL_ENV = "SPROUT_DEV_CALL"
 TERM_GRACE_SECONDS = 1.0
-GUARD_EXIT_SECONDS = 2.0
-# `read` returns only at end of file: when the write end closes (the call ended, or the agent died).
-_GUARD = 'read -r _; kill -KILL -- -"$1" 2>/dev/null'
+# The guard reads the group id, then waits for end of file: the write end closed because the agent died
+# (at a normal end of the call we kill the guard first). It then kills the group and every process still
+# carrying the call's marker; until the group id arrives, the marker alone still finds the command.
+_GUARD = """read -r g; read -r _; [ -n "$g" ] && kill -9 -"$g" 2>/dev/null
+for f in $(grep -lzx "$0=$1" /proc/[0-9]*/environ 2>/dev/null); do p=${f#/proc/}; kill -9 "${p%/environ}"; done"""
 
 
 def signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -70,15 +74,15 @@ def kill_marked(token: str) -> int:
     return killed
 
 
-async def _start_guard(pgid: int, env: dict[str, str]) -> tuple[Process | None, int | None]:
+async def _start_guard(token: str, env: dict[str, str]) -> tuple[Process | None, int | None]:
     read_end, write_end = os.pipe()  # not inheritable (PEP 446): no other child keeps the write end open
     try:
         guard = await anyio.open_process(
-            ["bash", "-c", _GUARD, "sprout-dev-guard", str(pgid)],
+            ["sh", "-c", _GUARD, CALL_ENV, token],
             stdin=read_end,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            env=env,
+            env=env,  # without the marker: the guard must not find itself
             start_new_session=True,  # a Ctrl-C to the agent's group must not end the guard first
         )
     except OSError:
@@ -89,23 +93,46 @@ async def _start_guard(pgid: int, env: dict[str, str]) -> tuple[Process | None, 
     return guard, write_end
 
 
-@asynccontextmanager
-async def call_scope(proc: Process, token: str, env: dict[str, str]) -> AsyncGenerator[None]:
-    """Around one bash call: on the way out (normally, on timeout or cancelled), nothing it started survives."""
-    guard, write_end = await _start_guard(proc.pid, env)
-    try:
-        yield
-    finally:
+@dataclass
+class Call:
+    """One bash call's processes; `arm` it with the shell as soon as that is started."""
+
+    token: str
+    guard: Process | None
+    write_end: int | None
+    proc: Process | None = None
+    ended: bool = False
+
+    def arm(self, proc: Process) -> None:
+        self.proc = proc
+        if self.write_end is not None:
+            with suppress(OSError):
+                os.write(self.write_end, f"{proc.pid}\n".encode())
+
+    async def end(self) -> None:
+        """Nothing the call started survives: the group, the guard, marked escapees. Idempotent."""
+        if self.ended:
+            return
+        self.ended = True
         with anyio.CancelScope(shield=True):
-            if proc.returncode is None:
-                await kill_group(proc)
-            signal_group(proc.pid, signal.SIGKILL)  # background jobs: they do not outlive the call
-            if write_end is not None:
-                os.close(write_end)
-            if guard is not None:
-                with anyio.move_on_after(GUARD_EXIT_SECONDS):
-                    await guard.wait()
-                if guard.returncode is None:
-                    guard.kill()
-                await guard.aclose()
-            await anyio.to_thread.run_sync(kill_marked, token)
+            if self.proc is not None:
+                if self.proc.returncode is None:
+                    await kill_group(self.proc)
+                signal_group(self.proc.pid, signal.SIGKILL)  # background jobs do not outlive the call
+            if self.guard is not None:
+                self.guard.kill()  # before closing the pipe, which would make it scan for nothing
+                await self.guard.aclose()
+            if self.write_end is not None:
+                os.close(self.write_end)
+            await anyio.to_thread.run_sync(kill_marked, self.token)
+
+
+@asynccontextmanager
+async def call_scope(env: dict[str, str]) -> AsyncGenerator[Call]:
+    """Around one bash call, guard first: on the way out (normally, on timeout or cancelled) the call ends."""
+    token = secrets.token_hex(8)
+    call = Call(token, *await _start_guard(token, env))
+    try:
+        yield call
+    finally:
+        await call.end()

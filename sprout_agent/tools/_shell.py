@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import subprocess
 from contextlib import suppress
 
@@ -94,26 +93,30 @@ async def bash(ws: Workspace, args: Args) -> ToolOutput:
     command: str = args["command"]
     timeout = _timeout_arg(args)
     env = command_env()
-    token = secrets.token_hex(8)
-    try:
-        proc = await anyio.open_process(
-            ["bash", "-c", command],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=ws.root,
-            env={**env, CALL_ENV: token},
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise ToolError(f"could not start bash: {exc}") from exc
     buf = HeadTail()
     drained = False
-    async with proc, call_scope(proc, token, env):
-        with anyio.move_on_after(timeout) as scope:
-            drained = await _run(proc, buf)
-        if scope.cancelled_caught:
-            await kill_group(proc)
+    async with call_scope(env) as call:
+        try:
+            proc = await anyio.open_process(
+                ["bash", "-c", command],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=ws.root,
+                env={**env, CALL_ENV: call.token},
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ToolError(f"could not start bash: {exc}") from exc
+        call.arm(proc)
+        try:
+            with anyio.move_on_after(timeout) as scope:
+                drained = await _run(proc, buf)
+            if scope.cancelled_caught:
+                await kill_group(proc)
+        finally:  # cancelled too: the group gets its SIGTERM and grace before anything is closed
+            await call.end()
+            await proc.aclose()
     output = buf.text().rstrip("\n") or "(no output)"
     if scope.cancelled_caught:
         raise ToolError(f"{output}\n[timed out after {timeout:g} s; the command's process group was killed]")
