@@ -25,7 +25,7 @@ import anyio
 import anyio.to_thread
 from anyio.abc import Process
 
-CALL_ENV = "SPROUT_DEV_CALL"
+CALL_ENV = "_SPROUT_DEV_CALL"  # leading `_`: a marker we set, not a setting anyone reads
 TERM_GRACE_SECONDS = 1.0
 # The guard reads the group id, then waits for end of file: the write end closed because the agent died
 # (at a normal end of the call we kill the guard first). It then kills the group and every process still
