@@ -15,6 +15,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import (
+    agent_command,
+    agent_env,
     assert_history_valid,
     kill_pid,
     read_pid,
@@ -166,3 +168,29 @@ async def test_todo_server_over_stdio_keeps_the_list_and_objects_to_stopping() -
             assert stop.content[0].text.startswith(  # type: ignore[union-attr]
                 "You have open todo items:\n- fix the bug (in_progress)\n- update the docs (pending)\n"
             )
+
+
+@pytest.mark.anyio
+async def test_a_sigkilled_agent_leaves_no_bash_call_processes_alive(tmp_path: Path) -> None:
+    # bash itself, a background job of it, and its foreground child: all in the call's process group.
+    command = "echo $$ > bash.pid; sleep 300 & echo $! > bg.pid; sleep 301"
+    with FakeAnthropic([reply(tool_use("dev__bash", {"command": command}))]) as fake:
+        process = subprocess.Popen(
+            agent_command(["-p", "go"]),
+            env=agent_env(tmp_path, fake, BUILTINS),
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        pids: list[int] = []
+        try:
+            with anyio.fail_after(60):
+                pids = [await read_pid(tmp_path / "bash.pid"), await read_pid(tmp_path / "bg.pid")]
+            process.kill()
+            process.wait(timeout=10)
+            await wait_dead(*pids, timeout=10)
+        finally:
+            process.kill()
+            for pid in pids:
+                kill_pid(pid)
