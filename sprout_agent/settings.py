@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sprout_agent.errors import UsageError
+from sprout_agent.tools._secrets import is_secret  # one filter for every child, shared with the tools
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # newest Sonnet in anthropic 2.15's ModelParam
 
@@ -182,13 +183,6 @@ _INHERITED = frozenset({
     "SYSTEMDRIVE", "SYSTEMROOT", "USERNAME", "USERPROFILE", "COMSPEC", "WINDIR",
 })  # fmt: skip
 _INHERITED_PREFIXES = ("LC_", "XDG_")
-_SECRET = re.compile(r"_API_KEY$|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-
-
-def is_secret(name: str, value: str) -> bool:
-    """A variable that holds a credential, by its name: never inherited, scrubbed from our own environ block."""
-    del value
-    return bool(_SECRET.search(name))
 
 
 def child_environment(parent: Mapping[str, str], server_env: Mapping[str, str]) -> dict[str, str]:
