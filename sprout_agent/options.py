@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sprout_agent import config as cfg
+from sprout_agent import session_index, store
 from sprout_agent import settings as st
-from sprout_agent import store
 from sprout_agent.compaction import context_window, parse_threshold
 from sprout_agent.errors import UsageError
 from sprout_agent.ledger import Price, parse_prices
@@ -81,5 +81,5 @@ def _resumed(options: Options, sessions_dir: Path | None) -> store.LoadedSession
     if sessions_dir is None:
         raise UsageError("sessions are not recorded here: nothing to resume")
     if options.resume_id is not None:
-        return store.load(store.find(sessions_dir, options.resume_id))
-    return store.load(store.latest_for(sessions_dir, str(options.cwd)))
+        return store.load(session_index.find(sessions_dir, options.resume_id))
+    return store.load(session_index.latest_for(sessions_dir, str(options.cwd)))
