@@ -104,7 +104,12 @@ class SessionStore:
             "model": model,
             "created": time.time(),
         }
-        return cls(directory / f"{session_id}.jsonl", header, private_dir=True)
+        store = cls(directory / f"{session_id}.jsonl", header, private_dir=True)
+        try:
+            _private_directory(directory)  # an unwritable one fails the run now, before any server starts
+        except OSError as error:
+            raise store._unwritable(error) from None
+        return store
 
     @classmethod
     def resuming(cls, loaded: LoadedSession) -> SessionStore:
@@ -178,11 +183,8 @@ class SessionStore:
 
     def _open_fd(self) -> int:
         """The file, 0600 (transcripts hold prompts, file contents and command output), in a 0700 directory."""
-        directory = self.path.parent
         if self._private_dir:
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if stat.S_IMODE(directory.stat().st_mode) & 0o077:
-                directory.chmod(0o700)  # one made by an older version (0755): this also hides the old files
+            _private_directory(self.path.parent)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         info = os.fstat(fd)
         if stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) & 0o077:
@@ -191,6 +193,14 @@ class SessionStore:
 
     def _unwritable(self, error: OSError) -> StoreError:
         return StoreError(f"cannot write the session transcript {self.path}: {error.strerror or error}")
+
+
+def _private_directory(directory: Path) -> None:
+    """The sessions directory, 0700: made so, or tightened if an older version made it 0755 (which also
+    hides the transcripts it wrote 0644)."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if stat.S_IMODE(directory.stat().st_mode) & 0o077:
+        directory.chmod(0o700)
 
 
 def _drop_partial_line(path: Path) -> None:

@@ -189,7 +189,7 @@ def _image_problems(block: Json, where: str) -> list[str]:
     except ValueError:
         problems.append(f"{where}.source.data: the image data is not valid base64")
         return problems
-    magic = IMAGE_MAGIC.get(source.get("media_type"), ())
+    magic = IMAGE_MAGIC.get(str(source.get("media_type")), ())
     if magic and not any(raw.startswith(prefix) for prefix in magic):
         problems.append(f"{where}.source: image does not match the provided media type {source.get('media_type')}")
     return problems

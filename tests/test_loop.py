@@ -54,6 +54,7 @@ from tests.loop_doubles import (
     Hang,
     MemoryHost,
     ScriptedModel,
+    Tool,
     answers,
     build_loop,
     call,
@@ -640,6 +641,19 @@ async def test_no_compaction_below_the_threshold() -> None:
     loop = build_loop(script, **SMALL_WINDOW)
     await loop.turn()
     assert len(loop.model.requests) == 2 and loop.of(CompactionStarted) == []
+
+
+async def test_tool_definitions_over_the_threshold_skip_compaction_with_one_notice_and_keep_it_on() -> None:
+    big = Tool(echo(), properties={"text": {"type": "string"}}, description="d" * 40_000)  # ~10k tokens
+    host = MemoryHost({"fake": server(echo=big)})
+    script = [reply(call("fake__echo", text="x")), reply("first done"), reply("second done")]
+    loop = build_loop(script, host=host, **SMALL_WINDOW)
+    assert (await loop.turn()).text == "first done"
+    assert (await loop.turn("again")).text == "second done"
+    assert loop.of(CompactionStarted) == []  # no summary "at ~0 tokens" of a history that is not the problem
+    notices = [n.text for n in loop.of(Notice) if "tool definitions" in n.text]
+    assert len(notices) == 1 and "threshold (~7200)" in notices[0]
+    assert loop.compactor.auto_enabled and len(loop.model.requests) == 3
 
 
 async def test_prompt_too_long_compacts_and_retries_once() -> None:
