@@ -192,10 +192,7 @@ class Agent:
 
         async def run_one(index: int, use: ToolUse) -> None:
             async with self._limiter:
-                results[index] = result = await self._call(use)
-            # Recorded now, not with the batch: a kill while a sibling runs must not lose this one.
-            if self.recorder is not None:
-                self.recorder.result(result)
+                results[index] = await self._call(use)
 
         try:
             async with anyio.create_task_group() as group:
@@ -228,10 +225,12 @@ class Agent:
             outcome = await self.host.call(spec, use.input)
         # Any host's images, not only MCP's: one the API refuses would fail every later request.
         content = tuple(checked(block) if isinstance(block, Image) else block for block in outcome.content)
+        result = ToolResult(use.id, content, outcome.is_error)
+        if self.recorder is not None:  # now, not with the batch: a kill while a sibling runs must not lose it
+            self.recorder.result(result)  # and before any face shows it
         summary = text_of(content).strip().split("\n", 1)[0][:200]
-        seconds = time.monotonic() - started
-        self.emit(ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, content))
-        return ToolResult(use.id, content, outcome.is_error)
+        self.emit(ToolFinished(use.id, use.name, outcome.is_error, time.monotonic() - started, summary, content))
+        return result
 
     def _answer_unrun(self, uses: Sequence[ToolUse], reason: str) -> None:
         self._append(Message("user", tuple(ToolResult(u.id, (Text(reason),), True) for u in uses)))
