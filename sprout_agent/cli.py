@@ -250,11 +250,14 @@ def sessions_list(
     import json
     from datetime import UTC, datetime
 
-    from sprout_agent import store
+    from sprout_agent import session_index
+
+    def skipped(path: Path, reason: str) -> None:
+        typer.echo(f"sprout-agent: warning: skipped {path}: {reason}", err=True)
 
     sessions = Locations.for_user().sessions
     assert sessions is not None
-    found = store.list_sessions(sessions, str(Path.cwd().resolve()) if here else None)
+    found = session_index.list_sessions(sessions, str(Path.cwd().resolve()) if here else None, skipped=skipped)
     found = found[:limit] if limit else found
     if as_json:
         rows = [

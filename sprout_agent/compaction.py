@@ -196,10 +196,26 @@ class Compactor:
         self.failures_in_row = 0
         self.auto_enabled = threshold is not None and max_compactions > 0
         self._last_auto_request: int | None = None
+        self._said_fixed_too_big = False
 
-    def due(self, estimate: int, request_number: int) -> bool:
-        """True when the next request would pass the threshold (strictly more tokens than it)."""
+    def due(self, estimate: int, request_number: int, fixed: int = 0) -> bool:
+        """True when the next request would pass the threshold (strictly more tokens than it).
+
+        `estimate` counts the whole request; `fixed` is its part no summary can shrink (tool definitions and
+        the system prompt): when that alone reaches the threshold, compacting cannot help and is skipped.
+        """
         if self.threshold is None or estimate <= self.threshold:
+            return False
+        if fixed >= self.threshold:
+            if not self._said_fixed_too_big:
+                self._said_fixed_too_big = True
+                self.emit(
+                    Notice(
+                        f"the tool definitions and system prompt alone take ~{fixed} tokens, over the compaction "
+                        f"threshold (~{self.threshold}): compacting the history cannot help, so it is skipped",
+                        "warning",
+                    )
+                )
             return False
         if self._last_auto_request is not None and request_number - self._last_auto_request <= 1:
             # Compacted for the previous request and still over: another summary makes no progress.

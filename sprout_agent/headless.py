@@ -171,7 +171,8 @@ class Headless:
                     text=self.text,
                     stop_reason=self.stop_reason,
                     session_id=self.session_id,
-                    turns=self.turns,
+                    # The agent counts requests as they are made: a turn cut short by a signal still made them.
+                    turns=agent.requests if agent is not None else self.turns,
                     usage=agent.ledger.usage if agent is not None else Usage(),
                     cost_usd=agent.ledger.cost if agent is not None else 0.0,
                     duration_ms=round((time.monotonic() - self.started) * 1000),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sprout_agent import config as cfg
-from sprout_agent import consent, store
+from sprout_agent import consent, session_index, store
 from sprout_agent import settings as st
 from sprout_agent.compaction import context_window, parse_threshold
 from sprout_agent.errors import UsageError
@@ -114,5 +114,5 @@ def _resumed(options: Options, sessions_dir: Path | None) -> store.LoadedSession
     if sessions_dir is None:
         raise UsageError("sessions are not recorded here: nothing to resume")
     if options.resume_id is not None:
-        return store.load(store.find(sessions_dir, options.resume_id))
-    return store.load(store.latest_for(sessions_dir, str(options.cwd)))
+        return store.load(session_index.find(sessions_dir, options.resume_id))
+    return store.load(session_index.latest_for(sessions_dir, str(options.cwd)))

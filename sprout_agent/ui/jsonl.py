@@ -7,6 +7,7 @@ Stdlib only.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO, assert_never, cast
@@ -16,6 +17,7 @@ from sprout_agent.events import Event
 from sprout_agent.messages import Usage
 
 SCHEMA_VERSION = 1
+INTERRUPTED = "interrupted: the run ended before this tool call finished"
 Record = dict[str, object]
 
 
@@ -110,7 +112,7 @@ class JsonlSink:
         self.session_id: str | None = None
         self._initialised = False
         self._pending: list[Event] = []
-        self._tool_servers: dict[str, str] = {}
+        self._open_calls: dict[str, tuple[str, str, float]] = {}  # call id → (name, server, started), until finished
         self._finished = False
 
     def __call__(self, event: Event) -> None:
@@ -152,6 +154,10 @@ class JsonlSink:
         """The last line; written once. A stream that never reached `init` gets only this line."""
         if self._finished:
             return
+        # A call cut short by a signal or an error never finished on its own: every tool_started gets its end.
+        for call_id, (name, server, started) in list(self._open_calls.items()):
+            self._write(_tool_finished(call_id, name, server, True, time.monotonic() - started, INTERRUPTED))
+        self._open_calls.clear()
         self._finished = True
         write_record(self.out, result_record(info))
 
@@ -196,7 +202,7 @@ class JsonlSink:
                     "delay_ms": _ms(event.delay),
                 }
             case ev.ToolStarted():
-                self._tool_servers[event.call_id] = event.server
+                self._open_calls[event.call_id] = (event.name, event.server, time.monotonic())
                 return {
                     "type": "tool_started",
                     "id": event.call_id,
@@ -206,15 +212,8 @@ class JsonlSink:
                     "arguments": event.arguments,
                 }
             case ev.ToolFinished():
-                return {
-                    "type": "tool_finished",
-                    "id": event.call_id,
-                    "name": event.name,
-                    "server": self._tool_servers.pop(event.call_id, ""),
-                    "is_error": event.is_error,
-                    "duration_ms": _ms(event.seconds),
-                    "result": event.summary,
-                }
+                _, server, _ = self._open_calls.pop(event.call_id, ("", "", 0.0))
+                return _tool_finished(event.call_id, event.name, server, event.is_error, event.seconds, event.summary)
             case (
                 ev.HookCalled()
                 | ev.HookObjected()
@@ -245,6 +244,18 @@ class JsonlSink:
                 }
             case _:
                 assert_never(event)
+
+
+def _tool_finished(call_id: str, name: str, server: str, is_error: bool, seconds: float, result: str) -> Record:
+    return {
+        "type": "tool_finished",
+        "id": call_id,
+        "name": name,
+        "server": server,
+        "is_error": is_error,
+        "duration_ms": _ms(seconds),
+        "result": result,
+    }
 
 
 def _hook_record(event: ev.HookEvent) -> Record:
