@@ -314,6 +314,9 @@ def read_dotenv(cwd: Path) -> dict[str, str]:
         values = dotenv_values(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read .env file: {exc}") from None
+    for key, value in values.items():
+        if "\0" in key or "\0" in (value or ""):  # no environment can carry it: every spawn would fail
+            raise ConfigError(f"{path}: {key!r} holds a NUL byte")
     return {key: value for key, value in values.items() if value is not None}
 
 

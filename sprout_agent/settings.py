@@ -89,11 +89,19 @@ def _seconds(env: Mapping[str, str], name: str) -> float:
     return number
 
 
-def _names(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+# config.BUILTIN_SERVERS (config imports dotenv, which this module has no need of); a test checks they agree.
+BUILTIN_NAMES = ("dev", "todo")
+
+
+def _builtin_names(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     value = _raw(env, name) or ""
     if value.lower() == "none":
         return ()
-    return tuple(part.strip() for part in value.split(",") if part.strip())
+    names = tuple(part.strip() for part in value.split(",") if part.strip())
+    unknown = [part for part in names if part not in BUILTIN_NAMES]
+    if unknown:  # a typo would otherwise start no built-in server, silently
+        raise UsageError(f"{name}: unknown server {unknown[0]!r} (give {', '.join(BUILTIN_NAMES)} or none)")
+    return names
 
 
 # Model ids and credentials travel in a JSON body and HTTP headers: printable ASCII, no spaces. A key pasted
@@ -184,7 +192,7 @@ class Settings:
             max_compactions=_int(env, "SPROUT_AGENT_MAX_COMPACTIONS", 0),
             api_key_present=has_key or has_token,
             base_url=_base_url(env),
-            builtin_servers=_names(env, "SPROUT_AGENT_BUILTIN_SERVERS"),
+            builtin_servers=_builtin_names(env, "SPROUT_AGENT_BUILTIN_SERVERS"),
             prices=_raw(env, "SPROUT_AGENT_PRICES"),
         )
 
