@@ -38,8 +38,7 @@ def _route_logging(log: Path | None) -> None:
     if log is not None:
         with contextlib.suppress(OSError):
             log.parent.mkdir(parents=True, exist_ok=True)
-        handler = _QuietFileHandler(log, delay=True, encoding="utf-8")
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+        handler = _AppendToFile(log)
     logging.getLogger().addHandler(handler)
 
 
@@ -63,6 +62,15 @@ def _run_face(prepared: Prepared, interactive: bool) -> int:
     return anyio.run(run_repl, prepared, renderer)
 
 
-class _QuietFileHandler(logging.FileHandler):
-    def handleError(self, record: logging.LogRecord) -> None:
-        """An unwritable log loses the record; the default prints a traceback on stderr, the very thing avoided."""
+class _AppendToFile(logging.Handler):
+    """Opens the file per record (they are rare: warnings and errors); a record that cannot be written is lost
+    quietly, where logging's own handlers would print a traceback on stderr, the very thing avoided."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception), self.path.open("a", encoding="utf-8", errors="replace") as log:
+            log.write(self.format(record) + "\n")
