@@ -125,9 +125,9 @@ def _credential(env: Mapping[str, str], name: str) -> bool:
     return bool(value)
 
 
-def _base_url(env: Mapping[str, str]) -> str | None:
+def _base_url(env: Mapping[str, str], name: str) -> str | None:
     """ANTHROPIC_BASE_URL checked before anything starts: an http(s) URL with a host and a valid port."""
-    value = _raw(env, "ANTHROPIC_BASE_URL")
+    value = _raw(env, name)
     if value is None:
         return None
     try:
@@ -136,9 +136,7 @@ def _base_url(env: Mapping[str, str]) -> str | None:
     except ValueError:  # an unclosed IPv6 bracket, a port that is not a number or out of range
         valid = False
     if not valid or not value.isprintable() or " " in value or not is_unicode(value):
-        raise UsageError(
-            f"ANTHROPIC_BASE_URL must be an http:// or https:// URL with a host (and a valid port), got {value!r}"
-        )
+        raise UsageError(f"{name} must be an http:// or https:// URL with a host (and a valid port), got {value!r}")
     return value
 
 
@@ -191,7 +189,7 @@ class Settings:
             compact_threshold=_raw(env, "SPROUT_AGENT_COMPACT_THRESHOLD"),
             max_compactions=_int(env, "SPROUT_AGENT_MAX_COMPACTIONS", 0),
             api_key_present=has_key or has_token,
-            base_url=_base_url(env),
+            base_url=_base_url(env, "ANTHROPIC_BASE_URL"),
             builtin_servers=_builtin_names(env, "SPROUT_AGENT_BUILTIN_SERVERS"),
             prices=_raw(env, "SPROUT_AGENT_PRICES"),
         )
