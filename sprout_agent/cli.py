@@ -118,6 +118,9 @@ def main_command(
         list[str] | None, typer.Option(help="Tool patterns that always run (dev__bash, git__*); repeatable.")
     ] = None,
     deny_tools: Annotated[list[str] | None, typer.Option(help="Tool patterns that never run; repeatable.")] = None,
+    trust_project: Annotated[
+        bool, typer.Option(help="Start the project's .mcp.json servers without approval, for this run (CI).")
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -154,6 +157,7 @@ def main_command(
         permission_mode=permission_mode.value,
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
+        trust_project=trust_project,
     )
     exit_now(start.run(options, interactive))
 
@@ -181,7 +185,8 @@ def _doctor_setup(ctx: typer.Context, config: list[Path] | None, cwd: Path | Non
     work_dir = (cwd or Path.cwd()).resolve()
     if not work_dir.is_dir():
         fail(f"--cwd {work_dir}: not a directory", EXIT_USAGE)
-    return doctor.load_setup(tuple(config or ()), work_dir, Locations.for_user().config)
+    where = Locations.for_user()
+    return doctor.load_setup(tuple(config or ()), work_dir, where.config, where.data, bool(top.get("trust_project")))
 
 
 @mcp_app.command("list")
@@ -210,6 +215,34 @@ def mcp_doctor(
     setup = _doctor_setup(ctx, config, cwd)
     assert isinstance(setup, doctor.Setup)
     exit_now(_interruptible(lambda: doctor.doctor_command(setup, timeout, as_json)))
+
+
+_NamesArgument = Annotated[list[str] | None, typer.Argument(help="Project server names (see mcp list).")]
+_AllOption = Annotated[bool, typer.Option("--all", help="Every server in the project's .mcp.json.")]
+
+
+@mcp_app.command("approve")
+def mcp_approve(
+    ctx: typer.Context, names: _NamesArgument = None, every: _AllOption = False, cwd: _CwdOption = None
+) -> None:
+    """Approve project servers (.mcp.json here or at the git root) so that runs here start them."""
+    from sprout_agent import consent_commands, doctor
+
+    setup = _doctor_setup(ctx, None, cwd)
+    assert isinstance(setup, doctor.Setup)
+    exit_now(consent_commands.approve_command(setup, names or (), every))
+
+
+@mcp_app.command("revoke")
+def mcp_revoke(
+    ctx: typer.Context, names: _NamesArgument = None, every: _AllOption = False, cwd: _CwdOption = None
+) -> None:
+    """Withdraw approvals: the project servers ask again (and headless runs do not start them)."""
+    from sprout_agent import consent_commands, doctor
+
+    setup = _doctor_setup(ctx, None, cwd)
+    assert isinstance(setup, doctor.Setup)
+    exit_now(consent_commands.revoke_command(setup, names or (), every))
 
 
 @app.command("hooks")
@@ -285,6 +318,9 @@ def acp_command(
     ] = PermissionMode.auto,
     allow_tools: Annotated[list[str] | None, typer.Option(help="Tool patterns that always run; repeatable.")] = None,
     deny_tools: Annotated[list[str] | None, typer.Option(help="Tool patterns that never run; repeatable.")] = None,
+    trust_project: Annotated[
+        bool, typer.Option(help="Start each session's project .mcp.json servers without approval.")
+    ] = False,
 ) -> None:
     """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, any ACP client)."""
     from sprout_agent.acp.options import AcpOptions
@@ -302,6 +338,7 @@ def acp_command(
         permission_mode=permission_mode.value,
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
+        trust_project=trust_project,
         locations=Locations.for_user(),
     )
     exit_now(serve(options))

@@ -8,7 +8,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import cast
 
@@ -35,6 +35,9 @@ class ServerConfig:
     # has imported mcp already, so they cost no second interpreter. `command`/`args` run the same server
     # standalone.
     in_process: str | None = None
+    # Found by the lookup in the working directory or git root (a cloned repository's file): starts only with
+    # the user's consent (consent.py). Files named with --config and the user config are the user's own.
+    project: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +70,13 @@ _HARMLESS_KEYS = frozenset({"alwaysAllow", "autoApprove", "description", "disabl
 
 
 def load_config(
-    explicit: Sequence[Path], cwd: Path, env: Mapping[str, str], user_config_dir: Path | None, *, strict: bool = True
+    explicit: Sequence[Path],
+    cwd: Path,
+    env: Mapping[str, str],
+    user_config_dir: Path | None,
+    *,
+    strict: bool = True,
+    user_env: Mapping[str, str] | None = None,
 ) -> LoadedConfig:
     """Find, read and validate the `mcpServers` config files.
 
@@ -76,21 +85,27 @@ def load_config(
     Otherwise: `.mcp.json` in `cwd`, or else in the git root above it, then the user file
     `<user_config_dir>/mcp.json` (~/.config/sprout-agent/mcp.json on Linux) if it exists; project
     servers come first and on a name clash the earlier (project) file wins, with a notice.
-    `${VAR}` / `${VAR:-default}` in command, args, env values and cwd expand from `env`.
+    `${VAR}` / `${VAR:-default}` in command, args, env values and cwd expand from `env`, except in the user
+    file, which expands from `user_env` when given (the real environment: a project's `.env` must not choose
+    what the user's own servers run). Servers from the project file are marked `project`.
     With `strict=False` a bad server entry (an unset variable, a wrong type) is kept in `broken`
     instead of raising, so `mcp doctor` can report every server; file-level errors still raise.
     """
     layered = bool(explicit)
+    project = None if layered else _project_file(cwd)
     if layered:
         files = [cwd / path for path in explicit]
     else:
-        files = [p for p in (_project_file(cwd), _user_file(user_config_dir)) if p is not None]
+        files = [p for p in (project, _user_file(user_config_dir)) if p is not None]
     merged: dict[str, ServerConfig] = {}
     notices: list[str] = []
     broken: list[BrokenServer] | None = None if strict else []
     for path in files:
         shown = _display(path, cwd)
-        for server in _read_file(path, shown, env, notices, broken):
+        is_project = path == project
+        expand_from = env if is_project or layered or user_env is None else user_env
+        for server in _read_file(path, shown, expand_from, notices, broken):
+            server = replace(server, project=True) if is_project else server
             earlier = merged.get(server.name)
             if earlier is None or layered:
                 merged[server.name] = server
@@ -305,19 +320,44 @@ def _expand(text: str, env: Mapping[str, str], where: str) -> str:
     return _VAR_REF.sub(replace, text)
 
 
-def read_dotenv(cwd: Path) -> dict[str, str]:
-    """Values from `cwd/.env`, if present. The caller merges them under the real environment."""
+# What a project's `.env` may not set, because a cloned repository must not choose where requests and
+# credentials go or what runs: the endpoint and every ANTHROPIC_* but the key and the model, proxies and CA
+# bundles, the hook allowlist, PATH and the loader and interpreter variables. Ignored with a notice.
+_DOTENV_REFUSED = re.compile(
+    r"ANTHROPIC_(?!API_KEY$|MODEL$).*|.*_PROXY|SSL_CERT_.*|.*_CA_BUNDLE|NODE_EXTRA_CA_CERTS|NODE_OPTIONS|NODE_TLS_.*"
+    r"|MCP_HOOK_SERVERS|PATH|PYTHON.*|LD_.*|DYLD_.*",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DotEnv:
+    values: dict[str, str]  # what the run may use, under the real environment
+    ignored: tuple[str, ...]  # names the file set that a project may not choose
+
+    @property
+    def notices(self) -> tuple[str, ...]:
+        if not self.ignored:
+            return ()
+        names = ", ".join(self.ignored)
+        return (f".env: ignored {names} (a project file cannot choose the API endpoint, proxies or PATH; export them)",)
+
+
+def read_dotenv(cwd: Path) -> DotEnv:
+    """Values from `cwd/.env`, if present, minus the names a project may not set."""
     path = cwd / ".env"
     if not path.is_file():
-        return {}
+        return DotEnv({}, ())
     try:
         values = dotenv_values(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read .env file: {exc}") from None
-    for key, value in values.items():
-        if "\0" in key or "\0" in (value or ""):  # no environment can carry it: every spawn would fail
+    kept = {key: value for key, value in values.items() if value is not None}
+    for key, value in kept.items():
+        if "\0" in key or "\0" in value:  # no environment can carry it: every spawn would fail
             raise ConfigError(f"{path}: {key!r} holds a NUL byte")
-    return {key: value for key, value in values.items() if value is not None}
+    ignored = tuple(sorted(key for key in kept if _DOTENV_REFUSED.fullmatch(key)))
+    return DotEnv({key: value for key, value in kept.items() if key not in ignored}, ignored)
 
 
 # The servers sprout-agent ships (sprout_agent/tools/), started unless SPROUT_AGENT_BUILTIN_SERVERS

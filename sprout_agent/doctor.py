@@ -17,12 +17,14 @@ from pathlib import Path
 import anyio
 
 from sprout_agent.config import BrokenServer, LoadedConfig, ServerConfig, load_config, read_dotenv, with_builtin_servers
+from sprout_agent.consent import Approvals, Verdict, held_back_notice, printable, trusted_by_environment
 from sprout_agent.events import Event, Notice
 from sprout_agent.hooks import POST_COMPACT, STOP, is_hook, parse_allowlist
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.settings import Settings, child_environment
 
 BUILT_IN = "built in"
+NOT_APPROVED = "not approved"  # a project server held back for consent: not started, not a failure
 KNOWN_HOOKS = (STOP, POST_COMPACT)
 
 
@@ -33,14 +35,34 @@ class Setup:
     cwd: Path
     env: dict[str, str]
     settings: Settings
-    loaded: LoadedConfig
+    loaded: LoadedConfig  # every server, approved or not: `verdict` says which may start
+    approvals: Approvals
+    trusted: bool  # --trust-project or SPROUT_AGENT_TRUST_PROJECT: project servers start without approval
+
+    def verdict(self, config: ServerConfig) -> Verdict | None:
+        """None for a server that needs no consent (not from the project's file)."""
+        if not config.project:
+            return None
+        return Verdict.APPROVED if self.trusted else self.approvals.verdict(config)
 
 
-def load_setup(config_files: Sequence[Path], cwd: Path, user_config_dir: Path | None) -> Setup:
-    env = {**read_dotenv(cwd), **os.environ}  # the real environment wins over .env, as in a run
+def load_setup(
+    config_files: Sequence[Path], cwd: Path, user_config_dir: Path | None, data_dir: Path | None, trust: bool
+) -> Setup:
+    dotenv = read_dotenv(cwd)
+    env = {**dotenv.values, **os.environ}  # the real environment wins over .env, as in a run
     settings = Settings.from_env(env)
-    loaded = load_config(config_files, cwd, env, user_config_dir, strict=False)
-    return Setup(cwd, env, settings, with_builtin_servers(loaded, settings.builtin_servers, cwd))
+    loaded = load_config(config_files, cwd, env, user_config_dir, strict=False, user_env=os.environ)
+    loaded = replace(loaded, notices=loaded.notices + dotenv.notices)
+    trusted = trust or trusted_by_environment(os.environ)
+    return Setup(
+        cwd,
+        env,
+        settings,
+        with_builtin_servers(loaded, settings.builtin_servers, cwd),
+        Approvals.load(data_dir),
+        trusted,
+    )
 
 
 @dataclass(slots=True)
@@ -59,6 +81,7 @@ class ServerReport:
     hooks: list[str] = field(default_factory=list[str])
     hooks_active: bool = False  # under the current MCP_HOOK_SERVERS
     stderr_tail: str = ""
+    approval: str = ""  # project servers only: approved | not approved | declined | changed
 
 
 def _source(path: Path | None, cwd: Path) -> str:
@@ -70,8 +93,11 @@ def _source(path: Path | None, cwd: Path) -> str:
         return str(path)
 
 
-def _report(config: ServerConfig, cwd: Path) -> ServerReport:
-    return ServerReport(config.name, _source(config.source, cwd), config.command, list(config.args))
+def _report(config: ServerConfig, setup: Setup) -> ServerReport:
+    report = ServerReport(config.name, _source(config.source, setup.cwd), config.command, list(config.args))
+    verdict = setup.verdict(config)
+    report.approval = "" if verdict is None else verdict.value
+    return report
 
 
 def _broken_report(entry: BrokenServer, cwd: Path) -> ServerReport:
@@ -97,7 +123,7 @@ def missing_command(config: ServerConfig, env: Mapping[str, str]) -> str | None:
 
 
 def list_reports(setup: Setup) -> list[ServerReport]:
-    return [_report(c, setup.cwd) for c in setup.loaded.servers] + [
+    return [_report(c, setup) for c in setup.loaded.servers] + [
         _broken_report(b, setup.cwd) for b in setup.loaded.broken
     ]
 
@@ -105,7 +131,7 @@ def list_reports(setup: Setup) -> list[ServerReport]:
 def list_command(setup: Setup, as_json: bool) -> int:
     reports = list_reports(setup)
     if as_json:
-        keys = ("name", "source", "command", "args", "error", "unset_vars")
+        keys = ("name", "source", "command", "args", "error", "unset_vars", "approval")
         _print_json(setup, [{key: asdict(report)[key] for key in keys} for report in reports])
         return 0
     _print_notices(setup.loaded.notices)
@@ -113,7 +139,8 @@ def list_command(setup: Setup, as_json: bool) -> int:
         print("no MCP servers configured")
     for report in reports:
         line = report.error if report.state == "config error" else " ".join([report.command, *report.args])
-        print(f"{report.name}  ({report.source})  {line}")
+        approval = f"  [{report.approval}]" if report.approval else ""
+        print(f"{report.name}  ({report.source}){approval}  {printable(line)}")
     return 0
 
 
@@ -122,11 +149,15 @@ def list_command(setup: Setup, as_json: bool) -> int:
 
 async def diagnose(setup: Setup, timeout: float | None) -> tuple[list[ServerReport], list[str]]:
     """Starts every startable server at once (each bounded by its start timeout, or `timeout`)."""
-    reports = {config.name: _report(config, setup.cwd) for config in setup.loaded.servers}
+    reports = {config.name: _report(config, setup) for config in setup.loaded.servers}
     startable: list[ServerConfig] = []
     for config in setup.loaded.servers:
-        problem = missing_command(config, child_environment(setup.env, config.env))
-        if problem is None:
+        problem = missing_command(config, child_environment(os.environ, config.env))
+        verdict = setup.verdict(config)
+        if verdict not in (None, Verdict.APPROVED):
+            reports[config.name].state = NOT_APPROVED
+            reports[config.name].error = held_back_notice(config, verdict)
+        elif problem is None:
             startable.append(replace(config, start_timeout=timeout) if timeout else config)
         else:
             reports[config.name].state, reports[config.name].error = "missing command", problem
@@ -151,7 +182,7 @@ async def _start(configs: list[ServerConfig], setup: Setup, reports: dict[str, S
         start_timeout=settings.server_start_timeout,
         tool_timeout=settings.tool_timeout,
         result_max_bytes=settings.tool_result_max_bytes,
-        child_env=partial(child_environment, setup.env),
+        child_env=partial(child_environment, os.environ),  # never .env, as in a run
     )
     allowlist = parse_allowlist(settings.hook_servers)
     async with pool:
@@ -170,21 +201,26 @@ async def _start(configs: list[ServerConfig], setup: Setup, reports: dict[str, S
 
 def doctor_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
     reports, notices = anyio.run(diagnose, setup, timeout)
-    ok = all(report.ok for report in reports)
+    ok = all(report.ok or report.state == NOT_APPROVED for report in reports)
     if as_json:
         _print_json(setup, [asdict(report) for report in reports], ok=ok, notices=notices)
     else:
         _print_notices([*setup.loaded.notices, *notices])
         for report in reports:
             print("\n".join(_doctor_lines(report, setup)))
-        failed = sum(not report.ok for report in reports)
-        print(f"{len(reports) - failed} of {len(reports)} servers OK" + (f", {failed} failed" if failed else ""))
+        held = sum(report.state == NOT_APPROVED for report in reports)
+        failed = sum(not report.ok for report in reports) - held
+        summary = f"{len(reports) - failed - held} of {len(reports)} servers OK" + (
+            f", {failed} failed" if failed else ""
+        )
+        print(summary + (f", {held} not approved (not started)" if held else ""))
     return 0 if ok else 1
 
 
 def _doctor_lines(report: ServerReport, setup: Setup) -> list[str]:
     command = " ".join([report.command, *report.args])
-    lines = [f"[{'ok' if report.ok else 'FAIL'}] {report.name}  ({report.source})  {command}".rstrip()]
+    mark = "ok" if report.ok else "skip" if report.state == NOT_APPROVED else "FAIL"
+    lines = [f"[{mark}] {report.name}  ({report.source})  {printable(command)}".rstrip()]
     if report.unset_vars:
         lines.append(f"    unset variables: {', '.join('${' + name + '}' for name in report.unset_vars)}")
     if not report.ok:
@@ -222,7 +258,7 @@ def hooks_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
         for r in reports
         for hook in r.hooks
     ]
-    failed = [r for r in reports if not r.ok]
+    failed = [r for r in reports if not r.ok and r.state != NOT_APPROVED]
     if as_json:
         print(json.dumps({"hooks": rows, "failed_servers": [r.name for r in failed]}, indent=2))
     else:

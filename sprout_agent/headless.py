@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 import anyio
 import anyio.to_thread
 
+from sprout_agent.consent import held_back_notice
 from sprout_agent.errors import (
     EXIT_OK,
     EXIT_RUNTIME,
@@ -88,7 +89,7 @@ class Headless:
         if self.prepared.options.verbose:
             read = ", ".join(str(p) for p in self.prepared.loaded.files_read) or "none"
             self.emit(Notice(f"config files read: {read}"))
-        for notice in self.prepared.loaded.notices:
+        for notice in (*self.prepared.loaded.notices, *self.prepared.held_back_notices()):
             self.emit(Notice(notice, "warning"))
 
     async def _turns(self, runtime: Runtime) -> None:
@@ -130,6 +131,11 @@ class Headless:
         hooks = [(spec.server, spec.tool) for spec in agent.hooks.active()]
         statuses = runtime.pool.status()
         servers = [ServerInfo(s.name, s.state, s.tool_count, s.hook_count, s.last_error) for s in statuses]
+        held_back = self.prepared.held_back
+        if held_back is not None:
+            for server in held_back.pending:
+                notice = held_back_notice(server, held_back.verdicts[server.name])
+                servers.append(ServerInfo(server.name, "not approved", 0, 0, notice))
         self.jsonl.init(
             InitInfo(
                 session_id=runtime.session_id,

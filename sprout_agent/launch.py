@@ -16,6 +16,10 @@ from sprout_agent.exits import exit_now, fail
 
 
 def main() -> None:
+    from sprout_agent import secrecy
+    from sprout_agent.settings import is_secret
+
+    secrecy.protect(is_secret)  # before any child exists: none can read our key from /proc
     try:
         if len(sys.argv) == 1 and sys.stdin.isatty():
             from sprout_agent import start

@@ -7,12 +7,12 @@ and the REPL, the headless runner and ACP sessions hand that to `runtime.open_ru
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sprout_agent import config as cfg
+from sprout_agent import consent, store
 from sprout_agent import settings as st
-from sprout_agent import store
 from sprout_agent.compaction import context_window, parse_threshold
 from sprout_agent.errors import UsageError
 from sprout_agent.ledger import Price, parse_prices
@@ -38,6 +38,7 @@ class Options:
     permission_mode: str = "auto"  # auto | ask | read-only
     allow_tools: tuple[str, ...] = ()  # patterns such as dev__bash or git__*
     deny_tools: tuple[str, ...] = ()
+    trust_project: bool = False  # --trust-project: the project's .mcp.json servers start without asking, this run
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,23 @@ class Prepared:
     threshold: int | None  # compaction threshold, tokens; None = off
     locations: Locations
     resume: store.LoadedSession | None = None  # --continue / --resume
+    environ: Mapping[str, str] = field(default_factory=dict[str, str])  # the real environment: what children inherit
+    held_back: consent.Gated | None = None  # project servers waiting for consent; None = none
+
+    def held_back_notices(self) -> tuple[str, ...]:
+        """One line per project server this run does not start, for a face with nobody to ask."""
+        gated = self.held_back
+        if gated is None:
+            return ()
+        return tuple(consent.held_back_notice(server, gated.verdicts[server.name]) for server in gated.pending)
 
 
 def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) -> Prepared:
-    """Reads `.env`, settings and config files; `environ` (the real environment) wins over `.env`."""
-    env = {**cfg.read_dotenv(options.cwd), **environ}
+    """Reads `.env`, settings and config files; `environ` (the real environment) wins over `.env`.
+
+    Project servers the user has not approved are held back (`held_back`); the faces ask or say so."""
+    dotenv = cfg.read_dotenv(options.cwd)
+    env = {**dotenv.values, **environ}
     settings = st.Settings.from_env(env)
     if not settings.api_key_present and not settings.base_url:
         raise UsageError("ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run again")
@@ -66,10 +79,30 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     window = context_window(model, settings.max_context_tokens)
     threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
     prices = parse_prices(settings.prices)
-    loaded = cfg.load_config(options.config_files, options.cwd, env, locations.config)
+    loaded = cfg.load_config(options.config_files, options.cwd, env, locations.config, user_env=environ)
     loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd)
+    trusted = options.trust_project or consent.trusted_by_environment(environ)
+    has_project_servers = any(server.project for server in loaded.servers)
+    approvals = (
+        consent.Approvals.load(locations.data) if has_project_servers and not trusted else consent.Approvals(None)
+    )
+    gated = consent.gate(loaded, approvals, trusted=trusted)
+    loaded = replace(gated.loaded, notices=gated.loaded.notices + dotenv.notices)
     resume = _resumed(options, locations.sessions)
-    return Prepared(options, settings, loaded, env, model, prices, window, threshold, locations, resume)
+    return Prepared(
+        options,
+        settings,
+        loaded,
+        env,
+        model,
+        prices,
+        window,
+        threshold,
+        locations,
+        resume,
+        environ=dict(environ),
+        held_back=gated if gated.pending else None,
+    )
 
 
 def _resumed(options: Options, sessions_dir: Path | None) -> store.LoadedSession | None:

@@ -60,7 +60,7 @@ async def open_runtime(
         start_timeout=prepared.settings.server_start_timeout,
         tool_timeout=prepared.settings.tool_timeout,
         result_max_bytes=prepared.settings.tool_result_max_bytes,
-        child_env=partial(st.child_environment, prepared.env),
+        child_env=partial(st.child_environment, prepared.environ),  # never .env: a project file
         stderr_log=_server_log(prepared, emit),
     )
     async with AsyncExitStack() as stack:

@@ -59,6 +59,11 @@ PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("SPROUT_DEV_ALLOW_OUTSIDE", "", "dev tools: 1 lets write and edit reach outside the working directory"),
     EnvVar("SPROUT_DEV_BASH_TIMEOUT", "120", "dev tools: bash's timeout when the model gives none, seconds (1 to 600)"),
     EnvVar("SPROUT_DEV_NO_RG", "", "dev tools: 1 makes grep use its pure-Python search even when rg is on PATH"),
+    EnvVar(
+        "SPROUT_AGENT_TRUST_PROJECT",
+        "",
+        "1: start the project's .mcp.json servers without approval (as --trust-project); never read from .env",
+    ),
     EnvVar("SPROUT_AGENT_DEBUG", "", "any value: an internal error raises with its traceback instead of one line"),
 )
 
@@ -236,6 +241,12 @@ _INHERITED_PREFIXES = ("LC_", "XDG_")
 _SECRET = re.compile(r"_API_KEY$|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 
 
+def is_secret(name: str, value: str) -> bool:
+    """A variable that holds a credential, by its name: never inherited, scrubbed from our own environ block."""
+    del value
+    return bool(_SECRET.search(name))
+
+
 def child_environment(parent: Mapping[str, str], server_env: Mapping[str, str]) -> dict[str, str]:
     """The environment an MCP server starts with: the `_INHERITED` part of `parent` (never a
     secret-looking name such as ANTHROPIC_API_KEY or *TOKEN*) plus the server's own `env`, which wins."""
@@ -243,7 +254,7 @@ def child_environment(parent: Mapping[str, str], server_env: Mapping[str, str]) 
         key: value
         for key, value in parent.items()
         if (key in _INHERITED or key.startswith(_INHERITED_PREFIXES))
-        and not _SECRET.search(key)
+        and not is_secret(key, value)
         and not value.startswith("()")  # exported bash functions
     }
     return inherited | dict(server_env)

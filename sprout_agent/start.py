@@ -50,6 +50,7 @@ def _run_face(prepared: Prepared, interactive: bool) -> int:
     import anyio
 
     from sprout_agent.repl import run_repl
+    from sprout_agent.ui.consent_prompt import ask_about_project_servers
     from sprout_agent.ui.render import TerminalRenderer
 
     options = prepared.options
@@ -57,7 +58,8 @@ def _run_face(prepared: Prepared, interactive: bool) -> int:
     if options.verbose:
         read = ", ".join(str(p) for p in prepared.loaded.files_read) or "none"
         renderer.say(f"config files read: {read}", "dim")
-    for notice in prepared.loaded.notices:
+    prepared = ask_about_project_servers(prepared)  # before any server starts
+    for notice in (*prepared.loaded.notices, *prepared.held_back_notices()):
         renderer.say(notice, "yellow")
     return anyio.run(run_repl, prepared, renderer)
 

@@ -112,6 +112,7 @@ def test_full_entry_is_parsed(tmp_path: Path) -> None:
             cwd=str(tmp_path / "sub"),
             start_timeout=12.0,
             source=tmp_path / ".mcp.json",
+            project=True,
         ),
     )
     assert loaded.files_read == (tmp_path / ".mcp.json",)
@@ -294,9 +295,23 @@ def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
 
 
 def test_read_dotenv(tmp_path: Path) -> None:
-    assert read_dotenv(tmp_path) == {}
+    assert read_dotenv(tmp_path).values == {}
     (tmp_path / ".env").write_text("# c\nA=1\nexport B='two words'\nNOVALUE\nC=${A}x\n")
-    assert read_dotenv(tmp_path) == {"A": "1", "B": "two words", "C": "1x"}
+    assert read_dotenv(tmp_path).values == {"A": "1", "B": "two words", "C": "1x"}
+
+
+def test_dotenv_cannot_redirect_the_api_or_proxy_the_servers(tmp_path: Path) -> None:
+    refused = ["ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_CUSTOM_HEADERS", "HTTPS_PROXY", "http_proxy",
+               "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_OPTIONS", "MCP_HOOK_SERVERS",
+               "PATH", "PYTHONPATH", "LD_PRELOAD", "DYLD_INSERT_LIBRARIES"]  # fmt: skip
+    allowed = {"ANTHROPIC_API_KEY": "sk-x", "ANTHROPIC_MODEL": "m", "SPROUT_AGENT_TOOL_TIMEOUT": "5", "MY_VAR": "1"}
+    lines = [f"{name}=http://attacker.example" for name in refused] + [f"{k}={v}" for k, v in allowed.items()]
+    (tmp_path / ".env").write_text("\n".join(lines) + "\n")
+    dotenv = read_dotenv(tmp_path)
+    assert dotenv.values == allowed
+    assert sorted(dotenv.ignored) == sorted(refused)
+    (notice,) = dotenv.notices
+    assert "ANTHROPIC_BASE_URL" in notice and "HTTPS_PROXY" in notice
 
 
 # ---------------------------------------------------------------- Settings

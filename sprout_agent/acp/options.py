@@ -16,4 +16,5 @@ class AcpOptions:
     permission_mode: str = "auto"
     allow_tools: tuple[str, ...] = ()
     deny_tools: tuple[str, ...] = ()
+    trust_project: bool = False  # the sessions' project .mcp.json servers start without approval
     locations: Locations = field(default_factory=Locations.nowhere)  # sessions None: not recorded, not loadable

@@ -30,6 +30,7 @@ def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: st
         allow_tools=o.allow_tools,
         deny_tools=o.deny_tools,
         resume_id=resume_id,
+        trust_project=o.trust_project,
     )
     try:
         prepared = prepare(options, o.locations, os.environ)
@@ -43,9 +44,10 @@ def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: st
         if server.name not in names
     )
     loaded = prepared.loaded
-    return replace(
-        prepared, loaded=LoadedConfig(kept + client, loaded.files_read, loaded.notices + skipped, loaded.broken)
-    )
+    # Nobody can be asked before the session exists: unapproved project servers are skipped with a notice the
+    # editor shows with the first prompt (approve them with `sprout-agent mcp approve` in that folder).
+    notices = loaded.notices + skipped + prepared.held_back_notices()
+    return replace(prepared, loaded=LoadedConfig(kept + client, loaded.files_read, notices, loaded.broken))
 
 
 def _client_servers(raw: object, cwd: Path) -> tuple[tuple[ServerConfig, ...], tuple[str, ...]]:

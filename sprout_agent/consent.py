@@ -1,0 +1,173 @@
+"""Consent for project-scoped MCP servers: a cloned repository's `.mcp.json` starts nothing unapproved.
+
+A project server is one found by the lookup (`.mcp.json` in the working directory or its git root); files the
+user names with `--config`, the user config and the built-in servers are the user's own and need no consent.
+Answers live in the user data directory (`project-servers.json`), keyed by the config file's resolved path and
+the server's name, with a fingerprint of the definition as it would run (command, args, env and cwd after
+expanding variables, so a `.env` that changes an expanded value changes the fingerprint): a changed definition
+is a new one and asks again. A yes and a no are both remembered, as Claude Code remembers both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import hashlib
+import json
+import os
+import shlex
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, cast
+
+from sprout_agent.config import LoadedConfig, ServerConfig
+from sprout_agent.errors import ConfigError
+
+APPROVALS_FILE = "project-servers.json"
+TRUST_PROJECT_ENV = "SPROUT_AGENT_TRUST_PROJECT"  # read from the real environment only, never from .env
+
+
+class Verdict(enum.StrEnum):
+    APPROVED = "approved"
+    DECLINED = "declined"  # the user said no to this very definition
+    CHANGED = "changed"  # approved once, but the definition differs now
+    UNKNOWN = "not approved"  # never asked
+
+
+def fingerprint(server: ServerConfig) -> str:
+    """What identifies a definition: everything that decides what runs, as it would run."""
+    definition = {"command": server.command, "args": list(server.args), "env": server.env, "cwd": server.cwd}
+    canonical = json.dumps(definition, sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _file_key(server: ServerConfig) -> str:
+    return str(server.source.resolve()) if server.source is not None else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Approvals:
+    """The remembered answers: {config file: {server name: {"fingerprint": …, "approved": bool}}}."""
+
+    path: Path | None  # None: nothing is remembered (Locations.nowhere())
+    records: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict[str, dict[str, dict[str, Any]]])
+
+    @classmethod
+    def load(cls, data_dir: Path | None) -> Approvals:
+        """The answers on disk; a missing or unreadable file remembers nothing (everything asks again)."""
+        if data_dir is None:
+            return cls(None)
+        path = data_dir / APPROVALS_FILE
+        try:
+            raw: object = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return cls(path)
+        records: dict[str, dict[str, dict[str, Any]]] = {}
+        if isinstance(raw, dict):
+            for key, servers in cast(dict[str, object], raw).items():
+                if isinstance(servers, dict):
+                    records[key] = {
+                        name: cast(dict[str, Any], entry)
+                        for name, entry in cast(dict[str, object], servers).items()
+                        if isinstance(entry, dict)
+                    }
+        return cls(path, records)
+
+    def verdict(self, server: ServerConfig) -> Verdict:
+        entry = self.records.get(_file_key(server), {}).get(server.name)
+        if entry is None:
+            return Verdict.UNKNOWN
+        if entry.get("fingerprint") != fingerprint(server):
+            return Verdict.CHANGED
+        return Verdict.APPROVED if entry.get("approved") is True else Verdict.DECLINED
+
+    def answered(self, servers: Iterable[ServerConfig], approved: bool) -> Approvals:
+        """These servers' answer recorded, and written to disk (0600, atomically)."""
+        records = {key: dict(value) for key, value in self.records.items()}
+        for server in servers:
+            records.setdefault(_file_key(server), {})[server.name] = {
+                "fingerprint": fingerprint(server),
+                "approved": approved,
+                "command": shlex.join([server.command, *server.args]),  # for a person reading the file
+            }
+        return self._saved(records)
+
+    def forgotten(self, servers: Iterable[ServerConfig]) -> Approvals:
+        records = {key: dict(value) for key, value in self.records.items()}
+        for server in servers:
+            records.get(_file_key(server), {}).pop(server.name, None)
+        return self._saved({key: value for key, value in records.items() if value})
+
+    def _saved(self, records: dict[str, dict[str, dict[str, Any]]]) -> Approvals:
+        if self.path is None:
+            return replace(self, records=records)
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".approvals-")
+            with os.fdopen(handle, "w", encoding="utf-8") as out:  # mkstemp creates it 0600
+                json.dump(records, out, indent=2, sort_keys=True)
+            os.replace(temporary, self.path)
+        except OSError as error:
+            with contextlib.suppress(UnboundLocalError, OSError):
+                os.unlink(temporary)  # pyright: ignore[reportPossiblyUnboundVariable]
+            raise ConfigError(f"cannot save MCP server approvals to {self.path}: {error.strerror}") from None
+        return replace(self, records=records)
+
+
+def trusted_by_environment(environ: Mapping[str, str]) -> bool:
+    return environ.get(TRUST_PROJECT_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+@dataclass(frozen=True, slots=True)
+class Gated:
+    """A config split by consent: what may start, and the project servers waiting for an answer."""
+
+    loaded: LoadedConfig
+    pending: tuple[ServerConfig, ...]
+    verdicts: dict[str, Verdict]  # for every pending server
+
+
+def gate(loaded: LoadedConfig, approvals: Approvals, *, trusted: bool) -> Gated:
+    """Holds back every project server not approved as it stands (unless the run trusts the project)."""
+    if trusted:
+        return Gated(loaded, (), {})
+    kept: list[ServerConfig] = []
+    pending: list[ServerConfig] = []
+    verdicts: dict[str, Verdict] = {}
+    for server in loaded.servers:
+        verdict = approvals.verdict(server) if server.project else Verdict.APPROVED
+        if verdict is Verdict.APPROVED:
+            kept.append(server)
+        else:
+            pending.append(server)
+            verdicts[server.name] = verdict
+    return Gated(replace(loaded, servers=tuple(kept)), tuple(pending), verdicts)
+
+
+def held_back_notice(server: ServerConfig, verdict: Verdict) -> str:
+    """The one line a run without anyone to ask shows for a project server it did not start."""
+    why = {
+        Verdict.DECLINED: "you declined it",
+        Verdict.CHANGED: "its definition changed since you approved it",
+    }.get(verdict, "not approved yet")
+    return (
+        f"project MCP server '{server.name}' ({server.source.name if server.source else '?'}) not started: {why}; "
+        f"approve it with `sprout-agent mcp approve {server.name}` in this folder, or run with --trust-project"
+    )
+
+
+def printable(text: str) -> str:
+    """A value from an untrusted file made safe to print: control characters (terminal escapes) escaped."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def describe(server: ServerConfig) -> list[str]:
+    """The lines a person needs to decide: the full command line, cwd and the names of the env it sets."""
+    lines = [f"  {printable(server.name)}: {printable(shlex.join([server.command, *server.args]))}"]
+    if server.cwd is not None:
+        lines.append(f"      cwd: {printable(server.cwd)}")
+    if server.env:
+        lines.append(f"      env: {printable(', '.join(sorted(server.env)))}")
+    return lines

@@ -1,0 +1,89 @@
+"""The interactive question before a project's `.mcp.json` servers first start: each unapproved server's full
+command line, cwd and env names, answered yes, all in this file, or no (the default); answers are remembered.
+
+Plain lines on stderr and one line read from stdin: it runs before the prompt_toolkit session exists, and a
+question this important should read the same on any terminal.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from sprout_agent.config import ServerConfig
+from sprout_agent.consent import Approvals, Gated, Verdict, describe, printable
+from sprout_agent.errors import ConfigError
+from sprout_agent.options import Prepared
+
+
+def _read_answer(question: str) -> str | None:
+    sys.stderr.write(question)
+    sys.stderr.flush()
+    line = sys.stdin.readline()
+    return None if not line else line.strip().lower()  # None: end of input, nobody to answer
+
+
+def ask_about_project_servers(
+    prepared: Prepared,
+    read: Callable[[str], str | None] = _read_answer,
+    write: Callable[[str], object] = sys.stderr.write,
+) -> Prepared:
+    """`prepared` with the servers the user approves now added; declined ones are remembered as declined."""
+    held = prepared.held_back
+    if held is None:
+        return prepared
+    to_ask = [server for server in held.pending if held.verdicts[server.name] is not Verdict.DECLINED]
+    if not to_ask:
+        return prepared  # every one was declined before: the face shows the notices
+    approved, declined = _ask(to_ask, held, read, write)
+    _remember(prepared, approved, declined, write)
+    if not approved:
+        return prepared
+    rest = tuple(server for server in held.pending if server not in approved)
+    loaded = replace(prepared.loaded, servers=prepared.loaded.servers + tuple(approved))
+    still_held = Gated(loaded, rest, {s.name: held.verdicts[s.name] for s in rest}) if rest else None
+    return replace(prepared, loaded=loaded, held_back=still_held)
+
+
+def _ask(
+    servers: list[ServerConfig], held: Gated, read: Callable[[str], str | None], write: Callable[[str], object]
+) -> tuple[list[ServerConfig], list[ServerConfig]]:
+    files = sorted({str(server.source) for server in servers})
+    write(f"The project config {printable(', '.join(files))} wants to start MCP servers you have not approved.\n")
+    write("They run as commands on this machine, with your user's rights. Approve only what you trust.\n")
+    approved: list[ServerConfig] = []
+    declined: list[ServerConfig] = []
+    every_in: set[Path | None] = set()
+    for server in servers:
+        if server.source in every_in:
+            approved.append(server)
+            continue
+        changed = " (changed since you approved it)" if held.verdicts[server.name] is Verdict.CHANGED else ""
+        write("\n".join(describe(server)) + f"{changed}\n")
+        file = server.source.name if server.source is not None else "this file"
+        answer = read(f"Start '{printable(server.name)}'? [y]es, [a]ll in {file}, [N]o: ")
+        if answer is None:
+            write("\n")
+            break  # no answer is not a "no": nothing is remembered for the rest
+        if answer in ("a", "all"):
+            every_in.add(server.source)
+        if answer in ("y", "yes", "a", "all"):
+            approved.append(server)
+        else:
+            declined.append(server)
+    return approved, declined
+
+
+def _remember(
+    prepared: Prepared, approved: list[ServerConfig], declined: list[ServerConfig], write: Callable[[str], object]
+) -> None:
+    approvals = Approvals.load(prepared.locations.data)
+    try:
+        if approved:
+            approvals = approvals.answered(approved, approved=True)
+        if declined:
+            approvals.answered(declined, approved=False)
+    except ConfigError as error:
+        write(f"sprout-agent: {error} (the answers count for this run only)\n")

@@ -1,0 +1,26 @@
+"""The agent's credentials stay out of its children's reach: the commands dev__bash runs are the agent's own
+children, so they are what would read it, from their environment or from the agent's /proc entry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
+from tests.harness import API_KEY, result_text, run_agent, tool_results
+
+pytestmark = pytest.mark.e2e
+
+
+def test_bash_cannot_read_the_key_from_its_env_or_the_agents_proc_environ(tmp_path: Path) -> None:
+    command = "env; echo ---; tr '\\0' '\\n' < /proc/$PPID/environ; echo ---; tr '\\0' '\\n' < /proc/$$/environ"
+    script: list[Step] = [reply(tool_use("dev__bash", {"command": command})), reply("done")]
+    extra = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "GITHUB_TOKEN": "ghp_secret_value_123"}
+    with FakeAnthropic(script) as fake:
+        run = run_agent(tmp_path, ["-p", "look around"], fake=fake, env=extra)
+    assert run.code == 0, run.stderr
+    (result,) = tool_results(fake.requests[1].body)
+    output = result_text(result)
+    assert "ANTHROPIC_BASE_URL=" in output  # the agent's environ block was read, and it holds no secret value
+    assert API_KEY not in output and "ghp_secret_value_123" not in output
