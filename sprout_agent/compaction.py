@@ -7,6 +7,7 @@ rails (circuit breaker, thrash guard, per-session cap, oldest-turn truncation as
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -61,7 +62,7 @@ def parse_threshold(raw: str | None, window: int, reserve: int) -> int | None:
         value = float(text)
     except ValueError:
         value = -1.0
-    if value <= 0:
+    if not math.isfinite(value) or value <= 0:  # float() takes "nan" and "1e400" (inf); int() of them crashes
         raise UsageError(f"SPROUT_AGENT_COMPACT_THRESHOLD must be a fraction, a token count or off, got {raw!r}")
     return int(usable * value) if value <= 1 else int(value)
 

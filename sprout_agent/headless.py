@@ -110,7 +110,8 @@ class Headless:
         if options.input_format != "stream-json":
             return
         number, given = 0, options.prompt is not None
-        while line := await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True):
+        # Bytes, decoded per line by parse_user_line: a line that is not UTF-8 is that line's error, not a crash.
+        while line := await anyio.to_thread.run_sync(sys.stdin.buffer.readline, abandon_on_cancel=True):
             number += 1
             if not line.strip():
                 continue

@@ -284,16 +284,23 @@ def _hook_record(event: ev.HookEvent) -> Record:
 
 
 # --- input ------------------------------------------------------------------------------------------------
-def parse_user_line(line: str) -> str:
+def parse_user_line(line: str | bytes) -> str:
     """One stdin line of `--input-format stream-json` → the user's text; ValueError says what is wrong.
 
     Accepts Claude Code's `{"type": "user", "message": {"role": "user", "content": "…" | [text blocks]}}`
     and the shorter `{"type": "user", "text": "…"}`.
     """
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"not UTF-8 text (byte {error.start} is 0x{line[error.start]:02x})") from None
     try:
         data = json.loads(line)
     except ValueError as error:
         raise ValueError(f"not JSON: {error}") from None
+    except RecursionError:  # json's parser recurses per `[` or `{`
+        raise ValueError("not JSON: nested too deeply") from None
     if not isinstance(data, dict) or cast(dict[str, Any], data).get("type") != "user":
         raise ValueError('expected an object with "type": "user"')
     record = cast(dict[str, Any], data)
@@ -306,6 +313,10 @@ def parse_user_line(line: str) -> str:
         text = _content_text(cast(dict[str, Any], message).get("content"))
     if not text.strip():
         raise ValueError("the user message is empty")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a \ud800 escape: neither the API nor the transcript can carry it
+        raise ValueError("the user message is not valid Unicode (a lone surrogate)") from None
     return text
 
 
