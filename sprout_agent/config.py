@@ -89,7 +89,8 @@ def load_config(
     file, which expands from `user_env` when given (the real environment: a project's `.env` must not choose
     what the user's own servers run). Servers from the project file are marked `project`.
     With `strict=False` a bad server entry (an unset variable, a wrong type) is kept in `broken`
-    instead of raising, so `mcp doctor` can report every server; file-level errors still raise.
+    instead of raising, so `mcp doctor` can report every server; file-level errors still raise, except in the
+    project file (leniently loaded, a repository's broken file becomes a notice).
     """
     layered = bool(explicit)
     project = None if layered else _project_file(cwd)
@@ -104,7 +105,14 @@ def load_config(
         shown = _display(path, cwd)
         is_project = path == project
         expand_from = env if is_project or layered or user_env is None else user_env
-        for server in _read_file(path, shown, expand_from, notices, broken):
+        try:
+            servers = _read_file(path, shown, expand_from, notices, broken)
+        except ConfigError as error:
+            if not is_project or broken is None:
+                raise
+            notices.append(f"{error} (the project's config file is skipped)")  # a repository's bad file stops nothing
+            continue
+        for server in servers:
             server = replace(server, project=True) if is_project else server
             earlier = merged.get(server.name)
             if earlier is None or layered:

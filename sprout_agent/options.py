@@ -14,7 +14,7 @@ from sprout_agent import config as cfg
 from sprout_agent import consent, session_index, store
 from sprout_agent import settings as st
 from sprout_agent.compaction import context_window, parse_threshold
-from sprout_agent.errors import UsageError
+from sprout_agent.errors import ConfigError, UsageError
 from sprout_agent.ledger import Price, parse_prices
 from sprout_agent.locations import Locations
 
@@ -79,7 +79,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     window = context_window(model, settings.max_context_tokens)
     threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
     prices = parse_prices(settings.prices)
-    loaded = cfg.load_config(options.config_files, options.cwd, env, locations.config, user_env=environ)
+    loaded = _loaded(options, env, environ, locations)
     loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd)
     trusted = options.trust_project or consent.trusted_by_environment(environ)
     has_project_servers = any(server.project for server in loaded.servers)
@@ -103,6 +103,18 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
         environ=dict(environ),
         held_back=gated if gated.pending else None,
     )
+
+
+def _loaded(
+    options: Options, env: Mapping[str, str], environ: Mapping[str, str], locations: Locations
+) -> cfg.LoadedConfig:
+    """The config files; a server with a bad definition is skipped with a notice, not the run (unless
+    --strict-mcp-config). A bad file (unreadable, not JSON) still fails the run, except the project's own."""
+    loaded = cfg.load_config(options.config_files, options.cwd, env, locations.config, strict=False, user_env=environ)
+    if loaded.broken and options.strict_mcp_config:
+        raise ConfigError(loaded.broken[0].error)
+    skipped = tuple(f"{entry.error} (server '{entry.name}' skipped)" for entry in loaded.broken)
+    return replace(loaded, notices=loaded.notices + skipped)
 
 
 def _resumed(options: Options, sessions_dir: Path | None) -> store.LoadedSession | None:

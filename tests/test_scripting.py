@@ -127,7 +127,7 @@ def test_api_error_ends_the_stream_with_an_error_result(tmp_path: Path) -> None:
 @pytest.mark.parametrize("fmt", ["json", "stream-json"])
 def test_config_error_is_exit_2_with_a_result_object(tmp_path: Path, fmt: str) -> None:
     bad = tmp_path / "bad.json"
-    bad.write_text('{"mcpServers": {"x": {"command": 3}}}')
+    bad.write_text('{"mcpServers": {"x": ')
     run = run_agent(tmp_path, ["--output-format", fmt, "--config", str(bad), "-p", "go"], fake=None)
     assert run.code == 2
     (result,) = valid_lines(run.stdout)
