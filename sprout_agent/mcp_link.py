@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import cast
 
 import anyio
 import mcp.types as types
@@ -105,12 +106,24 @@ async def connect(
             _session(config, (read, write), began, timeout, max_bytes, proc.notices) as (link, listed),
         ):
             yield link, listed, proc.ended
-    except MCPError as exc:
-        raise _ours(exc) from exc
-    except ValidationError as exc:  # an answer the protocol's schema rejects; its own text spans many lines
-        first = exc.errors()[0]
+    except Exception as exc:  # the SDK's task groups wrap its errors: the first leaf says what happened
+        ours = _translated(exc)
+        if ours is exc:
+            raise
+        raise ours from exc
+
+
+def _translated(exc: Exception) -> Exception:
+    leaf: BaseException = exc
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = cast("BaseExceptionGroup[BaseException]", leaf).exceptions[0]
+    if isinstance(leaf, MCPError):
+        return _ours(leaf)
+    if isinstance(leaf, ValidationError):  # an answer the protocol's schema rejects; its own text spans lines
+        first = leaf.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        raise ServerAnswered(f"invalid answer from the server: {where}: {first['msg']}") from exc
+        return ServerAnswered(f"invalid answer from the server: {where}: {first['msg']}")
+    return exc
 
 
 @asynccontextmanager

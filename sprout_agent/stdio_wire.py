@@ -158,6 +158,10 @@ def _salvage(text: str, error: ValidationError, requests: Requests) -> types.JSO
 def _why(fields: dict[str, Any], error: ValidationError) -> str:
     if fields.get("jsonrpc") != "2.0":
         return f'"jsonrpc" is {json.dumps(fields.get("jsonrpc"))}, not "2.0"'
+    try:
+        json.dumps(fields, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return "its text holds a lone surrogate (half of a UTF-16 pair), which is not valid Unicode"
     first = error.errors()[0]
     if first["type"] == "json_invalid":
         return str(first["msg"])  # e.g. a lone surrogate: "Invalid JSON: unexpected end of hex escape at ..."
@@ -186,17 +190,21 @@ def _check_result(method: str, result: dict[str, Any], requests: Requests, skipp
         requests.agreed(result.get("protocolVersion"))
     elif method == "tools/list" and isinstance(result.get("tools"), list):
         tools = cast("list[object]", result["tools"])
-        result["tools"] = [tool for tool in tools if _tool_is_valid(tool, requests.version, skipped)]
+        result["tools"] = [tool for tool in tools if _tool_is_valid(tool, result, requests.version, skipped)]
 
 
-def _tool_is_valid(tool: object, version: str, skipped: list[str]) -> bool:
+def _tool_is_valid(tool: object, page: dict[str, Any], version: str, skipped: list[str]) -> bool:
+    """Whether the page with only this tool passes the check the session makes; faults of the page itself
+    are left to the session (they fail the server with their reason)."""
     try:
-        methods.validate_server_result("tools/list", version, {"tools": [tool]})
+        methods.validate_server_result("tools/list", version, {**page, "tools": [tool]})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"][2:]) or "definition"
+        faults = [error for error in exc.errors() if error["loc"][:2] == ("tools", 0)]
+        if not faults:
+            return True
+        where = ".".join(str(part) for part in faults[0]["loc"][2:]) or "definition"
         name = cast("dict[str, object]", tool).get("name") if isinstance(tool, dict) else None
-        skipped.append(f"skipped tool {json.dumps(name)}: invalid {where}: {first['msg']}")
+        skipped.append(f"skipped tool '{name}': invalid {where}: {faults[0]['msg']}")
         return False
     except (KeyError, ValueError):
         pass  # a version or method this SDK has no schema for: the session decides

@@ -5,9 +5,12 @@ lines. Stdlib only: it starts in a few tens of milliseconds. Configured by envir
 
 RAW_MCP_BAD_SCHEMA      comma list of extra tools listed with an invalid inputSchema ({"type": "string"})
 RAW_MCP_ENDLESS=1       tools/list always answers one more tool and a next cursor
+RAW_MCP_BAD_LISTING=1   tools/list answers {"tools": "none"}: the whole listing is invalid
 RAW_MCP_PIDFILE         file the server writes its pid to once it serves
+RAW_MCP_CALLS           file to which each called tool's name is appended (one a line) as the call arrives
 
-Tools (always listed): echo(text) -> text; hang() -> never answers; and the faults, each answering a call:
+Tools (always listed): echo(text) -> text; hang() -> blocks the whole server (it reads no more, so not even
+stdin's end stops it: only a signal does); and the faults, each answering a call:
 huge(bytes) -> a response line of that many bytes (streamed, never held in memory), then it keeps serving;
 bad_version() -> the answer says "jsonrpc": "1.0"; surrogate() -> text with a lone surrogate ("\\ud800");
 garbage() -> a line that is not JSON at all; no_id() -> a broken answer whose id is missing.
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from typing import Any
 
 _CHUNK = 1 << 20
@@ -47,6 +51,9 @@ def list_tools(request_id: object, params: dict[str, Any]) -> None:
             }
         )
         return
+    if os.environ.get("RAW_MCP_BAD_LISTING") == "1":
+        send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": "none"}})
+        return
     bad = [name for name in os.environ.get("RAW_MCP_BAD_SCHEMA", "").split(",") if name]
     tools = [tool("echo"), tool("hang"), *(tool(name, {"type": "string"}) for name in bad)]
     tools += [tool(name) for name in ("huge", "bad_version", "surrogate", "garbage", "no_id")]
@@ -67,7 +74,13 @@ def huge(request_id: object, size: int) -> None:
 
 
 def call(request_id: object, name: str, arguments: dict[str, Any]) -> None:
-    if name == "echo":
+    calls = os.environ.get("RAW_MCP_CALLS")
+    if calls:
+        with open(calls, "a") as handle:
+            handle.write(name + "\n")
+    if name == "hang":
+        time.sleep(3600)
+    elif name == "echo":
         send(text_result(request_id, str(arguments.get("text", ""))))
     elif name == "huge":
         huge(request_id, int(arguments.get("bytes", 1000)))
@@ -80,7 +93,6 @@ def call(request_id: object, name: str, arguments: dict[str, Any]) -> None:
         sys.stdout.flush()
     elif name == "no_id":
         send({"jsonrpc": "1.0", "result": {"content": []}})
-    # hang: no answer
 
 
 def main() -> None:
