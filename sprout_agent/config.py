@@ -85,9 +85,10 @@ def load_config(
     Otherwise: `.mcp.json` in `cwd`, or else in the git root above it, then the user file
     `<user_config_dir>/mcp.json` (~/.config/sprout-agent/mcp.json on Linux) if it exists; project
     servers come first and on a name clash the earlier (project) file wins, with a notice.
-    `${VAR}` / `${VAR:-default}` in command, args, env values and cwd expand from `env`, except in the user
-    file, which expands from `user_env` when given (the real environment: a project's `.env` must not choose
-    what the user's own servers run). Servers from the project file are marked `project`.
+    `${VAR}` / `${VAR:-default}` in command, args, env values and cwd expand from `env`, except in files
+    outside `cwd` (the user file, a --config file elsewhere), which expand from `user_env` when given (the
+    real environment: a project's `.env` must not choose what the user's own servers run). Servers from the
+    project file are marked `project`.
     With `strict=False` a bad server entry (an unset variable, a wrong type) is kept in `broken`
     instead of raising, so `mcp doctor` can report every server; file-level errors still raise, except in the
     project file (leniently loaded, a repository's broken file becomes a notice).
@@ -104,7 +105,9 @@ def load_config(
     for path in files:
         shown = _display(path, cwd)
         is_project = path == project
-        expand_from = env if is_project or layered or user_env is None else user_env
+        # .env is the working directory's: its values may fill in only files of that directory (a repository
+        # cannot choose what a user's own config, named or looked up, runs).
+        expand_from = env if is_project or user_env is None or _inside(path, cwd) else user_env
         try:
             servers = _read_file(path, shown, expand_from, notices, broken)
         except ConfigError as error:
@@ -121,6 +124,10 @@ def load_config(
                 kept = shown if layered else _display(cast(Path, earlier.source), cwd)
                 notices.append(f"server '{server.name}' defined twice: using the one in {kept}")
     return LoadedConfig(tuple(merged.values()), tuple(files), tuple(notices), tuple(broken or ()))
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    return path.resolve().is_relative_to(directory.resolve())
 
 
 def _project_file(cwd: Path) -> Path | None:
@@ -330,10 +337,11 @@ def _expand(text: str, env: Mapping[str, str], where: str) -> str:
 
 # What a project's `.env` may not set, because a cloned repository must not choose where requests and
 # credentials go or what runs: the endpoint and every ANTHROPIC_* but the key and the model, proxies and CA
-# bundles, the hook allowlist, PATH and the loader and interpreter variables. Ignored with a notice.
+# bundles, the hook allowlist, price overrides (they would switch off --max-budget-usd), PATH and the loader
+# and interpreter variables. Ignored with a notice.
 _DOTENV_REFUSED = re.compile(
     r"ANTHROPIC_(?!API_KEY$|MODEL$).*|.*_PROXY|SSL_CERT_.*|.*_CA_BUNDLE|NODE_EXTRA_CA_CERTS|NODE_OPTIONS|NODE_TLS_.*"
-    r"|MCP_HOOK_SERVERS|PATH|PYTHON.*|LD_.*|DYLD_.*",
+    r"|MCP_HOOK_SERVERS|SPROUT_AGENT_PRICES|PATH|PYTHON.*|LD_.*|DYLD_.*",
     re.IGNORECASE,
 )
 

@@ -24,6 +24,8 @@ from typing import Any, cast
 
 from sprout_agent.config import LoadedConfig, ServerConfig
 from sprout_agent.errors import ConfigError
+from sprout_agent.tools._secrets import is_secret
+from sprout_agent.untrusted import printable
 
 APPROVALS_FILE = "project-servers.json"
 TRUST_PROJECT_ENV = "SPROUT_AGENT_TRUST_PROJECT"  # read from the real environment only, never from .env
@@ -36,15 +38,46 @@ class Verdict(enum.StrEnum):
     UNKNOWN = "not approved"  # never asked
 
 
-def fingerprint(server: ServerConfig) -> str:
-    """What identifies a definition: everything that decides what runs, as it would run."""
-    definition = {"command": server.command, "args": list(server.args), "env": server.env, "cwd": server.cwd}
+Secrets = Mapping[str, str]  # a credential's value -> the variable it came from
+
+
+def secrets_in(env: Mapping[str, str]) -> dict[str, str]:
+    """The credential values of `env` (the real environment over .env), to be masked wherever shown."""
+    return {value: name for name, value in env.items() if len(value) >= 6 and is_secret(name, value)}
+
+
+def _mask(text: str, secrets: Secrets) -> str:
+    for value in sorted(secrets, key=len, reverse=True):
+        text = text.replace(value, "${" + secrets[value] + "}")
+    return text
+
+
+def masked(server: ServerConfig, secrets: Secrets) -> ServerConfig:
+    """The definition with every credential value replaced by `${NAME}`: what is shown, stored and hashed,
+    so neither the question nor the approvals file ever holds a key (and rotating a key asks nothing)."""
+    if not secrets:
+        return server
+    return replace(
+        server,
+        command=_mask(server.command, secrets),
+        args=tuple(_mask(arg, secrets) for arg in server.args),
+        env={name: _mask(value, secrets) for name, value in server.env.items()},
+        cwd=None if server.cwd is None else _mask(server.cwd, secrets),
+    )
+
+
+def fingerprint(server: ServerConfig, secrets: Secrets) -> str:
+    """What identifies a definition: everything that decides what runs, as it would run (credentials masked)."""
+    shown = masked(server, secrets)
+    definition = {"command": shown.command, "args": list(shown.args), "env": shown.env, "cwd": shown.cwd}
     canonical = json.dumps(definition, sort_keys=True, ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _file_key(server: ServerConfig) -> str:
-    return str(server.source.resolve()) if server.source is not None else ""
+    # The path as found, not resolved: a repository whose .mcp.json links to an approved project's file must
+    # not borrow that approval (its relative commands would run its own code).
+    return str(server.source.absolute()) if server.source is not None else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,22 +108,23 @@ class Approvals:
                     }
         return cls(path, records)
 
-    def verdict(self, server: ServerConfig) -> Verdict:
+    def verdict(self, server: ServerConfig, secrets: Secrets) -> Verdict:
         entry = self.records.get(_file_key(server), {}).get(server.name)
         if entry is None:
             return Verdict.UNKNOWN
-        if entry.get("fingerprint") != fingerprint(server):
+        if entry.get("fingerprint") != fingerprint(server, secrets):
             return Verdict.CHANGED
         return Verdict.APPROVED if entry.get("approved") is True else Verdict.DECLINED
 
-    def answered(self, servers: Iterable[ServerConfig], approved: bool) -> Approvals:
+    def answered(self, servers: Iterable[ServerConfig], approved: bool, secrets: Secrets) -> Approvals:
         """These servers' answer recorded, and written to disk (0600, atomically)."""
         records = {key: dict(value) for key, value in self.records.items()}
         for server in servers:
+            shown = masked(server, secrets)
             records.setdefault(_file_key(server), {})[server.name] = {
-                "fingerprint": fingerprint(server),
+                "fingerprint": fingerprint(server, secrets),
                 "approved": approved,
-                "command": shlex.join([server.command, *server.args]),  # for a person reading the file
+                "command": shlex.join([shown.command, *shown.args]),  # for a person reading the file
             }
         return self._saved(records)
 
@@ -129,7 +163,7 @@ class Gated:
     verdicts: dict[str, Verdict]  # for every pending server
 
 
-def gate(loaded: LoadedConfig, approvals: Approvals, *, trusted: bool) -> Gated:
+def gate(loaded: LoadedConfig, approvals: Approvals, secrets: Secrets, *, trusted: bool) -> Gated:
     """Holds back every project server not approved as it stands (unless the run trusts the project)."""
     if trusted:
         return Gated(loaded, (), {})
@@ -137,7 +171,7 @@ def gate(loaded: LoadedConfig, approvals: Approvals, *, trusted: bool) -> Gated:
     pending: list[ServerConfig] = []
     verdicts: dict[str, Verdict] = {}
     for server in loaded.servers:
-        verdict = approvals.verdict(server) if server.project else Verdict.APPROVED
+        verdict = approvals.verdict(server, secrets) if server.project else Verdict.APPROVED
         if verdict is Verdict.APPROVED:
             kept.append(server)
         else:
@@ -158,16 +192,31 @@ def held_back_notice(server: ServerConfig, verdict: Verdict) -> str:
     )
 
 
-def printable(text: str) -> str:
-    """A value from an untrusted file made safe to print: control characters (terminal escapes) escaped."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+SHOWN_LIMIT = 400  # characters of one shown value: more is said, not shown
 
 
-def describe(server: ServerConfig) -> list[str]:
-    """The lines a person needs to decide: the full command line, cwd and the names of the env it sets."""
-    lines = [f"  {printable(server.name)}: {printable(shlex.join([server.command, *server.args]))}"]
-    if server.cwd is not None:
-        lines.append(f"      cwd: {printable(server.cwd)}")
-    if server.env:
-        lines.append(f"      env: {printable(', '.join(sorted(server.env)))}")
+def describe(server: ServerConfig, secrets: Secrets) -> list[str]:
+    """The lines a person needs to decide: the full command line, cwd, and the env it sets (credentials
+    masked as `${NAME}`, and named, since the server would receive them)."""
+    shown = masked(server, secrets)
+    command = printable(shlex.join([shown.command, *shown.args]), SHOWN_LIMIT)
+    lines = [f"  {printable(server.name)}: {command}"]
+    if shown.cwd is not None:
+        lines.append(f"      cwd: {printable(shown.cwd, SHOWN_LIMIT)}")
+    for name, value in sorted(shown.env.items()):
+        lines.append(f"      env: {printable(name)}={printable(value, SHOWN_LIMIT)}")
+    passed = sorted({name for value, name in secrets.items() if shown != server and _uses(server, value)})
+    if passed:
+        lines.append(f"      it would receive your credentials: {', '.join(passed)}")
     return lines
+
+
+def _uses(server: ServerConfig, value: str) -> bool:
+    texts = (server.command, *server.args, *server.env.values(), server.cwd or "")
+    return any(value in text for text in texts)
+
+
+def short_command(server: ServerConfig, secrets: Secrets) -> str:
+    """The start of the command line, for the question line itself (the whole of it is listed above)."""
+    shown = masked(server, secrets)
+    return printable(shlex.join([shown.command, *shown.args]), 80)

@@ -7,9 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from sprout_agent.config import ServerConfig
-from sprout_agent.consent import describe
+from sprout_agent.consent import describe, secrets_in
 from sprout_agent.doctor import Setup
 from sprout_agent.errors import EXIT_USAGE
+from sprout_agent.untrusted import printable
 
 
 def _chosen(setup: Setup, names: Sequence[str], every: bool) -> list[ServerConfig] | None:
@@ -21,26 +22,27 @@ def _chosen(setup: Setup, names: Sequence[str], every: bool) -> list[ServerConfi
         return None
     if every == bool(names):
         sys.stderr.write("sprout-agent: name the servers, or give --all\n")
-        _list(project)
+        _list(project, setup)
         return None
     by_name = {server.name: server for server in project}
     unknown = [name for name in names if name not in by_name]
     if unknown:
-        sys.stderr.write(f"sprout-agent: not a project server here: {', '.join(unknown)}\n")
-        _list(project)
+        sys.stderr.write(f"sprout-agent: not a project server here: {printable(', '.join(unknown))}\n")
+        _list(project, setup)
         return None
     return project if every else [by_name[name] for name in names]
 
 
-def _list(project: Sequence[ServerConfig]) -> None:
-    sys.stderr.write("project servers:\n" + "\n".join(line for s in project for line in describe(s)) + "\n")
+def _list(project: Sequence[ServerConfig], setup: Setup) -> None:
+    secrets = secrets_in(setup.env)
+    sys.stderr.write("project servers:\n" + "\n".join(line for s in project for line in describe(s, secrets)) + "\n")
 
 
 def approve_command(setup: Setup, names: Sequence[str], every: bool) -> int:
     chosen = _chosen(setup, names, every)
     if chosen is None:
         return EXIT_USAGE
-    setup.approvals.answered(chosen, approved=True)
+    setup.approvals.answered(chosen, approved=True, secrets=secrets_in(setup.env))
     for server in chosen:
         print(f"approved {server.name}: it starts in runs here until its definition changes")
     return 0

@@ -17,11 +17,12 @@ from pathlib import Path
 import anyio
 
 from sprout_agent.config import BrokenServer, LoadedConfig, ServerConfig, load_config, read_dotenv, with_builtin_servers
-from sprout_agent.consent import Approvals, Verdict, held_back_notice, printable, trusted_by_environment
+from sprout_agent.consent import Approvals, Verdict, held_back_notice, secrets_in, trusted_by_environment
 from sprout_agent.events import Event, Notice
 from sprout_agent.hooks import POST_COMPACT, STOP, is_hook, parse_allowlist
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.settings import Settings, child_environment
+from sprout_agent.untrusted import printable
 
 BUILT_IN = "built in"
 NOT_APPROVED = "not approved"  # a project server held back for consent: not started, not a failure
@@ -43,7 +44,7 @@ class Setup:
         """None for a server that needs no consent (not from the project's file)."""
         if not config.project:
             return None
-        return Verdict.APPROVED if self.trusted else self.approvals.verdict(config)
+        return Verdict.APPROVED if self.trusted else self.approvals.verdict(config, secrets_in(self.env))
 
 
 def load_setup(
@@ -224,8 +225,8 @@ def _doctor_lines(report: ServerReport, setup: Setup) -> list[str]:
     if report.unset_vars:
         lines.append(f"    unset variables: {', '.join('${' + name + '}' for name in report.unset_vars)}")
     if not report.ok:
-        lines.append(f"    {report.state}: {report.error or 'unknown reason'}")
-        lines += [f"    | {line}" for line in report.stderr_tail.splitlines()]
+        lines.append(f"    {report.state}: {printable(report.error or 'unknown reason')}")
+        lines += [f"    | {printable(line)}" for line in report.stderr_tail.splitlines()]  # a server's own words
         return lines
     lines.append(f"    initialize {_seconds(report.initialize_seconds)}, tools/list {_seconds(report.list_seconds)}")
     lines.append(f"    tools ({len(report.tools)}): {', '.join(report.tools) or '-'}")
@@ -268,7 +269,7 @@ def hooks_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
         if not rows:
             print("no hooks found")
         for report in failed:
-            sys.stderr.write(f"sprout-agent: server {report.name} failed: {report.error} (see mcp doctor)\n")
+            sys.stderr.write(f"sprout-agent: server {report.name} failed: {printable(report.error)} (see mcp doctor)\n")
     return 1 if failed else 0
 
 
@@ -277,7 +278,7 @@ def hooks_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
 
 def _print_notices(notices: Sequence[str]) -> None:
     for notice in notices:
-        sys.stderr.write(f"sprout-agent: {notice}\n")
+        sys.stderr.write(f"sprout-agent: {printable(notice)}\n")
 
 
 def _print_json(

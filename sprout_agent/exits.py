@@ -8,10 +8,11 @@ import sys
 from typing import NoReturn
 
 from sprout_agent.errors import EXIT_USAGE
+from sprout_agent.untrusted import printable
 
 
 def fail(message: str, code: int) -> NoReturn:
-    sys.stderr.write(f"sprout-agent: {message}\n")
+    sys.stderr.write(f"sprout-agent: {printable(message)}\n")  # it may quote a config file or a server
     exit_now(code)
 
 

@@ -30,6 +30,7 @@ from sprout_agent.runtime import Runtime, new_session_id, open_runtime
 from sprout_agent.signals import SignalWatch
 from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo, parse_user_line
 from sprout_agent.ui.render import TerminalRenderer
+from sprout_agent.untrusted import printable
 
 
 class Headless:
@@ -182,7 +183,7 @@ class Headless:
                 )
             )
         if self.fatal is not None:
-            sys.stderr.write(f"sprout-agent: {self.fatal}\n")
+            sys.stderr.write(f"sprout-agent: {printable(self.fatal)}\n")
         return self.code
 
 

@@ -86,7 +86,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     approvals = (
         consent.Approvals.load(locations.data) if has_project_servers and not trusted else consent.Approvals(None)
     )
-    gated = consent.gate(loaded, approvals, trusted=trusted)
+    gated = consent.gate(loaded, approvals, consent.secrets_in(env), trusted=trusted)
     loaded = replace(gated.loaded, notices=gated.loaded.notices + dotenv.notices)
     resume = _resumed(options, locations.sessions)
     return Prepared(

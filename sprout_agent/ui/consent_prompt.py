@@ -10,12 +10,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 
 from sprout_agent.config import ServerConfig
-from sprout_agent.consent import Approvals, Gated, Verdict, describe, printable
+from sprout_agent.consent import Approvals, Gated, Secrets, Verdict, describe, secrets_in, short_command
 from sprout_agent.errors import ConfigError
 from sprout_agent.options import Prepared
+from sprout_agent.untrusted import printable
 
 
 def _read_answer(question: str) -> str | None:
@@ -37,8 +37,9 @@ def ask_about_project_servers(
     to_ask = [server for server in held.pending if held.verdicts[server.name] is not Verdict.DECLINED]
     if not to_ask:
         return prepared  # every one was declined before: the face shows the notices
-    approved, declined = _ask(to_ask, held, read, write)
-    _remember(prepared, approved, declined, write)
+    secrets = secrets_in(prepared.env)
+    approved, declined = _ask(to_ask, held, secrets, read, write)
+    _remember(prepared, approved, declined, secrets, write)
     if not approved:
         return prepared
     rest = tuple(server for server in held.pending if server not in approved)
@@ -48,42 +49,48 @@ def ask_about_project_servers(
 
 
 def _ask(
-    servers: list[ServerConfig], held: Gated, read: Callable[[str], str | None], write: Callable[[str], object]
+    servers: list[ServerConfig],
+    held: Gated,
+    secrets: Secrets,
+    read: Callable[[str], str | None],
+    write: Callable[[str], object],
 ) -> tuple[list[ServerConfig], list[ServerConfig]]:
+    """Every server is shown before the first question, so "all" only ever covers what the user has seen."""
     files = sorted({str(server.source) for server in servers})
     write(f"The project config {printable(', '.join(files))} wants to start MCP servers you have not approved.\n")
     write("They run as commands on this machine, with your user's rights. Approve only what you trust.\n")
+    for server in servers:
+        changed = "  (changed since you approved it)" if held.verdicts[server.name] is Verdict.CHANGED else ""
+        write("\n".join(describe(server, secrets)) + f"{changed}\n")
     approved: list[ServerConfig] = []
     declined: list[ServerConfig] = []
-    every_in: set[Path | None] = set()
-    for server in servers:
-        if server.source in every_in:
-            approved.append(server)
-            continue
-        changed = " (changed since you approved it)" if held.verdicts[server.name] is Verdict.CHANGED else ""
-        write("\n".join(describe(server)) + f"{changed}\n")
-        file = server.source.name if server.source is not None else "this file"
-        answer = read(f"Start '{printable(server.name)}'? [y]es, [a]ll in {file}, [N]o: ")
+    for index, server in enumerate(servers):
+        rest = len(servers) - index
+        every = f"[a]ll {rest} remaining listed above, " if rest > 1 else ""
+        question = f"Start '{printable(server.name)}' ({short_command(server, secrets)})? [y]es, {every}[N]o: "
+        answer = read(question)
         if answer is None:
             write("\n")
             break  # no answer is not a "no": nothing is remembered for the rest
-        if answer in ("a", "all"):
-            every_in.add(server.source)
-        if answer in ("y", "yes", "a", "all"):
-            approved.append(server)
-        else:
-            declined.append(server)
+        if answer in ("a", "all") and rest > 1:
+            approved.extend(servers[index:])
+            break
+        (approved if answer in ("y", "yes") else declined).append(server)
     return approved, declined
 
 
 def _remember(
-    prepared: Prepared, approved: list[ServerConfig], declined: list[ServerConfig], write: Callable[[str], object]
+    prepared: Prepared,
+    approved: list[ServerConfig],
+    declined: list[ServerConfig],
+    secrets: Secrets,
+    write: Callable[[str], object],
 ) -> None:
     approvals = Approvals.load(prepared.locations.data)
     try:
         if approved:
-            approvals = approvals.answered(approved, approved=True)
+            approvals = approvals.answered(approved, approved=True, secrets=secrets)
         if declined:
-            approvals.answered(declined, approved=False)
+            approvals.answered(declined, approved=False, secrets=secrets)
     except ConfigError as error:
         write(f"sprout-agent: {error} (the answers count for this run only)\n")

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # loaded when first needed: a -p run never renders Markdown, 
 
 from sprout_agent import events as ev
 from sprout_agent.events import Event
+from sprout_agent.untrusted import visible
 
 ARGUMENT_PREVIEW_CHARS = 60
 
@@ -99,16 +100,16 @@ class TerminalRenderer:
     def _on_text_delta(self, event: ev.TextDelta) -> None:
         if self.interactive:
             self._streamed += event.text
-            self._start_live(Text(self._streamed))
+            self._start_live(Text(visible(self._streamed)))
 
     def _on_assistant_text(self, event: ev.AssistantText) -> None:
         if self.interactive:
             self._stop_live()
             from rich.markdown import Markdown
 
-            self.out.print(Markdown(event.text))
+            self.out.print(Markdown(visible(event.text)))
         elif self.verbose:
-            self.err.print(Text(event.text, style="dim"))
+            self.err.print(Text(visible(event.text), style="dim"))
 
     def _on_model_replied(self, event: ev.ModelReplied) -> None:
         self._stop_live()
@@ -139,10 +140,10 @@ class TerminalRenderer:
         elif isinstance(event, ev.ServerFailed):
             self._line(f"[red]server {_escape(event.server)} failed:[/] {_escape(event.reason)}")
             if event.stderr_tail:
-                self._line(Text(_indent(event.stderr_tail), style="dim"))
+                self._line(Text(_indent(visible(event.stderr_tail)), style="dim"))
         else:
             style = {"warning": "yellow", "error": "red"}.get(event.level, "dim")
-            self._line(Text(event.text, style=style))
+            self._line(Text(visible(event.text), style=style))
 
     def _on_hook(self, event: ev.HookEvent) -> None:
         match event:
@@ -179,7 +180,7 @@ class TerminalRenderer:
     def _on_turn_finished(self, event: ev.TurnFinished) -> None:
         self._stop_live()
         if self.answers is not None:  # a script's stdout: the final answer, plain
-            text = event.text
+            text = event.text if not self.answers.isatty() else visible(event.text)  # raw for a pipe
             self.answers.write(text if text.endswith("\n") or not text else text + "\n")
             self.answers.flush()
         elif self.interactive and event.stop_reason not in ("end_turn", "stop_sequence"):
@@ -216,11 +217,12 @@ class TerminalRenderer:
         self.err.print(table)
 
     def say(self, text: str, style: str = "") -> None:
-        self._line(Text(text, style=style))
+        self._line(Text(visible(text), style=style))
 
 
 def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
+    """Safe inside rich markup: no markup of its own, no terminal controls."""
+    return visible(text).replace("[", "\\[")
 
 
 def _indent(text: str) -> str:
