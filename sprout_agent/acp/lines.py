@@ -117,36 +117,35 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 class Writer:
-    """One queue for every outgoing message, so updates always precede the response that follows them."""
+    """One queue for every outgoing message, so updates always precede the response that follows them.
+
+    Its own list, not a memory object stream: a stream's receiver cancelled at end-of-input loses the item
+    it was just handed (the answer to a client's last line); here a line leaves the queue only to be written.
+    """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._send, self._receive = anyio.create_memory_object_stream[bytes](math.inf)
+        self._queue: list[bytes] = []
+        self._queued = anyio.Event()
 
     def send(self, message: dict[str, object]) -> None:
         """Queues one message; ValueError (nothing queued) if it cannot be JSON."""
-        self._send.send_nowait(encode(message))
+        self._queue.append(encode(message))
+        self._queued.set()
 
     async def run(self) -> None:
-        async for first in self._receive:
-            batch = [first]
-            while True:
-                try:
-                    batch.append(self._receive.receive_nowait())
-                except anyio.WouldBlock:
-                    break
+        while True:
+            await self._queued.wait()
+            self._queued = anyio.Event()
+            batch, self._queue = b"".join(self._queue), []
             try:
-                await anyio.to_thread.run_sync(_write_all, self._fd, b"".join(batch))
+                with anyio.CancelScope(shield=True):  # a batch taken is a batch written, even at the end
+                    await anyio.to_thread.run_sync(_write_all, self._fd, batch)
             except OSError:  # the client is gone; the reader sees end-of-file next
                 return
 
     def flush(self) -> None:
         """Writes what is still queued, at the end (a client that half-closed may still read)."""
-        batch: list[bytes] = []
-        while True:
-            try:
-                batch.append(self._receive.receive_nowait())
-            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                break
+        batch, self._queue = b"".join(self._queue), []
         with contextlib.suppress(OSError):
-            _write_all(self._fd, b"".join(batch))
+            _write_all(self._fd, batch)
