@@ -203,7 +203,8 @@ async def test_a_lone_surrogate_in_the_prompt_reaches_the_model_as_a_replacement
 
 
 def test_what_cannot_be_json_is_refused_on_the_way_out_and_escaped_when_it_can() -> None:
-    for unencodable in ({"x": float("nan")}, {"x": {1, 2}}):
+    unencodable_messages: list[dict[str, object]] = [{"x": float("nan")}, {"x": {1, 2}}]
+    for unencodable in unencodable_messages:
         with pytest.raises(ValueError):
             encode(unencodable)
     line = encode({"id": "\udc80", "text": "é"})
