@@ -108,6 +108,22 @@ async def test_bad_bytes_and_bad_shapes_get_the_named_error_and_the_server_stays
         await still_serving(client)
 
 
+async def test_a_client_server_that_cannot_be_executed_is_refused_at_session_new(tmp_path: Path) -> None:
+    """It used to be accepted, and then the session never started: every prompt got an internal error."""
+    true = {"name": "s", "command": "/bin/true"}
+    unusable = [
+        {**true, "env": [{"name": "A=B", "value": "1"}]},
+        {**true, "env": [{"name": "", "value": "1"}]},
+        {**true, "env": [{"name": "A", "value": "\x00"}]},
+        {**true, "command": "/bin/tr\x00ue"},
+        {**true, "args": ["\ud800"]},
+    ]
+    async with pipe_agent() as client:
+        for number, server in enumerate(unusable):
+            answer = await client.request(number, "session/new", {"cwd": str(tmp_path), "mcpServers": [server]})
+            assert answer["error"]["code"] == -32602, server
+
+
 async def test_a_malformed_session_cancel_prints_no_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     async with pipe_agent() as client:
         await client.send(*(notification("session/cancel", {"sessionId": s}) for s in ([1], {"a": 1}, 3, None, "nope")))
