@@ -11,7 +11,7 @@ import pytest
 from sprout_agent.acp.lines import decode, encode
 from tests.acp_pipes import PipeClient, new_session, notification, pipe_agent, prompt_line, session_env
 from tests.fake_anthropic import FakeAnthropic, hang, reply
-from tests.harness import wait_until
+from tests.harness import fake_server, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -183,6 +183,25 @@ async def test_a_cancel_request_right_behind_its_request_cancels_it(
             answer = await client.request(2, "session/prompt", json.loads(prompt_line(2, session_id, "x"))["params"])
     assert answer["result"] == {"stopReason": "end_turn"}  # the cancelled prompt left the session free
     assert len(fake.requests) == 1
+
+
+@pytest.mark.e2e  # the MCP server is a process (it exits before its slow imports)
+async def test_a_prompt_for_a_session_still_being_created_waits_and_a_cancel_ends_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = fake_server(hang_on_start="1")  # never answers initialize: the session's runtime never opens
+    entry = {"name": "slow", "command": server["command"], "args": server["args"]}
+    entry["env"] = [{"name": k, "value": v} for k, v in server["env"].items()]
+    with FakeAnthropic([]) as fake:
+        session_env(monkeypatch, fake)
+        async with pipe_agent() as client:
+            created = await client.request(100, "session/new", {"cwd": str(tmp_path), "mcpServers": [entry]})
+            session_id = created["result"]["sessionId"]
+            await client.send(prompt_line(1, session_id, "go"))
+            await still_serving(client)  # the prompt waits for the session; the server does not
+            await client.send(notification("session/cancel", {"sessionId": session_id}))
+            assert (await client.answer(1))["result"] == {"stopReason": "cancelled"}
+    assert fake.requests == []
 
 
 async def test_hostile_lines_during_a_prompt_leave_it_in_flight_and_cancellable(
