@@ -40,8 +40,8 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins valid pairs:
 
 
 class AcpServer:
-    """Handlers that answer at once are plain functions: they run in wire order, so a session exists for the
-    prompt and the cancel sent right behind its `session/new` or `session/load`."""
+    """Handlers that answer at once are plain functions, run in wire order (wire.Connection): the session a
+    `session/load` opens exists for a prompt sent right behind it, and that prompt for the cancel behind it."""
 
     def __init__(self, options: AcpOptions, writer: Writer, group: TaskGroup) -> None:
         self.options = options
@@ -110,7 +110,7 @@ class AcpServer:
         return _stop_reason(session.prompt(_prompt_text(params.get("prompt"))))
 
     def cancel(self, params: Json) -> None:
-        """A notification: a cancel for no session (or a malformed one) is ignored, as the spec asks."""
+        """A notification has no answer to carry an error: a cancel for no session (or a malformed one) is ignored."""
         session_id = params.get("sessionId")
         session = self.sessions.get(session_id) if isinstance(session_id, str) else None
         if session is not None:
