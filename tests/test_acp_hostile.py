@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from sprout_agent.acp.lines import decode, encode
+from sprout_agent.acp.options import AcpOptions
+from sprout_agent.locations import Locations
 from tests.acp_pipes import PipeClient, new_session, notification, pipe_agent, prompt_line, session_env
 from tests.fake_anthropic import FakeAnthropic, hang, reply
 from tests.harness import fake_server, wait_until
@@ -183,6 +185,32 @@ async def test_a_cancel_request_right_behind_its_request_cancels_it(
             answer = await client.request(2, "session/prompt", json.loads(prompt_line(2, session_id, "x"))["params"])
     assert answer["result"] == {"stopReason": "end_turn"}  # the cancelled prompt left the session free
     assert len(fake.requests) == 1
+
+
+async def test_a_prompt_and_a_cancel_pipelined_behind_session_load_find_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options = AcpOptions(locations=Locations(None, tmp_path / "sessions", tmp_path / "data", None))
+    with FakeAnthropic([reply("first"), reply("after the load")]) as fake:
+        session_env(monkeypatch, fake)
+        async with pipe_agent(options) as client:
+            session_id = await new_session(client, tmp_path)
+            await client.send(prompt_line(1, session_id, "go"))
+            assert (await client.answer(1))["result"] == {"stopReason": "end_turn"}
+        load = {"sessionId": session_id, "cwd": str(tmp_path), "mcpServers": []}
+        async with pipe_agent(options) as client:
+            await client.send(
+                json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/load", "params": load}),
+                prompt_line(2, session_id, "cancelled at once"),
+                notification("session/cancel", {"sessionId": session_id}),
+                prompt_line(3, session_id, "refused: the cancelled turn still holds the session"),
+            )
+            assert (await client.answer(1))["result"] == {}
+            assert (await client.answer(2))["result"] == {"stopReason": "cancelled"}
+            assert (await client.answer(3))["error"]["code"] == -32602
+            again = await client.request(4, "session/prompt", json.loads(prompt_line(4, session_id, "x"))["params"])
+    assert again["result"] == {"stopReason": "end_turn"}
+    assert len(fake.requests) == 2
 
 
 @pytest.mark.e2e  # the MCP server is a process (it exits before its slow imports)
