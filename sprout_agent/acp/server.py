@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import signal
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -12,6 +13,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from sprout_agent import __version__
+from sprout_agent.acp.lines import LineReader, Writer, guard_stdio
 from sprout_agent.acp.options import AcpOptions
 from sprout_agent.acp.wire import (
     INVALID_PARAMS,
@@ -19,11 +21,8 @@ from sprout_agent.acp.wire import (
     RESOURCE_NOT_FOUND,
     Connection,
     Json,
-    LineReader,
     Reply,
     RpcError,
-    Writer,
-    guard_stdio,
 )
 from sprout_agent.errors import EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM
 
@@ -37,9 +36,13 @@ if TYPE_CHECKING:
 PROTOCOL_VERSION = 1  # version 2 is an incompatible draft: never claim it
 MAX_PROMPT_BYTES = 1024 * 1024  # of prompt text; more is refused with invalid params
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins valid pairs: what is left has no UTF-8
 
 
 class AcpServer:
+    """Handlers that answer at once are plain functions, run in wire order (wire.Connection): the session a
+    `session/load` opens exists for a prompt sent right behind it, and that prompt for the cancel behind it."""
+
     def __init__(self, options: AcpOptions, writer: Writer, group: TaskGroup) -> None:
         self.options = options
         self.sessions: dict[str, AcpSession] = {}
@@ -55,7 +58,7 @@ class AcpServer:
             {"session/cancel": self.cancel},
         )
 
-    async def initialize(self, params: Json) -> Json:
+    def initialize(self, params: Json) -> Json:
         version = params.get("protocolVersion")
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
             raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be a non-negative integer")
@@ -71,7 +74,7 @@ class AcpServer:
             "agentInfo": {"name": "sprout-agent", "title": "sprout-agent", "version": __version__},
         }
 
-    async def new_session(self, params: Json) -> Reply:
+    def new_session(self, params: Json) -> Reply:
         from sprout_agent.acp.commands import available_commands
         from sprout_agent.acp.setup import prepare_session
 
@@ -79,7 +82,7 @@ class AcpServer:
         session = self._start(prepare_session(self.options, cwd, params.get("mcpServers"), None))
         return Reply({"sessionId": session.session_id}, lambda: session.updates.send(available_commands()))
 
-    async def load_session(self, params: Json) -> Reply:
+    def load_session(self, params: Json) -> Reply:
         from sprout_agent.acp.commands import available_commands
         from sprout_agent.acp.replay import replay
         from sprout_agent.acp.setup import prepare_session
@@ -101,13 +104,15 @@ class AcpServer:
             replay(prepared.resume.history, session.updates, str(cwd))
         return Reply({}, lambda: session.updates.send(available_commands()))
 
-    async def prompt(self, params: Json) -> Json:
+    def prompt(self, params: Json) -> Awaitable[Json]:
+        """Claims the session now (a cancel right behind the prompt cancels it), then runs the turn."""
         session = self._session(params)
-        text = _prompt_text(params.get("prompt"))
-        return {"stopReason": await session.prompt(text)}
+        return _stop_reason(session.prompt(_prompt_text(params.get("prompt"))))
 
     def cancel(self, params: Json) -> None:
-        session = self.sessions.get(cast(str, params.get("sessionId")))
+        """A notification has no answer to carry an error: a cancel for no session (or a malformed one) is ignored."""
+        session_id = params.get("sessionId")
+        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
         if session is not None:
             session.cancel()
 
@@ -132,6 +137,10 @@ class AcpServer:
         return session
 
 
+async def _stop_reason(turn: Awaitable[str]) -> Json:
+    return {"stopReason": await turn}
+
+
 def _absolute_dir(raw: object) -> Path:
     if not isinstance(raw, str) or not raw:
         raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be a string")
@@ -151,7 +160,7 @@ def _prompt_text(raw: object) -> str:
     for block in cast(list[object], raw):
         item = cast(Json, block) if isinstance(block, dict) else {}
         parts.append(_block_text(item))
-    text = "".join(parts)
+    text = _LONE_SURROGATE.sub("\ufffd", "".join(parts))  # a "\ud800" escape cannot reach the model or the store
     if len(text.encode()) > MAX_PROMPT_BYTES:
         raise RpcError(INVALID_PARAMS, f"Invalid params: the prompt is larger than {MAX_PROMPT_BYTES} bytes")
     if not text.strip():
@@ -180,12 +189,19 @@ def serve(options: AcpOptions) -> int:
     return anyio.run(_main, options, read_fd, write_fd)
 
 
+async def run(options: AcpOptions, reader: LineReader, writer: Writer) -> None:
+    """Serves one client until end-of-input; the sessions (and their servers) end with it."""
+    async with anyio.create_task_group() as group:
+        server = AcpServer(options, writer, group)
+        await server.conn.serve(reader)
+        group.cancel_scope.cancel()
+
+
 async def _main(options: AcpOptions, read_fd: int, write_fd: int) -> int:
     received: list[int] = []
     async with anyio.create_task_group() as group:
         group.start_soon(_watch_signals, group, received)
-        server = AcpServer(options, Writer(write_fd), group)
-        await server.conn.serve(LineReader(read_fd))
+        await run(options, LineReader(read_fd), Writer(write_fd))
         group.cancel_scope.cancel()
     if not received:
         return EXIT_OK

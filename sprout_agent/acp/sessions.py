@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import cast
 
 import anyio
@@ -61,15 +62,19 @@ class AcpSession:
             raise RpcError(INTERNAL_ERROR, f"the session could not start: {self._failure or 'stopped'}")
         return self._runtime.agent
 
-    async def prompt(self, text: str) -> str:
-        """Runs one turn; returns the ACP stop reason. Every update is sent before this returns."""
+    def prompt(self, text: str) -> Awaitable[str]:
+        """Claims the session for one turn now, so a cancel that follows finds the turn before it starts."""
         if self.busy:
             raise RpcError(INVALID_PARAMS, "this session is already running a prompt: cancel it or wait")
         self.busy = True
+        self._turn = anyio.CancelScope()  # a scope cancelled before it is entered cancels at its first await
+        return self._prompt(text, self._turn)
+
+    async def _prompt(self, text: str, scope: anyio.CancelScope) -> str:
+        """Runs the turn; returns the ACP stop reason. Every update is sent before this returns."""
         stop = "cancelled"  # unless the turn runs to its end
         try:
-            with anyio.CancelScope() as scope:
-                self._turn = scope
+            with scope:
                 agent = await self.agent()
                 self.updates.begin()
                 stop = await self._run(agent, text)

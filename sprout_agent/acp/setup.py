@@ -16,6 +16,7 @@ from sprout_agent.errors import SproutError
 from sprout_agent.options import Options, Prepared, prepare
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # from a "\ud800" escape: no UTF-8, so no exec argument
 
 
 def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: str | None) -> Prepared:
@@ -81,10 +82,18 @@ def _stdio_server(name: str, item: Json, cwd: Path) -> ServerConfig:
     variables: dict[str, str] = {}
     for pair in cast(list[object], env) if isinstance(env, list) else [None]:
         value = cast(Json, pair) if isinstance(pair, dict) else {}
-        if not isinstance(value.get("name"), str) or not isinstance(value.get("value"), str):
+        key, text = value.get("name"), value.get("value")
+        if not isinstance(key, str) or not key or "=" in key or not isinstance(text, str):
             raise RpcError(INVALID_PARAMS, f"Invalid params: mcpServers '{name}'.env must be name/value pairs")
-        variables[cast(str, value["name"])] = cast(str, value["value"])
+        variables[key] = text
+    # Refused here, not when the session's servers start: that failure would end the whole session.
+    if not all(_executable(text) for text in (command, *cast(list[str], args), *variables, *variables.values())):
+        raise RpcError(INVALID_PARAMS, f"Invalid params: mcpServers '{name}' holds a NUL byte or a lone surrogate")
     safe = _UNSAFE_NAME.sub("_", name).strip("_")
     while "__" in safe:  # `__` separates server and tool in the model's tool names
         safe = safe.replace("__", "_")
     return ServerConfig(safe[:64] or "client", command, tuple(cast(list[str], args)), variables, cwd=str(cwd))
+
+
+def _executable(text: str) -> bool:
+    return "\x00" not in text and not _LONE_SURROGATE.search(text)

@@ -1,5 +1,5 @@
-"""JSON-RPC 2.0 over stdio, one message per line: the stdout guard, the line reader, the ordered writer,
-and a connection that dispatches requests as tasks and matches the answers to our own requests.
+"""JSON-RPC 2.0 for ACP: a connection that calls each handler as its message is read, runs what must wait as a
+task, matches the answers to our own requests, and answers every bad message with the error the spec names.
 
 Ours, not the agent side of the ACP Python SDK (`agent-client-protocol` 0.12.1, `acp.run_agent`; the tests drive us
 with that SDK as the editor), because: `import acp` takes ~1 s here, three quarters of it building the pydantic
@@ -12,19 +12,18 @@ outside our anyio cancel scopes; and it does not handle `$/cancel_request`.
 
 from __future__ import annotations
 
-import contextlib
+import inspect
 import itertools
-import json
 import math
-import os
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
-from typing import cast
+from typing import TypeGuard, cast
 
 import anyio
-import anyio.to_thread
 from anyio.abc import TaskGroup
+
+from sprout_agent.acp.lines import LineReader, LineTooLong, Writer, decode
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -33,10 +32,11 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 REQUEST_CANCELLED = -32800
 RESOURCE_NOT_FOUND = -32002
-MAX_LINE_BYTES = 32 * 1024 * 1024  # what the TypeScript SDK accepts too
 
 Json = dict[str, object]
-RequestHandler = Callable[[Json], Awaitable[object]]
+Id = str | int | float  # JSON-RPC allows any number; a null id is answered but cannot be cancelled
+# A handler returns its result (answered at once) or an awaitable of it (run as a task); either may be a Reply.
+RequestHandler = Callable[[Json], object]
 NotificationHandler = Callable[[Json], None]
 
 
@@ -49,21 +49,6 @@ class RpcError(Exception):
         self.message = message
 
 
-def guard_stdio() -> tuple[int, int]:
-    """Moves the protocol onto private descriptors: fd 1 becomes stderr and fd 0 /dev/null.
-
-    A stray print, a library's logging or a child that inherits fd 1 then writes to stderr, and no child can
-    read the client's bytes. Returns (read_fd, write_fd); `os.dup` makes both non-inheritable.
-    """
-    read_fd, write_fd = os.dup(0), os.dup(1)
-    os.dup2(2, 1)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    sys.stdout = sys.stderr
-    return read_fd, write_fd
-
-
 class Reply:
     """A handler's result plus what to send right after it (e.g. updates that need the session to exist)."""
 
@@ -72,85 +57,14 @@ class Reply:
         self.then = then
 
 
-class LineTooLong:
-    """Stands for a line over the cap; its bytes were skipped."""
-
-
-class LineReader:
-    def __init__(self, fd: int, max_bytes: int = MAX_LINE_BYTES) -> None:
-        self._fd = fd
-        self._max = max_bytes
-        self._buffer = bytearray()
-        self._skipping = False
-        self._eof = False
-
-    async def next(self) -> bytes | LineTooLong | None:
-        """The next line without its newline; None once the client closed our stdin."""
-        while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0:
-                line = bytes(self._buffer[:end])
-                del self._buffer[: end + 1]
-                if self._skipping:
-                    self._skipping = False
-                    return LineTooLong()
-                return line
-            if self._eof:
-                rest, self._buffer = bytes(self._buffer), bytearray()
-                return rest if rest and not self._skipping else None
-            if len(self._buffer) > self._max:
-                self._buffer.clear()
-                self._skipping = True
-            # A thread per read keeps fd 0 blocking (it may be a terminal shared with a shell).
-            chunk = await anyio.to_thread.run_sync(os.read, self._fd, 1 << 16, abandon_on_cancel=True)
-            self._eof = not chunk
-            self._buffer += chunk
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-class Writer:
-    """One queue for every outgoing message, so updates always precede the response that follows them."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._send, self._receive = anyio.create_memory_object_stream[bytes](math.inf)
-
-    def send(self, message: Json) -> None:
-        line = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-        self._send.send_nowait(line)
-
-    async def run(self) -> None:
-        async for first in self._receive:
-            batch = [first]
-            while True:
-                try:
-                    batch.append(self._receive.receive_nowait())
-                except anyio.WouldBlock:
-                    break
-            try:
-                await anyio.to_thread.run_sync(_write_all, self._fd, b"".join(batch))
-            except OSError:  # the client is gone; the reader sees end-of-file next
-                return
-
-    def flush(self) -> None:
-        """Writes what is still queued, at the end (a client that half-closed may still read)."""
-        batch: list[bytes] = []
-        while True:
-            try:
-                batch.append(self._receive.receive_nowait())
-            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                break
-        with contextlib.suppress(OSError):
-            _write_all(self._fd, b"".join(batch))
-
-
 class Connection:
-    """Serves one client: requests run as tasks (a prompt never blocks a cancel), answers go out in order."""
+    """Serves one client; no message, however malformed, ends it (only end-of-input does).
+
+    Every handler is called as its line is read, in wire order, so a notification sees every request sent
+    before it: a `session/cancel` or `$/cancel_request` right behind its request (in the same write) finds it,
+    even though the request's awaitable has not started yet. Awaitables run as tasks, so a prompt never
+    blocks a cancel; answers and notifications go out through one ordered writer.
+    """
 
     def __init__(
         self, writer: Writer, requests: Mapping[str, RequestHandler], notifications: Mapping[str, NotificationHandler]
@@ -160,10 +74,13 @@ class Connection:
         self._notifications = notifications
         self._ids = itertools.count(1)
         self._waiting: dict[int, tuple[anyio.Event, list[Json]]] = {}
-        self._running: dict[str | int, anyio.CancelScope] = {}
+        self._running: dict[Id, anyio.CancelScope] = {}
 
     def notify(self, method: str, params: Json) -> None:
-        self._writer.send({"jsonrpc": "2.0", "method": method, "params": params})
+        try:
+            self._writer.send({"jsonrpc": "2.0", "method": method, "params": params})
+        except ValueError as error:  # our bug; one lost update must not end the turn
+            print(f"sprout-agent: dropped a {method} that is not JSON: {error}", file=sys.stderr)
 
     async def request(self, method: str, params: Json) -> object:
         """Sends a request to the client and waits for its answer; an error answer raises RpcError."""
@@ -171,7 +88,10 @@ class Connection:
         done, box = anyio.Event(), cast(list[Json], [])
         self._waiting[number] = (done, box)
         try:
-            self._writer.send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
+            try:
+                self._writer.send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
+            except ValueError as error:
+                raise RpcError(INTERNAL_ERROR, f"the {method} request is not JSON: {error}") from None
             await done.wait()
         finally:
             self._waiting.pop(number, None)
@@ -187,20 +107,23 @@ class Connection:
         async with anyio.create_task_group() as group:
             group.start_soon(self._writer.run)
             while (line := await reader.next()) is not None:
-                self._dispatch(group, line)
+                try:
+                    self._dispatch(group, line)
+                except Exception:  # a bug in one message's handling: say so, and serve the next one
+                    traceback.print_exc(file=sys.stderr)
             group.cancel_scope.cancel()
         self._writer.flush()
 
     def _decode(self, line: bytes | LineTooLong) -> Json | None:
         """The message as an object, or None once the error (if any) has been answered."""
         if isinstance(line, LineTooLong):
-            return self._error(None, INVALID_REQUEST, f"message longer than {MAX_LINE_BYTES} bytes")
+            return self._error(None, INVALID_REQUEST, f"Invalid Request: a message longer than {line.limit} bytes")
         if not line.strip():
             return None
         try:
-            message: object = json.loads(line)
-        except ValueError:
-            return self._error(None, PARSE_ERROR, "Parse error")
+            message = decode(line)
+        except ValueError as error:
+            return self._error(None, PARSE_ERROR, f"Parse error: {error}"[:200])
         if not isinstance(message, dict):
             return self._error(None, INVALID_REQUEST, "Invalid Request: expected a JSON object")
         return cast(Json, message)
@@ -222,63 +145,91 @@ class Connection:
         if not isinstance(params, dict):
             return self._error(ident, INVALID_PARAMS, "Invalid params: expected an object")
         if method not in self._requests:
-            return self._error(ident, METHOD_NOT_FOUND, f"Method not found: {method}")
-        group.start_soon(self._run, cast("str | int | None", ident), method, cast(Json, params))
-        return None
+            return self._error(ident, METHOD_NOT_FOUND, f"Method not found: {method}"[:200])
+        return self._call(group, ident, method, cast(Json, params))
 
     def _answered(self, message: Json) -> None:
         ident = message.get("id")
-        waiting = self._waiting.get(ident) if isinstance(ident, int) else None
+        waiting = self._waiting.get(ident) if isinstance(ident, int) and not isinstance(ident, bool) else None
         if waiting is not None:
             waiting[1].append(message)
             waiting[0].set()
 
     def _notified(self, method: str, params: object) -> None:
+        """Notifications get no answer, right or wrong: a bad one is ignored, as are unknown ones (the spec)."""
         if not isinstance(params, dict):
             return
         params = cast(Json, params)
         if method == "$/cancel_request":
-            scope = self._running.get(cast("str | int", params.get("requestId")))
+            ident = params.get("requestId")
+            scope = self._running.get(ident) if _valid_id(ident) and ident is not None else None
             if scope is not None:
                 scope.cancel()
             return
         handler = self._notifications.get(method)
-        if handler is not None:  # unknown notifications are ignored, as the spec asks
+        if handler is not None:
             try:
                 handler(params)
             except Exception:
                 traceback.print_exc(file=sys.stderr)
 
-    async def _run(self, ident: str | int | None, method: str, params: Json) -> None:
-        handler = self._requests[method]
-        with anyio.CancelScope() as scope:
-            if ident is not None:
-                self._running[ident] = scope
-            try:
-                result = await handler(params)
-            except RpcError as error:
-                return self._error(ident, error.code, error.message)
-            except Exception as error:  # a bug must not take the agent down: report it and go on
-                traceback.print_exc(file=sys.stderr)
-                return self._error(ident, INTERNAL_ERROR, f"Internal error: {type(error).__name__}: {error}")
-            finally:
-                if ident is not None:
-                    self._running.pop(ident, None)
-            then = result.then if isinstance(result, Reply) else None
-            result = result.result if isinstance(result, Reply) else result
-            self._writer.send({"jsonrpc": "2.0", "id": ident, "result": result})
-            if then is not None:
-                then()
+    def _call(self, group: TaskGroup, ident: Id | None, method: str, params: Json) -> None:
+        try:
+            work = self._requests[method](params)
+        except Exception as error:
+            return self._failed(ident, error)
+        if not inspect.isawaitable(work):
+            return self._answer(ident, work)
+        scope = anyio.CancelScope()  # registered now, so a cancel that arrives before the task starts finds it
+        if ident is not None:
+            self._running[ident] = scope
+        group.start_soon(self._run, ident, scope, work)
+        return None
+
+    async def _run(self, ident: Id | None, scope: anyio.CancelScope, work: Awaitable[object]) -> None:
+        try:
+            with scope:
+                try:
+                    result = await work
+                except Exception as error:
+                    return self._failed(ident, error)
+                self._answer(ident, result)
+        finally:
+            if ident is not None and self._running.get(ident) is scope:  # a reused id may belong to another
+                del self._running[ident]
         if scope.cancelled_caught:
             self._error(ident, REQUEST_CANCELLED, "Request cancelled")
         return None
+
+    def _answer(self, ident: Id | None, result: object) -> None:
+        then = result.then if isinstance(result, Reply) else None
+        value = result.result if isinstance(result, Reply) else result
+        try:
+            self._writer.send({"jsonrpc": "2.0", "id": ident, "result": value})
+        except ValueError as error:  # our bug; the client still gets an answer
+            return self._error(ident, INTERNAL_ERROR, f"Internal error: the result is not JSON: {error}")
+        if then is not None:
+            try:
+                then()
+            except Exception:  # the answer is out; what follows it is best effort
+                traceback.print_exc(file=sys.stderr)
+        return None
+
+    def _failed(self, ident: Id | None, error: Exception) -> None:
+        if isinstance(error, RpcError):
+            return self._error(ident, error.code, error.message)
+        traceback.print_exception(error, file=sys.stderr)  # a bug must not take the agent down: report it, go on
+        return self._error(ident, INTERNAL_ERROR, f"Internal error: {type(error).__name__}: {error}")
 
     def _error(self, ident: object, code: int, message: str) -> None:
         self._writer.send({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
 
 
-def _valid_id(ident: object) -> bool:
-    return ident is None or isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool))
+def _valid_id(ident: object) -> TypeGuard[Id | None]:
+    """A string, a number or null (JSON-RPC 2.0); decode() already refused NaN and infinities."""
+    if isinstance(ident, bool):
+        return False
+    return ident is None or isinstance(ident, str | int) or (isinstance(ident, float) and math.isfinite(ident))
 
 
 def _int(value: object, default: int) -> int:
