@@ -12,6 +12,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from sprout_agent.tools._paths import Workspace
+from sprout_agent.tools._sandbox import SandboxUnavailable
 from sprout_agent.tools._server import Args, ToolError, ToolOutput
 
 TIMEOUT_ENV = "SPROUT_DEV_BASH_TIMEOUT"
@@ -116,15 +117,18 @@ async def bash(ws: Workspace, args: Args) -> ToolOutput:
     command: str = args["command"]
     timeout = _timeout_arg(args)
     try:
+        argv, env = ws.sandbox.wrap(["bash", "-c", command], command_env())  # unchanged when the sandbox is off
         proc = await anyio.open_process(
-            ["bash", "-c", command],
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=ws.root,
-            env=command_env(),
+            env=env,
             start_new_session=True,
         )
+    except SandboxUnavailable as exc:
+        raise ToolError(str(exc)) from exc
     except OSError as exc:
         raise ToolError(f"could not start bash: {exc}") from exc
     buf = HeadTail()
@@ -142,4 +146,5 @@ async def bash(ws: Workspace, args: Args) -> ToolOutput:
     if scope.cancelled_caught:
         raise ToolError(f"{output}\n[timed out after {timeout:g} s; the command's process group was killed]")
     note = "" if drained else "\n[background processes still hold the output open; later output is not shown]"
+    note += ws.sandbox.explain(output, proc.returncode)
     return f"{output}{note}\n[exit code: {proc.returncode}]"

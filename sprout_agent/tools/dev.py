@@ -1,12 +1,13 @@
 """The "dev" MCP server: read, write, edit, glob, grep and bash in the working directory.
 
 Run as `python -m sprout_agent.tools.dev` (stdio); the working directory is the process's cwd.
-SPROUT_DEV_ALLOW_OUTSIDE=1 allows writes outside it; SPROUT_DEV_BASH_TIMEOUT sets bash's default timeout.
+SPROUT_DEV_ALLOW_OUTSIDE=1 allows writes outside it; SPROUT_DEV_BASH_TIMEOUT sets bash's default timeout;
+SPROUT_DEV_SANDBOX* choose the sandbox bash's commands run in (tools/_sandbox.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from mcp.server.lowlevel import Server
@@ -133,9 +134,10 @@ def create_server(ws: Workspace | None = None) -> Server[Any]:
     return build_server(NAME, VERSION, tool_specs(workspace))
 
 
-def create_server_in(cwd: str) -> Server[Any]:
-    """The server for a given working directory, for the agent to run in its own process."""
-    return create_server(Workspace.from_environment(cwd))
+def create_server_in(cwd: str, env: Mapping[str, str] | None = None) -> Server[Any]:
+    """The server for a given working directory, for the agent to run in its own process; `env` is what a
+    standalone server would find in its environment (the sandbox policy), over the agent's own."""
+    return create_server(Workspace.from_environment(cwd, env))
 
 
 def main() -> None:
