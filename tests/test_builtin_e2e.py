@@ -130,7 +130,8 @@ async def test_dev_server_over_stdio_kills_a_cancelled_bash_calls_grandchildren(
         command=sys.executable,
         args=["-m", "sprout_agent.tools.dev"],
         cwd=str(root),
-        env={"ANTHROPIC_API_KEY": "sk-must-not-leak"},
+        # Sandbox off: the pid is read from the host (inside the sandbox's pid namespace it means another process).
+        env={"ANTHROPIC_API_KEY": "sk-must-not-leak", "SPROUT_DEV_SANDBOX": "off"},
     )
     with anyio.fail_after(60):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

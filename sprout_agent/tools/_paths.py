@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sprout_agent.tools._sandbox import Sandbox, Policy
+from sprout_agent.tools._sandbox import Policy, Sandbox
 from sprout_agent.tools._server import ToolError
 
 ALLOW_OUTSIDE_ENV = "SPROUT_DEV_ALLOW_OUTSIDE"

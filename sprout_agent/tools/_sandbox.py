@@ -182,7 +182,9 @@ class Sandbox:
     def hidden(self, env: Mapping[str, str]) -> tuple[str, ...]:
         home = env.get("HOME") or os.path.expanduser("~")
         named = [os.path.join(home, p[2:]) for p in DENY_READ] + list(self.policy.deny_read)
-        return tuple(dict.fromkeys(os.path.realpath(p) for p in named if os.path.lexists(p)))
+        real = (os.path.realpath(p) for p in named if os.path.lexists(p))
+        # Never one holding the working directory: the command would start in an empty tmpfs.
+        return tuple(dict.fromkeys(p for p in real if not _under(self.policy.root, p)))
 
     def wrap(self, argv: list[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         """The command line and environment that run `argv` inside the sandbox (unchanged when it is off or
@@ -201,10 +203,15 @@ class Sandbox:
         writable = self.writable()
         for root in writable:
             args += ["--bind", root, root]
+        visible = list(writable)
         for root in (self.policy.root, git_root(self.policy.root)):  # visible even when under the private /tmp
             if root is not None and root not in writable and _under(root, "/tmp"):
                 args += ["--ro-bind", root, root]
-        self._hidden = self.hidden(env)
+                visible.append(root)
+        # Under /tmp only what a root brought back is visible: the rest is hidden already (and has no mount point).
+        self._hidden = tuple(
+            p for p in self.hidden(env) if not _under(p, "/tmp") or any(_under(p, root) for root in visible)
+        )
         for path in self._hidden:
             args += ["--tmpfs", path, "--remount-ro", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
         args += ["--unshare-pid", "--die-with-parent", "--chdir", self.policy.root]
