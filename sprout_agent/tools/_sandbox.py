@@ -4,9 +4,10 @@ Mechanism: bubblewrap (`bwrap`), chosen by measurement on Linux 6.18 / 2 cores: 
 through the in-process server takes a median 5.4 ms unsandboxed and 13.8 ms under bwrap (pid + mount
 namespaces; 14.7 ms with a network namespace too), so 8-10 ms added per call (`scripts/bench --only
 sandbox`), well inside the 30 ms goal. Landlock (ctypes in a preexec, no helper binary) added about 7 ms to
-a bare `subprocess.run` (a preexec forces fork instead of vfork) but only filters paths and TCP: it cannot hide other processes (no pid namespace), a read deny list needs an allow
-list of every sibling of every denied path (and misses files created later), and UDP/DNS stay open. bwrap
-gives all of it with plain mounts:
+a bare `subprocess.run` (a preexec forces fork instead of vfork) but only filters paths and TCP: it
+cannot hide other processes (no pid namespace), a read deny list needs an allow list of every sibling of
+every denied path (and misses files created later), and UDP/DNS stay open. bwrap gives all of it with
+plain mounts:
 - `/` read-only; the writable roots (working directory, its git root, `allow_write`) bound writable in
   `workspace-write`, nothing in `read-only`; a private temp directory (one per server) mounted on /tmp;
 - a new pid namespace with its own /proc: the agent and every other process are invisible, so
