@@ -119,13 +119,27 @@ def tool_specs(ws: Workspace) -> list[ToolSpec]:
                                 "ignore_case": {"type": "boolean", "default": False},
                                 "output_mode": {"type": "string", "enum": list(_grep.MODES)}},
                  _bind(ws, _grep.grep), ("pattern",), READ_ONLY),
-        ToolSpec("bash", BASH, {"command": text,
+        ToolSpec("bash", BASH + _sandbox_note(ws), {"command": text,
                                 "timeout": {"type": "number", "exclusiveMinimum": 0,
                                             "maximum": _shell.MAX_TIMEOUT},
                                 "description": {"type": "string",
                                                 "description": "What the command does, in 5-10 words."}},
                  _bind(ws, _shell.bash), ("command",), RUNS),
     ]  # fmt: skip
+
+
+def _sandbox_note(ws: Workspace) -> str:
+    """What the model should expect from the sandbox (where it works; a failing result says what stopped it)."""
+    policy = ws.sandbox.policy
+    if policy.mode == "off":
+        return ""
+    where = "the working directory, its git root and /tmp" if policy.mode == "workspace-write" else "only /tmp"
+    network = "on" if policy.network else "off"
+    return (
+        f"\n- Commands run in an OS sandbox where the system allows it ({policy.mode}): writes go to {where}, "
+        f"network {network}, credential directories such as ~/.ssh are hidden; a denied write or network "
+        "access is noted in the result: explain it or ask the user rather than work around it."
+    )
 
 
 def create_server(ws: Workspace | None = None) -> Server[Any]:
