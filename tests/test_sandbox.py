@@ -126,6 +126,13 @@ async def test_sandbox_network_off_cannot_reach_a_local_listener_and_on_can(
         assert ("network off" in text) is not reached
 
 
+def test_nested_deny_listed_directories_inside_the_workspace_do_not_break_every_command(root: Path) -> None:
+    (root / "data" / "sessions").mkdir(parents=True)  # the agent's data dir with its sessions inside
+    deny = (str(root / "data"), str(root / "data" / "sessions"))
+    box = _sandbox.Sandbox(_sandbox.Policy(root=str(root), deny_read=deny))
+    assert box.hidden({"HOME": str(root / "nohome")}) == (str(root / "data"),)
+
+
 def test_a_sandbox_required_but_unavailable_refuses_the_command_in_the_server(root: Path) -> None:
     box = _sandbox.Sandbox(_sandbox.Policy(root=str(root), required=True, helper="/nonexistent/bwrap"))
     with pytest.raises(_sandbox.SandboxUnavailable, match="/nonexistent/bwrap is not an executable file"):

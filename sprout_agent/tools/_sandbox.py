@@ -186,7 +186,9 @@ class Sandbox:
         named = [os.path.join(home, p[2:]) for p in DENY_READ] + list(self.policy.deny_read)
         real = (os.path.realpath(p) for p in named if os.path.lexists(p))
         # Never one holding the working directory: the command would start in an empty tmpfs.
-        return tuple(dict.fromkeys(p for p in real if not _under(self.policy.root, p)))
+        kept = list(dict.fromkeys(p for p in real if not _under(self.policy.root, p)))
+        # Nor one inside another: it has no mount point in the empty tmpfs over its parent (and is hidden anyway).
+        return tuple(p for p in kept if not any(q != p and _under(p, q) for q in kept))
 
     def wrap(self, argv: list[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         """The command line and environment that run `argv` inside the sandbox (unchanged when it is off or
