@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import anyio
 
 from sprout_agent.compaction import Compactor, estimate_tokens
-from sprout_agent.errors import PromptTooLongError
+from sprout_agent.errors import PromptTooLongError, sprout_error_in
 from sprout_agent.events import (
     AssistantText,
     Event,
@@ -26,8 +26,9 @@ from sprout_agent.events import (
     TurnFinished,
 )
 from sprout_agent.hooks import Hooks, is_hook
+from sprout_agent.images import checked
 from sprout_agent.ledger import Ledger
-from sprout_agent.messages import Message, Text, ToolResult, ToolUse, text_of, user_text
+from sprout_agent.messages import INVALID_INPUT_KEY, Image, Message, Text, ToolResult, ToolUse, text_of, user_text
 from sprout_agent.protocols import (
     Model,
     ModelReply,
@@ -87,6 +88,9 @@ class Agent:
         self.tools: tuple[ToolSpec, ...] = tuple(s for s in host.tools() if not is_hook(s))
         self._by_name = {spec.name: spec for spec in self.tools}
         self.requests = 0  # main-loop requests this session (summaries not counted)
+        # What every request carries besides the history; compaction cannot shrink it.
+        tool_chars = sum(len(s.name) + len(s.description) + len(json.dumps(s.input_schema)) for s in self.tools)
+        self.fixed_tokens = (len(system) + tool_chars) // 4
         self._current_prompt: str | None = None
         self._measured: tuple[int, int] | None = None  # (tokens the API reported, history length then)
 
@@ -145,8 +149,7 @@ class Agent:
     def context_estimate(self) -> int:
         """Tokens the next request would carry: the last reported usage plus what was appended since."""
         if self._measured is None:
-            tools = sum(len(s.name) + len(s.description) + len(json.dumps(s.input_schema)) for s in self.tools)
-            return estimate_tokens(self.history) + (len(self.system) + tools) // 4
+            return estimate_tokens(self.history) + self.fixed_tokens
         reported, length = self._measured
         return reported + estimate_tokens(self.history[length:])
 
@@ -160,7 +163,8 @@ class Agent:
         self._append(*await self.hooks.on_post_compact(self._hook_context("", reason)))
 
     async def _ask(self) -> ModelReply:
-        if self.compactor is not None and self.compactor.due(self.context_estimate(), self.requests + 1):
+        compactor = self.compactor
+        if compactor is not None and compactor.due(self.context_estimate(), self.requests + 1, self.fixed_tokens):
             await self.compact("auto")
         try:
             return await self._request()
@@ -194,6 +198,10 @@ class Agent:
             async with anyio.create_task_group() as group:
                 for index, use in enumerate(uses):
                     group.start_soon(run_one, index, use)
+        except BaseExceptionGroup as group:
+            if (error := sprout_error_in(group)) is None:  # a transcript that cannot be written ends the run
+                raise
+            raise error from None
         finally:
             # On cancel or error the history must stay valid: every tool_use keeps a tool_result.
             answered = tuple(
@@ -208,17 +216,21 @@ class Agent:
         started = time.monotonic()
         if spec is None:
             outcome = ToolOutcome((Text(f"unknown tool: {use.name}"),), is_error=True)
-        elif "_invalid" in use.input and len(use.input) == 1:
-            outcome = ToolOutcome((Text("tool input must be a JSON object"),), is_error=True)
+        elif INVALID_INPUT_KEY in use.input and len(use.input) == 1:
+            outcome = ToolOutcome((Text(_invalid_input(use.input[INVALID_INPUT_KEY])),), is_error=True)
         elif self.permit is not None and (refusal := await self.permit(spec, use)) is not None:
             outcome = ToolOutcome((Text(refusal),), is_error=True)
         else:
             self.emit(ToolRunning(use.id))
             outcome = await self.host.call(spec, use.input)
-        summary = text_of(outcome.content).strip().split("\n", 1)[0][:200]
-        seconds = time.monotonic() - started
-        self.emit(ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, outcome.content))
-        return ToolResult(use.id, outcome.content, outcome.is_error)
+        # Any host's images, not only MCP's: one the API refuses would fail every later request.
+        content = tuple(checked(block) if isinstance(block, Image) else block for block in outcome.content)
+        result = ToolResult(use.id, content, outcome.is_error)
+        if self.recorder is not None:  # now, not with the batch: a kill while a sibling runs must not lose it
+            self.recorder.result(result)  # and before any face shows it
+        summary = text_of(content).strip().split("\n", 1)[0][:200]
+        self.emit(ToolFinished(use.id, use.name, outcome.is_error, time.monotonic() - started, summary, content))
+        return result
 
     def _answer_unrun(self, uses: Sequence[ToolUse], reason: str) -> None:
         self._append(Message("user", tuple(ToolResult(u.id, (Text(reason),), True) for u in uses)))
@@ -240,3 +252,8 @@ class Agent:
 
 def _text(reply: ModelReply) -> str:
     return "".join(block.text for block in reply.content if isinstance(block, Text))
+
+
+def _invalid_input(raw: object) -> str:
+    shown = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+    return f"tool input must be a JSON object of valid Unicode text (no lone surrogates); got: {shown[:200]}"

@@ -11,9 +11,10 @@ from typing import Annotated
 import typer
 
 from sprout_agent import __version__
-from sprout_agent.errors import EXIT_USAGE, exit_code_of
+from sprout_agent.errors import EXIT_USAGE, UsageError, exit_code_of
 from sprout_agent.exits import exit_now, fail, fail_as
 from sprout_agent.locations import Locations
+from sprout_agent.settings import is_unicode, model_id
 
 app = typer.Typer(
     add_completion=False,
@@ -58,6 +59,35 @@ class PermissionMode(enum.StrEnum):
 def _patterns(values: list[str] | None) -> tuple[str, ...]:
     """Repeatable and comma-separated alike: `--allow-tools a,b --allow-tools c`."""
     return tuple(part.strip() for value in values or () for part in value.split(",") if part.strip())
+
+
+def _check_texts(output_format: str, texts: dict[str, str | None], model: str | None) -> None:
+    """Text flags become JSON for the API and the transcript: an empty prompt would be an empty request (a 400
+    from the API), and bytes that are not UTF-8 (argv keeps them as lone surrogates) cannot be encoded at all."""
+    for flag, value in texts.items():
+        if value is not None and not is_unicode(value):
+            fail_as(output_format, f"{flag}: not valid UTF-8 text")
+    if texts["-p"] is not None and not texts["-p"].strip():
+        fail_as(output_format, "no prompt: -p is empty")
+    if model is not None:
+        try:
+            model_id(model, "--model")
+        except UsageError as error:
+            fail_as(output_format, str(error))
+
+
+def _piped_prompt(output_format: str) -> str:
+    """The prompt from piped stdin, decoded here so that bytes that are not UTF-8 are a usage error."""
+    if sys.stdin.isatty():
+        fail_as(output_format, "no prompt: give one with -p or pipe it in")
+    data = sys.stdin.buffer.read()
+    try:
+        prompt = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        fail_as(output_format, f"no prompt: stdin is not UTF-8 text (byte {error.start} is 0x{data[error.start]:02x})")
+    if not prompt.strip():
+        fail_as(output_format, "no prompt: stdin was empty (give one with -p or pipe it in)")
+    return prompt
 
 
 def _version(value: bool) -> None:
@@ -128,12 +158,10 @@ def main_command(
         fail_as(output_format.value, f"--cwd {work_dir}: not a directory")
     scripted = output_format is not OutputFormat.text or input_format is InputFormat.stream_json
     interactive = prompt is None and sys.stdin.isatty() and not scripted
+    texts = {"-p": prompt, "--system-prompt": system_prompt, "--append-system-prompt": append_system_prompt}
+    _check_texts(output_format.value, texts, model)
     if prompt is None and not interactive and input_format is InputFormat.text:
-        if sys.stdin.isatty():
-            fail_as(output_format.value, "no prompt: give one with -p or pipe it in")
-        prompt = sys.stdin.read()
-        if not prompt or not prompt.strip():
-            fail_as(output_format.value, "no prompt: stdin was empty (give one with -p or pipe it in)")
+        prompt = _piped_prompt(output_format.value)
     from sprout_agent import start
     from sprout_agent.options import Options
 
@@ -279,11 +307,14 @@ def sessions_list(
     import json
     from datetime import UTC, datetime
 
-    from sprout_agent import store
+    from sprout_agent import session_index
+
+    def skipped(path: Path, reason: str) -> None:
+        typer.echo(f"sprout-agent: warning: skipped {path}: {reason}", err=True)
 
     sessions = Locations.for_user().sessions
     assert sessions is not None
-    found = store.list_sessions(sessions, str(Path.cwd().resolve()) if here else None)
+    found = session_index.list_sessions(sessions, str(Path.cwd().resolve()) if here else None, skipped=skipped)
     found = found[:limit] if limit else found
     if as_json:
         rows = [
@@ -327,6 +358,11 @@ def acp_command(
     from sprout_agent.acp.options import AcpOptions
     from sprout_agent.acp.server import serve
 
+    if model is not None:
+        try:
+            model_id(model, "--model")
+        except UsageError as error:
+            fail(str(error), error.exit_code)
     options = AcpOptions(
         config_files=tuple(path.resolve() for path in config or ()),
         model=model,

@@ -7,6 +7,7 @@ rails (circuit breaker, thrash guard, per-session cap, oldest-turn truncation as
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -61,7 +62,7 @@ def parse_threshold(raw: str | None, window: int, reserve: int) -> int | None:
         value = float(text)
     except ValueError:
         value = -1.0
-    if value <= 0:
+    if not math.isfinite(value) or value <= 0:  # float() takes "nan" and "1e400" (inf); int() of them crashes
         raise UsageError(f"SPROUT_AGENT_COMPACT_THRESHOLD must be a fraction, a token count or off, got {raw!r}")
     return int(usable * value) if value <= 1 else int(value)
 
@@ -196,10 +197,26 @@ class Compactor:
         self.failures_in_row = 0
         self.auto_enabled = threshold is not None and max_compactions > 0
         self._last_auto_request: int | None = None
+        self._said_fixed_too_big = False
 
-    def due(self, estimate: int, request_number: int) -> bool:
-        """True when the next request would pass the threshold (strictly more tokens than it)."""
+    def due(self, estimate: int, request_number: int, fixed: int = 0) -> bool:
+        """True when the next request would pass the threshold (strictly more tokens than it).
+
+        `estimate` counts the whole request; `fixed` is its part no summary can shrink (tool definitions and
+        the system prompt): when that alone reaches the threshold, compacting cannot help and is skipped.
+        """
         if self.threshold is None or estimate <= self.threshold:
+            return False
+        if fixed >= self.threshold:
+            if not self._said_fixed_too_big:
+                self._said_fixed_too_big = True
+                self.emit(
+                    Notice(
+                        f"the tool definitions and system prompt alone take ~{fixed} tokens, over the compaction "
+                        f"threshold (~{self.threshold}): compacting the history cannot help, so it is skipped",
+                        "warning",
+                    )
+                )
             return False
         if self._last_auto_request is not None and request_number - self._last_auto_request <= 1:
             # Compacted for the previous request and still over: another summary makes no progress.

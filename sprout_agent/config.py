@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -88,7 +89,8 @@ def load_config(
     file, which expands from `user_env` when given (the real environment: a project's `.env` must not choose
     what the user's own servers run). Servers from the project file are marked `project`.
     With `strict=False` a bad server entry (an unset variable, a wrong type) is kept in `broken`
-    instead of raising, so `mcp doctor` can report every server; file-level errors still raise.
+    instead of raising, so `mcp doctor` can report every server; file-level errors still raise, except in the
+    project file (leniently loaded, a repository's broken file becomes a notice).
     """
     layered = bool(explicit)
     project = None if layered else _project_file(cwd)
@@ -103,7 +105,14 @@ def load_config(
         shown = _display(path, cwd)
         is_project = path == project
         expand_from = env if is_project or layered or user_env is None else user_env
-        for server in _read_file(path, shown, expand_from, notices, broken):
+        try:
+            servers = _read_file(path, shown, expand_from, notices, broken)
+        except ConfigError as error:
+            if not is_project or broken is None:
+                raise
+            notices.append(f"{error} (the project's config file is skipped)")  # a repository's bad file stops nothing
+            continue
+        for server in servers:
             server = replace(server, project=True) if is_project else server
             earlier = merged.get(server.name)
             if earlier is None or layered:
@@ -152,6 +161,8 @@ def _read_file(
     except json.JSONDecodeError as exc:
         at = f"line {exc.lineno} column {exc.colno}"
         raise ConfigError(f"{shown}: invalid JSON at {at}: {exc.msg}") from None
+    except RecursionError:  # json's parser recurses per `[` or `{`
+        raise ConfigError(f"{shown}: invalid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{shown}: top level must be a JSON object")
     top = cast(dict[str, object], data)
@@ -258,7 +269,7 @@ def _build_server(name: str, raw: dict[str, object], path: Path, where: str, env
         raise ConfigError(f"{where}.timeout must be a positive number of seconds")
 
     def expand(text: str, key: str) -> str:
-        return _expand(text, env, f"{where}.{key}")
+        return _os_string(_expand(text, env, f"{where}.{key}"), f"{where}.{key}")
 
     expanded_command = expand(command, "command")
     if not expanded_command.strip():
@@ -268,7 +279,7 @@ def _build_server(name: str, raw: dict[str, object], path: Path, where: str, env
         name=name,
         command=expanded_command,
         args=tuple(expand(a, f"args[{i}]") for i, a in enumerate(cast(list[str], args))),
-        env={k: expand(v, f"env.{k}") for k, v in cast(dict[str, str], server_env).items()},
+        env={_env_name(k, where): expand(v, f"env.{k}") for k, v in cast(dict[str, str], server_env).items()},
         cwd=expanded_cwd,
         start_timeout=None if timeout is None else float(cast(float, timeout)),
         source=path,
@@ -279,6 +290,24 @@ def _positive_number(value: object) -> bool:
     # bool is an int subclass and JSON allows NaN/Infinity: neither is a timeout.
     number = isinstance(value, int | float) and not isinstance(value, bool)
     return number and math.isfinite(cast(float, value)) and cast(float, value) > 0
+
+
+def _os_string(text: str, where: str) -> str:
+    """`text` if the OS can take it (exec, environment, chdir); spawning would otherwise fail with a crash."""
+    if "\0" in text:
+        raise ConfigError(f"{where} contains a NUL byte")
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError:  # a lone surrogate from a JSON \ud800 escape
+        raise ConfigError(f"{where} is not valid Unicode (a lone surrogate)") from None
+    return text
+
+
+def _env_name(name: str, where: str) -> str:
+    # POSIX allows any name but an empty one or one with '=' or NUL; the spawn would fail on those.
+    if not name or "=" in name:
+        raise ConfigError(f"{where}.env: {name!r} cannot be a variable name (empty, or holds '=')")
+    return _os_string(name, f"{where}.env: {name!r}")
 
 
 def _expand(text: str, env: Mapping[str, str], where: str) -> str:
@@ -336,6 +365,9 @@ def read_dotenv(cwd: Path) -> DotEnv:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read .env file: {exc}") from None
     kept = {key: value for key, value in values.items() if value is not None}
+    for key, value in kept.items():
+        if "\0" in key or "\0" in value:  # no environment can carry it: every spawn would fail
+            raise ConfigError(f"{path}: {key!r} holds a NUL byte")
     ignored = tuple(sorted(key for key in kept if _DOTENV_REFUSED.fullmatch(key)))
     return DotEnv({key: value for key, value in kept.items() if key not in ignored}, ignored)
 

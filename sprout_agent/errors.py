@@ -36,6 +36,10 @@ class PromptTooLongError(ApiError):
     """The API refused the request because the prompt exceeds the context window."""
 
 
+class StoreError(SproutError):
+    """The session transcript cannot be written (unwritable sessions directory, full disk)."""
+
+
 class ServerStartError(SproutError):
     """An MCP server failed to start (fatal only with --strict-mcp-config)."""
 

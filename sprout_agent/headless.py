@@ -110,7 +110,8 @@ class Headless:
         if options.input_format != "stream-json":
             return
         number, given = 0, options.prompt is not None
-        while line := await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True):
+        # Bytes, decoded per line by parse_user_line: a line that is not UTF-8 is that line's error, not a crash.
+        while line := await anyio.to_thread.run_sync(sys.stdin.buffer.readline, abandon_on_cancel=True):
             number += 1
             if not line.strip():
                 continue
@@ -172,7 +173,8 @@ class Headless:
                     text=self.text,
                     stop_reason=self.stop_reason,
                     session_id=self.session_id,
-                    turns=self.turns,
+                    # The agent counts requests as they are made: a turn cut short by a signal still made them.
+                    turns=agent.requests if agent is not None else self.turns,
                     usage=agent.ledger.usage if agent is not None else Usage(),
                     cost_usd=agent.ledger.cost if agent is not None else 0.0,
                     duration_ms=round((time.monotonic() - self.started) * 1000),

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import math
+from dataclasses import astuple, dataclass, field
 
 from sprout_agent.errors import UsageError
 from sprout_agent.messages import Usage
@@ -35,9 +36,13 @@ def parse_prices(raw: str | None) -> dict[str, Price]:
         return {}
     try:
         data = json.loads(raw)
-        return {str(prefix): Price(*(float(v) for v in values)) for prefix, values in dict(data).items()}
-    except (ValueError, TypeError) as error:
+        prices = {str(prefix): Price(*(float(v) for v in values)) for prefix, values in dict(data).items()}
+    except (ValueError, TypeError, RecursionError) as error:  # RecursionError: nested too deeply for json
         raise UsageError(f"SPROUT_AGENT_PRICES must map model prefixes to 4 prices: {error}") from None
+    if not all(math.isfinite(v) and v >= 0 for price in prices.values() for v in astuple(price)):
+        # NaN would reach the json result as a bare NaN, which is not JSON.
+        raise UsageError("SPROUT_AGENT_PRICES must map model prefixes to 4 prices: each a finite number >= 0")
+    return prices
 
 
 def price_for(model: str, overrides: dict[str, Price]) -> Price:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from sprout_agent.errors import ApiError, PromptTooLongError
 from sprout_agent.events import ApiRetry, Event
-from sprout_agent.messages import Block, Image, Message, Text, ToolResult, ToolUse, Usage
+from sprout_agent.messages import Block, Image, Message, Text, ToolResult, ToolUse
 from sprout_agent.protocols import ModelReply, ModelRequest, ToolSpec
+from sprout_agent.reply_stream import ReplyBuilder, StreamCut
 
 if TYPE_CHECKING:
     import anthropic
@@ -21,10 +22,6 @@ if TYPE_CHECKING:
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
-
-
-class StreamCut(Exception):
-    """The stream ended without message_stop: the reply is incomplete and must not be trusted."""
 
 
 class AnthropicModel:
@@ -70,25 +67,12 @@ class AnthropicModel:
                 await anyio.sleep(retry_after)
 
     async def _stream_once(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
-        async with self._client.messages.stream(**self._params(request)) as stream:
+        builder = ReplyBuilder(on_text)  # our accumulation: the SDK's raises on a tool input it cannot parse
+        stream = await self._client.messages.create(**self._params(request), stream=True)
+        async with stream:
             async for event in stream:
-                if event.type == "text":
-                    on_text(event.text)
-            final = await stream.get_final_message()
-        if final.stop_reason is None:
-            raise StreamCut("the response stream ended before message_stop")
-        usage = final.usage
-        return ModelReply(
-            content=tuple(_from_api_block(block) for block in final.content if block.type in ("text", "tool_use")),
-            stop_reason=final.stop_reason,
-            usage=Usage(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read_input_tokens or 0,
-                cache_write_tokens=usage.cache_creation_input_tokens or 0,
-            ),
-            model=final.model,
-        )
+                builder.add(event)
+        return builder.reply()
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         messages = to_api_messages(request.messages, tools_offered=bool(request.tools))
@@ -154,14 +138,6 @@ def _describe(error: Exception) -> str:
     message = getattr(error, "message", None) or str(error) or type(error).__name__
     text = " ".join(str(message).split())
     return f"{status}: {text}" if status else text
-
-
-def _from_api_block(block: Any) -> Block:
-    if block.type == "text":
-        return Text(block.text)
-    tool_input: object = block.input
-    arguments = cast(dict[str, object], tool_input) if isinstance(tool_input, dict) else {"_invalid": tool_input}
-    return ToolUse(block.id, block.name, arguments)
 
 
 def to_api_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:

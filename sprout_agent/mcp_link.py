@@ -12,12 +12,14 @@ import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import cast
 
 import anyio
 import mcp.types as types
 from mcp import MCPError
 from mcp.client.session import ClientSession
 from mcp.shared.memory import MessageStream
+from pydantic import ValidationError
 
 from sprout_agent import __version__
 from sprout_agent.config import ServerConfig
@@ -30,6 +32,11 @@ from sprout_agent.stdio_transport import ReadStream, WriteStream, open_stdio
 
 Streams = tuple[ReadStream, WriteStream] | MessageStream  # stdio, or in-process memory streams
 
+MAX_TOOL_PAGES = 50
+"""tools/list pages read from one server; a cursor that never ends stops here (it once grew memory to 670 MB)."""
+MAX_TOOLS_PER_SERVER = 1000
+"""Tools kept from one server: far more than a model can choose among, and a bound on what a listing holds."""
+
 
 @dataclass(frozen=True, slots=True)
 class Listed:
@@ -39,6 +46,7 @@ class Listed:
     initialize_seconds: float
     list_seconds: float
     start_seconds: float
+    notices: tuple[str, ...] = ()  # what the listing left out, and why
 
 
 class Link:
@@ -52,10 +60,14 @@ class Link:
         try:
             result = await self._session.call_tool(tool, arguments)
         except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED:
-                raise ServerGone("connection closed") from exc
-            raise ServerAnswered(exc.message or str(exc)) from exc
+            raise _ours(exc) from exc
         return to_outcome(result, self._max_bytes)
+
+
+def _ours(exc: MCPError) -> ServerGone | ServerAnswered:
+    if exc.code == types.CONNECTION_CLOSED:
+        return ServerGone("connection closed")
+    return ServerAnswered(exc.message or str(exc))
 
 
 @asynccontextmanager
@@ -76,7 +88,7 @@ async def connect(
             began = time.monotonic()
             async with (
                 open_in_process(config.in_process, config.cwd or os.getcwd(), config.env) as (ended, streams),
-                _session(config, streams, began, timeout, max_bytes) as (link, listed),
+                _session(config, streams, began, timeout, max_bytes, []) as (link, listed),
             ):
                 yield link, listed, ended
             return
@@ -91,41 +103,63 @@ async def connect(
                 on_stderr=on_stderr,
                 spawned=spawned,
             ) as (proc, read, write),
-            _session(config, (read, write), began, timeout, max_bytes) as (link, listed),
+            _session(config, (read, write), began, timeout, max_bytes, proc.notices) as (link, listed),
         ):
             yield link, listed, proc.ended
-    except MCPError as exc:
-        raise ServerAnswered(exc.message or str(exc)) from exc
+    except Exception as exc:  # the SDK's task groups wrap its errors: the first leaf says what happened
+        ours = _translated(exc)
+        if ours is exc:
+            raise
+        raise ours from exc
+
+
+def _translated(exc: Exception) -> Exception:
+    leaf: BaseException = exc
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = cast("BaseExceptionGroup[BaseException]", leaf).exceptions[0]
+    if isinstance(leaf, MCPError):
+        return _ours(leaf)
+    if isinstance(leaf, ValidationError):  # an answer the protocol's schema rejects; its own text spans lines
+        first = leaf.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return ServerAnswered(f"invalid answer from the server: {where}: {first['msg']}")
+    return exc
 
 
 @asynccontextmanager
 async def _session(
-    config: ServerConfig, streams: Streams, began: float, timeout: float, max_bytes: int
+    config: ServerConfig, streams: Streams, began: float, timeout: float, max_bytes: int, notices: list[str]
 ) -> AsyncGenerator[tuple[Link, Listed]]:
+    """`notices` gathers what the listing leaves out (the transport adds the invalid tools it dropped)."""
     info = types.Implementation(name="sprout-agent", version=__version__)
     async with ClientSession(streams[0], streams[1], client_info=info) as session:
         initialized, listed = 0.0, list[types.Tool]()
         with anyio.move_on_after(timeout) as start_scope:
             await session.initialize()
             initialized = time.monotonic() - began
-            listed = await _list_tools(session)
+            listed = await _list_tools(session, notices)
         if start_scope.cancelled_caught:
             raise TimeoutError(f"no answer within {timeout:g} s")
         took = time.monotonic() - began
         tools = [_spec(config.name, tool) for tool in listed]
-        yield Link(session, max_bytes), Listed(tools, initialized, took - initialized, took)
+        yield Link(session, max_bytes), Listed(tools, initialized, took - initialized, took, tuple(notices))
 
 
-async def _list_tools(session: ClientSession) -> list[types.Tool]:
+async def _list_tools(session: ClientSession, notices: list[str]) -> list[types.Tool]:
     tools: list[types.Tool] = []
     cursor: str | None = None
-    while True:
+    for _ in range(MAX_TOOL_PAGES):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
         page = await session.list_tools(params=params)
         tools.extend(page.tools)
+        if len(tools) > MAX_TOOLS_PER_SERVER:
+            notices.append(f"kept the first {MAX_TOOLS_PER_SERVER} tools; it lists more")
+            return tools[:MAX_TOOLS_PER_SERVER]
         cursor = page.next_cursor
         if cursor is None:
             return tools
+    notices.append(f"stopped listing tools after {MAX_TOOL_PAGES} pages ({len(tools)} tools); its cursor never ended")
+    return tools
 
 
 def _spec(server: str, tool: types.Tool) -> ToolSpec:

@@ -6,6 +6,7 @@ import json
 
 import mcp.types as types
 
+from sprout_agent.images import checked
 from sprout_agent.messages import Image, Text
 from sprout_agent.protocols import ToolOutcome
 
@@ -30,7 +31,7 @@ def _block(item: types.ContentBlock) -> Text | Image:
     if isinstance(item, types.TextContent):
         return Text(item.text)
     if isinstance(item, types.ImageContent):
-        return Image(item.mime_type, item.data)
+        return checked(Image(item.mime_type, item.data))  # one the API would refuse would poison the session
     if isinstance(item, types.AudioContent):
         return Text(f"[audio: {item.mime_type}, {len(item.data)} base64 bytes]")
     if isinstance(item, types.ResourceLink):

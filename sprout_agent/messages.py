@@ -17,6 +17,11 @@ class Image:
     data: str  # base64
 
 
+# A tool input that is not a JSON object we can send back is kept as {INVALID_INPUT_KEY: raw text}: still an
+# object, so the history stays valid, and the loop answers the call with an error instead of running it.
+INVALID_INPUT_KEY = "_invalid"
+
+
 @dataclass(frozen=True, slots=True)
 class ToolUse:
     id: str

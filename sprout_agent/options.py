@@ -11,10 +11,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sprout_agent import config as cfg
-from sprout_agent import consent, store
+from sprout_agent import consent, session_index, store
 from sprout_agent import settings as st
 from sprout_agent.compaction import context_window, parse_threshold
-from sprout_agent.errors import UsageError
+from sprout_agent.errors import ConfigError, UsageError
 from sprout_agent.ledger import Price, parse_prices
 from sprout_agent.locations import Locations
 from sprout_agent.sandboxing import SandboxPlan, plan
@@ -85,10 +85,14 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
     prices = parse_prices(settings.prices)
     sandbox = _sandbox(options, locations, environ)
-    loaded = cfg.load_config(options.config_files, options.cwd, env, locations.config, user_env=environ)
+    loaded = _loaded(options, env, environ, locations)
     loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, sandbox.server_env())
     trusted = options.trust_project or consent.trusted_by_environment(environ)
-    gated = consent.gate(loaded, consent.Approvals.load(locations.data), trusted=trusted)
+    has_project_servers = any(server.project for server in loaded.servers)
+    approvals = (
+        consent.Approvals.load(locations.data) if has_project_servers and not trusted else consent.Approvals(None)
+    )
+    gated = consent.gate(loaded, approvals, trusted=trusted)
     notices = gated.loaded.notices + dotenv.notices + tuple(n for n in (sandbox.notice(),) if n is not None)
     loaded = replace(gated.loaded, notices=notices)
     resume = _resumed(options, locations.sessions)
@@ -123,6 +127,18 @@ def _sandbox(options: Options, locations: Locations, environ: Mapping[str, str])
     )
 
 
+def _loaded(
+    options: Options, env: Mapping[str, str], environ: Mapping[str, str], locations: Locations
+) -> cfg.LoadedConfig:
+    """The config files; a server with a bad definition is skipped with a notice, not the run (unless
+    --strict-mcp-config). A bad file (unreadable, not JSON) still fails the run, except the project's own."""
+    loaded = cfg.load_config(options.config_files, options.cwd, env, locations.config, strict=False, user_env=environ)
+    if loaded.broken and options.strict_mcp_config:
+        raise ConfigError(loaded.broken[0].error)
+    skipped = tuple(f"{entry.error} (server '{entry.name}' skipped)" for entry in loaded.broken)
+    return replace(loaded, notices=loaded.notices + skipped)
+
+
 def _resumed(options: Options, sessions_dir: Path | None) -> store.LoadedSession | None:
     """The session --continue or --resume names, loaded and repaired; a bad id fails here with exit 2."""
     if options.resume_id is None and not options.continue_latest:
@@ -132,5 +148,5 @@ def _resumed(options: Options, sessions_dir: Path | None) -> store.LoadedSession
     if sessions_dir is None:
         raise UsageError("sessions are not recorded here: nothing to resume")
     if options.resume_id is not None:
-        return store.load(store.find(sessions_dir, options.resume_id))
-    return store.load(store.latest_for(sessions_dir, str(options.cwd)))
+        return store.load(session_index.find(sessions_dir, options.resume_id))
+    return store.load(session_index.latest_for(sessions_dir, str(options.cwd)))

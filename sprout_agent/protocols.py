@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from sprout_agent.events import Event
-from sprout_agent.messages import Block, Image, Message, Text, ToolUse, Usage
+from sprout_agent.messages import Block, Image, Message, Text, ToolResult, ToolUse, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +91,10 @@ class Recorder(Protocol):
     """Receives the conversation as it grows (the session store)."""
 
     def appended(self, message: Message) -> None: ...
+
+    def result(self, result: ToolResult) -> None:
+        """One result of the tool batch in flight, as soon as it is known; the batch's message follows."""
+        ...
 
     def reset(self, history: Sequence[Message], reason: str) -> None:
         """The history was replaced (compaction, truncation, /clear): a new base to resume from."""

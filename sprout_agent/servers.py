@@ -2,8 +2,8 @@
 
 The pool owns each server process's life, from the spawn to the end of its process group. It imports no mcp:
 it spawns the subprocess servers first, then loads `mcp_link` (the mcp client side) in a thread while they
-boot on the other core. Modules importing mcp: `mcp_link`, `stdio_transport`, `in_process`, `mcp_results`
-and the built-in servers in `tools/`.
+boot on the other core. Modules importing mcp: `mcp_link`, `stdio_transport`, `stdio_wire`, `in_process`,
+`mcp_results` and the built-in servers in `tools/`.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from sprout_agent.mcp_link import Link
 
 _KILL_WAIT = 2.0
+# How a session sees a server that died: its exit code then says more than the exception.
+_CONNECTION_LOST = (ServerGone, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +285,8 @@ class ServerPool:
             server.started_at, server.start_seconds = wall, listed.start_seconds
             hooks = sum(is_hook(spec) for spec in server.tools)
             self._emit(ServerStarted(config.name, len(server.tools) - hooks, hooks, listed.start_seconds))
+            for notice in listed.notices:
+                self._emit(Notice(f"MCP server '{config.name}': {notice}", "warning"))
             server.ready.set()
             await ended.wait()
 
@@ -341,15 +345,24 @@ def _name_tools(servers: Iterable[_Server], emit: Callable[[Event], None]) -> li
 
 
 def _describe(exc: BaseException | None, server: _Server) -> str:
-    """One line for why a server stopped; the exit code beats 'Connection closed'."""
+    """One line for why a server stopped: what went wrong, else how its process ended.
+
+    The exit code beats only a lost connection: after any other failure we stop the server ourselves, so its
+    "exited with code 0" would hide the reason.
+    """
     while isinstance(exc, BaseExceptionGroup):
         exc = cast("BaseExceptionGroup[BaseException]", exc).exceptions[0]
-    code = server.proc.returncode if server.proc is not None else None
+    proc = server.proc
+    if proc is not None and proc.failure:
+        return proc.failure
+    code = proc.returncode if proc is not None else None
     if isinstance(exc, TimeoutError):
         return str(exc) or "timed out"
-    if isinstance(exc, OSError) and server.proc is None:
+    if isinstance(exc, OSError) and proc is None:
         what = exc.filename if exc.filename is not None else server.config.command
         return f"cannot start '{what}': {exc.strerror or exc}"
+    if exc is not None and not isinstance(exc, _CONNECTION_LOST):
+        return str(exc) or type(exc).__name__
     if code is not None and code >= 0:
         return f"exited with code {code}"
     if exc is not None:

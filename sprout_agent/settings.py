@@ -6,8 +6,10 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from sprout_agent.errors import UsageError
+from sprout_agent.tools._secrets import is_secret  # one filter for every child, shared with the tools
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # newest Sonnet in anthropic 2.15's ModelParam
 
@@ -89,7 +91,8 @@ def _raw(env: Mapping[str, str], name: str) -> str | None:
 
 def _int(env: Mapping[str, str], name: str, minimum: int) -> int:
     value = _raw(env, name)
-    if value is None or not (value.isascii() and value.isdigit()) or int(value) < minimum:
+    # Beyond 18 digits `int()` may refuse the string (CPython's 4300-digit limit) and no setting means it.
+    if value is None or not (value.isascii() and value.isdigit() and len(value) <= 18) or int(value) < minimum:
         kind = "non-negative" if minimum == 0 else "positive"
         raise UsageError(f"{name} must be a {kind} integer, got {value!r}")
     return int(value)
@@ -106,11 +109,64 @@ def _seconds(env: Mapping[str, str], name: str) -> float:
     return number
 
 
-def _names(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+# config.BUILTIN_SERVERS (config imports dotenv, which this module has no need of); a test checks they agree.
+BUILTIN_NAMES = ("dev", "todo")
+
+
+def _builtin_names(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     value = _raw(env, name) or ""
     if value.lower() == "none":
         return ()
-    return tuple(part.strip() for part in value.split(",") if part.strip())
+    names = tuple(part.strip() for part in value.split(",") if part.strip())
+    unknown = [part for part in names if part not in BUILTIN_NAMES]
+    if unknown:  # a typo would otherwise start no built-in server, silently
+        raise UsageError(f"{name}: unknown server {unknown[0]!r} (give {', '.join(BUILTIN_NAMES)} or none)")
+    return names
+
+
+# Model ids and credentials travel in a JSON body and HTTP headers: printable ASCII, no spaces. A key pasted
+# with a newline or read from a non-UTF-8 environment otherwise fails far from here (a connection error
+# retried four times, or an encoding crash).
+_TOKEN = re.compile(r"[\x21-\x7e]+")
+
+
+def model_id(value: str, where: str) -> str:
+    """`value` if it can be a model id; a UsageError naming `where` (the flag or variable) otherwise."""
+    if not _TOKEN.fullmatch(value):
+        raise UsageError(f"{where} must be a model id (printable ASCII, no spaces), got {value!r}")
+    return value
+
+
+def _credential(env: Mapping[str, str], name: str) -> bool:
+    """Whether the key or token is set; a value that cannot be an HTTP header is a UsageError (never echoed)."""
+    value = env.get(name, "")
+    if value and not _TOKEN.fullmatch(value):
+        raise UsageError(f"{name} must be printable ASCII without spaces or line breaks (it is sent as a header)")
+    return bool(value)
+
+
+def _base_url(env: Mapping[str, str], name: str) -> str | None:
+    """ANTHROPIC_BASE_URL checked before anything starts: an http(s) URL with a host and a valid port."""
+    value = _raw(env, name)
+    if value is None:
+        return None
+    try:
+        parts = urlsplit(value)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # an unclosed IPv6 bracket, a port that is not a number or out of range
+        valid = False
+    if not valid or not value.isprintable() or " " in value or not is_unicode(value):
+        raise UsageError(f"{name} must be an http:// or https:// URL with a host (and a valid port), got {value!r}")
+    return value
+
+
+def is_unicode(text: str) -> bool:
+    """False for text holding lone surrogates (how Python keeps argv or environment bytes that are not UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +194,7 @@ class Settings:
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         """Read `env` (process environment over .env); a malformed value is a UsageError."""
         context = _raw(env, "SPROUT_AGENT_MAX_CONTEXT_TOKENS")
+        has_key, has_token = _credential(env, "ANTHROPIC_API_KEY"), _credential(env, "ANTHROPIC_AUTH_TOKEN")
         return cls(
             hook_servers=env.get("MCP_HOOK_SERVERS"),
             hook_timeout_ms=_int(env, "SPROUT_AGENT_HOOK_TIMEOUT_MS", 1),
@@ -146,14 +203,14 @@ class Settings:
             tool_timeout=_seconds(env, "SPROUT_AGENT_TOOL_TIMEOUT"),
             tool_result_max_bytes=_int(env, "SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", 1),
             max_parallel_tools=_int(env, "SPROUT_AGENT_MAX_PARALLEL_TOOLS", 1),
-            model=_raw(env, "ANTHROPIC_MODEL") or DEFAULT_MODEL,
+            model=model_id(_raw(env, "ANTHROPIC_MODEL") or DEFAULT_MODEL, "ANTHROPIC_MODEL"),
             max_output_tokens=_int(env, "SPROUT_AGENT_MAX_OUTPUT_TOKENS", 1),
             max_context_tokens=None if context is None else _int(env, "SPROUT_AGENT_MAX_CONTEXT_TOKENS", 1),
             compact_threshold=_raw(env, "SPROUT_AGENT_COMPACT_THRESHOLD"),
             max_compactions=_int(env, "SPROUT_AGENT_MAX_COMPACTIONS", 0),
-            api_key_present=bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN")),
-            base_url=_raw(env, "ANTHROPIC_BASE_URL"),
-            builtin_servers=_names(env, "SPROUT_AGENT_BUILTIN_SERVERS"),
+            api_key_present=has_key or has_token,
+            base_url=_base_url(env, "ANTHROPIC_BASE_URL"),
+            builtin_servers=_builtin_names(env, "SPROUT_AGENT_BUILTIN_SERVERS"),
             prices=_raw(env, "SPROUT_AGENT_PRICES"),
         )
 
@@ -196,13 +253,6 @@ _INHERITED = frozenset({
     "SYSTEMDRIVE", "SYSTEMROOT", "USERNAME", "USERPROFILE", "COMSPEC", "WINDIR",
 })  # fmt: skip
 _INHERITED_PREFIXES = ("LC_", "XDG_")
-_SECRET = re.compile(r"_API_KEY$|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-
-
-def is_secret(name: str, value: str) -> bool:
-    """A variable that holds a credential, by its name: never inherited, scrubbed from our own environ block."""
-    del value
-    return bool(_SECRET.search(name))
 
 
 def child_environment(parent: Mapping[str, str], server_env: Mapping[str, str]) -> dict[str, str]:

@@ -5,7 +5,10 @@ The entry point (launch.py) and the Typer app (cli.py) both end here; neither ca
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+from pathlib import Path
 
 from sprout_agent.errors import SproutError, exit_code_of
 from sprout_agent.exits import fail_as
@@ -20,10 +23,23 @@ def run(options: Options, interactive: bool) -> int:
     except SproutError as error:
         fail_as(options.output_format, str(error), error.exit_code)
     os.chdir(options.cwd)
+    _route_logging(prepared.locations.server_log if options.verbose else None)
     try:
         return _run_face(prepared, interactive)
     except KeyboardInterrupt as error:  # before a face's signal watch listens (Typer would say "Aborted!")
         return exit_code_of(error)
+
+
+def _route_logging(log: Path | None) -> None:
+    """Python logging goes where servers' stderr goes: the verbose log file, or nowhere. Unconfigured, logging
+    prints warnings with their tracebacks on stderr (the built-in servers, in our process, log a tool's crash
+    there; so do the SDKs), which in json modes is quiet without -v and in a terminal belongs to the renderer."""
+    handler: logging.Handler = logging.NullHandler()
+    if log is not None:
+        with contextlib.suppress(OSError):
+            log.parent.mkdir(parents=True, exist_ok=True)
+        handler = _AppendToFile(log)
+    logging.getLogger().addHandler(handler)
 
 
 def _run_face(prepared: Prepared, interactive: bool) -> int:
@@ -46,3 +62,17 @@ def _run_face(prepared: Prepared, interactive: bool) -> int:
     for notice in (*prepared.loaded.notices, *prepared.held_back_notices()):
         renderer.say(notice, "yellow")
     return anyio.run(run_repl, prepared, renderer)
+
+
+class _AppendToFile(logging.Handler):
+    """Opens the file per record (they are rare: warnings and errors); a record that cannot be written is lost
+    quietly, where logging's own handlers would print a traceback on stderr, the very thing avoided."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception), self.path.open("a", encoding="utf-8", errors="replace") as log:
+            log.write(self.format(record) + "\n")

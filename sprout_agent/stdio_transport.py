@@ -8,7 +8,8 @@ SIGTERM and up to 2 s more before SIGKILL, so a polite server's children live on
 measured with one grandchild: its killpg(pgid, 0) probe counts a zombie as alive until PID 1 reaps it); and it sees
 a death only at stdout EOF, which a grandchild holding the pipe defers forever. Ours: stdin closed, 0.05 s, SIGTERM
 the group, 0.1 s, SIGKILL, and the leader's exit polled. Its env (HOME LOGNAME PATH SHELL TERM USER + `env`) gives
-way to settings.child_environment.
+way to settings.child_environment. Its reader also joins the buffer to every chunk (quadratic in a line's length)
+and keeps no limit; ours reads through stdio_wire, which also answers broken replies the SDK would drop.
 """
 
 from __future__ import annotations
@@ -20,12 +21,11 @@ from contextlib import asynccontextmanager
 
 import anyio
 import anyio.abc
-import mcp.types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from anyio.streams.text import TextReceiveStream
 from mcp.shared.message import SessionMessage
 
 from sprout_agent.processes import ServerProcess, group_alive, signal_group, spawn
+from sprout_agent.stdio_wire import Fatal, LineSplitter, Requests, read_message
 
 EXIT_GRACE = 0.05  # after stdin closes: long enough for a server to flush, short enough to feel instant
 TERM_GRACE = 0.1  # after SIGTERM, before SIGKILL
@@ -63,8 +63,9 @@ async def open_stdio(
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_pump_stdout, server, read_send)
-            tg.start_soon(_pump_stdin, server, write_recv, read_send)
+            requests = Requests()
+            tg.start_soon(_pump_stdout, server, read_send, requests)
+            tg.start_soon(_pump_stdin, server, write_recv, read_send, requests)
             tg.start_soon(_pump_stderr, server)
             tg.start_soon(_watch_exit, server)
             try:
@@ -79,41 +80,41 @@ async def open_stdio(
             stream.close()
 
 
-async def _pump_stdout(server: ServerProcess, sink: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+async def _pump_stdout(
+    server: ServerProcess, sink: MemoryObjectSendStream[SessionMessage | Exception], requests: Requests
+) -> None:
     stdout = server.process.stdout
     assert stdout is not None
-    buffer = ""
+    lines = LineSplitter()
     try:
         async with sink:
-            async for chunk in TextReceiveStream(stdout, errors="replace"):
-                lines = (buffer + chunk).split("\n")
-                buffer = lines.pop()
-                for line in lines:
-                    if line.strip():
-                        await sink.send(_parse(line))
+            async for chunk in stdout:
+                for line in lines.feed(chunk):
+                    message = read_message(line, requests, server.notices)
+                    if message is not None:
+                        await sink.send(SessionMessage(message))
+    except Fatal as exc:
+        # Closing the stream ends the session: its open calls get "connection closed" at once, and the
+        # pool reports this reason rather than how the process ended when we stopped it.
+        server.failure = str(exc)
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
         pass
     finally:
         server.ended.set()
 
 
-def _parse(line: str) -> SessionMessage | Exception:
-    try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except ValueError as exc:
-        return exc
-
-
 async def _pump_stdin(
     server: ServerProcess,
     source: MemoryObjectReceiveStream[SessionMessage],
     reader: MemoryObjectSendStream[SessionMessage | Exception],
+    requests: Requests,
 ) -> None:
     stdin = server.process.stdin
     assert stdin is not None
     try:
         async with source:
             async for message in source:
+                requests.sent(message.message)
                 data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                 await stdin.send(data.encode())
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):

@@ -3,24 +3,34 @@
 Format (version 1), one JSON object per line:
   {"type": "session", "version": 1, "session_id", "cwd", "model", "created"}   first line
   {"type": "message", "time", "message": {"role", "content": [block, …]}}      one per appended message
+  {"type": "tool_result", "time", "result": block}                            one call's result, when known
   {"type": "reset", "time", "reason", "history": [message, …]}                 the history was replaced
+
+A tool batch's results are recorded one by one as the calls finish (a kill loses none that finished); the
+batch's user message then records only what was not yet written (the calls cut short). Load rebuilds one
+user message from them, in the calls' order. Files are 0600 in a 0700 directory; a writer holds an
+exclusive flock on its file, so two runs never append to one transcript.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-from sprout_agent.errors import UsageError
+from sprout_agent.errors import StoreError, UsageError
+from sprout_agent.images import checked
 from sprout_agent.messages import Block, Image, Message, Text, ToolResult, ToolUse
 
 STORE_VERSION = 1
 INTERRUPTED = "interrupted: the session ended before this tool call finished"
-PROMPT_PREVIEW_CHARS = 80
 
 
 # --- messages as JSON ---------------------------------------------------------------------------------
@@ -43,8 +53,8 @@ def decode_block(data: dict[str, Any]) -> Block:
     kind = data["type"]
     if kind == "text":
         return Text(str(data["text"]))
-    if kind == "image":
-        return Image(str(data["media_type"]), str(data["data"]))
+    if kind == "image":  # checked again: a transcript from before the check may hold one the API refuses
+        return checked(Image(str(data["media_type"]), str(data["data"])))
     if kind == "tool_use":
         return ToolUse(str(data["id"]), str(data["name"]), dict(data["input"]))
     if kind == "tool_result":
@@ -63,15 +73,26 @@ def decode_message(data: dict[str, Any]) -> Message:
 class SessionStore:
     """The `Recorder` for one session: appends a record per message and flushes it before returning.
 
-    The file is created at the first record, so a session that never got a prompt leaves nothing.
+    A new session's file is created at the first record, so a session that never got a prompt leaves
+    nothing; a resumed one is opened (and locked) at once, so a second run on it fails before it starts.
     Flushed, not fsynced: a killed process (SIGKILL, crash) loses nothing; only an OS crash could.
+    A write that fails (unwritable directory, full disk) raises `StoreError`: the run ends with one line.
     """
 
-    def __init__(self, path: Path, header: dict[str, object] | None, *, skip_resume_reset: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        header: dict[str, object] | None,
+        *,
+        skip_resume_reset: bool = False,
+        private_dir: bool = False,
+    ) -> None:
         self.path = path
         self._header = header  # None: the file exists already (a resumed session)
         self._skip_resume_reset = skip_resume_reset
+        self._private_dir = private_dir  # the parent is our sessions directory: keep it 0700
         self._file: TextIO | None = None
+        self._early: set[str] = set()  # results recorded one by one; their batch message is still to come
 
     @classmethod
     def new(cls, directory: Path, session_id: str, cwd: str, model: str) -> SessionStore:
@@ -83,15 +104,32 @@ class SessionStore:
             "model": model,
             "created": time.time(),
         }
-        return cls(directory / f"{session_id}.jsonl", header)
+        store = cls(directory / f"{session_id}.jsonl", header, private_dir=True)
+        try:
+            _private_directory(directory)  # an unwritable one fails the run now, before any server starts
+        except OSError as error:
+            raise store._unwritable(error) from None
+        return store
 
     @classmethod
     def resuming(cls, loaded: LoadedSession) -> SessionStore:
-        """Appends to a loaded session; the resume base is written only if repair changed the history."""
-        return cls(loaded.path, None, skip_resume_reset=not loaded.repaired)
+        """Appends to a loaded session (locked now); the base is written only if repair changed the history."""
+        store = cls(loaded.path, None, skip_resume_reset=not loaded.repaired, private_dir=True)
+        store._open()
+        return store
 
     def appended(self, message: Message) -> None:
+        early, self._early = self._early, set()
+        if early:  # what the batch's results already recorded is not written twice
+            rest = tuple(b for b in message.content if not (isinstance(b, ToolResult) and b.tool_use_id in early))
+            if not rest:
+                return
+            message = Message(message.role, rest)
         self._write({"type": "message", "time": time.time(), "message": encode_message(message)})
+
+    def result(self, result: ToolResult) -> None:
+        self._write({"type": "tool_result", "time": time.time(), "result": encode_block(result)})
+        self._early.add(result.tool_use_id)
 
     def reset(self, history: Sequence[Message], reason: str) -> None:
         if reason == "resume" and self._skip_resume_reset:
@@ -101,24 +139,68 @@ class SessionStore:
         self._write({"type": "reset", "time": time.time(), "reason": reason, "history": history_data})
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        """Closes the file, which releases the lock; a flush that fails here was reported by the write."""
+        handle, self._file = self._file, None
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                handle.close()
 
     def _write(self, record: dict[str, object]) -> None:
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
         handle = self._file or self._open()
-        handle.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
-        handle.flush()
+        try:
+            handle.write(line)
+            handle.flush()
+        except OSError as error:
+            raise self._unwritable(error) from None
 
     def _open(self) -> TextIO:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = self._open_fd()
+        except OSError as error:
+            raise self._unwritable(error) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise UsageError(
+                f"session {self.path.stem} is in use by another sprout-agent run: wait for it to end, "
+                "or start a new session"
+            ) from None
         if self._header is None:
-            _drop_partial_line(self.path)
-        handle = self.path.open("a", encoding="utf-8")
-        if self._header is not None:
-            handle.write(json.dumps(self._header, ensure_ascii=False, separators=(",", ":")) + "\n")
+            try:
+                _drop_partial_line(self.path)
+            except OSError as error:
+                os.close(fd)
+                raise self._unwritable(error) from None
+        # backslashreplace: a lone surrogate (from a tool or the model) is written as its JSON escape,
+        # which reads back as the same string, instead of failing the write.
+        handle = os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace")
         self._file = handle
+        if self._header is not None:
+            self._write(self._header)
         return handle
+
+    def _open_fd(self) -> int:
+        """The file, 0600 (transcripts hold prompts, file contents and command output), in a 0700 directory."""
+        if self._private_dir:
+            _private_directory(self.path.parent)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) & 0o077:
+            os.fchmod(fd, 0o600)  # an older transcript, resumed
+        return fd
+
+    def _unwritable(self, error: OSError) -> StoreError:
+        return StoreError(f"cannot write the session transcript {self.path}: {error.strerror or error}")
+
+
+def _private_directory(directory: Path) -> None:
+    """The sessions directory, 0700: made so, or tightened if an older version made it 0755 (which also
+    hides the transcripts it wrote 0644)."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if stat.S_IMODE(directory.stat().st_mode) & 0o077:
+        directory.chmod(0o700)
 
 
 def _drop_partial_line(path: Path) -> None:
@@ -139,7 +221,7 @@ class LoadedSession:
     repaired: bool  # tool calls left without results were answered as interrupted
 
 
-def _records(path: Path) -> Iterator[dict[str, Any]]:
+def records(path: Path) -> Iterator[dict[str, Any]]:
     """Every complete record; a line that is not JSON (a write cut by a kill) is skipped."""
     with path.open(encoding="utf-8", errors="replace") as handle:
         for line in handle:
@@ -152,23 +234,66 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def load(path: Path) -> LoadedSession:
-    """The history to resume from: the last reset's history plus the messages recorded after it, repaired."""
+    """The history to resume from: the last reset's history plus what was recorded after it, repaired."""
     header: dict[str, Any] = {}
-    history: list[Message] = []
+    history = _History()
     try:
-        for record in _records(path):
+        for record in records(path):
             kind = record.get("type")
             if kind == "session":
                 header = record
             elif kind == "reset":
-                history = [decode_message(data) for data in record["history"]]
+                history.reset([decode_message(data) for data in record["history"]])
             elif kind == "message":
-                history.append(decode_message(record["message"]))
-    except (OSError, KeyError, TypeError, ValueError) as error:
+                history.message(decode_message(record["message"]))
+            elif kind == "tool_result" and isinstance(result := decode_block(record["result"]), ToolResult):
+                history.result(result)
+    except (OSError, KeyError, TypeError, ValueError, AttributeError, RecursionError) as error:
         raise UsageError(f"cannot read session {path}: {error}") from None
-    repaired = repair(history)
+    loaded = history.done()
+    repaired = repair(loaded)
     session_id = str(header.get("session_id") or path.stem)
-    return LoadedSession(path, session_id, str(header.get("cwd", "")), repaired, repaired != history)
+    return LoadedSession(path, session_id, str(header.get("cwd", "")), repaired, repaired != loaded)
+
+
+class _History:
+    """Rebuilds the history from records: results recorded one by one become one user message, in call order."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self._results: list[ToolResult] | None = None  # the batch being recorded result by result
+
+    def reset(self, history: list[Message]) -> None:
+        self._results = None
+        self.messages = history
+
+    def result(self, result: ToolResult) -> None:
+        self._results = [*(self._results or []), result]
+
+    def message(self, message: Message) -> None:
+        if self._results is not None and message.role == "user":  # the batch's rest: the calls cut short
+            blocks, self._results = [*self._results, *message.content], None
+            self.messages.append(self._in_call_order(blocks))
+            return
+        self._close()
+        self.messages.append(message)
+
+    def done(self) -> list[Message]:
+        self._close()
+        return self.messages
+
+    def _close(self) -> None:
+        if self._results is not None:
+            blocks, self._results = list[Block](self._results), None
+            self.messages.append(self._in_call_order(blocks))
+
+    def _in_call_order(self, blocks: list[Block]) -> Message:
+        calls = self.messages[-1].tool_uses if self.messages and self.messages[-1].role == "assistant" else ()
+        order = {use.id: index for index, use in enumerate(calls)}
+        results = sorted(
+            (b for b in blocks if isinstance(b, ToolResult)), key=lambda b: order.get(b.tool_use_id, len(order))
+        )
+        return Message("user", (*results, *(b for b in blocks if not isinstance(b, ToolResult))))
 
 
 def repair(history: Sequence[Message]) -> list[Message]:
@@ -192,94 +317,3 @@ def repair(history: Sequence[Message]) -> list[Message]:
         if following is not None:
             index += 1  # replaced by the repaired message
     return fixed
-
-
-# --- finding and listing --------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
-    session_id: str
-    cwd: str
-    first_prompt: str
-    turns: int  # user prompts
-    last_activity: float  # seconds since the epoch
-    path: Path
-
-
-def _session_files(directory: Path) -> list[Path]:
-    """Newest activity first."""
-    try:
-        files = [path for path in directory.glob("*.jsonl") if path.is_file()]
-    except OSError:
-        return []
-    return sorted(files, key=lambda path: path.stat().st_mtime, reverse=True)
-
-
-def _header(path: Path) -> dict[str, Any]:
-    try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            record = json.loads(handle.readline() or "{}")
-    except (OSError, ValueError):
-        return {}
-    return cast(dict[str, Any], record) if isinstance(record, dict) else {}
-
-
-def find(directory: Path, id_prefix: str) -> Path:
-    """The session whose id is `id_prefix` or starts with it; anything else is a usage error."""
-    exact = directory / f"{id_prefix}.jsonl"
-    if id_prefix and "/" not in id_prefix and exact.is_file():
-        return exact
-    matches = [path for path in _session_files(directory) if id_prefix and path.stem.startswith(id_prefix)]
-    if not matches:
-        raise UsageError(f"no session with id {id_prefix!r} (sprout-agent sessions lists them)")
-    if len(matches) > 1:
-        raise UsageError(f"session id {id_prefix!r} is ambiguous: {len(matches)} sessions start with it")
-    return matches[0]
-
-
-def latest_for(directory: Path, cwd: str) -> Path:
-    """The most recently active session started in `cwd`."""
-    for path in _session_files(directory):
-        if _header(path).get("cwd") == cwd:
-            return path
-    raise UsageError(f"no session to continue in {cwd} (sprout-agent sessions lists them)")
-
-
-def describe(path: Path) -> SessionInfo:
-    """One line of `sprout-agent sessions`: counts the user prompts recorded as messages."""
-    header: dict[str, Any] = {}
-    first, turns = "", 0
-    for record in _records(path):
-        if record.get("type") == "session":
-            header = record
-        elif record.get("type") == "message" and _is_prompt(record.get("message")):
-            turns += 1
-            first = first or _prompt_text(record["message"])
-    line = " ".join(first.split())
-    if len(line) > PROMPT_PREVIEW_CHARS:
-        line = line[: PROMPT_PREVIEW_CHARS - 1] + "…"
-    session_id = str(header.get("session_id") or path.stem)
-    return SessionInfo(session_id, str(header.get("cwd", "")), line, turns, path.stat().st_mtime, path)
-
-
-def list_sessions(directory: Path, cwd: str | None = None) -> list[SessionInfo]:
-    """Every session, newest activity first; only those started in `cwd` when it is given."""
-    paths = _session_files(directory)
-    if cwd is not None:
-        paths = [path for path in paths if _header(path).get("cwd") == cwd]
-    return [describe(path) for path in paths]
-
-
-def _is_prompt(message: object) -> bool:
-    """A user message with text and no tool results: something the user typed, not a tool's answer."""
-    if not isinstance(message, dict):
-        return False
-    data = cast(dict[str, Any], message)
-    blocks = data.get("content")
-    if data.get("role") != "user" or not isinstance(blocks, list):
-        return False
-    kinds = {cast(dict[str, Any], b).get("type") for b in cast(list[object], blocks) if isinstance(b, dict)}
-    return "text" in kinds and "tool_result" not in kinds
-
-
-def _prompt_text(message: dict[str, Any]) -> str:
-    return "".join(str(block.get("text", "")) for block in message["content"] if block.get("type") == "text")

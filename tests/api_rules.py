@@ -7,6 +7,7 @@ The rules are the ones the API documents and enforces; each problem names where 
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import Any
 
@@ -15,6 +16,13 @@ Json = dict[str, Any]
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # what we send; the API allows 128, other providers 64
 TOOL_USE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 IMAGE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+IMAGE_MAX_BASE64_BYTES = 5 * 1024 * 1024  # per image, on the base64 text (the API's own error says so)
+IMAGE_MAGIC = {  # the API decodes the image and refuses bytes that contradict the declared type
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/webp": (b"RIFF",),
+}
 MAX_CACHE_BREAKPOINTS = 4
 ROLES = ("user", "assistant")
 
@@ -169,8 +177,21 @@ def _image_problems(block: Json, where: str) -> list[str]:
     if source.get("media_type") not in IMAGE_MEDIA_TYPES:
         allowed = ", ".join(sorted(IMAGE_MEDIA_TYPES))
         problems.append(f"{where}.source.media_type: {source.get('media_type')!r} is not one of {allowed}")
-    if not isinstance(source.get("data"), str) or not source["data"]:
+    data = source.get("data")
+    if not isinstance(data, str) or not data:
         problems.append(f"{where}.source.data: non-empty base64 data is required")
+        return problems
+    if len(data) > IMAGE_MAX_BASE64_BYTES:
+        problems.append(f"{where}.source.data: image exceeds 5 MB maximum: {len(data)} bytes > 5242880 bytes")
+        return problems
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError:
+        problems.append(f"{where}.source.data: the image data is not valid base64")
+        return problems
+    magic = IMAGE_MAGIC.get(str(source.get("media_type")), ())
+    if magic and not any(raw.startswith(prefix) for prefix in magic):
+        problems.append(f"{where}.source: image does not match the provided media type {source.get('media_type')}")
     return problems
 
 

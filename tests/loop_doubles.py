@@ -423,9 +423,13 @@ class MemoryRecorder:
     def __init__(self) -> None:
         self.history: list[Message] = []
         self.resets: list[str] = []
+        self.early: list[ToolResult] = []  # results recorded one by one, before their batch's message
 
     def appended(self, message: Message) -> None:
         self.history.append(message)
+
+    def result(self, result: ToolResult) -> None:
+        self.early.append(result)
 
     def reset(self, history: Sequence[Message], reason: str) -> None:
         self.history = list(history)

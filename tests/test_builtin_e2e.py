@@ -15,6 +15,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import (
+    agent_command,
+    agent_env,
     assert_history_valid,
     kill_pid,
     read_pid,
@@ -23,6 +25,7 @@ from tests.harness import (
     tool_names,
     tool_results,
     wait_dead,
+    wait_until,
 )
 
 pytestmark = pytest.mark.e2e
@@ -167,3 +170,45 @@ async def test_todo_server_over_stdio_keeps_the_list_and_objects_to_stopping() -
             assert stop.content[0].text.startswith(  # type: ignore[union-attr]
                 "You have open todo items:\n- fix the bug (in_progress)\n- update the docs (pending)\n"
             )
+
+
+def host_pids_running(argv: tuple[str, ...]) -> list[int]:
+    """Pids (as this test sees them) of processes with exactly this command line: pids a sandboxed command
+    reports are its own pid namespace's, so the test looks the processes up itself."""
+    wanted, found = ("\0".join(argv) + "\0").encode(), list[int]()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == wanted:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.anyio
+async def test_a_sigkilled_agent_leaves_no_bash_call_processes_alive(tmp_path: Path) -> None:
+    # A background job and the foreground child of bash, in the call's process group (and, by default, in
+    # the sandbox's pid namespace): unique sleep arguments let the test find them from outside.
+    command = "sleep 300.25 & sleep 301.25"
+    with FakeAnthropic([reply(tool_use("dev__bash", {"command": command}))]) as fake:
+        process = subprocess.Popen(
+            agent_command(["-p", "go"]),
+            env=agent_env(tmp_path, fake, BUILTINS),
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        pids: list[int] = []
+        try:
+            with anyio.fail_after(60):
+                sleeps = (("sleep", "300.25"), ("sleep", "301.25"))
+                await wait_until(lambda: all(host_pids_running(argv) for argv in sleeps), "both sleeps")
+                pids = [pid for argv in sleeps for pid in host_pids_running(argv)]
+            process.kill()
+            process.wait(timeout=10)
+            await wait_dead(*pids, timeout=10)
+        finally:
+            process.kill()
+            for pid in pids:
+                kill_pid(pid)

@@ -14,6 +14,7 @@ from sprout_agent.acp.options import AcpOptions
 from sprout_agent.acp.setup import prepare_session
 from sprout_agent.config import ServerConfig, load_config
 from sprout_agent.consent import Approvals, Verdict, gate
+from sprout_agent.errors import ConfigError
 from sprout_agent.locations import Locations
 from sprout_agent.options import Options, Prepared, prepare
 from sprout_agent.ui.consent_prompt import ask_about_project_servers
@@ -119,6 +120,25 @@ def test_user_config_variables_expand_from_the_real_environment_not_the_projects
     (repo / ".env").write_text("MY_TOOL=/tmp/evil\n")
     (server,) = prepared_in(repo, tmp_path).loaded.servers
     assert server.command == "my-tool"
+
+
+def test_a_bad_server_definition_skips_that_server_not_the_run(tmp_path: Path) -> None:
+    repo = hostile_repo(tmp_path, {})
+    config = repo / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {"bad": {"command": 3}, "good": {"command": "srv"}}}))
+    prepared = prepared_in(repo, tmp_path, config_files=(config,))
+    assert [s.name for s in prepared.loaded.servers] == ["good"]
+    assert any("mcpServers.bad.command" in n and "server 'bad' skipped" in n for n in prepared.loaded.notices)
+    with pytest.raises(ConfigError, match=r"mcpServers\.bad\.command"):
+        prepared_in(repo, tmp_path, config_files=(config,), strict_mcp_config=True)
+
+
+def test_a_broken_project_file_is_a_notice_not_a_failed_run(tmp_path: Path) -> None:
+    repo = hostile_repo(tmp_path, {})
+    (repo / ".mcp.json").write_text('{"mcpServers": ' + "[" * 100_000)
+    prepared = prepared_in(repo, tmp_path)
+    assert prepared.loaded.servers == ()
+    assert any("the project's config file is skipped" in notice for notice in prepared.loaded.notices)
 
 
 def test_gate_keeps_user_and_builtin_servers(tmp_path: Path) -> None:

@@ -73,8 +73,8 @@ def test_doctor_reports_unset_variables_per_server_instead_of_aborting(tmp_path:
     assert "unset variables: ${SPROUT_T_A}, ${SPROUT_T_B}" in run.stdout
     assert "config error: mcp-config.json: mcpServers.needs_vars.args[0]: variable SPROUT_T_A is not set" in run.stdout
     assert "[ok] fake" in run.stdout
-    # A normal run keeps failing fast on the same config (exit 2), before anything starts.
-    strict = run_agent(tmp_path, ["-p", "hi"], fake=None, servers={"needs_vars": unset})
+    # A run skips that server with a notice; with --strict-mcp-config it fails fast (exit 2) before anything starts.
+    strict = run_agent(tmp_path, ["-p", "hi", "--strict-mcp-config"], fake=None, servers={"needs_vars": unset})
     assert strict.code == 2 and "variable SPROUT_T_A is not set" in strict.stderr
 
 

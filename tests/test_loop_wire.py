@@ -127,3 +127,17 @@ async def test_the_fake_api_refuses_a_history_the_real_one_would_refuse_without_
     assert not isinstance(raised.value, PromptTooLongError)
     assert "tool_use ids ['t1'] are never answered" in str(raised.value)
     assert len(fake.refused) == 1 and "never answered" in fake.refused[0][0]
+
+
+@pytest.mark.parametrize("raw_input", ["a string", None, {"text": "\ud800"}], ids=["string", "null", "surrogate"])
+async def test_a_tool_input_the_sdk_cannot_parse_is_an_error_result_not_an_internal_error(raw_input: object) -> None:
+    bad = tool_use("fake__echo", id="t_bad")
+    bad["input"] = raw_input  # streamed as input_json_delta chunks, as the API would
+    with serve(reply("Calling.", bad), reply("recovered")) as fake:
+        async with over_the_wire(fake) as loop:
+            assert (await loop.turn()).text == "recovered"
+    ((is_error, text),) = loop.results(-2).values()
+    assert is_error and text.startswith("tool input must be a JSON object")
+    assert loop.host.calls == []  # never run
+    sent = fake.requests[1].body["messages"][1]["content"]  # the history went back valid: the fake checks it
+    assert sent[0] == {"type": "text", "text": "Calling."} and isinstance(sent[1]["input"], dict)

@@ -16,10 +16,11 @@ import pytest
 
 from sprout_agent.compaction import SUMMARY_SYSTEM
 from tests.api_rules import assert_valid_request
-from tests.fake_anthropic import FakeAnthropic, error, hang, reply, tool_use
+from tests.fake_anthropic import FakeAnthropic, error, reply, tool_use
 from tests.harness import (
     fake_server,
     pid_alive,
+    read_log,
     result_text,
     run_agent,
     start_agent,
@@ -126,7 +127,7 @@ def test_api_error_ends_the_stream_with_an_error_result(tmp_path: Path) -> None:
 @pytest.mark.parametrize("fmt", ["json", "stream-json"])
 def test_config_error_is_exit_2_with_a_result_object(tmp_path: Path, fmt: str) -> None:
     bad = tmp_path / "bad.json"
-    bad.write_text('{"mcpServers": {"x": {"command": 3}}}')
+    bad.write_text('{"mcpServers": {"x": ')
     run = run_agent(tmp_path, ["--output-format", fmt, "--config", str(bad), "-p", "go"], fake=None)
     assert run.code == 2
     (result,) = valid_lines(run.stdout)
@@ -181,12 +182,18 @@ def wait_until_gone(pid: int, timeout: float = 10) -> bool:
 def test_a_signal_mid_turn_flushes_the_result_and_leaves_no_process(
     tmp_path: Path, signum: int, code: int, name: str
 ) -> None:
-    pidfile = tmp_path / "grandchild.pid"
-    config = write_config(tmp_path, {"fake": fake_server(grandchild_pidfile=str(pidfile))})
-    with FakeAnthropic([reply(tool_use("fake__spawn_grandchild")), hang()]) as fake:
+    pidfile, log = tmp_path / "grandchild.pid", tmp_path / "calls.jsonl"
+    config = write_config(tmp_path, {"fake": fake_server(grandchild_pidfile=str(pidfile), log=str(log))})
+    script = [
+        reply(tool_use("fake__spawn_grandchild", id="t_spawn")),
+        reply(
+            tool_use("fake__echo", {"text": "hi"}, id="t_echo"), tool_use("fake__slow", {"seconds": 60}, id="t_slow")
+        ),
+    ]
+    with FakeAnthropic(script) as fake:
         process = start_agent(tmp_path, ["--config", str(config), *STREAM, "-p", "go"], fake=fake, text=True)
         try:
-            wait_for(lambda: len(fake.requests) == 2, "the second request", process)
+            wait_for(lambda: len(read_log(log)) == 3, "the slow call reaching its server", process)
             grandchild = int(pidfile.read_text())
             assert pid_alive(grandchild)
             process.send_signal(signum)
@@ -197,9 +204,14 @@ def test_a_signal_mid_turn_flushes_the_result_and_leaves_no_process(
     lines = stream(out)
     result = lines[-1]
     assert result["exit_code"] == code and result["stop_reason"] == "interrupted"
-    assert result["errors"] == [f"interrupted by {name}"] and result["turns"] == 0
-    assert result["usage"]["output_tokens"] > 0  # the first response was counted
-    assert "tool_finished" in types(lines)
+    assert result["errors"] == [f"interrupted by {name}"]
+    assert result["turns"] == 2  # the requests made before the signal are counted
+    assert result["usage"]["output_tokens"] > 0  # and so are their responses
+    started = [line["id"] for line in of_type(lines, "tool_started")]
+    finished = {line["id"]: line for line in of_type(lines, "tool_finished")}
+    assert started == ["t_spawn", "t_echo", "t_slow"] and set(finished) == set(started)  # each start has an end
+    assert finished["t_slow"]["is_error"] and finished["t_slow"]["result"].startswith("interrupted")
+    assert types(lines).index("tool_finished") < len(lines) - 1  # before the result line
     assert wait_until_gone(grandchild), f"grandchild {grandchild} outlived the agent"
 
 

@@ -14,11 +14,26 @@ import pytest
 
 from sprout_agent.config import ServerConfig
 from sprout_agent.events import Event, Notice, ServerFailed, ServerStarted
+from sprout_agent.mcp_link import MAX_TOOL_PAGES
 from sprout_agent.messages import Image, Text, text_of
 from sprout_agent.protocols import HookCallFailed, ToolSpec
 from sprout_agent.servers import ServerPool, ServerStatus
+from sprout_agent.stdio_wire import MAX_MESSAGE_BYTES
 from sprout_agent.tool_names import MAX_TOOL_NAME
-from tests.harness import FAKE_MCP, pid_alive, pids_in, read_log, wait_dead, wait_until
+from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.harness import (
+    FAKE_MCP,
+    ROOT,
+    kill_pid,
+    pid_alive,
+    pids_in,
+    read_log,
+    read_pid,
+    start_agent,
+    wait_dead,
+    wait_until,
+    write_config,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -28,6 +43,15 @@ PEERS = Path(__file__).resolve().parent.parent / ".ci" / "peers" / "node_modules
 def fake(server: str, start_timeout: float | None = None, **knobs: str) -> ServerConfig:
     env = {f"FAKE_MCP_{key.upper()}": value for key, value in knobs.items()}
     return ServerConfig(server, sys.executable, (FAKE_MCP,), env, start_timeout=start_timeout)
+
+
+RAW_MCP = str(ROOT / "tests" / "raw_mcp_server.py")
+
+
+def raw(server: str, **knobs: str) -> ServerConfig:
+    """The hand-rolled server (tests/raw_mcp_server.py) that writes the broken replies the SDK's cannot."""
+    env = {f"RAW_MCP_{key.upper()}": value for key, value in knobs.items()}
+    return ServerConfig(server, sys.executable, (RAW_MCP,), env)
 
 
 def scrubbed_env(own: Mapping[str, str]) -> dict[str, str]:
@@ -413,3 +437,79 @@ async def test_real_peer_server_everything() -> None:
         pid = p.status("every").pid
     assert pid is not None
     await wait_dead(pid)
+
+
+# --- wire faults: what a server writes that the SDK's session cannot read -----------------------------------
+
+
+async def test_an_oversized_result_is_an_error_for_its_call_and_the_server_keeps_serving() -> None:
+    async with Pool(raw("raw")) as p:
+        size = MAX_MESSAGE_BYTES + 1000
+        outcome = await p.pool.call(p.spec("raw", "huge"), {"bytes": size})
+        assert outcome.is_error
+        assert text_of(outcome.content) == f"result too large: {size - 1} bytes, limit {MAX_MESSAGE_BYTES}"
+        after = await p.pool.call(p.spec("raw", "echo"), {"text": "still here"})
+        assert (after.is_error, text_of(after.content)) == (False, "still here")
+
+
+async def test_a_reply_that_fails_to_parse_answers_its_call_at_once_not_after_the_tool_timeout() -> None:
+    # Was a hang for the whole tool timeout: the SDK drops what it cannot parse.
+    async with Pool(raw("raw"), tool_timeout=600) as p:
+        with anyio.fail_after(10):
+            version = await p.pool.call(p.spec("raw", "bad_version"), {})
+            surrogate = await p.pool.call(p.spec("raw", "surrogate"), {})
+        assert version.is_error and '"jsonrpc" is "1.0", not "2.0"' in text_of(version.content)
+        assert surrogate.is_error and "lone surrogate" in text_of(surrogate.content)
+        assert p.status("raw").state == "running"
+
+
+async def test_a_reply_whose_id_cannot_be_read_fails_the_server_with_the_reason_at_once() -> None:
+    async with Pool(raw("raw"), tool_timeout=600) as p:
+        with anyio.fail_after(10):
+            outcome = await p.pool.call(p.spec("raw", "garbage"), {})
+        reason = "sent a line that is not JSON: 'this is not json'"
+        assert outcome.is_error and text_of(outcome.content) == f"server 'raw' is unavailable: {reason}"
+        assert (p.status("raw").state, p.status("raw").last_error) == ("dead", reason)
+        assert Notice(f"MCP server 'raw' stopped: {reason}", "warning") in p.events
+
+
+async def test_a_tool_with_an_invalid_input_schema_is_skipped_with_a_notice_not_its_whole_server() -> None:
+    async with Pool(raw("raw", bad_schema="broken")) as p:
+        assert p.status("raw").state == "running"
+        assert "broken" not in {spec.tool for spec in p.pool.tools()}
+        assert "echo" in {spec.tool for spec in p.pool.tools()}
+        why = "invalid inputSchema.type: Input should be 'object'"
+        assert Notice(f"MCP server 'raw': skipped tool 'broken': {why}", "warning") in p.events
+
+
+async def test_a_server_failing_on_an_invalid_listing_shows_the_reason_not_exited_with_code_0() -> None:
+    async with Pool(raw("raw", bad_listing="1")) as p:
+        assert p.failed("raw").reason == "invalid answer from the server: tools: Input should be a valid list"
+
+
+async def test_an_endless_tools_list_cursor_stops_at_the_page_cap_with_a_notice() -> None:
+    async with Pool(raw("raw", endless="1")) as p:
+        assert len(p.pool.tools()) == MAX_TOOL_PAGES and p.status("raw").state == "running"
+        notice = f"stopped listing tools after {MAX_TOOL_PAGES} pages ({MAX_TOOL_PAGES} tools); its cursor never ended"
+        assert Notice(f"MCP server 'raw': {notice}", "warning") in p.events
+
+
+async def test_mcp_servers_die_with_a_sigkilled_agent(tmp_path: Path) -> None:
+    # Was: a server busy in a call (it reads no more, so stdin's end cannot stop it) outlived the agent.
+    pidfile, calls = tmp_path / "server.pid", tmp_path / "calls"
+    env = {"RAW_MCP_PIDFILE": str(pidfile), "RAW_MCP_CALLS": str(calls)}
+    config = write_config(tmp_path, {"raw": {"command": sys.executable, "args": [RAW_MCP], "env": env}})
+    with FakeAnthropic([reply(tool_use("raw__hang", {}))]) as fake:
+        process = start_agent(tmp_path, ["--config", str(config), "-p", "hang"], fake=fake)
+        server = 0
+        try:
+            server = await read_pid(pidfile)
+            await wait_until(lambda: calls.exists() and calls.read_text() == "hang\n", "the call reaching the server")
+            process.kill()
+            process.wait(timeout=10)
+            await wait_dead(server, timeout=10)
+        finally:
+            process.kill()
+            process.communicate(timeout=10)
+            if server:
+                kill_pid(server)

@@ -129,15 +129,23 @@ def mcp_pids(tmp_path: Path) -> Iterator[list[int]]:
 def test_a_session_killed_mid_tool_call_resumes_with_a_valid_history(tmp_path: Path, mcp_pids: list[int]) -> None:
     log = tmp_path / "calls.jsonl"
     config = write_config(tmp_path, {"fake": fake_server(log=str(log))})
-    script: list[Step] = [reply("Working on it.", tool_use("fake__slow", {"seconds": 30}, id="toolu_slow"))]
+    uses = [
+        tool_use("fake__echo", {"text": "side effect"}, id="toolu_echo"),
+        tool_use("fake__slow", {"seconds": 30}, id="toolu_slow"),
+    ]
+    script: list[Step] = [reply("Working on it.", *uses)]
     with FakeAnthropic(script) as fake:
         args = ["--config", str(config), "-p", "start the slow job"]
         process = start_agent(tmp_path, args, fake=fake, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            wait_for(lambda: bool(read_log(log)), "the tool call reaching the server", process)
-            calls = read_log(log)
-            assert calls and calls[0]["tool"] == "slow", "the tool call never reached the server"
-            mcp_pids.append(calls[0]["pid"])
+            wait_for(lambda: {c["tool"] for c in read_log(log)} == {"echo", "slow"}, "both calls started", process)
+            mcp_pids.append(read_log(log)[0]["pid"])
+            # The echo finished while the slow call runs: its result is in the transcript already.
+            wait_for(
+                lambda: '"tool_result"' in "".join(p.read_text() for p in sessions_dir(tmp_path).glob("*")),
+                "the echo's result recorded",
+                process,
+            )
             process.send_signal(signal.SIGKILL)
             process.wait(timeout=10)
         finally:
@@ -150,7 +158,8 @@ def test_a_session_killed_mid_tool_call_resumes_with_a_valid_history(tmp_path: P
     assert run.stdout == "picked up\n"
     body = fake.requests[0].body
     assert_history_valid(body)
-    (interrupted,) = tool_results(body)
+    finished, interrupted = tool_results(body)  # the finished call kept, in call order
+    assert finished["tool_use_id"] == "toolu_echo" and result_text(finished) == "side effect"
     assert interrupted["tool_use_id"] == "toolu_slow" and interrupted["is_error"] is True
     assert result_text(interrupted) == store.INTERRUPTED
     assert texts(body) == [("user", "start the slow job"), ("assistant", "Working on it."), ("user", "go on")]
@@ -167,8 +176,12 @@ def test_sessions_lists_newest_first_with_prompt_and_turns(tmp_path: Path) -> No
     with FakeAnthropic([reply("one"), reply("two"), reply("three")]) as fake:
         run_agent(tmp_path, ["--cwd", str(a), "--input-format", "stream-json"], fake=fake, servers={}, stdin=stdin)
         run_agent(tmp_path, ["--cwd", str(b), "-p", "latest prompt"], fake=fake, servers={})
+    broken = sessions_dir(tmp_path) / "broken.jsonl"  # a hand-edited file: one block is not an object
+    prompt = {"role": "user", "content": [{"type": "text", "text": "x"}, "junk"]}
+    broken.write_text(json.dumps({"type": "message", "message": prompt}) + "\n")
     listed = run_agent(tmp_path, ["sessions", "--json"], fake=None)
     assert listed.code == 0, listed.stderr
+    assert listed.stderr.startswith(f"sprout-agent: warning: skipped {broken}: AttributeError")
     rows = json.loads(listed.stdout)
     assert [(r["cwd"], r["first_prompt"], r["turns"]) for r in rows] == [
         (str(b), "latest prompt", 1),
@@ -197,3 +210,16 @@ def test_sessions_never_loads_the_sdks(tmp_path: Path) -> None:
     imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in completed.stderr.splitlines() if "|" in line}
     assert "sprout_agent" in imported
     assert not imported & {"anthropic", "mcp", "rich"}
+
+
+def test_an_unwritable_sessions_directory_is_one_line_and_exit_1_before_any_request(tmp_path: Path) -> None:
+    blocker = tmp_path / "not_a_directory"
+    blocker.write_text("")  # the sessions directory would be under a regular file: even root cannot make it
+    with FakeAnthropic([reply("never asked")]) as fake:
+        run = run_agent(tmp_path, ["-p", "hi"], fake=fake, servers={}, env={"XDG_DATA_HOME": str(blocker)})
+    transcript = blocker / "sprout-agent" / "sessions"
+    assert run.code == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    assert run.stderr.splitlines()[-1].startswith(f"sprout-agent: cannot write the session transcript {transcript}/")
+    assert run.stderr.splitlines()[-1].endswith(": Not a directory")
+    assert fake.requests == [] and run.stdout == ""

@@ -14,7 +14,7 @@ import pytest
 from sprout_agent import events as ev
 from sprout_agent.acp.updates import Updates
 from sprout_agent.messages import Image, Text, Usage
-from sprout_agent.ui.jsonl import InitInfo, JsonlSink
+from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo
 from sprout_agent.ui.render import TerminalRenderer
 from tests.stream_schema import valid_lines
 
@@ -93,3 +93,24 @@ def test_acp_updates_render_every_event_inside_a_turn() -> None:
     assert {"agent_message_chunk", "tool_call", "tool_call_update", "usage_update", "agent_thought_chunk"} <= set(kinds)
     statuses = [u["update"].get("status") for u in sent if u["update"]["sessionUpdate"] == "tool_call_update"]
     assert "in_progress" in statuses and "completed" in statuses and "failed" in statuses
+
+
+def test_stream_json_ends_a_tool_call_cut_short_before_the_result_line() -> None:
+    out = io.StringIO()
+    sink = JsonlSink(out, stream=True)
+    sink.init(InitInfo("s1", "claude-test", "/tmp", [], [], [], resumed=False))
+    sink(ev.ToolStarted("t_done", "fake__echo", "fake", "echo", {}))
+    sink(ev.ToolStarted("t_cut", "fake__slow", "fake", "slow", {}))
+    sink(ev.ToolFinished("t_done", "fake__echo", False, 0.01, "hi"))
+    sink.result(ResultInfo("", "interrupted", "s1", 1, Usage(), 0.0, 5, 130, ["interrupted by SIGINT"]))
+    lines = valid_lines(out.getvalue())
+    assert [(line["type"], line.get("id")) for line in lines] == [
+        ("init", None),
+        ("tool_started", "t_done"),
+        ("tool_started", "t_cut"),
+        ("tool_finished", "t_done"),
+        ("tool_finished", "t_cut"),
+        ("result", None),
+    ]
+    assert lines[4]["is_error"] is True and lines[4]["server"] == "fake"
+    assert lines[4]["result"] == "interrupted: the run ended before this tool call finished"

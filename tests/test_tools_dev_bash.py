@@ -64,25 +64,48 @@ async def test_bash_rejects_bad_timeouts(client: Client) -> None:
     assert error and "at most 600 seconds" in text
 
 
-async def test_bash_environment_has_no_secrets(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_bash_environment_has_no_secrets_by_name_or_by_value(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-2")
     monkeypatch.setenv("GH_TOKEN", "t")
     monkeypatch.setenv("MY_SECRET_THING", "s")
+    monkeypatch.setenv("GITHUB_PAT", "p")
+    monkeypatch.setenv("STRIPE_KEY", "k")
+    monkeypatch.setenv("MY_CREDENTIALS", "c")
+    monkeypatch.setenv("DATABASE_URL", "postgres://app:hunter2@db.example/app")
     monkeypatch.setenv("SPROUT_HARMLESS", "visible")
     _, text = await call_tool(client, "bash", command="env")
     names = {line.split("=", 1)[0] for line in text.splitlines()}
-    assert "SPROUT_HARMLESS" in names
-    assert not names & {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GH_TOKEN", "MY_SECRET_THING"}
+    assert {"SPROUT_HARMLESS", "PATH"} <= names
+    assert not names & {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GH_TOKEN", "MY_SECRET_THING", "GITHUB_PAT",
+                        "STRIPE_KEY", "MY_CREDENTIALS", "DATABASE_URL"}  # fmt: skip
 
 
-async def test_bash_returns_when_a_background_job_keeps_the_pipe(client: Client, root: Path) -> None:
+async def test_bash_background_job_does_not_outlive_the_call(client: Client, root: Path) -> None:
     error, text = await call_tool(client, "bash", command="sleep 300 & echo $! > bg.pid; echo started")
     pid = await read_pid(root / "bg.pid")
     try:
         assert not error
         assert text == (
-            "started\n[background processes still hold the output open; later output is not shown]\n[exit code: 0]"
+            "started\n[background processes still held the output open; they were ended with the call]\n[exit code: 0]"
         )
+        await wait_dead(pid, timeout=10)
     finally:
         kill_pid(pid)
+
+
+async def test_bash_nohup_and_setsid_escapees_are_ended_with_the_call(client: Client, root: Path) -> None:
+    command = (
+        "nohup sleep 300 >/dev/null 2>&1 & echo $! > nohup.pid; "
+        "setsid sleep 300 >/dev/null 2>&1 < /dev/null & echo $! > setsid.pid"
+    )
+    error, text = await call_tool(client, "bash", command=command)
+    pids = [await read_pid(root / "nohup.pid"), await read_pid(root / "setsid.pid")]
+    try:
+        assert (error, text) == (False, "(no output)\n[exit code: 0]")
+        await wait_dead(*pids, timeout=10)
+    finally:
+        for pid in pids:
+            kill_pid(pid)

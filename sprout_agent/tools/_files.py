@@ -1,16 +1,26 @@
-"""The read, write and edit tools: line-numbered reads, guarded writes, exact-string edits."""
+"""The read, write and edit tools: line-numbered reads, guarded atomic writes, exact-string edits.
+
+Each runs in a worker thread; the blocking work is in _fileio."""
 
 from __future__ import annotations
 
 import base64
 import difflib
 import os
+import stat
+from typing import BinaryIO
 
+import anyio.to_thread
+
+from sprout_agent.tools._fileio import count_lines, kind_of, open_regular, read_line, replace_file
 from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._server import Args, Image, ToolError, ToolOutput
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
+LINE_READ_BYTES = 64 * 1024  # of one line; the rest is skipped unread into memory
+COUNT_REST_BYTES = 16 * 1024 * 1024  # past a stop, lines are counted for the note only when this little is left
+MAX_EDIT_BYTES = 64 * 1024 * 1024
 MAX_READ_BYTES = 256 * 1024
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 MAX_DIFF_CHARS = 4000
@@ -35,88 +45,107 @@ def _existing_file(ws: Workspace, file_path: str) -> str:
     return real
 
 
-def _read_image(ws: Workspace, real: str, mime: str) -> Image:
-    size = os.path.getsize(real)
+def _read_image(ws: Workspace, real: str, f: BinaryIO, mime: str) -> Image:
+    size = os.fstat(f.fileno()).st_size
     if size > MAX_IMAGE_BYTES:
         raise ToolError(f"{ws.display(real)}: image is {size} bytes; the limit is {MAX_IMAGE_BYTES} bytes")
-    with open(real, "rb") as f:
-        data = f.read()
+    data = f.read(MAX_IMAGE_BYTES + 1)
     ws.remember(real)
     return Image(base64.b64encode(data).decode("ascii"), mime)
 
 
-def _number_lines(ws: Workspace, real: str, offset: int, limit: int) -> str:
-    """cat -n style lines from `offset` (1-based), stopping at `limit` lines or the byte cap."""
+def _format_line(number: int, raw: bytes, length: int) -> str:
+    if length > len(raw):  # only LINE_READ_BYTES of it were read
+        text = decode(raw)[0][:MAX_LINE_CHARS] + f"... [line truncated: {length} bytes]"
+    else:
+        text = decode(raw.rstrip(b"\r"))[0]
+        if len(text) > MAX_LINE_CHARS:
+            text = text[:MAX_LINE_CHARS] + f"... [line truncated: {len(text)} chars]"
+    return f"{number:>6}\t{text}"
+
+
+def _stop_note(f: BinaryIO, note: str, first: int, shown: int, read_so_far: int) -> str:
+    """The continuation hint; the total line count only when the rest is small enough to count quickly."""
+    last = first + shown - 1
+    size = os.fstat(f.fileno()).st_size
+    small = size - f.tell() <= COUNT_REST_BYTES
+    of = f"of {read_so_far + count_lines(f)}" if small else f"of a {size}-byte file"
+    return f"... [{note}: showing lines {first}-{last} {of}; call read with offset={last + 1} to continue]"
+
+
+def _number_lines(f: BinaryIO, offset: int, limit: int) -> str:
+    """cat -n style lines from `offset` (1-based), stopping at `limit` lines or the byte cap; reads no further."""
     out: list[str] = []
-    used = 0
-    total = 0
-    stop_note = ""
-    with open(real, "rb") as f:
-        for total, raw in enumerate(f, start=1):
-            if total < offset or stop_note:
-                continue
-            if len(out) >= limit:
-                stop_note = f"limit of {limit} lines reached"
-                continue
-            text = decode(raw.rstrip(b"\n").rstrip(b"\r"))[0]
-            if len(text) > MAX_LINE_CHARS:
-                text = text[:MAX_LINE_CHARS] + f"... [line truncated: {len(text)} chars]"
-            line = f"{total:>6}\t{text}"
-            if used + len(line) + 1 > MAX_READ_BYTES:
-                stop_note = f"output cap of {MAX_READ_BYTES // 1024} KiB reached"
-                continue
-            out.append(line)
-            used += len(line) + 1
-    if total == 0:
+    used = number = 0
+    while (line := read_line(f, LINE_READ_BYTES)) is not None:
+        number += 1
+        if number < offset:
+            continue
+        if len(out) >= limit:
+            return "\n".join([*out, _stop_note(f, f"limit of {limit} lines reached", offset, len(out), number)])
+        entry = _format_line(number, *line)
+        if used + len(entry) + 1 > MAX_READ_BYTES:
+            cap = f"output cap of {MAX_READ_BYTES // 1024} KiB reached"
+            return "\n".join([*out, _stop_note(f, cap, offset, len(out), number)])
+        out.append(entry)
+        used += len(entry) + 1
+    if number == 0:
         return "(the file is empty)"
-    if offset > total:
-        return f"(offset {offset} is past the end of the file, which has {total} lines)"
-    if stop_note:
-        last = offset + len(out) - 1
-        out.append(
-            f"... [{stop_note}: showing lines {offset}-{last} of {total}; call read with offset={last + 1} to continue]"
-        )
+    if offset > number:
+        return f"(offset {offset} is past the end of the file, which has {number} lines)"
     return "\n".join(out)
 
 
-async def read(ws: Workspace, args: Args) -> ToolOutput:
+def _read(ws: Workspace, args: Args) -> ToolOutput:
     real = _existing_file(ws, args["file_path"])
     offset = args.get("offset") or 1
     limit = args.get("limit") or DEFAULT_LIMIT
     if offset < 1 or limit < 1:
         raise ToolError("offset and limit must be positive (offset is a 1-based line number)")
-    mime = IMAGE_TYPES.get(os.path.splitext(real)[1].lower())
-    if mime:
-        return _read_image(ws, real, mime)
-    with open(real, "rb") as f:
-        head = f.read(8192)
-    if b"\0" in head:
-        size = os.path.getsize(real)
-        raise ToolError(
-            f"{ws.display(real)} is a binary file ({size} bytes); read only shows text files and "
-            "png/jpg/gif/webp images. Use bash (e.g. `file`, `xxd | head`) to inspect it."
-        )
-    result = _number_lines(ws, real, offset, limit)
+    with open_regular(real, ws.display(real)) as f:
+        mime = IMAGE_TYPES.get(os.path.splitext(real)[1].lower())
+        if mime:
+            return _read_image(ws, real, f, mime)
+        if b"\0" in f.read(8192):
+            size = os.fstat(f.fileno()).st_size
+            raise ToolError(
+                f"{ws.display(real)} is a binary file ({size} bytes); read only shows text files and "
+                "png/jpg/gif/webp images. Use bash (e.g. `file`, `xxd | head`) to inspect it."
+            )
+        f.seek(0)
+        result = _number_lines(f, offset, limit)
     ws.remember(real)
     return result
 
 
-async def write(ws: Workspace, args: Args) -> ToolOutput:
+async def read(ws: Workspace, args: Args) -> ToolOutput:
+    # A worker thread: the server may share the agent's event loop, which must stay free for timeouts and signals.
+    return await anyio.to_thread.run_sync(_read, ws, args, abandon_on_cancel=True)
+
+
+def _write(ws: Workspace, args: Args) -> ToolOutput:
     real = ws.writable(args["file_path"])
     content: str = args["content"]
-    existed = os.path.exists(real)
-    if existed:
-        if os.path.isdir(real):
-            raise ToolError(f"{ws.display(real)} is a directory")
+    try:
+        mode: int | None = os.stat(real).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None:
+        if not stat.S_ISREG(mode):
+            raise ToolError(f"{ws.display(real)} is {kind_of(mode)}, not a regular file")
         ws.check_fresh(real)
     os.makedirs(os.path.dirname(real), exist_ok=True)
     data = content.encode("utf-8")
-    with open(real, "wb") as f:
-        f.write(data)
+    replace_file(real, data)
     ws.remember(real)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
-    verb = "Overwrote" if existed else "Created"
+    verb = "Overwrote" if mode is not None else "Created"
     return f"{verb} {ws.display(real)} ({lines} lines, {len(data)} bytes)"
+
+
+async def write(ws: Workspace, args: Args) -> ToolOutput:
+    # Not abandoned on cancel: the call's outcome must be known before it is reported.
+    return await anyio.to_thread.run_sync(_write, ws, args)
 
 
 def _to_crlf(text: str) -> str:
@@ -147,7 +176,7 @@ def _diff(path: str, before: str, after: str) -> str:
     return text
 
 
-async def edit(ws: Workspace, args: Args) -> ToolOutput:
+def _edit(ws: Workspace, args: Args) -> ToolOutput:
     old: str = args["old_string"]
     new: str = args["new_string"]
     replace_all: bool = args.get("replace_all") or False
@@ -159,7 +188,9 @@ async def edit(ws: Workspace, args: Args) -> ToolOutput:
     real = _existing_file(ws, real)
     shown = ws.display(real)
     ws.check_fresh(real)
-    with open(real, "rb") as f:
+    with open_regular(real, shown) as f:
+        if os.fstat(f.fileno()).st_size > MAX_EDIT_BYTES:
+            raise ToolError(f"{shown} is over {MAX_EDIT_BYTES // 1024 // 1024} MiB; edit it with bash (sed, patch)")
         text, encoding = decode(f.read())
     old, new = _pick_variant(text, old, new)
     count = text.count(old)
@@ -178,7 +209,10 @@ async def edit(ws: Workspace, args: Args) -> ToolOutput:
         data = after.encode(encoding)
     except UnicodeEncodeError as exc:
         raise ToolError(f"{shown} is {encoding}-encoded and new_string has characters it cannot hold") from exc
-    with open(real, "wb") as f:
-        f.write(data)
+    replace_file(real, data)
     ws.remember(real)
     return f"Edited {shown}: {count} replacement(s)\n{_diff(shown, text, after)}"
+
+
+async def edit(ws: Workspace, args: Args) -> ToolOutput:
+    return await anyio.to_thread.run_sync(_edit, ws, args)

@@ -14,8 +14,10 @@ from collections.abc import Iterable, Iterator
 
 import anyio.to_thread
 
+from sprout_agent.tools._fileio import open_regular
 from sprout_agent.tools._listing import SKIP_DIRS, directory, glob_matcher, list_files
 from sprout_agent.tools._paths import Workspace
+from sprout_agent.tools._secrets import command_env
 from sprout_agent.tools._server import Args, ToolError, ToolOutput
 
 NO_RG_ENV = "SPROUT_DEV_NO_RG"
@@ -29,8 +31,9 @@ TRUNCATED = "... [output truncated at {n} lines; narrow the search with path, gl
 
 
 def _rg_command(pattern: str, mode: str, context: int, ignore_case: bool, glob: str | None) -> list[str]:
-    cmd = ["rg", "--no-heading", "--with-filename", "--line-number", "--color", "never", "--sort", "path",
-           "--hidden", "--no-messages", "--max-filesize", "10M"]  # fmt: skip
+    # --no-config: a repository's RIPGREP_CONFIG_PATH must not add flags (--pre runs a program).
+    cmd = ["rg", "--no-config", "--no-heading", "--with-filename", "--line-number", "--color", "never",
+           "--sort", "path", "--hidden", "--no-messages", "--max-filesize", "10M"]  # fmt: skip
     if mode == "files_with_matches":
         cmd.append("--files-with-matches")
     elif mode == "count":
@@ -43,15 +46,17 @@ def _rg_command(pattern: str, mode: str, context: int, ignore_case: bool, glob: 
         cmd += ["--glob", glob]
     for name in SKIP_DIRS:  # later globs win in ripgrep, so these exclusions beat the user's glob
         cmd += ["--glob", f"!{name}/"]
-    return [*cmd, "--regexp", pattern]
+    return [*cmd, "--regexp", pattern, "--"]  # after `--`, a path named like a flag is still a path
 
 
 def _rg_lines(cmd: list[str], cwd: str) -> Iterator[str]:
-    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=command_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert proc.stdout is not None and proc.stderr is not None
     try:
         for raw in proc.stdout:
-            yield raw.decode("utf-8", "replace").rstrip("\n")
+            yield os.fsdecode(raw).rstrip("\n")  # as file names are decoded; the server escapes what is not UTF-8
         error = proc.stderr.read().decode("utf-8", "replace").strip()
         if proc.wait() == 2 and error:
             raise ToolError(f"grep failed: {error}")
@@ -78,16 +83,17 @@ def _groups(hits: list[int], context: int, count: int) -> Iterator[tuple[int, in
 
 
 def _file_lines(path: str) -> list[str] | None:
+    """The file's lines, or None for what both engines skip: binary, huge, or not a regular file."""
     try:
-        if os.path.getsize(path) > MAX_FILE_BYTES:
-            return None
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
+        with open_regular(path) as f:
+            if os.fstat(f.fileno()).st_size > MAX_FILE_BYTES:
+                return None
+            data = f.read(MAX_FILE_BYTES + 1)
+    except (OSError, ToolError):
         return None
-    if b"\0" in data:
+    if b"\0" in data or len(data) > MAX_FILE_BYTES:
         return None
-    lines = data.decode("utf-8", "replace").split("\n")
+    lines = os.fsdecode(data).split("\n")
     return lines[:-1] if lines[-1] == "" else lines
 
 
@@ -181,9 +187,13 @@ def _search(ws: Workspace, args: Args) -> list[str]:
     return _finish(_py_lines(base, names, (pattern, mode, context, ignore_case)), prefix)
 
 
-async def grep(ws: Workspace, args: Args) -> ToolOutput:
-    out = await anyio.to_thread.run_sync(_search, ws, args, abandon_on_cancel=True)
+def _grep(ws: Workspace, args: Args) -> ToolOutput:
+    out = _search(ws, args)
     if not out:
         where = ws.display(ws.resolve(args.get("path") or "."))
         return f"No matches for {args['pattern']!r} in {where}"
     return "\n".join(out)
+
+
+async def grep(ws: Workspace, args: Args) -> ToolOutput:
+    return await anyio.to_thread.run_sync(_grep, ws, args, abandon_on_cancel=True)

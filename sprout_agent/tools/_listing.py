@@ -7,7 +7,10 @@ import re
 import subprocess
 from functools import lru_cache
 
+import anyio.to_thread
+
 from sprout_agent.tools._paths import Workspace
+from sprout_agent.tools._secrets import command_env
 from sprout_agent.tools._server import Args, ToolError, ToolOutput
 
 # Never worth listing, whether or not a .gitignore says so; grep passes the same list to ripgrep.
@@ -26,8 +29,10 @@ def _git_files(base: str) -> list[str] | None:
     """Paths relative to `base` that git tracks or would not ignore; None outside a git work tree."""
     try:
         proc = subprocess.run(
-            ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+            # A repository's .git/config could name a core.fsmonitor program, which ls-files would run.
+            ["git", "-c", "core.fsmonitor=false", "ls-files", "-co", "--exclude-standard", "-z"],
             cwd=base,
+            env=command_env(),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=30,
@@ -124,7 +129,7 @@ def _mtime(path: str) -> float:
         return 0.0
 
 
-async def glob(ws: Workspace, args: Args) -> ToolOutput:
+def _glob(ws: Workspace, args: Args) -> ToolOutput:
     pattern: str = args["pattern"].removeprefix("./")
     base = directory(ws, args.get("path"))
     if os.path.isabs(pattern):
@@ -138,3 +143,8 @@ async def glob(ws: Workspace, args: Args) -> ToolOutput:
     if len(hits) > MAX_GLOB_RESULTS:
         shown.append(f"... and {len(hits) - MAX_GLOB_RESULTS} more (narrow the pattern or path)")
     return "\n".join(shown)
+
+
+async def glob(ws: Workspace, args: Args) -> ToolOutput:
+    # A worker thread: walking a big tree (or waiting for git) must not stall the agent's event loop.
+    return await anyio.to_thread.run_sync(_glob, ws, args, abandon_on_cancel=True)

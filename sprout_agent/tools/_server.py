@@ -7,6 +7,7 @@ models from signatures: each tool declares its JSON schema by hand and arguments
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,14 +123,33 @@ def check_args(spec: ToolSpec, args: Args) -> Args:
     return checked
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    # os.fsdecode maps an undecodable byte b to U+DC00+b (surrogateescape): show it as bash's $'\xNN'.
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def clean_text(text: str) -> str:
+    """Text any JSON encoder accepts: file names that are not UTF-8 come back escaped (`bad\\xff.txt`),
+    since a lone surrogate in a result would fail later, in the agent, far from the tool."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(_escape_surrogate, text)
+    return text
+
+
 def _content(output: ToolOutput) -> list[ContentBlock]:
     if isinstance(output, Image):
         return [ImageContent(type="image", data=output.data_b64, mime_type=output.mime_type)]
-    return [TextContent(type="text", text=output)]
+    return [TextContent(type="text", text=clean_text(output))]
 
 
 def _error(message: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+    return CallToolResult(content=[TextContent(type="text", text=clean_text(message))], is_error=True)
 
 
 async def run_tool(specs: Mapping[str, ToolSpec], name: str, args: Args | None) -> CallToolResult:

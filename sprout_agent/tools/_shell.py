@@ -1,10 +1,8 @@
-"""The bash tool: one command in its own process group, output capped, group killed on timeout or cancel."""
+"""The bash tool: one command in its own process group, output capped; nothing it starts outlives the call (_procs)."""
 
 from __future__ import annotations
 
 import os
-import re
-import signal
 import subprocess
 from contextlib import suppress
 
@@ -12,7 +10,9 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from sprout_agent.tools._paths import Workspace
+from sprout_agent.tools._procs import CALL_ENV, call_scope, kill_group
 from sprout_agent.tools._sandbox import SandboxUnavailable
+from sprout_agent.tools._secrets import command_env
 from sprout_agent.tools._server import Args, ToolError, ToolOutput
 
 TIMEOUT_ENV = "SPROUT_DEV_BASH_TIMEOUT"
@@ -21,13 +21,6 @@ MAX_TIMEOUT = 600.0
 HEAD_BYTES = 15_000
 TAIL_BYTES = 15_000
 DRAIN_SECONDS = 0.5  # after the shell exits, how long background jobs may keep the pipe busy
-TERM_GRACE_SECONDS = 1.0
-_SECRET = re.compile(r"^ANTHROPIC_|_API_KEY$|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-
-
-def command_env() -> dict[str, str]:
-    """The server's environment minus anything that looks like a credential."""
-    return {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
 
 
 def default_timeout() -> float:
@@ -88,22 +81,6 @@ async def _run(proc: Process, buf: HeadTail) -> bool:
     return eof.is_set()
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-async def kill_group(proc: Process) -> None:
-    """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left (grandchildren too)."""
-    with anyio.CancelScope(shield=True):
-        _signal_group(proc.pid, signal.SIGTERM)
-        with anyio.move_on_after(TERM_GRACE_SECONDS):
-            await proc.wait()
-        _signal_group(proc.pid, signal.SIGKILL)
-        with anyio.move_on_after(TERM_GRACE_SECONDS):
-            await proc.wait()
-
-
 def _timeout_arg(args: Args) -> float:
     timeout = args.get("timeout")
     if timeout is None:
@@ -118,33 +95,35 @@ async def bash(ws: Workspace, args: Args) -> ToolOutput:
     timeout = _timeout_arg(args)
     try:
         argv, env = ws.sandbox.wrap(["bash", "-c", command], command_env())  # unchanged when the sandbox is off
-        proc = await anyio.open_process(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=ws.root,
-            env=env,
-            start_new_session=True,
-        )
     except SandboxUnavailable as exc:
         raise ToolError(str(exc)) from exc
-    except OSError as exc:
-        raise ToolError(f"could not start bash: {exc}") from exc
     buf = HeadTail()
     drained = False
-    async with proc:
+    async with call_scope(env) as call:
+        try:
+            proc = await anyio.open_process(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=ws.root,
+                env={**env, CALL_ENV: call.token},
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ToolError(f"could not start bash: {exc}") from exc
+        call.arm(proc)
         try:
             with anyio.move_on_after(timeout) as scope:
                 drained = await _run(proc, buf)
-        except BaseException:  # cancelled by the client: take the whole group down with us
-            await kill_group(proc)
-            raise
-        if scope.cancelled_caught:
-            await kill_group(proc)
+            if scope.cancelled_caught:
+                await kill_group(proc)
+        finally:  # cancelled too: the group gets its SIGTERM and grace before anything is closed
+            await call.end()
+            await proc.aclose()
     output = buf.text().rstrip("\n") or "(no output)"
     if scope.cancelled_caught:
         raise ToolError(f"{output}\n[timed out after {timeout:g} s; the command's process group was killed]")
-    note = "" if drained else "\n[background processes still hold the output open; later output is not shown]"
+    note = "" if drained else "\n[background processes still held the output open; they were ended with the call]"
     note += ws.sandbox.explain(output, proc.returncode)
     return f"{output}{note}\n[exit code: {proc.returncode}]"

@@ -41,11 +41,12 @@ READ = f"""Read a file from the local filesystem.
 for long files. Lines longer than {_files.MAX_LINE_CHARS} characters are truncated, and output stops at \
 {_files.MAX_READ_BYTES // 1024} KiB with a note saying which offset to continue from.
 - PNG, JPEG, GIF and WebP images (up to {_files.MAX_IMAGE_BYTES // 1024 // 1024} MiB) are returned as images.
-- Binary files are refused; use bash to inspect them. Directories are refused; use glob or bash ls.
+- Binary files are refused; use bash to inspect them. Directories, FIFOs, devices and sockets are refused.
 - Any path may be read. Reading a file is required before write or edit may change it."""
 
 WRITE = """Write a file: create it, or overwrite it completely, creating parent directories as needed.
-- Content is written exactly as given, as UTF-8.
+- Content is written exactly as given, as UTF-8. The file is replaced atomically (a new file renamed over \
+it, keeping its mode), so other hard links to it keep the old content.
 - An existing file may only be overwritten if it was read (or written) in this session and has not \
 changed on disk since; otherwise the write is refused: read it first. Prefer edit for changes to an \
 existing file.
@@ -86,8 +87,11 @@ only the first and last {_shell.HEAD_BYTES // 1000} KB are kept.
 - stdin is /dev/null, so commands that wait for input get end-of-file: pass flags such as -y instead.
 - timeout in seconds: default {_shell.DEFAULT_TIMEOUT:g} (or SPROUT_DEV_BASH_TIMEOUT), at most \
 {_shell.MAX_TIMEOUT:g}. On timeout or cancellation the command's whole process group is killed.
-- Each call is a new shell: `cd` and variables do not carry over. Secrets (API keys, tokens) are \
-removed from the environment.
+- Background jobs do not outlive the call: when the shell exits, whatever it started (`cmd &`, nohup, \
+setsid) is killed. Start long-running servers in the same command that uses them.
+- Each call is a new shell: `cd` and variables do not carry over. Secrets (API keys, tokens, passwords, \
+URLs with passwords) are removed from the environment.
+- File names that are not UTF-8 are shown with \\xNN escapes (use bash's $'\\xNN' quoting to name them).
 - Prefer read, edit, glob and grep over cat, sed, find and grep for files."""
 
 _Impl = Callable[[Workspace, Args], Awaitable[ToolOutput]]

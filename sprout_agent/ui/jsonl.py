@@ -7,6 +7,7 @@ Stdlib only.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO, assert_never, cast
@@ -17,6 +18,7 @@ from sprout_agent.messages import Usage
 from sprout_agent.sandboxing import SandboxPlan
 
 SCHEMA_VERSION = 1
+INTERRUPTED = "interrupted: the run ended before this tool call finished"
 Record = dict[str, object]
 
 
@@ -112,7 +114,7 @@ class JsonlSink:
         self.session_id: str | None = None
         self._initialised = False
         self._pending: list[Event] = []
-        self._tool_servers: dict[str, str] = {}
+        self._open_calls: dict[str, tuple[str, str, float]] = {}  # call id → (name, server, started), until finished
         self._finished = False
 
     def __call__(self, event: Event) -> None:
@@ -155,6 +157,10 @@ class JsonlSink:
         """The last line; written once. A stream that never reached `init` gets only this line."""
         if self._finished:
             return
+        # A call cut short by a signal or an error never finished on its own: every tool_started gets its end.
+        for call_id, (name, server, started) in list(self._open_calls.items()):
+            self._write(_tool_finished(call_id, name, server, True, time.monotonic() - started, INTERRUPTED))
+        self._open_calls.clear()
         self._finished = True
         write_record(self.out, result_record(info))
 
@@ -199,7 +205,7 @@ class JsonlSink:
                     "delay_ms": _ms(event.delay),
                 }
             case ev.ToolStarted():
-                self._tool_servers[event.call_id] = event.server
+                self._open_calls[event.call_id] = (event.name, event.server, time.monotonic())
                 return {
                     "type": "tool_started",
                     "id": event.call_id,
@@ -209,15 +215,8 @@ class JsonlSink:
                     "arguments": event.arguments,
                 }
             case ev.ToolFinished():
-                return {
-                    "type": "tool_finished",
-                    "id": event.call_id,
-                    "name": event.name,
-                    "server": self._tool_servers.pop(event.call_id, ""),
-                    "is_error": event.is_error,
-                    "duration_ms": _ms(event.seconds),
-                    "result": event.summary,
-                }
+                _, server, _ = self._open_calls.pop(event.call_id, ("", "", 0.0))
+                return _tool_finished(event.call_id, event.name, server, event.is_error, event.seconds, event.summary)
             case (
                 ev.HookCalled()
                 | ev.HookObjected()
@@ -250,6 +249,18 @@ class JsonlSink:
                 assert_never(event)
 
 
+def _tool_finished(call_id: str, name: str, server: str, is_error: bool, seconds: float, result: str) -> Record:
+    return {
+        "type": "tool_finished",
+        "id": call_id,
+        "name": name,
+        "server": server,
+        "is_error": is_error,
+        "duration_ms": _ms(seconds),
+        "result": result,
+    }
+
+
 def _hook_record(event: ev.HookEvent) -> Record:
     match event:
         case ev.HookCalled():
@@ -276,16 +287,23 @@ def _hook_record(event: ev.HookEvent) -> Record:
 
 
 # --- input ------------------------------------------------------------------------------------------------
-def parse_user_line(line: str) -> str:
+def parse_user_line(line: str | bytes) -> str:
     """One stdin line of `--input-format stream-json` → the user's text; ValueError says what is wrong.
 
     Accepts Claude Code's `{"type": "user", "message": {"role": "user", "content": "…" | [text blocks]}}`
     and the shorter `{"type": "user", "text": "…"}`.
     """
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"not UTF-8 text (byte {error.start} is 0x{line[error.start]:02x})") from None
     try:
         data = json.loads(line)
     except ValueError as error:
         raise ValueError(f"not JSON: {error}") from None
+    except RecursionError:  # json's parser recurses per `[` or `{`
+        raise ValueError("not JSON: nested too deeply") from None
     if not isinstance(data, dict) or cast(dict[str, Any], data).get("type") != "user":
         raise ValueError('expected an object with "type": "user"')
     record = cast(dict[str, Any], data)
@@ -298,6 +316,10 @@ def parse_user_line(line: str) -> str:
         text = _content_text(cast(dict[str, Any], message).get("content"))
     if not text.strip():
         raise ValueError("the user message is empty")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a \ud800 escape: neither the API nor the transcript can carry it
+        raise ValueError("the user message is not valid Unicode (a lone surrogate)") from None
     return text
 
 

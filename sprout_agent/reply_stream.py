@@ -1,0 +1,111 @@
+"""One streamed Messages API response, accumulated from its raw events into our `ModelReply`.
+
+Our own accumulation, not the SDK's: the SDK parses each tool input while it streams and raises on one it
+cannot parse (a bare string, `null`, a lone surrogate), which would end the whole run. Here such an input
+becomes `{"_invalid": <the raw JSON text>}`: an object, so the history stays valid for the API, which the
+loop answers with an error result the model reads. No SDK import: events are read by attribute.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from sprout_agent.messages import INVALID_INPUT_KEY, Block, Text, ToolUse, Usage
+from sprout_agent.protocols import ModelReply
+
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+class StreamCut(Exception):
+    """The stream ended without message_stop: the reply is incomplete and must not be trusted."""
+
+
+@dataclass
+class _Open:
+    kind: str  # text | tool_use | anything else (thinking…), which is not kept
+    id: str = ""
+    name: str = ""
+    parts: list[str] = field(default_factory=list[str])
+
+
+class ReplyBuilder:
+    """Feed it every raw stream event with `add`; `reply()` once the stream has ended."""
+
+    def __init__(self, on_text: Callable[[str], None]) -> None:
+        self._on_text = on_text
+        self._blocks: dict[int, _Open] = {}
+        self._usage: dict[str, int] = {}
+        self._stop_reason: str | None = None
+        self._stopped = False
+        self._model = ""
+
+    def add(self, event: Any) -> None:
+        kind = event.type
+        if kind == "message_start":
+            self._model = str(event.message.model)
+            self._count(event.message.usage)
+        elif kind == "content_block_start":
+            block = event.content_block
+            text = [str(block.text)] if block.type == "text" and block.text else []
+            self._blocks[event.index] = _Open(block.type, getattr(block, "id", ""), getattr(block, "name", ""), text)
+        elif kind == "content_block_delta":
+            self._delta(self._blocks.get(event.index), event.delta)
+        elif kind == "message_delta":
+            self._stop_reason = event.delta.stop_reason
+            self._count(event.usage)
+        elif kind == "message_stop":
+            self._stopped = True
+
+    def reply(self) -> ModelReply:
+        if not self._stopped or self._stop_reason is None:
+            raise StreamCut("the response stream ended before message_stop")
+        content = tuple(
+            block for _, open_block in sorted(self._blocks.items()) if (block := _finished(open_block)) is not None
+        )
+        usage = Usage(
+            input_tokens=self._usage.get("input_tokens", 0),
+            output_tokens=self._usage.get("output_tokens", 0),
+            cache_read_tokens=self._usage.get("cache_read_input_tokens", 0),
+            cache_write_tokens=self._usage.get("cache_creation_input_tokens", 0),
+        )
+        return ModelReply(content, self._stop_reason, usage, self._model)
+
+    def _delta(self, block: _Open | None, delta: Any) -> None:
+        if block is None:
+            return
+        if delta.type == "text_delta" and block.kind == "text":
+            block.parts.append(str(delta.text))
+            self._on_text(str(delta.text))
+        elif delta.type == "input_json_delta" and block.kind == "tool_use":
+            block.parts.append(str(delta.partial_json))
+
+    def _count(self, usage: Any) -> None:
+        """Counts on message_delta are running totals: they replace, and a missing one keeps message_start's."""
+        for name in _USAGE_FIELDS:
+            value = getattr(usage, name, None)
+            if isinstance(value, int):
+                self._usage[name] = value
+
+
+def _finished(block: _Open) -> Block | None:
+    if block.kind == "text":
+        return Text("".join(block.parts))
+    if block.kind == "tool_use":
+        return ToolUse(block.id, block.name, tool_input("".join(block.parts)))
+    return None
+
+
+def tool_input(raw: str) -> dict[str, object]:
+    """The call's arguments, or `{"_invalid": raw}` when they are not a JSON object we can send back."""
+    try:
+        value: object = json.loads(raw) if raw.strip() else {}
+        json.dumps(value, ensure_ascii=False).encode()  # a lone surrogate parses, but no request can carry it
+    except (ValueError, UnicodeEncodeError, RecursionError):
+        value = None
+    if isinstance(value, dict):
+        return cast(dict[str, object], value)  # JSON object keys are strings
+    # As text that survives UTF-8 (a raw surrogate becomes its escape), so the history can still be sent.
+    return {INVALID_INPUT_KEY: raw.encode("utf-8", "backslashreplace").decode()}

@@ -1,0 +1,222 @@
+"""Reading a stdio server's messages: newline framing in linear time with a size cap, and an answer for every reply.
+
+Framing: each chunk is searched once for newlines and kept as a part until its line ends, so a line costs its
+length, not its length squared (joining the buffer to every chunk took 77 s for one 100 MB line). A line over
+the cap is counted, not kept: only its first and last few bytes survive, where a response's id is.
+
+Replies: the SDK's session drops whatever fails to parse (mcp 2.3.0 `JSONRPCDispatcher._dispatch` logs an
+`Exception` item at debug level), so the call it answered waited for the whole tool timeout. Here a broken
+or oversized reply whose id names one of our open requests becomes a JSON-RPC error for that request, and
+one that answers nothing we can name ends the server with the reason. Tools whose definition fails the
+protocol's validation are dropped from their `tools/list` page (the SDK would reject the whole page).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, cast
+
+import mcp.types as types
+from mcp.types import methods
+from pydantic import ValidationError
+
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+"""The largest JSON-RPC message read from a stdio server. Room for several images at the API's limit; a tool
+result is cut to SPROUT_AGENT_TOOL_RESULT_MAX_BYTES for the model anyway, so more would only cost memory."""
+
+EDGE_BYTES = 4096  # kept from each end of an oversized line: the id sits at one end of a serialised response
+
+
+@dataclass(frozen=True, slots=True)
+class Oversized:
+    """A line longer than the cap: its size, and its first and last `EDGE_BYTES` bytes."""
+
+    size: int
+    head: bytes
+    tail: bytes
+
+
+class LineSplitter:
+    """Turns chunks into complete lines (without the newline) or `Oversized` markers; memory stays under the cap."""
+
+    def __init__(self, limit: int = MAX_MESSAGE_BYTES) -> None:
+        self._limit = limit
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._head: bytes | None = None  # set once the current line is over the limit
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> Iterator[bytes | Oversized]:
+        start = 0
+        while (end := chunk.find(b"\n", start)) != -1:
+            self._add(chunk[start:end])
+            yield self._finish()
+            start = end + 1
+        if start < len(chunk):
+            self._add(chunk[start:])
+
+    def _add(self, piece: bytes) -> None:
+        self._size += len(piece)
+        if self._head is None and self._size <= self._limit:
+            self._parts.append(piece)
+            return
+        if self._head is None:  # just went over: one join of at most the limit plus a chunk, then only edges
+            joined = b"".join([*self._parts, piece])
+            self._head, self._tail = joined[:EDGE_BYTES], joined[-EDGE_BYTES:]
+            self._parts.clear()
+            return
+        self._tail = (self._tail + piece[-EDGE_BYTES:])[-EDGE_BYTES:]
+
+    def _finish(self) -> bytes | Oversized:
+        line = b"".join(self._parts) if self._head is None else Oversized(self._size, self._head, self._tail)
+        self._parts, self._size, self._head, self._tail = [], 0, None, b""
+        return line
+
+
+class Fatal(Exception):
+    """The server sent something that answers no request we can name: the session cannot go on."""
+
+
+class Requests:
+    """Our requests still unanswered (id and method), and the protocol version the handshake agreed."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, tuple[types.RequestId, str]] = {}
+        self._version = types.LATEST_PROTOCOL_VERSION
+
+    def sent(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCRequest):
+            self._open[_key(message.id)] = (message.id, message.method)
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            self._open.pop(_key((message.params or {}).get("requestId")), None)
+
+    def find(self, request_id: object) -> types.RequestId | None:
+        found = self._open.get(_key(request_id))
+        return found[0] if found is not None else None
+
+    def answered(self, request_id: object) -> str | None:
+        """Forgets the request; returns its method (None if it was not open)."""
+        found = self._open.pop(_key(request_id), None)
+        return found[1] if found is not None else None
+
+    def agreed(self, version: object) -> None:
+        if isinstance(version, str):
+            self._version = version
+
+    @property
+    def version(self) -> str:
+        return self._version
+
+
+def read_message(line: bytes | Oversized, requests: Requests, skipped: list[str]) -> types.JSONRPCMessage | None:
+    """The message a line carries, an error answer in place of a broken or oversized one, or None to skip it.
+
+    Raises `Fatal` when the line answers no open request we can name. Tools dropped from a listing are
+    described in `skipped`.
+    """
+    if isinstance(line, Oversized):
+        found = _id_at_edges(line, requests)
+        if found is None:
+            raise Fatal(f"sent a {line.size}-byte message (limit {MAX_MESSAGE_BYTES}) that answers no open request")
+        requests.answered(found)
+        return _error(found, f"result too large: {line.size} bytes, limit {MAX_MESSAGE_BYTES}")
+    text = line.decode(errors="replace")
+    if not text.strip():
+        return None
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except ValidationError as exc:
+        return _salvage(text, exc, requests)
+    if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+        method = requests.answered(message.id)
+        if isinstance(message, types.JSONRPCResponse) and method is not None:
+            _check_result(method, message.result, requests, skipped)
+    return message
+
+
+def _salvage(text: str, error: ValidationError, requests: Requests) -> types.JSONRPCMessage | None:
+    try:
+        data: object = json.loads(text)  # lenient where pydantic is not: lone surrogates parse here
+    except ValueError:
+        raise Fatal(f"sent a line that is not JSON: {text[:60]!r}") from None
+    if not isinstance(data, dict):
+        raise Fatal(f"sent a message that is not a JSON object: {text[:60]!r}")
+    fields = cast("dict[str, Any]", data)
+    if "method" in fields and "id" not in fields:
+        return None  # a broken notification answers nothing: dropping it keeps every call whole
+    found = requests.find(fields.get("id")) if "method" not in fields else None
+    why = _why(fields, error)
+    if found is None:
+        raise Fatal(f"sent an invalid message that answers no open request: {why}")
+    requests.answered(found)
+    return _error(found, f"the server's answer is not valid JSON-RPC: {why}")
+
+
+def _why(fields: dict[str, Any], error: ValidationError) -> str:
+    if fields.get("jsonrpc") != "2.0":
+        return f'"jsonrpc" is {json.dumps(fields.get("jsonrpc"))}, not "2.0"'
+    try:
+        json.dumps(fields, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return "its text holds a lone surrogate (half of a UTF-16 pair), which is not valid Unicode"
+    first = error.errors()[0]
+    if first["type"] == "json_invalid":
+        return str(first["msg"])  # e.g. a lone surrogate: "Invalid JSON: unexpected end of hex escape at ..."
+    return "not a JSON-RPC 2.0 message"
+
+
+_ID = r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")'
+_VERSION = r'"jsonrpc"\s*:\s*"[^"]*"'
+_HEAD_ID = re.compile(rf"^\s*\{{\s*(?:{_VERSION}\s*,\s*)?{_ID}".encode())
+_TAIL_ID = re.compile(rf"{_ID}\s*(?:,\s*{_VERSION}\s*)?\}}\s*$".encode())
+
+
+def _id_at_edges(line: Oversized, requests: Requests) -> types.RequestId | None:
+    """The id of an open request named where serialisers put it: first (after "jsonrpc") or last."""
+    for pattern, edge in ((_HEAD_ID, line.head), (_TAIL_ID, line.tail)):
+        match = pattern.search(edge)
+        if match is not None:
+            found = requests.find(json.loads(match.group(1)))
+            if found is not None:
+                return found
+    return None
+
+
+def _check_result(method: str, result: dict[str, Any], requests: Requests, skipped: list[str]) -> None:
+    if method == "initialize":
+        requests.agreed(result.get("protocolVersion"))
+    elif method == "tools/list" and isinstance(result.get("tools"), list):
+        tools = cast("list[object]", result["tools"])
+        result["tools"] = [tool for tool in tools if _tool_is_valid(tool, result, requests.version, skipped)]
+
+
+def _tool_is_valid(tool: object, page: dict[str, Any], version: str, skipped: list[str]) -> bool:
+    """Whether the page with only this tool passes the check the session makes; faults of the page itself
+    are left to the session (they fail the server with their reason)."""
+    try:
+        methods.validate_server_result("tools/list", version, {**page, "tools": [tool]})
+    except ValidationError as exc:
+        faults = [error for error in exc.errors() if error["loc"][:2] == ("tools", 0)]
+        if not faults:
+            return True
+        where = ".".join(str(part) for part in faults[0]["loc"][2:]) or "definition"
+        name = cast("dict[str, object]", tool).get("name") if isinstance(tool, dict) else None
+        skipped.append(f"skipped tool '{name}': invalid {where}: {faults[0]['msg']}")
+        return False
+    except (KeyError, ValueError):
+        pass  # a version or method this SDK has no schema for: the session decides
+    return True
+
+
+def _error(request_id: types.RequestId, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=types.INTERNAL_ERROR, message=message)
+    )
+
+
+def _key(request_id: object) -> str:
+    # The SDK matches 7 and "7" as one id; so do we.
+    return str(request_id)

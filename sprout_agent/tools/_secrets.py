@@ -1,0 +1,68 @@
+"""Which environment variables are credentials: the one filter for every child the agent or a tool starts.
+
+Stdlib only, so the core (settings.child_environment) and the built-in tools share it. A variable is
+dropped when its name has a secret-sounding part or its value carries a credential; docs/tools.md
+lists the rules exactly. When unsure, it errs on the side of dropping: a missing variable is an error
+message, a leaked key is not undoable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+# Name parts (split on `_`, other non-alphanumerics and camelCase) that mark a credential.
+SECRET_PARTS = frozenset(
+    {"KEY", "KEYS", "APIKEY", "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD",
+     "PASS", "PASSPHRASE", "PAT", "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "PRIVATE", "COOKIE",
+     "COOKIES", "SESSION", "SIGNATURE", "DSN"}
+)  # fmt: skip
+# Substrings that mark a credential even inside one part (GHTOKEN, MYAPIKEY, DBPASSWORD).
+SECRET_SUBSTRINGS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "APIKEY", "PRIVATEKEY")
+# Whole names dropped whatever their parts: the agent's own configuration carries the API key.
+SECRET_PREFIXES = ("ANTHROPIC_",)
+# Names that match a part above but hold no secret, and that common tools need.
+NOT_SECRET = frozenset(
+    {"SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS", "SESSION_MANAGER", "DESKTOP_SESSION", "XDG_SESSION_ID",
+     "XDG_SESSION_TYPE", "XDG_SESSION_CLASS", "XDG_SESSION_DESKTOP", "TOKENIZERS_PARALLELISM"}
+)  # fmt: skip
+# scheme://user:password@host, anywhere in the value (DATABASE_URL, pip's index URLs, proxy URLs).
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:[^\s/@]+@")
+# Prefixes of well-known key formats, so a key under an innocent name is still caught.
+_KEY_VALUE = re.compile(r"^(sk-ant-|sk-proj-|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|xox[abpr]-|AKIA[0-9A-Z]{16})")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_SPLIT = re.compile(r"[^A-Za-z0-9]+")
+
+
+def name_parts(name: str) -> list[str]:
+    """`githubToken` and `GITHUB-TOKEN` and `GITHUB_TOKEN` all give ["GITHUB", "TOKEN"]."""
+    return [part for part in _SPLIT.split(_CAMEL.sub(r"\1_\2", name).upper()) if part]
+
+
+def secret_name(name: str) -> bool:
+    upper = name.upper()
+    if upper in NOT_SECRET:
+        return False
+    if upper.startswith(SECRET_PREFIXES) or any(s in upper for s in SECRET_SUBSTRINGS):
+        return True
+    return any(part in SECRET_PARTS for part in name_parts(name))
+
+
+def secret_value(value: str) -> bool:
+    return bool(_URL_PASSWORD.search(value) or _KEY_VALUE.match(value))
+
+
+def is_secret(name: str, value: str) -> bool:
+    """True when a child process must not see this variable."""
+    return secret_name(name) or secret_value(value)
+
+
+def without_secrets(environ: Mapping[str, str]) -> dict[str, str]:
+    """A copy of `environ` without the variables `is_secret` flags."""
+    return {name: value for name, value in environ.items() if not is_secret(name, value)}
+
+
+def command_env() -> dict[str, str]:
+    """The environment every child of a built-in tool gets (bash, ripgrep, git): this process's, filtered."""
+    return without_secrets(os.environ)
