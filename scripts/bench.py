@@ -23,6 +23,7 @@ import termios
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -233,6 +234,34 @@ async def pool_figures() -> tuple[float, float, float, float]:
     return start_three, start_one, close_three, close_stubborn
 
 
+async def bash_call_seconds(calls: int) -> dict[str, list[float]]:
+    """Per-call wall time of dev__bash `true` through the in-process dev server, sandbox off vs on (interleaved)."""
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+
+    modes = {
+        "off": {"SPROUT_DEV_SANDBOX": "off"},
+        "workspace-write": {"SPROUT_DEV_SANDBOX": "workspace-write"},
+        "workspace-write, network off": {"SPROUT_DEV_SANDBOX_NETWORK": "off"},
+        "read-only": {"SPROUT_DEV_SANDBOX": "read-only"},
+    }
+    times: dict[str, list[float]] = {name: [] for name in modes}
+    with tempfile.TemporaryDirectory() as tmp:
+        async with AsyncExitStack() as stack:
+            clients = {
+                name: await stack.enter_async_context(Client(dev.create_server_in(tmp, env)))
+                for name, env in modes.items()
+            }
+            for _ in range(calls):
+                for name, client in clients.items():
+                    began = time.perf_counter()
+                    result = await client.call_tool("bash", {"command": "true"})
+                    times[name].append(time.perf_counter() - began)
+                    assert not result.is_error, result
+    return times
+
+
 async def acp_figures() -> tuple[float, float]:
     """`sprout-agent acp` driven by the ACP SDK: spawn → initialize answered; session/cancel → the prompt's
     `cancelled` answer with a tool call in flight (tests/test_acp.py asserts the behaviour, this the time)."""
@@ -289,7 +318,7 @@ class Bench:
 
     def all(self) -> list[dict[str, Any]]:
         steps = [self.imports, self.minimal, self.ours, self.builtins, self.flags, self.repl, self.hooks]
-        steps += [self.compaction, self.servers, self.acp]
+        steps += [self.compaction, self.servers, self.acp, self.sandbox]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -442,6 +471,21 @@ class Bench:
         self.add("pool teardown, 3 servers with a grandchild each", [f[2] for f in figures], "s")
         self.add("pool teardown, a SIGTERM-ignoring server", [f[3] for f in figures], "s")
 
+    def sandbox(self) -> None:
+        """14. dev__bash per call, OS sandbox (bubblewrap) vs off, in-process dev server"""
+        import anyio
+
+        from sprout_agent.tools._sandbox import probe
+
+        if (why := probe()) is not None:
+            raise RuntimeError(f"no sandbox here: {why}")
+        times = anyio.run(bash_call_seconds, 20 * self.runs)
+        for name, values in times.items():
+            self.add(f"dev__bash 'true', sandbox {name}", values, "ms")
+        for name in ("workspace-write", "workspace-write, network off", "read-only"):
+            added = med(times[name]) - med(times["off"])
+            self.add(f"  … {name} minus off", added, "ms", "< 30 ms", added < 0.030)
+
     def acp(self) -> None:
         """13. sprout-agent acp through the ACP SDK"""
         import anyio
@@ -455,7 +499,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    groups = "imports minimal ours builtins flags repl hooks compaction servers acp"
+    groups = "imports minimal ours builtins flags repl hooks compaction servers acp sandbox"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     args = parser.parse_args()
     load = os.getloadavg()[0]

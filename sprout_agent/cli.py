@@ -38,6 +38,18 @@ class InputFormat(enum.StrEnum):
     stream_json = "stream-json"
 
 
+class SandboxMode(enum.StrEnum):
+    off = "off"
+    read_only = "read-only"
+    workspace_write = "workspace-write"
+    required = "required"
+
+
+class OnOff(enum.StrEnum):
+    on = "on"
+    off = "off"
+
+
 class PermissionMode(enum.StrEnum):
     auto = "auto"
     ask = "ask"
@@ -121,6 +133,20 @@ def main_command(
     trust_project: Annotated[
         bool, typer.Option(help="Start the project's .mcp.json servers without approval, for this run (CI).")
     ] = False,
+    sandbox: Annotated[
+        SandboxMode | None,
+        typer.Option(
+            help="OS sandbox for dev__bash: workspace-write (default where it works), read-only, off, or required "
+            "(workspace-write that must work: exit 2 if it cannot). Env: SPROUT_AGENT_SANDBOX."
+        ),
+    ] = None,
+    sandbox_network: Annotated[
+        OnOff | None,
+        typer.Option(help="Network for sandboxed commands (default on; always off in read-only)."),
+    ] = None,
+    sandbox_allow_write: Annotated[
+        list[Path] | None, typer.Option(help="Another directory sandboxed commands may write; repeatable.")
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -158,6 +184,9 @@ def main_command(
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
         trust_project=trust_project,
+        sandbox=sandbox.value if sandbox is not None else None,
+        sandbox_network=sandbox_network.value if sandbox_network is not None else None,
+        sandbox_allow_write=tuple(sandbox_allow_write or ()),
     )
     exit_now(start.run(options, interactive))
 

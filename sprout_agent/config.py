@@ -338,10 +338,11 @@ def _expand(text: str, env: Mapping[str, str], where: str) -> str:
 # What a project's `.env` may not set, because a cloned repository must not choose where requests and
 # credentials go or what runs: the endpoint and every ANTHROPIC_* but the key and the model, proxies and CA
 # bundles, the hook allowlist, price overrides (they would switch off --max-budget-usd), PATH and the loader
-# and interpreter variables. Ignored with a notice.
+# and interpreter variables, nor loosen the sandbox (the SPROUT_AGENT_SANDBOX* and built-in tool variables are
+# read from the real environment only). Ignored with a notice.
 _DOTENV_REFUSED = re.compile(
     r"ANTHROPIC_(?!API_KEY$|MODEL$).*|.*_PROXY|SSL_CERT_.*|.*_CA_BUNDLE|NODE_EXTRA_CA_CERTS|NODE_OPTIONS|NODE_TLS_.*"
-    r"|MCP_HOOK_SERVERS|SPROUT_AGENT_PRICES|PATH|PYTHON.*|LD_.*|DYLD_.*",
+    r"|MCP_HOOK_SERVERS|SPROUT_AGENT_PRICES|PATH|PYTHON.*|LD_.*|DYLD_.*|SPROUT_AGENT_SANDBOX.*|SPROUT_DEV_.*",
     re.IGNORECASE,
 )
 
@@ -356,7 +357,10 @@ class DotEnv:
         if not self.ignored:
             return ()
         names = ", ".join(self.ignored)
-        return (f".env: ignored {names} (a project file cannot choose the API endpoint, proxies or PATH; export them)",)
+        return (
+            f".env: ignored {names} (a project file cannot choose the API endpoint, proxies, PATH or the sandbox; "
+            "export them)",
+        )
 
 
 def read_dotenv(cwd: Path) -> DotEnv:
@@ -381,13 +385,17 @@ def read_dotenv(cwd: Path) -> DotEnv:
 BUILTIN_SERVERS = ("dev", "todo")
 
 
-def with_builtin_servers(loaded: LoadedConfig, wanted: Sequence[str], cwd: Path) -> LoadedConfig:
+def with_builtin_servers(
+    loaded: LoadedConfig, wanted: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None
+) -> LoadedConfig:
+    """The built-in servers first (each with `env`: the sandbox policy), unless a config file defines one."""
     configured = {server.name for server in (*loaded.servers, *loaded.broken)}
     builtins = tuple(
         ServerConfig(
             name,
             sys.executable,
             ("-m", f"sprout_agent.tools.{name}"),
+            env=dict(env or {}),
             cwd=str(cwd),
             in_process=f"sprout_agent.tools.{name}",
         )

@@ -21,6 +21,7 @@ from sprout_agent.consent import Approvals, Verdict, held_back_notice, secrets_i
 from sprout_agent.events import Event, Notice
 from sprout_agent.hooks import POST_COMPACT, STOP, is_hook, parse_allowlist
 from sprout_agent.protocols import ToolSpec
+from sprout_agent.sandboxing import SandboxPlan, plan
 from sprout_agent.settings import Settings, child_environment
 from sprout_agent.untrusted import printable
 
@@ -39,6 +40,7 @@ class Setup:
     loaded: LoadedConfig  # every server, approved or not: `verdict` says which may start
     approvals: Approvals
     trusted: bool  # --trust-project or SPROUT_AGENT_TRUST_PROJECT: project servers start without approval
+    sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # as a run here would have it
 
     def verdict(self, config: ServerConfig) -> Verdict | None:
         """None for a server that needs no consent (not from the project's file)."""
@@ -56,13 +58,16 @@ def load_setup(
     loaded = load_config(config_files, cwd, env, user_config_dir, strict=False, user_env=os.environ)
     loaded = replace(loaded, notices=loaded.notices + dotenv.notices)
     trusted = trust or trusted_by_environment(os.environ)
+    hidden = tuple(p for p in (data_dir, user_config_dir) if p is not None)
+    sandbox = plan(None, None, (), permission_mode="auto", cwd=cwd, hidden=hidden, environ=os.environ, strict=False)
     return Setup(
         cwd,
         env,
         settings,
-        with_builtin_servers(loaded, settings.builtin_servers, cwd),
+        with_builtin_servers(loaded, settings.builtin_servers, cwd, sandbox.server_env()),
         Approvals.load(data_dir),
         trusted,
+        sandbox,
     )
 
 
@@ -202,7 +207,9 @@ async def _start(configs: list[ServerConfig], setup: Setup, reports: dict[str, S
 
 def doctor_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
     reports, notices = anyio.run(diagnose, setup, timeout)
-    ok = all(report.ok or report.state == NOT_APPROVED for report in reports)
+    sandbox = setup.sandbox
+    sandbox_ok = not (sandbox.policy.required and sandbox.unavailable is not None)
+    ok = sandbox_ok and all(report.ok or report.state == NOT_APPROVED for report in reports)
     if as_json:
         _print_json(setup, [asdict(report) for report in reports], ok=ok, notices=notices)
     else:
@@ -215,6 +222,10 @@ def doctor_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
             f", {failed} failed" if failed else ""
         )
         print(summary + (f", {held} not approved (not started)" if held else ""))
+        mark = (
+            "ok" if sandbox.active else "off" if sandbox.policy.mode == "off" else "FAIL" if not sandbox_ok else "warn"
+        )
+        print(f"[{mark}] sandbox for dev__bash: {sandbox.describe()}")
     return 0 if ok else 1
 
 
@@ -289,6 +300,7 @@ def _print_json(
         "files_read": [str(path) for path in setup.loaded.files_read],
         "notices": [*setup.loaded.notices, *notices],
         "hook_servers": setup.settings.hook_servers,
+        "sandbox": setup.sandbox.record(),
     }
     if ok is not None:
         data["ok"] = ok

@@ -146,6 +146,7 @@ class Headless:
                 tools=[spec.name for spec in agent.tools],
                 hooks=hooks,
                 resumed=self.prepared.resume is not None,
+                sandbox=self.prepared.sandbox.record(),
             )
         )
 

@@ -1,13 +1,13 @@
 """Built-in MCP servers inside the agent's process: the same MCP session over in-memory streams.
 
 The agent imports mcp anyway, so a built-in server started here costs milliseconds instead of a second
-interpreter importing mcp on a shared core. The server module exposes `create_server_in(cwd)`.
+interpreter importing mcp on a shared core. The server module exposes `create_server_in(cwd, env)`.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -16,9 +16,13 @@ from mcp.shared.memory import MessageStream, create_client_server_memory_streams
 
 
 @asynccontextmanager
-async def open_in_process(module: str, cwd: str) -> AsyncGenerator[tuple[anyio.Event, MessageStream]]:
-    """Runs `module`'s server in a task; yields an event set when it ends, and the client's (read, write) streams."""
-    server: Any = importlib.import_module(module).create_server_in(cwd)
+async def open_in_process(
+    module: str, cwd: str, env: Mapping[str, str] | None = None
+) -> AsyncGenerator[tuple[anyio.Event, MessageStream]]:
+    """Runs `module`'s server in a task; yields an event set when it ends, and the client's (read, write) streams.
+
+    `env` is the server's config `env` (the sandbox policy): what it would read from its environment standalone."""
+    server: Any = importlib.import_module(module).create_server_in(cwd, env or {})
     ended = anyio.Event()
     async with create_client_server_memory_streams() as (client_streams, server_streams):
 

@@ -87,7 +87,7 @@ async def connect(
         if config.in_process is not None:
             began = time.monotonic()
             async with (
-                open_in_process(config.in_process, config.cwd or os.getcwd()) as (ended, streams),
+                open_in_process(config.in_process, config.cwd or os.getcwd(), config.env) as (ended, streams),
                 _session(config, streams, began, timeout, max_bytes, []) as (link, listed),
             ):
                 yield link, listed, ended

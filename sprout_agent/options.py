@@ -17,6 +17,7 @@ from sprout_agent.compaction import context_window, parse_threshold
 from sprout_agent.errors import ConfigError, UsageError
 from sprout_agent.ledger import Price, parse_prices
 from sprout_agent.locations import Locations
+from sprout_agent.sandboxing import SandboxPlan, plan
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ class Options:
     allow_tools: tuple[str, ...] = ()  # patterns such as dev__bash or git__*
     deny_tools: tuple[str, ...] = ()
     trust_project: bool = False  # --trust-project: the project's .mcp.json servers start without asking, this run
+    sandbox: str | None = None  # --sandbox off | read-only | workspace-write | required; None = env or default
+    sandbox_network: str | None = None  # --sandbox-network on | off
+    sandbox_allow_write: tuple[Path, ...] = ()  # --sandbox-allow-write PATH (repeatable)
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,7 @@ class Prepared:
     resume: store.LoadedSession | None = None  # --continue / --resume
     environ: Mapping[str, str] = field(default_factory=dict[str, str])  # the real environment: what children inherit
     held_back: consent.Gated | None = None  # project servers waiting for consent; None = none
+    sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # what dev__bash commands run under
 
     def held_back_notices(self) -> tuple[str, ...]:
         """One line per project server this run does not start, for a face with nobody to ask."""
@@ -79,15 +84,17 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     window = context_window(model, settings.max_context_tokens)
     threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
     prices = parse_prices(settings.prices)
+    sandbox = _sandbox(options, locations, environ)
     loaded = _loaded(options, env, environ, locations)
-    loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd)
+    loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, sandbox.server_env())
     trusted = options.trust_project or consent.trusted_by_environment(environ)
     has_project_servers = any(server.project for server in loaded.servers)
     approvals = (
         consent.Approvals.load(locations.data) if has_project_servers and not trusted else consent.Approvals(None)
     )
     gated = consent.gate(loaded, approvals, consent.secrets_in(env), trusted=trusted)
-    loaded = replace(gated.loaded, notices=gated.loaded.notices + dotenv.notices)
+    notices = gated.loaded.notices + dotenv.notices + tuple(n for n in (sandbox.notice(),) if n is not None)
+    loaded = replace(gated.loaded, notices=notices)
     resume = _resumed(options, locations.sessions)
     return Prepared(
         options,
@@ -102,6 +109,21 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
         resume,
         environ=dict(environ),
         held_back=gated if gated.pending else None,
+        sandbox=sandbox,
+    )
+
+
+def _sandbox(options: Options, locations: Locations, environ: Mapping[str, str]) -> SandboxPlan:
+    """The sandbox policy; the agent's own directories (sessions, history, config) are hidden from commands."""
+    own = tuple(p for p in (locations.data, locations.sessions, locations.config) if p is not None)
+    return plan(
+        options.sandbox,
+        options.sandbox_network,
+        options.sandbox_allow_write,
+        permission_mode=options.permission_mode,
+        cwd=options.cwd,
+        hidden=own,
+        environ=environ,
     )
 
 

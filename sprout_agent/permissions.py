@@ -1,11 +1,14 @@
 """The permission policy for tool calls: `--permission-mode`, `--allow-tools`, `--deny-tools`.
 
+In read-only mode, tools that run in the read-only OS sandbox (the built-in dev server's bash, when the
+sandbox works) run there instead of being refused.
+
 A `Policy` is the loop's `Permit`: None lets a call run, a string refuses it with a reason the model reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Literal
@@ -47,6 +50,7 @@ class Policy:
         allow: Sequence[str] = (),
         deny: Sequence[str] = (),
         ask: Ask | None = None,
+        sandboxed: Collection[tuple[str, str]] = (),
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown permission mode {mode!r}")
@@ -54,6 +58,8 @@ class Policy:
         self.allow = tuple(allow)
         self.deny = tuple(deny)
         self.ask = ask
+        # (server, tool) pairs that run in the OS sandbox (dev's bash): read-only mode lets them run there.
+        self.sandboxed = frozenset(sandboxed)
         self.always: set[str] = set()  # tools approved "always" in this session
         self._asking = anyio.Lock()  # parallel calls ask one question at a time
 
@@ -63,7 +69,8 @@ class Policy:
         if matching(self.allow, spec) is not None or spec.name in self.always or self.mode == AUTO:
             return None
         if self.mode == READ_ONLY:
-            return None if spec.read_only is True else _read_only_refusal(spec)
+            sandboxed = (spec.server, spec.tool) in self.sandboxed
+            return None if spec.read_only is True or sandboxed else _read_only_refusal(spec)
         if self.ask is None:
             return (
                 f"not approved: sprout-agent runs with --permission-mode ask and no terminal to ask; "

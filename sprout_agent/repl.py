@@ -97,6 +97,7 @@ class Repl:
         self.renderer.table("MCP servers", ("server", "state", "tools", "hooks", "start", "last error"), rows)
         files = ", ".join(str(p) for p in self.prepared.loaded.files_read) or "none (built-in servers only)"
         self.renderer.say(f"config files read: {files}", "dim")
+        self.renderer.say(f"sandbox for dev__bash: {self.prepared.sandbox.describe()}", "dim")
 
     async def handle(self, watch: SignalWatch, line: str) -> bool:
         """Runs a prompt or a command so that Ctrl-C cancels just it; False means leave."""
@@ -178,7 +179,9 @@ async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
     async with anyio.create_task_group() as group:
         watch.everything = group.cancel_scope
         group.start_soon(watch.watch)
-        renderer.say("sprout-agent — /help for commands, Ctrl-D to leave", "dim")
+        renderer.say(
+            f"sprout-agent — /help for commands, Ctrl-D to leave — sandbox: {prepared.sandbox.describe()}", "dim"
+        )
         early = EarlyInput(reader, renderer)
         group.start_soon(early.read, group.cancel_scope)
         async with open_runtime(prepared, renderer, ask=permission_asker(renderer, watch)) as runtime:

@@ -173,5 +173,17 @@ def _build_agent(
         cwd=str(p.options.cwd),
         session_id=session_id,
         recorder=transcript,
-        permit=Policy(p.options.permission_mode, allow=p.options.allow_tools, deny=p.options.deny_tools, ask=ask),
+        permit=Policy(
+            p.options.permission_mode,
+            allow=p.options.allow_tools,
+            deny=p.options.deny_tools,
+            ask=ask,
+            sandboxed=_sandboxed(p),
+        ),
     )
+
+
+def _sandboxed(p: Prepared) -> tuple[tuple[str, str], ...]:
+    """dev's bash, when it is the built-in server's and the sandbox works: read-only mode runs it there."""
+    builtin_dev = any(s.name == "dev" and s.in_process is not None for s in p.loaded.servers)
+    return (("dev", "bash"),) if builtin_dev and p.sandbox.active else ()

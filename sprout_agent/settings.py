@@ -66,6 +66,20 @@ PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
         "1: start the project's .mcp.json servers without approval (as --trust-project); never read from .env",
     ),
     EnvVar("SPROUT_AGENT_DEBUG", "", "any value: an internal error raises with its traceback instead of one line"),
+    EnvVar(
+        "SPROUT_AGENT_SANDBOX",
+        "workspace-write",
+        "OS sandbox for dev__bash (as --sandbox): off, read-only, workspace-write, required (must work, else exit 2)",
+    ),
+    EnvVar("SPROUT_AGENT_SANDBOX_NETWORK", "on", "network for sandboxed commands: on or off (read-only: always off)"),
+    EnvVar("SPROUT_AGENT_SANDBOX_ALLOW_WRITE", "", "more directories sandboxed commands may write, :-separated"),
+    EnvVar("SPROUT_AGENT_SANDBOX_DENY_READ", "", "more paths hidden from sandboxed commands, :-separated"),
+    EnvVar("SPROUT_DEV_SANDBOX", "workspace-write", "dev tools standalone: the sandbox mode (as SPROUT_AGENT_SANDBOX)"),
+    EnvVar("SPROUT_DEV_SANDBOX_REQUIRED", "", "dev tools standalone: 1 refuses to run commands unsandboxed"),
+    EnvVar("SPROUT_DEV_SANDBOX_NETWORK", "on", "dev tools standalone: network for sandboxed commands, on or off"),
+    EnvVar("SPROUT_DEV_SANDBOX_ALLOW_WRITE", "", "dev tools standalone: more writable directories, :-separated"),
+    EnvVar("SPROUT_DEV_SANDBOX_DENY_READ", "", "dev tools standalone: more hidden paths, :-separated"),
+    EnvVar("SPROUT_DEV_SANDBOX_BWRAP", "", "the bubblewrap binary; unset = bwrap on PATH (agent and dev tools)"),
 )
 
 

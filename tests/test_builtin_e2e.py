@@ -25,6 +25,7 @@ from tests.harness import (
     tool_names,
     tool_results,
     wait_dead,
+    wait_until,
 )
 
 pytestmark = pytest.mark.e2e
@@ -132,7 +133,8 @@ async def test_dev_server_over_stdio_kills_a_cancelled_bash_calls_grandchildren(
         command=sys.executable,
         args=["-m", "sprout_agent.tools.dev"],
         cwd=str(root),
-        env={"ANTHROPIC_API_KEY": "sk-must-not-leak"},
+        # Sandbox off: the pid is read from the host (inside the sandbox's pid namespace it means another process).
+        env={"ANTHROPIC_API_KEY": "sk-must-not-leak", "SPROUT_DEV_SANDBOX": "off"},
     )
     with anyio.fail_after(60):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -170,10 +172,24 @@ async def test_todo_server_over_stdio_keeps_the_list_and_objects_to_stopping() -
             )
 
 
+def host_pids_running(argv: tuple[str, ...]) -> list[int]:
+    """Pids (as this test sees them) of processes with exactly this command line: pids a sandboxed command
+    reports are its own pid namespace's, so the test looks the processes up itself."""
+    wanted, found = ("\0".join(argv) + "\0").encode(), list[int]()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == wanted:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
 @pytest.mark.anyio
 async def test_a_sigkilled_agent_leaves_no_bash_call_processes_alive(tmp_path: Path) -> None:
-    # bash itself, a background job of it, and its foreground child: all in the call's process group.
-    command = "echo $$ > bash.pid; sleep 300 & echo $! > bg.pid; sleep 301"
+    # A background job and the foreground child of bash, in the call's process group (and, by default, in
+    # the sandbox's pid namespace): unique sleep arguments let the test find them from outside.
+    command = "sleep 300.25 & sleep 301.25"
     with FakeAnthropic([reply(tool_use("dev__bash", {"command": command}))]) as fake:
         process = subprocess.Popen(
             agent_command(["-p", "go"]),
@@ -186,7 +202,9 @@ async def test_a_sigkilled_agent_leaves_no_bash_call_processes_alive(tmp_path: P
         pids: list[int] = []
         try:
             with anyio.fail_after(60):
-                pids = [await read_pid(tmp_path / "bash.pid"), await read_pid(tmp_path / "bg.pid")]
+                sleeps = (("sleep", "300.25"), ("sleep", "301.25"))
+                await wait_until(lambda: all(host_pids_running(argv) for argv in sleeps), "both sleeps")
+                pids = [pid for argv in sleeps for pid in host_pids_running(argv)]
             process.kill()
             process.wait(timeout=10)
             await wait_dead(*pids, timeout=10)

@@ -16,7 +16,12 @@ pytestmark = pytest.mark.e2e
 def test_bash_cannot_read_the_key_from_its_env_or_the_agents_proc_environ(tmp_path: Path) -> None:
     command = "env; echo ---; tr '\\0' '\\n' < /proc/$PPID/environ; echo ---; tr '\\0' '\\n' < /proc/$$/environ"
     script: list[Step] = [reply(tool_use("dev__bash", {"command": command})), reply("done")]
-    extra = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "GITHUB_TOKEN": "ghp_secret_value_123"}
+    # Sandbox off: this is about the agent's own environ block, which the sandbox hides (test_sandbox.py).
+    extra = {
+        "SPROUT_AGENT_BUILTIN_SERVERS": "dev",
+        "GITHUB_TOKEN": "ghp_secret_value_123",
+        "SPROUT_AGENT_SANDBOX": "off",
+    }
     with FakeAnthropic(script) as fake:
         run = run_agent(tmp_path, ["-p", "look around"], fake=fake, env=extra)
     assert run.code == 0, run.stderr

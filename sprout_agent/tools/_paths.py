@@ -7,8 +7,10 @@ directory after symlinks are resolved, unless SPROUT_DEV_ALLOW_OUTSIDE=1.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from sprout_agent.tools._sandbox import Policy, Sandbox
 from sprout_agent.tools._server import ToolError
 
 ALLOW_OUTSIDE_ENV = "SPROUT_DEV_ALLOW_OUTSIDE"
@@ -27,13 +29,18 @@ class Workspace:
 
     root: str
     allow_outside: bool = False
+    sandbox: Sandbox = field(default_factory=Sandbox)  # for commands (bash); off unless from_environment
     _seen: dict[str, Stamp] = field(default_factory=dict[str, Stamp])
 
     @classmethod
-    def from_environment(cls, cwd: str | None = None) -> Workspace:
+    def from_environment(cls, cwd: str | None = None, env: Mapping[str, str] | None = None) -> Workspace:
+        """From the process environment, with `env` (the server's config `env`) over it."""
+        environ = {**os.environ, **(env or {})}
+        root = os.path.realpath(cwd or os.getcwd())
         return cls(
-            root=os.path.realpath(cwd or os.getcwd()),
-            allow_outside=os.environ.get(ALLOW_OUTSIDE_ENV, "") == "1",
+            root=root,
+            allow_outside=environ.get(ALLOW_OUTSIDE_ENV, "") == "1",
+            sandbox=Sandbox(Policy.from_env(environ, root)),
         )
 
     def resolve(self, path: str) -> str:

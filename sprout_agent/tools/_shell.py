@@ -11,6 +11,7 @@ from anyio.abc import ByteReceiveStream, Process
 
 from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._procs import CALL_ENV, call_scope, kill_group
+from sprout_agent.tools._sandbox import SandboxUnavailable
 from sprout_agent.tools._secrets import command_env
 from sprout_agent.tools._server import Args, ToolError, ToolOutput
 
@@ -92,13 +93,16 @@ def _timeout_arg(args: Args) -> float:
 async def bash(ws: Workspace, args: Args) -> ToolOutput:
     command: str = args["command"]
     timeout = _timeout_arg(args)
-    env = command_env()
+    try:
+        argv, env = ws.sandbox.wrap(["bash", "-c", command], command_env())  # unchanged when the sandbox is off
+    except SandboxUnavailable as exc:
+        raise ToolError(str(exc)) from exc
     buf = HeadTail()
     drained = False
     async with call_scope(env) as call:
         try:
             proc = await anyio.open_process(
-                ["bash", "-c", command],
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -121,4 +125,5 @@ async def bash(ws: Workspace, args: Args) -> ToolOutput:
     if scope.cancelled_caught:
         raise ToolError(f"{output}\n[timed out after {timeout:g} s; the command's process group was killed]")
     note = "" if drained else "\n[background processes still held the output open; they were ended with the call]"
+    note += ws.sandbox.explain(output, proc.returncode)
     return f"{output}{note}\n[exit code: {proc.returncode}]"

@@ -1,12 +1,13 @@
 """The "dev" MCP server: read, write, edit, glob, grep and bash in the working directory.
 
 Run as `python -m sprout_agent.tools.dev` (stdio); the working directory is the process's cwd.
-SPROUT_DEV_ALLOW_OUTSIDE=1 allows writes outside it; SPROUT_DEV_BASH_TIMEOUT sets bash's default timeout.
+SPROUT_DEV_ALLOW_OUTSIDE=1 allows writes outside it; SPROUT_DEV_BASH_TIMEOUT sets bash's default timeout;
+SPROUT_DEV_SANDBOX* choose the sandbox bash's commands run in (tools/_sandbox.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from mcp.server.lowlevel import Server
@@ -122,7 +123,7 @@ def tool_specs(ws: Workspace) -> list[ToolSpec]:
                                 "ignore_case": {"type": "boolean", "default": False},
                                 "output_mode": {"type": "string", "enum": list(_grep.MODES)}},
                  _bind(ws, _grep.grep), ("pattern",), READ_ONLY),
-        ToolSpec("bash", BASH, {"command": text,
+        ToolSpec("bash", BASH + _sandbox_note(ws), {"command": text,
                                 "timeout": {"type": "number", "exclusiveMinimum": 0,
                                             "maximum": _shell.MAX_TIMEOUT},
                                 "description": {"type": "string",
@@ -131,15 +132,30 @@ def tool_specs(ws: Workspace) -> list[ToolSpec]:
     ]  # fmt: skip
 
 
+def _sandbox_note(ws: Workspace) -> str:
+    """What the model should expect from the sandbox (where it works; a failing result says what stopped it)."""
+    policy = ws.sandbox.policy
+    if policy.mode == "off":
+        return ""
+    where = "the working directory, its git root and /tmp" if policy.mode == "workspace-write" else "only /tmp"
+    network = "on" if policy.network else "off"
+    return (
+        f"\n- Commands run in an OS sandbox where the system allows it ({policy.mode}): writes go to {where}, "
+        f"network {network}, credential directories such as ~/.ssh are hidden; a denied write or network "
+        "access is noted in the result: explain it or ask the user rather than work around it."
+    )
+
+
 def create_server(ws: Workspace | None = None) -> Server[Any]:
     """A fresh dev server (its own "last read" records); serve over stdio or pass to `mcp.Client`."""
     workspace = ws or Workspace.from_environment()
     return build_server(NAME, VERSION, tool_specs(workspace))
 
 
-def create_server_in(cwd: str) -> Server[Any]:
-    """The server for a given working directory, for the agent to run in its own process."""
-    return create_server(Workspace.from_environment(cwd))
+def create_server_in(cwd: str, env: Mapping[str, str] | None = None) -> Server[Any]:
+    """The server for a given working directory, for the agent to run in its own process; `env` is what a
+    standalone server would find in its environment (the sandbox policy), over the agent's own."""
+    return create_server(Workspace.from_environment(cwd, env))
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ exactly as long as the agent session that started it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,9 +132,9 @@ def create_server() -> Server[Any]:
     return build_server(NAME, VERSION, TodoList().specs())
 
 
-def create_server_in(cwd: str) -> Server[Any]:
-    """The todo list needs no working directory; the signature matches the other built-ins."""
-    del cwd
+def create_server_in(cwd: str, env: Mapping[str, str] | None = None) -> Server[Any]:
+    """The todo list needs no working directory nor settings; the signature matches the other built-ins."""
+    del cwd, env
     return create_server()
 
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TextIO, assert_never, cast
 
 from sprout_agent import events as ev
 from sprout_agent.events import Event
 from sprout_agent.messages import Usage
+from sprout_agent.sandboxing import SandboxPlan
 
 SCHEMA_VERSION = 1
 INTERRUPTED = "interrupted: the run ended before this tool call finished"
@@ -39,6 +40,7 @@ class InitInfo:
     tools: Sequence[str]  # names the model sees
     hooks: Sequence[tuple[str, str]]  # (server, hook) for allowlisted servers
     resumed: bool
+    sandbox: Mapping[str, object] = field(default_factory=lambda: SandboxPlan.off().record())
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +146,7 @@ class JsonlSink:
                 ],
                 "tools": list(info.tools),
                 "hooks": [{"server": server, "hook": hook} for server, hook in info.hooks],
+                "sandbox": dict(info.sandbox),
             }
         )
         pending, self._pending = self._pending, []

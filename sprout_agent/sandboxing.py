@@ -1,0 +1,118 @@
+"""The sandbox a run asks for (`--sandbox*` flags, `SPROUT_AGENT_SANDBOX*`), decided once at start-up.
+
+The mechanism lives with the tools (tools/_sandbox.py, stdlib only); this side picks the policy, probes once,
+fails with exit 2 for `required` when it cannot work, and hands the policy to the built-in dev server as the
+SPROUT_DEV_SANDBOX* variables of its config `env`: the same variables a standalone dev server reads.
+The variables are read from the real environment only: a project's `.env` cannot loosen the sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sprout_agent.errors import UsageError
+from sprout_agent.tools import _sandbox as sb
+
+MODE_ENV = "SPROUT_AGENT_SANDBOX"
+NETWORK_ENV = "SPROUT_AGENT_SANDBOX_NETWORK"
+ALLOW_WRITE_ENV = "SPROUT_AGENT_SANDBOX_ALLOW_WRITE"
+DENY_READ_ENV = "SPROUT_AGENT_SANDBOX_DENY_READ"
+CHOICES = (*sb.MODES, sb.REQUIRED)
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxPlan:
+    """The policy commands run under, and why it cannot work here (None: it works, or it is off)."""
+
+    policy: sb.Policy
+    unavailable: str | None = None
+
+    @classmethod
+    def off(cls) -> SandboxPlan:
+        return cls(sb.Policy(mode=sb.OFF, network=True))
+
+    @property
+    def active(self) -> bool:
+        return self.policy.mode != sb.OFF and self.unavailable is None
+
+    def describe(self) -> str:
+        """For the banner, /servers and mcp doctor: "workspace-write, network on", "off", "unavailable: …"."""
+        if self.unavailable is not None:
+            return f"unavailable ({self.unavailable}): commands run unsandboxed"
+        return self.policy.describe()
+
+    def notice(self) -> str | None:
+        """The one start-up line when a sandbox was wanted and cannot work."""
+        if self.unavailable is None:
+            return None
+        return (
+            f"sandbox unavailable: {self.unavailable}; dev__bash commands run unsandboxed "
+            "(--sandbox required makes this an error)"
+        )
+
+    def record(self) -> dict[str, object]:
+        """The stream-json `init` field."""
+        policy = self.policy
+        return {
+            "mode": policy.mode,
+            "active": self.active,
+            "required": policy.required,
+            "network": policy.network if policy.mode != sb.OFF else True,
+            "writable": list(sb.Sandbox(policy).writable()) if self.active else [],
+            "unavailable": self.unavailable,
+        }
+
+    def server_env(self) -> dict[str, str]:
+        """The built-in dev server's config `env`."""
+        return self.policy.to_env()
+
+
+def plan(
+    mode: str | None,
+    network: str | None,
+    allow_write: Sequence[Path],
+    *,
+    permission_mode: str,
+    cwd: Path,
+    hidden: Sequence[Path],
+    environ: Mapping[str, str],
+    strict: bool = True,
+) -> SandboxPlan:
+    """Flags over the real environment; `--permission-mode read-only` narrows workspace-write to read-only.
+
+    `required` is workspace-write (or read-only, under --permission-mode read-only) that must work: exit 2
+    (`strict=False`, for mcp doctor: reported in `unavailable` instead)."""
+    value = (mode or environ.get(MODE_ENV, "").strip() or sb.WORKSPACE_WRITE).lower()
+    if value not in CHOICES:
+        raise UsageError(f"--sandbox / {MODE_ENV} must be one of {', '.join(CHOICES)}, got {value!r}")
+    required = value == sb.REQUIRED
+    chosen = sb.WORKSPACE_WRITE if required else value
+    if permission_mode == "read-only" and chosen == sb.WORKSPACE_WRITE:
+        chosen = sb.READ_ONLY
+    net = (network or environ.get(NETWORK_ENV, "").strip() or "on").lower()
+    if net not in ("on", "off"):
+        raise UsageError(f"--sandbox-network / {NETWORK_ENV} must be on or off, got {net!r}")
+    allowed = [*allow_write, *_paths(environ.get(ALLOW_WRITE_ENV, ""))]
+    for path in allowed:
+        if not (cwd / path).is_dir():
+            raise UsageError(f"--sandbox-allow-write {path}: not a directory")
+    policy = sb.Policy(
+        mode=chosen,
+        network=net == "on" and chosen == sb.WORKSPACE_WRITE,
+        root=os.path.realpath(cwd),
+        allow_write=tuple(os.path.realpath(cwd / path) for path in allowed),
+        deny_read=tuple(os.path.realpath(p) for p in (*hidden, *_paths(environ.get(DENY_READ_ENV, "")))),
+        required=required,
+        helper=environ.get(sb.HELPER_ENV),
+    )
+    unavailable = sb.probe(policy.helper) if chosen != sb.OFF else None
+    if strict and required and unavailable is not None:
+        raise UsageError(f"--sandbox required, but the sandbox cannot work here: {unavailable}")
+    return SandboxPlan(policy, unavailable)
+
+
+def _paths(value: str) -> list[Path]:
+    return [Path(os.path.expanduser(part)) for part in value.split(os.pathsep) if part.strip()]
