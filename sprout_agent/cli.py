@@ -56,6 +56,22 @@ class PermissionMode(enum.StrEnum):
     read_only = "read-only"
 
 
+# The sandbox flags, shared by the main command and `acp`.
+_SandboxOption = Annotated[
+    SandboxMode | None,
+    typer.Option(
+        help="OS sandbox for dev__bash: workspace-write (default where it works), read-only, off, or required "
+        "(workspace-write that must work: exit 2 if it cannot). Env: SPROUT_AGENT_SANDBOX."
+    ),
+]
+_SandboxNetworkOption = Annotated[
+    OnOff | None, typer.Option(help="Network for sandboxed commands (default on; always off in read-only).")
+]
+_SandboxAllowWriteOption = Annotated[
+    list[Path] | None, typer.Option(help="Another directory sandboxed commands may write; repeatable.")
+]
+
+
 def _patterns(values: list[str] | None) -> tuple[str, ...]:
     """Repeatable and comma-separated alike: `--allow-tools a,b --allow-tools c`."""
     return tuple(part.strip() for value in values or () for part in value.split(",") if part.strip())
@@ -133,20 +149,9 @@ def main_command(
     trust_project: Annotated[
         bool, typer.Option(help="Start the project's .mcp.json servers without approval, for this run (CI).")
     ] = False,
-    sandbox: Annotated[
-        SandboxMode | None,
-        typer.Option(
-            help="OS sandbox for dev__bash: workspace-write (default where it works), read-only, off, or required "
-            "(workspace-write that must work: exit 2 if it cannot). Env: SPROUT_AGENT_SANDBOX."
-        ),
-    ] = None,
-    sandbox_network: Annotated[
-        OnOff | None,
-        typer.Option(help="Network for sandboxed commands (default on; always off in read-only)."),
-    ] = None,
-    sandbox_allow_write: Annotated[
-        list[Path] | None, typer.Option(help="Another directory sandboxed commands may write; repeatable.")
-    ] = None,
+    sandbox: _SandboxOption = None,
+    sandbox_network: _SandboxNetworkOption = None,
+    sandbox_allow_write: _SandboxAllowWriteOption = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -353,6 +358,9 @@ def acp_command(
     trust_project: Annotated[
         bool, typer.Option(help="Start each session's project .mcp.json servers without approval.")
     ] = False,
+    sandbox: _SandboxOption = None,
+    sandbox_network: _SandboxNetworkOption = None,
+    sandbox_allow_write: _SandboxAllowWriteOption = None,
 ) -> None:
     """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, any ACP client)."""
     from sprout_agent.acp.options import AcpOptions
@@ -371,6 +379,9 @@ def acp_command(
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
         trust_project=trust_project,
+        sandbox=sandbox.value if sandbox is not None else None,
+        sandbox_network=sandbox_network.value if sandbox_network is not None else None,
+        sandbox_allow_write=tuple(path.resolve() for path in sandbox_allow_write or ()),
         locations=Locations.for_user(),
     )
     exit_now(serve(options))

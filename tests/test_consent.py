@@ -361,3 +361,13 @@ def test_a_servers_stderr_reaches_the_terminal_with_its_escape_sequences_shown_n
     err = capsys.readouterr().err
     assert "\x1b]0;" not in err and "\x1b[2J" not in err and "\x07" not in err
     assert "\\x1b]0;PWNED\\x07" in err
+
+
+def test_acp_sessions_take_the_sandbox_flags_and_the_editor_is_told_the_mode(tmp_path: Path) -> None:
+    repo = hostile_repo(tmp_path, {})
+    (repo / ".env").write_text("ANTHROPIC_API_KEY=sk-test\nSPROUT_AGENT_BUILTIN_SERVERS=none\n")
+    off = prepare_session(AcpOptions(locations=locations(tmp_path), sandbox="off"), repo, [], None)
+    assert off.sandbox.policy.mode == "off" and "sandbox for dev__bash: off" in off.loaded.notices
+    no_net = AcpOptions(locations=locations(tmp_path), sandbox="workspace-write", sandbox_network="off")
+    narrowed = prepare_session(no_net, repo, [], None)
+    assert narrowed.sandbox.policy.mode == "workspace-write" and narrowed.sandbox.policy.network is False

@@ -17,4 +17,7 @@ class AcpOptions:
     allow_tools: tuple[str, ...] = ()
     deny_tools: tuple[str, ...] = ()
     trust_project: bool = False  # the sessions' project .mcp.json servers start without approval
+    sandbox: str | None = None  # as the main command's --sandbox; None = SPROUT_AGENT_SANDBOX or the default
+    sandbox_network: str | None = None
+    sandbox_allow_write: tuple[Path, ...] = ()
     locations: Locations = field(default_factory=Locations.nowhere)  # sessions None: not recorded, not loadable

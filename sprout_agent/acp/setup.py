@@ -32,6 +32,9 @@ def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: st
         deny_tools=o.deny_tools,
         resume_id=resume_id,
         trust_project=o.trust_project,
+        sandbox=o.sandbox,
+        sandbox_network=o.sandbox_network,
+        sandbox_allow_write=o.sandbox_allow_write,
     )
     try:
         prepared = prepare(options, o.locations, os.environ)
@@ -47,7 +50,8 @@ def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: st
     loaded = prepared.loaded
     # Nobody can be asked before the session exists: unapproved project servers are skipped with a notice the
     # editor shows with the first prompt (approve them with `sprout-agent mcp approve` in that folder).
-    notices = loaded.notices + skipped + prepared.held_back_notices()
+    sandbox = f"sandbox for dev__bash: {prepared.sandbox.describe()}"  # the editor shows what limits commands
+    notices = (sandbox, *loaded.notices, *skipped, *prepared.held_back_notices())
     return replace(prepared, loaded=LoadedConfig(kept + client, loaded.files_read, notices, loaded.broken))
 
 
