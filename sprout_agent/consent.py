@@ -137,6 +137,7 @@ class Approvals:
     def _saved(self, records: dict[str, dict[str, dict[str, Any]]]) -> Approvals:
         if self.path is None:
             return replace(self, records=records)
+        temporary: str | None = None
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".approvals-")
@@ -144,8 +145,9 @@ class Approvals:
                 json.dump(records, out, indent=2, sort_keys=True)
             os.replace(temporary, self.path)
         except OSError as error:
-            with contextlib.suppress(UnboundLocalError, OSError):
-                os.unlink(temporary)  # pyright: ignore[reportPossiblyUnboundVariable]
+            if temporary is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
             raise ConfigError(f"cannot save MCP server approvals to {self.path}: {error.strerror}") from None
         return replace(self, records=records)
 
