@@ -363,11 +363,25 @@ def test_a_servers_stderr_reaches_the_terminal_with_its_escape_sequences_shown_n
     assert "\\x1b]0;PWNED\\x07" in err
 
 
-def test_acp_sessions_take_the_sandbox_flags_and_the_editor_is_told_the_mode(tmp_path: Path) -> None:
+def test_acp_sessions_take_the_sandbox_flags(tmp_path: Path) -> None:
     repo = hostile_repo(tmp_path, {})
     (repo / ".env").write_text("ANTHROPIC_API_KEY=sk-test\nSPROUT_AGENT_BUILTIN_SERVERS=none\n")
     off = prepare_session(AcpOptions(locations=locations(tmp_path), sandbox="off"), repo, [], None)
-    assert off.sandbox.policy.mode == "off" and "sandbox for dev__bash: off" in off.loaded.notices
+    assert off.sandbox.policy.mode == "off"
     no_net = AcpOptions(locations=locations(tmp_path), sandbox="workspace-write", sandbox_network="off")
     narrowed = prepare_session(no_net, repo, [], None)
     assert narrowed.sandbox.policy.mode == "workspace-write" and narrowed.sandbox.policy.network is False
+
+
+@pytest.mark.anyio
+async def test_acp_session_new_tells_the_editor_the_sandbox_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.acp_pipes import pipe_agent, session_env
+
+    with FakeAnthropic([]) as fake:
+        session_env(monkeypatch, fake)
+        async with pipe_agent(AcpOptions(sandbox="off")) as client:
+            created = await client.request(1, "session/new", {"cwd": str(tmp_path), "mcpServers": []})
+    sandbox = created["result"]["_meta"]["sprout-agent"]["sandbox"]
+    assert sandbox["mode"] == "off" and sandbox["active"] is False

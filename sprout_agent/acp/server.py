@@ -80,7 +80,8 @@ class AcpServer:
 
         cwd = _absolute_dir(params.get("cwd"))
         session = self._start(prepare_session(self.options, cwd, params.get("mcpServers"), None))
-        return Reply({"sessionId": session.session_id}, lambda: session.updates.send(available_commands()))
+        answer = {"sessionId": session.session_id, "_meta": _meta(session.prepared)}
+        return Reply(answer, lambda: session.updates.send(available_commands()))
 
     def load_session(self, params: Json) -> Reply:
         from sprout_agent.acp.commands import available_commands
@@ -102,7 +103,7 @@ class AcpServer:
         session = self._start(prepared)
         if prepared.resume is not None:  # the spec: the whole history before the response
             replay(prepared.resume.history, session.updates, str(cwd))
-        return Reply({}, lambda: session.updates.send(available_commands()))
+        return Reply({"_meta": _meta(prepared)}, lambda: session.updates.send(available_commands()))
 
     def prompt(self, params: Json) -> Awaitable[Json]:
         """Claims the session now (a cancel right behind the prompt cancels it), then runs the turn."""
@@ -139,6 +140,11 @@ class AcpServer:
 
 async def _stop_reason(turn: Awaitable[str]) -> Json:
     return {"stopReason": await turn}
+
+
+def _meta(prepared: Prepared) -> Json:
+    """Ours, under ACP's extension field: the sandbox the session's commands run under (as stream-json `init`)."""
+    return {"sprout-agent": {"sandbox": prepared.sandbox.record()}}
 
 
 def _absolute_dir(raw: object) -> Path:

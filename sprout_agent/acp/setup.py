@@ -50,8 +50,7 @@ def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: st
     loaded = prepared.loaded
     # Nobody can be asked before the session exists: unapproved project servers are skipped with a notice the
     # editor shows with the first prompt (approve them with `sprout-agent mcp approve` in that folder).
-    sandbox = f"sandbox for dev__bash: {prepared.sandbox.describe()}"  # the editor shows what limits commands
-    notices = (sandbox, *loaded.notices, *skipped, *prepared.held_back_notices())
+    notices = loaded.notices + skipped + prepared.held_back_notices()
     return replace(prepared, loaded=LoadedConfig(kept + client, loaded.files_read, notices, loaded.broken))
 
 
