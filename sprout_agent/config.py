@@ -12,8 +12,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import cast
 
-from dotenv import dotenv_values
-
 from sprout_agent.errors import ConfigError
 
 PROJECT_FILE = ".mcp.json"
@@ -333,51 +331,6 @@ def _expand(text: str, env: Mapping[str, str], where: str) -> str:
         return value
 
     return _VAR_REF.sub(replace, text)
-
-
-# What a project's `.env` may not set, because a cloned repository must not choose where requests and
-# credentials go or what runs: the endpoint and every ANTHROPIC_* but the key and the model, proxies and CA
-# bundles, the hook allowlist, price overrides (they would switch off --max-budget-usd), PATH and the loader
-# and interpreter variables, nor loosen the sandbox (the SPROUT_AGENT_SANDBOX* and built-in tool variables are
-# read from the real environment only). Ignored with a notice.
-_DOTENV_REFUSED = re.compile(
-    r"ANTHROPIC_(?!API_KEY$|MODEL$).*|.*_PROXY|SSL_CERT_.*|.*_CA_BUNDLE|NODE_EXTRA_CA_CERTS|NODE_OPTIONS|NODE_TLS_.*"
-    r"|MCP_HOOK_SERVERS|SPROUT_AGENT_PRICES|PATH|PYTHON.*|LD_.*|DYLD_.*|SPROUT_AGENT_SANDBOX.*|SPROUT_DEV_.*",
-    re.IGNORECASE,
-)
-
-
-@dataclass(frozen=True, slots=True)
-class DotEnv:
-    values: dict[str, str]  # what the run may use, under the real environment
-    ignored: tuple[str, ...]  # names the file set that a project may not choose
-
-    @property
-    def notices(self) -> tuple[str, ...]:
-        if not self.ignored:
-            return ()
-        names = ", ".join(self.ignored)
-        return (
-            f".env: ignored {names} (a project file cannot choose the API endpoint, proxies, PATH or the sandbox; "
-            "export them)",
-        )
-
-
-def read_dotenv(cwd: Path) -> DotEnv:
-    """Values from `cwd/.env`, if present, minus the names a project may not set."""
-    path = cwd / ".env"
-    if not path.is_file():
-        return DotEnv({}, ())
-    try:
-        values = dotenv_values(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read .env file: {exc}") from None
-    kept = {key: value for key, value in values.items() if value is not None}
-    for key, value in kept.items():
-        if "\0" in key or "\0" in value:  # no environment can carry it: every spawn would fail
-            raise ConfigError(f"{path}: {key!r} holds a NUL byte")
-    ignored = tuple(sorted(key for key in kept if _DOTENV_REFUSED.fullmatch(key)))
-    return DotEnv({key: value for key, value in kept.items() if key not in ignored}, ignored)
 
 
 # The servers sprout-agent ships (sprout_agent/tools/), started unless SPROUT_AGENT_BUILTIN_SERVERS

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import anyio
 
-from sprout_agent.config import BrokenServer, LoadedConfig, ServerConfig, load_config, read_dotenv, with_builtin_servers
+from sprout_agent.config import BrokenServer, LoadedConfig, ServerConfig, load_config, with_builtin_servers
 from sprout_agent.consent import Approvals, Verdict, held_back_notice, secrets_in, trusted_by_environment
+from sprout_agent.dotenv_file import read_dotenv
 from sprout_agent.events import Event, Notice
 from sprout_agent.hooks import POST_COMPACT, STOP, is_hook, parse_allowlist
 from sprout_agent.protocols import ToolSpec

@@ -14,6 +14,7 @@ from sprout_agent import config as cfg
 from sprout_agent import consent, session_index, store
 from sprout_agent import settings as st
 from sprout_agent.compaction import context_window, parse_threshold
+from sprout_agent.dotenv_file import read_dotenv
 from sprout_agent.errors import ConfigError, UsageError
 from sprout_agent.ledger import Price, parse_prices
 from sprout_agent.locations import Locations
@@ -75,7 +76,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     """Reads `.env`, settings and config files; `environ` (the real environment) wins over `.env`.
 
     Project servers the user has not approved are held back (`held_back`); the faces ask or say so."""
-    dotenv = cfg.read_dotenv(options.cwd)
+    dotenv = read_dotenv(options.cwd)
     env = {**dotenv.values, **environ}
     settings = st.Settings.from_env(env)
     if not settings.api_key_present and not settings.base_url:

@@ -14,7 +14,8 @@ import pytest
 
 from sprout_agent import config, settings
 from sprout_agent.compaction import parse_threshold
-from sprout_agent.config import load_config, read_dotenv
+from sprout_agent.config import load_config
+from sprout_agent.dotenv_file import read_dotenv
 from sprout_agent.errors import ConfigError, UsageError
 from sprout_agent.ledger import parse_prices
 from sprout_agent.settings import Settings

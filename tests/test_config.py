@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from sprout_agent.config import LoadedConfig, ServerConfig, load_config, read_dotenv
+from sprout_agent.config import LoadedConfig, ServerConfig, load_config
+from sprout_agent.dotenv_file import read_dotenv
 from sprout_agent.errors import EXIT_USAGE, ConfigError, UsageError
 from sprout_agent.settings import (
     DEFAULT_MODEL,
