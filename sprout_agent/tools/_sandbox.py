@@ -204,10 +204,15 @@ class Sandbox:
 
     def _mounts(self, env: Mapping[str, str]) -> list[str]:
         args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", self._private_tmp(), "/tmp"]
+        # Programs on PATH that live under the host's /tmp (a venv or a tool prefix: its bin/ with the lib/
+        # beside it) stay visible, read-only; first, so a writable root inside one is bound over it.
+        visible = _path_prefixes_under_tmp(env.get("PATH", ""), self._private_tmp())
+        for prefix in visible:
+            args += ["--ro-bind", prefix, prefix]
         writable = self.writable()
         for root in writable:
             args += ["--bind", root, root]
-        visible = list(writable)
+        visible += writable
         for root in (self.policy.root, git_root(self.policy.root)):  # visible even when under the private /tmp
             if root is not None and root not in writable and _under(root, "/tmp"):
                 args += ["--ro-bind", root, root]
@@ -268,3 +273,15 @@ _NO_NETWORK = re.compile(
     r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
     r"Name or service not known|No address associated with hostname"
 )
+
+
+def _path_prefixes_under_tmp(path: str, private: str) -> list[str]:
+    """The PATH directories under /tmp, each as its prefix (the parent of a `bin`), outermost ones only."""
+    found: list[str] = []
+    for entry in path.split(os.pathsep):
+        if not entry or not os.path.isabs(entry) or not _under(entry, "/tmp") or _under(entry, private):
+            continue
+        prefix = os.path.dirname(entry.rstrip("/")) if os.path.basename(entry.rstrip("/")) == "bin" else entry
+        if prefix not in ("/tmp", "/") and os.path.isdir(prefix) and not any(_under(prefix, f) for f in found):
+            found = [f for f in found if not _under(f, prefix)] + [prefix]
+    return found
