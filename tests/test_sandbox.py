@@ -217,3 +217,25 @@ def test_sandbox_required_without_bubblewrap_exits_2(tmp_path: Path) -> None:
     assert run.code == 2
     assert "sandbox cannot work here" in run.stderr and "no-bwrap is not an executable file" in run.stderr
     assert json.loads(run.stdout)["exit_code"] == 2
+
+
+@needs_bwrap
+@pytest.mark.anyio
+async def test_a_program_on_path_under_the_hosts_tmp_still_runs_under_the_private_tmp(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    prefix = Path(tempfile.mkdtemp(prefix="sprout-tool-", dir="/tmp"))  # like a venv in a clone under /tmp
+    try:
+        (prefix / "bin").mkdir()
+        tool = prefix / "bin" / "sprout-test-tool"
+        tool.write_text("#!/bin/sh\necho tool ran\n")
+        tool.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}")
+        async for client in sandboxed(root, SPROUT_DEV_SANDBOX="workspace-write"):
+            assert await call_tool(client, "bash", command="sprout-test-tool") == (False, "tool ran\n[exit code: 0]")
+    finally:
+        tool.unlink()
+        (prefix / "bin").rmdir()
+        prefix.rmdir()
