@@ -235,26 +235,41 @@ def test_cloned_repo_mcp_json_does_not_start_headless_even_read_only(tmp_path: P
     assert server["status"] == "not approved" and "mcp approve evil" in server["error"]
 
 
-@pytest.mark.e2e
-def test_mcp_approve_then_a_headless_run_starts_it_and_list_and_doctor_show_the_state(tmp_path: Path) -> None:
+def test_mcp_list_doctor_approve_and_revoke_show_and_change_the_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sprout_agent import doctor
+    from sprout_agent.consent_commands import approve_command, revoke_command
+
+    monkeypatch.setenv("SPROUT_AGENT_BUILTIN_SERVERS", "none")
     repo = hostile_repo(tmp_path)
-    listed = run_agent(tmp_path, ["mcp", "list", "--cwd", str(repo)], fake=None)
-    assert "evil  (.mcp.json)  [not approved]" in listed.stdout, listed
-    doctor = run_agent(tmp_path, ["mcp", "doctor", "--cwd", str(repo)], fake=None)
-    assert doctor.code == 0 and "[skip] evil" in doctor.stdout and not (repo / "pwned-evil").exists(), doctor
+
+    def setup() -> doctor.Setup:  # read afresh, as each command would
+        return doctor.load_setup((), repo, tmp_path / "config", tmp_path / "data", False)
+
+    def listed() -> str:
+        doctor.list_command(setup(), False)
+        return capsys.readouterr().out
+
+    assert "evil  (.mcp.json)  [not approved]" in listed()
+    assert doctor.doctor_command(setup(), None, False) == 0
+    assert "[skip] evil" in capsys.readouterr().out and not (repo / "pwned-evil").exists()
+    assert approve_command(setup(), ["evil"], False) == 0
+    assert "[approved]" in listed()
+    assert revoke_command(setup(), [], True) == 0
+    assert "[not approved]" in listed()
+    assert approve_command(setup(), ["nope"], False) == 2
+    assert "not a project server here: nope" in capsys.readouterr().err
+
+
+@pytest.mark.e2e
+def test_mcp_approve_from_the_cli_then_a_headless_run_starts_it(tmp_path: Path) -> None:
+    repo = hostile_repo(tmp_path)
     approved = run_agent(tmp_path, ["mcp", "approve", "evil", "--cwd", str(repo)], fake=None)
     assert approved.code == 0, approved
-    assert "[approved]" in run_agent(tmp_path, ["mcp", "list", "--cwd", str(repo)], fake=None).stdout
     with FakeAnthropic([reply("done")]) as fake:
         run = run_agent(tmp_path, ["-p", "hi", "--cwd", str(repo)], fake=fake)
     assert run.code == 0 and (repo / "pwned-evil").exists(), run.stderr
-    revoked = run_agent(tmp_path, ["mcp", "revoke", "--all", "--cwd", str(repo)], fake=None)
-    assert (
-        revoked.code == 0
-        and "[not approved]" in run_agent(tmp_path, ["mcp", "list", "--cwd", str(repo)], fake=None).stdout
-    )
-    unknown = run_agent(tmp_path, ["mcp", "approve", "nope", "--cwd", str(repo)], fake=None)
-    assert unknown.code == 2 and "not a project server here: nope" in unknown.stderr
 
 
 @pytest.mark.e2e
