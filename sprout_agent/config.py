@@ -297,14 +297,21 @@ def _positive_number(value: object) -> bool:
     return number and math.isfinite(cast(float, value)) and cast(float, value) > 0
 
 
-def _os_string(text: str, where: str) -> str:
-    """`text` if the OS can take it (exec, environment, chdir); spawning would otherwise fail with a crash."""
+def os_string_problem(text: str) -> str | None:
+    """Why the OS cannot take `text` (exec, environment, chdir), or None: a spawn would crash on it."""
     if "\0" in text:
-        raise ConfigError(f"{where} contains a NUL byte")
+        return "contains a NUL byte"
     try:
         os.fsencode(text)
     except UnicodeEncodeError:  # a lone surrogate from a JSON \ud800 escape
-        raise ConfigError(f"{where} is not valid Unicode (a lone surrogate)") from None
+        return "is not valid Unicode (a lone surrogate)"
+    return None
+
+
+def _os_string(text: str, where: str) -> str:
+    problem = os_string_problem(text)
+    if problem is not None:
+        raise ConfigError(f"{where} {problem}")
     return text
 
 

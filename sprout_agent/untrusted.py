@@ -13,20 +13,20 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all C0/C1 controls b
 _LONG_BLANKS = re.compile(r"\s{12,}")  # a run of blanks long enough to push text out of sight
 
 
-def _escaped(match: re.Match[str]) -> str:
-    return match.group().encode("unicode_escape").decode("ascii")
+def _escaped(text: str) -> str:
+    return text.encode("unicode_escape").decode("ascii")
 
 
 def visible(text: str) -> str:
     """Multi-line text with every control character but tab and newline shown escaped (`\\x1b`)."""
-    return _CONTROLS.sub(_escaped, text)
+    return _CONTROLS.sub(lambda match: _escaped(match.group()), text)
 
 
 def printable(text: str, limit: int | None = None) -> str:
     """One line: every non-printable character escaped, long runs of blanks shown as their count, and at
     most `limit` characters, with what was cut said (a person deciding on a command must see all of it)."""
     text = _LONG_BLANKS.sub(lambda m: f" ⟨{len(m.group())} blanks⟩ ", text)
-    shown = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+    shown = "".join(ch if ch.isprintable() else _escaped(ch) for ch in text)
     if limit is not None and len(shown) > limit:
         return f"{shown[:limit]} ⟨… {len(shown) - limit} more characters not shown⟩"
     return shown

@@ -11,12 +11,11 @@ from typing import cast
 
 from sprout_agent.acp.options import AcpOptions
 from sprout_agent.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Json, RpcError
-from sprout_agent.config import LoadedConfig, ServerConfig
+from sprout_agent.config import LoadedConfig, ServerConfig, os_string_problem
 from sprout_agent.errors import SproutError
 from sprout_agent.options import Options, Prepared, prepare
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # from a "\ud800" escape: no UTF-8, so no exec argument
 
 
 def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: str | None) -> Prepared:
@@ -90,13 +89,10 @@ def _stdio_server(name: str, item: Json, cwd: Path) -> ServerConfig:
             raise RpcError(INVALID_PARAMS, f"Invalid params: mcpServers '{name}'.env must be name/value pairs")
         variables[key] = text
     # Refused here, not when the session's servers start: that failure would end the whole session.
-    if not all(_executable(text) for text in (command, *cast(list[str], args), *variables, *variables.values())):
+    texts = (command, *cast(list[str], args), *variables, *variables.values())
+    if any(os_string_problem(text) is not None for text in texts):
         raise RpcError(INVALID_PARAMS, f"Invalid params: mcpServers '{name}' holds a NUL byte or a lone surrogate")
     safe = _UNSAFE_NAME.sub("_", name).strip("_")
     while "__" in safe:  # `__` separates server and tool in the model's tool names
         safe = safe.replace("__", "_")
     return ServerConfig(safe[:64] or "client", command, tuple(cast(list[str], args)), variables, cwd=str(cwd))
-
-
-def _executable(text: str) -> bool:
-    return "\x00" not in text and not _LONE_SURROGATE.search(text)
