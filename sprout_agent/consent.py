@@ -207,7 +207,7 @@ def describe(server: ServerConfig, secrets: Secrets) -> list[str]:
         lines.append(f"      cwd: {printable(shown.cwd, SHOWN_LIMIT)}")
     for name, value in sorted(shown.env.items()):
         lines.append(f"      env: {printable(name)}={printable(value, SHOWN_LIMIT)}")
-    passed = sorted({name for value, name in secrets.items() if shown != server and _uses(server, value)})
+    passed = sorted({name for value, name in secrets.items() if _uses(server, value)})
     if passed:
         lines.append(f"      it would receive your credentials: {', '.join(passed)}")
     return lines
