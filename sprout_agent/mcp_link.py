@@ -29,6 +29,7 @@ from sprout_agent.mcp_results import to_outcome
 from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import ToolOutcome, ToolSpec
 from sprout_agent.stdio_transport import ReadStream, WriteStream, open_stdio
+from sprout_agent.tools._sandbox import OUTSIDE_SANDBOX_META
 
 Streams = tuple[ReadStream, WriteStream] | MessageStream  # stdio, or in-process memory streams
 
@@ -56,9 +57,11 @@ class Link:
         self._session = session
         self._max_bytes = max_bytes
 
-    async def call(self, tool: str, arguments: dict[str, object]) -> ToolOutcome:
+    async def call(self, tool: str, arguments: dict[str, object], *, outside_sandbox: bool = False) -> ToolOutcome:
+        # Our own key in the request's `_meta` (the SDK's type names only the standard keys; extra ones pass).
+        meta = cast(types.RequestParamsMeta, {OUTSIDE_SANDBOX_META: True}) if outside_sandbox else None
         try:
-            result = await self._session.call_tool(tool, arguments)
+            result = await self._session.call_tool(tool, arguments, meta=meta)
         except MCPError as exc:
             raise _ours(exc) from exc
         return to_outcome(result, self._max_bytes)

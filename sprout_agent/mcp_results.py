@@ -9,6 +9,7 @@ import mcp.types as types
 from sprout_agent.images import checked
 from sprout_agent.messages import Image, Text
 from sprout_agent.protocols import ToolOutcome
+from sprout_agent.tools._sandbox import SANDBOX_DENIED_META
 
 
 def to_outcome(result: types.CallToolResult, max_bytes: int) -> ToolOutcome:
@@ -24,7 +25,10 @@ def to_outcome(result: types.CallToolResult, max_bytes: int) -> ToolOutcome:
     if sum(len(text.encode()) for text in texts) > max_bytes:
         images = [block for block in blocks if isinstance(block, Image)]
         blocks = [Text(cut_middle("\n".join(texts), max_bytes)), *images]
-    return ToolOutcome(tuple(blocks), is_error=bool(result.is_error))
+    denied = (result.meta or {}).get(SANDBOX_DENIED_META)
+    return ToolOutcome(
+        tuple(blocks), is_error=bool(result.is_error), sandbox_denied=denied if isinstance(denied, str) else None
+    )
 
 
 def _block(item: types.ContentBlock) -> Text | Image:

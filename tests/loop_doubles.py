@@ -32,6 +32,7 @@ from sprout_agent.ledger import Ledger
 from sprout_agent.llm import EPHEMERAL, to_api_messages, to_api_tools
 from sprout_agent.messages import Block, Image, Message, Text, ToolResult, ToolUse, Usage
 from sprout_agent.protocols import (
+    Escalate,
     HookCallFailed,
     ModelReply,
     ModelRequest,
@@ -352,7 +353,7 @@ class MemoryHost:
     def tools(self) -> Sequence[ToolSpec]:
         return [spec for s in self._servers.values() if s.dead is None for spec in s.specs]
 
-    async def call(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:
+    async def call(self, spec: ToolSpec, arguments: dict[str, object], *, outside_sandbox: bool = False) -> ToolOutcome:
         target = self._servers.get(spec.server)
         if target is None:
             return outcome(f"server '{spec.server}' is unavailable: not configured", is_error=True)
@@ -483,6 +484,7 @@ def build_loop(
     max_budget_usd: float | None = None,
     max_parallel_tools: int = 8,
     permit: Permit | None = None,
+    escalate: Escalate | None = None,
     system: str = SYSTEM,
 ) -> Loop:
     """The real Agent, Hooks, Ledger and Compactor around a scripted model and an in-memory host.
@@ -523,6 +525,7 @@ def build_loop(
         session_id=SESSION_ID,
         cwd=CWD,
         permit=permit,
+        escalate=escalate,
         recorder=recorder,
     )
     return Loop(agent, model, host, hooks, ledger, compactor, recorder, events)

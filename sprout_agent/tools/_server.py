@@ -9,8 +9,10 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, cast
 
 import anyio
 from mcp.server.lowlevel import Server
@@ -53,7 +55,18 @@ class Image:
     mime_type: str
 
 
-ToolOutput = str | Image
+@dataclass(frozen=True)
+class Marked:
+    """Text output with result `_meta` for the agent (never shown to the model), e.g. what the sandbox stopped."""
+
+    text: str
+    meta: Mapping[str, Any]
+
+
+ToolOutput = str | Image | Marked
+
+# The request's `_meta` while a tool runs: the agent's side channel (the model writes only `arguments`).
+request_meta: ContextVar[Mapping[str, Any]] = ContextVar("request_meta", default=MappingProxyType({}))
 Handler = Callable[[Args], Awaitable[ToolOutput]]
 
 
@@ -143,6 +156,8 @@ def clean_text(text: str) -> str:
 
 
 def _content(output: ToolOutput) -> list[ContentBlock]:
+    if isinstance(output, Marked):
+        return [TextContent(type="text", text=clean_text(output.text))]
     if isinstance(output, Image):
         return [ImageContent(type="image", data=output.data_b64, mime_type=output.mime_type)]
     return [TextContent(type="text", text=clean_text(output))]
@@ -164,7 +179,8 @@ async def run_tool(specs: Mapping[str, ToolSpec], name: str, args: Args | None) 
     except Exception as exc:  # a bug or an OS surprise must not take the server down
         logger.exception("tool %s failed", name)
         return _error(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
-    return CallToolResult(content=_content(output))
+    meta = dict(output.meta) if isinstance(output, Marked) else None
+    return CallToolResult(content=_content(output), _meta=meta)
 
 
 def build_server(name: str, version: str, specs: Sequence[ToolSpec], instructions: str | None = None) -> Server[Any]:
@@ -176,7 +192,11 @@ def build_server(name: str, version: str, specs: Sequence[ToolSpec], instruction
         return ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
-        return await run_tool(by_name, params.name, params.arguments)
+        token = request_meta.set(cast(Mapping[str, Any], params.meta or {}))
+        try:
+            return await run_tool(by_name, params.name, params.arguments)
+        finally:
+            request_meta.reset(token)
 
     return Server(
         name,

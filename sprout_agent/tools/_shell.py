@@ -11,9 +11,9 @@ from anyio.abc import ByteReceiveStream, Process
 
 from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._procs import CALL_ENV, call_scope, kill_group
-from sprout_agent.tools._sandbox import SandboxUnavailable
+from sprout_agent.tools._sandbox import OUTSIDE_SANDBOX_META, SANDBOX_DENIED_META, SandboxUnavailable
 from sprout_agent.tools._secrets import command_env
-from sprout_agent.tools._server import Args, ToolError, ToolOutput
+from sprout_agent.tools._server import Args, Marked, ToolError, ToolOutput, request_meta
 
 TIMEOUT_ENV = "SPROUT_DEV_BASH_TIMEOUT"
 DEFAULT_TIMEOUT = 120.0
@@ -93,8 +93,15 @@ def _timeout_arg(args: Args) -> float:
 async def bash(ws: Workspace, args: Args) -> ToolOutput:
     command: str = args["command"]
     timeout = _timeout_arg(args)
+    # The agent's escalation (a person approved re-running a command the sandbox stopped): request `_meta`,
+    # which the model cannot write.
+    outside = request_meta.get().get(OUTSIDE_SANDBOX_META) is True
     try:
-        argv, env = ws.sandbox.wrap(["bash", "-c", command], command_env())  # unchanged when the sandbox is off
+        argv, env = (
+            (["bash", "-c", command], command_env())
+            if outside
+            else ws.sandbox.wrap(["bash", "-c", command], command_env())  # unchanged when the sandbox is off
+        )
     except SandboxUnavailable as exc:
         raise ToolError(str(exc)) from exc
     buf = HeadTail()
@@ -125,5 +132,9 @@ async def bash(ws: Workspace, args: Args) -> ToolOutput:
     if scope.cancelled_caught:
         raise ToolError(f"{output}\n[timed out after {timeout:g} s; the command's process group was killed]")
     note = "" if drained else "\n[background processes still held the output open; they were ended with the call]"
+    if outside:
+        return f"{output}{note}\n[exit code: {proc.returncode}]"
     note += ws.sandbox.explain(output, proc.returncode)
-    return f"{output}{note}\n[exit code: {proc.returncode}]"
+    text = f"{output}{note}\n[exit code: {proc.returncode}]"
+    stopped = ws.sandbox.stopped(output, proc.returncode)
+    return text if stopped is None else Marked(text, {SANDBOX_DENIED_META: stopped})
