@@ -291,6 +291,54 @@ async def acp_figures() -> tuple[float, float]:
     return initialized, cancelled
 
 
+def long_answer(lines: int) -> str:
+    """Mixed Markdown of about `lines` lines: headings, paragraphs, lists, code blocks."""
+    parts: list[str] = []
+    while sum(p.count("\n") + 2 for p in parts) < lines:
+        k = len(parts)
+        parts.append(f"## Section {k}")
+        parts.append(f"Paragraph {k} with **bold**, `code` and a [link](https://example.com/{k}).")
+        parts.append("\n".join(f"- item {k}.{i}: a few words of text" for i in range(8)))
+        parts.append("```python\n" + "\n".join(f"value_{i} = compute({i})  # {k}" for i in range(10)) + "\n```")
+    return "\n\n".join(parts)
+
+
+def render_figures(rounds: int) -> tuple[list[float], float, float]:
+    """The interactive drawing in this process, on a console that believes it is a 100x30 terminal: seconds per
+    tool round (start, running, finished with a diff), and for a 2,000-line streamed answer the time from the
+    last delta to the final screen, and the whole stream's time."""
+    import io
+
+    from rich.console import Console
+
+    from sprout_agent import events as ev
+    from sprout_agent.messages import Text
+    from sprout_agent.ui.live_view import LiveView
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=100, height=30, color_system="truecolor")
+    view = LiveView(console, verbose=False)
+    diff = "@@ -1,3 +1,3 @@\n a\n-b\n+c\n d\n"
+    per_round: list[float] = []
+    for i in range(rounds):
+        began = time.perf_counter()
+        view.tool_started(ev.ToolStarted(f"c{i}", "dev__edit", "dev", "edit", {"file_path": "calc.py"}))
+        view.tool_running(f"c{i}")
+        view.tool_finished(ev.ToolFinished(f"c{i}", "dev__edit", False, 0.01, "ok", (Text("ok"),), diff=diff))
+        per_round.append(time.perf_counter() - began)
+    answer = long_answer(2000)
+    deltas = [answer[k : k + 12] for k in range(0, len(answer), 12)]
+    view.model_waiting()
+    began = time.perf_counter()
+    for delta in deltas:
+        last = time.perf_counter()
+        view.text_delta(delta)
+    view.model_replied()
+    view.assistant_text(answer)
+    view.close()
+    end = time.perf_counter()
+    return per_round, end - last, end - began
+
+
 def fmt(value: list[float] | float | str, unit: str) -> str:
     if isinstance(value, str):
         return value
@@ -318,7 +366,7 @@ class Bench:
 
     def all(self) -> list[dict[str, Any]]:
         steps = [self.imports, self.minimal, self.ours, self.builtins, self.flags, self.repl, self.hooks]
-        steps += [self.compaction, self.servers, self.acp, self.sandbox]
+        steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -486,6 +534,15 @@ class Bench:
             added = med(times[name]) - med(times["off"])
             self.add(f"  … {name} minus off", added, "ms", "< 30 ms", added < 0.030)
 
+    def render(self) -> None:
+        """15. the interactive drawing in-process: a tool round, a 2,000-line streamed answer"""
+        figures = [render_figures(200) for _ in range(self.runs)]
+        per = [med(f[0]) for f in figures]
+        self.add("drawing per tool round (edit with a diff)", per, "ms", "≤ 2 ms", med(per) <= 0.002)
+        tail = [f[1] for f in figures]
+        self.add("2,000-line answer: last delta → final screen", tail, "ms", "< 100 ms", med(tail) < 0.1)
+        self.add("2,000-line answer: whole stream drawn", [f[2] for f in figures], "s")
+
     def acp(self) -> None:
         """13. sprout-agent acp through the ACP SDK"""
         import anyio
@@ -499,7 +556,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    groups = "imports minimal ours builtins flags repl hooks compaction servers acp sandbox"
+    groups = "imports minimal ours builtins flags repl hooks compaction servers acp sandbox render"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     args = parser.parse_args()
     load = os.getloadavg()[0]

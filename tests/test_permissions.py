@@ -89,7 +89,7 @@ class Screen:
         marker = f"Run {tool}?"
 
         def asked(screen: str) -> bool:
-            return screen.count(marker) >= times and "[n] no ›" in screen.rsplit(marker, 1)[1]
+            return screen.count(marker) >= times and "(Esc: no) ›" in screen.rsplit(marker, 1)[1]
 
         self.wait(asked, f"question {times} for {tool}")
 
@@ -118,11 +118,11 @@ def test_ask_in_a_terminal_once_always_deny_with_a_reason_and_ctrl_c_cancels_the
             term.expect("›")
             term.send("go\r")
             screen.question("fake__echo", 1)
-            term.send("y\r")  # once
+            term.send("y")  # once: one key answers
             screen.question("fake__echo", 2)
-            term.send("a\r")  # always: the third echo runs without a question
+            term.send("a")  # always: the third echo runs without a question
             screen.question("fake__add", 1)
-            term.send("n\r")
+            term.send("t")  # no, and tell the model why
             screen.after_last("Run fake__add?", "why not?")
             term.send("use mental arithmetic\r")
             screen.after_last("Run fake__add?", "finished")

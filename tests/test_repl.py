@@ -17,25 +17,7 @@ __all__ = ["ANSI", "Terminal"]
 pytestmark = pytest.mark.e2e
 
 
-def test_repl_answers_lists_tools_and_exits(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"fake": fake_server()})
-    script: list[Step] = [reply(tool_use("fake__echo", {"text": "hey"})), reply("Hello **there**")]
-    with FakeAnthropic(script) as fake:
-        term = Terminal(agent_command(["--config", str(config)]), agent_env(tmp_path, fake), tmp_path)
-        try:
-            term.expect("›")
-            term.send("/tools\r")
-            term.expect("fake__echo")
-            term.send("say hello\r")
-            term.expect("Hello there")  # rendered as Markdown: no asterisks
-            term.expect("fake__echo text=hey ok")
-            term.send("/servers\r")
-            term.expect("running")
-            term.send("/exit\r")
-        finally:
-            code = term.close()
-    assert code == 0
-    assert len(fake.requests) == 2
+# The first turn, /tools and /servers on a pty: tests/test_terminal_screen.py (one process for them all).
 
 
 def test_ctrl_c_cancels_the_turn_and_the_next_prompt_has_a_valid_history(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ ONE_OF_EACH: tuple[ev.Event, ...] = (
     ev.ApiRetry(1, "overloaded_error", 0.5),
     ev.ToolStarted("call_1", "dev__edit", "dev", "edit", {"file_path": "a.py", "old_string": "x", "new_string": "y"}),
     ev.ToolRunning("call_1"),
+    ev.ToolProgress("call_1", "collecting…\n3 passed"),
     ev.ToolFinished("call_1", "dev__edit", False, 0.01, "edited a.py", (Text("edited a.py"),)),
     ev.ToolStarted("call_2", "fake__image", "fake", "image", {}),
     ev.ToolFinished("call_2", "fake__image", True, 0.02, "no", (Text("no"), Image("image/png", PNG))),

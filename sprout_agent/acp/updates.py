@@ -30,6 +30,7 @@ from sprout_agent.events import (
     StopBudgetSpent,
     TextDelta,
     ToolFinished,
+    ToolProgress,
     ToolRunning,
     ToolStarted,
     TurnFinished,
@@ -95,7 +96,7 @@ class Updates:
                 self._compaction_finished(event)
             case Notice() | ServerFailed() | ApiRetry():
                 self._notice(event)
-            case ModelWaiting() | AssistantText() | ServerStarted() | HookCalled() | TurnFinished():
+            case ModelWaiting() | AssistantText() | ServerStarted() | HookCalled() | TurnFinished() | ToolProgress():
                 pass  # text went out as chunks; the prompt's response carries the stop reason
             case _:
                 assert_never(event)

@@ -169,7 +169,7 @@ class JsonlSink:
 
     def _record(self, event: Event) -> Record | None:  # noqa: C901 - one arm per event type, checked exhaustive
         match event:
-            case ev.ModelWaiting() | ev.TextDelta() | ev.ToolRunning():
+            case ev.ModelWaiting() | ev.TextDelta() | ev.ToolRunning() | ev.ToolProgress():
                 return None  # they drive a spinner; `assistant` and `tool_finished` carry the content
             case ev.Notice():
                 return {"type": "notice", "level": event.level, "text": event.text}

@@ -1,8 +1,10 @@
-"""The only importer of rich: loop events as terminal output (progress on stderr, answers on stdout)."""
+"""Loop events as terminal output (rich). Interactive: one console on stderr, a live region at the bottom
+(ui/board.py) and everything final printed above it once; otherwise plain progress lines on stderr and the
+answer on stdout.
+"""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO, assert_never
@@ -11,28 +13,18 @@ from rich.console import Console
 from rich.text import Text
 
 if TYPE_CHECKING:  # loaded when first needed: a -p run never renders Markdown, tables or spinners
-    from rich.live import Live
-    from rich.spinner import Spinner
+    from rich.console import RenderableType
+
+    from sprout_agent.ui.live_view import LiveView
 
 from sprout_agent import events as ev
 from sprout_agent.events import Event
+from sprout_agent.ui.calls import short_arguments
 from sprout_agent.untrusted import visible
-
-ARGUMENT_PREVIEW_CHARS = 60
-
-
-def short_arguments(arguments: dict[str, object]) -> str:
-    """`key=value` pairs cut to one short line, for the compact tool line."""
-    parts: list[str] = []
-    for key, value in arguments.items():
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        parts.append(f"{key}={' '.join(shown.split())}")
-    line = " ".join(parts)
-    return line if len(line) <= ARGUMENT_PREVIEW_CHARS else line[: ARGUMENT_PREVIEW_CHARS - 1] + "…"
 
 
 class TerminalRenderer:
-    """Event sink for people. Interactive: spinner, streamed text, Markdown. Otherwise: plain stderr lines."""
+    """Event sink for people. Interactive: live tool calls, answers as Markdown. Otherwise: plain stderr lines."""
 
     def __init__(
         self, *, interactive: bool, verbose: bool, stdout: TextIO | None = None, answers: TextIO | None = None
@@ -40,12 +32,21 @@ class TerminalRenderer:
         """`stdout` takes the rendered Markdown (interactive); `answers` gets each turn's final text as is."""
         self.interactive = interactive
         self.verbose = verbose
-        self.err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+        # Lines wrap at word boundaries (soft_wrap off): a terminal's own wrap cuts words in two.
+        self.err = Console(file=sys.stderr, highlight=False)
         self.out = Console(file=stdout or sys.stdout, highlight=False)
         self.answers = answers
-        self._live: Live | None = None
-        self._streamed = ""
+        self._view: LiveView | None = None
         self._pending_tools: dict[str, str] = {}
+
+    @property
+    def view(self) -> LiveView:
+        """The interactive drawing, built on first use (a -p run never loads it)."""
+        if self._view is None:
+            from sprout_agent.ui.live_view import LiveView
+
+            self._view = LiveView(self.err, verbose=self.verbose)
+        return self._view
 
     def __call__(self, event: Event) -> None:  # noqa: C901 - one arm per event type, checked exhaustive
         match event:
@@ -59,12 +60,8 @@ class TerminalRenderer:
                 self._on_model_replied(event)
             case ev.ApiRetry():
                 self._line(f"[yellow]API error ({event.reason}); retry {event.attempt} in {event.delay:.1f}s[/]")
-            case ev.ToolStarted():
-                self._pending_tools[event.call_id] = short_arguments(event.arguments)
-            case ev.ToolRunning():
-                pass  # the line is written when the call finishes
-            case ev.ToolFinished():
-                self._on_tool_finished(event)
+            case ev.ToolStarted() | ev.ToolRunning() | ev.ToolProgress() | ev.ToolFinished():
+                self._on_tool(event)
             case ev.ServerStarted() | ev.ServerFailed() | ev.Notice():
                 self._on_server_or_notice(event)
             case (
@@ -85,49 +82,64 @@ class TerminalRenderer:
                 assert_never(event)
 
     def close(self) -> None:
-        self._stop_live()
+        """The turn ended (or was cancelled): the live region goes, what was final stays."""
+        if self._view is not None:
+            self._view.close()
+
+    def pause(self) -> None:
+        """Before a question: the live region is erased so it cannot draw over it; the next event redraws it."""
+        if self._view is not None:
+            self._view.pause()
 
     # --- model output -----------------------------------------------------------------------------
     def _on_model_waiting(self, event: ev.ModelWaiting) -> None:
         if self.verbose:
-            self.err.print(f"[dim]→ request {event.request_number}, ~{event.context_tokens} context tokens[/]")
+            self._line(f"[dim]→ request {event.request_number}, ~{event.context_tokens} context tokens[/]")
         if self.interactive:
-            self._streamed = ""
-            from rich.spinner import Spinner
-
-            self._start_live(Spinner("dots", text=Text("thinking…", style="dim")))
+            self.view.model_waiting()
 
     def _on_text_delta(self, event: ev.TextDelta) -> None:
         if self.interactive:
-            self._streamed += event.text
-            self._start_live(Text(visible(self._streamed)))
+            self.view.text_delta(event.text)
 
     def _on_assistant_text(self, event: ev.AssistantText) -> None:
         if self.interactive:
-            self._stop_live()
-            from rich.markdown import Markdown
-
-            self.out.print(Markdown(visible(event.text)))
+            self.view.assistant_text(event.text)
         elif self.verbose:
             self.err.print(Text(visible(event.text), style="dim"))
 
     def _on_model_replied(self, event: ev.ModelReplied) -> None:
-        self._stop_live()
+        if self.interactive:
+            self.view.model_replied()
         if self.verbose:
             u = event.usage
-            self.err.print(
+            self._line(
                 f"[dim]← {event.stop_reason} in {event.seconds:.2f}s: in {u.input_tokens}, "
                 f"cache read {u.cache_read_tokens}, cache write {u.cache_write_tokens}, out {u.output_tokens}, "
                 f"${event.cost_usd:.4f}[/]"
             )
 
     # --- tools ------------------------------------------------------------------------------------
-    def _on_tool_finished(self, event: ev.ToolFinished) -> None:
-        arguments = self._pending_tools.pop(event.call_id, "")
-        status = f"[red]error[/] {_escape(event.summary)}" if event.is_error else "[green]ok[/]"
-        self._line(
-            f"[cyan]⏺ {_escape(event.name)}[/] [dim]{_escape(arguments)}[/] {status} [dim]{event.seconds:.2f}s[/]"
-        )
+    def _on_tool(self, event: ev.ToolStarted | ev.ToolRunning | ev.ToolProgress | ev.ToolFinished) -> None:
+        if self.interactive:
+            view = self.view
+            match event:
+                case ev.ToolStarted():
+                    view.tool_started(event)
+                case ev.ToolRunning():
+                    view.tool_running(event.call_id)
+                case ev.ToolProgress():
+                    view.tool_progress(event)
+                case ev.ToolFinished():
+                    view.tool_finished(event)
+        elif isinstance(event, ev.ToolStarted):
+            self._pending_tools[event.call_id] = short_arguments(event.arguments)
+        elif isinstance(event, ev.ToolFinished):
+            arguments = self._pending_tools.pop(event.call_id, "")
+            status = f"[red]error[/] {_escape(event.summary)}" if event.is_error else "[green]ok[/]"
+            self._line(
+                f"[cyan]⏺ {_escape(event.name)}[/] [dim]{_escape(arguments)}[/] {status} [dim]{event.seconds:.2f}s[/]"
+            )
 
     # --- servers, hooks, compaction -------------------------------------------------------------------
     def _on_server_or_notice(self, event: ev.ServerStarted | ev.ServerFailed | ev.Notice) -> None:
@@ -178,7 +190,7 @@ class TerminalRenderer:
             self._line(f"[yellow]compaction failed: {_escape(event.detail)}[/]")
 
     def _on_turn_finished(self, event: ev.TurnFinished) -> None:
-        self._stop_live()
+        self.close()
         if self.answers is not None:  # a script's stdout: the final answer, plain
             text = event.text if not self.answers.isatty() else visible(event.text)  # raw for a pipe
             self.answers.write(text if text.endswith("\n") or not text else text + "\n")
@@ -187,23 +199,11 @@ class TerminalRenderer:
             self.say(f"stopped: {event.stop_reason}", "yellow")
 
     # --- helpers ------------------------------------------------------------------------------------
-    def _line(self, line: str | Text) -> None:
-        self._stop_live()
-        self.err.print(line)
-
-    def _start_live(self, renderable: Spinner | Text) -> None:
-        if self._live is None:
-            from rich.live import Live
-
-            self._live = Live(renderable, console=self.err, transient=True, refresh_per_second=12)
-            self._live.start()
+    def _line(self, line: str | RenderableType) -> None:
+        if self._view is not None:
+            self._view.print(line)  # above the live region, which stays where it is
         else:
-            self._live.update(renderable)
-
-    def _stop_live(self) -> None:
-        if self._live is not None:
-            self._live.stop()
-            self._live = None
+            self.err.print(line)
 
     # --- REPL views -------------------------------------------------------------------------------
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
@@ -214,7 +214,11 @@ class TerminalRenderer:
             table.add_column(column)
         for row in rows:
             table.add_row(*row)
-        self.err.print(table)
+        self._line(table)
+
+    def show(self, renderable: RenderableType) -> None:
+        """Anything rich can draw, printed like a progress line (above the live region when there is one)."""
+        self._line(renderable)
 
     def say(self, text: str, style: str = "") -> None:
         self._line(Text(visible(text), style=style))

@@ -1,0 +1,54 @@
+"""What a person sees on a real pseudo-terminal, read through a terminal emulator (tests/screen.py): tool calls
+live with a spinner, a failure marked ✗, an answer once in the scrollback, an edit's diff in the ask question."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
+from tests.harness import agent_command, agent_env, fake_server, write_config
+from tests.screen import PtyScreen
+
+pytestmark = pytest.mark.e2e
+SPINNER = re.compile(r"[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] fake__slow seconds=1")
+
+
+def test_tool_lines_are_live_a_failure_is_marked_and_a_60_line_answer_is_in_the_scrollback_once(
+    tmp_path: Path,
+) -> None:
+    """Also the session's basics (one process for all: each start costs seconds): /tools, Markdown, /servers."""
+    config = write_config(tmp_path, {"fake": fake_server()})
+    answer = "Hello **there**\n\n" + "\n".join(f"- answer line {i:02d}" for i in range(60))
+    script: list[Step] = [
+        reply(tool_use("fake__slow", {"seconds": 1}, id="s"), tool_use("fake__fail", {}, id="f")),
+        reply(answer),
+    ]
+    with (
+        FakeAnthropic(script) as fake,
+        PtyScreen(agent_command(["--config", str(config)]), agent_env(tmp_path, fake), tmp_path, rows=24) as term,
+    ):
+        term.expect("›")
+        term.send("/tools\r")
+        term.expect("fake__echo")
+        term.send("go\r")
+        term.wait_for(lambda: bool(fake.requests) and fake.requests[0].sent is not None, "the tool calls sent")
+        sent = fake.requests[0].sent
+        assert sent is not None
+        term.wait_for(lambda: SPINNER.search(term.display()) is not None, "the running call's line with its spinner")
+        assert time.monotonic() - sent < 0.5, "the call's line came late"
+        term.expect("✗ fake__fail")  # the failed call ended while its sibling still runs
+        assert SPINNER.search(term.display()), "the sibling's live line went away"
+        term.expect("answer line 59")
+        assert "Hello there" in term.history()  # rendered as Markdown: no asterisks
+        term.send("/servers\r")
+        term.expect("running")
+        term.send("/exit\r")
+        code = term.close()
+    screen = term.history()
+    assert code == 0 and len(fake.requests) == 2
+    assert "this tool failed on purpose" in screen and "✓ fake__slow seconds=1" in screen
+    assert [screen.count(f"answer line {i:02d}") for i in range(60)] == [1] * 60
