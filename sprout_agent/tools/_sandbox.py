@@ -216,6 +216,8 @@ class Sandbox:
         writable = self.writable()
         for root in writable:
             args += ["--bind", root, root]
+        for path in protected_git_paths(writable):  # after the binds: bound read-only over the writable root
+            args += ["--ro-bind", path, path] if os.path.lexists(path) else ["--tmpfs", path, "--remount-ro", path]
         visible += writable
         for root in (self.policy.root, git_root(self.policy.root)):  # visible even when under the private /tmp
             if root is not None and root not in writable and _under(root, "/tmp"):
@@ -268,19 +270,40 @@ class Sandbox:
         return f"sandbox {self.policy.describe()}; writable: {writable} and a private /tmp"
 
 
+# What git runs code from, inside a repository's .git: a command that wrote these would run code outside the
+# sandbox the next time the user (or the agent's own git calls) ran git there. Objects, refs and the index stay
+# writable, so `git commit` and `git checkout` work in the sandbox.
+GIT_PROTECTED = ("hooks", "config", "info")
+
+
+def protected_git_paths(roots: tuple[str, ...]) -> list[str]:
+    """The GIT_PROTECTED paths of each writable root's `.git` directory: the existing ones, and `hooks` even when
+    missing (an empty read-only directory then takes its place). A `.git` file, a worktree's pointer, is left:
+    its git directory lies elsewhere, read-only unless it is inside a writable root too."""
+    found: list[str] = []
+    for root in roots:
+        git_dir = os.path.join(root, ".git")
+        if os.path.isdir(git_dir) and not os.path.islink(git_dir):
+            paths = (os.path.join(git_dir, name) for name in GIT_PROTECTED)
+            found += [p for p in paths if os.path.lexists(p) or p.endswith("hooks")]
+    return found
+
+
 def _under(path: str, parent: str) -> bool:
     return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
 def denied_write(output: str) -> str | None:
-    """The path of the first "Read-only file system" error in `output` ("a path" when none is named)."""
-    line = next((line for line in output.splitlines() if "Read-only file system" in line), None)
+    """The path of the first denied-write error in `output` ("a path" when none is named)."""
+    line = next((line for line in output.splitlines() if any(mark in line for mark in _DENIED_WRITE)), None)
     if line is None:
         return None
     named = _QUOTED_PATH.search(line) or _BARE_PATH.search(line)
     return named.group(1) if named is not None else "a path"
 
 
+# How a denied write reads: the kernel's EROFS, and git's words when a rename over a read-only bind fails.
+_DENIED_WRITE = ("Read-only file system", "could not write config file")
 _QUOTED_PATH = re.compile(r"['\"`‘“](/[^'\"`’”\n]+)['\"’”]")
 _BARE_PATH = re.compile(r"(/[^\s:'\"]+)")
 _NO_NETWORK = re.compile(
