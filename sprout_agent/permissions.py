@@ -9,6 +9,7 @@ A `Policy` is the loop's `Permit`: None lets a call run, a string refuses it wit
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Collection, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -35,7 +36,7 @@ class Ask(Protocol):
     """Asks a person about one call; only the interactive session (and an ACP editor) has one.
 
     `outside_sandbox` set: the OS sandbox stopped the call (it says what) and the question is whether to run
-    it again outside the sandbox; "always" then means every such call, for the rest of the session."""
+    it again outside the sandbox; "always" then means this exact call (same arguments), for the session."""
 
     def __call__(self, spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Awaitable[Decision]: ...
 
@@ -67,7 +68,7 @@ class Policy:
         # (server, tool) pairs that run in the OS sandbox (dev's bash): read-only mode lets them run there.
         self.sandboxed = frozenset(sandboxed)
         self.always: set[str] = set()  # tools approved "always" in this session
-        self.always_outside_sandbox = False  # "always" to re-running what the sandbox stopped
+        self.always_outside_sandbox: set[str] = set()  # calls (tool and exact arguments) re-run "always"
         self._asking = anyio.Lock()  # parallel calls ask one question at a time
 
     async def __call__(self, spec: ToolSpec, use: ToolUse) -> str | None:
@@ -105,12 +106,15 @@ class Policy:
         there to say so, only for the tools that run in our sandbox (the re-run is theirs to honour)."""
         if self.mode != ASK or self.ask is None or (spec.server, spec.tool) not in self.sandboxed:
             return False
+        # "Always" is for this exact call only: for any command it would let a model run anything unsandboxed
+        # by printing what a denied write prints.
+        key = f"{spec.name} {json.dumps(use.input, sort_keys=True)}"
         async with self._asking:
-            if self.always_outside_sandbox:
+            if key in self.always_outside_sandbox:
                 return True
             decision = await self.ask(spec, use, outside_sandbox=why)
         if decision.kind == "always":
-            self.always_outside_sandbox = True
+            self.always_outside_sandbox.add(key)
         return decision.kind in ("once", "always")
 
 

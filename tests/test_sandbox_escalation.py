@@ -84,15 +84,19 @@ async def test_a_write_the_sandbox_stopped_runs_again_outside_it_once_the_person
 
 
 @needs_bwrap
-async def test_always_re_runs_whatever_the_sandbox_stops_without_asking_again(tmp_path: Path, outside: Path) -> None:
+async def test_always_re_runs_that_exact_command_without_asking_and_asks_about_any_other(
+    tmp_path: Path, outside: Path
+) -> None:
     second = outside.with_name(outside.name + "-2")
-    person = ScriptedPerson("always")
+    person = ScriptedPerson("always", "deny")
+    again = f"rm -f {outside} && touch {outside}"
     try:
-        texts = await run(tmp_path, person, f"touch {outside}", f"touch {second}")
-        assert outside.exists() and second.exists()
+        texts = await run(tmp_path, person, again, again, f"touch {second}")
+        assert outside.exists() and not second.exists()
     finally:
         second.unlink(missing_ok=True)
-    assert len(person.asked) == 1 and all("approved running it again" in text for text in texts)
+    assert [command for command, _ in person.asked] == [again, f"touch {second}"]
+    assert ["approved running it again" in text for text in texts] == [True, True, False]
 
 
 @needs_bwrap

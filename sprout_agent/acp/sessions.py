@@ -28,7 +28,7 @@ PERMISSION_OPTIONS: tuple[Json, ...] = (
 # The same option ids, so one mapping reads both answers.
 ESCALATION_OPTIONS: tuple[Json, ...] = (
     {"optionId": "allow_once", "name": "Run it outside the sandbox once", "kind": "allow_once"},
-    {"optionId": "allow_always", "name": "Always re-run what the sandbox stops", "kind": "allow_always"},
+    {"optionId": "allow_always", "name": "Always for this exact command", "kind": "allow_always"},
     {"optionId": "reject_once", "name": "Keep the sandboxed result", "kind": "reject_once"},
 )
 _DECISIONS = {"allow_once": "once", "allow_always": "always"}

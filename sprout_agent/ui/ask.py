@@ -76,12 +76,12 @@ async def ask_permission(
     """Asks whether one tool call may run: once, always (this tool, this session), or no (with a reason).
 
     With `outside_sandbox` (what the OS sandbox stopped in its first run): whether to run it again outside
-    the sandbox; "always" then covers whatever the sandbox stops for the rest of the session."""
+    the sandbox; "always" then covers this exact call (same arguments) for the rest of the session."""
     renderer.pause()  # the live region would draw over the question
     renderer.show(question(spec, arguments, cwd, outside_sandbox))
     always = f"always {printable(spec.name)} this session"
     if outside_sandbox is not None:
-        always = "always: re-run whatever the sandbox stops, this session"
+        always = "always for this exact command, this session"
     choices = [
         Choice("y", "yes", "once"),
         Choice("a", always, "always"),
