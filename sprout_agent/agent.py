@@ -21,6 +21,7 @@ from sprout_agent.events import (
     ModelWaiting,
     TextDelta,
     ToolFinished,
+    ToolProgress,
     ToolRunning,
     ToolStarted,
     TurnFinished,
@@ -222,14 +223,15 @@ class Agent:
             outcome = ToolOutcome((Text(refusal),), is_error=True)
         else:
             self.emit(ToolRunning(use.id))
-            outcome = await self.host.call(spec, use.input)
+            outcome = await self.host.call(spec, use.input, lambda tail: self.emit(ToolProgress(use.id, tail)))
         # Any host's images, not only MCP's: one the API refuses would fail every later request.
         content = tuple(checked(block) if isinstance(block, Image) else block for block in outcome.content)
         result = ToolResult(use.id, content, outcome.is_error)
         if self.recorder is not None:  # now, not with the batch: a kill while a sibling runs must not lose it
             self.recorder.result(result)  # and before any face shows it
         summary = text_of(content).strip().split("\n", 1)[0][:200]
-        self.emit(ToolFinished(use.id, use.name, outcome.is_error, time.monotonic() - started, summary, content))
+        seconds = time.monotonic() - started
+        self.emit(ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, content, outcome.diff))
         return result
 
     def _answer_unrun(self, uses: Sequence[ToolUse], reason: str) -> None:

@@ -82,6 +82,16 @@ class ToolRunning:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A running call's server reported progress: for dev__bash, the last few lines of output so far.
+
+    `tail` is the server's text (untrusted), at most 5 lines and 400 characters."""
+
+    call_id: str
+    tail: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolFinished:
     call_id: str
     name: str
@@ -89,6 +99,7 @@ class ToolFinished:
     seconds: float
     summary: str  # first line of the result, for the compact tool line
     content: tuple[Text | Image, ...] = ()  # the whole result, for faces that show it (ACP)
+    diff: str = ""  # the unified diff of a file the call changed (dev__edit, dev__write), clipped
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +187,7 @@ Event = (
     | ApiRetry
     | ToolStarted
     | ToolRunning
+    | ToolProgress
     | ToolFinished
     | HookCalled
     | HookObjected

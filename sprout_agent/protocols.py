@@ -26,6 +26,7 @@ class ToolSpec:
 class ToolOutcome:
     content: tuple[Text | Image, ...]
     is_error: bool = False
+    diff: str = ""  # the unified diff of a file the call changed (faces show it; the model reads `content`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +61,12 @@ class ToolHost(Protocol):
         """Every live tool, hooks included, in config order then server order."""
         ...
 
-    async def call(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:
-        """Calls a tool; a tool error or a dead server is an `is_error` outcome, never an exception."""
+    async def call(
+        self, spec: ToolSpec, arguments: dict[str, object], on_progress: Callable[[str], None] | None = None
+    ) -> ToolOutcome:
+        """Calls a tool; a tool error or a dead server is an `is_error` outcome, never an exception.
+
+        `on_progress` gets the server's progress messages (untrusted text) while the call runs."""
         ...
 
     async def call_hook(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from mcp.server import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.types import (
@@ -53,8 +54,21 @@ class Image:
     mime_type: str
 
 
-ToolOutput = str | Image
-Handler = Callable[[Args], Awaitable[ToolOutput]]
+@dataclass(frozen=True)
+class Changed:
+    """Text output of a call that changed a file: `diff` goes to the faces in the result's `_meta`, not to the
+    model, which reads `text` alone."""
+
+    text: str
+    diff: str
+
+
+DIFF_META = "sprout-agent/diff"  # the result `_meta` key the agent reads a file change's unified diff from
+
+ToolOutput = str | Image | Changed
+Report = Callable[[str], Awaitable[None]]
+"""Sends the caller a progress message while the call runs; only given when the caller asked for progress."""
+Handler = Callable[[Args, Report | None], Awaitable[ToolOutput]]
 
 
 @dataclass(frozen=True)
@@ -142,29 +156,48 @@ def clean_text(text: str) -> str:
     return text
 
 
-def _content(output: ToolOutput) -> list[ContentBlock]:
+def _result(output: ToolOutput) -> CallToolResult:
     if isinstance(output, Image):
-        return [ImageContent(type="image", data=output.data_b64, mime_type=output.mime_type)]
-    return [TextContent(type="text", text=clean_text(output))]
+        return CallToolResult(content=[ImageContent(type="image", data=output.data_b64, mime_type=output.mime_type)])
+    if isinstance(output, Changed):
+        text: list[ContentBlock] = [TextContent(type="text", text=clean_text(output.text))]
+        return CallToolResult(content=text, _meta={DIFF_META: clean_text(output.diff)} if output.diff else None)
+    return CallToolResult(content=[TextContent(type="text", text=clean_text(output))])
 
 
 def _error(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=clean_text(message))], is_error=True)
 
 
-async def run_tool(specs: Mapping[str, ToolSpec], name: str, args: Args | None) -> CallToolResult:
+async def run_tool(
+    specs: Mapping[str, ToolSpec], name: str, args: Args | None, report: Report | None = None
+) -> CallToolResult:
     """Run one tool call; every failure becomes an is_error result, never an exception."""
     spec = specs.get(name)
     if spec is None:
         return _error(f"unknown tool {name!r}; available: {', '.join(specs)}")
     try:
-        output = await spec.handler(check_args(spec, args or {}))
+        output = await spec.handler(check_args(spec, args or {}), report)
     except ToolError as exc:
         return _error(str(exc))
     except Exception as exc:  # a bug or an OS surprise must not take the server down
         logger.exception("tool %s failed", name)
         return _error(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
-    return CallToolResult(content=_content(output))
+    return _result(output)
+
+
+def _reporter(ctx: ServerRequestContext[Any]) -> Report | None:
+    """Progress for this request, or None when the caller gave no progress token (then nothing is computed)."""
+    if ctx.meta is None or ctx.meta.get("progress_token") is None:
+        return None
+    sent = 0
+
+    async def report(message: str) -> None:
+        nonlocal sent
+        sent += 1  # the protocol wants `progress` to grow with every notification
+        await ctx.session.report_progress(sent, None, message)
+
+    return report
 
 
 def build_server(name: str, version: str, specs: Sequence[ToolSpec], instructions: str | None = None) -> Server[Any]:
@@ -175,8 +208,8 @@ def build_server(name: str, version: str, specs: Sequence[ToolSpec], instruction
     async def on_list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
         return ListToolsResult(tools=tools)
 
-    async def on_call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
-        return await run_tool(by_name, params.name, params.arguments)
+    async def on_call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
+        return await run_tool(by_name, params.name, params.arguments, _reporter(ctx))
 
     return Server(
         name,

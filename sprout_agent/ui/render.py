@@ -46,6 +46,7 @@ class TerminalRenderer:
         self._live: Live | None = None
         self._streamed = ""
         self._pending_tools: dict[str, str] = {}
+        self._tails: dict[str, str] = {}  # a running call's latest output tail (untrusted), until it finishes
 
     def __call__(self, event: Event) -> None:  # noqa: C901 - one arm per event type, checked exhaustive
         match event:
@@ -63,7 +64,10 @@ class TerminalRenderer:
                 self._pending_tools[event.call_id] = short_arguments(event.arguments)
             case ev.ToolRunning():
                 pass  # the line is written when the call finishes
+            case ev.ToolProgress():
+                self._tails[event.call_id] = event.tail
             case ev.ToolFinished():
+                self._tails.pop(event.call_id, None)
                 self._on_tool_finished(event)
             case ev.ServerStarted() | ev.ServerFailed() | ev.Notice():
                 self._on_server_or_notice(event)
