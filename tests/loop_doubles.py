@@ -509,12 +509,20 @@ def build_loop(
     max_parallel_tools: int = 8,
     permit: Permit | None = None,
     system: str = SYSTEM,
+    on_event: Callable[[Event], None] | None = None,
 ) -> Loop:
     """The real Agent, Hooks, Ledger and Compactor around a scripted model and an in-memory host.
 
     Defaults are the documented settings defaults; `host` defaults to one server "fake" (default_server()).
+    `on_event` sees each loop event as it is emitted (after it is recorded), to act on it mid-turn.
     """
     events: list[Event] = []
+
+    def emit(event: Event) -> None:
+        events.append(event)
+        if on_event is not None:
+            on_event(event)
+
     model = ScriptedModel(script)
     host = host if host is not None else MemoryHost({"fake": default_server()})  # config order = mapping order
     ledger = Ledger(model.name)
@@ -538,7 +546,7 @@ def build_loop(
         model=model,
         host=host,
         hooks=hooks,
-        emit=events.append,
+        emit=emit,
         system=system,
         ledger=ledger,
         compactor=compactor,

@@ -117,7 +117,10 @@ async def test_every_event_a_session_emits_is_a_schema_valid_stream_json_line() 
         ("t4", "x__gone", "", ""),
     ]
     assert of_type(lines, "tool_started")[2]["arguments"] == {"a": 2, "b": 3}
-    assert [(p["id"], p["tail"]) for p in of_type(lines, "tool_progress")] == [("toolu_5", "step 1"), ("toolu_5", "step 2")]
+    assert [(p["id"], p["tail"]) for p in of_type(lines, "tool_progress")] == [
+        ("toolu_5", "step 1"),
+        ("toolu_5", "step 2"),
+    ]
     finished = {f["id"]: f for f in of_type(lines, "tool_finished")}
     assert finished["toolu_5"]["diff"] == DIFF and "diff" not in finished["toolu_1"]
     assert finished["toolu_1"]["result"] == "one" and finished["toolu_1"]["is_error"] is False

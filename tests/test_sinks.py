@@ -34,7 +34,13 @@ ONE_OF_EACH: tuple[ev.Event, ...] = (
     ev.ToolRunning("call_1"),
     ev.ToolProgress("call_1", "\x1b]0;pwned\x07\x1b[2Jline 2\nline 3"),
     ev.ToolFinished(
-        "call_1", "dev__edit", False, 0.01, "edited a.py", (Text("edited a.py"),), "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n"
+        "call_1",
+        "dev__edit",
+        False,
+        0.01,
+        "edited a.py",
+        (Text("edited a.py"),),
+        "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n",
     ),
     ev.ToolStarted("call_2", "fake__image", "fake", "image", {}),
     ev.ToolFinished("call_2", "fake__image", True, 0.02, "no", (Text("no"), Image("image/png", PNG))),
