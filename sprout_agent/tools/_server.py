@@ -187,7 +187,10 @@ async def run_tool(
 
 
 def _reporter(ctx: ServerRequestContext[Any]) -> Report | None:
-    """Progress for this request, or None when the caller gave no progress token (then nothing is computed)."""
+    """Progress for this request, or None when the caller gave no progress token (then nothing is computed).
+
+    The token is read from the request's `_meta`, which every JSON-RPC transport carries (stdio and the
+    agent's in-memory streams); `mcp.Client(server)` called directly carries none, so it gets no progress."""
     if ctx.meta is None or ctx.meta.get("progress_token") is None:
         return None
     sent = 0
