@@ -31,6 +31,7 @@ from sprout_agent.images import checked
 from sprout_agent.ledger import Ledger
 from sprout_agent.messages import INVALID_INPUT_KEY, Image, Message, Text, ToolResult, ToolUse, text_of, user_text
 from sprout_agent.protocols import (
+    Escalate,
     Model,
     ModelReply,
     ModelRequest,
@@ -68,6 +69,7 @@ class Agent:
         session_id: str = "",
         cwd: str = "",
         permit: Permit | None = None,
+        escalate: Escalate | None = None,
         recorder: Recorder | None = None,
     ) -> None:
         self.model = model
@@ -82,6 +84,7 @@ class Agent:
         self.session_id = session_id
         self.cwd = cwd
         self.permit = permit
+        self.escalate = escalate
         self.recorder = recorder
         self.history: list[Message] = []
         self._limiter = anyio.CapacityLimiter(max_parallel_tools)
@@ -223,7 +226,9 @@ class Agent:
             outcome = ToolOutcome((Text(refusal),), is_error=True)
         else:
             self.emit(ToolRunning(use.id))
-            outcome = await self.host.call(spec, use.input, lambda tail: self.emit(ToolProgress(use.id, tail)))
+            outcome = await self.host.call(spec, use.input, self._progress_of(use))
+            if outcome.sandbox_denied is not None and self.escalate is not None:
+                outcome = await self._escalated(spec, use, outcome, outcome.sandbox_denied)
         # Any host's images, not only MCP's: one the API refuses would fail every later request.
         content = tuple(checked(block) if isinstance(block, Image) else block for block in outcome.content)
         result = ToolResult(use.id, content, outcome.is_error)
@@ -233,6 +238,22 @@ class Agent:
         seconds = time.monotonic() - started
         self.emit(ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, content, outcome.diff))
         return result
+
+    async def _escalated(self, spec: ToolSpec, use: ToolUse, sandboxed: ToolOutcome, why: str) -> ToolOutcome:
+        """The call run again outside the OS sandbox if a person says so; else the sandboxed outcome."""
+        assert self.escalate is not None
+        if not await self.escalate(spec, use, why):
+            return sandboxed
+        self.emit(ToolRunning(use.id))
+        outcome = await self.host.call(spec, use.input, self._progress_of(use), outside_sandbox=True)
+        note = Text(
+            f"[the OS sandbox stopped the first run ({why}); the user approved running it again outside the "
+            "sandbox, and this is that second run]"
+        )
+        return ToolOutcome((note, *outcome.content), outcome.is_error)
+
+    def _progress_of(self, use: ToolUse) -> Callable[[str], None]:
+        return lambda tail: self.emit(ToolProgress(use.id, tail))
 
     def _answer_unrun(self, uses: Sequence[ToolUse], reason: str) -> None:
         self._append(Message("user", tuple(ToolResult(u.id, (Text(reason),), True) for u in uses)))

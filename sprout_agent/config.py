@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import cast
 
 from sprout_agent.errors import ConfigError
+from sprout_agent.expansion import env_name, expand_vars, os_string, unset_vars
 
 PROJECT_FILE = ".mcp.json"
 USER_FILE = "mcp.json"  # in platformdirs user_config_dir("sprout-agent"): ~/.config/sprout-agent on Linux
@@ -36,6 +36,9 @@ class ServerConfig:
     # Found by the lookup in the working directory or git root (a cloned repository's file): starts only with
     # the user's consent (consent.py). Files named with --config and the user config are the user's own.
     project: bool = False
+    # Ours (Claude Code ignores it): the OS sandbox the server process runs in, "read-only" or
+    # "workspace-write" (sandboxing.ServerSandboxes); None or "off" = unsandboxed, as Claude Code runs it.
+    sandbox: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,20 +52,32 @@ class BrokenServer:
 
 
 @dataclass(frozen=True, slots=True)
+class SandboxPaths:
+    """The top-level `sandbox` key of the user's own config files (a project's is ignored): more directories
+    sandboxed commands may write, more paths hidden from them."""
+
+    allow_write: tuple[Path, ...] = ()
+    deny_read: tuple[Path, ...] = ()
+
+    def plus(self, other: SandboxPaths) -> SandboxPaths:
+        return SandboxPaths(self.allow_write + other.allow_write, self.deny_read + other.deny_read)
+
+
+@dataclass(frozen=True, slots=True)
 class LoadedConfig:
     servers: tuple[ServerConfig, ...]
     files_read: tuple[Path, ...]
     notices: tuple[str, ...]  # one-line notices, e.g. a skipped url/http/sse entry
     broken: tuple[BrokenServer, ...] = ()  # filled only when loaded with strict=False
+    sandbox: SandboxPaths = field(default_factory=SandboxPaths)
 
 
 # ---------------------------------------------------------------- config files
 
 _SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_VAR_REF = re.compile(r"\$\{([^}]*)(\}?)")
 _REMOTE_TYPES = frozenset({"http", "sse", "streamable-http", "ws"})
-_SERVER_KEYS = frozenset({"command", "args", "env", "cwd", "timeout", "type"})
+_SERVER_KEYS = frozenset({"command", "args", "env", "cwd", "timeout", "type", "sandbox"})
+_SANDBOX_MODES = ("off", "read-only", "workspace-write")
 # Keys Claude Code / Claude Desktop / Cline write that mean nothing to us: accepted, ignored.
 _HARMLESS_KEYS = frozenset({"alwaysAllow", "autoApprove", "description", "disabled", "enabled"})
 
@@ -100,6 +115,7 @@ def load_config(
     merged: dict[str, ServerConfig] = {}
     notices: list[str] = []
     broken: list[BrokenServer] | None = None if strict else []
+    sandbox = SandboxPaths()
     for path in files:
         shown = _display(path, cwd)
         is_project = path == project
@@ -107,7 +123,12 @@ def load_config(
         # cannot choose what a user's own config, named or looked up, runs).
         expand_from = env if is_project or user_env is None or _inside(path, cwd) else user_env
         try:
-            servers = _read_file(path, shown, expand_from, notices, broken)
+            top = _read_file(path, shown)
+            servers = _servers_in(top, path, shown, expand_from, notices, broken)
+            if is_project and "sandbox" in top:  # a repository must not choose where commands may write
+                notices.append(f"{shown}: its sandbox settings are ignored (only your own config files set them)")
+            elif not is_project:
+                sandbox = sandbox.plus(_sandbox_in(top, path, shown))
         except ConfigError as error:
             if not is_project or broken is None:
                 raise
@@ -121,7 +142,7 @@ def load_config(
             if earlier is not None:
                 kept = shown if layered else _display(cast(Path, earlier.source), cwd)
                 notices.append(f"server '{server.name}' defined twice: using the one in {kept}")
-    return LoadedConfig(tuple(merged.values()), tuple(files), tuple(notices), tuple(broken or ()))
+    return LoadedConfig(tuple(merged.values()), tuple(files), tuple(notices), tuple(broken or ()), sandbox)
 
 
 def _inside(path: Path, directory: Path) -> bool:
@@ -151,9 +172,8 @@ def _display(path: Path, cwd: Path) -> str:
         return str(path)
 
 
-def _read_file(
-    path: Path, shown: str, env: Mapping[str, str], notices: list[str], broken: list[BrokenServer] | None
-) -> list[ServerConfig]:
+def _read_file(path: Path, shown: str) -> dict[str, object]:
+    """The file's top-level object, checked for its keys."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -172,8 +192,19 @@ def _read_file(
         raise ConfigError(f"{shown}: top level must be a JSON object")
     top = cast(dict[str, object], data)
     for key in top:
-        if key not in ("mcpServers", "$schema"):
+        if key not in ("mcpServers", "$schema", "sandbox"):
             raise ConfigError(f"{shown}: unknown top-level key '{key}' (expected mcpServers)")
+    return top
+
+
+def _servers_in(
+    top: dict[str, object],
+    path: Path,
+    shown: str,
+    env: Mapping[str, str],
+    notices: list[str],
+    broken: list[BrokenServer] | None,
+) -> list[ServerConfig]:
     servers = top.get("mcpServers", {})
     if not isinstance(servers, dict):
         raise ConfigError(f"{shown}: mcpServers must be an object")
@@ -182,6 +213,22 @@ def _read_file(
         for name, entry in cast(dict[str, object], servers).items()
     )
     return [server for server in parsed if server is not None]
+
+
+def _sandbox_in(top: dict[str, object], path: Path, shown: str) -> SandboxPaths:
+    """The top-level `sandbox` object: {"allowWrite": [dir, …], "denyRead": [path, …]}, `~` and paths relative
+    to the file's directory resolved."""
+    raw = top.get("sandbox", {})
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{shown}: sandbox must be an object")
+    found: dict[str, tuple[Path, ...]] = {}
+    for key, value in cast(dict[str, object], raw).items():
+        if key not in ("allowWrite", "denyRead"):
+            raise ConfigError(f"{shown}: sandbox: unknown key '{key}' (expected allowWrite, denyRead)")
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in cast(list[object], value)):
+            raise ConfigError(f"{shown}: sandbox.{key} must be a list of paths")
+        found[key] = tuple(path.parent / Path(v).expanduser() for v in cast(list[str], value))
+    return SandboxPaths(found.get("allowWrite", ()), found.get("denyRead", ()))
 
 
 def _parse_or_keep(
@@ -199,26 +246,8 @@ def _parse_or_keep(
     except ConfigError as exc:
         if broken is None:
             raise
-        broken.append(BrokenServer(name, path, str(exc), _unset_vars(entry, env)))
+        broken.append(BrokenServer(name, path, str(exc), unset_vars(entry, env)))
         return None
-
-
-def _unset_vars(entry: object, env: Mapping[str, str]) -> tuple[str, ...]:
-    """Every `${VAR}` (without a default) anywhere in an entry's strings that `env` does not set."""
-    found: set[str] = set()
-    pending: list[object] = [entry]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            pending.extend(cast(dict[str, object], item).values())
-        elif isinstance(item, list):
-            pending.extend(cast(list[object], item))
-        elif isinstance(item, str):
-            for match in _VAR_REF.finditer(item):
-                name, has_default, _ = match.group(1).partition(":-")
-                if not has_default and _VAR_NAME.fullmatch(name) and name not in env:
-                    found.add(name)
-    return tuple(sorted(found))
 
 
 def _parse_server(
@@ -272,9 +301,12 @@ def _build_server(name: str, raw: dict[str, object], path: Path, where: str, env
         raise ConfigError(f"{where}.cwd must be a string")
     if timeout is not None and not _positive_number(timeout):
         raise ConfigError(f"{where}.timeout must be a positive number of seconds")
+    sandbox = raw.get("sandbox")
+    if sandbox is not None and sandbox not in _SANDBOX_MODES:
+        raise ConfigError(f"{where}.sandbox must be one of {', '.join(_SANDBOX_MODES)}")
 
     def expand(text: str, key: str) -> str:
-        return _os_string(_expand(text, env, f"{where}.{key}"), f"{where}.{key}")
+        return os_string(expand_vars(text, env, f"{where}.{key}"), f"{where}.{key}")
 
     expanded_command = expand(command, "command")
     if not expanded_command.strip():
@@ -284,10 +316,11 @@ def _build_server(name: str, raw: dict[str, object], path: Path, where: str, env
         name=name,
         command=expanded_command,
         args=tuple(expand(a, f"args[{i}]") for i, a in enumerate(cast(list[str], args))),
-        env={_env_name(k, where): expand(v, f"env.{k}") for k, v in cast(dict[str, str], server_env).items()},
+        env={env_name(k, where): expand(v, f"env.{k}") for k, v in cast(dict[str, str], server_env).items()},
         cwd=expanded_cwd,
         start_timeout=None if timeout is None else float(cast(float, timeout)),
         source=path,
+        sandbox=None if sandbox in (None, "off") else cast(str, sandbox),
     )
 
 
@@ -295,49 +328,6 @@ def _positive_number(value: object) -> bool:
     # bool is an int subclass and JSON allows NaN/Infinity: neither is a timeout.
     number = isinstance(value, int | float) and not isinstance(value, bool)
     return number and math.isfinite(cast(float, value)) and cast(float, value) > 0
-
-
-def os_string_problem(text: str) -> str | None:
-    """Why the OS cannot take `text` (exec, environment, chdir), or None: a spawn would crash on it."""
-    if "\0" in text:
-        return "contains a NUL byte"
-    try:
-        os.fsencode(text)
-    except UnicodeEncodeError:  # a lone surrogate from a JSON \ud800 escape
-        return "is not valid Unicode (a lone surrogate)"
-    return None
-
-
-def _os_string(text: str, where: str) -> str:
-    problem = os_string_problem(text)
-    if problem is not None:
-        raise ConfigError(f"{where} {problem}")
-    return text
-
-
-def _env_name(name: str, where: str) -> str:
-    # POSIX allows any name but an empty one or one with '=' or NUL; the spawn would fail on those.
-    if not name or "=" in name:
-        raise ConfigError(f"{where}.env: {name!r} cannot be a variable name (empty, or holds '=')")
-    return _os_string(name, f"{where}.env: {name!r}")
-
-
-def _expand(text: str, env: Mapping[str, str], where: str) -> str:
-    """`${VAR}` -> env value (error if unset); `${VAR:-default}` -> default when VAR is unset or empty."""
-
-    def replace(match: re.Match[str]) -> str:
-        body, closed = match.group(1), match.group(2)
-        name, has_default, default = body.partition(":-")
-        if not closed or not _VAR_NAME.fullmatch(name):
-            raise ConfigError(f"{where}: malformed variable reference '${{{body}{closed}'")
-        value = env.get(name)
-        if has_default and not value:
-            return default
-        if value is None:
-            raise ConfigError(f"{where}: variable {name} is not set (use ${{{name}:-default}} for a default)")
-        return value
-
-    return _VAR_REF.sub(replace, text)
 
 
 # The servers sprout-agent ships (sprout_agent/tools/), started unless SPROUT_AGENT_BUILTIN_SERVERS
@@ -362,4 +352,4 @@ def with_builtin_servers(
         for name in BUILTIN_SERVERS
         if name in wanted and name not in configured
     )
-    return LoadedConfig(builtins + loaded.servers, loaded.files_read, loaded.notices, loaded.broken)
+    return replace(loaded, servers=builtins + loaded.servers)

@@ -69,7 +69,14 @@ def masked(server: ServerConfig, secrets: Secrets) -> ServerConfig:
 def fingerprint(server: ServerConfig, secrets: Secrets) -> str:
     """What identifies a definition: everything that decides what runs, as it would run (credentials masked)."""
     shown = masked(server, secrets)
-    definition = {"command": shown.command, "args": list(shown.args), "env": shown.env, "cwd": shown.cwd}
+    definition: dict[str, object] = {
+        "command": shown.command,
+        "args": list(shown.args),
+        "env": shown.env,
+        "cwd": shown.cwd,
+    }
+    if server.sandbox is not None:  # added only when set: approvals given before the key existed stay valid
+        definition["sandbox"] = server.sandbox
     canonical = json.dumps(definition, sort_keys=True, ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -207,6 +214,8 @@ def describe(server: ServerConfig, secrets: Secrets) -> list[str]:
         lines.append(f"      cwd: {printable(shown.cwd, SHOWN_LIMIT)}")
     for name, value in sorted(shown.env.items()):
         lines.append(f"      env: {printable(name)}={printable(value, SHOWN_LIMIT)}")
+    if server.sandbox is not None:
+        lines.append(f'      runs in a {server.sandbox} OS sandbox (its "sandbox" key; not with --sandbox off)')
     passed = sorted({name for value, name in secrets.items() if _uses(server, value)})
     if passed:
         lines.append(f"      it would receive your credentials: {', '.join(passed)}")

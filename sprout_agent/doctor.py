@@ -22,7 +22,7 @@ from sprout_agent.dotenv_file import read_dotenv
 from sprout_agent.events import Event, Notice
 from sprout_agent.hooks import POST_COMPACT, STOP, is_hook, parse_allowlist
 from sprout_agent.protocols import ToolSpec
-from sprout_agent.sandboxing import SandboxPlan, plan
+from sprout_agent.sandboxing import SandboxPlan, ServerSandboxes, plan
 from sprout_agent.settings import Settings, child_environment
 from sprout_agent.untrusted import printable
 
@@ -60,7 +60,11 @@ def load_setup(
     loaded = replace(loaded, notices=loaded.notices + dotenv.notices)
     trusted = trust or trusted_by_environment(os.environ)
     hidden = tuple(p for p in (data_dir, user_config_dir) if p is not None)
-    sandbox = plan(None, None, (), permission_mode="auto", cwd=cwd, hidden=hidden, environ=os.environ, strict=False)
+    hidden += loaded.sandbox.deny_read
+    sandbox = plan(
+        None, None, loaded.sandbox.allow_write, permission_mode="auto", cwd=cwd, hidden=hidden, environ=os.environ,
+        strict=False,
+    )  # fmt: skip
     return Setup(
         cwd,
         env,
@@ -89,6 +93,7 @@ class ServerReport:
     hooks_active: bool = False  # under the current MCP_HOOK_SERVERS
     stderr_tail: str = ""
     approval: str = ""  # project servers only: approved | not approved | declined | changed
+    sandbox: str = ""  # the OS sandbox it starts in (its "sandbox" key, as this run would apply it); "" = none
 
 
 def _source(path: Path | None, cwd: Path) -> str:
@@ -104,6 +109,12 @@ def _report(config: ServerConfig, setup: Setup) -> ServerReport:
     report = ServerReport(config.name, _source(config.source, setup.cwd), config.command, list(config.args))
     verdict = setup.verdict(config)
     report.approval = "" if verdict is None else verdict.value
+    if config.sandbox is not None:
+        report.sandbox = (
+            config.sandbox
+            if setup.sandbox.active
+            else f"{config.sandbox} asked, not applied (sandbox {setup.sandbox.describe()})"
+        )
     return report
 
 
@@ -190,6 +201,7 @@ async def _start(configs: list[ServerConfig], setup: Setup, reports: dict[str, S
         tool_timeout=settings.tool_timeout,
         result_max_bytes=settings.tool_result_max_bytes,
         child_env=partial(child_environment, os.environ),  # never .env, as in a run
+        sandbox=ServerSandboxes(setup.sandbox, setup.cwd).wrap,
     )
     allowlist = parse_allowlist(settings.hook_servers)
     async with pool:
@@ -234,6 +246,8 @@ def _doctor_lines(report: ServerReport, setup: Setup) -> list[str]:
     command = " ".join([report.command, *report.args])
     mark = "ok" if report.ok else "skip" if report.state == NOT_APPROVED else "FAIL"
     lines = [f"[{mark}] {report.name}  ({report.source})  {printable(command)}".rstrip()]
+    if report.sandbox:
+        lines.append(f"    sandbox: {report.sandbox}")
     if report.unset_vars:
         lines.append(f"    unset variables: {', '.join('${' + name + '}' for name in report.unset_vars)}")
     if not report.ok:

@@ -30,6 +30,7 @@ from sprout_agent.mcp_results import progress_text, to_outcome
 from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import ToolOutcome, ToolSpec
 from sprout_agent.stdio_transport import ReadStream, WriteStream, open_stdio
+from sprout_agent.tools._sandbox import OUTSIDE_SANDBOX_META
 
 Streams = tuple[ReadStream, WriteStream] | MessageStream  # stdio, or in-process memory streams
 
@@ -58,13 +59,20 @@ class Link:
         self._max_bytes = max_bytes
 
     async def call(
-        self, tool: str, arguments: dict[str, object], on_progress: Callable[[str], None] | None = None
+        self,
+        tool: str,
+        arguments: dict[str, object],
+        on_progress: Callable[[str], None] | None = None,
+        *,
+        outside_sandbox: bool = False,
     ) -> ToolOutcome:
         """`on_progress` gets each progress message the server sends while the call runs (asking for progress
         only when it is given, so a server that computes progress does so only for a listener)."""
+        # Our own key in the request's `_meta` (the SDK's type names only the standard keys; extra ones pass).
+        meta = cast(types.RequestParamsMeta, {OUTSIDE_SANDBOX_META: True}) if outside_sandbox else None
         callback = _progress_callback(on_progress) if on_progress is not None else None
         try:
-            result = await self._session.call_tool(tool, arguments, progress_callback=callback)
+            result = await self._session.call_tool(tool, arguments, progress_callback=callback, meta=meta)
         except MCPError as exc:
             raise _ours(exc) from exc
         return to_outcome(result, self._max_bytes)

@@ -10,6 +10,7 @@ import mcp.types as types
 from sprout_agent.images import checked
 from sprout_agent.messages import Image, Text
 from sprout_agent.protocols import ToolOutcome
+from sprout_agent.tools._sandbox import SANDBOX_DENIED_META
 
 DIFF_META = "sprout-agent/diff"  # the built-in dev server's key (tools/_server.py)
 MAX_DIFF_CHARS = 64 * 1024  # of a diff from any server: faces clip further
@@ -30,7 +31,9 @@ def to_outcome(result: types.CallToolResult, max_bytes: int) -> ToolOutcome:
     if sum(len(text.encode()) for text in texts) > max_bytes:
         images = [block for block in blocks if isinstance(block, Image)]
         blocks = [Text(cut_middle("\n".join(texts), max_bytes)), *images]
-    return ToolOutcome(tuple(blocks), is_error=bool(result.is_error), diff=_diff(result))
+    denied = (result.meta or {}).get(SANDBOX_DENIED_META)
+    sandbox_denied = denied if isinstance(denied, str) else None
+    return ToolOutcome(tuple(blocks), is_error=bool(result.is_error), sandbox_denied=sandbox_denied, diff=_diff(result))
 
 
 def _diff(result: types.CallToolResult) -> str:

@@ -18,7 +18,7 @@ from sprout_agent.dotenv_file import read_dotenv
 from sprout_agent.errors import ConfigError, UsageError
 from sprout_agent.ledger import Price, parse_prices
 from sprout_agent.locations import Locations
-from sprout_agent.sandboxing import SandboxPlan, plan
+from sprout_agent.sandboxing import SandboxPlan, plan, server_notices
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,8 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     window = context_window(model, settings.max_context_tokens)
     threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
     prices = parse_prices(settings.prices)
-    sandbox = _sandbox(options, locations, environ)
     loaded = _loaded(options, env, environ, locations)
+    sandbox = _sandbox(options, locations, environ, loaded.sandbox)
     loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, sandbox.server_env())
     trusted = options.trust_project or consent.trusted_by_environment(environ)
     has_project_servers = any(server.project for server in loaded.servers)
@@ -94,7 +94,12 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
         consent.Approvals.load(locations.data) if has_project_servers and not trusted else consent.Approvals(None)
     )
     gated = consent.gate(loaded, approvals, consent.secrets_in(env), trusted=trusted)
-    notices = gated.loaded.notices + dotenv.notices + tuple(n for n in (sandbox.notice(),) if n is not None)
+    notices = (
+        gated.loaded.notices
+        + dotenv.notices
+        + tuple(n for n in (sandbox.notice(),) if n is not None)
+        + server_notices(sandbox, gated.loaded.servers)
+    )
     loaded = replace(gated.loaded, notices=notices)
     resume = _resumed(options, locations.sessions)
     return Prepared(
@@ -114,16 +119,18 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     )
 
 
-def _sandbox(options: Options, locations: Locations, environ: Mapping[str, str]) -> SandboxPlan:
+def _sandbox(
+    options: Options, locations: Locations, environ: Mapping[str, str], configured: cfg.SandboxPaths
+) -> SandboxPlan:
     """The sandbox policy; the agent's own directories (sessions, history, config) are hidden from commands."""
     own = tuple(p for p in (locations.data, locations.sessions, locations.config) if p is not None)
     return plan(
         options.sandbox,
         options.sandbox_network,
-        options.sandbox_allow_write,
+        (*options.sandbox_allow_write, *configured.allow_write),
         permission_mode=options.permission_mode,
         cwd=options.cwd,
-        hidden=own,
+        hidden=(*own, *configured.deny_read),
         environ=environ,
     )
 

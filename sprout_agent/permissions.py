@@ -8,10 +8,10 @@ A `Policy` is the loop's `Permit`: None lets a call run, a string refuses it wit
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Collection, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Literal
+from typing import Literal, Protocol
 
 import anyio
 
@@ -30,8 +30,13 @@ class Decision:
     reason: str = ""  # with deny: passed on to the model
 
 
-# Asks a person about one call; only the interactive session has one.
-Ask = Callable[[ToolSpec, ToolUse], Awaitable[Decision]]
+class Ask(Protocol):
+    """Asks a person about one call; only the interactive session (and an ACP editor) has one.
+
+    `outside_sandbox` set: the OS sandbox stopped the call (it says what) and the question is whether to run
+    it again outside the sandbox; "always" then means every such call, for the rest of the session."""
+
+    def __call__(self, spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Awaitable[Decision]: ...
 
 
 def matching(patterns: Sequence[str], spec: ToolSpec) -> str | None:
@@ -61,6 +66,7 @@ class Policy:
         # (server, tool) pairs that run in the OS sandbox (dev's bash): read-only mode lets them run there.
         self.sandboxed = frozenset(sandboxed)
         self.always: set[str] = set()  # tools approved "always" in this session
+        self.always_outside_sandbox = False  # "always" to re-running what the sandbox stopped
         self._asking = anyio.Lock()  # parallel calls ask one question at a time
 
     async def __call__(self, spec: ToolSpec, use: ToolUse) -> str | None:
@@ -90,6 +96,19 @@ class Policy:
             return None
         why = f": {decision.reason.strip()}" if decision.reason.strip() else ""
         return f"denied by the user{why}"
+
+    async def escalate(self, spec: ToolSpec, use: ToolUse, why: str) -> bool:
+        """Whether a call the sandbox stopped runs again outside it: only in ask mode, only when a person is
+        there to say so, only for the tools that run in our sandbox (the re-run is theirs to honour)."""
+        if self.mode != ASK or self.ask is None or (spec.server, spec.tool) not in self.sandboxed:
+            return False
+        async with self._asking:
+            if self.always_outside_sandbox:
+                return True
+            decision = await self.ask(spec, use, outside_sandbox=why)
+        if decision.kind == "always":
+            self.always_outside_sandbox = True
+        return decision.kind in ("once", "always")
 
 
 def _read_only_refusal(spec: ToolSpec) -> str:

@@ -26,6 +26,7 @@ class ToolSpec:
 class ToolOutcome:
     content: tuple[Text | Image, ...]
     is_error: bool = False
+    sandbox_denied: str | None = None  # what the OS sandbox stopped, as the server marked it (may be escalated)
     diff: str = ""  # the unified diff of a file the call changed (faces show it; the model reads `content`)
 
 
@@ -62,11 +63,17 @@ class ToolHost(Protocol):
         ...
 
     async def call(
-        self, spec: ToolSpec, arguments: dict[str, object], on_progress: Callable[[str], None] | None = None
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, object],
+        on_progress: Callable[[str], None] | None = None,
+        *,
+        outside_sandbox: bool = False,
     ) -> ToolOutcome:
         """Calls a tool; a tool error or a dead server is an `is_error` outcome, never an exception.
 
-        `on_progress` gets the server's progress messages (untrusted text) while the call runs."""
+        `on_progress` gets the server's progress messages (untrusted text) while the call runs.
+        `outside_sandbox`: a person approved running this call outside the OS sandbox (escalation)."""
         ...
 
     async def call_hook(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:
@@ -90,6 +97,9 @@ EventSink = Callable[[Event], None]
 # Decides whether a tool call may run: None = allowed, a string = refused, with a reason the model reads.
 # It gets the call itself (id and input), so a face can match the question to the call it already shows.
 Permit = Callable[[ToolSpec, ToolUse], Awaitable[str | None]]
+
+# Decides whether a call the OS sandbox stopped (`why`) runs again outside it: only a person can say yes.
+Escalate = Callable[[ToolSpec, ToolUse, str], Awaitable[bool]]
 
 
 class Recorder(Protocol):

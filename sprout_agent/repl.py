@@ -125,9 +125,9 @@ class Repl:
 def permission_asker(renderer: TerminalRenderer, watch: SignalWatch) -> Ask:
     """`--permission-mode ask` in the terminal: the question, with the spinner stopped; Ctrl-C cancels the turn."""
 
-    async def ask(spec: ToolSpec, use: ToolUse) -> Decision:
+    async def ask(spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
         renderer.close()  # a live spinner would draw over the question
-        decision = await ask_permission(spec, use.input)
+        decision = await ask_permission(spec, use.input, outside_sandbox)
         if decision.kind == "cancel" and watch.turn is not None:
             watch.turn.cancel()
             await anyio.lowlevel.checkpoint()  # raises the cancellation here

@@ -29,6 +29,7 @@ from sprout_agent.ledger import Ledger
 from sprout_agent.options import Prepared
 from sprout_agent.permissions import Ask, Policy
 from sprout_agent.protocols import Model
+from sprout_agent.sandboxing import ServerSandboxes
 from sprout_agent.servers import ServerPool
 from sprout_agent.system_prompt import build_system_prompt
 
@@ -62,6 +63,7 @@ async def open_runtime(
         result_max_bytes=prepared.settings.tool_result_max_bytes,
         child_env=partial(st.child_environment, prepared.environ),  # never .env: a project file
         stderr_log=_server_log(prepared, emit),
+        sandbox=ServerSandboxes(prepared.sandbox, prepared.options.cwd).wrap,
     )
     async with AsyncExitStack() as stack:
         transcript = _make_store(prepared, session_id)
@@ -157,6 +159,13 @@ def _build_agent(
         stop_max_rejections=p.settings.stop_max_rejections,
         emit=emit,
     )
+    policy = Policy(
+        p.options.permission_mode,
+        allow=p.options.allow_tools,
+        deny=p.options.deny_tools,
+        ask=ask,
+        sandboxed=_sandboxed(p),
+    )
     return Agent(
         model=model,
         host=pool,
@@ -173,17 +182,13 @@ def _build_agent(
         cwd=str(p.options.cwd),
         session_id=session_id,
         recorder=transcript,
-        permit=Policy(
-            p.options.permission_mode,
-            allow=p.options.allow_tools,
-            deny=p.options.deny_tools,
-            ask=ask,
-            sandboxed=_sandboxed(p),
-        ),
+        permit=policy,
+        escalate=policy.escalate,
     )
 
 
 def _sandboxed(p: Prepared) -> tuple[tuple[str, str], ...]:
-    """dev's bash, when it is the built-in server's and the sandbox works: read-only mode runs it there."""
+    """dev's bash, when it is the built-in server's and the sandbox works: read-only mode runs it there, and ask
+    mode may re-run what the sandbox stopped outside it."""
     builtin_dev = any(s.name == "dev" and s.in_process is not None for s in p.loaded.servers)
     return (("dev", "bash"),) if builtin_dev and p.sandbox.active else ()

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from sprout_agent.config import ServerConfig
 from sprout_agent.errors import UsageError
 from sprout_agent.tools import _sandbox as sb
 
@@ -98,7 +99,8 @@ def plan(
     allowed = [*allow_write, *_paths(environ.get(ALLOW_WRITE_ENV, ""))]
     for path in allowed:
         if not (cwd / path).is_dir():
-            raise UsageError(f"--sandbox-allow-write {path}: not a directory")
+            where = f"--sandbox-allow-write, {ALLOW_WRITE_ENV} or a config file's sandbox.allowWrite"
+            raise UsageError(f"sandbox allow-write path {path} ({where}): not a directory")
     policy = sb.Policy(
         mode=chosen,
         network=net == "on" and chosen == sb.WORKSPACE_WRITE,
@@ -116,3 +118,41 @@ def plan(
 
 def _paths(value: str) -> list[Path]:
     return [Path(os.path.expanduser(part)) for part in value.split(os.pathsep) if part.strip()]
+
+
+class ServerSandboxes:
+    """Stdio MCP servers whose config asks for a sandbox (`"sandbox": "workspace-write"`, ours) start inside one.
+
+    Each gets the run's network setting, writable roots (its own cwd, that directory's git root, the run's
+    allow-write paths) and deny list, in the stricter of its own mode and the run's: `--permission-mode
+    read-only` narrows it to read-only, and `--sandbox off` (or a sandbox that cannot work here, as the
+    start-up notice says) runs it unsandboxed, as every other server. Holds each server's sandbox (and so its
+    private /tmp) for the run's life.
+    """
+
+    def __init__(self, plan: SandboxPlan, cwd: Path) -> None:
+        self.plan = plan
+        self.cwd = cwd
+        self._live: list[sb.Sandbox] = []
+
+    def wrap(self, config: ServerConfig, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+        if config.sandbox is None or not self.plan.active:
+            return argv, env
+        session = self.plan.policy
+        mode = sb.READ_ONLY if sb.READ_ONLY in (config.sandbox, session.mode) else sb.WORKSPACE_WRITE
+        root = os.path.realpath(self.cwd / config.cwd) if config.cwd is not None else session.root
+        policy = replace(session, mode=mode, network=session.network and mode == sb.WORKSPACE_WRITE, root=root)
+        sandbox = sb.Sandbox(policy)
+        self._live.append(sandbox)
+        return sandbox.wrap(argv, env)
+
+
+def server_notices(plan: SandboxPlan, servers: Sequence[ServerConfig]) -> tuple[str, ...]:
+    """A line for each server that asked for a sandbox it will not get."""
+    if plan.unavailable is None:
+        return ()
+    return tuple(
+        f"server '{server.name}' asks for a {server.sandbox} sandbox, which is unavailable here: it runs unsandboxed"
+        for server in servers
+        if server.sandbox is not None
+    )

@@ -28,6 +28,9 @@ from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import HookCallFailed, ToolOutcome, ToolSpec
 from sprout_agent.tool_names import model_tool_name, with_hash
 
+# Turns a server's command line and environment into the ones that start it in its OS sandbox (or leaves them).
+SandboxWrap = Callable[[ServerConfig, list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
+
 if TYPE_CHECKING:
     from sprout_agent.mcp_link import Link
 
@@ -102,6 +105,7 @@ class ServerPool:
         result_max_bytes: int,
         child_env: Callable[[Mapping[str, str]], dict[str, str]],
         stderr_log: Path | None = None,
+        sandbox: SandboxWrap | None = None,
     ) -> None:
         self._servers = {config.name: _Server(config) for config in configs}
         self._spawned: dict[str, ServerProcess | OSError] = {}
@@ -111,6 +115,7 @@ class ServerPool:
         self._tool_timeout = tool_timeout
         self._max_bytes = result_max_bytes
         self._child_env = child_env
+        self._sandbox = sandbox
         self._stderr_log = stderr_log
         self._log: IO[bytes] | None = None
         self._tg = anyio.create_task_group()
@@ -174,8 +179,11 @@ class ServerPool:
             config = server.config
             if config.in_process is not None:
                 continue
+            argv, env = [config.command, *config.args], self._child_env(config.env)
             try:
-                spawned = await processes.spawn((config.command, *config.args), self._child_env(config.env), config.cwd)
+                if self._sandbox is not None:
+                    argv, env = self._sandbox(config, argv, env)
+                spawned = await processes.spawn(argv, env, config.cwd)
             except OSError as error:
                 self._spawned[config.name] = error
             else:
@@ -189,14 +197,19 @@ class ServerPool:
         return [spec for spec in self._tools if spec.server in live]
 
     async def call(
-        self, spec: ToolSpec, arguments: dict[str, object], on_progress: Callable[[str], None] | None = None
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, object],
+        on_progress: Callable[[str], None] | None = None,
+        *,
+        outside_sandbox: bool = False,
     ) -> ToolOutcome:
         server = self._servers.get(spec.server)
         if server is None:
             return _error_outcome(f"server '{spec.server}' is unavailable: not configured")
         try:
             with anyio.fail_after(self._tool_timeout):
-                return await self._request(server, spec.tool, arguments, on_progress)
+                return await self._request(server, spec.tool, arguments, on_progress, outside_sandbox=outside_sandbox)
         except TimeoutError:
             return _error_outcome(f"tool '{spec.name}' timed out after {self._tool_timeout:g} s")
         except ServerGone:
@@ -237,7 +250,13 @@ class ServerPool:
     # --- internals ------------------------------------------------------------------------------------
 
     async def _request(
-        self, server: _Server, tool: str, arguments: dict[str, object], on_progress: Callable[[str], None] | None = None
+        self,
+        server: _Server,
+        tool: str,
+        arguments: dict[str, object],
+        on_progress: Callable[[str], None] | None = None,
+        *,
+        outside_sandbox: bool = False,
     ) -> ToolOutcome:
         link = server.link
         if link is None:
@@ -246,7 +265,7 @@ class ServerPool:
         with anyio.CancelScope() as scope:
             server.calls.add(scope)
             try:
-                return await link.call(tool, arguments, on_progress)
+                return await link.call(tool, arguments, on_progress, outside_sandbox=outside_sandbox)
             except ServerGone:
                 pass
             finally:

@@ -57,6 +57,16 @@ class PipeClient:
                         return message
                 await self._arrived.wait()
 
+    async def question(self, method: str, timeout: float = 30) -> dict[str, Any]:
+        """The first request from the agent named `method` (e.g. session/request_permission), taken off the list."""
+        with anyio.fail_after(timeout):
+            while True:
+                for message in self.messages:
+                    if message.get("method") == method and "id" in message:
+                        self.messages.remove(message)
+                        return message
+                await self._arrived.wait()
+
     @property
     def input_closed(self) -> bool:
         return self._to_agent is None

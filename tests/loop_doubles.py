@@ -32,6 +32,7 @@ from sprout_agent.ledger import Ledger
 from sprout_agent.llm import EPHEMERAL, to_api_messages, to_api_tools
 from sprout_agent.messages import Block, Image, Message, Text, ToolResult, ToolUse, Usage
 from sprout_agent.protocols import (
+    Escalate,
     HookCallFailed,
     ModelReply,
     ModelRequest,
@@ -370,7 +371,12 @@ class MemoryHost:
         return [spec for s in self._servers.values() if s.dead is None for spec in s.specs]
 
     async def call(
-        self, spec: ToolSpec, arguments: dict[str, object], on_progress: Callable[[str], None] | None = None
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, object],
+        on_progress: Callable[[str], None] | None = None,
+        *,
+        outside_sandbox: bool = False,
     ) -> ToolOutcome:
         target = self._servers.get(spec.server)
         if target is None:
@@ -508,6 +514,7 @@ def build_loop(
     max_budget_usd: float | None = None,
     max_parallel_tools: int = 8,
     permit: Permit | None = None,
+    escalate: Escalate | None = None,
     system: str = SYSTEM,
     on_event: Callable[[Event], None] | None = None,
 ) -> Loop:
@@ -556,6 +563,7 @@ def build_loop(
         session_id=SESSION_ID,
         cwd=CWD,
         permit=permit,
+        escalate=escalate,
         recorder=recorder,
     )
     return Loop(agent, model, host, hooks, ledger, compactor, recorder, events)

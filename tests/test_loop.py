@@ -503,7 +503,7 @@ async def test_ask_once_always_and_deny_with_a_reason_and_the_question_sees_the_
     asked: list[tuple[str, str, dict[str, object]]] = []
     decisions = iter([Decision("once"), Decision("always"), Decision("deny", "  use mental arithmetic ")])
 
-    async def ask(spec: ToolSpec, use: ToolUse) -> Decision:
+    async def ask(spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
         asked.append((spec.name, use.id, use.input))
         return next(decisions)
 

@@ -167,11 +167,11 @@ async def test_parallel_questions_come_one_at_a_time_and_always_answers_the_wait
     open_questions = 0
     answers = iter([Decision("always"), Decision("deny", "no shell today")])
 
-    async def ask(tool: ToolSpec, use: ToolUse) -> Decision:
+    async def ask(spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
         nonlocal open_questions
         open_questions += 1
         assert open_questions == 1, "two questions at once"
-        asked.append(tool.name)
+        asked.append(spec.name)
         for _ in range(3):  # let every other call run as far as it can: a second question would open now
             await anyio.lowlevel.checkpoint()
         open_questions -= 1

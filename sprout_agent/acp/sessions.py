@@ -25,6 +25,12 @@ PERMISSION_OPTIONS: tuple[Json, ...] = (
     {"optionId": "allow_always", "name": "Always allow this tool", "kind": "allow_always"},
     {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
 )
+# The same option ids, so one mapping reads both answers.
+ESCALATION_OPTIONS: tuple[Json, ...] = (
+    {"optionId": "allow_once", "name": "Run it outside the sandbox once", "kind": "allow_once"},
+    {"optionId": "allow_always", "name": "Always re-run what the sandbox stops", "kind": "allow_always"},
+    {"optionId": "reject_once", "name": "Keep the sandboxed result", "kind": "reject_once"},
+)
 _DECISIONS = {"allow_once": "once", "allow_always": "always"}
 
 
@@ -100,12 +106,17 @@ class AcpSession:
         if self._turn is not None:
             self._turn.cancel()
 
-    async def _ask(self, spec: ToolSpec, use: ToolUse) -> Decision:
-        """`--permission-mode ask`: the editor asks the user; a cancelled or failed request is a rejection."""
+    async def _ask(self, spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
+        """`--permission-mode ask`: the editor asks the user; a cancelled or failed request is a rejection.
+
+        `outside_sandbox`: the question is whether to re-run a call the sandbox stopped outside it."""
         call = self.updates.open_call(use.id)
         fields: Json = self.updates.tool_call_fields(call) if call is not None else {"title": spec.name}
         params: Json = {"sessionId": self.session_id, "toolCall": {**fields, "status": "pending"}}
-        params["options"] = list(PERMISSION_OPTIONS)
+        params["options"] = list(PERMISSION_OPTIONS if outside_sandbox is None else ESCALATION_OPTIONS)
+        if outside_sandbox is not None:
+            title = f"Run again outside the sandbox? {outside_sandbox}"
+            params["toolCall"] = {**cast(Json, params["toolCall"]), "title": title}
         try:
             answer = await self._conn.request("session/request_permission", params)
         except RpcError as error:

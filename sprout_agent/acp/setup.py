@@ -11,8 +11,9 @@ from typing import cast
 
 from sprout_agent.acp.options import AcpOptions
 from sprout_agent.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Json, RpcError
-from sprout_agent.config import LoadedConfig, ServerConfig, os_string_problem
+from sprout_agent.config import ServerConfig
 from sprout_agent.errors import SproutError
+from sprout_agent.expansion import os_string_problem
 from sprout_agent.options import Options, Prepared, prepare
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
@@ -50,7 +51,7 @@ def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: st
     # Nobody can be asked before the session exists: unapproved project servers are skipped with a notice the
     # editor shows with the first prompt (approve them with `sprout-agent mcp approve` in that folder).
     notices = loaded.notices + skipped + prepared.held_back_notices()
-    return replace(prepared, loaded=LoadedConfig(kept + client, loaded.files_read, notices, loaded.broken))
+    return replace(prepared, loaded=replace(loaded, servers=kept + client, notices=notices))
 
 
 def _client_servers(raw: object, cwd: Path) -> tuple[tuple[ServerConfig, ...], tuple[str, ...]]:

@@ -14,7 +14,7 @@ import anyio.to_thread
 from sprout_agent.tools._edits import MAX_DIFF_LINES, decode, replaced, unified
 from sprout_agent.tools._fileio import count_lines, kind_of, open_regular, read_line, replace_file
 from sprout_agent.tools._paths import Workspace
-from sprout_agent.tools._server import Args, Changed, Image, ToolError, ToolOutput
+from sprout_agent.tools._server import DIFF_META, Args, Image, Marked, ToolError, ToolOutput
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -136,7 +136,12 @@ def _write(ws: Workspace, args: Args) -> ToolOutput:
     verb = "Overwrote" if mode is not None else "Created"
     shown = ws.display(real)
     diff = "" if before is False else unified(shown, before, content, max_lines=MAX_DIFF_LINES)
-    return Changed(f"{verb} {shown} ({lines} lines, {len(data)} bytes)", diff)
+    return _changed(f"{verb} {shown} ({lines} lines, {len(data)} bytes)", diff)
+
+
+def _changed(text: str, diff: str) -> ToolOutput:
+    """The model reads `text`; the faces get the diff in the result's `_meta`."""
+    return Marked(text, {DIFF_META: diff}) if diff else text
 
 
 def _old_text(real: str) -> str | Literal[False]:
@@ -197,7 +202,7 @@ def _edit(ws: Workspace, args: Args) -> ToolOutput:
     replace_file(real, data)
     ws.remember(real)
     diff = unified(shown, text, after, max_lines=MAX_DIFF_LINES)
-    return Changed(f"Edited {shown}: {count} replacement(s)\n{_diff(shown, text, after)}", diff)
+    return _changed(f"Edited {shown}: {count} replacement(s)\n{_diff(shown, text, after)}", diff)
 
 
 async def edit(ws: Workspace, args: Args) -> ToolOutput:

@@ -52,6 +52,10 @@ DENY_READ = (
     "~/.local/share/keyrings", "~/.config/sprout-agent",
 )  # fmt: skip
 PROBE_TIMEOUT = 5.0
+# Result `_meta`: what the sandbox stopped (the agent may offer to re-run the call outside it). Request
+# `_meta`: run this call outside the sandbox (sent only by the agent, after a person said yes to that).
+SANDBOX_DENIED_META = "sprout-agent/sandbox-denied"
+OUTSIDE_SANDBOX_META = "sprout-agent/outside-sandbox"
 
 
 class SandboxUnavailable(Exception):
@@ -236,11 +240,17 @@ class Sandbox:
         """A note for a failed command's result: what the sandbox stopped, or the limits in force."""
         if returncode in (0, None) or not self.active():
             return ""
-        return "\n[" + self._why(output) + "]"
+        stopped = self.stopped(output, returncode)
+        general = (
+            f"{self._limits()}; credential directories such as ~/.ssh are hidden; if the sandbox stopped this, say so"
+        )
+        return f"\n[{stopped or general}]"
 
-    def _why(self, output: str) -> str:
-        writable = ", ".join(self.writable()) or "nothing"
-        limits = f"sandbox {self.policy.describe()}; writable: {writable} and a private /tmp"
+    def stopped(self, output: str, returncode: int | None) -> str | None:
+        """What the sandbox stopped in a failed command ("sandbox: …"), or None when nothing says it did."""
+        if returncode in (0, None) or not self.active():
+            return None
+        limits = self._limits()
         denied = denied_write(output)
         if denied is not None:
             return f"sandbox: write outside the writable roots denied: {denied} ({limits})"
@@ -251,7 +261,11 @@ class Sandbox:
             return f"sandbox: network disabled by the sandbox ({limits})"
         if output.startswith("bwrap:"):
             return f"sandbox: could not set up the sandbox for this command ({limits})"
-        return f"{limits}; credential directories such as ~/.ssh are hidden; if the sandbox stopped this, say so"
+        return None
+
+    def _limits(self) -> str:
+        writable = ", ".join(self.writable()) or "nothing"
+        return f"sandbox {self.policy.describe()}; writable: {writable} and a private /tmp"
 
 
 def _under(path: str, parent: str) -> bool:

@@ -9,8 +9,10 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, cast
 
 import anyio
 from mcp.server import ServerRequestContext
@@ -55,17 +57,21 @@ class Image:
 
 
 @dataclass(frozen=True)
-class Changed:
-    """Text output of a call that changed a file: `diff` goes to the faces in the result's `_meta`, not to the
-    model, which reads `text` alone."""
+class Marked:
+    """Text output with result `_meta` for the agent (never shown to the model): what the sandbox stopped, the
+    diff of a file change; `is_error` makes it a failed call that still carries its `_meta`."""
 
     text: str
-    diff: str
+    meta: Mapping[str, Any]
+    is_error: bool = False
 
 
 DIFF_META = "sprout-agent/diff"  # the result `_meta` key the agent reads a file change's unified diff from
 
-ToolOutput = str | Image | Changed
+ToolOutput = str | Image | Marked
+
+# The request's `_meta` while a tool runs: the agent's side channel (the model writes only `arguments`).
+request_meta: ContextVar[Mapping[str, Any]] = ContextVar("request_meta", default=MappingProxyType({}))
 Report = Callable[[str], Awaitable[None]]
 """Sends the caller a progress message while the call runs; only given when the caller asked for progress."""
 Handler = Callable[[Args, Report | None], Awaitable[ToolOutput]]
@@ -157,11 +163,11 @@ def clean_text(text: str) -> str:
 
 
 def _result(output: ToolOutput) -> CallToolResult:
+    if isinstance(output, Marked):
+        text: list[ContentBlock] = [TextContent(type="text", text=clean_text(output.text))]
+        return CallToolResult(content=text, _meta=dict(output.meta), is_error=output.is_error)
     if isinstance(output, Image):
         return CallToolResult(content=[ImageContent(type="image", data=output.data_b64, mime_type=output.mime_type)])
-    if isinstance(output, Changed):
-        text: list[ContentBlock] = [TextContent(type="text", text=clean_text(output.text))]
-        return CallToolResult(content=text, _meta={DIFF_META: clean_text(output.diff)} if output.diff else None)
     return CallToolResult(content=[TextContent(type="text", text=clean_text(output))])
 
 
@@ -212,7 +218,11 @@ def build_server(name: str, version: str, specs: Sequence[ToolSpec], instruction
         return ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
-        return await run_tool(by_name, params.name, params.arguments, _reporter(ctx))
+        token = request_meta.set(cast(Mapping[str, Any], params.meta or {}))
+        try:
+            return await run_tool(by_name, params.name, params.arguments, _reporter(ctx))
+        finally:
+            request_meta.reset(token)
 
     return Server(
         name,

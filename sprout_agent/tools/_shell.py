@@ -12,9 +12,9 @@ from anyio.abc import ByteReceiveStream, Process
 
 from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._procs import CALL_ENV, call_scope, kill_group
-from sprout_agent.tools._sandbox import SandboxUnavailable
+from sprout_agent.tools._sandbox import OUTSIDE_SANDBOX_META, SANDBOX_DENIED_META, SandboxUnavailable
 from sprout_agent.tools._secrets import command_env
-from sprout_agent.tools._server import Args, Report, ToolError, ToolOutput
+from sprout_agent.tools._server import Args, Marked, Report, ToolError, ToolOutput, request_meta
 
 TIMEOUT_ENV = "SPROUT_DEV_BASH_TIMEOUT"
 DEFAULT_TIMEOUT = 120.0
@@ -147,8 +147,15 @@ def _timeout_arg(args: Args) -> float:
 async def bash(ws: Workspace, args: Args, report: Report | None = None) -> ToolOutput:
     command: str = args["command"]
     timeout = _timeout_arg(args)
+    # The agent's escalation (a person approved re-running a command the sandbox stopped): request `_meta`,
+    # which the model cannot write.
+    outside = request_meta.get().get(OUTSIDE_SANDBOX_META) is True
     try:
-        argv, env = ws.sandbox.wrap(["bash", "-c", command], command_env())  # unchanged when the sandbox is off
+        argv, env = (
+            (["bash", "-c", command], command_env())
+            if outside
+            else ws.sandbox.wrap(["bash", "-c", command], command_env())  # unchanged when the sandbox is off
+        )
     except SandboxUnavailable as exc:
         raise ToolError(str(exc)) from exc
     buf = HeadTail()
@@ -179,8 +186,19 @@ async def bash(ws: Workspace, args: Args, report: Report | None = None) -> ToolO
     if scope.cancelled_caught:
         raise ToolError(f"{output}\n[timed out after {timeout:g} s; the command's process group was killed]")
     note = "" if drained else "\n[background processes still held the output open; they were ended with the call]"
-    note += ws.sandbox.explain(output, proc.returncode)
-    result = f"{output}{note}\n[exit code: {proc.returncode}]"
-    if proc.returncode != 0:  # a failing test run is a failure, for the model and for the person watching
-        raise ToolError(result)
-    return result
+    return _finished(ws, output, note, proc.returncode, outside)
+
+
+def _finished(ws: Workspace, output: str, note: str, code: int | None, outside: bool) -> ToolOutput:
+    """The result of a command that ended: a non-zero exit is a failed call (a red test run is a failure, for
+    the model and for the person watching), still marked with what the sandbox stopped, if anything."""
+    stopped = None
+    if not outside:
+        note += ws.sandbox.explain(output, code)
+        stopped = ws.sandbox.stopped(output, code)
+    text = f"{output}{note}\n[exit code: {code}]"
+    if stopped is not None:
+        return Marked(text, {SANDBOX_DENIED_META: stopped}, is_error=code != 0)
+    if code != 0:
+        raise ToolError(text)
+    return text

@@ -11,6 +11,7 @@ from prompt_toolkit.history import FileHistory, InMemoryHistory
 
 from sprout_agent.permissions import Decision
 from sprout_agent.protocols import ToolSpec
+from sprout_agent.untrusted import printable
 
 QUESTION_ARGUMENT_LINES = 20
 
@@ -38,15 +39,22 @@ class PromptReader:
             return None
 
 
-async def ask_permission(spec: ToolSpec, arguments: dict[str, object]) -> Decision:
-    """Asks whether one tool call may run: once, always (this tool, this session), or no with a reason."""
-    shown = json.dumps(arguments, indent=2, ensure_ascii=False).splitlines()
+async def ask_permission(spec: ToolSpec, arguments: dict[str, object], outside_sandbox: str | None = None) -> Decision:
+    """Asks whether one tool call may run: once, always (this tool, this session), or no with a reason.
+
+    With `outside_sandbox` (what the OS sandbox stopped): whether to run it again outside the sandbox."""
+    shown = [printable(line) for line in json.dumps(arguments, indent=2, ensure_ascii=False).splitlines()]
     if len(shown) > QUESTION_ARGUMENT_LINES:
         shown = [*shown[:QUESTION_ARGUMENT_LINES], "  …"]
     about = (spec.description or "").strip().split("\n", 1)[0][:80]
+    question = f"\nRun {spec.name}?"
+    always = f"always {spec.name} this session"
+    if outside_sandbox is not None:
+        question = f"\n{spec.name}: {printable(outside_sandbox)}\nRun it again OUTSIDE the sandbox?"
+        about, always = "", "always: re-run whatever the sandbox stops, this session"
     print_formatted_text(
         FormattedText([
-            ("bold", f"\nRun {spec.name}?"),
+            ("bold", question),
             ("", f"  {about}\n" if about else "\n"),
             ("ansibrightblack", "\n".join(shown)),
         ])
@@ -54,9 +62,7 @@ async def ask_permission(spec: ToolSpec, arguments: dict[str, object]) -> Decisi
     session: PromptSession[str] = PromptSession()
     try:
         while True:
-            answer = await session.prompt_async(
-                f"[y] yes once  [a] always {spec.name} this session  [n] no › ", handle_sigint=False
-            )
+            answer = await session.prompt_async(f"[y] yes once  [a] {always}  [n] no › ", handle_sigint=False)
             choice = answer.strip().lower()
             if choice in ("y", "yes"):
                 return Decision("once")

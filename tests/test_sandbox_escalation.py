@@ -1,0 +1,159 @@
+"""Escalation: in ask mode a person may re-run a command the OS sandbox stopped outside it (once, or always
+for the session); the model cannot ask for it, other servers' marks are not offered, headless never asks.
+The loop runs the real in-process dev server with real bwrap."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from sprout_agent.acp.options import AcpOptions
+from sprout_agent.events import Event
+from sprout_agent.messages import ToolUse
+from sprout_agent.permissions import Decision, Policy
+from sprout_agent.protocols import ToolSpec
+from sprout_agent.tools import _sandbox, dev
+from tests import fake_anthropic as fa
+from tests.acp_pipes import new_session, pipe_agent, prompt_line, session_env
+from tests.harness import call_tool, result_text, tool_results
+from tests.loop_doubles import build_loop, builtin_pool, call, reply
+
+pytestmark = pytest.mark.anyio
+needs_bwrap = pytest.mark.skipif(_sandbox.probe() is not None, reason=f"no sandbox here: {_sandbox.probe()}")
+BASH = ToolSpec("dev__bash", "dev", "bash", "", {}, read_only=False)
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A path outside the writable roots that root may write unsandboxed; removed afterwards."""
+    path = Path(f"/etc/sprout-escalation-{uuid.uuid4().hex[:8]}")
+    yield path
+    path.unlink(missing_ok=True)
+
+
+class ScriptedPerson:
+    """Answers the questions in order and remembers what was asked."""
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.asked: list[tuple[str, str | None]] = []
+
+    async def __call__(self, spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
+        self.asked.append((str(use.input["command"]), outside_sandbox))
+        kind = self.answers.pop(0)
+        assert kind in ("once", "always", "deny")
+        return Decision(kind)  # type: ignore[arg-type]
+
+
+async def run(tmp_path: Path, person: ScriptedPerson, *commands: str, mode: str = "ask") -> list[str]:
+    """One turn calling dev__bash with each command in turn; the results' texts."""
+    script = [reply(call("dev__bash", f"t{i}", command=command)) for i, command in enumerate(commands)]
+    policy = Policy(mode, allow=["dev__bash"], ask=person, sandboxed=[("dev", "bash")])
+    events: list[Event] = []
+    with anyio.fail_after(60):
+        async with builtin_pool(tmp_path, events, ("dev",)) as pool:
+            loop = build_loop([*script, reply("done")], host=pool, permit=policy, escalate=policy.escalate)
+            await loop.turn()
+    return [loop.results(-2 * (len(commands) - i))[f"t{i}"][1] for i in range(len(commands))]
+
+
+@needs_bwrap
+async def test_a_write_the_sandbox_stopped_runs_again_outside_it_once_the_person_says_yes(
+    tmp_path: Path, outside: Path
+) -> None:
+    person = ScriptedPerson("once", "deny")
+    second = outside.with_name(outside.name + "-2")
+    try:
+        texts = await run(tmp_path, person, f"touch {outside} && echo made", f"touch {second}")
+        assert not second.exists()
+    finally:
+        second.unlink(missing_ok=True)
+    assert outside.exists() and "made" in texts[0]
+    assert texts[0].startswith("[the OS sandbox stopped the first run (sandbox: write outside the writable roots")
+    assert "the user approved running it again outside the sandbox" in texts[0]
+    # Declined: the model gets the sandboxed result, which says what stopped it.
+    assert "sandbox: write outside the writable roots denied" in texts[1] and "approved" not in texts[1]
+    assert [why is not None and why.startswith("sandbox: write outside") for _, why in person.asked] == [True, True]
+
+
+@needs_bwrap
+async def test_always_re_runs_whatever_the_sandbox_stops_without_asking_again(tmp_path: Path, outside: Path) -> None:
+    second = outside.with_name(outside.name + "-2")
+    person = ScriptedPerson("always")
+    try:
+        texts = await run(tmp_path, person, f"touch {outside}", f"touch {second}")
+        assert outside.exists() and second.exists()
+    finally:
+        second.unlink(missing_ok=True)
+    assert len(person.asked) == 1 and all("approved running it again" in text for text in texts)
+
+
+@needs_bwrap
+async def test_auto_mode_never_escalates_and_a_command_that_succeeds_is_never_asked_about(
+    tmp_path: Path, outside: Path
+) -> None:
+    person = ScriptedPerson()
+    texts = await run(tmp_path, person, f"touch {outside}", mode="auto")
+    assert not outside.exists() and "sandbox: write outside" in texts[0]
+    assert await run(tmp_path, person, "echo fine") == ["fine\n[exit code: 0]"]
+    assert person.asked == []
+
+
+async def test_only_a_person_in_ask_mode_and_only_our_sandboxed_tool_can_escalate() -> None:
+    use = ToolUse("t1", "dev__bash", {"command": "touch /etc/x"})
+    other = ToolSpec("other__bash", "other", "bash", "", {})  # a server that marks its results the same way
+    person = ScriptedPerson("once", "once")
+    assert not await Policy("ask", ask=None, sandboxed=[("dev", "bash")]).escalate(BASH, use, "sandbox: …")
+    assert not await Policy("auto", ask=person, sandboxed=[("dev", "bash")]).escalate(BASH, use, "sandbox: …")
+    assert not await Policy("ask", ask=person, sandboxed=[("dev", "bash")]).escalate(other, use, "sandbox: …")
+    assert not await Policy("ask", ask=person).escalate(BASH, use, "sandbox: …")  # no working sandbox
+    assert person.asked == []
+    assert await Policy("ask", ask=person, sandboxed=[("dev", "bash")]).escalate(BASH, use, "sandbox: …")
+
+
+@needs_bwrap
+async def test_the_model_cannot_ask_the_dev_server_to_run_outside_the_sandbox(tmp_path: Path, outside: Path) -> None:
+    async with Client(dev.create_server_in(str(tmp_path), {})) as client:
+        error, text = await call_tool(
+            client, "bash", command=f"touch {outside}", **{"sprout-agent/outside-sandbox": True, "_meta": {}}
+        )
+        assert error and "unknown argument(s) for bash" in text
+        with anyio.fail_after(60):
+            result = await client.call_tool("bash", {"command": f"touch {outside}"})
+        assert (result.meta or {}).get("sprout-agent/sandbox-denied", "").startswith("sandbox: write outside")
+    assert not outside.exists() and os.path.exists(tmp_path)
+
+
+@needs_bwrap
+async def test_an_acp_editor_is_asked_to_run_it_outside_the_sandbox_and_the_model_sees_the_second_run(
+    tmp_path: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = [
+        fa.reply(fa.tool_use("dev__bash", {"command": f"touch {outside} && echo made"}, "toolu_1")),
+        fa.reply("ok"),
+    ]
+    with fa.FakeAnthropic(script) as fake:
+        session_env(monkeypatch, fake)
+        monkeypatch.setenv("SPROUT_AGENT_BUILTIN_SERVERS", "dev")
+        options = AcpOptions(permission_mode="ask", allow_tools=("dev__bash",))
+        async with pipe_agent(options) as client:
+            await client.request(1, "initialize", {"protocolVersion": 1})
+            session_id = await new_session(client, tmp_path)
+            await client.send(prompt_line(2, session_id, "make it"))
+            question = await client.question("session/request_permission")
+            await client.send(json.dumps({"jsonrpc": "2.0", "id": question["id"], "result": {"outcome": {
+                "outcome": "selected", "optionId": "allow_once"}}}))  # fmt: skip
+            assert (await client.answer(2, timeout=60))["result"]["stopReason"] == "end_turn"
+    params = question["params"]
+    assert params["toolCall"]["title"].startswith("Run again outside the sandbox? sandbox: write outside")
+    assert [o["optionId"] for o in params["options"]] == ["allow_once", "allow_always", "reject_once"]
+    assert outside.exists()
+    (result,) = tool_results(fake.requests[1].body)
+    assert "made" in result_text(result) and "approved running it again" in result_text(result)
