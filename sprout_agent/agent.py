@@ -21,6 +21,7 @@ from sprout_agent.events import (
     ModelWaiting,
     TextDelta,
     ToolFinished,
+    ToolProgress,
     ToolRunning,
     ToolStarted,
     TurnFinished,
@@ -225,7 +226,7 @@ class Agent:
             outcome = ToolOutcome((Text(refusal),), is_error=True)
         else:
             self.emit(ToolRunning(use.id))
-            outcome = await self.host.call(spec, use.input)
+            outcome = await self.host.call(spec, use.input, self._progress_of(use))
             if outcome.sandbox_denied is not None and self.escalate is not None:
                 outcome = await self._escalated(spec, use, outcome, outcome.sandbox_denied)
         # Any host's images, not only MCP's: one the API refuses would fail every later request.
@@ -234,7 +235,8 @@ class Agent:
         if self.recorder is not None:  # now, not with the batch: a kill while a sibling runs must not lose it
             self.recorder.result(result)  # and before any face shows it
         summary = text_of(content).strip().split("\n", 1)[0][:200]
-        self.emit(ToolFinished(use.id, use.name, outcome.is_error, time.monotonic() - started, summary, content))
+        seconds = time.monotonic() - started
+        self.emit(ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, content, outcome.diff))
         return result
 
     async def _escalated(self, spec: ToolSpec, use: ToolUse, sandboxed: ToolOutcome, why: str) -> ToolOutcome:
@@ -243,12 +245,15 @@ class Agent:
         if not await self.escalate(spec, use, why):
             return sandboxed
         self.emit(ToolRunning(use.id))
-        outcome = await self.host.call(spec, use.input, outside_sandbox=True)
+        outcome = await self.host.call(spec, use.input, self._progress_of(use), outside_sandbox=True)
         note = Text(
             f"[the OS sandbox stopped the first run ({why}); the user approved running it again outside the "
             "sandbox, and this is that second run]"
         )
         return ToolOutcome((note, *outcome.content), outcome.is_error)
+
+    def _progress_of(self, use: ToolUse) -> Callable[[str], None]:
+        return lambda tail: self.emit(ToolProgress(use.id, tail))
 
     def _answer_unrun(self, uses: Sequence[ToolUse], reason: str) -> None:
         self._append(Message("user", tuple(ToolResult(u.id, (Text(reason),), True) for u in uses)))

@@ -82,6 +82,16 @@ class ToolRunning:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A running call's server reported progress: for dev__bash, the last few lines of output so far.
+
+    `tail` is the server's text (untrusted), at most 5 lines and 400 characters."""
+
+    call_id: str
+    tail: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolFinished:
     call_id: str
     name: str
@@ -90,14 +100,6 @@ class ToolFinished:
     summary: str  # first line of the result, for the compact tool line
     content: tuple[Text | Image, ...] = ()  # the whole result, for faces that show it (ACP)
     diff: str = ""  # a unified diff of what an edit or write changed; "" for other tools
-
-
-@dataclass(frozen=True, slots=True)
-class ToolProgress:
-    """The last few lines (at most 5) of a running command's output, while it runs."""
-
-    call_id: str
-    tail: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,11 @@ class Headless:
         self.started = time.monotonic()
         self.session_id = new_session_id(prepared)
         self.text_mode = options.output_format == "text"
-        self.jsonl = None if self.text_mode else JsonlSink(sys.stdout, stream=options.output_format == "stream-json")
+        self.jsonl = (
+            None
+            if self.text_mode
+            else JsonlSink(sys.stdout, stream=options.output_format == "stream-json", progress=options.verbose)
+        )
         # Progress goes to stderr: always for text, only with -v for json and stream-json (stdout is theirs).
         # In text mode the same sink prints each turn's answer on stdout.
         show_progress = self.text_mode or options.verbose

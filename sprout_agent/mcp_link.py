@@ -18,6 +18,7 @@ import anyio
 import mcp.types as types
 from mcp import MCPError
 from mcp.client.session import ClientSession
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.memory import MessageStream
 from pydantic import ValidationError
 
@@ -25,7 +26,7 @@ from sprout_agent import __version__
 from sprout_agent.config import ServerConfig
 from sprout_agent.errors import ServerAnswered, ServerGone
 from sprout_agent.in_process import open_in_process
-from sprout_agent.mcp_results import to_outcome
+from sprout_agent.mcp_results import progress_text, to_outcome
 from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import ToolOutcome, ToolSpec
 from sprout_agent.stdio_transport import ReadStream, WriteStream, open_stdio
@@ -57,14 +58,33 @@ class Link:
         self._session = session
         self._max_bytes = max_bytes
 
-    async def call(self, tool: str, arguments: dict[str, object], *, outside_sandbox: bool = False) -> ToolOutcome:
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, object],
+        on_progress: Callable[[str], None] | None = None,
+        *,
+        outside_sandbox: bool = False,
+    ) -> ToolOutcome:
+        """`on_progress` gets each progress message the server sends while the call runs (asking for progress
+        only when it is given, so a server that computes progress does so only for a listener)."""
         # Our own key in the request's `_meta` (the SDK's type names only the standard keys; extra ones pass).
         meta = cast(types.RequestParamsMeta, {OUTSIDE_SANDBOX_META: True}) if outside_sandbox else None
+        callback = _progress_callback(on_progress) if on_progress is not None else None
         try:
-            result = await self._session.call_tool(tool, arguments, meta=meta)
+            result = await self._session.call_tool(tool, arguments, progress_callback=callback, meta=meta)
         except MCPError as exc:
             raise _ours(exc) from exc
         return to_outcome(result, self._max_bytes)
+
+
+def _progress_callback(on_progress: Callable[[str], None]) -> ProgressFnT:
+    async def callback(progress: float, total: float | None, message: str | None) -> None:
+        # A server that sends numbers only (server-everything's longRunningOperation) still shows movement.
+        text = message if message else f"{progress:g}/{total:g}" if total else f"{progress:g}"
+        on_progress(progress_text(text))
+
+    return callback
 
 
 def _ours(exc: MCPError) -> ServerGone | ServerAnswered:

@@ -1,4 +1,5 @@
-"""MCP tool results as our message blocks: content mapped, resources described, big text cut in the middle."""
+"""MCP tool results as our message blocks: content mapped, resources described, big text cut in the middle;
+a file change's diff from the result's `_meta`, and progress messages cut to what a face shows."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from sprout_agent.images import checked
 from sprout_agent.messages import Image, Text
 from sprout_agent.protocols import ToolOutcome
 from sprout_agent.tools._sandbox import SANDBOX_DENIED_META
+
+DIFF_META = "sprout-agent/diff"  # the built-in dev server's key (tools/_server.py)
+MAX_DIFF_CHARS = 64 * 1024  # of a diff from any server: faces clip further
+PROGRESS_LINES = 5
+PROGRESS_CHARS = 400
 
 
 def to_outcome(result: types.CallToolResult, max_bytes: int) -> ToolOutcome:
@@ -26,9 +32,23 @@ def to_outcome(result: types.CallToolResult, max_bytes: int) -> ToolOutcome:
         images = [block for block in blocks if isinstance(block, Image)]
         blocks = [Text(cut_middle("\n".join(texts), max_bytes)), *images]
     denied = (result.meta or {}).get(SANDBOX_DENIED_META)
-    return ToolOutcome(
-        tuple(blocks), is_error=bool(result.is_error), sandbox_denied=denied if isinstance(denied, str) else None
-    )
+    sandbox_denied = denied if isinstance(denied, str) else None
+    return ToolOutcome(tuple(blocks), is_error=bool(result.is_error), sandbox_denied=sandbox_denied, diff=_diff(result))
+
+
+def _diff(result: types.CallToolResult) -> str:
+    diff = (result.meta or {}).get(DIFF_META)
+    if not isinstance(diff, str) or result.is_error:
+        return ""
+    return diff if len(diff) <= MAX_DIFF_CHARS else diff[:MAX_DIFF_CHARS] + "\n… [diff cut]\n"
+
+
+def progress_text(message: str) -> str:
+    """A progress message as the loop passes it on: its last PROGRESS_LINES lines, at most PROGRESS_CHARS
+    characters (the dev server already sends no more; another server may send anything)."""
+    if len(message) <= PROGRESS_CHARS and message.count("\n") < PROGRESS_LINES:
+        return message
+    return "\n".join(message[-PROGRESS_CHARS * 4 :].split("\n")[-PROGRESS_LINES:])[-PROGRESS_CHARS:]
 
 
 def _block(item: types.ContentBlock) -> Text | Image:

@@ -27,6 +27,7 @@ class ToolOutcome:
     content: tuple[Text | Image, ...]
     is_error: bool = False
     sandbox_denied: str | None = None  # what the OS sandbox stopped, as the server marked it (may be escalated)
+    diff: str = ""  # the unified diff of a file the call changed (faces show it; the model reads `content`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +62,17 @@ class ToolHost(Protocol):
         """Every live tool, hooks included, in config order then server order."""
         ...
 
-    async def call(self, spec: ToolSpec, arguments: dict[str, object], *, outside_sandbox: bool = False) -> ToolOutcome:
+    async def call(
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, object],
+        on_progress: Callable[[str], None] | None = None,
+        *,
+        outside_sandbox: bool = False,
+    ) -> ToolOutcome:
         """Calls a tool; a tool error or a dead server is an `is_error` outcome, never an exception.
 
+        `on_progress` gets the server's progress messages (untrusted text) while the call runs.
         `outside_sandbox`: a person approved running this call outside the OS sandbox (escalation)."""
         ...
 

@@ -196,13 +196,20 @@ class ServerPool:
         live = {name for name, server in self._servers.items() if server.state == "running"}
         return [spec for spec in self._tools if spec.server in live]
 
-    async def call(self, spec: ToolSpec, arguments: dict[str, object], *, outside_sandbox: bool = False) -> ToolOutcome:
+    async def call(
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, object],
+        on_progress: Callable[[str], None] | None = None,
+        *,
+        outside_sandbox: bool = False,
+    ) -> ToolOutcome:
         server = self._servers.get(spec.server)
         if server is None:
             return _error_outcome(f"server '{spec.server}' is unavailable: not configured")
         try:
             with anyio.fail_after(self._tool_timeout):
-                return await self._request(server, spec.tool, arguments, outside_sandbox=outside_sandbox)
+                return await self._request(server, spec.tool, arguments, on_progress, outside_sandbox=outside_sandbox)
         except TimeoutError:
             return _error_outcome(f"tool '{spec.name}' timed out after {self._tool_timeout:g} s")
         except ServerGone:
@@ -243,7 +250,13 @@ class ServerPool:
     # --- internals ------------------------------------------------------------------------------------
 
     async def _request(
-        self, server: _Server, tool: str, arguments: dict[str, object], *, outside_sandbox: bool = False
+        self,
+        server: _Server,
+        tool: str,
+        arguments: dict[str, object],
+        on_progress: Callable[[str], None] | None = None,
+        *,
+        outside_sandbox: bool = False,
     ) -> ToolOutcome:
         link = server.link
         if link is None:
@@ -252,7 +265,7 @@ class ServerPool:
         with anyio.CancelScope() as scope:
             server.calls.add(scope)
             try:
-                return await link.call(tool, arguments, outside_sandbox=outside_sandbox)
+                return await link.call(tool, arguments, on_progress, outside_sandbox=outside_sandbox)
             except ServerGone:
                 pass
             finally:

@@ -172,6 +172,12 @@ class Call:
     outcome: ToolOutcome | None = None
     cancelled: bool = False
     failed: str | None = None  # a hook call that raised HookCallFailed
+    on_progress: Callable[[str], None] | None = None  # what the loop passed: a behaviour may report through it
+
+    def progress(self, tail: str) -> None:
+        """Report progress as a server would (nothing when the caller asked for none)."""
+        if self.on_progress is not None:
+            self.on_progress(tail)
 
     def finish(self) -> None:
         self.finished, self.finished_at = next(_sequence), time.monotonic()
@@ -201,6 +207,17 @@ def echo(key: str = "text") -> Behaviour:
 def fails(text: str = "this tool failed on purpose") -> Behaviour:
     async def run(_call: Call) -> ToolOutcome:
         return outcome(text, is_error=True)
+
+    return run
+
+
+def reports(*tails: str, result: ToolOutcome | None = None) -> Behaviour:
+    """Reports each tail as progress, in order, then answers `result` (default: "done")."""
+
+    async def run(c: Call) -> ToolOutcome:
+        for tail in tails:
+            c.progress(tail)
+        return result if result is not None else outcome("done")
 
     return run
 
@@ -353,13 +370,20 @@ class MemoryHost:
     def tools(self) -> Sequence[ToolSpec]:
         return [spec for s in self._servers.values() if s.dead is None for spec in s.specs]
 
-    async def call(self, spec: ToolSpec, arguments: dict[str, object], *, outside_sandbox: bool = False) -> ToolOutcome:
+    async def call(
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, object],
+        on_progress: Callable[[str], None] | None = None,
+        *,
+        outside_sandbox: bool = False,
+    ) -> ToolOutcome:
         target = self._servers.get(spec.server)
         if target is None:
             return outcome(f"server '{spec.server}' is unavailable: not configured", is_error=True)
         if target.dead is not None:
             return outcome(target.unavailable(), is_error=True)
-        _record, result = await self._run(target, spec, arguments, hook=False)
+        _record, result = await self._run(target, spec, arguments, hook=False, on_progress=on_progress)
         if result is None:
             return outcome(target.unavailable(), is_error=True)  # killed while running
         return result
@@ -388,9 +412,15 @@ class MemoryHost:
     # --- internals --------------------------------------------------------------------------------------
 
     async def _run(
-        self, target: _Server, spec: ToolSpec, arguments: dict[str, object], *, hook: bool
+        self,
+        target: _Server,
+        spec: ToolSpec,
+        arguments: dict[str, object],
+        *,
+        hook: bool,
+        on_progress: Callable[[str], None] | None = None,
     ) -> tuple[Call, ToolOutcome | None]:
-        record = Call(target.name, spec.tool, dict(arguments), hook)
+        record = Call(target.name, spec.tool, dict(arguments), hook, on_progress=on_progress)
         self.calls.append(record)
         self.started(spec.tool).set()
         behaviour = target.tools[spec.tool].behaviour
@@ -486,12 +516,20 @@ def build_loop(
     permit: Permit | None = None,
     escalate: Escalate | None = None,
     system: str = SYSTEM,
+    on_event: Callable[[Event], None] | None = None,
 ) -> Loop:
     """The real Agent, Hooks, Ledger and Compactor around a scripted model and an in-memory host.
 
     Defaults are the documented settings defaults; `host` defaults to one server "fake" (default_server()).
+    `on_event` sees each loop event as it is emitted (after it is recorded), to act on it mid-turn.
     """
     events: list[Event] = []
+
+    def emit(event: Event) -> None:
+        events.append(event)
+        if on_event is not None:
+            on_event(event)
+
     model = ScriptedModel(script)
     host = host if host is not None else MemoryHost({"fake": default_server()})  # config order = mapping order
     ledger = Ledger(model.name)
@@ -515,7 +553,7 @@ def build_loop(
         model=model,
         host=host,
         hooks=hooks,
-        emit=events.append,
+        emit=emit,
         system=system,
         ledger=ledger,
         compactor=compactor,

@@ -13,7 +13,7 @@ import pytest
 from sprout_agent import events as ev
 from sprout_agent.events import Event
 from sprout_agent.messages import Text, Usage
-from sprout_agent.protocols import HookCallFailed
+from sprout_agent.protocols import HookCallFailed, ToolOutcome
 from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
 from tests.loop_doubles import (
     CWD,
@@ -28,6 +28,7 @@ from tests.loop_doubles import (
     echo,
     hangs,
     reply,
+    reports,
     server,
 )
 from tests.stream_schema import of_type, stream, types
@@ -35,20 +36,26 @@ from tests.stream_schema import of_type, stream, types
 pytestmark = pytest.mark.anyio
 
 NOT_STREAMED = {ev.ModelWaiting, ev.TextDelta, ev.ToolRunning}  # spinner and ACP only: no stream-json record
+DIFF = "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
 
 
 async def events_of_a_busy_session() -> list[Event]:
     """Tools (ok, error, unknown), an objection, a failed hook, timeouts and a kill, the spent budget, a
     compaction that injects, and the events only a face or the model client emits (servers, retries, turn end)."""
+    live = reports("step 1", "step 2", result=ToolOutcome((Text("Edited a.py"),), diff=DIFF))
     host = MemoryHost(
         {
-            "fake": {**default_server(), **server(_Stop=answers("tests are red"), _PostCompact=answers(then="todo"))},
+            "fake": {
+                **default_server(),
+                **server(live=live, _Stop=answers("tests are red"), _PostCompact=answers(then="todo")),
+            },
             "slow": server(_Stop=hangs(), _PostCompact=hangs(), echo=echo()),  # second timeout: killed
             "broken": server(_Stop=answers(HookCallFailed("connection closed"))),
         }
     )
     script = [
         billed("Echoing.", call("fake__echo", "toolu_1", text="one")),
+        billed(call("fake__live", "toolu_5")),
         billed(call("fake__add", "toolu_2", a=2, b=3), call("fake__fail", "toolu_3"), call("x__gone", "t4")),
         billed("All done."),  # objected to
         billed("Really done."),  # honoured: right after an objection
@@ -79,11 +86,9 @@ def billed(*parts: object) -> ModelStep:
 async def test_every_event_a_session_emits_is_a_schema_valid_stream_json_line() -> None:
     events = await events_of_a_busy_session()
     emitted = {type(e) for e in events}
-    # ToolProgress comes from the dev server's running bash (the issue-13 tools work), not from this double.
-    expected = set(typing.get_args(Event)) - {ev.ToolProgress}
-    assert emitted == expected, "the busy session should emit every event type"
+    assert emitted == set(typing.get_args(Event)), "the busy session should emit every event type"
     out = io.StringIO()
-    sink = JsonlSink(out, stream=True)
+    sink = JsonlSink(out, stream=True, progress=True)
     sink(events[-1])  # before init: held back, then written after it
     sink.init(
         InitInfo(
@@ -106,12 +111,18 @@ async def test_every_event_a_session_emits_is_a_schema_valid_stream_json_line() 
     assert types(lines)[1] == "turn_finished"  # the event that arrived before init follows it
     assert [(s["id"], s["name"], s["server"], s["tool"]) for s in of_type(lines, "tool_started")] == [
         ("toolu_1", "fake__echo", "fake", "echo"),
+        ("toolu_5", "fake__live", "fake", "live"),
         ("toolu_2", "fake__add", "fake", "add"),
         ("toolu_3", "fake__fail", "fake", "fail"),
         ("t4", "x__gone", "", ""),
     ]
-    assert of_type(lines, "tool_started")[1]["arguments"] == {"a": 2, "b": 3}
+    assert of_type(lines, "tool_started")[2]["arguments"] == {"a": 2, "b": 3}
+    assert [(p["id"], p["tail"]) for p in of_type(lines, "tool_progress")] == [
+        ("toolu_5", "step 1"),
+        ("toolu_5", "step 2"),
+    ]
     finished = {f["id"]: f for f in of_type(lines, "tool_finished")}
+    assert finished["toolu_5"]["diff"] == DIFF and "diff" not in finished["toolu_1"]
     assert finished["toolu_1"]["result"] == "one" and finished["toolu_1"]["is_error"] is False
     assert finished["toolu_2"]["result"] == "5" and finished["toolu_2"]["server"] == "fake"
     assert finished["toolu_3"]["is_error"] is True and finished["t4"]["is_error"] is True

@@ -61,7 +61,7 @@ async def test_a_sandboxed_write_outside_the_workspace_is_denied_and_the_result_
         assert not os.path.exists(OUTSIDE)
     finally:
         Path(OUTSIDE).unlink(missing_ok=True)
-    assert not error and (root / "inside").exists()
+    assert error and (root / "inside").exists()  # touch failed: exit 1, an error result
     assert f"[sandbox: write outside the writable roots denied: {OUTSIDE} (sandbox workspace-write" in text
     assert f"writable: {root} and a private /tmp" in text and text.endswith("[exit code: 1]")
 
@@ -86,7 +86,7 @@ async def test_a_deny_listed_key_in_home_cannot_be_read(
     (home / ".ssh" / "id_rsa").write_text("PRIVATE-KEY-MATERIAL\n")
     monkeypatch.setenv("HOME", str(home))
     error, text = await call_tool(client, "bash", command="ls -A ~/.ssh | wc -l; cat ~/.ssh/id_rsa")
-    assert not error and "PRIVATE-KEY-MATERIAL" not in text and text.startswith("0\n")
+    assert error and "PRIVATE-KEY-MATERIAL" not in text and text.startswith("0\n")  # cat failed: exit 1
     assert f"[sandbox: {home / '.ssh'} is hidden from commands" in text
 
 

@@ -434,6 +434,11 @@ async def test_real_peer_server_everything() -> None:
         assert "42" in text_of(total.content)
         image = await p.pool.call(p.spec("every", "get-tiny-image"), {})
         assert any(isinstance(block, Image) for block in image.content)
+        # Its progress carries numbers and no message: shown as "step/total", like our own bash's tail.
+        progress: list[str] = []
+        slow = p.spec("every", "trigger-long-running-operation")
+        done = await p.pool.call(slow, {"duration": 0.2, "steps": 2}, progress.append)
+        assert not done.is_error and progress == ["1/2", "2/2"]
         pid = p.status("every").pid
     assert pid is not None
     await wait_dead(pid)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from sprout_agent import events as ev
+from sprout_agent.acp.lines import encode
 from sprout_agent.acp.updates import Updates
 from sprout_agent.messages import Image, Text, Usage
 from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo
@@ -31,8 +32,16 @@ ONE_OF_EACH: tuple[ev.Event, ...] = (
     ev.ApiRetry(1, "overloaded_error", 0.5),
     ev.ToolStarted("call_1", "dev__edit", "dev", "edit", {"file_path": "a.py", "old_string": "x", "new_string": "y"}),
     ev.ToolRunning("call_1"),
-    ev.ToolProgress("call_1", "collecting…\n3 passed"),
-    ev.ToolFinished("call_1", "dev__edit", False, 0.01, "edited a.py", (Text("edited a.py"),)),
+    ev.ToolProgress("call_1", "\x1b]0;pwned\x07\x1b[2Jline 2\nline 3"),
+    ev.ToolFinished(
+        "call_1",
+        "dev__edit",
+        False,
+        0.01,
+        "edited a.py",
+        (Text("edited a.py"),),
+        "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n",
+    ),
     ev.ToolStarted("call_2", "fake__image", "fake", "image", {}),
     ev.ToolFinished("call_2", "fake__image", True, 0.02, "no", (Text("no"), Image("image/png", PNG))),
     ev.HookCalled("_Stop", ("todo", "tests")),
@@ -71,7 +80,7 @@ def test_the_terminal_renders_every_event_and_prints_the_answer_on_turn_finished
 
 def test_stream_json_writes_a_schema_valid_line_for_every_event_it_streams() -> None:
     out = io.StringIO()
-    sink = JsonlSink(out, stream=True)
+    sink = JsonlSink(out, stream=True, progress=True)
     info = InitInfo("s1", "claude-test", "/tmp", [], [], [], resumed=False)
     sink.init(info)
     for event in ONE_OF_EACH:
@@ -80,6 +89,39 @@ def test_stream_json_writes_a_schema_valid_line_for_every_event_it_streams() -> 
     assert kinds[0] == "init" and "tool_finished" in kinds and kinds[-1] == "turn_finished"
     for expected in ("hook_objected", "hook_server_killed", "stop_budget_spent", "compaction_finished", "api_retry"):
         assert expected in kinds
+    assert "tool_progress" in kinds
+
+
+def test_stream_json_leaves_progress_out_unless_asked() -> None:
+    out = io.StringIO()
+    sink = JsonlSink(out, stream=True)
+    sink.init(InitInfo("s1", "claude-test", "/tmp", [], [], [], resumed=False))
+    for event in ONE_OF_EACH:
+        sink(event)
+    kinds = [line["type"] for line in valid_lines(out.getvalue())]
+    assert "tool_progress" not in kinds and "tool_finished" in kinds
+
+
+def test_progress_text_with_escape_sequences_is_never_obeyed_by_a_face(capsys: pytest.CaptureFixture[str]) -> None:
+    hostile = next(e for e in ONE_OF_EACH if isinstance(e, ev.ToolProgress))
+    out = io.StringIO()
+    sink = JsonlSink(out, stream=True, progress=True)
+    sink.init(InitInfo("s1", "claude-test", "/tmp", [], [], [], resumed=False))
+    sink(hostile)
+    sent: list[dict[str, Any]] = []
+    updates = Updates("s1", sent.append, "/tmp")
+    updates.begin()
+    updates.emit(next(e for e in ONE_OF_EACH if isinstance(e, ev.ToolStarted)))  # the call it belongs to
+    updates.emit(hostile)
+    renderer = TerminalRenderer(interactive=False, verbose=True, stdout=io.StringIO())
+    renderer(hostile)
+    renderer.close()
+    acp_wire = b"".join(encode(message) for message in sent).decode()  # what the ACP connection writes
+    for written in (out.getvalue(), acp_wire, capsys.readouterr().err):
+        assert "\x1b" not in written and "\x07" not in written
+    (line,) = [record for record in valid_lines(out.getvalue()) if record["type"] == "tool_progress"]
+    assert line["tail"] == hostile.tail  # escaped by the encoder, not lost
+    assert sent[-1]["update"]["content"][0]["content"]["text"] == hostile.tail
 
 
 def test_acp_updates_render_every_event_inside_a_turn() -> None:

@@ -25,12 +25,17 @@ async def client(root: Path) -> AsyncIterator[Client]:
 
 
 async def test_bash_reports_output_and_exit_code(client: Client, root: Path) -> None:
-    assert await call_tool(client, "bash", command="echo out; echo err >&2; exit 3") == (
+    assert await call_tool(client, "bash", command="echo out; echo err >&2; exit 0") == (
         False,
-        "out\nerr\n[exit code: 3]",
+        "out\nerr\n[exit code: 0]",
     )
     assert await call_tool(client, "bash", command="pwd") == (False, f"{root}\n[exit code: 0]")
     assert await call_tool(client, "bash", command="true") == (False, "(no output)\n[exit code: 0]")
+
+
+async def test_bash_nonzero_exit_is_an_error_result_with_the_exit_code_in_its_text(client: Client) -> None:
+    assert await call_tool(client, "bash", command="echo 1 failed; exit 1") == (True, "1 failed\n[exit code: 1]")
+    assert await call_tool(client, "bash", command="exit 3") == (True, "(no output)\n[exit code: 3]")
 
 
 async def test_bash_stdin_is_dev_null(client: Client) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import assert_never
 
+from sprout_agent import diffs
 from sprout_agent.acp import toolview
 from sprout_agent.acp.wire import Json
 from sprout_agent.events import (
@@ -80,6 +81,8 @@ class Updates:
                 self._tool_started(event)
             case ToolRunning():
                 self._tool_running(event)
+            case ToolProgress():
+                self._tool_progress(event)
             case ToolFinished():
                 self._tool_finished(event)
             case ModelReplied():
@@ -96,7 +99,7 @@ class Updates:
                 self._compaction_finished(event)
             case Notice() | ServerFailed() | ApiRetry():
                 self._notice(event)
-            case ModelWaiting() | AssistantText() | ServerStarted() | HookCalled() | TurnFinished() | ToolProgress():
+            case ModelWaiting() | AssistantText() | ServerStarted() | HookCalled() | TurnFinished():
                 pass  # text went out as chunks; the prompt's response carries the stop reason
             case _:
                 assert_never(event)
@@ -150,18 +153,34 @@ class Updates:
         if event.call_id in self._open:
             self.send(_progress(event.call_id, "in_progress"))
 
+    def _tool_progress(self, event: ToolProgress) -> None:
+        # The running output replaces the call's content; the server already sends at most ten a second.
+        if event.call_id in self._open:
+            self.send(_progress(event.call_id, "in_progress", [_text_content(event.tail)]))
+
     def _tool_finished(self, event: ToolFinished) -> None:
         call = self._open.pop(event.call_id, None)
         if call is None:
             return
         started = call.event
         content = _outcome_content(event.content) if event.content else [_text_content(event.summary)]
-        if not event.is_error:
+        if event.diff and not event.is_error:
+            content = self._diff_content(started, event.diff) or content
+        elif not event.is_error:
             content = toolview.diff_content(started.server, started.tool, started.arguments, self._cwd) or content
         self.send(_progress(call.call_id, "failed" if event.is_error else "completed", content))
         entries = toolview.plan_entries(started.server, started.tool, started.arguments)
         if entries is not None and not event.is_error:
             self.send({"sessionUpdate": "plan", "entries": entries})
+
+    def _diff_content(self, started: ToolStarted, diff: str) -> list[Json]:
+        """The change the tool reported, hunk by hunk with its context (an edit's whole-file text is not
+        known here): what the editor shows as the call's diff."""
+        path = started.arguments.get("file_path")
+        if not isinstance(path, str) or not path:
+            return []
+        where = toolview.absolute(path, self._cwd)
+        return [{"type": "diff", "path": where, "oldText": old, "newText": new} for old, new in diffs.sides(diff)]
 
     def _usage(self, event: ModelReplied) -> None:
         if self.usage_source is None:

@@ -5,16 +5,16 @@ Each runs in a worker thread; the blocking work is in _fileio."""
 from __future__ import annotations
 
 import base64
-import difflib
 import os
 import stat
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 import anyio.to_thread
 
+from sprout_agent.tools._edits import MAX_DIFF_LINES, decode, replaced, unified
 from sprout_agent.tools._fileio import count_lines, kind_of, open_regular, read_line, replace_file
 from sprout_agent.tools._paths import Workspace
-from sprout_agent.tools._server import Args, Image, ToolError, ToolOutput
+from sprout_agent.tools._server import DIFF_META, Args, Image, Marked, ToolError, ToolOutput
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -23,17 +23,10 @@ COUNT_REST_BYTES = 16 * 1024 * 1024  # past a stop, lines are counted for the no
 MAX_EDIT_BYTES = 64 * 1024 * 1024
 MAX_READ_BYTES = 256 * 1024
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
-MAX_DIFF_CHARS = 4000
+MAX_DIFF_CHARS = 4000  # of the diff in the model's text
+MAX_DIFF_SOURCE_BYTES = 2 * 1024 * 1024  # an overwritten file larger than this gets no diff for the faces
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
                ".gif": "image/gif", ".webp": "image/webp"}  # fmt: skip
-
-
-def decode(data: bytes) -> tuple[str, str]:
-    """Text and the encoding to write it back with: UTF-8, else Latin-1 (which never fails)."""
-    try:
-        return data.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        return data.decode("latin-1"), "latin-1"
 
 
 def _existing_file(ws: Workspace, file_path: str) -> str:
@@ -134,13 +127,32 @@ def _write(ws: Workspace, args: Args) -> ToolOutput:
         if not stat.S_ISREG(mode):
             raise ToolError(f"{ws.display(real)} is {kind_of(mode)}, not a regular file")
         ws.check_fresh(real)
+    before = _old_text(real) if mode is not None else None  # read before the file is replaced
     os.makedirs(os.path.dirname(real), exist_ok=True)
     data = content.encode("utf-8")
     replace_file(real, data)
     ws.remember(real)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "Overwrote" if mode is not None else "Created"
-    return f"{verb} {ws.display(real)} ({lines} lines, {len(data)} bytes)"
+    shown = ws.display(real)
+    diff = "" if before is False else unified(shown, before, content, max_lines=MAX_DIFF_LINES)
+    return _changed(f"{verb} {shown} ({lines} lines, {len(data)} bytes)", diff)
+
+
+def _changed(text: str, diff: str) -> ToolOutput:
+    """The model reads `text`; the faces get the diff in the result's `_meta`."""
+    return Marked(text, {DIFF_META: diff}) if diff else text
+
+
+def _old_text(real: str) -> str | Literal[False]:
+    """The content a write replaces, for its diff; False when there can be no diff (too large, binary,
+    unreadable): the write itself goes ahead."""
+    try:
+        with open_regular(real) as f:
+            data = f.read(MAX_DIFF_SOURCE_BYTES + 1)
+    except (OSError, ToolError):
+        return False
+    return False if len(data) > MAX_DIFF_SOURCE_BYTES or b"\0" in data else decode(data)[0]
 
 
 async def write(ws: Workspace, args: Args) -> ToolOutput:
@@ -148,29 +160,9 @@ async def write(ws: Workspace, args: Args) -> ToolOutput:
     return await anyio.to_thread.run_sync(_write, ws, args)
 
 
-def _to_crlf(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\n", "\r\n")
-
-
-def _pick_variant(text: str, old: str, new: str) -> tuple[str, str]:
-    """The (old, new) pair to apply: CRLF-translated for a CRLF file, as given otherwise."""
-    crlf = text.count("\r\n")
-    if crlf and crlf >= text.count("\n") - crlf:
-        old_crlf, new_crlf = _to_crlf(old), _to_crlf(new)
-        if old_crlf in text or old not in text:
-            return old_crlf, new_crlf
-    return old, new
-
-
 def _diff(path: str, before: str, after: str) -> str:
-    lines = difflib.unified_diff(
-        before.replace("\r\n", "\n").splitlines(keepends=True),
-        after.replace("\r\n", "\n").splitlines(keepends=True),
-        fromfile=f"a/{path}",
-        tofile=f"b/{path}",
-        n=2,
-    )
-    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    """The model's copy of the change: two lines of context, cut at MAX_DIFF_CHARS."""
+    text = unified(path, before, after, context=2)
     if len(text) > MAX_DIFF_CHARS:
         text = text[:MAX_DIFF_CHARS] + f"... [diff truncated at {MAX_DIFF_CHARS} chars]\n"
     return text
@@ -192,8 +184,7 @@ def _edit(ws: Workspace, args: Args) -> ToolOutput:
         if os.fstat(f.fileno()).st_size > MAX_EDIT_BYTES:
             raise ToolError(f"{shown} is over {MAX_EDIT_BYTES // 1024 // 1024} MiB; edit it with bash (sed, patch)")
         text, encoding = decode(f.read())
-    old, new = _pick_variant(text, old, new)
-    count = text.count(old)
+    after, count = replaced(text, old, new, replace_all)
     if count == 0:
         raise ToolError(
             f"old_string not found in {shown}; it must match exactly, including whitespace and "
@@ -204,14 +195,14 @@ def _edit(ws: Workspace, args: Args) -> ToolOutput:
             f"old_string occurs {count} times in {shown}; add surrounding lines to make it unique, "
             "or set replace_all=true to replace every occurrence"
         )
-    after = text.replace(old, new)
     try:
         data = after.encode(encoding)
     except UnicodeEncodeError as exc:
         raise ToolError(f"{shown} is {encoding}-encoded and new_string has characters it cannot hold") from exc
     replace_file(real, data)
     ws.remember(real)
-    return f"Edited {shown}: {count} replacement(s)\n{_diff(shown, text, after)}"
+    diff = unified(shown, text, after, max_lines=MAX_DIFF_LINES)
+    return _changed(f"Edited {shown}: {count} replacement(s)\n{_diff(shown, text, after)}", diff)
 
 
 async def edit(ws: Workspace, args: Args) -> ToolOutput:

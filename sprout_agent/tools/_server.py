@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 import anyio
+from mcp.server import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.types import (
@@ -57,17 +58,23 @@ class Image:
 
 @dataclass(frozen=True)
 class Marked:
-    """Text output with result `_meta` for the agent (never shown to the model), e.g. what the sandbox stopped."""
+    """Text output with result `_meta` for the agent (never shown to the model): what the sandbox stopped, the
+    diff of a file change; `is_error` makes it a failed call that still carries its `_meta`."""
 
     text: str
     meta: Mapping[str, Any]
+    is_error: bool = False
 
+
+DIFF_META = "sprout-agent/diff"  # the result `_meta` key the agent reads a file change's unified diff from
 
 ToolOutput = str | Image | Marked
 
 # The request's `_meta` while a tool runs: the agent's side channel (the model writes only `arguments`).
 request_meta: ContextVar[Mapping[str, Any]] = ContextVar("request_meta", default=MappingProxyType({}))
-Handler = Callable[[Args], Awaitable[ToolOutput]]
+Report = Callable[[str], Awaitable[None]]
+"""Sends the caller a progress message while the call runs; only given when the caller asked for progress."""
+Handler = Callable[[Args, Report | None], Awaitable[ToolOutput]]
 
 
 @dataclass(frozen=True)
@@ -155,32 +162,51 @@ def clean_text(text: str) -> str:
     return text
 
 
-def _content(output: ToolOutput) -> list[ContentBlock]:
+def _result(output: ToolOutput) -> CallToolResult:
     if isinstance(output, Marked):
-        return [TextContent(type="text", text=clean_text(output.text))]
+        text: list[ContentBlock] = [TextContent(type="text", text=clean_text(output.text))]
+        return CallToolResult(content=text, _meta=dict(output.meta), is_error=output.is_error)
     if isinstance(output, Image):
-        return [ImageContent(type="image", data=output.data_b64, mime_type=output.mime_type)]
-    return [TextContent(type="text", text=clean_text(output))]
+        return CallToolResult(content=[ImageContent(type="image", data=output.data_b64, mime_type=output.mime_type)])
+    return CallToolResult(content=[TextContent(type="text", text=clean_text(output))])
 
 
 def _error(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=clean_text(message))], is_error=True)
 
 
-async def run_tool(specs: Mapping[str, ToolSpec], name: str, args: Args | None) -> CallToolResult:
+async def run_tool(
+    specs: Mapping[str, ToolSpec], name: str, args: Args | None, report: Report | None = None
+) -> CallToolResult:
     """Run one tool call; every failure becomes an is_error result, never an exception."""
     spec = specs.get(name)
     if spec is None:
         return _error(f"unknown tool {name!r}; available: {', '.join(specs)}")
     try:
-        output = await spec.handler(check_args(spec, args or {}))
+        output = await spec.handler(check_args(spec, args or {}), report)
     except ToolError as exc:
         return _error(str(exc))
     except Exception as exc:  # a bug or an OS surprise must not take the server down
         logger.exception("tool %s failed", name)
         return _error(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
-    meta = dict(output.meta) if isinstance(output, Marked) else None
-    return CallToolResult(content=_content(output), _meta=meta)
+    return _result(output)
+
+
+def _reporter(ctx: ServerRequestContext[Any]) -> Report | None:
+    """Progress for this request, or None when the caller gave no progress token (then nothing is computed).
+
+    The token is read from the request's `_meta`, which every JSON-RPC transport carries (stdio and the
+    agent's in-memory streams); `mcp.Client(server)` called directly carries none, so it gets no progress."""
+    if ctx.meta is None or ctx.meta.get("progress_token") is None:
+        return None
+    sent = 0
+
+    async def report(message: str) -> None:
+        nonlocal sent
+        sent += 1  # the protocol wants `progress` to grow with every notification
+        await ctx.session.report_progress(sent, None, message)
+
+    return report
 
 
 def build_server(name: str, version: str, specs: Sequence[ToolSpec], instructions: str | None = None) -> Server[Any]:
@@ -191,10 +217,10 @@ def build_server(name: str, version: str, specs: Sequence[ToolSpec], instruction
     async def on_list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
         return ListToolsResult(tools=tools)
 
-    async def on_call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+    async def on_call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
         token = request_meta.set(cast(Mapping[str, Any], params.meta or {}))
         try:
-            return await run_tool(by_name, params.name, params.arguments)
+            return await run_tool(by_name, params.name, params.arguments, _reporter(ctx))
         finally:
             request_meta.reset(token)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from contextlib import suppress
 
 import anyio
@@ -13,7 +14,7 @@ from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._procs import CALL_ENV, call_scope, kill_group
 from sprout_agent.tools._sandbox import OUTSIDE_SANDBOX_META, SANDBOX_DENIED_META, SandboxUnavailable
 from sprout_agent.tools._secrets import command_env
-from sprout_agent.tools._server import Args, Marked, ToolError, ToolOutput, request_meta
+from sprout_agent.tools._server import Args, Marked, Report, ToolError, ToolOutput, request_meta
 
 TIMEOUT_ENV = "SPROUT_DEV_BASH_TIMEOUT"
 DEFAULT_TIMEOUT = 120.0
@@ -21,6 +22,10 @@ MAX_TIMEOUT = 600.0
 HEAD_BYTES = 15_000
 TAIL_BYTES = 15_000
 DRAIN_SECONDS = 0.5  # after the shell exits, how long background jobs may keep the pipe busy
+PROGRESS_SECONDS = 0.1  # at most ten progress messages a second
+PROGRESS_LINES = 5
+PROGRESS_CHARS = 400
+_RECENT_BYTES = 4096  # enough for PROGRESS_LINES lines of PROGRESS_CHARS, multi-byte characters included
 
 
 def default_timeout() -> float:
@@ -49,6 +54,13 @@ class HeadTail:
         if len(self.tail) > 2 * TAIL_BYTES:
             del self.tail[:-TAIL_BYTES]
 
+    def recent(self, size: int) -> bytes:
+        """The last `size` bytes so far (fewer early on); contiguous, since the tail is only ever trimmed to at
+        least TAIL_BYTES, which is more than any `size` asked for."""
+        if len(self.tail) >= size:
+            return bytes(self.tail[-size:])
+        return bytes(self.head[-(size - len(self.tail)) :] + self.tail)
+
     def text(self) -> str:
         tail = bytes(self.tail[-TAIL_BYTES:])
         omitted = self.total - len(self.head) - len(tail)
@@ -56,21 +68,63 @@ class HeadTail:
         return self.head.decode("utf-8", "replace") + middle + tail.decode("utf-8", "replace")
 
 
-async def _read_all(stream: ByteReceiveStream, buf: HeadTail) -> None:
+def live_tail(recent: bytes) -> str:
+    """What a person watching wants of the output so far: its last few lines, each as a terminal would leave
+    it after carriage returns (a progress bar shows its latest state), at most PROGRESS_CHARS characters."""
+    text = recent.decode("utf-8", "replace").replace("\r\n", "\n")
+    lines = [line.rsplit("\r", 1)[-1] for line in text.rstrip("\n").split("\n")[-PROGRESS_LINES:]]
+    return "\n".join(lines)[-PROGRESS_CHARS:].strip("\n")
+
+
+async def _read_all(stream: ByteReceiveStream, buf: HeadTail, grew: Callable[[], None]) -> None:
     with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
         while True:
             buf.add(await stream.receive(65536))
+            grew()
 
 
-async def _run(proc: Process, buf: HeadTail) -> bool:
+class _Watch:
+    """Sends the output's tail while the command runs: on new output, at most every PROGRESS_SECONDS, and
+    only when the tail changed."""
+
+    def __init__(self, buf: HeadTail, report: Report) -> None:
+        self._buf, self._report = buf, report
+        self._grew = anyio.Event()
+
+    def grew(self) -> None:
+        self._grew.set()
+
+    async def run(self) -> None:
+        sent = ""
+        while True:
+            await self._grew.wait()
+            self._grew = anyio.Event()
+            tail = live_tail(self._buf.recent(_RECENT_BYTES))
+            if tail and tail != sent:
+                sent = tail
+                try:
+                    await self._report(tail)
+                except Exception:  # the caller went away: the command and its result matter more
+                    return
+            await anyio.sleep(PROGRESS_SECONDS)
+
+
+def _nothing() -> None:
+    pass
+
+
+async def _run(proc: Process, buf: HeadTail, report: Report | None) -> bool:
     """Wait for the shell to exit while reading its output; False if a background job kept the pipe."""
     assert proc.stdout is not None
     eof = anyio.Event()
     async with anyio.create_task_group() as tg:
+        watch = _Watch(buf, report) if report is not None else None
+        if watch is not None:
+            tg.start_soon(watch.run)
 
         async def reader() -> None:
             assert proc.stdout is not None
-            await _read_all(proc.stdout, buf)
+            await _read_all(proc.stdout, buf, watch.grew if watch is not None else _nothing)
             eof.set()
 
         tg.start_soon(reader)
@@ -90,7 +144,7 @@ def _timeout_arg(args: Args) -> float:
     return float(timeout)
 
 
-async def bash(ws: Workspace, args: Args) -> ToolOutput:
+async def bash(ws: Workspace, args: Args, report: Report | None = None) -> ToolOutput:
     command: str = args["command"]
     timeout = _timeout_arg(args)
     # The agent's escalation (a person approved re-running a command the sandbox stopped): request `_meta`,
@@ -122,7 +176,7 @@ async def bash(ws: Workspace, args: Args) -> ToolOutput:
         call.arm(proc)
         try:
             with anyio.move_on_after(timeout) as scope:
-                drained = await _run(proc, buf)
+                drained = await _run(proc, buf, report)
             if scope.cancelled_caught:
                 await kill_group(proc)
         finally:  # cancelled too: the group gets its SIGTERM and grace before anything is closed
@@ -132,9 +186,19 @@ async def bash(ws: Workspace, args: Args) -> ToolOutput:
     if scope.cancelled_caught:
         raise ToolError(f"{output}\n[timed out after {timeout:g} s; the command's process group was killed]")
     note = "" if drained else "\n[background processes still held the output open; they were ended with the call]"
-    if outside:
-        return f"{output}{note}\n[exit code: {proc.returncode}]"
-    note += ws.sandbox.explain(output, proc.returncode)
-    text = f"{output}{note}\n[exit code: {proc.returncode}]"
-    stopped = ws.sandbox.stopped(output, proc.returncode)
-    return text if stopped is None else Marked(text, {SANDBOX_DENIED_META: stopped})
+    return _finished(ws, output, note, proc.returncode, outside)
+
+
+def _finished(ws: Workspace, output: str, note: str, code: int | None, outside: bool) -> ToolOutput:
+    """The result of a command that ended: a non-zero exit is a failed call (a red test run is a failure, for
+    the model and for the person watching), still marked with what the sandbox stopped, if anything."""
+    stopped = None
+    if not outside:
+        note += ws.sandbox.explain(output, code)
+        stopped = ws.sandbox.stopped(output, code)
+    text = f"{output}{note}\n[exit code: {code}]"
+    if stopped is not None:
+        return Marked(text, {SANDBOX_DENIED_META: stopped}, is_error=code != 0)
+    if code != 0:
+        raise ToolError(text)
+    return text

@@ -14,7 +14,7 @@ from mcp.server.lowlevel import Server
 
 from sprout_agent.tools import _files, _grep, _listing, _shell
 from sprout_agent.tools._paths import Workspace
-from sprout_agent.tools._server import Args, ToolOutput, ToolSpec, build_server, serve_stdio
+from sprout_agent.tools._server import Args, Report, ToolOutput, ToolSpec, build_server, serve_stdio
 
 NAME = "dev"
 VERSION = "0.1.0"
@@ -82,6 +82,7 @@ results are sorted by path.
 {_grep.MAX_LINE_CHARS} characters are clipped."""
 
 BASH = f"""Run a shell command with `bash -c` in the working directory and return its output and exit code.
+- A non-zero exit code makes the result an error (isError), with `[exit code: N]` at the end of the output.
 - stdout and stderr are combined; when longer than {(_shell.HEAD_BYTES + _shell.TAIL_BYTES) // 1000} KB \
 only the first and last {_shell.HEAD_BYTES // 1000} KB are kept.
 - stdin is /dev/null, so commands that wait for input get end-of-file: pass flags such as -y instead.
@@ -95,11 +96,19 @@ URLs with passwords) are removed from the environment.
 - Prefer read, edit, glob and grep over cat, sed, find and grep for files."""
 
 _Impl = Callable[[Workspace, Args], Awaitable[ToolOutput]]
+_Live = Callable[[Workspace, Args, Report | None], Awaitable[ToolOutput]]
 
 
-def _bind(ws: Workspace, impl: _Impl) -> Callable[[Args], Awaitable[ToolOutput]]:
-    async def handler(args: Args) -> ToolOutput:
+def _bind(ws: Workspace, impl: _Impl) -> Callable[[Args, Report | None], Awaitable[ToolOutput]]:
+    async def handler(args: Args, report: Report | None) -> ToolOutput:
         return await impl(ws, args)
+
+    return handler
+
+
+def _bind_live(ws: Workspace, impl: _Live) -> Callable[[Args, Report | None], Awaitable[ToolOutput]]:
+    async def handler(args: Args, report: Report | None) -> ToolOutput:
+        return await impl(ws, args, report)
 
     return handler
 
@@ -128,7 +137,7 @@ def tool_specs(ws: Workspace) -> list[ToolSpec]:
                                             "maximum": _shell.MAX_TIMEOUT},
                                 "description": {"type": "string",
                                                 "description": "What the command does, in 5-10 words."}},
-                 _bind(ws, _shell.bash), ("command",), RUNS),
+                 _bind_live(ws, _shell.bash), ("command",), RUNS),
     ]  # fmt: skip
 
 

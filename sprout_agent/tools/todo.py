@@ -12,7 +12,7 @@ from typing import Any
 
 from mcp.server.lowlevel import Server
 
-from sprout_agent.tools._server import Args, ToolError, ToolOutput, ToolSpec, build_server, serve_stdio
+from sprout_agent.tools._server import Args, Report, ToolError, ToolOutput, ToolSpec, build_server, serve_stdio
 
 NAME = "todo"
 VERSION = "0.1.0"
@@ -80,7 +80,7 @@ class TodoList:
 
     items: list[Item] = field(default_factory=list[Item])
 
-    async def write(self, args: Args) -> ToolOutput:
+    async def write(self, args: Args, report: Report | None = None) -> ToolOutput:
         raw: list[object] = args["todos"]
         if len(raw) > MAX_ITEMS:
             raise ToolError(f"at most {MAX_ITEMS} todo items")
@@ -94,10 +94,10 @@ class TodoList:
         done = sum(i.status == "completed" for i in items)
         return f"Todo list updated ({done}/{len(items)} completed):\n{render(items)}"
 
-    async def read(self, args: Args) -> ToolOutput:
+    async def read(self, args: Args, report: Report | None = None) -> ToolOutput:
         return render(self.items) if self.items else "The todo list is empty."
 
-    async def stop(self, args: Args) -> ToolOutput:
+    async def stop(self, args: Args, report: Report | None = None) -> ToolOutput:
         open_items = [i for i in self.items if i.status != "completed"]
         if not open_items:
             return ""
@@ -108,7 +108,7 @@ class TodoList:
             "longer apply, before stopping."
         )
 
-    async def post_compact(self, args: Args) -> ToolOutput:
+    async def post_compact(self, args: Args, report: Report | None = None) -> ToolOutput:
         if not self.items:
             return ""
         return f"Your todo list (kept across compaction):\n{render(self.items)}"

@@ -108,9 +108,10 @@ class JsonlSink:
     reader can rely on `init` being the first line whenever a session started.
     """
 
-    def __init__(self, out: TextIO, *, stream: bool) -> None:
+    def __init__(self, out: TextIO, *, stream: bool, progress: bool = False) -> None:
         self.out = out
         self.stream = stream
+        self.progress = progress  # `tool_progress` lines (--verbose): a live view wants them, a script does not
         self.session_id: str | None = None
         self._initialised = False
         self._pending: list[Event] = []
@@ -169,7 +170,7 @@ class JsonlSink:
 
     def _record(self, event: Event) -> Record | None:  # noqa: C901 - one arm per event type, checked exhaustive
         match event:
-            case ev.ModelWaiting() | ev.TextDelta() | ev.ToolRunning() | ev.ToolProgress():
+            case ev.ModelWaiting() | ev.TextDelta() | ev.ToolRunning():
                 return None  # they drive a spinner; `assistant` and `tool_finished` carry the content
             case ev.Notice():
                 return {"type": "notice", "level": event.level, "text": event.text}
@@ -214,9 +215,14 @@ class JsonlSink:
                     "tool": event.tool,
                     "arguments": event.arguments,
                 }
+            case ev.ToolProgress():
+                return {"type": "tool_progress", "id": event.call_id, "tail": event.tail} if self.progress else None
             case ev.ToolFinished():
                 _, server, _ = self._open_calls.pop(event.call_id, ("", "", 0.0))
-                return _tool_finished(event.call_id, event.name, server, event.is_error, event.seconds, event.summary)
+                record = _tool_finished(event.call_id, event.name, server, event.is_error, event.seconds, event.summary)
+                if event.diff:
+                    record["diff"] = event.diff
+                return record
             case (
                 ev.HookCalled()
                 | ev.HookObjected()
