@@ -6,7 +6,7 @@ import enum
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -24,7 +24,7 @@ class _PromptOrCommand(TyperGroup):
     """`sprout-agent "fix the test"`: a first argument that names no subcommand is the prompt (Claude Code's
     form). A positional parameter on the callback would swallow the subcommand names instead."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # Any: typer's vendored click Context
         rest = super().parse_args(ctx, args)
         protected: list[str] = ctx._protected_args  # pyright: ignore[reportPrivateUsage]
         if protected and protected[0] not in self.commands:

@@ -52,7 +52,9 @@ def attach_mentions(prompt: str, cwd: Path) -> Attached:
         if note is not None:
             notes.append(note)
         if body is not None:
-            parts.append(f'<file path="{name}">\n{body if body.endswith(chr(10)) or not body else body + chr(10)}</file>')
+            parts.append(
+                f'<file path="{name}">\n{body if body.endswith(chr(10)) or not body else body + chr(10)}</file>'
+            )
     text = prompt if not parts else prompt + "\n\n" + "\n\n".join(parts)
     return Attached(text, tuple(notes))
 

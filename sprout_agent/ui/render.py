@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO, assert_never
 
@@ -40,8 +39,10 @@ class TerminalRenderer:
         """`stdout` takes the rendered Markdown (interactive); `answers` gets each turn's final text as is."""
         self.interactive = interactive
         self.verbose = verbose
-        self.err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
-        self.out = Console(file=stdout or sys.stdout, highlight=False)
+        # No fixed file: the consoles write to whatever sys.stderr/sys.stdout are at the time, so that while the
+        # prompt shows (prompt_toolkit's patch_stdout) output goes above it and the prompt is redrawn.
+        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.out = Console(file=stdout, highlight=False)
         self.answers = answers
         self._live: Live | None = None
         self._streamed = ""
