@@ -83,10 +83,14 @@ class PtyScreen:
         os.write(self.master, keys.encode())
 
     def close(self, timeout: float = 20) -> int:
+        """Waits (bounded) for the program to end, reading what it prints; kills it past the deadline."""
+        if self.master < 0:
+            return self.process.wait(timeout=5)
         deadline = time.monotonic() + timeout
         while self.process.poll() is None and time.monotonic() < deadline and self._read(0.1):
             pass
         if self.process.poll() is None:
             self.process.kill()
         os.close(self.master)
+        self.master, self.closed = -1, True
         return self.process.wait(timeout=5)
