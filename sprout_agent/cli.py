@@ -15,7 +15,7 @@ from sprout_agent import __version__
 from sprout_agent.errors import EXIT_USAGE, UsageError, exit_code_of
 from sprout_agent.exits import exit_now, fail, fail_as
 from sprout_agent.locations import Locations
-from sprout_agent.settings import is_unicode, model_id
+from sprout_agent.settings import model_id
 
 _POSITIONAL = "sprout_agent.prompt"
 
@@ -103,41 +103,6 @@ def _patterns(values: list[str] | None) -> tuple[str, ...]:
     return tuple(part.strip() for value in values or () for part in value.split(",") if part.strip())
 
 
-def _check_texts(output_format: str, texts: dict[str, str | None], model: str | None) -> None:
-    """Text flags become JSON for the API and the transcript: an empty prompt would be an empty request (a 400
-    from the API), and bytes that are not UTF-8 (argv keeps them as lone surrogates) cannot be encoded at all."""
-    for flag, value in texts.items():
-        if value is not None and not is_unicode(value):
-            fail_as(output_format, f"{flag}: not valid UTF-8 text")
-    if texts["-p"] is not None and not texts["-p"].strip():
-        fail_as(output_format, "no prompt: -p is empty")
-    if model is not None:
-        try:
-            model_id(model, "--model")
-        except UsageError as error:
-            fail_as(output_format, str(error))
-
-
-def _headless_prompt(output_format: str, prompt: str | None) -> str:
-    """-p (or the positional prompt) with piped stdin attached; else piped stdin is the prompt. Decoded here so
-    that bytes that are not UTF-8, or too many of them, are a usage error."""
-    from sprout_agent.stdin_prompt import attach_stdin, read_piped
-
-    if prompt is None and sys.stdin.isatty():
-        fail_as(output_format, "no prompt: give one with -p or pipe it in")
-    try:
-        piped = read_piped(sys.stdin.buffer, wait=prompt is None)
-    except UsageError as error:
-        fail_as(output_format, f"{'no prompt: ' if prompt is None else ''}{error}")
-    if piped.note is not None:
-        typer.echo(f"sprout-agent: note: {piped.note}", err=True)
-    if prompt is None:
-        if piped.text is None:
-            fail_as(output_format, "no prompt: stdin was empty (give one with -p or pipe it in)")
-        return piped.text
-    return prompt if piped.text is None else attach_stdin(prompt, piped.text)
-
-
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"sprout-agent {__version__}")
@@ -210,6 +175,8 @@ def main_command(
     work_dir = (cwd or Path.cwd()).resolve()
     if not work_dir.is_dir():
         fail_as(output_format.value, f"--cwd {work_dir}: not a directory")
+    from sprout_agent.stdin_prompt import check_texts, headless_prompt
+
     positional: str | None = ctx.meta.get(_POSITIONAL)
     if positional is not None and prompt is not None:
         fail_as(output_format.value, "give the prompt once: as an argument (interactive) or with -p (headless)")
@@ -217,12 +184,12 @@ def main_command(
     interactive = prompt is None and sys.stdin.isatty() and not scripted
     texts = {"-p": prompt if positional is None else positional}
     texts |= {"--system-prompt": system_prompt, "--append-system-prompt": append_system_prompt}
-    _check_texts(output_format.value, texts, model)
+    check_texts(output_format.value, texts, model)
     first_prompt = positional if interactive else None
     if positional is not None and not interactive:
         prompt = positional  # a pipe or a script: the argument is the -p prompt
     if not interactive and input_format is InputFormat.text:
-        prompt = _headless_prompt(output_format.value, prompt)
+        prompt = headless_prompt(output_format.value, prompt)
     from sprout_agent import start
     from sprout_agent.options import Options
 
@@ -370,38 +337,9 @@ def sessions_list(
     as_json: Annotated[bool, typer.Option("--json", help="A JSON array on stdout.")] = False,
 ) -> None:
     """List recorded sessions, newest activity first: id, directory, last activity, turns, first prompt."""
-    import json
-    from datetime import UTC, datetime
+    from sprout_agent.sessions_command import list_command
 
-    from sprout_agent import session_index
-
-    def skipped(path: Path, reason: str) -> None:
-        typer.echo(f"sprout-agent: warning: skipped {path}: {reason}", err=True)
-
-    sessions = Locations.for_user().sessions
-    assert sessions is not None
-    found = session_index.list_sessions(sessions, str(Path.cwd().resolve()) if here else None, skipped=skipped)
-    found = found[:limit] if limit else found
-    if as_json:
-        rows = [
-            {
-                "session_id": s.session_id,
-                "cwd": s.cwd,
-                "first_prompt": s.first_prompt,
-                "turns": s.turns,
-                "last_activity": datetime.fromtimestamp(s.last_activity, UTC).isoformat(),
-                "path": str(s.path),
-            }
-            for s in found
-        ]
-        typer.echo(json.dumps(rows, ensure_ascii=False))
-        exit_now(0)
-    if not found:
-        typer.echo("no sessions recorded yet", err=True)
-    for s in found:
-        when = datetime.fromtimestamp(s.last_activity).strftime("%Y-%m-%d %H:%M")
-        typer.echo(f"{s.session_id}  {when}  {s.turns:>3} turns  {s.cwd}  {s.first_prompt}")
-    exit_now(0)
+    exit_now(list_command(here=here, limit=limit, as_json=as_json))
 
 
 @app.command("acp")
