@@ -30,8 +30,11 @@ from sprout_agent.untrusted import visible
 
 QUESTION_ARGUMENT_LINES = 20
 LEAVE_HINT = "press Ctrl-C again to leave"
-# Shift+Enter as kitty's CSI-u and xterm's modifyOtherKeys report it; prompt_toolkit reads the second as Enter.
+# Shift+Enter as kitty's CSI-u and xterm's modifyOtherKeys report it; prompt_toolkit reads the second as Enter
+# and has no Shift+Enter key, so both are read as a key no keyboard sends (F24), bound to a newline. Ctrl-J is
+# not one: a line typed ahead in cooked mode arrives with its Enter turned into \n, which must still send.
 SHIFT_ENTER_SEQUENCES = ("\x1b[13;2u", "\x1b[27;2;13~")
+SHIFT_ENTER = Keys.F24
 
 
 class MentionCompleter(Completer):
@@ -53,7 +56,7 @@ class MentionCompleter(Completer):
 
 
 class PromptReader:
-    """The `› ` prompt. Enter sends; `\\`+Enter, Alt/Esc+Enter, Ctrl-J (and Shift+Enter where the terminal
+    """The `› ` prompt. Enter sends; `\\`+Enter, Alt/Esc+Enter (and Shift+Enter where the terminal
     reports it) insert a newline. While it shows, whatever is printed goes above it and it is redrawn."""
 
     def __init__(self, history_file: Path | None, cwd: Path | None = None) -> None:
@@ -61,7 +64,7 @@ class PromptReader:
         self.type_ahead = ""  # typed while a turn ran (TurnKeys): the next prompt starts with it
         self._armed = False  # Ctrl-C on an empty line once: the next one leaves
         for sequence in SHIFT_ENTER_SEQUENCES:
-            ansi_escape_sequences.ANSI_SEQUENCES[sequence] = Keys.ControlJ
+            ansi_escape_sequences.ANSI_SEQUENCES[sequence] = SHIFT_ENTER
         self._session: PromptSession[str] = PromptSession(
             history=_history(history_file),
             key_bindings=self._bindings(),
@@ -84,6 +87,10 @@ class PromptReader:
     async def read(self) -> str | None:
         """The next line; "" when Ctrl-C cleared the line; None on Ctrl-D or a second Ctrl-C (leave)."""
         default, self.type_ahead = self.type_ahead, ""
+        if "\r" in default:  # Enter was typed during the turn: that line is sent as typed, with no prompt
+            line, self.type_ahead = default.split("\r", 1)
+            print_formatted_text(FormattedText([("bold", f"› {visible(line)}")]))
+            return line
         try:
             # raw: rich's colours and cursor moves pass through the proxy intact.
             with patch_stdout(raw=True):
@@ -113,7 +120,7 @@ class PromptReader:
                 buffer.validate_and_handle()
 
         @bindings.add("escape", "enter")
-        @bindings.add("c-j")
+        @bindings.add(SHIFT_ENTER)
         def _(event: KeyPressEvent) -> None:
             event.current_buffer.insert_text("\n")
 
@@ -220,11 +227,13 @@ class TurnKeys:
         self._keep(kept)
 
     def _keep(self, text: str) -> None:
-        """Type-ahead, edited only by Backspace."""
+        """Type-ahead, edited only by Backspace; an Enter in it ends a line to send."""
         kept = self.reader.type_ahead
         for char in text:
             if char in ("\x7f", "\b"):
                 kept = kept[:-1]
+            elif char in ("\r", "\n"):
+                kept += "\r"  # Enter: the next prompt sends the line before it at once
             elif char.isprintable():
                 kept += char
         self.reader.type_ahead = kept
