@@ -6,22 +6,48 @@ import enum
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from sprout_agent import __version__
 from sprout_agent.errors import EXIT_USAGE, UsageError, exit_code_of
 from sprout_agent.exits import exit_now, fail, fail_as
 from sprout_agent.locations import Locations
-from sprout_agent.settings import is_unicode, model_id
+from sprout_agent.settings import model_id
+
+_POSITIONAL = "sprout_agent.prompt"
+
+
+class _PromptOrCommand(TyperGroup):
+    """`sprout-agent "fix the test"`: a first argument that names no subcommand is the prompt (Claude Code's
+    form). A positional parameter on the callback would swallow the subcommand names instead."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # Any: typer's vendored click Context
+        rest = super().parse_args(ctx, args)
+        protected: list[str] = ctx._protected_args  # pyright: ignore[reportPrivateUsage]
+        if protected and protected[0] not in self.commands:
+            ctx.meta[_POSITIONAL] = protected[0]
+            ctx._protected_args = []  # pyright: ignore[reportPrivateUsage]
+            if rest:
+                ctx.fail(
+                    f"unexpected argument {rest[0]!r} after the prompt: put options before the prompt "
+                    "and quote a prompt of several words"
+                )
+            return []
+        return rest
+
 
 app = typer.Typer(
+    cls=_PromptOrCommand,
+    subcommand_metavar="[PROMPT] | COMMAND [ARGS]...",
     add_completion=False,
     no_args_is_help=False,
     help="sprout-agent: a coding agent with MCP tools and MCP-driven lifecycle hooks.\n\n"
-    "In a terminal it is an interactive session; with -p or piped stdin it runs one prompt to completion "
-    "(answer on stdout, progress on stderr).",
+    'In a terminal it is an interactive session (`sprout-agent "PROMPT"` starts it with that prompt); with -p '
+    "or piped stdin it runs one prompt to completion (answer on stdout, progress on stderr). "
+    '`cat log | sprout-agent -p "explain this"` attaches the piped text to the prompt.',
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
@@ -68,42 +94,13 @@ _SandboxNetworkOption = Annotated[
     OnOff | None, typer.Option(help="Network for sandboxed commands (default on; always off in read-only).")
 ]
 _SandboxAllowWriteOption = Annotated[
-    list[Path] | None, typer.Option(help="Another directory sandboxed commands may write; repeatable.")
+    list[Path] | None, typer.Option(metavar="PATH", help="Another directory sandboxed commands may write; repeatable.")
 ]
 
 
 def _patterns(values: list[str] | None) -> tuple[str, ...]:
     """Repeatable and comma-separated alike: `--allow-tools a,b --allow-tools c`."""
     return tuple(part.strip() for value in values or () for part in value.split(",") if part.strip())
-
-
-def _check_texts(output_format: str, texts: dict[str, str | None], model: str | None) -> None:
-    """Text flags become JSON for the API and the transcript: an empty prompt would be an empty request (a 400
-    from the API), and bytes that are not UTF-8 (argv keeps them as lone surrogates) cannot be encoded at all."""
-    for flag, value in texts.items():
-        if value is not None and not is_unicode(value):
-            fail_as(output_format, f"{flag}: not valid UTF-8 text")
-    if texts["-p"] is not None and not texts["-p"].strip():
-        fail_as(output_format, "no prompt: -p is empty")
-    if model is not None:
-        try:
-            model_id(model, "--model")
-        except UsageError as error:
-            fail_as(output_format, str(error))
-
-
-def _piped_prompt(output_format: str) -> str:
-    """The prompt from piped stdin, decoded here so that bytes that are not UTF-8 are a usage error."""
-    if sys.stdin.isatty():
-        fail_as(output_format, "no prompt: give one with -p or pipe it in")
-    data = sys.stdin.buffer.read()
-    try:
-        prompt = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        fail_as(output_format, f"no prompt: stdin is not UTF-8 text (byte {error.start} is 0x{data[error.start]:02x})")
-    if not prompt.strip():
-        fail_as(output_format, "no prompt: stdin was empty (give one with -p or pipe it in)")
-    return prompt
 
 
 def _version(value: bool) -> None:
@@ -115,19 +112,31 @@ def _version(value: bool) -> None:
 @app.callback(invoke_without_command=True)
 def main_command(
     ctx: typer.Context,
-    prompt: Annotated[str | None, typer.Option("--prompt", "-p", help="Run this prompt to completion.")] = None,
-    config: Annotated[
-        list[Path] | None, typer.Option("--config", help="MCP config file (repeatable); replaces the lookup.")
+    prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt", "-p", metavar="TEXT", help="Run this prompt to completion; piped stdin is attached to it."
+        ),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="Model name (default: $ANTHROPIC_MODEL or built in).")] = None,
-    system_prompt: Annotated[str | None, typer.Option(help="Replace the system prompt.")] = None,
-    append_system_prompt: Annotated[str | None, typer.Option(help="Append to the system prompt.")] = None,
-    max_turns: Annotated[int | None, typer.Option(min=1, help="Most model requests per prompt.")] = None,
-    cwd: Annotated[Path | None, typer.Option(help="Working directory for the agent and its tools.")] = None,
+    config: Annotated[
+        list[Path] | None,
+        typer.Option("--config", metavar="PATH", help="MCP config file (repeatable); replaces the lookup."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Model name (default: $ANTHROPIC_MODEL or built in).")
+    ] = None,
+    system_prompt: Annotated[str | None, typer.Option(metavar="TEXT", help="Replace the system prompt.")] = None,
+    append_system_prompt: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="Append to the system prompt.")
+    ] = None,
+    max_turns: Annotated[int | None, typer.Option(min=1, metavar="N", help="Most model requests per prompt.")] = None,
+    cwd: Annotated[
+        Path | None, typer.Option(metavar="PATH", help="Working directory for the agent and its tools.")
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show requests, usage and hooks.")] = False,
     strict_mcp_config: Annotated[bool, typer.Option(help="Fail if any configured MCP server fails to start.")] = False,
     max_budget_usd: Annotated[
-        float | None, typer.Option(min=0, help="End the session once this much is spent (exit 4).")
+        float | None, typer.Option(min=0, metavar="USD", help="End the session once this much is spent (exit 4).")
     ] = None,
     output_format: Annotated[
         OutputFormat, typer.Option(help="text, json (one object at the end) or stream-json (one event per line).")
@@ -138,14 +147,19 @@ def main_command(
     continue_latest: Annotated[
         bool, typer.Option("--continue", "-c", help="Resume the latest session of this directory.")
     ] = False,
-    resume: Annotated[str | None, typer.Option("--resume", "-r", help="Resume the session with this id.")] = None,
+    resume: Annotated[
+        str | None, typer.Option("--resume", "-r", metavar="ID", help="Resume the session with this id.")
+    ] = None,
     permission_mode: Annotated[
         PermissionMode, typer.Option(help="auto, ask (approve each call) or read-only.")
     ] = PermissionMode.auto,
     allow_tools: Annotated[
-        list[str] | None, typer.Option(help="Tool patterns that always run (dev__bash, git__*); repeatable.")
+        list[str] | None,
+        typer.Option(metavar="PATTERN", help="Tool patterns that always run (dev__bash, git__*); repeatable."),
     ] = None,
-    deny_tools: Annotated[list[str] | None, typer.Option(help="Tool patterns that never run; repeatable.")] = None,
+    deny_tools: Annotated[
+        list[str] | None, typer.Option(metavar="PATTERN", help="Tool patterns that never run; repeatable.")
+    ] = None,
     trust_project: Annotated[
         bool, typer.Option(help="Start the project's .mcp.json servers without approval, for this run (CI).")
     ] = False,
@@ -161,17 +175,27 @@ def main_command(
     work_dir = (cwd or Path.cwd()).resolve()
     if not work_dir.is_dir():
         fail_as(output_format.value, f"--cwd {work_dir}: not a directory")
+    from sprout_agent.stdin_prompt import check_texts, headless_prompt
+
+    positional: str | None = ctx.meta.get(_POSITIONAL)
+    if positional is not None and prompt is not None:
+        fail_as(output_format.value, "give the prompt once: as an argument (interactive) or with -p (headless)")
     scripted = output_format is not OutputFormat.text or input_format is InputFormat.stream_json
     interactive = prompt is None and sys.stdin.isatty() and not scripted
-    texts = {"-p": prompt, "--system-prompt": system_prompt, "--append-system-prompt": append_system_prompt}
-    _check_texts(output_format.value, texts, model)
-    if prompt is None and not interactive and input_format is InputFormat.text:
-        prompt = _piped_prompt(output_format.value)
+    texts = {"-p": prompt if positional is None else positional}
+    texts |= {"--system-prompt": system_prompt, "--append-system-prompt": append_system_prompt}
+    check_texts(output_format.value, texts, model)
+    first_prompt = positional if interactive else None
+    if positional is not None and not interactive:
+        prompt = positional  # a pipe or a script: the argument is the -p prompt
+    if not interactive and input_format is InputFormat.text:
+        prompt = headless_prompt(output_format.value, prompt)
     from sprout_agent import start
     from sprout_agent.options import Options
 
     options = Options(
         prompt=prompt,
+        first_prompt=first_prompt,
         config_files=tuple(config or ()),
         model=model,
         system_prompt=system_prompt,
@@ -201,12 +225,16 @@ def main_command(
 mcp_app = typer.Typer(help="The configured MCP servers: list them, or start each one and report.", no_args_is_help=True)
 app.add_typer(mcp_app, name="mcp")
 _ConfigOption = Annotated[
-    list[Path] | None, typer.Option("--config", help="MCP config file (repeatable); replaces the lookup.")
+    list[Path] | None,
+    typer.Option("--config", metavar="PATH", help="MCP config file (repeatable); replaces the lookup."),
 ]
-_CwdOption = Annotated[Path | None, typer.Option(help="Look up the config as a run in this directory would.")]
+_CwdOption = Annotated[
+    Path | None, typer.Option(metavar="PATH", help="Look up the config as a run in this directory would.")
+]
 _JsonOption = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
 _TimeoutOption = Annotated[
-    float | None, typer.Option("--timeout", min=0.1, help="Start timeout per server, seconds (default: its own).")
+    float | None,
+    typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Start timeout per server, seconds (default: its own)."),
 ]
 
 
@@ -305,56 +333,34 @@ def _interruptible(command: Callable[[], int]) -> int:
 @app.command("sessions")
 def sessions_list(
     here: Annotated[bool, typer.Option("--here", help="Only sessions started in the current directory.")] = False,
-    limit: Annotated[int | None, typer.Option(min=1, help="Show at most this many.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, metavar="N", help="Show at most this many.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="A JSON array on stdout.")] = False,
 ) -> None:
     """List recorded sessions, newest activity first: id, directory, last activity, turns, first prompt."""
-    import json
-    from datetime import UTC, datetime
+    from sprout_agent.sessions_command import list_command
 
-    from sprout_agent import session_index
-
-    def skipped(path: Path, reason: str) -> None:
-        typer.echo(f"sprout-agent: warning: skipped {path}: {reason}", err=True)
-
-    sessions = Locations.for_user().sessions
-    assert sessions is not None
-    found = session_index.list_sessions(sessions, str(Path.cwd().resolve()) if here else None, skipped=skipped)
-    found = found[:limit] if limit else found
-    if as_json:
-        rows = [
-            {
-                "session_id": s.session_id,
-                "cwd": s.cwd,
-                "first_prompt": s.first_prompt,
-                "turns": s.turns,
-                "last_activity": datetime.fromtimestamp(s.last_activity, UTC).isoformat(),
-                "path": str(s.path),
-            }
-            for s in found
-        ]
-        typer.echo(json.dumps(rows, ensure_ascii=False))
-        exit_now(0)
-    if not found:
-        typer.echo("no sessions recorded yet", err=True)
-    for s in found:
-        when = datetime.fromtimestamp(s.last_activity).strftime("%Y-%m-%d %H:%M")
-        typer.echo(f"{s.session_id}  {when}  {s.turns:>3} turns  {s.cwd}  {s.first_prompt}")
-    exit_now(0)
+    exit_now(list_command(here=here, limit=limit, as_json=as_json))
 
 
 @app.command("acp")
 def acp_command(
     config: Annotated[
-        list[Path] | None, typer.Option("--config", help="MCP config file (repeatable); replaces the lookup.")
+        list[Path] | None,
+        typer.Option("--config", metavar="PATH", help="MCP config file (repeatable); replaces the lookup."),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="Model name (default: $ANTHROPIC_MODEL or built in).")] = None,
-    max_turns: Annotated[int | None, typer.Option(min=1, help="Most model requests per prompt.")] = None,
+    model: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Model name (default: $ANTHROPIC_MODEL or built in).")
+    ] = None,
+    max_turns: Annotated[int | None, typer.Option(min=1, metavar="N", help="Most model requests per prompt.")] = None,
     permission_mode: Annotated[
         PermissionMode, typer.Option(help="auto, ask (the editor asks the user) or read-only.")
     ] = PermissionMode.auto,
-    allow_tools: Annotated[list[str] | None, typer.Option(help="Tool patterns that always run; repeatable.")] = None,
-    deny_tools: Annotated[list[str] | None, typer.Option(help="Tool patterns that never run; repeatable.")] = None,
+    allow_tools: Annotated[
+        list[str] | None, typer.Option(metavar="PATTERN", help="Tool patterns that always run; repeatable.")
+    ] = None,
+    deny_tools: Annotated[
+        list[str] | None, typer.Option(metavar="PATTERN", help="Tool patterns that never run; repeatable.")
+    ] = None,
     trust_project: Annotated[
         bool, typer.Option(help="Start each session's project .mcp.json servers without approval.")
     ] = False,

@@ -55,8 +55,12 @@ class Ledger:
     model: str
     overrides: dict[str, Price] = field(default_factory=dict[str, Price])
     usage: Usage = field(default_factory=Usage)
-    requests: int = 0
+    requests: int = 0  # responses counted
     cost: float = 0.0
+    sent: int = 0  # requests actually sent, failed attempts and retries included (the client reports them)
+
+    def attempted(self) -> None:
+        self.sent += 1
 
     def add(self, usage: Usage) -> float:
         """Counts one response; returns what it cost in dollars."""
@@ -75,6 +79,6 @@ class Ledger:
     def summary(self) -> str:
         u = self.usage
         return (
-            f"{self.requests} requests; tokens in {u.input_tokens}, cache read {u.cache_read_tokens}, "
+            f"{max(self.sent, self.requests)} requests; tokens in {u.input_tokens}, cache read {u.cache_read_tokens}, "
             f"cache write {u.cache_write_tokens}, out {u.output_tokens}; cost ${self.cost:.4f}"
         )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from sprout_agent.api_errors import Failure, explain
 from sprout_agent.errors import ApiError, PromptTooLongError
 from sprout_agent.events import ApiRetry, Event
 from sprout_agent.messages import Block, Image, Message, Text, ToolResult, ToolUse
@@ -36,6 +37,7 @@ class AnthropicModel:
         api_key: str | None,
         base_url: str | None,
         retries: int = 4,
+        on_attempt: Callable[[], None] | None = None,
     ) -> None:
         import anthropic  # lazy: costs ~2 s, paid once, overlapped with server start-up
 
@@ -43,6 +45,8 @@ class AnthropicModel:
         self._max_tokens = max_tokens
         self._emit = emit
         self._retries = retries
+        self._base_url = base_url
+        self._on_attempt = on_attempt  # the ledger counts requests actually sent, failed ones included
         # The SDK's own retries would be invisible to the user; ours emit events and also cover cut streams.
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=anthropic.Timeout(600, connect=10)
@@ -53,6 +57,11 @@ class AnthropicModel:
     def name(self) -> str:
         return self._model
 
+    @name.setter
+    def name(self, model: str) -> None:
+        """`/model NAME`: the next request goes to this model (the conversation is kept)."""
+        self._model = model
+
     async def complete(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
         attempt = 0
         while True:
@@ -61,13 +70,15 @@ class AnthropicModel:
             except Exception as error:  # classified below; anything unknown is re-raised
                 retry_after = self._retry_delay(error, attempt)
                 if retry_after is None or attempt >= self._retries:
-                    raise self._as_api_error(error) from error
+                    raise self._as_api_error(error, attempt + 1) from error
                 attempt += 1
                 self._emit(ApiRetry(attempt, _describe(error), retry_after))
                 await anyio.sleep(retry_after)
 
     async def _stream_once(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
         builder = ReplyBuilder(on_text)  # our accumulation: the SDK's raises on a tool input it cannot parse
+        if self._on_attempt is not None:
+            self._on_attempt()
         stream = await self._client.messages.create(**self._params(request), stream=True)
         async with stream:
             async for event in stream:
@@ -99,11 +110,22 @@ class AnthropicModel:
             return _retry_after_header(error) or backoff
         return None
 
-    def _as_api_error(self, error: Exception) -> Exception:
-        if isinstance(error, self._anthropic.BadRequestError) and "prompt is too long" in str(error).lower():
+    def _as_api_error(self, error: Exception, attempts: int) -> Exception:
+        sdk = self._anthropic
+        if isinstance(error, sdk.BadRequestError) and "prompt is too long" in str(error).lower():
             return PromptTooLongError(_describe(error))
-        if isinstance(error, StreamCut | self._anthropic.APIError) or _is_transport_error(error):
-            return ApiError(f"API request failed: {_describe(error)}")
+        if isinstance(error, StreamCut | sdk.APIError) or _is_transport_error(error):
+            status: int | None = error.status_code if isinstance(error, sdk.APIStatusError) else None
+            if isinstance(error, sdk.APITimeoutError):
+                kind = "timeout"
+            elif isinstance(error, StreamCut):
+                kind = "cut"
+            elif status is None:
+                kind = "connection"
+            else:
+                kind = _error_type(error) if isinstance(error, sdk.APIStatusError) else ""
+            message = _api_message(error) if isinstance(error, sdk.APIStatusError) else _describe(error)
+            return ApiError(explain(Failure(status, kind, message, attempts, self._model, self._base_url)))
         return error
 
 
@@ -119,6 +141,14 @@ def _error_type(error: anthropic.APIStatusError) -> str:
         if isinstance(inner, dict):
             return str(inner.get("type", ""))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
     return ""
+
+
+def _api_message(error: anthropic.APIStatusError) -> str:
+    """The API's own `error.message`, one line; the SDK's text (with the whole body) when there is none."""
+    body = error.body
+    inner = body.get("error") if isinstance(body, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    message = inner.get("message") if isinstance(inner, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    return " ".join(str(message if message else error.message).split())  # pyright: ignore[reportUnknownArgumentType]
 
 
 def _retry_after_header(error: anthropic.APIStatusError) -> float | None:

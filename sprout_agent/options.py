@@ -23,7 +23,8 @@ from sprout_agent.sandboxing import SandboxPlan, plan, server_notices
 
 @dataclass(frozen=True)
 class Options:
-    prompt: str | None
+    prompt: str | None  # headless: the one prompt (piped stdin already attached)
+    first_prompt: str | None = None  # interactive: `sprout-agent "PROMPT"` runs this first
     config_files: tuple[Path, ...] = ()
     model: str | None = None
     system_prompt: str | None = None

@@ -7,17 +7,21 @@ import time
 import anyio
 import anyio.lowlevel
 
+from sprout_agent import session_view as view
 from sprout_agent.agent import Agent
-from sprout_agent.errors import EXIT_OK, SproutError
+from sprout_agent.compaction import context_window, parse_threshold
+from sprout_agent.errors import EXIT_OK, SproutError, UsageError
 from sprout_agent.hooks import is_hook
 from sprout_agent.messages import ToolUse
 from sprout_agent.options import Prepared
 from sprout_agent.permissions import Ask, Decision
+from sprout_agent.prompt_attach import attach_mentions
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.runtime import Runtime, open_runtime
+from sprout_agent.settings import model_id
 from sprout_agent.signals import SignalWatch
 from sprout_agent.status import context_line
-from sprout_agent.ui.input import PromptReader
+from sprout_agent.ui.input import PromptReader, TurnKeys
 from sprout_agent.ui.render import TerminalRenderer
 from sprout_agent.untrusted import printable
 
@@ -29,16 +33,19 @@ HELP = """Commands:
   /compact [focus]  summarise the conversation now, optionally focused
   /context   how full the context window is
   /cost      tokens and cost so far
+  /model [NAME]  show the model, or switch to NAME for the next request
   /exit      leave (Ctrl-D works too)
-Ctrl-C cancels the running turn; at the prompt it clears the line."""
+Enter sends; \\+Enter or Alt+Enter adds a line. Tab completes /commands and @files; @path attaches a file.
+Esc or Ctrl-C cancels the running turn; at the prompt Ctrl-C clears the line, twice on an empty line leaves."""
 
 
 class Repl:
-    def __init__(self, prepared: Prepared, renderer: TerminalRenderer, runtime: Runtime) -> None:
+    def __init__(self, prepared: Prepared, renderer: TerminalRenderer, runtime: Runtime, keys: TurnKeys) -> None:
         self.prepared = prepared
         self.renderer = renderer
         self.runtime = runtime
         self.agent = runtime.agent
+        self.keys = keys
         self.started = time.time()
 
     async def command(self, line: str) -> bool:
@@ -57,6 +64,8 @@ class Repl:
             self.renderer.say("new conversation", "dim")
         elif name in ("/compact", "/context", "/cost"):
             await self._context_command(name, line[len(name) :].strip())
+        elif name == "/model":
+            self._model(line[len(name) :].strip())
         else:
             self.renderer.say(f"unknown command {name}; /help lists them", "yellow")
         return True
@@ -70,6 +79,25 @@ class Repl:
         else:
             await agent.compact("manual", focus=argument or None)
             self.renderer.say(context_line(agent), "dim")
+
+    def _model(self, argument: str) -> None:
+        """Switches the model for the next request; the conversation, the ledger and the window follow it."""
+        agent, settings = self.agent, self.prepared.settings
+        if not argument:
+            self.renderer.say(f"model: {agent.model.name}")
+            return
+        try:
+            name = model_id(argument, "/model")
+            setattr(agent.model, "name", name)  # noqa: B010 - the API client's setter; a test double may lack one
+        except (UsageError, AttributeError) as error:
+            self.renderer.say(f"cannot switch: {error}", "red")
+            return
+        agent.ledger.model = name  # priced from here on at the new model's rates
+        if agent.compactor is not None:
+            window = context_window(name, settings.max_context_tokens)
+            agent.compactor.window = window
+            agent.compactor.threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
+        self.renderer.say(f"model: {name} (from the next request)", "dim")
 
     def _tools(self, agent: Agent) -> None:
         # The whole first line: the table wraps it at word boundaries, where a cut would split a word.
@@ -106,6 +134,7 @@ class Repl:
         keep_going = True
         with anyio.CancelScope() as scope:
             watch.turn = scope
+            self.keys.start(scope.cancel)  # Esc cancels like Ctrl-C
             try:
                 if line.startswith("/"):
                     keep_going = await self.command(line)
@@ -114,6 +143,7 @@ class Repl:
             except SproutError as error:
                 self.renderer.say(f"error: {error}", "red")
             finally:
+                await self.keys.stop()
                 watch.turn = None
                 self.renderer.close()
         if scope.cancelled_caught:
@@ -121,16 +151,23 @@ class Repl:
         return keep_going
 
     async def turn(self, text: str) -> None:
-        await self.agent.run_turn(text)  # the renderer reports how it ended
+        attached = attach_mentions(text, self.prepared.options.cwd)
+        for note in attached.notes:
+            self.renderer.say(note, "yellow")
+        await self.agent.run_turn(attached.text)  # the renderer reports how it ended
 
 
-def permission_asker(renderer: TerminalRenderer, watch: SignalWatch, cwd: str) -> Ask:
+def permission_asker(renderer: TerminalRenderer, watch: SignalWatch, cwd: str, keys: TurnKeys | None = None) -> Ask:
     """`--permission-mode ask` in the terminal: the question, with the live region paused; Ctrl-C cancels the turn."""
 
     async def ask(spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
         from sprout_agent.ui.ask import ask_permission  # rich and prompt_toolkit's full-app parts: on first question
 
-        decision = await ask_permission(renderer, spec, use.input, cwd, outside_sandbox=outside_sandbox)
+        if keys is None:
+            decision = await ask_permission(renderer, spec, use.input, cwd, outside_sandbox=outside_sandbox)
+        else:
+            async with keys.paused():  # the question reads the keys itself
+                decision = await ask_permission(renderer, spec, use.input, cwd, outside_sandbox=outside_sandbox)
         if decision.kind == "cancel" and watch.turn is not None:
             watch.turn.cancel()
             await anyio.lowlevel.checkpoint()  # raises the cancellation here
@@ -146,12 +183,15 @@ class EarlyInput:
     servers end, the imports are abandoned); the first line that needs the agent waits for it.
     """
 
-    def __init__(self, reader: PromptReader, renderer: TerminalRenderer) -> None:
+    def __init__(self, reader: PromptReader, renderer: TerminalRenderer, first: str | None = None) -> None:
         self.reader = reader
         self.renderer = renderer
         self.started = False  # the runtime is open
-        self._line: str | None = None
+        self._line: str | None = first  # `sprout-agent "PROMPT"`: no reading, the prompt is already there
         self._arrived = anyio.Event()
+        if first is not None:
+            renderer.say(f"› {first}", "bold")
+            self._arrived.set()
 
     async def read(self, everything: anyio.CancelScope) -> None:
         while True:
@@ -177,25 +217,38 @@ class EarlyInput:
 
 
 async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
-    reader = PromptReader(prepared.locations.prompt_history)
+    reader = PromptReader(prepared.locations.prompt_history, prepared.options.cwd)
     watch = SignalWatch()
+    agent: list[Agent] = []  # the toolbar's agent, once the runtime is open
+    reader.status = lambda: view.status_text(agent[0].model.name if agent else prepared.model, *agent[:1] or [None])
+    leave: str | None = None
     async with anyio.create_task_group() as group:
         watch.everything = group.cancel_scope
         group.start_soon(watch.watch)
-        renderer.say(
-            f"sprout-agent — /help for commands, Ctrl-D to leave — sandbox: {prepared.sandbox.describe()}", "dim"
-        )
-        early = EarlyInput(reader, renderer)
-        group.start_soon(early.read, group.cancel_scope)
+        keys = TurnKeys(reader, group)
+        renderer.say(view.banner(prepared, prepared.model), "dim")
+        if prepared.resume is not None:
+            for text, style in view.replay_lines(prepared.resume.history):
+                renderer.say(text, style)
+        early = EarlyInput(reader, renderer, prepared.options.first_prompt)
+        if prepared.options.first_prompt is None:
+            group.start_soon(early.read, group.cancel_scope)
         async with open_runtime(
-            prepared, renderer, ask=permission_asker(renderer, watch, str(prepared.options.cwd))
+            prepared, renderer, ask=permission_asker(renderer, watch, str(prepared.options.cwd), keys)
         ) as runtime:
             early.started = True
-            repl = Repl(prepared, renderer, runtime)
+            repl = Repl(prepared, renderer, runtime, keys)
+            agent.append(runtime.agent)
+            reader.refresh()
+            renderer.say(view.servers_line(runtime.pool.status()), "dim")
             line = await early.line()
             while line is not None and await repl.handle(watch, line):
                 line = await _next_line(reader)
+            recorded = bool(runtime.agent.history) or prepared.resume is not None
+            leave = view.leave_line(runtime.session_id, recorded and prepared.locations.sessions is not None)
         group.cancel_scope.cancel()  # a clean end: the store is flushed and the servers ended above
+    if leave is not None:
+        renderer.say(leave, "dim")
     return watch.exit_code or EXIT_OK
 
 

@@ -71,26 +71,27 @@ async def open_runtime(
             stack.callback(transcript.close)
         stack.callback(pool.kill_all_now)  # a cancel between the spawn and the pool's enter orphans nothing
         await pool.spawn()  # the processes boot on the other core while mcp loads in a thread
-        building = _build_model_in_background(prepared, emit)  # anthropic (~2 s) loads while they hand-shake
+        ledger = Ledger(prepared.model, prepared.prices)
+        building = _build_model_in_background(prepared, emit, ledger)  # anthropic (~2 s) loads while they hand-shake
         await stack.enter_async_context(pool)
         _check_strict(prepared, pool)
         model = await anyio.to_thread.run_sync(building.result, abandon_on_cancel=True)
-        agent = _build_agent(prepared, emit, ask, pool, model, session_id, transcript)
+        agent = _build_agent(prepared, emit, ask, pool, model, session_id, transcript, ledger)
         if prepared.resume is not None:
             agent.load(prepared.resume.history, "resume")
             emit(Notice(f"resumed session {session_id} ({len(prepared.resume.history)} messages)"))
         yield Runtime(prepared, session_id, pool, agent)
 
 
-def _build_model_in_background(prepared: Prepared, emit: Callable[[Event], None]) -> Future[Model]:
+def _build_model_in_background(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger) -> Future[Model]:
     """A plain thread, not a task: a task group here would wrap every error the session raises in a group."""
     executor = ThreadPoolExecutor(1, thread_name_prefix="sprout-model")
-    future = executor.submit(_make_model, prepared, emit)
+    future = executor.submit(_make_model, prepared, emit, ledger)
     executor.shutdown(wait=False)  # the thread ends once the model is built; nobody waits for it to exit
     return future
 
 
-def _make_model(prepared: Prepared, emit: Callable[[Event], None]) -> Model:
+def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger) -> Model:
     from sprout_agent.llm import AnthropicModel
 
     key = prepared.env.get("ANTHROPIC_API_KEY") or prepared.env.get("ANTHROPIC_AUTH_TOKEN")
@@ -100,6 +101,7 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None]) -> Model:
         emit=emit,
         api_key=key or "none",  # a keyless local server behind ANTHROPIC_BASE_URL
         base_url=prepared.settings.base_url,
+        on_attempt=ledger.attempted,
     )
 
 
@@ -137,13 +139,13 @@ def _build_agent(
     model: Model,
     session_id: str,
     transcript: store.SessionStore | None,
+    ledger: Ledger,
 ) -> Agent:
     names = {server.name for server in p.loaded.servers}
     allowlist = parse_allowlist(p.settings.hook_servers)
     if allowlist is not None and not allowlist.everything:
         for missing in sorted(allowlist.names - names):
             emit(Notice(f"MCP_HOOK_SERVERS names '{missing}', but no server has that name", "warning"))
-    ledger = Ledger(p.model, p.prices)
     compactor = Compactor(
         model=model,
         window=p.window,

@@ -13,4 +13,7 @@ def context_line(agent: Agent) -> str:
     share = f" of {window} ({100 * used / window:.0f} %)" if window else ""
     threshold = compactor.threshold if compactor else None
     when = f"; compacts past {threshold}" if threshold is not None else "; automatic compaction off"
-    return f"context: ~{used} tokens{share}{when}; {len(agent.history)} messages"
+    system = len(agent.system) // 4  # the same 4-characters-a-token estimate as agent.fixed_tokens
+    tools = max(0, agent.fixed_tokens - system)
+    parts = f"system ~{system}, tools ~{tools}, messages ~{max(0, used - agent.fixed_tokens)}"
+    return f"context: ~{used} tokens{share} ({parts}){when}; {len(agent.history)} messages"

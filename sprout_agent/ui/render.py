@@ -5,7 +5,6 @@ answer on stdout.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO, assert_never
 
@@ -32,9 +31,11 @@ class TerminalRenderer:
         """`stdout` takes the rendered Markdown (interactive); `answers` gets each turn's final text as is."""
         self.interactive = interactive
         self.verbose = verbose
-        # Lines wrap at word boundaries (soft_wrap off): a terminal's own wrap cuts words in two.
-        self.err = Console(file=sys.stderr, highlight=False)
-        self.out = Console(file=stdout or sys.stdout, highlight=False)
+        # No fixed file: the consoles write to whatever sys.stderr/sys.stdout are at the time, so that while the
+        # prompt shows (prompt_toolkit's patch_stdout) output goes above it and the prompt is redrawn. Lines wrap
+        # at word boundaries (soft_wrap off): a terminal's own wrap cuts words in two.
+        self.err = Console(stderr=True, highlight=False)
+        self.out = Console(file=stdout, highlight=False)
         self.answers = answers
         self._view: LiveView | None = None
         self._pending_tools: dict[str, str] = {}

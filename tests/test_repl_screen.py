@@ -1,0 +1,75 @@
+"""The interactive session as a person sees it, on a real pseudo-terminal read through pyte: the positional
+prompt, `@file` completion, a notice printed above a redrawn prompt that keeps what was typed, Esc cancelling,
+Ctrl-C twice leaving with the command to resume."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.fake_anthropic import FakeAnthropic, hang, reply
+from tests.harness import agent_command, agent_env, write_config
+from tests.pty_screen import PtyScreen
+
+pytestmark = pytest.mark.e2e
+
+
+def prompt_shows(term: PtyScreen, typed: str = "") -> bool:
+    return term.cursor_line() == f"› {typed}".rstrip() or term.cursor_line() == f"› {typed}"
+
+
+def test_the_positional_prompt_runs_at_once_esc_cancels_it_and_ctrl_c_twice_leaves_naming_the_session(
+    tmp_path: Path,
+) -> None:
+    config = write_config(tmp_path, {})
+    with FakeAnthropic([hang(), reply("after")]) as fake:
+        term = PtyScreen(agent_command(["--config", str(config), "wait forever"]), agent_env(tmp_path, fake), tmp_path)
+        try:
+            term.wait_until(lambda: bool(fake.requests), "the positional prompt reaching the model")
+            term.expect("thinking")
+            term.send("\x1b")
+            term.expect("cancelled")
+            term.wait_until(lambda: prompt_shows(term), "the prompt after the cancel")
+            term.send("again\r")
+            term.expect("after")
+            term.wait_until(lambda: prompt_shows(term), "the prompt after the answer")
+            term.send("\x03")
+            term.expect("press Ctrl-C again to leave")
+            term.send("\x03")
+            code = term.close()
+        finally:
+            term.close()
+    assert code == 0
+    assert fake.requests[0].body["messages"][0]["content"][0]["text"] == "wait forever"
+    assert len(fake.requests) == 2
+    assert re.search(r"resume this session: sprout-agent -r [0-9a-f]{32}\n", term.text())
+
+
+def test_a_notice_while_typing_goes_above_the_prompt_which_keeps_the_text_and_tab_completes_an_at_file(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    config = write_config(tmp_path, {"broken": {"command": str(tmp_path / "no-such-server")}})
+    with FakeAnthropic([reply("fixed")]) as fake:
+        term = PtyScreen(agent_command(["--config", str(config)]), agent_env(tmp_path, fake), tmp_path)
+        try:
+            term.wait_until(lambda: prompt_shows(term), "the prompt")
+            term.send("fix @cal")  # typed while the servers start; their failure is printed meanwhile
+            term.expect("server broken failed")
+            term.wait_until(lambda: prompt_shows(term, "fix @cal"), "the prompt redrawn with the typed text")
+            failure = next(i for i, line in enumerate(term.display()) if "server broken failed" in line)
+            assert failure < term.screen.cursor.y  # above the prompt, not over it
+            term.send("\t")
+            term.wait_until(lambda: prompt_shows(term, "fix @calc.py"), "@calc.py completed on the prompt line")
+            term.send("\r")
+            term.expect("fixed")
+            term.wait_until(lambda: prompt_shows(term), "the prompt after the answer")
+            term.send("\x04")
+            code = term.close()
+        finally:
+            term.close()
+    assert code == 0
+    sent = fake.requests[0].body["messages"][-1]["content"][0]["text"]
+    assert sent == 'fix @calc.py\n\n<file path="calc.py">\ndef add(a, b):\n    return a - b\n</file>'
