@@ -165,7 +165,7 @@ def answer(request_id: object, method: Any, params: dict[str, Any], cancel: thre
             raise Error("Method not found", -32601)
     except Error as error:
         response: dict[str, Any] = {"id": request_id, "error": {"code": error.code, "message": str(error)}}
-    except Exception as error:  # noqa: BLE001 - the SDK's server answers a handler's crash as an error, too
+    except Exception as error:  # the SDK's server answers a handler's crash as an error, too
         response = {"id": request_id, "error": {"code": 0, "message": str(error)}}
     else:
         response = {"id": request_id, "result": result}
