@@ -1,5 +1,10 @@
 """A real stdio MCP server with fault knobs, for tests: `python tests/fake_mcp_server.py`.
 
+Stdlib only, JSON-RPC by hand (as the SDK's server writes it: see the wire shapes below), so that it starts in
+tens of milliseconds where the SDK's server took over a second; our side still speaks through the real SDK
+client. Each tools/call runs in its own thread, like the SDK's task per request; a notifications/cancelled
+drops the answer of the call it names, as the SDK's server does.
+
 Configured only by environment variables (tests put them in the server config's "env"):
 
 FAKE_MCP_NAME              server name reported in the handshake (default "fake")
@@ -36,6 +41,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -56,7 +62,18 @@ ALL_TOOLS = (
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 _stop_calls = 0
+_out = threading.Lock()
+_cancelled: dict[object, threading.Event] = {}  # in-flight calls by request id
+
+
+class Error(Exception):
+    """An error answer (JSON-RPC `error`), as the SDK's server sends for a handler that raised."""
+
+    def __init__(self, message: str, code: int = 0) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def knob(name: str, default: str | None = None) -> str | None:
@@ -97,28 +114,79 @@ def main() -> None:
         sys.stderr.flush()
         while True:
             time.sleep(1000)
-    import anyio  # imported late so that the start-up knobs above act before the slow imports
-
-    anyio.run(serve)
+    serve()
 
 
-async def serve() -> None:
-    from mcp.server.lowlevel import Server
-    from mcp.server.stdio import stdio_server
-
-    server = Server(knob("NAME", "fake") or "fake", on_list_tools=list_tools, on_call_tool=call_tool)
+def serve() -> None:
     sys.stderr.write(f"fake: serving as pid {os.getpid()}\n")
     sys.stderr.flush()
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    for line in sys.stdin.buffer:
+        if line.strip():
+            dispatch(json.loads(line))
+    os._exit(0)  # stdin's end is the client's goodbye: calls still running in threads end with us
 
 
-def tool_defs() -> list[Any]:
-    import mcp.types as types
+def send(message: dict[str, Any]) -> None:
+    line = json.dumps({"jsonrpc": "2.0", **message}, separators=(",", ":")) + "\n"
+    with _out:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
-    def tool(name: str, properties: dict[str, Any] | None = None, **extra: Any) -> types.Tool:
+
+def dispatch(message: dict[str, Any]) -> None:
+    method, request_id, params = message.get("method"), message.get("id"), message.get("params") or {}
+    if method == "notifications/cancelled":
+        event = _cancelled.get(params.get("requestId"))
+        if event is not None:
+            event.set()
+        return
+    if request_id is None:
+        return  # other notifications (initialized) need no answer
+    if method == "tools/call":
+        if str(params.get("name")) == "_Stop" and (knob("STOP_MODE") or "ok") == "freeze":
+            call_hook("_Stop", threading.Event())  # in the reading thread: nothing else is read, not even a cancel
+        cancel = _cancelled[request_id] = threading.Event()
+        threading.Thread(target=answer, args=(request_id, method, params, cancel), daemon=True).start()
+        return
+    answer(request_id, method, params, threading.Event())
+
+
+def answer(request_id: object, method: Any, params: dict[str, Any], cancel: threading.Event) -> None:
+    try:
+        if method == "initialize":
+            result = initialize(params)
+        elif method == "tools/list":
+            result = list_tools(params)
+        elif method == "tools/call":
+            result = call_tool(str(params.get("name")), dict(params.get("arguments") or {}), cancel)
+        elif method == "ping":
+            result = {}
+        else:
+            raise Error("Method not found", -32601)
+    except Error as error:
+        response: dict[str, Any] = {"id": request_id, "error": {"code": error.code, "message": str(error)}}
+    except Exception as error:  # the SDK's server answers a handler's crash as an error, too
+        response = {"id": request_id, "error": {"code": 0, "message": str(error)}}
+    else:
+        response = {"id": request_id, "result": result}
+    _cancelled.pop(request_id, None)
+    if not cancel.is_set():  # a cancelled request gets no answer
+        send(response)
+
+
+def initialize(params: dict[str, Any]) -> dict[str, Any]:
+    asked = params.get("protocolVersion")
+    return {
+        "capabilities": {"tools": {"listChanged": False}},
+        "protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1],
+        "serverInfo": {"name": knob("NAME", "fake") or "fake", "version": ""},
+    }
+
+
+def tool_defs() -> list[dict[str, Any]]:
+    def tool(name: str, properties: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
         schema = {"type": "object", "properties": properties or {}}
-        return types.Tool(name=name, description=f"fake {name}", input_schema=schema, **extra)
+        return {"name": name, "description": f"fake {name}", "inputSchema": schema, **extra}
 
     listed = knob("TOOLS")
     chosen = [name.strip() for name in (ALL_TOOLS if listed is None else listed.split(",")) if name.strip()]
@@ -132,7 +200,7 @@ def tool_defs() -> list[Any]:
     }
     tools = [tool(name, args.get(name)) for name in chosen if name != "read_only"]
     if "read_only" in chosen:
-        tools.append(tool("read_only", annotations=types.ToolAnnotations(read_only_hint=True)))
+        tools.append(tool("read_only", annotations={"readOnlyHint": True}))
     if knob("STOP") is not None or knob("STOP_MODE") in ("sequence", "hang", "freeze", "crash", "error"):
         tools.append(tool("_Stop", json.loads(knob("HOOK_SCHEMA") or "{}")))
     if knob("POSTCOMPACT") is not None:
@@ -140,50 +208,46 @@ def tool_defs() -> list[Any]:
     return tools
 
 
-async def list_tools(ctx: Any, params: Any) -> Any:
-    import mcp.types as types
-
+def list_tools(params: dict[str, Any]) -> dict[str, Any]:
+    cursor = params.get("cursor")
     barrier = knob("LIST_BARRIER")
-    if barrier and not (params is not None and params.cursor):
-        await meet(barrier)
+    if barrier and not cursor:
+        meet(barrier)
     tools = tool_defs()
     size = int(knob("PAGE_SIZE") or 0) or len(tools) or 1
-    start = int(params.cursor) if params is not None and params.cursor else 0
+    start = int(cursor) if cursor else 0
     following = start + size
-    cursor = str(following) if following < len(tools) else None
-    return types.ListToolsResult(tools=tools[start:following], next_cursor=cursor)
+    page: dict[str, Any] = {"tools": tools[start:following]}
+    if following < len(tools):
+        page["nextCursor"] = str(following)
+    return page
 
 
-async def meet(barrier: str) -> None:
-    import anyio
-
+def meet(barrier: str) -> None:
     count, directory = barrier.split(":", 1)
     open(os.path.join(directory, str(os.getpid())), "w").close()
-    with anyio.move_on_after(15):
-        while len(os.listdir(directory)) < int(count):
-            await anyio.sleep(0.01)
-        return
-    raise RuntimeError(f"barrier: {len(os.listdir(directory))} of {count} servers reached tools/list within 15 s")
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if len(os.listdir(directory)) >= int(count):
+            return
+        time.sleep(0.01)
+    raise Error(f"barrier: {len(os.listdir(directory))} of {count} servers reached tools/list within 15 s")
 
 
-async def call_tool(ctx: Any, params: Any) -> Any:
-    import anyio
-    import mcp.types as types
+def text(value: str, is_error: bool = False) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": value}], "isError": is_error}
 
-    name, arguments = params.name, dict(params.arguments or {})
+
+def call_tool(name: str, arguments: dict[str, Any], cancel: threading.Event) -> dict[str, Any]:
     log_call(name, arguments)
-
-    def text(value: str, is_error: bool = False) -> types.CallToolResult:
-        return types.CallToolResult(content=[types.TextContent(type="text", text=value)], is_error=is_error)
-
     if name.startswith("_"):
-        return await call_hook(name, text)
+        return call_hook(name, cancel)
     if name == "echo":
         return text(str(arguments.get("text", "")))
     if name == "add":
         return text(str(arguments["a"] + arguments["b"]))
     if name == "slow":
-        await anyio.sleep(float(arguments.get("seconds", 1)))
+        cancel.wait(float(arguments.get("seconds", 1)))
         return text("done")
     if name == "crash":
         os._exit(1)
@@ -194,7 +258,7 @@ async def call_tool(ctx: Any, params: Any) -> Any:
         return text("this tool failed on purpose", is_error=True)
     if name == "image":
         data = base64.b64encode(PNG).decode()
-        return types.CallToolResult(content=[types.ImageContent(type="image", data=data, mime_type="image/png")])
+        return {"content": [{"type": "image", "data": data, "mimeType": "image/png"}], "isError": False}
     if name == "spawn_grandchild":
         return text(str(spawn_grandchild(bool(arguments.get("hold_stdout", False)))))
     if name == "env":
@@ -206,9 +270,7 @@ async def call_tool(ctx: Any, params: Any) -> Any:
     return text(f"unknown tool {name}", is_error=True)
 
 
-async def call_hook(name: str, text: Any) -> Any:
-    import anyio
-
+def call_hook(name: str, cancel: threading.Event) -> dict[str, Any]:
     global _stop_calls
     if name == "_PostCompact":
         return text(knob("POSTCOMPACT") or "")
@@ -216,10 +278,10 @@ async def call_hook(name: str, text: Any) -> Any:
     _stop_calls += 1
     if mode == "hang":
         spawn_grandchild()
-        await anyio.sleep_forever()
+        threading.Event().wait()  # never answers, cancelled or not
     if mode == "freeze":
         spawn_grandchild()
-        time.sleep(1000)  # blocks the event loop: the server cannot even see a cancellation
+        time.sleep(1000)  # called in the reading thread: the server cannot even see a cancellation
     if mode == "crash":
         os._exit(1)
     if mode == "error":

@@ -1,6 +1,7 @@
 """The scripting contract through the real CLI: stream-json and json output (every line checked against the
 schema), stdin JSON lines, exit codes, and signals. Each event's record is checked in-process in
-tests/test_loop_sinks.py; these runs show what a real process writes, and where.
+tests/test_loop_sinks.py, the headless face's rules (results, exit codes, stdin turns) in tests/test_headless.py;
+these runs show what a real process writes, and where, through the CLI's own flags.
 """
 
 from __future__ import annotations
@@ -10,21 +11,16 @@ import os
 import select
 import signal
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from sprout_agent.compaction import SUMMARY_SYSTEM
-from tests.api_rules import assert_valid_request
-from tests.fake_anthropic import FakeAnthropic, error, reply, tool_use
+from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import (
     fake_server,
     pid_alive,
     read_log,
-    result_text,
     run_agent,
     start_agent,
-    tool_results,
     wait_for,
     write_config,
 )
@@ -81,49 +77,6 @@ def test_stream_json_is_init_then_events_then_result_through_tools_and_a_hook_ob
     assert "⏺" not in run.stderr  # progress stays off unless -v
 
 
-def test_json_output_is_one_object_and_verbose_progress_goes_to_stderr(tmp_path: Path) -> None:
-    # Also the settings' wiring: a small window compacts, and _PostCompact of an allowlisted server injects.
-    script = [
-        reply(tool_use("fake__echo", {"text": "x" * 400}), usage={"input_tokens": 7000, "output_tokens": 300}),
-        reply("## Summary\nEchoed once."),
-        reply("The answer is 42.", usage={"input_tokens": 900}),
-    ]
-    env = {
-        "SPROUT_AGENT_MAX_CONTEXT_TOKENS": "10000",
-        "SPROUT_AGENT_MAX_OUTPUT_TOKENS": "1000",
-        "MCP_HOOK_SERVERS": "fake, ghost",
-    }
-    servers = {"fake": fake_server(postcompact="open: write tests")}
-    with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, [*JSON, "-v", "-p", "please echo"], fake=fake, servers=servers, env=env)
-    assert run.code == 0, run.stderr
-    (result,) = valid_lines(run.stdout)
-    assert result["type"] == "result" and result["result"] == "The answer is 42."
-    assert result["stop_reason"] == "end_turn" and result["turns"] == 2 and result["exit_code"] == 0
-    assert len(result["session_id"]) == 32 and result["errors"] == []
-    assert set(result["usage"]) == {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}
-    assert result["cost_usd"] > 0 and isinstance(result["duration_ms"], int)
-    assert "fake__echo" in run.stderr and "⏺" in run.stderr
-    assert "compacted" in run.stderr and "hook _PostCompact from fake added context" in run.stderr
-    assert "ghost" in run.stderr  # a listed name no server has is a warning
-    summary, after = fake.requests[1].body, fake.requests[2].body
-    assert "tools" not in summary and summary["system"][0]["text"] == SUMMARY_SYSTEM
-    (injected,) = tool_results(after)
-    assert json.loads(result_text(injected)) == {"hook": "_PostCompact", "server": "fake", "text": "open: write tests"}
-
-
-def test_api_error_ends_the_stream_with_an_error_result(tmp_path: Path) -> None:
-    with FakeAnthropic([error(400, message="bad thing")]) as fake:
-        run = run_agent(tmp_path, [*STREAM, "-p", "go"], fake=fake, servers={})
-    assert run.code == 1
-    lines = stream(run.stdout)
-    assert types(lines)[0] == "init"
-    result = lines[-1]
-    assert result["exit_code"] == 1 and result["is_error"] is True and result["stop_reason"] == "error"
-    assert len(result["errors"]) == 1 and "400" in result["errors"][0] and "bad thing" in result["errors"][0]
-    assert run.stderr.strip().splitlines()[-1].startswith("sprout-agent: API request failed: 400")
-
-
 @pytest.mark.parametrize("fmt", ["json", "stream-json"])
 def test_config_error_is_exit_2_with_a_result_object(tmp_path: Path, fmt: str) -> None:
     bad = tmp_path / "bad.json"
@@ -146,23 +99,12 @@ def test_empty_stdin_in_json_mode_is_exit_2_with_a_result(tmp_path: Path) -> Non
 def test_max_turns_is_exit_3_in_the_result(tmp_path: Path) -> None:
     script = [reply(tool_use("fake__echo", {"text": str(i)})) for i in range(3)]
     with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, [*JSON, "--max-turns", "2", "-p", "go"], fake=fake, servers={"fake": fake_server()})
+        args = [*JSON, "-v", "--max-turns", "2", "-p", "go"]
+        run = run_agent(tmp_path, args, fake=fake, servers={"fake": fake_server()})
     assert run.code == 3
     (result,) = valid_lines(run.stdout)
     assert result["exit_code"] == 3 and result["stop_reason"] == "max_turns" and result["turns"] == 2
-
-
-def test_budget_is_exit_4_in_the_result(tmp_path: Path) -> None:
-    big = {"input_tokens": 1_000_000, "output_tokens": 10}
-    script = [reply(tool_use("fake__echo", {"text": "x"}), usage=big), reply("never")]
-    with FakeAnthropic(script) as fake:
-        args = [*STREAM, "--max-budget-usd", "1", "-p", "go"]
-        run = run_agent(tmp_path, args, fake=fake, servers={"fake": fake_server()})
-    assert run.code == 4
-    result = stream(run.stdout)[-1]
-    assert result["exit_code"] == 4 and result["stop_reason"] == "budget"
-    assert result["cost_usd"] == pytest.approx(3.00015)
-    assert result["usage"]["input_tokens"] == 1_000_000
+    assert "fake__echo" in run.stderr and "⏺" in run.stderr  # -v: progress on stderr (its rule: test_headless.py)
 
 
 def wait_until_gone(pid: int, timeout: float = 10) -> bool:
@@ -219,24 +161,6 @@ def user_line(text: str) -> str:
     return json.dumps({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": text}]}})
 
 
-def test_stream_json_input_runs_each_line_as_a_turn_of_one_session(tmp_path: Path) -> None:
-    stdin = "\n".join([user_line("first question"), "", json.dumps({"type": "user", "text": "second question"})])
-    with FakeAnthropic([reply("first answer"), reply("second answer")]) as fake:
-        run = run_agent(tmp_path, ["--input-format", "stream-json", *STREAM], fake=fake, servers={}, stdin=stdin)
-    assert run.code == 0, run.stderr
-    second = fake.requests[1].body
-    texts = [(m["role"], m["content"][0]["text"]) for m in second["messages"]]
-    assert texts == [
-        ("user", "first question"),
-        ("assistant", "first answer"),
-        ("user", "second question"),
-    ]
-    assert_valid_request(second)
-    lines = stream(run.stdout)
-    assert [t["text"] for t in of_type(lines, "turn_finished")] == ["first answer", "second answer"]
-    assert lines[-1]["result"] == "second answer" and lines[-1]["turns"] == 2
-
-
 def test_stream_json_input_with_text_output_prints_each_answer_and_a_malformed_line_is_exit_2(tmp_path: Path) -> None:
     stdin = "\n".join(
         [
@@ -252,15 +176,6 @@ def test_stream_json_input_with_text_output_prints_each_answer_and_a_malformed_l
     assert run.stdout == "answer one\nanswer two\n"  # the turns before the bad line ran and printed
     assert len(fake.requests) == 2
     assert run.stderr.strip().splitlines()[-1].startswith("sprout-agent: stdin line 3:")
-
-
-def test_stream_json_input_without_any_message_is_exit_2(tmp_path: Path) -> None:
-    with FakeAnthropic([]) as fake:
-        run = run_agent(tmp_path, ["--input-format", "stream-json", *STREAM], fake=fake, servers={}, stdin="\n")
-    assert run.code == 2
-    lines: list[dict[str, Any]] = stream(run.stdout)
-    assert "no user message" in lines[-1]["errors"][0]
-    assert fake.requests == []
 
 
 def test_a_run_ended_before_the_servers_were_up_is_a_lone_result_with_the_session_id(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""Sessions through the CLI: the JSONL transcript, resume after a normal end and after SIGKILL, --continue,
-`sessions` (the file format alone: test_store.py)."""
+"""Sessions: the JSONL transcript, resume after a normal end and after SIGKILL, --continue, `sessions` (the file
+format alone: test_store.py). Which session a resume picks and what it sends is checked in-process
+(tests/headless_here.py); the CLI as a process keeps what only it shows: its flags, its exit path, SIGKILL."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from sprout_agent import store
 from sprout_agent.messages import Message, Text
+from sprout_agent.options import Options
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import (
     agent_env,
@@ -30,9 +32,10 @@ from tests.harness import (
     wait_for,
     write_config,
 )
+from tests.headless_here import headless
 from tests.stream_schema import stream, valid_lines
 
-pytestmark = pytest.mark.e2e
+e2e = pytest.mark.e2e
 
 
 def sessions_dir(home: Path) -> Path:
@@ -49,17 +52,21 @@ def texts(body: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def test_continue_picks_the_latest_session_of_this_directory(tmp_path: Path) -> None:
+def test_continue_picks_the_latest_session_of_this_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     here, there = tmp_path / "here", tmp_path / "there"
     here.mkdir()
     there.mkdir()
     with FakeAnthropic([reply("answer here"), reply("answer there"), reply("continued")]) as fake:
-        first = run_agent(
-            tmp_path, ["--cwd", str(here), "--output-format", "json", "-p", "q here"], fake=fake, servers={}
+        first = headless(
+            tmp_path, monkeypatch, Options("q here", cwd=here, output_format="json"), fake=fake, servers={}
         )
-        run_agent(tmp_path, ["--cwd", str(there), "-p", "q there"], fake=fake, servers={})
-        again = run_agent(
-            tmp_path, ["--cwd", str(here), "-c", "--output-format", "json", "-p", "more"], fake=fake, servers={}
+        headless(tmp_path, monkeypatch, Options("q there", cwd=there), fake=fake, servers={})
+        again = headless(
+            tmp_path,
+            monkeypatch,
+            Options("more", cwd=here, output_format="json", continue_latest=True),
+            fake=fake,
+            servers={},
         )
     assert again.code == 0, again.stderr
     assert texts(fake.requests[2].body) == [("user", "q here"), ("assistant", "answer here"), ("user", "more")]
@@ -69,14 +76,14 @@ def test_continue_picks_the_latest_session_of_this_directory(tmp_path: Path) -> 
     assert len(list(sessions_dir(tmp_path).glob("*.jsonl"))) == 2  # the resumed session kept its file
 
 
-def test_resume_by_id_prefix_from_another_directory(tmp_path: Path) -> None:
+def test_resume_by_id_prefix_from_another_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     other = tmp_path / "other"
     other.mkdir()
     with FakeAnthropic([reply("first answer"), reply("resumed answer")]) as fake:
-        run_agent(tmp_path, ["-p", "first"], fake=fake, servers={})
+        headless(tmp_path, monkeypatch, Options("first", cwd=tmp_path), fake=fake, servers={})
         (path,) = sessions_dir(tmp_path).glob("*.jsonl")
-        args = ["--cwd", str(other), "--resume", path.stem[:8], "--output-format", "stream-json", "-p", "second"]
-        run = run_agent(tmp_path, args, fake=fake, servers={})
+        options = Options("second", cwd=other, resume_id=path.stem[:8], output_format="stream-json")
+        run = headless(tmp_path, monkeypatch, options, fake=fake, servers={})
     assert run.code == 0, run.stderr
     assert texts(fake.requests[1].body) == [("user", "first"), ("assistant", "first answer"), ("user", "second")]
     lines = stream(run.stdout)
@@ -85,6 +92,7 @@ def test_resume_by_id_prefix_from_another_directory(tmp_path: Path) -> None:
     assert store.load(path).history[-1] == Message("assistant", (Text("resumed answer"),))
 
 
+@e2e
 def test_an_unknown_session_id_or_nothing_to_continue_is_exit_2(tmp_path: Path) -> None:
     unknown = run_agent(tmp_path, ["--resume", "nope", "-p", "x"], fake=None, servers={})
     assert unknown.code == 2 and "no session with id 'nope'" in unknown.stderr
@@ -95,7 +103,10 @@ def test_an_unknown_session_id_or_nothing_to_continue_is_exit_2(tmp_path: Path) 
     assert "no session to continue" in result["errors"][0]
 
 
-def test_a_resume_after_compaction_loads_the_summary_not_the_past(tmp_path: Path) -> None:
+@e2e
+def test_a_resume_after_compaction_loads_the_summary_not_the_past(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     small = {"SPROUT_AGENT_MAX_CONTEXT_TOKENS": "10000", "SPROUT_AGENT_MAX_OUTPUT_TOKENS": "1000"}
     script: list[Step] = [
         reply(tool_use("fake__echo", {"text": "x" * 400}), usage={"input_tokens": 7000, "output_tokens": 300}),
@@ -105,8 +116,11 @@ def test_a_resume_after_compaction_loads_the_summary_not_the_past(tmp_path: Path
     ]
     servers = {"fake": fake_server()}
     with FakeAnthropic(script) as fake:
-        first = run_agent(tmp_path, ["-p", "please echo"], fake=fake, servers=servers, env=small)
+        first = headless(
+            tmp_path, monkeypatch, Options("please echo", cwd=tmp_path), fake=fake, servers=servers, env=small
+        )
         assert first.code == 0, first.stderr
+        # The CLI's -c, as a process: the flag reaches the same resume
         run = run_agent(tmp_path, ["-c", "-p", "and now?"], fake=fake, servers=servers, env=small)
     assert run.code == 0, run.stderr
     body = fake.requests[3].body
@@ -126,6 +140,7 @@ def mcp_pids(tmp_path: Path) -> Iterator[list[int]]:
             os.killpg(pid, signal.SIGKILL)
 
 
+@e2e
 def test_a_session_killed_mid_tool_call_resumes_with_a_valid_history(tmp_path: Path, mcp_pids: list[int]) -> None:
     log = tmp_path / "calls.jsonl"
     config = write_config(tmp_path, {"fake": fake_server(log=str(log))})
@@ -168,14 +183,17 @@ def test_a_session_killed_mid_tool_call_resumes_with_a_valid_history(tmp_path: P
     assert not store.load(path).repaired and history[-1] == Message("assistant", (Text("picked up"),))
 
 
-def test_sessions_lists_newest_first_with_prompt_and_turns(tmp_path: Path) -> None:
+@e2e
+def test_sessions_lists_newest_first_with_prompt_and_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
     b.mkdir()
     stdin = "\n".join(json.dumps({"type": "user", "text": t}) for t in ("fix\nthe bug", "and the test"))
     with FakeAnthropic([reply("one"), reply("two"), reply("three")]) as fake:
-        run_agent(tmp_path, ["--cwd", str(a), "--input-format", "stream-json"], fake=fake, servers={}, stdin=stdin)
-        run_agent(tmp_path, ["--cwd", str(b), "-p", "latest prompt"], fake=fake, servers={})
+        headless(
+            tmp_path, monkeypatch, Options(None, cwd=a, input_format="stream-json"), fake=fake, servers={}, stdin=stdin
+        )
+        headless(tmp_path, monkeypatch, Options("latest prompt", cwd=b), fake=fake, servers={})
     broken = sessions_dir(tmp_path) / "broken.jsonl"  # a hand-edited file: one block is not an object
     prompt = {"role": "user", "content": [{"type": "text", "text": "x"}, "junk"]}
     broken.write_text(json.dumps({"type": "message", "message": prompt}) + "\n")
@@ -197,6 +215,7 @@ def test_sessions_lists_newest_first_with_prompt_and_turns(tmp_path: Path) -> No
     assert json.loads(here.stdout) == []
 
 
+@e2e
 def test_sessions_never_loads_the_sdks(tmp_path: Path) -> None:
     completed = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "sprout_agent", "sessions"],
@@ -212,6 +231,7 @@ def test_sessions_never_loads_the_sdks(tmp_path: Path) -> None:
     assert not imported & {"anthropic", "mcp", "rich"}
 
 
+@e2e
 def test_an_unwritable_sessions_directory_is_one_line_and_exit_1_before_any_request(tmp_path: Path) -> None:
     blocker = tmp_path / "not_a_directory"
     blocker.write_text("")  # the sessions directory would be under a regular file: even root cannot make it
