@@ -102,7 +102,8 @@ async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path) -
     edited = [u for u in updates if u.session_update == "tool_call_update" and u.tool_call_id == "e"][-1]
     assert edited.status == "completed"
     diff = edited.content[0]
-    assert (diff.type, diff.path, diff.old_text, diff.new_text) == ("diff", path, "beta", "gamma")
+    # The edit's hunk, with its context lines: the dev server's own diff read back into its two sides.
+    assert (diff.type, diff.path, diff.old_text, diff.new_text) == ("diff", path, "alpha\nbeta\n", "alpha\ngamma\n")
     ran = [u for u in updates if u.session_update == "tool_call_update" and u.tool_call_id == "b"][-1]
     assert "hi" in ran.content[0].content.text
     plan = [u for u in updates if u.session_update == "plan"]
