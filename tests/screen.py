@@ -36,7 +36,15 @@ class PtyScreen:
         self.screen.write_process_input = lambda data: os.write(self.master, data.encode())  # type: ignore[method-assign]
         env = {**env, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": str(rows)}
         self.process = subprocess.Popen(
-            args, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd, start_new_session=True
+            args,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+            # The pty becomes the controlling terminal, as in a real one: Ctrl-C in cooked mode is SIGINT.
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
         )
         os.close(slave)
         self.closed = False
@@ -55,6 +63,10 @@ class PtyScreen:
         """The visible screen, one line per row, trailing blanks dropped."""
         return "\n".join(line.rstrip() for line in self.screen.display)
 
+    def cursor_line(self) -> str:
+        """The row the cursor is on (where the prompt and what was typed are)."""
+        return self.screen.display[self.screen.cursor.y].rstrip()
+
     def history(self) -> str:
         """The scrollback (lines scrolled off the top) followed by the visible screen."""
         above = [self._row(line) for line in self.screen.history.top]
@@ -64,8 +76,10 @@ class PtyScreen:
     def send(self, keys: str) -> None:
         os.write(self.master, keys.encode())
 
-    def expect(self, text: str, timeout: float = 30) -> None:
-        self.wait_for(lambda: text in self.display(), f"{text!r} on the screen", timeout)
+    def expect(self, text: str, timeout: float = 30, *, anywhere: bool = False) -> None:
+        """Until `text` is on the screen (`anywhere`: or in the scrollback)."""
+        where = self.history if anywhere else self.display
+        self.wait_for(lambda: text in where(), f"{text!r} on the screen", timeout)
 
     def wait_for(self, condition: Callable[[], bool], what: str, timeout: float = 30) -> float:
         """Reads (bounded) until `condition` holds; returns the seconds it took."""

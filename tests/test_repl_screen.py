@@ -11,7 +11,7 @@ import pytest
 
 from tests.fake_anthropic import FakeAnthropic, hang, reply
 from tests.harness import agent_command, agent_env, write_config
-from tests.pty_screen import PtyScreen
+from tests.screen import PtyScreen
 
 pytestmark = pytest.mark.e2e
 
@@ -27,16 +27,16 @@ def test_the_positional_prompt_runs_at_once_esc_cancels_it_and_ctrl_c_twice_leav
     with FakeAnthropic([hang(), reply("after")]) as fake:
         term = PtyScreen(agent_command(["--config", str(config), "wait forever"]), agent_env(tmp_path, fake), tmp_path)
         try:
-            term.wait_until(lambda: bool(fake.requests), "the positional prompt reaching the model")
-            term.expect("thinking")
+            term.wait_for(lambda: bool(fake.requests), "the positional prompt reaching the model")
+            term.expect("thinking", anywhere=True)
             term.send("\x1b")
-            term.expect("cancelled")
-            term.wait_until(lambda: prompt_shows(term), "the prompt after the cancel")
+            term.expect("cancelled", anywhere=True)
+            term.wait_for(lambda: prompt_shows(term), "the prompt after the cancel")
             term.send("again\r")
-            term.expect("after")
-            term.wait_until(lambda: prompt_shows(term), "the prompt after the answer")
+            term.expect("after", anywhere=True)
+            term.wait_for(lambda: prompt_shows(term), "the prompt after the answer")
             term.send("\x03")
-            term.expect("press Ctrl-C again to leave")
+            term.expect("press Ctrl-C again to leave", anywhere=True)
             term.send("\x03")
             code = term.close()
         finally:
@@ -44,7 +44,7 @@ def test_the_positional_prompt_runs_at_once_esc_cancels_it_and_ctrl_c_twice_leav
     assert code == 0
     assert fake.requests[0].body["messages"][0]["content"][0]["text"] == "wait forever"
     assert len(fake.requests) == 2
-    assert re.search(r"resume this session: sprout-agent -r [0-9a-f]{32}\n", term.text())
+    assert re.search(r"resume this session: sprout-agent -r [0-9a-f]{32}\n", term.history())
 
 
 def test_a_notice_while_typing_goes_above_the_prompt_which_keeps_the_text_and_tab_completes_an_at_file(
@@ -55,17 +55,17 @@ def test_a_notice_while_typing_goes_above_the_prompt_which_keeps_the_text_and_ta
     with FakeAnthropic([reply("fixed")]) as fake:
         term = PtyScreen(agent_command(["--config", str(config)]), agent_env(tmp_path, fake), tmp_path)
         try:
-            term.wait_until(lambda: prompt_shows(term), "the prompt")
+            term.wait_for(lambda: prompt_shows(term), "the prompt")
             term.send("fix @cal")  # typed while the servers start; their failure is printed meanwhile
-            term.expect("server broken failed")
-            term.wait_until(lambda: prompt_shows(term, "fix @cal"), "the prompt redrawn with the typed text")
-            failure = next(i for i, line in enumerate(term.display()) if "server broken failed" in line)
+            term.expect("server broken failed", anywhere=True)
+            term.wait_for(lambda: prompt_shows(term, "fix @cal"), "the prompt redrawn with the typed text")
+            failure = next(i for i, line in enumerate(term.display().splitlines()) if "server broken failed" in line)
             assert failure < term.screen.cursor.y  # above the prompt, not over it
             term.send("\t")
-            term.wait_until(lambda: prompt_shows(term, "fix @calc.py"), "@calc.py completed on the prompt line")
+            term.wait_for(lambda: prompt_shows(term, "fix @calc.py"), "@calc.py completed on the prompt line")
             term.send("\r")
-            term.expect("fixed")
-            term.wait_until(lambda: prompt_shows(term), "the prompt after the answer")
+            term.expect("fixed", anywhere=True)
+            term.wait_for(lambda: prompt_shows(term), "the prompt after the answer")
             term.send("\x04")
             code = term.close()
         finally:
