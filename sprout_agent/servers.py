@@ -9,11 +9,10 @@ boot on the other core. Modules importing mcp: `mcp_link`, `stdio_transport`, `s
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import IO, TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
@@ -26,67 +25,16 @@ from sprout_agent.hooks import is_hook
 from sprout_agent.messages import Text
 from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import HookCallFailed, ToolOutcome, ToolSpec
+from sprout_agent.server_state import ServerState, ServerStatus, describe_end
 from sprout_agent.tool_names import model_tool_name, with_hash
 
 # Turns a server's command line and environment into the ones that start it in its OS sandbox (or leaves them).
 SandboxWrap = Callable[[ServerConfig, list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
 
 if TYPE_CHECKING:
-    from sprout_agent.mcp_link import Link
+    pass
 
 _KILL_WAIT = 2.0
-# How a session sees a server that died: its exit code then says more than the exception.
-_CONNECTION_LOST = (ServerGone, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)
-
-
-@dataclass(frozen=True, slots=True)
-class ServerStatus:
-    """One server as `/servers` shows it."""
-
-    name: str
-    state: str  # starting | running | failed | dead
-    tool_count: int
-    hook_count: int
-    started_at: datetime | None
-    start_seconds: float | None
-    last_error: str
-    stderr_tail: str
-    pid: int | None
-    initialize_seconds: float | None = None  # spawn + initialize handshake (`mcp doctor`)
-    list_seconds: float | None = None  # tools/list, every page
-
-
-class _Server:
-    """The mutable state of one configured server; owned by its runner task."""
-
-    def __init__(self, config: ServerConfig) -> None:
-        self.config = config
-        self.state = "starting"
-        self.last_error = ""
-        self.tools: list[ToolSpec] = []
-        self.link: Link | None = None
-        self.proc: ServerProcess | None = None
-        self.started_at: datetime | None = None
-        self.start_seconds: float | None = None
-        self.initialize_seconds: float | None = None
-        self.list_seconds: float | None = None
-        self.scope = anyio.CancelScope()
-        self.calls: set[anyio.CancelScope] = set()
-        self.ready = anyio.Event()  # running, failed or dead: the pool's enter waits for this
-        self.done = anyio.Event()
-
-    def gone(self, state: str, reason: str) -> None:
-        if self.state in ("failed", "dead"):
-            return
-        self.state, self.last_error, self.link = state, reason, None
-        for call in self.calls:
-            call.cancel()
-
-    def spawned(self, proc: ServerProcess) -> None:
-        self.proc = proc
-
-    def unavailable(self) -> str:
-        return f"server '{self.config.name}' is unavailable: {self.last_error or self.state}"
 
 
 class ServerPool:
@@ -107,7 +55,7 @@ class ServerPool:
         stderr_log: Path | None = None,
         sandbox: SandboxWrap | None = None,
     ) -> None:
-        self._servers = {config.name: _Server(config) for config in configs}
+        self._servers = {config.name: ServerState(config) for config in configs}
         self._spawned: dict[str, ServerProcess | OSError] = {}
         self._link: ModuleType | None = None  # sprout_agent.mcp_link, once loaded
         self._emit = emit
@@ -245,13 +193,13 @@ class ServerPool:
             await target.done.wait()
 
     def status(self) -> list[ServerStatus]:
-        return [_status_of(server) for server in self._servers.values()]
+        return [server.status() for server in self._servers.values()]
 
     # --- internals ------------------------------------------------------------------------------------
 
     async def _request(
         self,
-        server: _Server,
+        server: ServerState,
         tool: str,
         arguments: dict[str, object],
         on_progress: Callable[[str], None] | None = None,
@@ -276,20 +224,20 @@ class ServerPool:
         server.gone("dead", "connection closed")
         raise ServerGone
 
-    async def _run(self, server: _Server, link: ModuleType) -> None:
+    async def _run(self, server: ServerState, link: ModuleType) -> None:
         try:
             with server.scope:
                 await self._serve(server, link)
         except Exception as exc:  # every way a server can fail becomes a reported reason
-            self._ended(server, _describe(exc, server))
+            self._ended(server, describe_end(exc, server))
         else:
             if not server.scope.cancel_called:
-                self._ended(server, _describe(None, server))
+                self._ended(server, describe_end(None, server))
         finally:
             server.ready.set()
             server.done.set()
 
-    async def _serve(self, server: _Server, mcp_link: ModuleType) -> None:
+    async def _serve(self, server: ServerState, mcp_link: ModuleType) -> None:
         """Hand-shake and list within the start timeout; then serve calls until the server ends."""
         config = server.config
         wall = datetime.now().astimezone()
@@ -313,7 +261,7 @@ class ServerPool:
             server.ready.set()
             await ended.wait()
 
-    def _ended(self, server: _Server, reason: str) -> None:
+    def _ended(self, server: ServerState, reason: str) -> None:
         reason = reason.strip().splitlines()[0] if reason.strip() else "stopped for an unknown reason"
         if server.state == "starting":
             server.gone("failed", reason)
@@ -349,7 +297,7 @@ def _error_outcome(text: str) -> ToolOutcome:
     return ToolOutcome((Text(text),), is_error=True)
 
 
-def _name_tools(servers: Iterable[_Server], emit: Callable[[Event], None]) -> list[ToolSpec]:
+def _name_tools(servers: Iterable[ServerState], emit: Callable[[Event], None]) -> list[ToolSpec]:
     """Gives every tool a model-safe, unique, stable name, in config order then listing order."""
     named: list[ToolSpec] = []
     used: set[str] = set()
@@ -365,46 +313,3 @@ def _name_tools(servers: Iterable[_Server], emit: Callable[[Event], None]) -> li
             named.append(ToolSpec(name, spec.server, spec.tool, spec.description, spec.input_schema, spec.read_only))
         server.tools = [spec for spec in named if spec.server == server.config.name]
     return named
-
-
-def _describe(exc: BaseException | None, server: _Server) -> str:
-    """One line for why a server stopped: what went wrong, else how its process ended.
-
-    The exit code beats only a lost connection: after any other failure we stop the server ourselves, so its
-    "exited with code 0" would hide the reason.
-    """
-    while isinstance(exc, BaseExceptionGroup):
-        exc = cast("BaseExceptionGroup[BaseException]", exc).exceptions[0]
-    proc = server.proc
-    if proc is not None and proc.failure:
-        return proc.failure
-    code = proc.returncode if proc is not None else None
-    if isinstance(exc, TimeoutError):
-        return str(exc) or "timed out"
-    if isinstance(exc, OSError) and proc is None:
-        what = exc.filename if exc.filename is not None else server.config.command
-        return f"cannot start '{what}': {exc.strerror or exc}"
-    if exc is not None and not isinstance(exc, _CONNECTION_LOST):
-        return str(exc) or type(exc).__name__
-    if code is not None and code >= 0:
-        return f"exited with code {code}"
-    if exc is not None:
-        return str(exc) or type(exc).__name__
-    return "closed its output" if code is None else f"ended by signal {-code}"
-
-
-def _status_of(server: _Server) -> ServerStatus:
-    hooks = sum(is_hook(spec) for spec in server.tools)
-    return ServerStatus(
-        name=server.config.name,
-        state=server.state,
-        tool_count=len(server.tools) - hooks,
-        hook_count=hooks,
-        started_at=server.started_at,
-        start_seconds=server.start_seconds,
-        last_error=server.last_error,
-        stderr_tail=server.proc.stderr_tail() if server.proc is not None else "",
-        pid=server.proc.pid if server.proc is not None else None,
-        initialize_seconds=server.initialize_seconds,
-        list_seconds=server.list_seconds,
-    )

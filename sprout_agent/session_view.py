@@ -10,7 +10,7 @@ from pathlib import Path
 from sprout_agent.agent import Agent
 from sprout_agent.messages import Message, Text, ToolResult, ToolUse
 from sprout_agent.options import Prepared
-from sprout_agent.servers import ServerStatus
+from sprout_agent.server_state import ServerStatus
 
 REPLAY_MESSAGES = 20  # the tail of a resumed conversation shown before the prompt
 REPLAY_TEXT_CHARS = 300

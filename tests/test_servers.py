@@ -17,7 +17,8 @@ from sprout_agent.events import Event, Notice, ServerFailed, ServerStarted
 from sprout_agent.mcp_link import MAX_TOOL_PAGES
 from sprout_agent.messages import Image, Text, text_of
 from sprout_agent.protocols import HookCallFailed, ToolSpec
-from sprout_agent.servers import ServerPool, ServerStatus
+from sprout_agent.server_state import ServerStatus
+from sprout_agent.servers import ServerPool
 from sprout_agent.stdio_wire import MAX_MESSAGE_BYTES
 from sprout_agent.tool_names import MAX_TOOL_NAME
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
