@@ -71,7 +71,7 @@ async def test_a_multi_tool_prompt_streams_every_update_in_order(tmp_path: Path)
     assert kinds[-1] == "usage_update" and kinds.index("usage_update") < kinds.index("tool_call")
     usage = [u for u in updates if u.session_update == "usage_update"]
     assert usage[-1].used > 0 and usage[-1].size >= usage[-1].used and usage[-1].cost.currency == "USD"
-    assert [entry["tool"] for entry in read_log(log)] == ["echo", "fail"]
+    assert sorted(entry["tool"] for entry in read_log(log)) == ["echo", "fail"]  # run at once: either may log first
 
 
 async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path) -> None:
