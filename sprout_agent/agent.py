@@ -225,6 +225,7 @@ class Agent:
         elif self.permit is not None and (refusal := await self.permit(spec, use)) is not None:
             outcome = ToolOutcome((Text(refusal),), is_error=True)
         else:
+            started = time.monotonic()  # a person's time answering the permission question is not the tool's
             self.emit(ToolRunning(use.id))
             outcome = await self.host.call(spec, use.input, self._progress_of(use))
             if outcome.sandbox_denied is not None and self.escalate is not None:

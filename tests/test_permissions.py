@@ -200,3 +200,21 @@ async def test_policy_order_deny_then_allow_then_mode() -> None:
     assert await policy(spec("dev__read", read_only=True), use_of("dev__read")) is None
     assert "may write or execute" in (await policy(spec("dev__bash", read_only=False), use_of("dev__bash")) or "")
     assert "not declared read-only" in (await policy(spec("other__thing"), use_of("other__thing")) or "")
+
+
+@pytest.mark.anyio
+async def test_the_time_a_person_takes_to_answer_is_not_the_tools_time() -> None:
+    waited: list[float] = []
+
+    async def slow_person(spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
+        began = time.monotonic()
+        await anyio.sleep(0.2)  # a person thinking, not a synchronisation
+        waited.append(time.monotonic() - began)
+        return Decision("once")
+
+    loop = build_loop(
+        [model_reply(call("fake__echo", "t1", text="hi")), model_reply("ok")], permit=Policy("ask", ask=slow_person)
+    )
+    await loop.turn()
+    (finished,) = [e for e in loop.events if type(e).__name__ == "ToolFinished"]
+    assert waited and finished.seconds < waited[0]  # type: ignore[attr-defined]
