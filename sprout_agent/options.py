@@ -124,7 +124,7 @@ def _sandbox(
     options: Options, locations: Locations, environ: Mapping[str, str], configured: cfg.SandboxPaths
 ) -> SandboxPlan:
     """The sandbox policy; the agent's own directories (sessions, history, config) are hidden from commands."""
-    own = tuple(p for p in (locations.data, locations.sessions, locations.config) if p is not None)
+    own = tuple(p for p in (locations.data, locations.sessions, locations.config, locations.logs) if p is not None)
     return plan(
         options.sandbox,
         options.sandbox_network,

@@ -8,6 +8,7 @@ The variables are read from the real environment only: a project's `.env` cannot
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -141,6 +142,9 @@ class ServerSandboxes:
         session = self.plan.policy
         mode = sb.READ_ONLY if sb.READ_ONLY in (config.sandbox, session.mode) else sb.WORKSPACE_WRITE
         root = os.path.realpath(self.cwd / config.cwd) if config.cwd is not None else session.root
+        if not (root == session.root or root.startswith(session.root.rstrip("/") + "/")):
+            # Its cwd becomes a writable root: a project's `"cwd": "/"` would make everything writable.
+            raise OSError(errno.EPERM, f"a sandboxed server's cwd must be inside the working directory, not {root}")
         policy = replace(session, mode=mode, network=session.network and mode == sb.WORKSPACE_WRITE, root=root)
         sandbox = sb.Sandbox(policy)
         self._live.append(sandbox)

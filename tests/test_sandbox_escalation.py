@@ -156,7 +156,9 @@ async def test_an_acp_editor_is_asked_to_run_it_outside_the_sandbox_and_the_mode
                 "outcome": "selected", "optionId": "allow_once"}}}))  # fmt: skip
             assert (await client.answer(2, timeout=60))["result"]["stopReason"] == "end_turn"
     params = question["params"]
-    assert params["toolCall"]["title"].startswith("Run again outside the sandbox? sandbox: write outside")
+    assert params["toolCall"]["title"] == f"Outside the sandbox: touch {outside} && echo made"  # the command itself
+    (reason,) = params["toolCall"]["content"]
+    assert reason["content"]["text"].startswith("Failed in the sandbox; its output reads as: sandbox: write outside")
     assert [o["optionId"] for o in params["options"]] == ["allow_once", "allow_always", "reject_once"]
     assert outside.exists()
     (result,) = tool_results(fake.requests[1].body)

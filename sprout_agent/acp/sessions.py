@@ -114,9 +114,11 @@ class AcpSession:
         fields: Json = self.updates.tool_call_fields(call) if call is not None else {"title": spec.name}
         params: Json = {"sessionId": self.session_id, "toolCall": {**fields, "status": "pending"}}
         params["options"] = list(PERMISSION_OPTIONS if outside_sandbox is None else ESCALATION_OPTIONS)
-        if outside_sandbox is not None:
-            title = f"Run again outside the sandbox? {outside_sandbox}"
-            params["toolCall"] = {**cast(Json, params["toolCall"]), "title": title}
+        if outside_sandbox is not None:  # the command stays the title; the reason, from its output, is content
+            shown = cast(Json, params["toolCall"])
+            why = f"Failed in the sandbox; its output reads as: {outside_sandbox[:300]}. Run it again outside it?"
+            title = f"Outside the sandbox: {shown.get('title', spec.name)}"
+            params["toolCall"] = {**shown, "title": title, "content": [_text_content(why)]}
         try:
             answer = await self._conn.request("session/request_permission", params)
         except RpcError as error:
@@ -135,3 +137,7 @@ def _describe(error: BaseException) -> str:
     while isinstance(error, BaseExceptionGroup):
         error = cast("BaseExceptionGroup[BaseException]", error).exceptions[0]
     return str(error) or type(error).__name__
+
+
+def _text_content(text: str) -> Json:
+    return {"type": "content", "content": {"type": "text", "text": text}}

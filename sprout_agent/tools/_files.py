@@ -30,7 +30,7 @@ IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
 
 
 def _existing_file(ws: Workspace, file_path: str) -> str:
-    real = ws.resolve(file_path)
+    real = ws.readable(file_path)
     if not os.path.exists(real):
         raise ToolError(f"file not found: {ws.display(real)}")
     if os.path.isdir(real):

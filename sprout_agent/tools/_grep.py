@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from collections.abc import Iterable, Iterator
 
@@ -149,13 +148,14 @@ def _finish(lines: Iterable[str], prefix: str) -> list[str]:
     return out
 
 
-def use_ripgrep() -> bool:
-    return os.environ.get(NO_RG_ENV, "") != "1" and shutil.which("rg") is not None
+def ripgrep(ws: Workspace) -> str | None:
+    """The rg to run (None: use the Python search)."""
+    return None if os.environ.get(NO_RG_ENV, "") == "1" else ws.program("rg")
 
 
 def _target(ws: Workspace, path: str | None) -> tuple[str, list[str] | None]:
     """Directory to search from, and the single file name when path names a file."""
-    real = ws.resolve(path or ".")
+    real = ws.readable(path or ".")
     if os.path.isfile(real):
         return os.path.dirname(real), [os.path.basename(real)]
     return directory(ws, path), None
@@ -175,12 +175,15 @@ def _search(ws: Workspace, args: Args) -> list[str]:
     prefix = "" if base == ws.root else ws.display(base) + "/"
     if single and _file_lines(os.path.join(base, single[0])) is None:
         return []  # a binary or huge file is skipped alike by both engines, even when named
-    if use_ripgrep():
-        cmd = _rg_command(pattern, mode, context, ignore_case, None if single else glob)
+    rg = ripgrep(ws)
+    if rg is not None:
+        cmd = [rg, *_rg_command(pattern, mode, context, ignore_case, None if single else glob)[1:]]
+        for hidden in ws.hidden_below(base):  # before the `--` that ends the options
+            cmd[1:1] = ["--glob", f"!/{hidden}", "--glob", f"!/{hidden}/**"]
         return _finish(_rg_lines(cmd + (single or []), base), prefix)
     names = single
     if names is None:
-        names = list_files(base)
+        names = list_files(ws, base)
         if glob:
             matcher = glob_matcher(glob)
             names = [n for n in names if matcher.match(n if "/" in glob else n.rsplit("/", 1)[-1])]

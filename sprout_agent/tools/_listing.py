@@ -25,12 +25,14 @@ def _plain_file(path: str) -> bool:
     return os.path.isfile(path) and not os.path.islink(path)
 
 
-def _git_files(base: str) -> list[str] | None:
+def _git_files(base: str, git: str | None) -> list[str] | None:
     """Paths relative to `base` that git tracks or would not ignore; None outside a git work tree."""
+    if git is None:
+        return None
     try:
         proc = subprocess.run(
             # A repository's .git/config could name a core.fsmonitor program, which ls-files would run.
-            ["git", "-c", "core.fsmonitor=false", "ls-files", "-co", "--exclude-standard", "-z"],
+            [git, "-c", "core.fsmonitor=false", "ls-files", "-co", "--exclude-standard", "-z"],
             cwd=base,
             env=command_env(),
             stdin=subprocess.DEVNULL,
@@ -59,12 +61,13 @@ def _walk_files(base: str) -> list[str]:
     return found
 
 
-def list_files(base: str) -> list[str]:
-    """Files under directory `base` (relative, '/'-separated), skipping SKIP_DIRS and git-ignored files."""
-    files = _git_files(base)
-    if files is None:
-        return _walk_files(base)
-    return [f for f in files if not set(f.split("/")[:-1]) & set(SKIP_DIRS)]
+def list_files(ws: Workspace, base: str) -> list[str]:
+    """Files under directory `base` (relative, '/'-separated), skipping SKIP_DIRS, git-ignored files and what the
+    sandbox hides."""
+    files = _git_files(base, ws.program("git"))
+    found = _walk_files(base) if files is None else [f for f in files if not set(f.split("/")[:-1]) & set(SKIP_DIRS)]
+    hidden = ws.hidden_below(base)
+    return [f for f in found if not any(f == h or f.startswith(h + "/") for h in hidden)] if hidden else found
 
 
 def _brace_alternatives(body: str) -> str:
@@ -116,7 +119,7 @@ def glob_matcher(pattern: str) -> re.Pattern[str]:
 
 
 def directory(ws: Workspace, path: str | None) -> str:
-    real = ws.resolve(path or ".")
+    real = ws.readable(path or ".")
     if not os.path.isdir(real):
         raise ToolError(f"not a directory: {ws.display(real)}")
     return real
@@ -135,7 +138,7 @@ def _glob(ws: Workspace, args: Args) -> ToolOutput:
     if os.path.isabs(pattern):
         raise ToolError("pattern must be relative to path (give the directory in path instead)")
     matcher = glob_matcher(pattern)
-    hits = [os.path.join(base, f) for f in list_files(base) if matcher.match(f)]
+    hits = [os.path.join(base, f) for f in list_files(ws, base) if matcher.match(f)]
     if not hits:
         return f"No files match {pattern!r} under {ws.display(base)}"
     hits.sort(key=_mtime, reverse=True)

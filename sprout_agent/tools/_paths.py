@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sprout_agent.tools._sandbox import Policy, Sandbox
+from sprout_agent.tools._sandbox import Policy, Sandbox, trusted_which
 from sprout_agent.tools._server import ToolError
 
 ALLOW_OUTSIDE_ENV = "SPROUT_DEV_ALLOW_OUTSIDE"
@@ -51,6 +51,30 @@ class Workspace:
             raise ToolError("path contains a NUL byte")
         return os.path.realpath(os.path.join(self.root, os.path.expanduser(path)))
 
+    def readable(self, path: str) -> str:
+        """`resolve`, refusing what the sandbox hides from commands (credential directories, the agent's own
+        data): read, grep and glob run outside the sandbox and must not read around its deny list."""
+        real = self.resolve(path)
+        hidden = self.hidden_at_or_above(real)
+        if hidden is not None:
+            raise ToolError(f"{real} is hidden by the sandbox's deny list ({hidden}: credentials); ask the user")
+        return real
+
+    def hidden_at_or_above(self, real: str) -> str | None:
+        return next((h for h in self._hidden() if _under(real, h)), None)
+
+    def hidden_below(self, base: str) -> list[str]:
+        """The hidden paths inside directory `base`, relative to it (searches leave them out)."""
+        return [os.path.relpath(h, base) for h in self._hidden() if h != base and _under(h, base)]
+
+    def _hidden(self) -> tuple[str, ...]:
+        return self.sandbox.hidden(os.environ) if self.sandbox.active() else ()
+
+    def program(self, name: str) -> str | None:
+        """A helper program (git, rg) that the tools run outside the sandbox: never one from a directory
+        sandboxed commands may write, where a command could have put its own."""
+        return trusted_which(name, self.sandbox.writable() if self.sandbox.active() else ())
+
     def inside(self, real: str) -> bool:
         return real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)
 
@@ -82,3 +106,7 @@ class Workspace:
             )
         if stamp_of(real) != known:
             raise ToolError(f"{shown}: file changed on disk since it was last read; read it again first")
+
+
+def _under(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip(os.sep) + os.sep)

@@ -45,13 +45,23 @@ ALLOW_WRITE_ENV = "SPROUT_DEV_SANDBOX_ALLOW_WRITE"
 DENY_READ_ENV = "SPROUT_DEV_SANDBOX_DENY_READ"
 HELPER_ENV = "SPROUT_DEV_SANDBOX_BWRAP"  # the bwrap binary; default: bwrap on PATH
 
+# Connected to, these act for the user outside the sandbox (a filesystem's read-only bind does not stop a
+# connect): ssh and gpg agents use keys without reading them, the session bus and docker run anything.
+_AGENT_SOCKET_VARS = frozenset({"SSH_AUTH_SOCK", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS", "DOCKER_HOST"})
+HIDDEN_SOCKETS = ("/run/user/{uid}", "/var/run/docker.sock", "/run/docker.sock", "/run/dbus/system_bus_socket")
+
 # Hidden from commands in every mode but off: where credentials usually live. `~` is the command's HOME.
 DENY_READ = (
     "~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gcloud", "~/.azure", "~/.kube", "~/.docker/config.json",
     "~/.config/gh", "~/.netrc", "~/.git-credentials", "~/.npmrc", "~/.pypirc", "~/.password-store",
     "~/.local/share/keyrings", "~/.config/sprout-agent",
+    # Shell start-up files: where people export API keys (non-interactive `bash -c` does not read them).
+    "~/.bashrc", "~/.bash_profile", "~/.profile", "~/.zshrc", "~/.zprofile", "~/.zshenv", "~/.config/fish",
 )  # fmt: skip
 PROBE_TIMEOUT = 5.0
+# Run as root, bwrap keeps root's capabilities inside: with CAP_SYS_ADMIN a command could unmount the read-only
+# binds and the deny list. Dropped, the mounts hold for root too.
+_NO_CAPS = ("--cap-drop", "ALL")
 # Result `_meta`: what the sandbox stopped (the agent may offer to re-run the call outside it). Request
 # `_meta`: run this call outside the sandbox (sent only by the agent, after a person said yes to that).
 SANDBOX_DENIED_META = "sprout-agent/sandbox-denied"
@@ -115,10 +125,20 @@ def _paths(value: str) -> tuple[str, ...]:
     return tuple(os.path.realpath(os.path.expanduser(p)) for p in value.split(os.pathsep) if p.strip())
 
 
-def helper_path(helper: str | None) -> str | None:
+def helper_path(helper: str | None, untrusted: tuple[str, ...] = ()) -> str | None:
+    """The bwrap binary: `helper`, or the first on PATH outside `untrusted` (the writable roots: a sandboxed
+    command could put a fake `bwrap` there, which would run every later command unsandboxed)."""
     if helper is not None:
         return helper if os.path.isfile(helper) and os.access(helper, os.X_OK) else None
-    return shutil.which("bwrap")
+    return trusted_which("bwrap", untrusted)
+
+
+def trusted_which(name: str, untrusted: tuple[str, ...]) -> str | None:
+    """`shutil.which(name)` over the PATH entries that are not inside an `untrusted` directory (what sandboxed
+    commands may write): the tools run what this finds outside the sandbox."""
+    entries = [e for e in os.environ.get("PATH", os.defpath).split(os.pathsep) if e]
+    kept = [e for e in entries if not any(_under(os.path.realpath(e), root) for root in untrusted)]
+    return shutil.which(name, path=os.pathsep.join(kept)) if kept else None
 
 
 def probe(helper: str | None = None) -> str | None:
@@ -134,7 +154,19 @@ def probe(helper: str | None = None) -> str | None:
 @functools.cache
 def _try(path: str) -> str | None:
     """Runs the helper once with every namespace a command gets (cached: the answer does not change)."""
-    argv = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net"]
+    argv = [
+        path,
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-pid",
+        "--unshare-net",
+        *_NO_CAPS,
+    ]
     try:
         done = subprocess.run([*argv, "true"], capture_output=True, timeout=PROBE_TIMEOUT, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -182,12 +214,17 @@ class Sandbox:
         """Where commands may write, besides the private /tmp."""
         if self.policy.mode != WORKSPACE_WRITE:
             return ()
-        roots = [self.policy.root, git_root(self.policy.root), *self.policy.allow_write]
+        found = git_root(self.policy.root)
+        home = os.path.realpath(os.path.expanduser("~"))
+        if found is not None and found != self.policy.root and _under(home, found):
+            found = None  # a dotfiles repository at ~ would make the whole home directory writable
+        roots = [self.policy.root, found, *self.policy.allow_write]
         return tuple(dict.fromkeys(r for r in roots if r is not None and os.path.isdir(r)))
 
     def hidden(self, env: Mapping[str, str]) -> tuple[str, ...]:
         home = env.get("HOME") or os.path.expanduser("~")
         named = [os.path.join(home, p[2:]) for p in DENY_READ] + list(self.policy.deny_read)
+        named += [p.format(uid=os.getuid()) for p in HIDDEN_SOCKETS]
         real = (os.path.realpath(p) for p in named if os.path.lexists(p))
         # Never one holding the working directory: the command would start in an empty tmpfs.
         kept = list(dict.fromkeys(p for p in real if not _under(self.policy.root, p)))
@@ -202,9 +239,12 @@ class Sandbox:
             return argv, dict(env)
         if why is not None:
             raise SandboxUnavailable(f"sandbox required but unavailable: {why}; the command did not run")
-        helper = helper_path(self.policy.helper)
-        assert helper is not None
-        return [helper, *self._mounts(env), "--", *argv], {**env, "TMPDIR": "/tmp"}
+        helper = helper_path(self.policy.helper, self.writable())
+        if helper is None:  # only a bwrap inside a writable root is left: never trusted
+            raise SandboxUnavailable("no trusted bwrap outside the writable roots; the command did not run")
+        # The agents and sockets that act for the user outside the sandbox (keys, session bus) are not passed on.
+        kept = {k: v for k, v in env.items() if k not in _AGENT_SOCKET_VARS}
+        return [helper, *self._mounts(env), "--", *argv], {**kept, "TMPDIR": "/tmp"}
 
     def _mounts(self, env: Mapping[str, str]) -> list[str]:
         args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", self._private_tmp(), "/tmp"]
@@ -216,8 +256,8 @@ class Sandbox:
         writable = self.writable()
         for root in writable:
             args += ["--bind", root, root]
-        for path in protected_git_paths(writable):  # after the binds: bound read-only over the writable root
-            args += ["--ro-bind", path, path] if os.path.lexists(path) else ["--tmpfs", path, "--remount-ro", path]
+        for path in protected_git_paths(writable, self.policy.allow_write):  # after the binds: read-only over them
+            args += ["--ro-bind", path, path]
         visible += writable
         for root in (self.policy.root, git_root(self.policy.root)):  # visible even when under the private /tmp
             if root is not None and root not in writable and _under(root, "/tmp"):
@@ -229,7 +269,7 @@ class Sandbox:
         )
         for path in self._hidden:
             args += ["--tmpfs", path, "--remount-ro", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
-        args += ["--unshare-pid", "--die-with-parent", "--chdir", self.policy.root]
+        args += ["--unshare-pid", "--die-with-parent", *_NO_CAPS, "--chdir", self.policy.root]
         return args if self.policy.network else [*args, "--unshare-net"]
 
     def _private_tmp(self) -> str:
@@ -270,22 +310,17 @@ class Sandbox:
         return f"sandbox {self.policy.describe()}; writable: {writable} and a private /tmp"
 
 
-# What git runs code from, inside a repository's .git: a command that wrote these would run code outside the
-# sandbox the next time the user (or the agent's own git calls) ran git there. Objects, refs and the index stay
-# writable, so `git commit` and `git checkout` work in the sandbox.
-GIT_PROTECTED = ("hooks", "config", "info")
-
-
-def protected_git_paths(roots: tuple[str, ...]) -> list[str]:
-    """The GIT_PROTECTED paths of each writable root's `.git` directory: the existing ones, and `hooks` even when
-    missing (an empty read-only directory then takes its place). A `.git` file, a worktree's pointer, is left:
-    its git directory lies elsewhere, read-only unless it is inside a writable root too."""
+def protected_git_paths(roots: tuple[str, ...], allowed: tuple[str, ...]) -> list[str]:
+    """Each writable root's `.git` (a repository's directory, or a worktree's pointer file), bound read-only as a
+    whole: git runs code from its config, hooks, `commondir`, submodules' configs and more, and a command
+    that could move `.git` aside could replace any of it. A `.git` the user names itself in `allowed`
+    (`--sandbox-allow-write .git`) stays writable.
+    So commits fail in the sandbox (escalate, or run them outside); documented."""
     found: list[str] = []
     for root in roots:
-        git_dir = os.path.join(root, ".git")
-        if os.path.isdir(git_dir) and not os.path.islink(git_dir):
-            paths = (os.path.join(git_dir, name) for name in GIT_PROTECTED)
-            found += [p for p in paths if os.path.lexists(p) or p.endswith("hooks")]
+        git = os.path.join(root, ".git")
+        if os.path.lexists(git) and not os.path.islink(git) and git not in allowed:
+            found.append(git)
     return found
 
 
@@ -299,7 +334,8 @@ def denied_write(output: str) -> str | None:
     if line is None:
         return None
     named = _QUOTED_PATH.search(line) or _BARE_PATH.search(line)
-    return named.group(1) if named is not None else "a path"
+    path = named.group(1) if named is not None else "a path"
+    return path if len(path) <= 200 else path[:200] + "…"  # read from the command's output: kept short
 
 
 # How a denied write reads: the kernel's EROFS, and git's words when a rename over a read-only bind fails.

@@ -26,9 +26,10 @@ from sprout_agent.permissions import Decision
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.ui import tool_view
 from sprout_agent.ui.render import TerminalRenderer
-from sprout_agent.untrusted import printable, visible
+from sprout_agent.untrusted import printable
 
 QUESTION_ARGUMENT_LINES = 20
+WHY_CHARS = 300
 DESCRIPTION_CHARS = 400  # the first paragraph, wrapped; a longer one ends at a word with "…"
 PREVIEWED = "dev"  # the built-in server whose edit and write are shown as the diff they would make
 _KINDS: dict[str, Literal["once", "always", "deny"]] = {"once": "once", "always": "always", "deny": "deny"}
@@ -108,7 +109,10 @@ def question(
     """The question's text: the tool, its description (wrapped, not cut mid-word), what the call would do;
     or, for a call the sandbox stopped, what stopped it and the call."""
     if outside_sandbox is not None:
-        title = f"\n{printable(spec.name)}: {printable(outside_sandbox)}\nRun it again OUTSIDE the sandbox?"
+        # The reason is read from the command's own output, so it is labelled as such and kept short.
+        why = printable(outside_sandbox, WHY_CHARS)
+        title = f"\n{printable(spec.name)} failed in the sandbox; its output reads as: {why}"
+        title += "\nRun it again OUTSIDE the sandbox?"
         return Group(Text(title, style="bold"), _arguments(arguments))
     parts: list[RenderableType] = [Text(f"\nRun {printable(spec.name)}?", style="bold")]
     if about := describe(spec.description or ""):
@@ -125,7 +129,8 @@ def _arguments(arguments: dict[str, object]) -> Text:
     shown = json.dumps(arguments, indent=2, ensure_ascii=False).splitlines()
     if len(shown) > QUESTION_ARGUMENT_LINES:
         shown = [*shown[:QUESTION_ARGUMENT_LINES], "  …"]
-    return Text(visible("\n".join(shown)), style="bright_black")
+    # Per line through `printable`: bidi and zero-width characters too, which could reorder what a person reads.
+    return Text("\n".join(printable(line) for line in shown), style="bright_black")
 
 
 def describe(description: str) -> str:
