@@ -150,7 +150,8 @@ def _sandbox_note(ws: Workspace) -> str:
     network = "on" if policy.network else "off"
     return (
         f"\n- Commands run in an OS sandbox where the system allows it ({policy.mode}): writes go to {where}, "
-        f"network {network}, credential directories such as ~/.ssh are hidden; a denied write or network "
+        f"network {network}, .git is read-only (commit outside the sandbox: ask the user), credential "
+        "directories such as ~/.ssh are hidden; a denied write or network "
         "access is noted in the result: explain it or ask the user rather than work around it."
     )
 
