@@ -286,20 +286,20 @@ def _unsigned_hook_turn(history: Sequence[Message]) -> int:
     With thinking on, the API wants the assistant turn that tool results answer to start with its thinking;
     a `_PostCompact` pair after a handoff has none (our hook wrote it, not the model), so it goes as text.
     """
-    if (
-        len(history) < 2
-        or history[-1].role != "user"
-        or not any(isinstance(b, ToolResult) for b in history[-1].content)
-    ):
+    end = len(history)  # the trailing user messages merge into one turn: the one the API checks
+    while end > 0 and history[end - 1].role == "user":
+        end -= 1
+    answers = any(isinstance(b, ToolResult) for message in history[end:] for b in message.content)
+    if end == 0 or end == len(history) or not answers:
         return 0
-    start = len(history) - 1
+    start = end
     while start > 0 and history[start - 1].role == "assistant":
         start -= 1
-    turn = [block for message in history[start:-1] for block in message.content if not _is_empty_text(block)]
+    turn = [block for message in history[start:end] for block in message.content if not _is_empty_text(block)]
     if not turn or isinstance(turn[0], Thinking | RedactedThinking):
         return 0
     uses = [block for block in turn if isinstance(block, ToolUse)]
-    hooks_only = bool(uses) and all(use.name.rsplit("__", 1)[-1].startswith("_") for use in uses)
+    hooks_only = bool(uses) and all(use.name.partition("__")[2].startswith("_") for use in uses)
     return len(history) - start if hooks_only else 0
 
 

@@ -528,6 +528,7 @@ def build_loop(
     escalate: Escalate | None = None,
     system: str = SYSTEM,
     on_event: Callable[[Event], None] | None = None,
+    thinking: bool = False,
 ) -> Loop:
     """The real Agent, Hooks, Ledger and Compactor around a scripted model and an in-memory host.
 
@@ -541,7 +542,7 @@ def build_loop(
         if on_event is not None:
             on_event(event)
 
-    model = ScriptedModel(script)
+    model = ScriptedModel(script, thinking=thinking)
     host = host if host is not None else MemoryHost({"fake": default_server()})  # config order = mapping order
     ledger = Ledger(model.name)
     compactor = Compactor(
