@@ -166,6 +166,13 @@ def main_command(
     sandbox: _SandboxOption = None,
     sandbox_network: _SandboxNetworkOption = None,
     sandbox_allow_write: _SandboxAllowWriteOption = None,
+    thinking: Annotated[
+        str | None,
+        typer.Option(metavar="MODE", help="Extended thinking: adaptive, on (a budget) or off (default: the model's)."),
+    ] = None,
+    effort: Annotated[
+        str | None, typer.Option(metavar="LEVEL", help="Effort: low, medium, high, xhigh or max (as the model lists).")
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -213,6 +220,8 @@ def main_command(
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
         trust_project=trust_project,
+        thinking=thinking,
+        effort=effort,
         sandbox=sandbox.value if sandbox is not None else None,
         sandbox_network=sandbox_network.value if sandbox_network is not None else None,
         sandbox_allow_write=tuple(sandbox_allow_write or ()),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sprout_agent.errors import SproutError, UsageError
 from sprout_agent.events import CompactionFinished, CompactionStarted, Event, Notice
-from sprout_agent.messages import Image, Message, Text, ToolResult, ToolUse, Usage
+from sprout_agent.messages import Image, Message, RedactedThinking, Text, Thinking, ToolResult, ToolUse, Usage
 from sprout_agent.protocols import Model, ModelRequest
 
 # Context windows by model-name prefix, longest prefix first; SPROUT_AGENT_MAX_CONTEXT_TOKENS overrides.
@@ -79,6 +79,10 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
                 chars += sum(len(part.text) for part in block.content if isinstance(part, Text)) + 40
             elif isinstance(block, ToolUse):
                 chars += len(block.name) + len(json.dumps(block.input)) + 40
+            elif isinstance(block, Thinking):  # sent back, so it takes room (the signature too)
+                chars += len(block.thinking) + len(block.signature)
+            elif isinstance(block, RedactedThinking):
+                chars += len(block.data)
             else:
                 chars += len(block.text)
     return chars // CHARS_PER_TOKEN + images * IMAGE_TOKENS
@@ -108,6 +112,8 @@ def _render(message: Message) -> str:
             parts.append("[image]")
         elif isinstance(block, ToolUse):
             parts.append(f"[tool call {block.name} {json.dumps(block.input, ensure_ascii=False)}]")
+        elif isinstance(block, Thinking | RedactedThinking):
+            continue  # the summary is of what was said and done; reasoning is the model's own scratch space
         else:
             body = "\n".join(p.text if isinstance(p, Text) else "[image]" for p in block.content)
             if len(body) > TRANSCRIPT_RESULT_MAX_CHARS:

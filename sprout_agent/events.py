@@ -44,6 +44,13 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    """A piece of the model's reasoning as it streams (the model's text: untrusted)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class AssistantText:
     """The complete text of one model response (rendered as Markdown once complete)."""
 
@@ -182,6 +189,7 @@ Event = (
     | ServerFailed
     | ModelWaiting
     | TextDelta
+    | ThinkingDelta
     | AssistantText
     | ModelReplied
     | ApiRetry

@@ -151,6 +151,7 @@ class Headless:
                 hooks=hooks,
                 resumed=self.prepared.resume is not None,
                 sandbox=self.prepared.sandbox.record(),
+                context_window=agent.compactor.window if agent.compactor is not None else 0,
             )
         )
 

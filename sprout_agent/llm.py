@@ -11,8 +11,9 @@ import anyio
 
 from sprout_agent.api_errors import Failure, explain
 from sprout_agent.errors import ApiError, PromptTooLongError
-from sprout_agent.events import ApiRetry, Event
-from sprout_agent.messages import Block, Image, Message, Text, ToolResult, ToolUse
+from sprout_agent.events import ApiRetry, Event, Notice, ThinkingDelta
+from sprout_agent.messages import Block, Image, Message, RedactedThinking, Text, Thinking, ToolResult, ToolUse
+from sprout_agent.model_facts import ModelFacts, Unreachable, effort_param, fallback, thinking_param
 from sprout_agent.protocols import ModelReply, ModelRequest, ToolSpec
 from sprout_agent.reply_stream import ReplyBuilder, StreamCut
 
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+# Claude 4 models think between tool calls with a budget only behind this beta (adaptive does it by itself).
+INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
+MODELS_API_TIMEOUT = 3.0  # a cold start waits at most this long for the model's facts (overlapped with servers)
 
 
 class AnthropicModel:
@@ -38,6 +42,10 @@ class AnthropicModel:
         base_url: str | None,
         retries: int = 4,
         on_attempt: Callable[[], None] | None = None,
+        facts: ModelFacts | None = None,
+        thinking: str | None = None,
+        effort: str | None = None,
+        thinking_budget: int = 16_000,
     ) -> None:
         import anthropic  # lazy: costs ~2 s, paid once, overlapped with server start-up
 
@@ -52,6 +60,11 @@ class AnthropicModel:
             api_key=api_key, base_url=base_url, max_retries=0, timeout=anthropic.Timeout(600, connect=10)
         )
         self._anthropic = anthropic
+        self.facts = facts or fallback(model)
+        self.thinking = thinking  # adaptive | on | off | None (the model's default, from its capabilities)
+        self.effort = effort
+        self._thinking_budget = thinking_budget
+        self._warned: set[str] = set()
 
     @property
     def name(self) -> str:
@@ -59,8 +72,14 @@ class AnthropicModel:
 
     @name.setter
     def name(self, model: str) -> None:
-        """`/model NAME`: the next request goes to this model (the conversation is kept)."""
+        """`/model NAME`: the next request goes to this model (the conversation is kept; its thinking is
+        left out of requests to the new model, which cannot verify another model's signatures)."""
         self._model = model
+        if self.facts.model != model:
+            self.facts = fallback(model)
+
+    def thinking_config(self, max_tokens: int) -> dict[str, Any] | None:
+        return thinking_param(self.thinking, self.facts, max_tokens, self._thinking_budget)
 
     async def complete(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
         attempt = 0
@@ -76,7 +95,8 @@ class AnthropicModel:
                 await anyio.sleep(retry_after)
 
     async def _stream_once(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
-        builder = ReplyBuilder(on_text)  # our accumulation: the SDK's raises on a tool input it cannot parse
+        # our accumulation: the SDK's raises on a tool input it cannot parse
+        builder = ReplyBuilder(on_text, lambda text: self._emit(ThinkingDelta(text)))
         if self._on_attempt is not None:
             self._on_attempt()
         stream = await self._client.messages.create(**self._params(request), stream=True)
@@ -86,15 +106,34 @@ class AnthropicModel:
         return builder.reply()
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
-        messages = to_api_messages(request.messages, tools_offered=bool(request.tools))
-        params: dict[str, Any] = {"model": self._model, "messages": messages}
-        params["max_tokens"] = request.max_tokens or self._max_tokens
+        cap = self.facts.max_output
+        max_tokens = min(request.max_tokens or self._max_tokens, cap or self._max_tokens)
+        thinking = self.thinking_config(max_tokens)
+        thinking_on = thinking is not None and thinking["type"] in ("adaptive", "enabled")
+        messages = to_api_messages(
+            request.messages, tools_offered=bool(request.tools), model=self._model, thinking=thinking_on
+        )
+        params: dict[str, Any] = {"model": self._model, "messages": messages, "max_tokens": max_tokens}
+        if thinking is not None:
+            params["thinking"] = thinking
+            if thinking["type"] == "enabled" and request.tools:
+                params["extra_headers"] = {"anthropic-beta": INTERLEAVED_BETA}
+        if (effort := self._effort()) is not None:
+            params["output_config"] = {"effort": effort}
         if request.system:
             # A breakpoint on the system prompt caches tools + system: the stable prefix.
             params["system"] = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
         if request.tools:
             params["tools"] = to_api_tools(request.tools)
         return params
+
+    def _effort(self) -> str | None:
+        effort = effort_param(self.effort, self.facts)
+        if self.effort is not None and effort is None and self.effort not in self._warned:
+            self._warned.add(self.effort)
+            listed = ", ".join(sorted(self.facts.effort_levels or ())) or "none"
+            self._emit(Notice(f"{self._model} does not list effort {self.effort!r} (it lists: {listed}); not sent"))
+        return effort
 
     def _retry_delay(self, error: Exception, attempt: int) -> float | None:
         """Seconds to wait before retrying `error`, or None if it must not be retried."""
@@ -184,17 +223,38 @@ def to_api_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return api_tools
 
 
-def to_api_messages(history: Sequence[Message], *, tools_offered: bool = True) -> list[dict[str, Any]]:
+def retrieve_model_info(model: str, api_key: str | None, base_url: str | None) -> dict[str, Any] | None:
+    """`models.retrieve` as JSON; None when the API has no entry (404, or a proxy without /v1/models)."""
+    import anthropic
+
+    client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=MODELS_API_TIMEOUT)
+    try:
+        return client.models.retrieve(model).model_dump(mode="json")
+    except (anthropic.NotFoundError, anthropic.BadRequestError, anthropic.PermissionDeniedError):
+        return None
+    except anthropic.APIError as error:  # offline, timeout, 5xx: ask again next time
+        raise Unreachable(str(error)) from error
+    finally:
+        client.close()
+
+
+def to_api_messages(
+    history: Sequence[Message], *, tools_offered: bool = True, model: str = "", thinking: bool = False
+) -> list[dict[str, Any]]:
     """Serialises history for the API: merges same-role neighbours, drops empty text and empty turns.
 
     The API rejects empty text blocks and empty turns, and a rejected history would fail every retry;
     merging keeps hook objections (assistant tool_use after an assistant reply) a valid alternation.
     A request without tools may not carry tool blocks (hook pairs when only hook servers are configured),
-    so there they become text.
+    so there they become text. Thinking blocks go back verbatim when thinking is on and `model` wrote them;
+    otherwise they are left out, which the API allows for earlier turns (and a foreign signature fails).
     """
+    history = [_kept_thinking(message, model, thinking) for message in history]
+    unsigned = _unsigned_hook_turn(history) if thinking else 0
     merged: list[dict[str, Any]] = []
-    for message in history:
-        content = message.content if tools_offered else _tool_blocks_as_text(message.content)
+    for index, message in enumerate(history):
+        as_text = not tools_offered or (unsigned and index >= len(history) - unsigned)
+        content = _tool_blocks_as_text(message.content) if as_text else message.content
         blocks = [_to_api_block(block) for block in content if not _is_empty_text(block)]
         if not blocks:
             continue
@@ -202,10 +262,45 @@ def to_api_messages(history: Sequence[Message], *, tools_offered: bool = True) -
             merged[-1]["content"].extend(blocks)
         else:
             merged.append({"role": message.role, "content": blocks})
-    if merged:
+    if merged and merged[-1]["content"][-1]["type"] not in _THINKING_TYPES:  # thinking takes no cache_control
         # The newest turn carries a breakpoint so the next round of a tool loop reads it from cache.
         merged[-1]["content"][-1] = {**merged[-1]["content"][-1], "cache_control": EPHEMERAL}
     return merged
+
+
+_THINKING_TYPES = ("thinking", "redacted_thinking")
+
+
+def _kept_thinking(message: Message, model: str, thinking: bool) -> Message:
+    def kept(block: Block) -> bool:
+        if isinstance(block, Thinking | RedactedThinking):
+            return thinking and block.model in ("", model)
+        return True
+
+    return Message(message.role, tuple(filter(kept, message.content)))
+
+
+def _unsigned_hook_turn(history: Sequence[Message]) -> int:
+    """How many trailing messages form a hook pair with no thinking before it (0: none).
+
+    With thinking on, the API wants the assistant turn that tool results answer to start with its thinking;
+    a `_PostCompact` pair after a handoff has none (our hook wrote it, not the model), so it goes as text.
+    """
+    end = len(history)  # the trailing user messages merge into one turn: the one the API checks
+    while end > 0 and history[end - 1].role == "user":
+        end -= 1
+    answers = any(isinstance(b, ToolResult) for message in history[end:] for b in message.content)
+    if end == 0 or end == len(history) or not answers:
+        return 0
+    start = end
+    while start > 0 and history[start - 1].role == "assistant":
+        start -= 1
+    turn = [block for message in history[start:end] for block in message.content if not _is_empty_text(block)]
+    if not turn or isinstance(turn[0], Thinking | RedactedThinking):
+        return 0
+    uses = [block for block in turn if isinstance(block, ToolUse)]
+    hooks_only = bool(uses) and all(use.name.partition("__")[2].startswith("_") for use in uses)
+    return len(history) - start if hooks_only else 0
 
 
 def _tool_blocks_as_text(content: tuple[Block, ...]) -> tuple[Block, ...]:
@@ -216,6 +311,8 @@ def _tool_blocks_as_text(content: tuple[Block, ...]) -> tuple[Block, ...]:
         elif isinstance(block, ToolResult):
             blocks.append(Text(f"[tool result{' (error)' if block.is_error else ''}]"))
             blocks.extend(block.content)
+        elif isinstance(block, Thinking | RedactedThinking):
+            continue  # thinking may only precede real tool calls; with them as text it has no place
         else:
             blocks.append(block)
     return tuple(blocks)
@@ -235,6 +332,10 @@ def _to_api_block(block: Block) -> dict[str, Any]:
         }
     if isinstance(block, ToolUse):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, Thinking):
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if isinstance(block, RedactedThinking):
+        return {"type": "redacted_thinking", "data": block.data}
     return _tool_result_block(block)
 
 

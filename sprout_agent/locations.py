@@ -17,6 +17,7 @@ class Locations:
     sessions: Path | None  # session transcripts; None = nothing is recorded or resumable
     data: Path | None  # prompt history
     logs: Path | None  # MCP servers' stderr with --verbose
+    cache: Path | None = None  # what can be fetched again (the Models API's entries); None = nothing cached
 
     @classmethod
     def for_user(cls) -> Locations:
@@ -25,7 +26,11 @@ class Locations:
 
         data = Path(platformdirs.user_data_dir(APP))
         return cls(
-            Path(platformdirs.user_config_dir(APP)), data / "sessions", data, Path(platformdirs.user_log_dir(APP))
+            Path(platformdirs.user_config_dir(APP)),
+            data / "sessions",
+            data,
+            Path(platformdirs.user_log_dir(APP)),
+            Path(platformdirs.user_cache_dir(APP)),
         )
 
     @classmethod

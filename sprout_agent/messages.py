@@ -36,7 +36,28 @@ class ToolResult:
     is_error: bool = False
 
 
-Block = Text | Image | ToolUse | ToolResult
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """The model's reasoning with its signature; sent back byte-identical (the API verifies the signature).
+
+    `model` is ours, never sent: a signature binds the block to the model that wrote it, so a request to
+    another model leaves the block out (llm.py) instead of earning a 400."""
+
+    thinking: str
+    signature: str
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RedactedThinking:
+    """Reasoning the API encrypted; opaque, kept and sent back unchanged like `Thinking`."""
+
+    data: str
+    model: str = ""
+
+
+Block = Text | Image | ToolUse | ToolResult | Thinking | RedactedThinking
+ThinkingBlock = Thinking | RedactedThinking
 Role = Literal["user", "assistant"]
 
 

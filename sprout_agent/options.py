@@ -45,6 +45,8 @@ class Options:
     sandbox: str | None = None  # --sandbox off | read-only | workspace-write | required; None = env or default
     sandbox_network: str | None = None  # --sandbox-network on | off
     sandbox_allow_write: tuple[Path, ...] = ()  # --sandbox-allow-write PATH (repeatable)
+    thinking: str | None = None  # --thinking adaptive | on | off; None = SPROUT_AGENT_THINKING or the model's
+    effort: str | None = None  # --effort LEVEL; None = SPROUT_AGENT_EFFORT or the API's default
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,14 @@ class Prepared:
     held_back: consent.Gated | None = None  # project servers waiting for consent; None = none
     sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # what dev__bash commands run under
 
+    @property
+    def thinking(self) -> str | None:
+        return st.choice(self.options.thinking, st.THINKING_SETTINGS, "--thinking") or self.settings.thinking
+
+    @property
+    def effort(self) -> str | None:
+        return st.choice(self.options.effort, st.EFFORT_LEVELS, "--effort") or self.settings.effort
+
     def held_back_notices(self) -> tuple[str, ...]:
         """One line per project server this run does not start, for a face with nobody to ask."""
         gated = self.held_back
@@ -83,6 +93,8 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     if not settings.api_key_present and not settings.base_url:
         raise UsageError("ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run again")
     model = options.model or settings.model
+    st.choice(options.thinking, st.THINKING_SETTINGS, "--thinking")  # a misspelt flag fails here, with exit 2
+    st.choice(options.effort, st.EFFORT_LEVELS, "--effort")
     window = context_window(model, settings.max_context_tokens)
     threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
     prices = parse_prices(settings.prices)

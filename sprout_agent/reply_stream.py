@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from sprout_agent.messages import INVALID_INPUT_KEY, Block, Text, ToolUse, Usage
+from sprout_agent.messages import INVALID_INPUT_KEY, Block, RedactedThinking, Text, Thinking, ToolUse, Usage
 from sprout_agent.protocols import ModelReply
 
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -25,17 +25,19 @@ class StreamCut(Exception):
 
 @dataclass
 class _Open:
-    kind: str  # text | tool_use | anything else (thinking…), which is not kept
+    kind: str  # text | tool_use | thinking | redacted_thinking | anything else, which is not kept
     id: str = ""
     name: str = ""
     parts: list[str] = field(default_factory=list[str])
+    signature: str = ""  # thinking: from signature_delta (or the start block); redacted_thinking: its data
 
 
 class ReplyBuilder:
     """Feed it every raw stream event with `add`; `reply()` once the stream has ended."""
 
-    def __init__(self, on_text: Callable[[str], None]) -> None:
+    def __init__(self, on_text: Callable[[str], None], on_thinking: Callable[[str], None] | None = None) -> None:
         self._on_text = on_text
+        self._on_thinking = on_thinking
         self._blocks: dict[int, _Open] = {}
         self._usage: dict[str, int] = {}
         self._stop_reason: str | None = None
@@ -48,9 +50,7 @@ class ReplyBuilder:
             self._model = str(event.message.model)
             self._count(event.message.usage)
         elif kind == "content_block_start":
-            block = event.content_block
-            text = [str(block.text)] if block.type == "text" and block.text else []
-            self._blocks[event.index] = _Open(block.type, getattr(block, "id", ""), getattr(block, "name", ""), text)
+            self._blocks[event.index] = _opened(event.content_block)
         elif kind == "content_block_delta":
             self._delta(self._blocks.get(event.index), event.delta)
         elif kind == "message_delta":
@@ -63,7 +63,9 @@ class ReplyBuilder:
         if not self._stopped or self._stop_reason is None:
             raise StreamCut("the response stream ended before message_stop")
         content = tuple(
-            block for _, open_block in sorted(self._blocks.items()) if (block := _finished(open_block)) is not None
+            block
+            for _, open_block in sorted(self._blocks.items())
+            if (block := _finished(open_block, self._model)) is not None
         )
         usage = Usage(
             input_tokens=self._usage.get("input_tokens", 0),
@@ -81,6 +83,12 @@ class ReplyBuilder:
             self._on_text(str(delta.text))
         elif delta.type == "input_json_delta" and block.kind == "tool_use":
             block.parts.append(str(delta.partial_json))
+        elif delta.type == "thinking_delta" and block.kind == "thinking":
+            block.parts.append(str(delta.thinking))
+            if self._on_thinking is not None:
+                self._on_thinking(str(delta.thinking))
+        elif delta.type == "signature_delta" and block.kind == "thinking":
+            block.signature += str(delta.signature)
 
     def _count(self, usage: Any) -> None:
         """Counts on message_delta are running totals: they replace, and a missing one keeps message_start's."""
@@ -90,11 +98,25 @@ class ReplyBuilder:
                 self._usage[name] = value
 
 
-def _finished(block: _Open) -> Block | None:
+def _opened(block: Any) -> _Open:
+    if block.type == "text":
+        return _Open("text", parts=[str(block.text)] if block.text else [])
+    if block.type == "thinking":  # starts empty by the docs, but whatever it carries is part of the block
+        return _Open("thinking", parts=[str(block.thinking)] if block.thinking else [], signature=block.signature or "")
+    if block.type == "redacted_thinking":
+        return _Open("redacted_thinking", signature=str(block.data))
+    return _Open(block.type, getattr(block, "id", ""), getattr(block, "name", ""))
+
+
+def _finished(block: _Open, model: str) -> Block | None:
     if block.kind == "text":
         return Text("".join(block.parts))
     if block.kind == "tool_use":
         return ToolUse(block.id, block.name, tool_input("".join(block.parts)))
+    if block.kind == "thinking":
+        return Thinking("".join(block.parts), block.signature, model)
+    if block.kind == "redacted_thinking":
+        return RedactedThinking(block.signature, model)
     return None
 
 

@@ -18,14 +18,15 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
+from sprout_agent import model_facts, store
 from sprout_agent import settings as st
-from sprout_agent import store
 from sprout_agent.agent import Agent
-from sprout_agent.compaction import Compactor
+from sprout_agent.compaction import Compactor, parse_threshold
 from sprout_agent.errors import ServerStartError
 from sprout_agent.events import Event, Notice
 from sprout_agent.hooks import Hooks, parse_allowlist
 from sprout_agent.ledger import Ledger
+from sprout_agent.model_facts import ModelFacts
 from sprout_agent.options import Prepared
 from sprout_agent.permissions import Ask, Policy
 from sprout_agent.protocols import Model
@@ -75,15 +76,18 @@ async def open_runtime(
         building = _build_model_in_background(prepared, emit, ledger)  # anthropic (~2 s) loads while they hand-shake
         await stack.enter_async_context(pool)
         _check_strict(prepared, pool)
-        model = await anyio.to_thread.run_sync(building.result, abandon_on_cancel=True)
+        model, facts = await anyio.to_thread.run_sync(building.result, abandon_on_cancel=True)
         agent = _build_agent(prepared, emit, ask, pool, model, session_id, transcript, ledger)
+        _fit_window(prepared, agent, facts)
         if prepared.resume is not None:
             agent.load(prepared.resume.history, "resume")
             emit(Notice(f"resumed session {session_id} ({len(prepared.resume.history)} messages)"))
         yield Runtime(prepared, session_id, pool, agent)
 
 
-def _build_model_in_background(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger) -> Future[Model]:
+def _build_model_in_background(
+    prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger
+) -> Future[tuple[Model, ModelFacts]]:
     """A plain thread, not a task: a task group here would wrap every error the session raises in a group."""
     executor = ThreadPoolExecutor(1, thread_name_prefix="sprout-model")
     future = executor.submit(_make_model, prepared, emit, ledger)
@@ -91,18 +95,42 @@ def _build_model_in_background(prepared: Prepared, emit: Callable[[Event], None]
     return future
 
 
-def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger) -> Model:
-    from sprout_agent.llm import AnthropicModel
+def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger) -> tuple[Model, ModelFacts]:
+    """Imports anthropic and reads the model's facts (from the cache, else the Models API), off the loop."""
+    from sprout_agent.llm import AnthropicModel, retrieve_model_info
 
     key = prepared.env.get("ANTHROPIC_API_KEY") or prepared.env.get("ANTHROPIC_AUTH_TOKEN")
-    return AnthropicModel(
+    key = key or "none"  # a keyless local server behind ANTHROPIC_BASE_URL
+    base_url = prepared.settings.base_url
+    cache = prepared.locations.cache / "models" if prepared.locations.cache is not None else None
+    facts = model_facts.resolve(
+        prepared.model, base_url, cache, partial(retrieve_model_info, prepared.model, key, base_url)
+    )
+    if prepared.options.verbose:
+        emit(Notice(facts.describe()))
+    model = AnthropicModel(
         model=prepared.model,
         max_tokens=prepared.settings.max_output_tokens,
         emit=emit,
-        api_key=key or "none",  # a keyless local server behind ANTHROPIC_BASE_URL
-        base_url=prepared.settings.base_url,
+        api_key=key,
+        base_url=base_url,
         on_attempt=ledger.attempted,
+        facts=facts,
+        thinking=prepared.thinking,
+        effort=prepared.effort,
+        thinking_budget=prepared.settings.thinking_budget,
     )
+    return model, facts
+
+
+def _fit_window(prepared: Prepared, agent: Agent, facts: ModelFacts) -> None:
+    """The model's real window (unless SPROUT_AGENT_MAX_CONTEXT_TOKENS says otherwise) sets compaction's."""
+    settings = prepared.settings
+    if agent.compactor is None or settings.max_context_tokens is not None or facts.window == prepared.window:
+        return
+    reserve = min(settings.max_output_tokens, facts.max_output or settings.max_output_tokens)
+    agent.compactor.window = facts.window
+    agent.compactor.threshold = parse_threshold(settings.compact_threshold, facts.window, reserve)
 
 
 def _server_log(prepared: Prepared, emit: Callable[[Event], None]) -> Path | None:

@@ -39,6 +39,11 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("SPROUT_AGENT_MAX_PARALLEL_TOOLS", "8", "tool calls run at once (1 = one at a time)"),
     EnvVar("SPROUT_AGENT_MAX_OUTPUT_TOKENS", "32000", "max_tokens per model response"),
     EnvVar("SPROUT_AGENT_MAX_CONTEXT_TOKENS", "", "context window, tokens; unset = the model's known window"),
+    EnvVar(
+        "SPROUT_AGENT_THINKING", "", "extended thinking: adaptive, on (a budget) or off; unset = the model's default"
+    ),
+    EnvVar("SPROUT_AGENT_THINKING_BUDGET", "16000", "thinking budget_tokens with thinking on (at least 1024)"),
+    EnvVar("SPROUT_AGENT_EFFORT", "", "effort: low, medium, high, xhigh or max; unset = the API's default"),
     EnvVar("SPROUT_AGENT_COMPACT_THRESHOLD", "", "when to compact; unset = built-in default"),
     EnvVar("SPROUT_AGENT_MAX_COMPACTIONS", "10", "compactions per session (0 = never compact)"),
     EnvVar(
@@ -87,6 +92,20 @@ def _raw(env: Mapping[str, str], name: str) -> str | None:
     """The value, or the table default; set-but-blank counts as unset."""
     value = env.get(name, "").strip()
     return value or _DEFAULTS[name] or None
+
+
+THINKING_SETTINGS = ("adaptive", "on", "off")  # model_facts.py reads the same words
+EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
+
+
+def choice(value: str | None, allowed: tuple[str, ...], name: str) -> str | None:
+    """One of `allowed` (any case), None when unset; anything else is a UsageError naming the choices."""
+    if value is None or not value.strip():
+        return None
+    word = value.strip().lower()
+    if word not in allowed:
+        raise UsageError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+    return word
 
 
 def _int(env: Mapping[str, str], name: str, minimum: int) -> int:
@@ -189,6 +208,9 @@ class Settings:
     base_url: str | None = None
     builtin_servers: tuple[str, ...] = ("dev", "todo")
     prices: str | None = None  # raw; ledger.parse_prices reads it
+    thinking: str | None = None  # adaptive | on | off; None = from the model's capabilities
+    thinking_budget: int = 16000
+    effort: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -212,6 +234,9 @@ class Settings:
             base_url=_base_url(env, "ANTHROPIC_BASE_URL"),
             builtin_servers=_builtin_names(env, "SPROUT_AGENT_BUILTIN_SERVERS"),
             prices=_raw(env, "SPROUT_AGENT_PRICES"),
+            thinking=choice(_raw(env, "SPROUT_AGENT_THINKING"), THINKING_SETTINGS, "SPROUT_AGENT_THINKING"),
+            thinking_budget=_int(env, "SPROUT_AGENT_THINKING_BUDGET", 1024),
+            effort=choice(_raw(env, "SPROUT_AGENT_EFFORT"), EFFORT_LEVELS, "SPROUT_AGENT_EFFORT"),
         )
 
 

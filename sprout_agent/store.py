@@ -27,7 +27,7 @@ from typing import Any, TextIO, cast
 
 from sprout_agent.errors import StoreError, UsageError
 from sprout_agent.images import checked
-from sprout_agent.messages import Block, Image, Message, Text, ToolResult, ToolUse
+from sprout_agent.messages import Block, Image, Message, RedactedThinking, Text, Thinking, ToolResult, ToolUse
 
 STORE_VERSION = 1
 INTERRUPTED = "interrupted: the session ended before this tool call finished"
@@ -41,6 +41,10 @@ def encode_block(block: Block) -> dict[str, object]:
         return {"type": "image", "media_type": block.media_type, "data": block.data}
     if isinstance(block, ToolUse):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, Thinking):  # verbatim: a resumed session sends it back and the API checks the signature
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature, "model": block.model}
+    if isinstance(block, RedactedThinking):
+        return {"type": "redacted_thinking", "data": block.data, "model": block.model}
     content = [encode_block(part) for part in block.content]
     return {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": content, "is_error": block.is_error}
 
@@ -57,6 +61,10 @@ def decode_block(data: dict[str, Any]) -> Block:
         return checked(Image(str(data["media_type"]), str(data["data"])))
     if kind == "tool_use":
         return ToolUse(str(data["id"]), str(data["name"]), dict(data["input"]))
+    if kind == "thinking":
+        return Thinking(str(data["thinking"]), str(data["signature"]), str(data.get("model", "")))
+    if kind == "redacted_thinking":
+        return RedactedThinking(str(data["data"]), str(data.get("model", "")))
     if kind == "tool_result":
         parts = tuple(decode_block(part) for part in data["content"])
         content = tuple(part for part in parts if isinstance(part, Text | Image))

@@ -8,6 +8,7 @@ The rules are the ones the API documents and enforces; each problem names where 
 from __future__ import annotations
 
 import base64
+import hashlib
 import re
 from typing import Any
 
@@ -27,6 +28,24 @@ MAX_CACHE_BREAKPOINTS = 4
 ROLES = ("user", "assistant")
 
 
+THINKING_TYPES = ("thinking", "redacted_thinking")
+
+
+def sign(model: str, thinking: str) -> str:
+    """The signature the fakes give a thinking block: bound to its text and to the model that wrote it."""
+    return "sig_" + hashlib.sha256(f"{model}\n{thinking}".encode()).hexdigest()
+
+
+def sealed(model: str, secret: str) -> str:
+    """A redacted_thinking block's `data`: opaque, but the fakes can tell whether it came back unchanged."""
+    payload = base64.b64encode(secret.encode()).decode()
+    return f"{payload}.{_mac(model, payload)}"
+
+
+def _mac(model: str, payload: str) -> str:
+    return hashlib.sha256(f"{model}\n{payload}".encode()).hexdigest()[:32]
+
+
 class InvalidRequest(AssertionError):
     """A request the real API would refuse: a bug in whatever built it, so the test fails loudly."""
 
@@ -37,11 +56,15 @@ def assert_valid_request(body: Json) -> None:
         raise InvalidRequest("the API would refuse this request:\n  " + "\n  ".join(problems))
 
 
-def request_problems(body: object) -> list[str]:
-    """Every reason the API would refuse this /v1/messages body (empty: it would accept it)."""
+def request_problems(body: object, capabilities: Json | None = None) -> list[str]:
+    """Every reason the API would refuse this /v1/messages body (empty: it would accept it).
+
+    `capabilities`: the model's `ModelInfo.capabilities`, when the fake knows the model; a `thinking` type
+    or an effort level it does not list is refused, as the real API refuses it.
+    """
     if not isinstance(body, dict):
         return ["the body is not a JSON object"]
-    problems: list[str] = []
+    problems: list[str] = _option_problems(body, capabilities)
     if not isinstance(body.get("model"), str) or not body["model"]:
         problems.append("model: a non-empty string is required")
     max_tokens = body.get("max_tokens")
@@ -55,6 +78,7 @@ def request_problems(body: object) -> list[str]:
         problems.append("messages: a non-empty list is required")
         return problems
     problems += _messages_problems(messages, tools_defined=bool(tools))
+    problems += _thinking_problems(body, messages)
     breakpoints = _count_cache_control(body)
     if breakpoints > MAX_CACHE_BREAKPOINTS:
         problems.append(f"cache_control: {breakpoints} breakpoints, at most {MAX_CACHE_BREAKPOINTS} are allowed")
@@ -161,6 +185,8 @@ def _block_problems(block: Json, where: str, role: str, tools_defined: bool, see
         if not isinstance(block.get("input"), dict):
             problems.append(f"{where}.input: an object is required")
         return problems
+    if kind in THINKING_TYPES:
+        return [] if role == "assistant" else [f"{where}: {kind} blocks may only appear in assistant turns"]
     if kind == "tool_result":
         problems = [] if role == "user" else [f"{where}: tool_result blocks may only appear in user turns"]
         if not tools_defined:
@@ -250,3 +276,70 @@ def _count_cache_control(body: Json) -> int:
             for part in inner if isinstance(inner, list) else []:
                 count += isinstance(part, dict) and "cache_control" in part
     return count
+
+
+def _option_problems(body: Json, capabilities: Json | None) -> list[str]:
+    problems: list[str] = []
+    thinking = body.get("thinking")
+    max_tokens = body.get("max_tokens")
+    if thinking is not None:
+        kind = thinking.get("type") if isinstance(thinking, dict) else None
+        if kind not in ("adaptive", "enabled", "disabled", "between_tools"):
+            problems.append(f"thinking.type: {kind!r} is not one of adaptive, enabled, disabled, between_tools")
+        elif kind == "enabled":
+            budget = thinking.get("budget_tokens")
+            if not isinstance(budget, int) or budget < 1024:
+                problems.append("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+            elif isinstance(max_tokens, int) and budget >= max_tokens:
+                problems.append("`max_tokens` must be greater than `thinking.budget_tokens`")
+        types = (capabilities or {}).get("thinking", {}).get("types", {})
+        if capabilities is not None and not types.get(kind, {}).get("supported", False):
+            problems.append(f"thinking.type.{kind} is not supported for this model")
+    config = body.get("output_config")
+    effort = config.get("effort") if isinstance(config, dict) else None
+    if effort is not None:
+        levels = (capabilities or {}).get("effort", {})
+        if capabilities is not None and not (levels.get("supported") and levels.get(effort, {}).get("supported")):
+            problems.append(f"output_config.effort: {effort!r} is not supported for this model")
+    return problems
+
+
+def _thinking_problems(body: Json, messages: list[Any]) -> list[str]:
+    """Signatures must come back byte-identical and from this model; with thinking on (a budget), the assistant
+    turn that the last tool results answer must start with its thinking."""
+    model = str(body.get("model", ""))
+    problems: list[str] = []
+    for index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        for position, block in enumerate(content if isinstance(content, list) else []):
+            where = f"messages.{index}.content.{position}"
+            if not isinstance(block, dict) or block.get("type") not in THINKING_TYPES:
+                continue
+            if "cache_control" in block:
+                problems.append(f"{where}: cache_control cannot be set on {block['type']} blocks")
+            if block["type"] == "thinking" and block.get("signature") != sign(model, str(block.get("thinking"))):
+                problems.append(f"{where}: Invalid `signature` in `thinking` block")
+            if block["type"] == "redacted_thinking" and not _unsealed(model, block.get("data")):
+                problems.append(f"{where}: Invalid `data` in `redacted_thinking` block")
+    thinking = body.get("thinking")
+    if not (isinstance(thinking, dict) and thinking.get("type") == "enabled") or len(messages) < 2:
+        return problems
+    last, before = messages[-1], messages[-2]
+    answers = isinstance(last, dict) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in last.get("content") or []
+    )
+    blocks = before.get("content") if isinstance(before, dict) else None
+    if answers and isinstance(blocks, list) and blocks and blocks[0].get("type") not in THINKING_TYPES:
+        problems.append(
+            f"messages.{len(messages) - 2}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+            f"`{blocks[0].get('type')}`. When `thinking` is enabled, a final `assistant` message must start with "
+            "a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks)."
+        )
+    return problems
+
+
+def _unsealed(model: str, data: object) -> bool:
+    if not isinstance(data, str) or "." not in data:
+        return False
+    payload, mac = data.rsplit(".", 1)
+    return mac == _mac(model, payload)

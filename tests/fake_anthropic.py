@@ -25,7 +25,10 @@ many SSE events to send, default: up to the first delta of the last block);
 ``{"stream_error": "overloaded_error", "text": "opt"}`` (``event: error`` mid-stream);
 ``{"hang": true}`` (never answers; ``"mid_stream": true`` sends message_start first).
 Each recorded request is a JSON line ``{"path", "headers", "body"}`` (path as sent, with any query;
-header names lowercased; body parsed JSON). Only text and tool_use blocks are streamed (no thinking).
+header names lowercased; body parsed JSON; GETs are in ``model_lookups``). Text, tool_use, ``thinking(...)`` (signed
+for the request's model, streamed as thinking_delta + signature_delta) and ``redacted(...)`` blocks stream.
+GET /v1/models/{id} answers the ``models=[model_info(id, ...)]`` entries, 404 for any other id; a request
+to a listed model is also checked against its capabilities (thinking types, effort levels).
 """
 
 from __future__ import annotations
@@ -104,6 +107,40 @@ def tool_use(name: str, input: Json | None = None, id: str | None = None) -> Jso
     return {"type": "tool_use", "id": id, "name": name, "input": input or {}}
 
 
+def thinking(s: str) -> Json:
+    """A thinking block; the fake signs it for the request's model (tests/api_rules.py checks it comes back)."""
+    return {"type": "thinking", "thinking": s}
+
+
+def redacted(secret: str = "hidden") -> Json:
+    return {"type": "redacted_thinking", "secret": secret}
+
+
+def model_info(
+    id: str,
+    *,
+    thinking: Sequence[str] = ("adaptive", "enabled", "disabled"),
+    effort: Sequence[str] = ("low", "medium", "high", "max"),
+    max_input_tokens: int = 1_000_000,
+    max_tokens: int = 64_000,
+) -> Json:
+    """A `GET /v1/models/{id}` answer, shaped like the SDK's ModelInfo (every capability key present)."""
+    no = {"supported": False}
+    types = {t: {"supported": t in thinking} for t in ("adaptive", "enabled", "disabled", "between_tools")}
+    levels: Json = {e: {"supported": e in effort} for e in ("low", "medium", "high", "xhigh", "max")}
+    capabilities = {
+        "batch": no, "citations": no, "code_execution": no, "image_input": {"supported": True}, "pdf_input": no,
+        "structured_outputs": no, "server_tools": {"supported": False},
+        "context_management": {"supported": False},
+        "thinking": {"supported": bool(set(thinking) - {"disabled"}), "types": types},
+        "effort": {"supported": bool(effort), **levels},
+    }  # fmt: skip
+    return {
+        "type": "model", "id": id, "display_name": id, "created_at": "2026-01-01T00:00:00Z", "lifecycle": "active",
+        "max_input_tokens": max_input_tokens, "max_tokens": max_tokens, "capabilities": capabilities,
+    }  # fmt: skip
+
+
 def _blocks(parts: tuple[Json | str, ...]) -> list[Json]:
     return [text(p) if isinstance(p, str) else p for p in parts]
 
@@ -180,6 +217,18 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def do_GET(self) -> None:
+        """`/v1/models/{id}`: the entry given to FakeAnthropic(models=...), else 404 as for an unknown model."""
+        path = urlsplit(self.path).path
+        fake: FakeAnthropic = getattr(self.server, "fake")  # noqa: B009 - set by FakeAnthropic.start
+        with fake._lock:  # kept apart from `requests`, which tests index as the Messages API calls
+            fake.model_lookups.append(path)
+        model = path.removeprefix("/v1/models/") if path.startswith("/v1/models/") else None
+        info = fake.models.get(model) if model is not None else None
+        if info is None:
+            return self._json(404, _err_body("not_found_error", f"model: {model}"), {})
+        return self._json(200, info, {})
+
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         try:
@@ -249,12 +298,15 @@ class FakeAnthropic:
         auto_usage: bool = False,
         record: str | Path | None = None,
         port: int = 0,
+        models: Sequence[Json] = (),
     ) -> None:
         self._script, self._lock, self._requests = list(script or []), threading.Lock(), list[Recorded]()
         self._cache = PromptCache() if auto_usage else None
         self._record_path, self._port, self.stopping = record, port, threading.Event()
         self._server: _Server | None = None
         self.refused: list[list[str]] = []  # the problems of each request answered 400 as invalid
+        self.models: dict[str, Json] = {info["id"]: info for info in models}  # served at GET /v1/models/{id}
+        self.model_lookups: list[str] = []  # the path of every GET, in order
 
     def start(self) -> FakeAnthropic:
         self._server = _Server(("127.0.0.1", self._port), _Handler)
@@ -308,7 +360,9 @@ class FakeAnthropic:
     def _next(self, body: Json) -> Reply | HttpError | Hang:
         with self._lock:
             upcoming = self._script[0] if self._script else None
-            problems = [] if isinstance(upcoming, HttpError) else request_problems(body)
+            info = self.models.get(str(body.get("model")))
+            capabilities = info.get("capabilities") if info is not None else None
+            problems = [] if isinstance(upcoming, HttpError) else request_problems(body, capabilities)
             if problems:
                 self.refused.append(problems)
                 message = "fake: invalid request: " + "; ".join(problems)

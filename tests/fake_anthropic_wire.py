@@ -15,6 +15,8 @@ import hashlib
 import json
 from typing import Any
 
+from tests.api_rules import sealed, sign
+
 Json = dict[str, Any]
 LOOKBACK = 20
 
@@ -80,11 +82,18 @@ def _chunks(s: str, n: int) -> list[str]:
     return [s[i : i + size] for i in range(0, len(s), size)]
 
 
-def _block_events(i: int, block: Json, tool_id: str) -> list[tuple[str, Json]]:
+def _block_events(i: int, block: Json, tool_id: str, model: str) -> list[tuple[str, Json]]:
     def delta(d: Json) -> tuple[str, Json]:
         return "content_block_delta", {"type": "content_block_delta", "index": i, "delta": d}
 
-    if block["type"] == "tool_use":
+    if block["type"] == "thinking":  # as the API streams it: empty start, text deltas, the signature last
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [delta({"type": "thinking_delta", "thinking": c}) for c in _chunks(block["thinking"], 3)]
+        deltas.append(delta({"type": "signature_delta", "signature": sign(model, block["thinking"])}))
+    elif block["type"] == "redacted_thinking":  # arrives whole in its start event
+        start = {"type": "redacted_thinking", "data": sealed(model, block["secret"])}
+        deltas = []
+    elif block["type"] == "tool_use":
         start = {"type": "tool_use", "id": block.get("id") or tool_id, "name": block["name"], "input": {}}
         deltas = [
             delta({"type": "input_json_delta", "partial_json": c}) for c in _chunks(json.dumps(block["input"]), 2)
@@ -107,7 +116,7 @@ def message_events(
     blocks: list[Json], stop_reason: str | None, model: str, n: int, usage: Json
 ) -> list[tuple[str, Json]]:
     """A complete reply to request number `n`: message_start, ping, blocks, message_delta, message_stop."""
-    content = [e for i, b in enumerate(blocks) for e in _block_events(i, b, f"toolu_fake_{n}_{i}")]
+    content = [e for i, b in enumerate(blocks) for e in _block_events(i, b, f"toolu_fake_{n}_{i}", model)]
     stop = stop_reason or ("tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn")
     msg = {"id": f"msg_fake_{n}", "type": "message", "role": "assistant", "model": model, "content": []}
     msg |= {"stop_reason": None, "stop_sequence": None, "usage": usage | {"output_tokens": 1}}

@@ -30,7 +30,7 @@ from sprout_agent.events import Event
 from sprout_agent.hooks import Hooks, parse_allowlist
 from sprout_agent.ledger import Ledger
 from sprout_agent.llm import EPHEMERAL, to_api_messages, to_api_tools
-from sprout_agent.messages import Block, Image, Message, Text, ToolResult, ToolUse, Usage
+from sprout_agent.messages import Block, Image, Message, Text, Thinking, ToolResult, ToolUse, Usage
 from sprout_agent.protocols import (
     Escalate,
     HookCallFailed,
@@ -42,7 +42,7 @@ from sprout_agent.protocols import (
     ToolSpec,
 )
 from sprout_agent.tool_names import model_tool_name
-from tests.api_rules import assert_valid_request
+from tests.api_rules import assert_valid_request, sign
 
 MODEL = "claude-sonnet-test"  # priced as Sonnet: $3 in, $15 out per million tokens
 MAX_OUTPUT_TOKENS = 32_000
@@ -81,15 +81,21 @@ def reply(*parts: str | Block, stop_reason: str | None = None, usage: Usage | No
 
 
 _ESTIMATE = Usage(-1, -1)  # marker: fill in from the request
+THINKING_BUDGET = 4_000
 
 
-def api_body(request: ModelRequest, model: str = MODEL) -> dict[str, Any]:
-    """The /v1/messages body AnthropicModel sends for `request` (llm.py's conversion, our cache breakpoints)."""
-    body: dict[str, Any] = {
-        "model": model,
-        "max_tokens": request.max_tokens or MAX_OUTPUT_TOKENS,
-        "messages": to_api_messages(request.messages, tools_offered=bool(request.tools)),
-    }
+def thought(text: str, model: str = MODEL) -> Thinking:
+    """A thinking block as `model` would sign it (tests/api_rules.py checks the signature comes back)."""
+    return Thinking(text, sign(model, text), model)
+
+
+def api_body(request: ModelRequest, model: str = MODEL, thinking: bool = False) -> dict[str, Any]:
+    """The /v1/messages body AnthropicModel sends for `request` (llm.py's conversion, our cache breakpoints);
+    `thinking`: as with `--thinking on` (a budget, which the API's strictest rules go with)."""
+    messages = to_api_messages(request.messages, tools_offered=bool(request.tools), model=model, thinking=thinking)
+    body: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens or MAX_OUTPUT_TOKENS, "messages": messages}
+    if thinking:
+        body["thinking"] = {"type": "enabled", "budget_tokens": THINKING_BUDGET}
     if request.system:
         body["system"] = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
     if request.tools:
@@ -104,9 +110,10 @@ class ScriptedModel:
     (sync or async) that sees the request and returns one of those.
     """
 
-    def __init__(self, steps: Sequence[ModelStep], name: str = MODEL) -> None:
+    def __init__(self, steps: Sequence[ModelStep], name: str = MODEL, thinking: bool = False) -> None:
         self._steps = list(steps)
         self._name = name
+        self.thinking = thinking
         self.requests: list[ModelRequest] = []
         self.bodies: list[dict[str, Any]] = []
         self._ids = itertools.count()
@@ -115,12 +122,16 @@ class ScriptedModel:
     def name(self) -> str:
         return self._name
 
+    @name.setter
+    def name(self, model: str) -> None:
+        self._name = model
+
     @property
     def remaining(self) -> int:
         return len(self._steps)
 
     async def complete(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
-        body = api_body(request, self._name)
+        body = api_body(request, self._name, self.thinking)
         assert_valid_request(body)  # the real API answers 400 here; a test must never build such a history
         self.requests.append(request)
         self.bodies.append(body)
@@ -517,6 +528,7 @@ def build_loop(
     escalate: Escalate | None = None,
     system: str = SYSTEM,
     on_event: Callable[[Event], None] | None = None,
+    thinking: bool = False,
 ) -> Loop:
     """The real Agent, Hooks, Ledger and Compactor around a scripted model and an in-memory host.
 
@@ -530,7 +542,7 @@ def build_loop(
         if on_event is not None:
             on_event(event)
 
-    model = ScriptedModel(script)
+    model = ScriptedModel(script, thinking=thinking)
     host = host if host is not None else MemoryHost({"fake": default_server()})  # config order = mapping order
     ledger = Ledger(model.name)
     compactor = Compactor(

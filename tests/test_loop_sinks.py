@@ -73,6 +73,7 @@ async def events_of_a_busy_session() -> list[Event]:
         ev.ServerStarted("fake", 4, 2, 0.2),
         ev.ServerFailed("bad", "exited with code 3", "fake: fatal\n"),
         ev.ApiRetry(1, "529: overloaded", 0.5),
+        ev.ThinkingDelta("the model client streams reasoning"),
         ev.Notice("MCP_HOOK_SERVERS names 'ghost', but no server has that name", "warning"),
         ev.TurnFinished("end_turn", "after compaction", 1, Usage(10, 2)),
     ]

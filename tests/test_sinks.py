@@ -26,6 +26,7 @@ ONE_OF_EACH: tuple[ev.Event, ...] = (
     ev.ServerStarted("fake", 3, 1, 0.25),
     ev.ServerFailed("broken", "exited with code 3", "Traceback …\nValueError"),
     ev.ModelWaiting(1, 1200),
+    ev.ThinkingDelta("Let me \x1b[2Jthink"),
     ev.TextDelta("Hel"),
     ev.AssistantText("Hello **there**"),
     ev.ModelReplied("tool_use", Usage(10, 5, 100, 20), 0.5, 0.0012),

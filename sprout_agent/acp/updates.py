@@ -30,6 +30,7 @@ from sprout_agent.events import (
     ServerStarted,
     StopBudgetSpent,
     TextDelta,
+    ThinkingDelta,
     ToolFinished,
     ToolProgress,
     ToolRunning,
@@ -77,6 +78,8 @@ class Updates:
         match event:
             case TextDelta():
                 self.message(event.text)
+            case ThinkingDelta():  # the model's reasoning, as ACP's own kind of chunk
+                self.send({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": event.text}})
             case ToolStarted():
                 self._tool_started(event)
             case ToolRunning():

@@ -41,6 +41,7 @@ class InitInfo:
     hooks: Sequence[tuple[str, str]]  # (server, hook) for allowlisted servers
     resumed: bool
     sandbox: Mapping[str, object] = field(default_factory=lambda: SandboxPlan.off().record())
+    context_window: int = 0  # tokens, from the Models API (or the table/default when it cannot say)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +118,7 @@ class JsonlSink:
         self._pending: list[Event] = []
         self._open_calls: dict[str, tuple[str, str, float]] = {}  # call id → (name, server, started), until finished
         self._finished = False
+        self._thought: list[str] = []  # thinking deltas, written as one `thinking` line when the block ends
 
     def __call__(self, event: Event) -> None:
         if not self.stream or self._finished:
@@ -125,6 +127,10 @@ class JsonlSink:
             if not isinstance(event, _FOLDED_INTO_INIT):
                 self._pending.append(event)
             return
+        if isinstance(event, ev.ThinkingDelta):
+            self._thought.append(event.text)
+            return
+        self._flush_thought()
         record = self._record(event)
         if record is not None:
             self._write(record)
@@ -148,6 +154,7 @@ class JsonlSink:
                 "tools": list(info.tools),
                 "hooks": [{"server": server, "hook": hook} for server, hook in info.hooks],
                 "sandbox": dict(info.sandbox),
+                "context_window": info.context_window,
             }
         )
         pending, self._pending = self._pending, []
@@ -165,12 +172,17 @@ class JsonlSink:
         self._finished = True
         write_record(self.out, result_record(info))
 
+    def _flush_thought(self) -> None:
+        if self._thought:
+            self._write({"type": "thinking", "text": "".join(self._thought)})
+            self._thought = []
+
     def _write(self, record: Record) -> None:
         write_record(self.out, {"type": record.pop("type"), "session_id": self.session_id, **record})
 
     def _record(self, event: Event) -> Record | None:  # noqa: C901 - one arm per event type, checked exhaustive
         match event:
-            case ev.ModelWaiting() | ev.TextDelta() | ev.ToolRunning():
+            case ev.ModelWaiting() | ev.TextDelta() | ev.ToolRunning() | ev.ThinkingDelta():
                 return None  # they drive a spinner; `assistant` and `tool_finished` carry the content
             case ev.Notice():
                 return {"type": "notice", "level": event.level, "text": event.text}

@@ -7,6 +7,7 @@ import time
 
 from rich.console import Console, RenderableType
 from rich.markdown import Markdown
+from rich.text import Text
 
 from sprout_agent import events as ev
 from sprout_agent.ui.board import Board
@@ -23,6 +24,7 @@ class LiveView:
         self._splitter = BlockSplitter()
         self._streamed = False  # this response's text came as deltas (so it is on screen already)
         self._blocks = 0  # blocks of this response printed: a blank line goes between two
+        self._thought: list[str] = []  # the thinking streamed so far, shown as one line once it ends
 
     # --- the answer -------------------------------------------------------------------------------
     def model_waiting(self) -> None:
@@ -30,7 +32,18 @@ class LiveView:
         self.board.thinking = True
         self.board.changed()
 
+    def thinking_delta(self, text: str) -> None:
+        self._thought.append(text)
+
+    def flush_thought(self) -> None:
+        """The thinking ended (text, a tool call or the reply came): one dim line, or all of it with --verbose."""
+        if not self._thought:
+            return
+        self.board.print(thought_line("".join(self._thought), full=self.verbose))
+        self._thought = []
+
     def text_delta(self, text: str) -> None:
+        self.flush_thought()
         self._streamed = True
         started = self.board.thinking
         self.board.thinking = False
@@ -51,6 +64,7 @@ class LiveView:
         self.board.changed()
 
     def model_replied(self) -> None:
+        self.flush_thought()
         self.board.thinking = False
         self.board.changed()
 
@@ -64,6 +78,7 @@ class LiveView:
 
     # --- tool calls -------------------------------------------------------------------------------
     def tool_started(self, event: ev.ToolStarted) -> None:
+        self.flush_thought()
         self.board.calls[event.call_id] = Call(event.name, event.server, event.tool, event.arguments)
         self.board.changed()
 
@@ -96,4 +111,19 @@ class LiveView:
         for block in rest:
             self._print_block(block)
         self._streamed = False
+        self._thought = []
         self.board.clear()
+
+
+THOUGHT_LINE_CHARS = 72
+
+
+def thought_line(thought: str, *, full: bool) -> Text:
+    """Thinking, dimmed: collapsed to its first line and a word count, or whole (the model's text: made visible)."""
+    words = len(thought.split())
+    if full:
+        return Text(f"∴ thinking ({words} words)\n{visible(thought.strip())}", style="dim italic")
+    first = " ".join(thought.split())
+    if len(first) > THOUGHT_LINE_CHARS:
+        first = first[: THOUGHT_LINE_CHARS - 1] + "…"
+    return Text(f"∴ {visible(first)} ({words} words; --verbose shows thinking)", style="dim italic")

@@ -55,6 +55,8 @@ class TerminalRenderer:
                 self._on_model_waiting(event)
             case ev.TextDelta():
                 self._on_text_delta(event)
+            case ev.ThinkingDelta():
+                self._on_thinking_delta(event)
             case ev.AssistantText():
                 self._on_assistant_text(event)
             case ev.ModelReplied():
@@ -102,6 +104,12 @@ class TerminalRenderer:
     def _on_text_delta(self, event: ev.TextDelta) -> None:
         if self.interactive:
             self.view.text_delta(event.text)
+
+    def _on_thinking_delta(self, event: ev.ThinkingDelta) -> None:
+        if self.interactive:
+            self.view.thinking_delta(event.text)
+        elif self.verbose:  # a -p run shows no live view; --verbose puts the reasoning on stderr as it comes
+            self.err.print(Text(visible(event.text), style="dim italic"), end="")
 
     def _on_assistant_text(self, event: ev.AssistantText) -> None:
         if self.interactive:
