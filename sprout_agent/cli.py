@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +11,20 @@ import typer
 from typer.core import TyperGroup
 
 from sprout_agent import __version__
+from sprout_agent.cli_options import (
+    InputFormat,
+    OutputFormat,
+    PermissionMode,
+)
+from sprout_agent.cli_options import (
+    SandboxAllowWriteOption as _SandboxAllowWriteOption,
+)
+from sprout_agent.cli_options import (
+    SandboxNetworkOption as _SandboxNetworkOption,
+)
+from sprout_agent.cli_options import (
+    SandboxOption as _SandboxOption,
+)
 from sprout_agent.errors import EXIT_USAGE, UsageError, exit_code_of
 from sprout_agent.exits import exit_now, fail, fail_as
 from sprout_agent.locations import Locations
@@ -51,51 +64,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
-
-
-class OutputFormat(enum.StrEnum):
-    text = "text"
-    json = "json"
-    stream_json = "stream-json"
-
-
-class InputFormat(enum.StrEnum):
-    text = "text"
-    stream_json = "stream-json"
-
-
-class SandboxMode(enum.StrEnum):
-    off = "off"
-    read_only = "read-only"
-    workspace_write = "workspace-write"
-    required = "required"
-
-
-class OnOff(enum.StrEnum):
-    on = "on"
-    off = "off"
-
-
-class PermissionMode(enum.StrEnum):
-    auto = "auto"
-    ask = "ask"
-    read_only = "read-only"
-
-
-# The sandbox flags, shared by the main command and `acp`.
-_SandboxOption = Annotated[
-    SandboxMode | None,
-    typer.Option(
-        help="OS sandbox for dev__bash: workspace-write (default where it works), read-only, off, or required "
-        "(workspace-write that must work: exit 2 if it cannot). Env: SPROUT_AGENT_SANDBOX."
-    ),
-]
-_SandboxNetworkOption = Annotated[
-    OnOff | None, typer.Option(help="Network for sandboxed commands (default on; always off in read-only).")
-]
-_SandboxAllowWriteOption = Annotated[
-    list[Path] | None, typer.Option(metavar="PATH", help="Another directory sandboxed commands may write; repeatable.")
-]
 
 
 def _patterns(values: list[str] | None) -> tuple[str, ...]:

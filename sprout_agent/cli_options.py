@@ -1,0 +1,54 @@
+"""The choices and shared option types of the `sprout-agent` command line (Typer), apart from the commands."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+class OutputFormat(enum.StrEnum):
+    text = "text"
+    json = "json"
+    stream_json = "stream-json"
+
+
+class InputFormat(enum.StrEnum):
+    text = "text"
+    stream_json = "stream-json"
+
+
+class SandboxMode(enum.StrEnum):
+    off = "off"
+    read_only = "read-only"
+    workspace_write = "workspace-write"
+    required = "required"
+
+
+class OnOff(enum.StrEnum):
+    on = "on"
+    off = "off"
+
+
+class PermissionMode(enum.StrEnum):
+    auto = "auto"
+    ask = "ask"
+    read_only = "read-only"
+
+
+# The sandbox flags, shared by the main command and `acp`.
+SandboxOption = Annotated[
+    SandboxMode | None,
+    typer.Option(
+        help="OS sandbox for dev__bash: workspace-write (default where it works), read-only, off, or required "
+        "(workspace-write that must work: exit 2 if it cannot). Env: SPROUT_AGENT_SANDBOX."
+    ),
+]
+SandboxNetworkOption = Annotated[
+    OnOff | None, typer.Option(help="Network for sandboxed commands (default on; always off in read-only).")
+]
+SandboxAllowWriteOption = Annotated[
+    list[Path] | None, typer.Option(metavar="PATH", help="Another directory sandboxed commands may write; repeatable.")
+]
