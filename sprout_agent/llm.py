@@ -70,6 +70,11 @@ class AnthropicModel:
     def name(self) -> str:
         return self._model
 
+    async def aclose(self) -> None:
+        """Closes the HTTP client on the loop that used it (left to the garbage collector, it would close on
+        whichever loop runs then, or a closed one)."""
+        await self._client.close()
+
     @name.setter
     def name(self, model: str) -> None:
         """`/model NAME`: the next request goes to this model (the conversation is kept; its thinking is

@@ -14,6 +14,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
@@ -33,6 +34,9 @@ from sprout_agent.protocols import Model
 from sprout_agent.sandboxing import ServerSandboxes
 from sprout_agent.servers import ServerPool
 from sprout_agent.system_prompt import build_system_prompt
+
+if TYPE_CHECKING:
+    from sprout_agent.llm import AnthropicModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +81,7 @@ async def open_runtime(
         await stack.enter_async_context(pool)
         _check_strict(prepared, pool)
         model, facts = await anyio.to_thread.run_sync(building.result, abandon_on_cancel=True)
+        stack.push_async_callback(model.aclose)  # its HTTP connections end with the session, on this loop
         agent = _build_agent(prepared, emit, ask, pool, model, session_id, transcript, ledger)
         _fit_window(prepared, agent, facts)
         if prepared.resume is not None:
@@ -87,7 +92,7 @@ async def open_runtime(
 
 def _build_model_in_background(
     prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger
-) -> Future[tuple[Model, ModelFacts]]:
+) -> Future[tuple[AnthropicModel, ModelFacts]]:
     """A plain thread, not a task: a task group here would wrap every error the session raises in a group."""
     executor = ThreadPoolExecutor(1, thread_name_prefix="sprout-model")
     future = executor.submit(_make_model, prepared, emit, ledger)
@@ -95,7 +100,7 @@ def _build_model_in_background(
     return future
 
 
-def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger) -> tuple[Model, ModelFacts]:
+def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger) -> tuple[AnthropicModel, ModelFacts]:
     """Imports anthropic and reads the model's facts (from the cache, else the Models API), off the loop."""
     from sprout_agent.llm import AnthropicModel, retrieve_model_info
 

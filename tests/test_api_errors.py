@@ -41,7 +41,7 @@ async def failure_text(steps: Sequence[Step], base_url: str | None = None, ledge
             with pytest.raises(ApiError) as raised, anyio.fail_after(20):
                 await model.complete(REQUEST, lambda _: None)
         finally:
-            await model._client.close()  # pyright: ignore[reportPrivateUsage]
+            await model.aclose()
     return str(raised.value)
 
 
@@ -93,6 +93,6 @@ async def test_an_answered_request_counts_once_in_the_summary() -> None:
         try:
             ledger.add((await model.complete(REQUEST, lambda _: None)).usage)
         finally:
-            await model._client.close()  # pyright: ignore[reportPrivateUsage]
+            await model.aclose()
     assert (ledger.sent, ledger.requests) == (2, 1)
     assert ledger.summary().startswith("2 requests;")

@@ -47,7 +47,7 @@ async def real_model(fake: FakeAnthropic, events: list[Event]) -> AsyncIterator[
     finally:
         # AnthropicModel has no close(); left open, the SDK's finalizer closes the client later on whatever
         # event loop is running then (another test's), which fails that test with "Event loop is closed".
-        await model._client.close()  # pyright: ignore[reportPrivateUsage]
+        await model.aclose()
 
 
 def serve(*steps: Step) -> FakeAnthropic:

@@ -179,6 +179,7 @@ async def test_thinking_streams_as_events_and_comes_back_verbatim_through_the_sd
 
         history += [Message("assistant", first.content), Message("user", (ToolResult("t1", (Text("ok"),)),))]
         await model.complete(ModelRequest("sys", history, (ECHO,)), lambda _t: None)
+        await model.aclose()  # on this loop: a client left to the collector closes on another test's
     assert fake.refused == []
     sent = fake.requests[1]
     assert sent.body["thinking"] == {"type": "enabled", "budget_tokens": 16_000}
@@ -204,6 +205,7 @@ async def test_an_effort_or_thinking_the_model_does_not_list_is_refused_by_the_f
             thinking="adaptive", effort="max",
         )  # fmt: skip
         await model.complete(ModelRequest("", [user_text("go")]), lambda _t: None)
+        await model.aclose()
         assert fake.model_lookups == []
     assert "thinking" not in fake.requests[0].body and "output_config" not in fake.requests[0].body
     assert any("does not list effort 'max'" in str(e) for e in events)
