@@ -111,4 +111,6 @@ def describe_end(exc: BaseException | None, server: ServerState) -> str:
         return f"exited with code {code}"
     if exc is not None:
         return str(exc) or type(exc).__name__
-    return "closed its output" if code is None else f"ended by signal {-code}"
+    if code is None:
+        return "the connection closed" if server.config.url is not None else "closed its output"
+    return f"ended by signal {-code}"
