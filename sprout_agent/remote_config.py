@@ -73,4 +73,3 @@ def header_value(value: str, where: str) -> str:
     if any(c in value for c in "\r\n\0"):  # a line break would let a value add headers of its own
         raise ConfigError(f"{where} holds a line break or NUL byte")
     return value
-

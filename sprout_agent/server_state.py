@@ -37,6 +37,8 @@ class ServerStatus:
     pid: int | None
     initialize_seconds: float | None = None  # spawn + initialize handshake (`mcp doctor`)
     list_seconds: float | None = None  # tools/list, every page
+    transport: str = "stdio"  # stdio | http | sse
+    url: str | None = None  # a remote server's
 
 
 class ServerState:
@@ -85,6 +87,8 @@ class ServerState:
             pid=self.proc.pid if self.proc is not None else None,
             initialize_seconds=self.initialize_seconds,
             list_seconds=self.list_seconds,
+            transport=self.config.transport,
+            url=self.config.url,
         )
 
 

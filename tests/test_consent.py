@@ -446,3 +446,27 @@ def test_a_remote_server_is_described_by_its_url_and_header_names_with_credentia
         headers={**server.headers, "Authorization": "Bearer ghp_othertokenvalue456"},
     )
     assert fingerprint(other, rotated) == fingerprint(server, secrets)
+
+
+def test_acp_http_and_sse_servers_from_the_editor_are_accepted_and_a_plain_http_remote_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sprout_agent.acp.wire import RpcError
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+
+    options = AcpOptions(locations=locations(tmp_path))
+    given = [
+        {"type": "http", "name": "gh", "url": "https://mcp.example.com/mcp", "headers": [{"name": "A", "value": "b"}]},
+        {"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []},
+    ]
+    prepared = prepare_session(options, tmp_path, given, None)
+    remote = {s.name: (s.transport, s.url, s.headers) for s in prepared.loaded.servers if s.url}
+    assert remote == {
+        "gh": ("http", "https://mcp.example.com/mcp", {"A": "b"}),
+        "old": ("sse", "http://127.0.0.1:9/sse", {}),
+    }
+    with pytest.raises(RpcError, match="plain http is allowed only to this machine"):
+        prepare_session(
+            options, tmp_path, [{"type": "http", "name": "x", "url": "http://example.com", "headers": []}], None
+        )
