@@ -13,6 +13,7 @@ from typing import cast
 
 from sprout_agent.errors import ConfigError
 from sprout_agent.expansion import env_name, expand_vars, os_string, unset_vars
+from sprout_agent.remote_config import REMOTE_KEYS, remote_parts, transport_of
 
 PROJECT_FILE = ".mcp.json"
 USER_FILE = "mcp.json"  # in platformdirs user_config_dir("sprout-agent"): ~/.config/sprout-agent on Linux
@@ -20,10 +21,10 @@ USER_FILE = "mcp.json"  # in platformdirs user_config_dir("sprout-agent"): ~/.co
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
-    """One stdio MCP server, with every `${VAR}` already expanded."""
+    """One MCP server (stdio, in-process, or remote over http/sse), with every `${VAR}` already expanded."""
 
     name: str
-    command: str
+    command: str  # "" for a remote server
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict[str, str])
     cwd: str | None = None
@@ -39,6 +40,11 @@ class ServerConfig:
     # Ours (Claude Code ignores it): the OS sandbox the server process runs in, "read-only" or
     # "workspace-write" (sandboxing.ServerSandboxes); None or "off" = unsandboxed, as Claude Code runs it.
     sandbox: str | None = None
+    # A remote server: "http" (Streamable HTTP) or "sse" (the older HTTP+SSE), its URL and the headers every
+    # request carries. One type rather than two: consent, the pool and the faces handle every server alike.
+    transport: str = "stdio"
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict[str, str])
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +81,6 @@ class LoadedConfig:
 # ---------------------------------------------------------------- config files
 
 _SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_REMOTE_TYPES = frozenset({"http", "sse", "streamable-http", "ws"})
 _SERVER_KEYS = frozenset({"command", "args", "env", "cwd", "timeout", "type", "sandbox"})
 _SANDBOX_MODES = ("off", "read-only", "workspace-write")
 # Keys Claude Code / Claude Desktop / Cline write that mean nothing to us: accepted, ignored.
@@ -257,21 +262,43 @@ def _parse_server(
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be an object")
     raw = cast(dict[str, object], entry)
-    kind = raw.get("type", "stdio")
-    if (isinstance(kind, str) and kind in _REMOTE_TYPES) or "url" in raw:
-        notices.append(f"{shown}: skipping server '{name}': only stdio servers are supported")
+    kind = raw.get("type")
+    transport = transport_of(kind, "url" in raw)
+    if kind == "ws" or (transport is None and "url" in raw):
+        notices.append(f"{shown}: skipping server '{name}': type {kind!r} is not supported (stdio, http, sse)")
+        return None
+    if "headersHelper" in raw:  # a command from the file: running it would need the consent a stdio server has
+        notices.append(f"{shown}: skipping server '{name}': headersHelper is not supported (put headers in headers)")
         return None
     if _disabled(raw, where):
         notices.append(f"{shown}: skipping server '{name}': disabled")
         return None
     if not _SERVER_NAME.fullmatch(name) or "__" in name:
         raise ConfigError(f"{where}: server name must be 1-64 of A-Z a-z 0-9 _ - without '__'")
+    known = REMOTE_KEYS if transport is not None else _SERVER_KEYS
     for key in raw:
-        if key not in _SERVER_KEYS and key not in _HARMLESS_KEYS:
+        if key not in known and key not in _HARMLESS_KEYS:
             raise ConfigError(f"{where}: unknown key '{key}'")
-    if kind != "stdio":
-        raise ConfigError(f'{where}.type must be "stdio" (remote types are skipped)')
+    if transport is not None:
+        return _build_remote(name, raw, path, where, env, transport)
+    if kind not in (None, "stdio"):
+        raise ConfigError(f'{where}.type must be "stdio", "http" or "sse"')
     return _build_server(name, raw, path, where, env)
+
+
+def _build_remote(
+    name: str, raw: dict[str, object], path: Path, where: str, env: Mapping[str, str], transport: str
+) -> ServerConfig:
+    timeout = raw.get("timeout")
+    if timeout is not None and not _positive_number(timeout):
+        raise ConfigError(f"{where}.timeout must be a positive number of seconds")
+
+    def expand(text: str, key: str) -> str:
+        return expand_vars(text, env, f"{where}.{key}")
+
+    url, headers = remote_parts(raw, where, expand)
+    start = None if timeout is None else float(cast(float, timeout))
+    return ServerConfig(name, "", source=path, start_timeout=start, transport=transport, url=url, headers=headers)
 
 
 def _disabled(raw: dict[str, object], where: str) -> bool:

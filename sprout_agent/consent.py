@@ -4,7 +4,8 @@ A project server is one found by the lookup (`.mcp.json` in the working director
 user names with `--config`, the user config and the built-in servers are the user's own and need no consent.
 Answers live in the user data directory (`project-servers.json`), keyed by the config file's resolved path and
 the server's name, with a fingerprint of the definition as it would run (command, args, env and cwd after
-expanding variables, so a `.env` that changes an expanded value changes the fingerprint): a changed definition
+expanding variables; for a remote server its transport, url and headers, since they decide where your
+credentials go), so a `.env` that changes an expanded value changes the fingerprint): a changed definition
 is a new one and asks again. A yes and a no are both remembered, as Claude Code remembers both.
 """
 
@@ -63,12 +64,17 @@ def masked(server: ServerConfig, secrets: Secrets) -> ServerConfig:
         args=tuple(_mask(arg, secrets) for arg in server.args),
         env={name: _mask(value, secrets) for name, value in server.env.items()},
         cwd=None if server.cwd is None else _mask(server.cwd, secrets),
+        url=None if server.url is None else _mask(server.url, secrets),
+        headers={name: _mask(value, secrets) for name, value in server.headers.items()},
     )
 
 
 def fingerprint(server: ServerConfig, secrets: Secrets) -> str:
     """What identifies a definition: everything that decides what runs, as it would run (credentials masked)."""
     shown = masked(server, secrets)
+    if server.url is not None:  # where the requests go and what they carry decides what a remote server gets
+        remote = {"transport": shown.transport, "url": shown.url, "headers": shown.headers}
+        return hashlib.sha256(json.dumps(remote, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
     definition: dict[str, object] = {
         "command": shown.command,
         "args": list(shown.args),
@@ -131,7 +137,7 @@ class Approvals:
             records.setdefault(_file_key(server), {})[server.name] = {
                 "fingerprint": fingerprint(server, secrets),
                 "approved": approved,
-                "command": shlex.join([shown.command, *shown.args]),  # for a person reading the file
+                "command": _command_line(shown),  # for a person reading the file
             }
         return self._saved(records)
 
@@ -208,8 +214,13 @@ def describe(server: ServerConfig, secrets: Secrets) -> list[str]:
     """The lines a person needs to decide: the full command line, cwd, and the env it sets (credentials
     masked as `${NAME}`, and named, since the server would receive them)."""
     shown = masked(server, secrets)
-    command = printable(shlex.join([shown.command, *shown.args]), SHOWN_LIMIT)
+    command = printable(_command_line(shown), SHOWN_LIMIT)
     lines = [f"  {printable(server.name)}: {command}"]
+    for name, value in sorted(shown.headers.items()):
+        # A literal credential in the file is not shown either: the question is where it goes, not what it is.
+        literal = is_secret(name, value) and "${" not in value
+        value = f"(hidden, {len(value)} characters)" if literal else value
+        lines.append(f"      header: {printable(name)}: {printable(value, SHOWN_LIMIT)}")
     if shown.cwd is not None:
         lines.append(f"      cwd: {printable(shown.cwd, SHOWN_LIMIT)}")
     for name, value in sorted(shown.env.items()):
@@ -223,11 +234,18 @@ def describe(server: ServerConfig, secrets: Secrets) -> list[str]:
 
 
 def _uses(server: ServerConfig, value: str) -> bool:
-    texts = (server.command, *server.args, *server.env.values(), server.cwd or "")
+    texts = (server.command, *server.args, *server.env.values(), server.cwd or "", server.url or "")
+    texts += tuple(server.headers.values())
     return any(value in text for text in texts)
 
 
 def short_command(server: ServerConfig, secrets: Secrets) -> str:
     """The start of the command line, for the question line itself (the whole of it is listed above)."""
-    shown = masked(server, secrets)
-    return printable(shlex.join([shown.command, *shown.args]), 80)
+    return printable(_command_line(masked(server, secrets)), 80)
+
+
+def _command_line(shown: ServerConfig) -> str:
+    """What starts it: the command line, or for a remote server its transport and URL."""
+    if shown.url is not None:
+        return f"{shown.transport} {shown.url}"
+    return shlex.join([shown.command, *shown.args])

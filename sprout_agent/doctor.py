@@ -94,6 +94,8 @@ class ServerReport:
     stderr_tail: str = ""
     approval: str = ""  # project servers only: approved | not approved | declined | changed
     sandbox: str = ""  # the OS sandbox it starts in (its "sandbox" key, as this run would apply it); "" = none
+    transport: str = "stdio"  # stdio | http | sse
+    url: str | None = None  # a remote server's (its command is then "<transport> <url>")
 
 
 def _source(path: Path | None, cwd: Path) -> str:
@@ -106,7 +108,9 @@ def _source(path: Path | None, cwd: Path) -> str:
 
 
 def _report(config: ServerConfig, setup: Setup) -> ServerReport:
-    report = ServerReport(config.name, _source(config.source, setup.cwd), config.command, list(config.args))
+    command = config.command if config.url is None else f"{config.transport} {config.url}"
+    report = ServerReport(config.name, _source(config.source, setup.cwd), command, list(config.args))
+    report.transport, report.url = config.transport, config.url
     verdict = setup.verdict(config)
     report.approval = "" if verdict is None else verdict.value
     if config.sandbox is not None:
@@ -127,6 +131,8 @@ def _broken_report(entry: BrokenServer, cwd: Path) -> ServerReport:
 def missing_command(config: ServerConfig, env: Mapping[str, str]) -> str | None:
     """Why the command cannot be started, checked before spawning; None when it can be found."""
     command = config.command
+    if config.url is not None:  # nothing to find: connecting says whether it is there
+        return None
     if os.sep in command or (os.altsep is not None and os.altsep in command):
         path = Path(config.cwd or ".") / command  # an absolute command path ignores the left side
         if path.is_file() and os.access(path, os.X_OK):
@@ -149,7 +155,7 @@ def list_reports(setup: Setup) -> list[ServerReport]:
 def list_command(setup: Setup, as_json: bool) -> int:
     reports = list_reports(setup)
     if as_json:
-        keys = ("name", "source", "command", "args", "error", "unset_vars", "approval")
+        keys = ("name", "source", "transport", "url", "command", "args", "error", "unset_vars", "approval")
         _print_json(setup, [{key: asdict(report)[key] for key in keys} for report in reports])
         return 0
     _print_notices(setup.loaded.notices)

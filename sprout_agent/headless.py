@@ -135,12 +135,12 @@ class Headless:
         agent = runtime.agent
         hooks = [(spec.server, spec.tool) for spec in agent.hooks.active()]
         statuses = runtime.pool.status()
-        servers = [ServerInfo(s.name, s.state, s.tool_count, s.hook_count, s.last_error) for s in statuses]
+        servers = [ServerInfo(s.name, s.state, s.tool_count, s.hook_count, s.last_error, s.transport) for s in statuses]
         held_back = self.prepared.held_back
         if held_back is not None:
             for server in held_back.pending:
                 notice = held_back_notice(server, held_back.verdicts[server.name])
-                servers.append(ServerInfo(server.name, "not approved", 0, 0, notice))
+                servers.append(ServerInfo(server.name, "not approved", 0, 0, notice, server.transport))
         self.jsonl.init(
             InitInfo(
                 session_id=runtime.session_id,

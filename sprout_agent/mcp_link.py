@@ -1,4 +1,4 @@
-"""One MCP client session to one server, stdio or in-process: handshake, tool listing, tool calls.
+"""One MCP client session to one server, stdio, in-process or remote: handshake, tool listing, tool calls.
 
 The pool (servers.py) owns every server's life and state and never imports mcp; it loads this module in a
 thread once its processes are spawned, so mcp's import (~1 s) overlaps their start-up. MCP errors leave
@@ -7,6 +7,7 @@ here as `ServerGone` (the connection closed) or `ServerAnswered` (an error answe
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
@@ -54,9 +55,10 @@ class Listed:
 class Link:
     """A live session: calls one tool at a time per caller; MCP errors become our exceptions."""
 
-    def __init__(self, session: ClientSession, max_bytes: int) -> None:
+    def __init__(self, session: ClientSession, max_bytes: int, ended: anyio.Event | None = None) -> None:
         self._session = session
         self._max_bytes = max_bytes
+        self._ended = ended  # a remote server has no process to watch: a lost connection is its end
 
     async def call(
         self,
@@ -74,7 +76,10 @@ class Link:
         try:
             result = await self._session.call_tool(tool, arguments, progress_callback=callback, meta=meta)
         except MCPError as exc:
-            raise _ours(exc) from exc
+            ours = _ours(exc)
+            if isinstance(ours, ServerGone) and self._ended is not None:
+                self._ended.set()
+            raise ours from exc
         return to_outcome(result, self._max_bytes)
 
 
@@ -107,6 +112,10 @@ async def connect(
     """Opens the transport, hand-shakes and lists tools within `timeout`; yields the link, the listing and an
     event set when the server ends. Leaving closes the session and ends the server (its whole group)."""
     try:
+        if config.url is not None:
+            async with _remote(config, timeout, max_bytes) as connected:
+                yield connected
+            return
         if config.in_process is not None:
             began = time.monotonic()
             async with (
@@ -130,16 +139,47 @@ async def connect(
         ):
             yield link, listed, proc.ended
     except Exception as exc:  # the SDK's task groups wrap its errors: the first leaf says what happened
-        ours = _translated(exc)
+        ours = _translated(exc, remote=config.url is not None)
         if ours is exc:
             raise
         raise ours from exc
 
 
-def _translated(exc: Exception) -> Exception:
+@asynccontextmanager
+async def _remote(
+    config: ServerConfig, timeout: float, max_bytes: int
+) -> AsyncGenerator[tuple[Link, Listed, anyio.Event]]:
+    from sprout_agent import remote_link  # httpx2 and the SDK's HTTP clients only when a remote server is set
+
+    began, ended, refused, started = time.monotonic(), anyio.Event(), list[str](), False
+    # The start-up bound covers connecting too (an SSE endpoint that never sends its first event), then is
+    # lifted: the scope stays around the session, since it must be left in the task that entered it.
+    with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
+        try:
+            async with (
+                remote_link.open_remote(config, timeout, refused) as streams,
+                _session(config, streams, began, timeout, max_bytes, [], ended) as (link, listed),
+            ):
+                scope.deadline, started = math.inf, True
+                yield link, listed, ended
+        except Exception as exc:
+            if refused and not started:  # the status says more than the error the SDK made of it
+                raise ServerGone(refused[-1]) from exc
+            raise
+    if scope.cancelled_caught:
+        raise TimeoutError(f"no answer within {timeout:g} s")
+
+
+def _translated(exc: Exception, *, remote: bool = False) -> Exception:
     leaf: BaseException = exc
     while isinstance(leaf, BaseExceptionGroup):
         leaf = cast("BaseExceptionGroup[BaseException]", leaf).exceptions[0]
+    if remote:
+        from sprout_agent import remote_link
+
+        reason = remote_link.failure(leaf)
+        if reason is not None:
+            return ServerGone(reason)
     if isinstance(leaf, MCPError):
         return _ours(leaf)
     if isinstance(leaf, ValidationError):  # an answer the protocol's schema rejects; its own text spans lines
@@ -151,9 +191,16 @@ def _translated(exc: Exception) -> Exception:
 
 @asynccontextmanager
 async def _session(
-    config: ServerConfig, streams: Streams, began: float, timeout: float, max_bytes: int, notices: list[str]
+    config: ServerConfig,
+    streams: Streams,
+    began: float,
+    timeout: float,
+    max_bytes: int,
+    notices: list[str],
+    ended: anyio.Event | None = None,
 ) -> AsyncGenerator[tuple[Link, Listed]]:
-    """`notices` gathers what the listing leaves out (the transport adds the invalid tools it dropped)."""
+    """`notices` gathers what the listing leaves out (the transport adds the invalid tools it dropped).
+    The one place a ClientSession is made, whatever the transport: its capabilities and callbacks go here."""
     info = types.Implementation(name="sprout-agent", version=__version__)
     async with ClientSession(streams[0], streams[1], client_info=info) as session:
         initialized, listed = 0.0, list[types.Tool]()
@@ -165,7 +212,7 @@ async def _session(
             raise TimeoutError(f"no answer within {timeout:g} s")
         took = time.monotonic() - began
         tools = [_spec(config.name, tool) for tool in listed]
-        yield Link(session, max_bytes), Listed(tools, initialized, took - initialized, took, tuple(notices))
+        yield Link(session, max_bytes, ended), Listed(tools, initialized, took - initialized, took, tuple(notices))
 
 
 async def _list_tools(session: ClientSession, notices: list[str]) -> list[types.Tool]:

@@ -116,7 +116,7 @@ class Repl:
             active = "active" if agent.hooks.allows(status.name) else "off"
             rows.append(
                 (
-                    status.name,
+                    status.name if status.url is None else f"{status.name} ({status.transport} {status.url})",
                     status.state,
                     str(status.tool_count),
                     f"{hooks} ({active})" if hooks != "-" else "-",

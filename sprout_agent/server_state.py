@@ -37,6 +37,8 @@ class ServerStatus:
     pid: int | None
     initialize_seconds: float | None = None  # spawn + initialize handshake (`mcp doctor`)
     list_seconds: float | None = None  # tools/list, every page
+    transport: str = "stdio"  # stdio | http | sse
+    url: str | None = None  # a remote server's
 
 
 class ServerState:
@@ -85,6 +87,8 @@ class ServerState:
             pid=self.proc.pid if self.proc is not None else None,
             initialize_seconds=self.initialize_seconds,
             list_seconds=self.list_seconds,
+            transport=self.config.transport,
+            url=self.config.url,
         )
 
 
@@ -111,4 +115,6 @@ def describe_end(exc: BaseException | None, server: ServerState) -> str:
         return f"exited with code {code}"
     if exc is not None:
         return str(exc) or type(exc).__name__
-    return "closed its output" if code is None else f"ended by signal {-code}"
+    if code is None:
+        return "the connection closed" if server.config.url is not None else "closed its output"
+    return f"ended by signal {-code}"

@@ -163,19 +163,67 @@ def test_expansion_in_command_and_relative_cwd(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "entry",
+    ("entry", "transport"),
     [
-        {"url": "https://example.com/mcp"},
-        {"type": "http", "url": "https://example.com/mcp", "headers": {"A": "b"}},
-        {"type": "sse", "url": "https://example.com/sse"},
-        {"type": "streamable-http"},
-        {"type": "ws", "url": "ws://localhost:1"},
+        ({"url": "https://example.com/mcp"}, "http"),
+        ({"type": "http", "url": "https://example.com/mcp"}, "http"),
+        ({"type": "streamable-http", "url": "https://example.com/mcp"}, "http"),
+        ({"type": "streamableHttp", "url": "https://example.com/mcp"}, "http"),
+        ({"type": "sse", "url": "https://example.com/sse"}, "sse"),
     ],
 )
-def test_remote_entries_are_skipped_with_a_notice(tmp_path: Path, entry: dict[str, Any]) -> None:
+def test_remote_entries_are_read_with_their_transport(tmp_path: Path, entry: dict[str, Any], transport: str) -> None:
+    (remote,) = load_one(tmp_path, servers(remote=entry)).servers
+    assert (remote.transport, remote.url, remote.command) == (transport, entry["url"], "")
+
+
+def test_url_and_headers_expand_variables_like_command_and_args(tmp_path: Path) -> None:
+    entry = {
+        "type": "http",
+        "url": "https://${HOST:-example.com}/mcp",
+        "headers": {"Authorization": "Bearer ${TOKEN}", "X-Team": "${TEAM:-core}"},
+    }
+    (remote,) = load_one(tmp_path, servers(remote=entry), {"TOKEN": "t0ken"}).servers
+    assert remote.url == "https://example.com/mcp"
+    assert remote.headers == {"Authorization": "Bearer t0ken", "X-Team": "core"}
+
+
+@pytest.mark.parametrize(
+    ("url", "fragment"),
+    [
+        ("http://example.com/mcp", "plain http is allowed only to this machine"),
+        ("ftp://example.com/mcp", "must be an http:// or https:// URL"),
+        ("https://user:pw@example.com/mcp", "put credentials in headers"),
+        ("https:///mcp", "with a host"),
+    ],
+)
+def test_a_url_that_would_leak_headers_or_is_not_http_is_refused(tmp_path: Path, url: str, fragment: str) -> None:
+    assert fragment in config_error(tmp_path, servers(remote={"type": "http", "url": url}))
+
+
+@pytest.mark.parametrize("url", ["http://localhost:8080/mcp", "http://127.0.0.1:1/mcp", "http://[::1]:1/mcp"])
+def test_plain_http_to_this_machine_is_allowed(tmp_path: Path, url: str) -> None:
+    (remote,) = load_one(tmp_path, servers(remote={"type": "http", "url": url})).servers
+    assert remote.url == url
+
+
+def test_a_header_with_a_line_break_is_refused(tmp_path: Path) -> None:
+    entry = {"type": "http", "url": "https://example.com", "headers": {"X": "a${V}"}}
+    assert "line break" in config_error(tmp_path, servers(remote=entry), {"V": "\r\nEvil: 1"})
+
+
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ({"type": "ws", "url": "ws://localhost:1"}, "type 'ws' is not supported"),
+        ({"type": "http", "url": "https://x.example", "headersHelper": "get-token"}, "headersHelper is not supported"),
+    ],
+)
+def test_unsupported_remote_entries_are_skipped_with_a_notice(tmp_path: Path, entry: dict[str, Any], why: str) -> None:
     loaded = load_one(tmp_path, servers(remote=entry, local=OK))
     assert [s.name for s in loaded.servers] == ["local"]
-    assert loaded.notices == (".mcp.json: skipping server 'remote': only stdio servers are supported",)
+    (notice,) = loaded.notices
+    assert notice.startswith(".mcp.json: skipping server 'remote': ") and why in notice
 
 
 @pytest.mark.parametrize("flag", [{"disabled": True}, {"enabled": False}])

@@ -13,7 +13,7 @@ import pytest
 from sprout_agent.acp.options import AcpOptions
 from sprout_agent.acp.setup import prepare_session
 from sprout_agent.config import ServerConfig, load_config
-from sprout_agent.consent import Approvals, Verdict, gate
+from sprout_agent.consent import Approvals, Verdict, describe, fingerprint, gate
 from sprout_agent.errors import ConfigError
 from sprout_agent.locations import Locations
 from sprout_agent.options import Options, Prepared, prepare
@@ -400,3 +400,73 @@ async def test_acp_session_new_tells_the_editor_the_sandbox_mode(
             created = await client.request(1, "session/new", {"cwd": str(tmp_path), "mcpServers": []})
     sandbox = created["result"]["_meta"]["sprout-agent"]["sandbox"]
     assert sandbox["mode"] == "off" and sandbox["active"] is False
+
+
+def remote_repo(root: Path, headers: dict[str, str]) -> Path:
+    entry = {"type": "http", "url": "https://mcp.example.com/mcp", "headers": headers}
+    return hostile_repo(root, {"remote": entry})
+
+
+def test_a_remote_project_server_needs_approval_and_new_headers_ask_again(tmp_path: Path) -> None:
+    repo = remote_repo(tmp_path, {"X-Team": "core"})
+    first = prepared_in(repo, tmp_path)
+    assert first.held_back is not None and [s.name for s in first.held_back.pending] == ["remote"]
+    Approvals.load(tmp_path / "data").answered(first.held_back.pending, approved=True, secrets={})
+    assert [s.name for s in prepared_in(repo, tmp_path).loaded.servers] == ["remote"]
+
+    entry = {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"X-Team": "core", "X-Also": "1"}}
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"remote": entry}}))
+    again = prepared_in(repo, tmp_path)
+    assert again.held_back is not None and again.held_back.verdicts == {"remote": Verdict.CHANGED}
+
+
+def test_a_remote_server_is_described_by_its_url_and_header_names_with_credentials_masked() -> None:
+    server = ServerConfig(
+        "remote",
+        "",
+        transport="http",
+        url="https://mcp.example.com/mcp",
+        headers={"Authorization": "Bearer ghp_realtokenvalue123", "X-Api-Key": "sk-literal-in-the-file-0001"},
+        project=True,
+    )
+    secrets = {"ghp_realtokenvalue123": "GITHUB_TOKEN"}
+    text = "\n".join(describe(server, secrets))
+    assert "remote: http https://mcp.example.com/mcp" in text
+    assert "header: Authorization: Bearer ${GITHUB_TOKEN}" in text
+    assert "header: X-Api-Key: (hidden, 27 characters)" in text
+    assert "it would receive your credentials: GITHUB_TOKEN" in text
+    assert "ghp_realtokenvalue123" not in text and "sk-literal" not in text
+    # A rotated token is the same definition: the fingerprint holds the variable's name, not its value.
+    rotated = {"ghp_othertokenvalue456": "GITHUB_TOKEN"}
+    other = ServerConfig(
+        "remote",
+        "",
+        transport="http",
+        url=server.url,
+        headers={**server.headers, "Authorization": "Bearer ghp_othertokenvalue456"},
+    )
+    assert fingerprint(other, rotated) == fingerprint(server, secrets)
+
+
+def test_acp_http_and_sse_servers_from_the_editor_are_accepted_and_a_plain_http_remote_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sprout_agent.acp.wire import RpcError
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+
+    options = AcpOptions(locations=locations(tmp_path))
+    given = [
+        {"type": "http", "name": "gh", "url": "https://mcp.example.com/mcp", "headers": [{"name": "A", "value": "b"}]},
+        {"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []},
+    ]
+    prepared = prepare_session(options, tmp_path, given, None)
+    remote = {s.name: (s.transport, s.url, s.headers) for s in prepared.loaded.servers if s.url}
+    assert remote == {
+        "gh": ("http", "https://mcp.example.com/mcp", {"A": "b"}),
+        "old": ("sse", "http://127.0.0.1:9/sse", {}),
+    }
+    with pytest.raises(RpcError, match="plain http is allowed only to this machine"):
+        prepare_session(
+            options, tmp_path, [{"type": "http", "name": "x", "url": "http://example.com", "headers": []}], None
+        )

@@ -46,7 +46,9 @@ def test_stream_json_is_init_then_events_then_result_through_tools_and_a_hook_ob
     lines = stream(run.stdout)
     init, result = lines[0], lines[-1]
     assert init["schema_version"] == 1 and init["cwd"] == str(tmp_path.resolve())
-    assert init["servers"] == [{"name": "fake", "status": "running", "tools": 11, "hooks": 1, "error": ""}]
+    assert init["servers"] == [
+        {"name": "fake", "status": "running", "transport": "stdio", "tools": 11, "hooks": 1, "error": ""}
+    ]
     assert "fake__echo" in init["tools"] and init["resumed"] is False
     assert init["hooks"] == [{"server": "fake", "hook": "_Stop"}]
     started = of_type(lines, "tool_started")

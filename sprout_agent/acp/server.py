@@ -65,7 +65,7 @@ class AcpServer:
         capabilities: Json = {
             "loadSession": self.options.locations.sessions is not None,
             "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-            "mcpCapabilities": {"http": False, "sse": False},
+            "mcpCapabilities": {"http": True, "sse": True},
         }
         return {
             "protocolVersion": PROTOCOL_VERSION,

@@ -1,5 +1,5 @@
 """What a `session/new` or `session/load` starts from: the user's config and built-in servers, merged with the
-stdio servers the client passes (the client's win on a name clash; http/sse entries are skipped with a notice)."""
+stdio, http and sse servers the client passes (the client's win on a name clash)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from typing import cast
 from sprout_agent.acp.options import AcpOptions
 from sprout_agent.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Json, RpcError
 from sprout_agent.config import ServerConfig
-from sprout_agent.errors import SproutError
+from sprout_agent.errors import ConfigError, SproutError
 from sprout_agent.expansion import os_string_problem
 from sprout_agent.options import Options, Prepared, prepare
+from sprout_agent.remote_config import check_url, header_name, header_value
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
@@ -55,7 +56,7 @@ def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: st
 
 
 def _client_servers(raw: object, cwd: Path) -> tuple[tuple[ServerConfig, ...], tuple[str, ...]]:
-    """The client's stdio servers as our configs, and a notice per http/sse entry skipped."""
+    """The client's servers as our configs (and the notices they give: none yet)."""
     if raw is None:
         return (), ()
     if not isinstance(raw, list):
@@ -70,7 +71,7 @@ def _client_servers(raw: object, cwd: Path) -> tuple[tuple[ServerConfig, ...], t
         if not isinstance(name, str) or not name:
             raise RpcError(INVALID_PARAMS, "Invalid params: each mcpServers entry needs a name")
         if kind in ("http", "sse"):
-            skipped.append(f"skipping MCP server '{name}': {kind} servers are not supported (stdio only)")
+            servers.append(_remote_server(name, cast(str, kind), item))
             continue
         servers.append(_stdio_server(name, item, cwd))
     return tuple(servers), tuple(skipped)
@@ -93,7 +94,30 @@ def _stdio_server(name: str, item: Json, cwd: Path) -> ServerConfig:
     texts = (command, *cast(list[str], args), *variables, *variables.values())
     if any(os_string_problem(text) is not None for text in texts):
         raise RpcError(INVALID_PARAMS, f"Invalid params: mcpServers '{name}' holds a NUL byte or a lone surrogate")
+    return ServerConfig(_safe_name(name), command, tuple(cast(list[str], args)), variables, cwd=str(cwd))
+
+
+def _remote_server(name: str, kind: str, item: Json) -> ServerConfig:
+    """`{"type": "http" | "sse", "name", "url", "headers": [{name, value}]}`, checked as a config file's is."""
+    url, pairs = item.get("url"), item.get("headers", [])
+    if not isinstance(url, str) or not isinstance(pairs, list):
+        raise RpcError(INVALID_PARAMS, f"Invalid params: mcpServers '{name}' needs a url and a headers array")
+    headers: dict[str, str] = {}
+    try:
+        check_url(url, f"mcpServers '{name}'.url")
+        for pair in cast(list[object], pairs):
+            value = cast(Json, pair) if isinstance(pair, dict) else {}
+            key, text = value.get("name"), value.get("value")
+            if not isinstance(key, str) or not isinstance(text, str):
+                raise ConfigError(f"mcpServers '{name}'.headers must be name/value pairs")
+            headers[header_name(key, f"mcpServers '{name}'")] = header_value(text, f"mcpServers '{name}'.headers")
+    except ConfigError as error:  # refused here: failing when the servers start would end the whole session
+        raise RpcError(INVALID_PARAMS, f"Invalid params: {error}") from None
+    return ServerConfig(_safe_name(name), "", transport=kind, url=url, headers=headers)
+
+
+def _safe_name(name: str) -> str:
     safe = _UNSAFE_NAME.sub("_", name).strip("_")
     while "__" in safe:  # `__` separates server and tool in the model's tool names
         safe = safe.replace("__", "_")
-    return ServerConfig(safe[:64] or "client", command, tuple(cast(list[str], args)), variables, cwd=str(cwd))
+    return safe[:64] or "client"

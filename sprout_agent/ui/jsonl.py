@@ -29,6 +29,7 @@ class ServerInfo:
     tools: int
     hooks: int
     error: str
+    transport: str = "stdio"  # stdio | http | sse
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +149,14 @@ class JsonlSink:
                 "cwd": info.cwd,
                 "resumed": info.resumed,
                 "servers": [
-                    {"name": s.name, "status": s.status, "tools": s.tools, "hooks": s.hooks, "error": s.error}
+                    {
+                        "name": s.name,
+                        "status": s.status,
+                        "transport": s.transport,
+                        "tools": s.tools,
+                        "hooks": s.hooks,
+                        "error": s.error,
+                    }
                     for s in info.servers
                 ],
                 "tools": list(info.tools),

@@ -1,0 +1,65 @@
+"""A remote MCP server's transport: the mcp SDK's Streamable HTTP or HTTP+SSE client over httpx2.
+
+Loaded only when a remote server is configured (httpx2 and the SDK's HTTP client cost import time a
+stdio-only run should not pay). Leaving the context ends the HTTP streams (and, for Streamable HTTP, sends
+the session's DELETE); there is no process to kill.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from sprout_agent.config import ServerConfig
+
+# The SDK names its stream types only in private modules (mcp.client._transport): ClientSession takes them.
+Streams = tuple[Any, Any]
+
+# How long the server may take between two bytes of one answer or event stream: tool calls run under the
+# pool's own tool timeout, so this only has to outlast a quiet stream (the SDK's default).
+_READ_SECONDS = 300.0
+
+
+@asynccontextmanager
+async def open_remote(config: ServerConfig, timeout: float, refused: list[str]) -> AsyncGenerator[Streams]:
+    """The session streams for `config.url`; connecting and each request's send are bounded by `timeout`.
+    `refused` gets a line per HTTP error answer: the Streamable HTTP client turns a 401 into a JSON-RPC error
+    that no longer says so."""
+    assert config.url is not None
+    limits = httpx2.Timeout(timeout, read=_READ_SECONDS)
+    if config.transport == "sse":
+        async with sse_client(
+            config.url, headers=dict(config.headers), timeout=timeout, sse_read_timeout=_READ_SECONDS
+        ) as (read, write):
+            yield read, write
+        return
+
+    # Redirects stay off (httpx2's default): the SDK follows only those that keep to the endpoint's origin.
+    async def note(response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            refused.append(_status_line(response.status_code, response.reason_phrase))
+
+    client = httpx2.AsyncClient(headers=dict(config.headers), timeout=limits, event_hooks={"response": [note]})
+    async with client, streamable_http_client(config.url, http_client=client) as (read, write):
+        yield read, write
+
+
+def failure(leaf: BaseException) -> str | None:
+    """One line for an HTTP failure (refused, no such host, a 4xx/5xx answer), or None for anything else."""
+    if isinstance(leaf, httpx2.HTTPStatusError):
+        return _status_line(leaf.response.status_code, leaf.response.reason_phrase)
+    if isinstance(leaf, httpx2.TimeoutException):
+        return "no answer from the server (HTTP timeout)"
+    if isinstance(leaf, httpx2.HTTPError):
+        return f"cannot reach the server: {leaf or type(leaf).__name__}"
+    return None
+
+
+def _status_line(status: int, phrase: str) -> str:
+    hint = " (it wants credentials: check its headers)" if status in (401, 403) else ""
+    return f"the server answered HTTP {status} {phrase}".rstrip() + hint
