@@ -100,7 +100,10 @@ async def test_a_server_with_a_sandbox_key_cannot_write_outside_its_directory_or
     tmp_path: Path,
 ) -> None:
     config = write_config(tmp_path / "s.json", {"boxed": dev_server("workspace-write")})
-    prepared = prepare(Options(prompt="hi", cwd=tmp_path, config_files=(config,)), locations(tmp_path), ENV)
+    # The sandbox has a private /tmp: a checkout under the host's /tmp (a CI clone) must be named to stay visible.
+    checkout = str(Path(__file__).resolve().parents[1])
+    environ = {**ENV, "SPROUT_AGENT_SANDBOX_ALLOW_WRITE": checkout} if checkout.startswith("/tmp/") else ENV
+    prepared = prepare(Options(prompt="hi", cwd=tmp_path, config_files=(config,)), locations(tmp_path), environ)
     pool = ServerPool(
         prepared.loaded.servers,
         emit=lambda event: None,
