@@ -1,5 +1,6 @@
-"""The built-in dev and todo servers as processes: through the real agent loop as a new user gets them, and
-standalone over stdio (`python -m sprout_agent.tools.dev`) as a third-party client sees them."""
+"""The built-in dev and todo servers as processes: through the real agent loop as a new user gets them (the
+headless face in the test's process, and one scripted session through the CLI), and standalone over stdio
+(`python -m sprout_agent.tools.dev`) as a third-party client sees them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from sprout_agent.options import Options
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import (
     agent_command,
@@ -27,6 +29,7 @@ from tests.harness import (
     wait_dead,
     wait_until,
 )
+from tests.headless_here import headless
 
 pytestmark = pytest.mark.e2e
 
@@ -40,25 +43,32 @@ TODOS = [
 ]
 
 
-def test_builtin_servers_start_by_default_without_any_config(tmp_path: Path) -> None:
-    with FakeAnthropic([reply("hello")]) as fake:
-        run = run_agent(tmp_path, ["-p", "hi"], fake=fake, env=BUILTINS)
-    assert run.code == 0, run.stderr
-    names = tool_names(fake.requests[0].body)
+def assert_builtin_tools_offered(request_body: dict[str, object]) -> None:
+    names = tool_names(request_body)
     for expected in ("dev__read", "dev__write", "dev__edit", "dev__glob", "dev__grep", "dev__bash", "todo__todo_write"):
         assert expected in names
     assert not any("_Stop" in name or "_PostCompact" in name for name in names)
 
 
-def test_builtin_servers_can_be_turned_off(tmp_path: Path) -> None:
+def test_builtin_servers_start_by_default_without_any_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with FakeAnthropic([reply("hello")]) as fake:
-        run = run_agent(tmp_path, ["-p", "hi"], fake=fake, env={"SPROUT_AGENT_BUILTIN_SERVERS": "todo"})
+        run = headless(tmp_path, monkeypatch, Options(prompt="hi"), fake=fake, env=BUILTINS)
+    assert run.code == 0, run.stderr
+    assert_builtin_tools_offered(fake.requests[0].body)
+
+
+def test_builtin_servers_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeAnthropic([reply("hello")]) as fake:
+        env = {"SPROUT_AGENT_BUILTIN_SERVERS": "todo"}
+        run = headless(tmp_path, monkeypatch, Options(prompt="hi"), fake=fake, env=env)
     assert run.code == 0, run.stderr
     names = tool_names(fake.requests[0].body)
     assert "todo__todo_read" in names and not any(n.startswith("dev__") for n in names)
 
 
-def test_todo_hook_keeps_the_agent_going_until_the_list_is_done(tmp_path: Path) -> None:
+def test_todo_hook_keeps_the_agent_going_until_the_list_is_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     todo = [{"content": "write the parser", "status": "in_progress"}]
     script: list[Step] = [
         reply(tool_use("todo__todo_write", {"todos": todo})),
@@ -67,7 +77,8 @@ def test_todo_hook_keeps_the_agent_going_until_the_list_is_done(tmp_path: Path) 
         reply("All items completed."),
     ]
     with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, ["-p", "go"], fake=fake, env={**BUILTINS, "MCP_HOOK_SERVERS": "todo"})
+        env = {**BUILTINS, "MCP_HOOK_SERVERS": "todo"}
+        run = headless(tmp_path, monkeypatch, Options(prompt="go"), fake=fake, env=env)
     assert run.code == 0, run.stderr
     assert run.stdout == "All items completed.\n"
     assert len(fake.requests) == 4
@@ -95,6 +106,7 @@ def test_a_scripted_session_fixes_a_failing_test_in_a_git_repository(tmp_path: P
         run = run_agent(tmp_path, ["--cwd", str(repo), "-p", "fix the failing test"], fake=fake, env=BUILTINS)
     assert run.code == 0, run.stderr
     assert run.stdout == "Fixed `add`: it subtracted.\n"
+    assert_builtin_tools_offered(fake.requests[0].body)  # through the CLI as well
     results = [result_text(tool_results(fake.requests[i].body)[-1]) for i in range(1, 5)]
     assert "1 failed" in results[0]
     assert "return a - b" in results[1]

@@ -13,8 +13,10 @@ from mcp import StdioServerParameters
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
+from sprout_agent.options import Options
 from tests.fake_anthropic import FakeAnthropic, reply
 from tests.harness import assert_history_valid, result_text, run_agent, tool_results
+from tests.headless_here import headless
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -95,8 +97,11 @@ async def test_the_example_server_in_the_docs_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("green", [False, True])
-def test_through_the_cli_the_model_sees_the_failing_test_as_hook_data(tmp_path: Path, green: bool) -> None:
-    """The examples/README.md setup, end to end: the real CLI, the fake API, the example as server `tests`."""
+def test_through_the_agent_the_model_sees_the_failing_test_as_hook_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, green: bool
+) -> None:
+    """The examples/README.md setup, end to end: the fake API, the example as server `tests`; red through the
+    real CLI, green (no objection, one request) through the headless face in the test's process."""
     project = tmp_path / "project"
     project.mkdir()
     (project / "test_sums.py").write_text(GREEN if green else RED)
@@ -111,7 +116,12 @@ def test_through_the_cli_the_model_sees_the_failing_test_as_hook_data(tmp_path: 
     # As a user runs it, with a built-in server on: a request without tools may not carry tool blocks.
     env["SPROUT_AGENT_BUILTIN_SERVERS"] = "todo"
     with FakeAnthropic([reply("Done."), reply("I will leave it red.")]) as fake:
-        run = run_agent(tmp_path, ["-p", "make 1 + 1 == 3 pass"], fake=fake, servers={"tests": entry}, env=env)
+        servers = {"tests": entry}
+        if green:
+            options = Options(prompt="make 1 + 1 == 3 pass")
+            run = headless(tmp_path, monkeypatch, options, fake=fake, servers=servers, env=env)
+        else:
+            run = run_agent(tmp_path, ["-p", "make 1 + 1 == 3 pass"], fake=fake, servers=servers, env=env)
     assert run.code == 0, run.stderr
     if green:
         assert run.stdout == "Done.\n" and len(fake.requests) == 1
