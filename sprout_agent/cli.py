@@ -12,9 +12,18 @@ from typer.core import TyperGroup
 
 from sprout_agent import __version__
 from sprout_agent.cli_options import (
+    ConfigOption as _ConfigOption,
+)
+from sprout_agent.cli_options import (
     InputFormat,
     OutputFormat,
     PermissionMode,
+)
+from sprout_agent.cli_options import (
+    MaxTurnsOption as _MaxTurnsOption,
+)
+from sprout_agent.cli_options import (
+    ModelOption as _ModelOption,
 )
 from sprout_agent.cli_options import (
     SandboxAllowWriteOption as _SandboxAllowWriteOption,
@@ -86,18 +95,13 @@ def main_command(
             "--prompt", "-p", metavar="TEXT", help="Run this prompt to completion; piped stdin is attached to it."
         ),
     ] = None,
-    config: Annotated[
-        list[Path] | None,
-        typer.Option("--config", metavar="PATH", help="MCP config file (repeatable); replaces the lookup."),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(metavar="NAME", help="Model name (default: $ANTHROPIC_MODEL or built in).")
-    ] = None,
+    config: _ConfigOption = None,
+    model: _ModelOption = None,
     system_prompt: Annotated[str | None, typer.Option(metavar="TEXT", help="Replace the system prompt.")] = None,
     append_system_prompt: Annotated[
         str | None, typer.Option(metavar="TEXT", help="Append to the system prompt.")
     ] = None,
-    max_turns: Annotated[int | None, typer.Option(min=1, metavar="N", help="Most model requests per prompt.")] = None,
+    max_turns: _MaxTurnsOption = None,
     cwd: Annotated[
         Path | None, typer.Option(metavar="PATH", help="Working directory for the agent and its tools.")
     ] = None,
@@ -201,10 +205,6 @@ def main_command(
 
 mcp_app = typer.Typer(help="The configured MCP servers: list them, or start each one and report.", no_args_is_help=True)
 app.add_typer(mcp_app, name="mcp")
-_ConfigOption = Annotated[
-    list[Path] | None,
-    typer.Option("--config", metavar="PATH", help="MCP config file (repeatable); replaces the lookup."),
-]
 _CwdOption = Annotated[
     Path | None, typer.Option(metavar="PATH", help="Look up the config as a run in this directory would.")
 ]
@@ -321,14 +321,9 @@ def sessions_list(
 
 @app.command("acp")
 def acp_command(
-    config: Annotated[
-        list[Path] | None,
-        typer.Option("--config", metavar="PATH", help="MCP config file (repeatable); replaces the lookup."),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(metavar="NAME", help="Model name (default: $ANTHROPIC_MODEL or built in).")
-    ] = None,
-    max_turns: Annotated[int | None, typer.Option(min=1, metavar="N", help="Most model requests per prompt.")] = None,
+    config: _ConfigOption = None,
+    model: _ModelOption = None,
+    max_turns: _MaxTurnsOption = None,
     permission_mode: Annotated[
         PermissionMode, typer.Option(help="auto, ask (the editor asks the user) or read-only.")
     ] = PermissionMode.auto,

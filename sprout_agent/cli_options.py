@@ -52,3 +52,13 @@ SandboxNetworkOption = Annotated[
 SandboxAllowWriteOption = Annotated[
     list[Path] | None, typer.Option(metavar="PATH", help="Another directory sandboxed commands may write; repeatable.")
 ]
+
+# Flags more than one command takes (the main command, `acp`, the `mcp` commands).
+ConfigOption = Annotated[
+    list[Path] | None,
+    typer.Option("--config", metavar="PATH", help="MCP config file (repeatable); replaces the lookup."),
+]
+ModelOption = Annotated[
+    str | None, typer.Option(metavar="NAME", help="Model name (default: $ANTHROPIC_MODEL or built in).")
+]
+MaxTurnsOption = Annotated[int | None, typer.Option(min=1, metavar="N", help="Most model requests per prompt.")]

@@ -142,7 +142,7 @@ class ServerSandboxes:
         session = self.plan.policy
         mode = sb.READ_ONLY if sb.READ_ONLY in (config.sandbox, session.mode) else sb.WORKSPACE_WRITE
         root = os.path.realpath(self.cwd / config.cwd) if config.cwd is not None else session.root
-        if not (root == session.root or root.startswith(session.root.rstrip("/") + "/")):
+        if not sb.under(root, session.root):
             # Its cwd becomes a writable root: a project's `"cwd": "/"` would make everything writable.
             raise OSError(errno.EPERM, f"a sandboxed server's cwd must be inside the working directory, not {root}")
         policy = replace(session, mode=mode, network=session.network and mode == sb.WORKSPACE_WRITE, root=root)

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sprout_agent.tools._sandbox import Policy, Sandbox, trusted_which
+from sprout_agent.tools._sandbox import Policy, Sandbox, trusted_which, under
 from sprout_agent.tools._server import ToolError
 
 ALLOW_OUTSIDE_ENV = "SPROUT_DEV_ALLOW_OUTSIDE"
@@ -61,11 +61,11 @@ class Workspace:
         return real
 
     def hidden_at_or_above(self, real: str) -> str | None:
-        return next((h for h in self._hidden() if _under(real, h)), None)
+        return next((h for h in self._hidden() if under(real, h)), None)
 
     def hidden_below(self, base: str) -> list[str]:
         """The hidden paths inside directory `base`, relative to it (searches leave them out)."""
-        return [os.path.relpath(h, base) for h in self._hidden() if h != base and _under(h, base)]
+        return [os.path.relpath(h, base) for h in self._hidden() if h != base and under(h, base)]
 
     def _hidden(self) -> tuple[str, ...]:
         return self.sandbox.hidden(os.environ) if self.sandbox.active() else ()
@@ -76,7 +76,7 @@ class Workspace:
         return trusted_which(name, self.sandbox.writable() if self.sandbox.active() else ())
 
     def inside(self, real: str) -> bool:
-        return real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)
+        return under(real, self.root)
 
     def writable(self, path: str) -> str:
         """Resolved path, or a ToolError when writing there would leave the working directory."""
@@ -106,7 +106,3 @@ class Workspace:
             )
         if stamp_of(real) != known:
             raise ToolError(f"{shown}: file changed on disk since it was last read; read it again first")
-
-
-def _under(path: str, parent: str) -> bool:
-    return path == parent or path.startswith(parent.rstrip(os.sep) + os.sep)

@@ -137,7 +137,7 @@ def trusted_which(name: str, untrusted: tuple[str, ...]) -> str | None:
     """`shutil.which(name)` over the PATH entries that are not inside an `untrusted` directory (what sandboxed
     commands may write): the tools run what this finds outside the sandbox."""
     entries = [e for e in os.environ.get("PATH", os.defpath).split(os.pathsep) if e]
-    kept = [e for e in entries if not any(_under(os.path.realpath(e), root) for root in untrusted)]
+    kept = [e for e in entries if not any(under(os.path.realpath(e), root) for root in untrusted)]
     return shutil.which(name, path=os.pathsep.join(kept)) if kept else None
 
 
@@ -216,7 +216,7 @@ class Sandbox:
             return ()
         found = git_root(self.policy.root)
         home = os.path.realpath(os.path.expanduser("~"))
-        if found is not None and found != self.policy.root and _under(home, found):
+        if found is not None and found != self.policy.root and under(home, found):
             found = None  # a dotfiles repository at ~ would make the whole home directory writable
         roots = [self.policy.root, found, *self.policy.allow_write]
         return tuple(dict.fromkeys(r for r in roots if r is not None and os.path.isdir(r)))
@@ -227,9 +227,9 @@ class Sandbox:
         named += [p.format(uid=os.getuid()) for p in HIDDEN_SOCKETS]
         real = (os.path.realpath(p) for p in named if os.path.lexists(p))
         # Never one holding the working directory: the command would start in an empty tmpfs.
-        kept = list(dict.fromkeys(p for p in real if not _under(self.policy.root, p)))
+        kept = list(dict.fromkeys(p for p in real if not under(self.policy.root, p)))
         # Nor one inside another: it has no mount point in the empty tmpfs over its parent (and is hidden anyway).
-        return tuple(p for p in kept if not any(q != p and _under(p, q) for q in kept))
+        return tuple(p for p in kept if not any(q != p and under(p, q) for q in kept))
 
     def wrap(self, argv: list[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         """The command line and environment that run `argv` inside the sandbox (unchanged when it is off or
@@ -260,12 +260,12 @@ class Sandbox:
             args += ["--ro-bind", path, path]
         visible += writable
         for root in (self.policy.root, git_root(self.policy.root)):  # visible even when under the private /tmp
-            if root is not None and root not in writable and _under(root, "/tmp"):
+            if root is not None and root not in writable and under(root, "/tmp"):
                 args += ["--ro-bind", root, root]
                 visible.append(root)
         # Under /tmp only what a root brought back is visible: the rest is hidden already (and has no mount point).
         self._hidden = tuple(
-            p for p in self.hidden(env) if not _under(p, "/tmp") or any(_under(p, root) for root in visible)
+            p for p in self.hidden(env) if not under(p, "/tmp") or any(under(p, root) for root in visible)
         )
         for path in self._hidden:
             args += ["--tmpfs", path, "--remount-ro", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
@@ -324,7 +324,8 @@ def protected_git_paths(roots: tuple[str, ...], allowed: tuple[str, ...]) -> lis
     return found
 
 
-def _under(path: str, parent: str) -> bool:
+def under(path: str, parent: str) -> bool:
+    """`path` is `parent` or lies inside it (both real, absolute)."""
     return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
@@ -352,9 +353,9 @@ def _path_prefixes_under_tmp(path: str, private: str) -> list[str]:
     """The PATH directories under /tmp, each as its prefix (the parent of a `bin`), outermost ones only."""
     found: list[str] = []
     for entry in path.split(os.pathsep):
-        if not entry or not os.path.isabs(entry) or not _under(entry, "/tmp") or _under(entry, private):
+        if not entry or not os.path.isabs(entry) or not under(entry, "/tmp") or under(entry, private):
             continue
         prefix = os.path.dirname(entry.rstrip("/")) if os.path.basename(entry.rstrip("/")) == "bin" else entry
-        if prefix not in ("/tmp", "/") and os.path.isdir(prefix) and not any(_under(prefix, f) for f in found):
-            found = [f for f in found if not _under(f, prefix)] + [prefix]
+        if prefix not in ("/tmp", "/") and os.path.isdir(prefix) and not any(under(prefix, f) for f in found):
+            found = [f for f in found if not under(f, prefix)] + [prefix]
     return found
