@@ -171,6 +171,17 @@ class CompactionFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerAsked:
+    """An MCP server asked the client (a question, `elicitation`; a model call, `sampling`) and the answer."""
+
+    server: str
+    kind: str  # elicitation | sampling
+    message: str  # the server's own text, or a summary of its request: untrusted
+    outcome: str  # accept | decline | cancel (elicitation); sampled | refused (sampling)
+    detail: str = ""  # why we answered so, or what the sampling cost
+
+
+@dataclass(frozen=True, slots=True)
 class TurnFinished:
     """The loop ended a user turn: `stop_reason` is end_turn, max_tokens, refusal, max_turns, cancelled…"""
 
@@ -206,5 +217,6 @@ Event = (
     | StopBudgetSpent
     | CompactionStarted
     | CompactionFinished
+    | ServerAsked
     | TurnFinished
 )

@@ -24,9 +24,11 @@ from mcp.shared.memory import MessageStream
 from pydantic import ValidationError
 
 from sprout_agent import __version__
+from sprout_agent.client_features import ClientFeatures
 from sprout_agent.config import ServerConfig
 from sprout_agent.errors import ServerAnswered, ServerGone
 from sprout_agent.in_process import open_in_process
+from sprout_agent.mcp_callbacks import callbacks
 from sprout_agent.mcp_results import progress_text, to_outcome
 from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import ToolOutcome, ToolSpec
@@ -108,19 +110,22 @@ async def connect(
     on_stderr: Callable[[bytes], None] | None,
     timeout: float,
     max_bytes: int,
+    client: ClientFeatures | None = None,
 ) -> AsyncGenerator[tuple[Link, Listed, anyio.Event]]:
     """Opens the transport, hand-shakes and lists tools within `timeout`; yields the link, the listing and an
-    event set when the server ends. Leaving closes the session and ends the server (its whole group)."""
+    event set when the server ends. Leaving closes the session and ends the server (its whole group).
+
+    `client`: what this client offers the server (roots, elicitation, sampling); None offers nothing."""
     try:
         if config.url is not None:
-            async with _remote(config, timeout, max_bytes) as connected:
+            async with _remote(config, timeout, max_bytes, client) as connected:
                 yield connected
             return
         if config.in_process is not None:
             began = time.monotonic()
             async with (
                 open_in_process(config.in_process, config.cwd or os.getcwd(), config.env) as (ended, streams),
-                _session(config, streams, began, timeout, max_bytes, []) as (link, listed),
+                _session(config, streams, began, timeout, max_bytes, [], client=client) as (link, listed),
             ):
                 yield link, listed, ended
             return
@@ -135,7 +140,7 @@ async def connect(
                 on_stderr=on_stderr,
                 spawned=spawned,
             ) as (proc, read, write),
-            _session(config, (read, write), began, timeout, max_bytes, proc.notices) as (link, listed),
+            _session(config, (read, write), began, timeout, max_bytes, proc.notices, client=client) as (link, listed),
         ):
             yield link, listed, proc.ended
     except Exception as exc:  # the SDK's task groups wrap its errors: the first leaf says what happened
@@ -147,7 +152,7 @@ async def connect(
 
 @asynccontextmanager
 async def _remote(
-    config: ServerConfig, timeout: float, max_bytes: int
+    config: ServerConfig, timeout: float, max_bytes: int, client: ClientFeatures | None
 ) -> AsyncGenerator[tuple[Link, Listed, anyio.Event]]:
     from sprout_agent import remote_link  # httpx2 and the SDK's HTTP clients only when a remote server is set
 
@@ -158,7 +163,7 @@ async def _remote(
         try:
             async with (
                 remote_link.open_remote(config, timeout, refused) as streams,
-                _session(config, streams, began, timeout, max_bytes, [], ended) as (link, listed),
+                _session(config, streams, began, timeout, max_bytes, [], ended, client=client) as (link, listed),
             ):
                 scope.deadline, started = math.inf, True
                 yield link, listed, ended
@@ -198,11 +203,24 @@ async def _session(
     max_bytes: int,
     notices: list[str],
     ended: anyio.Event | None = None,
+    *,
+    client: ClientFeatures | None = None,
 ) -> AsyncGenerator[tuple[Link, Listed]]:
     """`notices` gathers what the listing leaves out (the transport adds the invalid tools it dropped).
     The one place a ClientSession is made, whatever the transport: its capabilities and callbacks go here."""
     info = types.Implementation(name="sprout-agent", version=__version__)
-    async with ClientSession(streams[0], streams[1], client_info=info) as session:
+    offered = callbacks(config.name, client) if client is not None else None
+    async with (
+        ClientSession(
+            streams[0],
+            streams[1],
+            client_info=info,
+            list_roots_callback=offered.list_roots if offered else None,
+            elicitation_callback=offered.elicitation if offered else None,
+            sampling_callback=offered.sampling if offered else None,
+        ) as session,
+        _roots_listener(session, client),
+    ):
         initialized, listed = 0.0, list[types.Tool]()
         with anyio.move_on_after(timeout) as start_scope:
             await session.initialize()
@@ -213,6 +231,23 @@ async def _session(
         took = time.monotonic() - began
         tools = [_spec(config.name, tool) for tool in listed]
         yield Link(session, max_bytes, ended), Listed(tools, initialized, took - initialized, took, tuple(notices))
+
+
+@asynccontextmanager
+async def _roots_listener(session: ClientSession, client: ClientFeatures | None) -> AsyncGenerator[None]:
+    """While the session lives, a change of roots sends it `notifications/roots/list_changed`."""
+    if client is None:
+        yield
+        return
+
+    async def notify() -> None:
+        await session.send_notification(types.RootsListChangedNotification())
+
+    stop = client.roots.listen(notify)
+    try:
+        yield
+    finally:
+        stop()
 
 
 async def _list_tools(session: ClientSession, notices: list[str]) -> list[types.Tool]:
