@@ -145,6 +145,13 @@ def main_command(
     effort: Annotated[
         str | None, typer.Option(metavar="LEVEL", help="Effort: low, medium, high, xhigh or max (as the model lists).")
     ] = None,
+    elicitation: Annotated[
+        str | None,
+        typer.Option(metavar="POLICY", help="A server's question with nobody to ask: decline or accept-defaults."),
+    ] = None,
+    allow_sampling: Annotated[
+        bool, typer.Option(help="Headless: let MCP servers sample the model (sampling/createMessage), billed to you.")
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -194,6 +201,8 @@ def main_command(
         trust_project=trust_project,
         thinking=thinking,
         effort=effort,
+        elicitation=elicitation,
+        allow_sampling=allow_sampling,
         sandbox=sandbox.value if sandbox is not None else None,
         sandbox_network=sandbox_network.value if sandbox_network is not None else None,
         sandbox_allow_write=tuple(sandbox_allow_write or ()),

@@ -180,6 +180,12 @@ class ServerAsked:
     outcome: str  # accept | decline | cancel (elicitation); sampled | refused (sampling)
     detail: str = ""  # why we answered so, or what the sampling cost
 
+    def line(self) -> str:
+        """One line for a person (raw: a face escapes it, the message is the server's)."""
+        what = "asked" if self.kind == "elicitation" else "asked to sample the model"
+        why = f" ({self.detail})" if self.detail else ""
+        return f"MCP server '{self.server}' {what}: {' '.join(self.message.split())[:300]} → {self.outcome}{why}"
+
 
 @dataclass(frozen=True, slots=True)
 class TurnFinished:

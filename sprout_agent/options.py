@@ -47,6 +47,8 @@ class Options:
     sandbox_allow_write: tuple[Path, ...] = ()  # --sandbox-allow-write PATH (repeatable)
     thinking: str | None = None  # --thinking adaptive | on | off; None = SPROUT_AGENT_THINKING or the model's
     effort: str | None = None  # --effort LEVEL; None = SPROUT_AGENT_EFFORT or the API's default
+    elicitation: str | None = None  # --elicitation decline | accept-defaults; None = SPROUT_AGENT_ELICITATION
+    allow_sampling: bool = False  # --allow-sampling: headless, servers may sample the model without asking
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,15 @@ class Prepared:
     def effort(self) -> str | None:
         return st.choice(self.options.effort, st.EFFORT_LEVELS, "--effort") or self.settings.effort
 
+    @property
+    def elicitation(self) -> str:
+        """How a face with nobody to ask answers a server's question: decline | accept-defaults."""
+        return st.elicitation_policy(self.options.elicitation, self.environ)
+
+    @property
+    def allow_sampling(self) -> bool:
+        return st.sampling_allowed(self.options.allow_sampling, self.environ)
+
     def held_back_notices(self) -> tuple[str, ...]:
         """One line per project server this run does not start, for a face with nobody to ask."""
         gated = self.held_back
@@ -95,6 +106,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     model = options.model or settings.model
     st.choice(options.thinking, st.THINKING_SETTINGS, "--thinking")  # a misspelt flag fails here, with exit 2
     st.choice(options.effort, st.EFFORT_LEVELS, "--effort")
+    st.elicitation_policy(options.elicitation, environ)
     window = context_window(model, settings.max_context_tokens)
     threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
     prices = parse_prices(settings.prices)

@@ -22,7 +22,9 @@ import anyio.to_thread
 from sprout_agent import model_facts, store
 from sprout_agent import settings as st
 from sprout_agent.agent import Agent
+from sprout_agent.client_features import ClientFeatures, Roots, roots_for
 from sprout_agent.compaction import Compactor, parse_threshold
+from sprout_agent.elicitation import Elicitor, Unattended
 from sprout_agent.errors import ServerStartError
 from sprout_agent.events import Event, Notice
 from sprout_agent.hooks import Hooks, parse_allowlist
@@ -31,6 +33,7 @@ from sprout_agent.model_facts import ModelFacts
 from sprout_agent.options import Prepared
 from sprout_agent.permissions import Ask, Policy
 from sprout_agent.protocols import Model
+from sprout_agent.sampling import Approve, Sampler, always
 from sprout_agent.sandboxing import ServerSandboxes
 from sprout_agent.servers import ServerPool
 from sprout_agent.system_prompt import build_system_prompt
@@ -56,10 +59,19 @@ def new_session_id(prepared: Prepared) -> str:
 
 @asynccontextmanager
 async def open_runtime(
-    prepared: Prepared, emit: Callable[[Event], None], *, ask: Ask | None = None, session_id: str | None = None
+    prepared: Prepared,
+    emit: Callable[[Event], None],
+    *,
+    ask: Ask | None = None,
+    session_id: str | None = None,
+    elicit: Elicitor | None = None,
+    approve_sampling: Approve | None = None,
 ) -> AsyncGenerator[Runtime]:
-    """Starts everything a session needs; `ask` is the face's permission question (None: nobody to ask)."""
+    """Starts everything a session needs; `ask` is the face's permission question (None: nobody to ask);
+    `elicit` answers a server's questions and `approve_sampling` its model calls (None: the unattended rules)."""
     session_id = session_id or new_session_id(prepared)
+    ledger = Ledger(prepared.model, prepared.prices)
+    client = _client_features(prepared, emit, ledger, elicit, approve_sampling)
     pool = ServerPool(
         prepared.loaded.servers,
         emit=emit,
@@ -69,6 +81,7 @@ async def open_runtime(
         child_env=partial(st.child_environment, prepared.environ),  # never .env: a project file
         stderr_log=_server_log(prepared, emit),
         sandbox=ServerSandboxes(prepared.sandbox, prepared.options.cwd).wrap,
+        client=client,
     )
     async with AsyncExitStack() as stack:
         transcript = _make_store(prepared, session_id)
@@ -76,18 +89,43 @@ async def open_runtime(
             stack.callback(transcript.close)
         stack.callback(pool.kill_all_now)  # a cancel between the spawn and the pool's enter orphans nothing
         await pool.spawn()  # the processes boot on the other core while mcp loads in a thread
-        ledger = Ledger(prepared.model, prepared.prices)
         building = _build_model_in_background(prepared, emit, ledger)  # anthropic (~2 s) loads while they hand-shake
         await stack.enter_async_context(pool)
         _check_strict(prepared, pool)
         model, facts = await anyio.to_thread.run_sync(building.result, abandon_on_cancel=True)
         stack.push_async_callback(model.aclose)  # its HTTP connections end with the session, on this loop
+        if client.sampler is not None:
+            client.sampler.model = model  # until now a server's sampling request is refused: no model yet
         agent = _build_agent(prepared, emit, ask, pool, model, session_id, transcript, ledger)
         _fit_window(prepared, agent, facts)
         if prepared.resume is not None:
             agent.load(prepared.resume.history, "resume")
             emit(Notice(f"resumed session {session_id} ({len(prepared.resume.history)} messages)"))
         yield Runtime(prepared, session_id, pool, agent)
+
+
+def _client_features(
+    prepared: Prepared,
+    emit: Callable[[Event], None],
+    ledger: Ledger,
+    elicit: Elicitor | None,
+    approve: Approve | None,
+) -> ClientFeatures:
+    """Roots: the working directory and its git root. Sampling is offered only when something can approve it
+    (the face asks, or --allow-sampling), and then runs through the session's model, ledger and budget."""
+    if prepared.allow_sampling:
+        approve = always
+    sampler = None
+    if approve is not None:
+        sampler = Sampler(
+            ledger=ledger,
+            emit=emit,
+            approve=approve,
+            max_output_tokens=prepared.settings.max_output_tokens,
+            max_budget_usd=prepared.options.max_budget_usd,
+        )
+    answer = elicit or Unattended(prepared.elicitation)
+    return ClientFeatures(Roots(roots_for(prepared.options.cwd)), emit, answer, sampler)
 
 
 def _build_model_in_background(

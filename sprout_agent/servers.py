@@ -2,8 +2,8 @@
 
 The pool owns each server process's life, from the spawn to the end of its process group. It imports no mcp:
 it spawns the subprocess servers first, then loads `mcp_link` (the mcp client side) in a thread while they
-boot on the other core. Modules importing mcp: `mcp_link`, `stdio_transport`, `stdio_wire`, `in_process`,
-`mcp_results` and the built-in servers in `tools/`.
+boot on the other core. Modules importing mcp: `mcp_link`, `mcp_callbacks`, `stdio_transport`, `stdio_wire`,
+`in_process`, `mcp_results` and the built-in servers in `tools/`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import anyio
 import anyio.to_thread
 
 from sprout_agent import processes
+from sprout_agent.client_features import ClientFeatures
 from sprout_agent.config import ServerConfig
 from sprout_agent.errors import ServerAnswered, ServerGone
 from sprout_agent.events import Event, Notice, ServerFailed, ServerStarted
@@ -54,7 +55,10 @@ class ServerPool:
         child_env: Callable[[Mapping[str, str]], dict[str, str]],
         stderr_log: Path | None = None,
         sandbox: SandboxWrap | None = None,
+        client: ClientFeatures | None = None,
     ) -> None:
+        """`client`: the roots, elicitation and sampling every session offers its server (None: none)."""
+        self._client = client
         self._servers = {config.name: ServerState(config) for config in configs}
         self._spawned: dict[str, ServerProcess | OSError] = {}
         self._link: ModuleType | None = None  # sprout_agent.mcp_link, once loaded
@@ -249,6 +253,7 @@ class ServerPool:
             on_stderr=self._stderr_writer(config.name),
             timeout=config.start_timeout or self._start_timeout,
             max_bytes=self._max_bytes,
+            client=self._client,
         ) as (link, listed, ended):
             server.tools = listed.tools
             server.initialize_seconds, server.list_seconds = listed.initialize_seconds, listed.list_seconds

@@ -70,6 +70,16 @@ PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
         "",
         "1: start the project's .mcp.json servers without approval (as --trust-project); never read from .env",
     ),
+    EnvVar(
+        "SPROUT_AGENT_ELICITATION",
+        "decline",
+        "a server's question with nobody to ask (headless, ACP): decline, or accept-defaults (as --elicitation)",
+    ),
+    EnvVar(
+        "SPROUT_AGENT_ALLOW_SAMPLING",
+        "",
+        "1: headless runs let servers sample the model, on your bill (as --allow-sampling); never read from .env",
+    ),
     EnvVar("SPROUT_AGENT_DEBUG", "", "any value: an internal error raises with its traceback instead of one line"),
     EnvVar(
         "SPROUT_AGENT_SANDBOX",
@@ -106,6 +116,25 @@ def choice(value: str | None, allowed: tuple[str, ...], name: str) -> str | None
     if word not in allowed:
         raise UsageError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
     return word
+
+
+ELICITATION_POLICIES = ("decline", "accept-defaults")  # elicitation.Unattended reads the same words
+
+
+def elicitation_policy(flag: str | None, environ: Mapping[str, str]) -> str:
+    """--elicitation, else SPROUT_AGENT_ELICITATION from the real environment (a project's .env must not make
+    the agent answer its servers' questions), else decline."""
+    chosen = choice(flag, ELICITATION_POLICIES, "--elicitation")
+    return (
+        chosen
+        or choice(environ.get("SPROUT_AGENT_ELICITATION"), ELICITATION_POLICIES, "SPROUT_AGENT_ELICITATION")
+        or "decline"
+    )
+
+
+def sampling_allowed(flag: bool, environ: Mapping[str, str]) -> bool:
+    """--allow-sampling, or SPROUT_AGENT_ALLOW_SAMPLING=1 in the real environment (never .env: it spends money)."""
+    return flag or environ.get("SPROUT_AGENT_ALLOW_SAMPLING", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _int(env: Mapping[str, str], name: str, minimum: int) -> int:

@@ -26,6 +26,7 @@ from sprout_agent.events import (
     ModelReplied,
     ModelWaiting,
     Notice,
+    ServerAsked,
     ServerFailed,
     ServerStarted,
     StopBudgetSpent,
@@ -102,6 +103,8 @@ class Updates:
                 self._compaction_finished(event)
             case Notice() | ServerFailed() | ApiRetry():
                 self._notice(event)
+            case ServerAsked():
+                self._thought(event.line())
             case ModelWaiting() | AssistantText() | ServerStarted() | HookCalled() | TurnFinished():
                 pass  # text went out as chunks; the prompt's response carries the stop reason
             case _:

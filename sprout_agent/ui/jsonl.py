@@ -263,6 +263,15 @@ class JsonlSink:
                     "tokens_after": event.tokens_after,
                     "detail": event.detail,
                 }
+            case ev.ServerAsked():
+                return {
+                    "type": "server_request",
+                    "server": event.server,
+                    "kind": event.kind,
+                    "message": event.message,
+                    "outcome": event.outcome,
+                    "detail": event.detail,
+                }
             case ev.TurnFinished():
                 return {
                     "type": "turn_finished",

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # loaded when first needed: a -p run never renders Markdown, 
 from sprout_agent import events as ev
 from sprout_agent.events import Event
 from sprout_agent.ui.calls import short_arguments
-from sprout_agent.untrusted import visible
+from sprout_agent.untrusted import printable, visible
 
 
 class TerminalRenderer:
@@ -81,6 +81,8 @@ class TerminalRenderer:
                 self._on_compaction(event)
             case ev.TurnFinished():
                 self._on_turn_finished(event)
+            case ev.ServerAsked():
+                self._line(Text(printable(event.line()), style="magenta"))
             case _:
                 assert_never(event)
 
