@@ -1,0 +1,198 @@
+"""What the client offers MCP servers (roots, elicitation, sampling), proven against a real SDK server (MCPServer)
+running in-process through the real pool: each test's server tool asks the client, and answers with what came back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from sprout_agent.client_features import ClientFeatures, Roots, roots_for
+from sprout_agent.config import ServerConfig
+from sprout_agent.elicitation import Answer, Elicitor, FormQuestion, Question, Unattended
+from sprout_agent.events import Event, ServerAsked
+from sprout_agent.ledger import Ledger
+from sprout_agent.messages import Usage
+from sprout_agent.sampling import Approve, Sampler, SamplingRequest, always
+from sprout_agent.servers import ServerPool
+from tests.loop_doubles import MODEL, ScriptedModel, reply
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class Asking:
+    pool: ServerPool
+    events: list[Event]
+    features: ClientFeatures
+
+    async def call(self, tool: str, **arguments: object) -> dict[str, Any]:
+        spec = next(spec for spec in self.pool.tools() if spec.tool == tool)
+        outcome = await self.pool.call(spec, dict(arguments))
+        assert not outcome.is_error, outcome
+        return json.loads("".join(getattr(block, "text", "") for block in outcome.content))
+
+    def asked(self) -> list[ServerAsked]:
+        return [event for event in self.events if isinstance(event, ServerAsked)]
+
+
+@asynccontextmanager
+async def asking(
+    cwd: Path, *, elicit: Elicitor | None = None, sampler: Sampler | None = None, events: list[Event] | None = None
+) -> AsyncIterator[Asking]:
+    events = events if events is not None else []
+    features = ClientFeatures(Roots(roots_for(cwd)), events.append, elicit or Unattended(), sampler)
+    config = ServerConfig(name="asking", command="", in_process="tests.asking_server", cwd=str(cwd))
+    pool = ServerPool(
+        [config],
+        emit=events.append,
+        start_timeout=20,
+        tool_timeout=20,
+        result_max_bytes=50_000,
+        child_env=dict,
+        client=features,
+    )
+    with anyio.fail_after(30):
+        async with pool:
+            yield Asking(pool, events, features)
+
+
+def sampler_with(model: ScriptedModel, events: list[Event], approve: Approve = always, **kw: Any) -> Sampler:
+    made = Sampler(ledger=Ledger(MODEL), emit=events.append, approve=approve, max_output_tokens=kw.pop("cap", 32), **kw)
+    made.model = model
+    return made
+
+
+# ---------------------------------------------------------------- roots and declared capabilities
+
+
+async def test_roots_are_the_working_directory_and_its_git_root_with_claude_codes_capabilities(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    cwd = tmp_path / "pkg"
+    cwd.mkdir()
+    async with asking(cwd) as a:
+        found = await a.call("roots")
+    assert found["roots"] == [[cwd.as_uri(), "pkg"], [tmp_path.as_uri(), f"{tmp_path.name} (git root)"]]
+    # Claude Code's declaration; no sampling without a way to approve it.
+    assert found["declared"] == {"roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}}
+
+
+async def test_a_change_of_roots_reaches_the_server_as_list_changed_and_a_new_listing(tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    async with asking(tmp_path) as a:
+        assert (await a.call("roots"))["heard"] == []
+        await a.features.roots.change(roots_for(other))
+        await a.features.roots.change(roots_for(other))  # the same roots again: nothing to tell
+        with anyio.fail_after(5):
+            while not (found := await a.call("roots"))["heard"]:
+                await anyio.lowlevel.checkpoint()
+    assert found["heard"] == ["roots/list_changed"]
+    assert found["roots"] == [[other.as_uri(), "other"]]
+
+
+# ---------------------------------------------------------------- elicitation
+
+
+async def test_a_question_is_declined_with_nobody_to_ask_and_said_with_the_servers_name(tmp_path: Path) -> None:
+    async with asking(tmp_path) as a:
+        assert await a.call("ask") == {"action": "decline", "content": None}
+    assert a.asked() == [ServerAsked("asking", "elicitation", "Who are you?", "decline", "nobody to ask")]
+
+
+async def test_accept_defaults_answers_with_every_default_of_the_schema(tmp_path: Path) -> None:
+    async with asking(tmp_path, elicit=Unattended("accept-defaults")) as a:
+        found = await a.call("ask")
+    defaults = {"name": "Ada", "age": 36, "score": 0.5, "subscribe": True, "colour": "green"}
+    assert found == {"action": "accept", "content": defaults}
+    assert a.asked()[0].outcome == "accept"
+
+
+async def test_accept_defaults_declines_when_a_required_field_has_no_default(tmp_path: Path) -> None:
+    async with asking(tmp_path, elicit=Unattended("accept-defaults")) as a:
+        assert (await a.call("ask", required_city=True))["action"] == "decline"
+    assert "required field has no default" in a.asked()[0].detail
+
+
+async def test_a_url_is_never_accepted_unattended_even_with_accept_defaults(tmp_path: Path) -> None:
+    async with asking(tmp_path, elicit=Unattended("accept-defaults")) as a:
+        assert await a.call("visit") == {"action": "decline"}
+    assert "never opened unattended" in a.asked()[0].detail
+
+
+async def test_an_answer_that_fails_the_forms_checks_is_declined_never_sent(tmp_path: Path) -> None:
+    async def careless(question: Question) -> Answer:
+        assert isinstance(question, FormQuestion)
+        return Answer("accept", {"age": 200, "colour": "blue", "extra": "x"})
+
+    async with asking(tmp_path, elicit=careless) as a:
+        assert await a.call("ask") == {"action": "decline", "content": None}
+    detail = a.asked()[0].detail
+    for wrong in ("name: required", "age: must be at most 150", "colour: must be one of red, green", "extra"):
+        assert wrong in detail
+
+
+# ---------------------------------------------------------------- sampling
+
+
+async def test_sampling_is_refused_headless_unless_allowed(tmp_path: Path) -> None:
+    async with asking(tmp_path) as a:
+        found = await a.call("sample")
+    assert "not supported" in found["error"]
+
+
+async def test_allowed_sampling_runs_through_the_model_bounded_without_tools_and_counted(tmp_path: Path) -> None:
+    events: list[Event] = []
+    model = ScriptedModel([reply("hi there", usage=Usage(100, 10))])
+    sampler = sampler_with(model, events, cap=32)
+    async with asking(tmp_path, sampler=sampler, events=events) as a:
+        found = await a.call("sample", max_tokens=50)
+        declared = (await a.call("roots"))["declared"]
+    assert found == {"text": "hi there", "model": MODEL, "stop_reason": "endTurn"}
+    request = model.requests[0]
+    assert (request.max_tokens, request.tools, request.system) == (32, (), "Be brief")  # our cap under theirs
+    assert [m.text for m in request.messages] == ["Say hi"]
+    ledger = sampler._ledger  # pyright: ignore[reportPrivateUsage]
+    assert ledger.requests == 1 and ledger.cost == pytest.approx((100 * 3 + 10 * 15) / 1e6)
+    assert [(e.kind, e.outcome) for e in a.asked()] == [("sampling", "sampled")]
+    assert "sampling" in declared
+
+
+async def test_sampling_is_refused_once_the_budget_is_spent(tmp_path: Path) -> None:
+    events: list[Event] = []
+    model = ScriptedModel([])
+    sampler = sampler_with(model, events, max_budget_usd=0.0)
+    async with asking(tmp_path, sampler=sampler, events=events) as a:
+        found = await a.call("sample")
+    assert found["code"] == -1 and "budget" in found["error"]
+    assert model.requests == []
+
+
+async def test_sampling_the_person_declines_never_reaches_the_model(tmp_path: Path) -> None:
+    events: list[Event] = []
+    seen: list[SamplingRequest] = []
+
+    async def no(request: SamplingRequest) -> bool:
+        seen.append(request)
+        return False
+
+    model = ScriptedModel([])
+    async with asking(tmp_path, sampler=sampler_with(model, events, approve=no), events=events) as a:
+        found = await a.call("sample")
+    assert "declined" in found["error"] and model.requests == []
+    assert seen[0].summary() == "1 message(s); the last: 'Say hi'"
+
+
+async def test_sampling_content_we_cannot_send_validly_is_rejected_before_the_model(tmp_path: Path) -> None:
+    events: list[Event] = []
+    model = ScriptedModel([])
+    async with asking(tmp_path, sampler=sampler_with(model, events), events=events) as a:
+        found = await a.call("sample", audio=True)
+    assert "audio content is not supported" in found["error"] and model.requests == []
