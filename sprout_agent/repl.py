@@ -17,6 +17,7 @@ from sprout_agent.options import Prepared
 from sprout_agent.permissions import Ask, Decision
 from sprout_agent.prompt_attach import attach_mentions
 from sprout_agent.protocols import ToolSpec
+from sprout_agent.repl_asks import server_askers
 from sprout_agent.runtime import Runtime, open_runtime
 from sprout_agent.settings import model_id
 from sprout_agent.signals import SignalWatch
@@ -233,8 +234,13 @@ async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
         early = EarlyInput(reader, renderer, prepared.options.first_prompt)
         if prepared.options.first_prompt is None:
             group.start_soon(early.read, group.cancel_scope)
+        elicit, approve = server_askers(renderer, watch, keys)
         async with open_runtime(
-            prepared, renderer, ask=permission_asker(renderer, watch, str(prepared.options.cwd), keys)
+            prepared,
+            renderer,
+            ask=permission_asker(renderer, watch, str(prepared.options.cwd), keys),
+            elicit=elicit,
+            approve_sampling=approve,
         ) as runtime:
             early.started = True
             repl = Repl(prepared, renderer, runtime, keys)
