@@ -75,6 +75,7 @@ async def events_of_a_busy_session() -> list[Event]:
         ev.ApiRetry(1, "529: overloaded", 0.5),
         ev.ThinkingDelta("the model client streams reasoning"),
         ev.Notice("MCP_HOOK_SERVERS names 'ghost', but no server has that name", "warning"),
+        ev.ServerAsked("asking", "elicitation", "Who are you?", "decline", "nobody to ask"),
         ev.TurnFinished("end_turn", "after compaction", 1, Usage(10, 2)),
     ]
     return [*loop.events, *extra]

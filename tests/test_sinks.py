@@ -56,6 +56,7 @@ ONE_OF_EACH: tuple[ev.Event, ...] = (
     ev.CompactionFinished(150_000, 9_000, True),
     ev.CompactionStarted("manual", 9_000),
     ev.CompactionFinished(9_000, 9_000, False, "no progress"),
+    ev.ServerAsked("asking", "elicitation", "Who \x1b[2Jare you?", "decline", "nobody to ask"),
     ev.TurnFinished("end_turn", "Hello there", 2, Usage(10, 5)),
 )
 
@@ -76,6 +77,9 @@ def test_the_terminal_renders_every_event_and_prints_the_answer_on_turn_finished
     assert answers.getvalue() == "Hello there\n"  # once, from TurnFinished, as plain text
     progress = capsys.readouterr().err
     for expected in ("server broken failed", "retry 1", "dev__edit", "objected", "killed", "compacted", "no progress"):
+        assert expected in progress
+    # A server's question is one line with its name and the answer, its text escaped.
+    for expected in ("MCP server 'asking' asked: Who \\x1b[2Jare you? → decline (nobody to ask)",):
         assert expected in progress
 
 
