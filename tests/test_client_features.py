@@ -7,21 +7,28 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from sprout_agent.acp.sessions import AcpSession
 from sprout_agent.client_features import ClientFeatures, Roots, roots_for
 from sprout_agent.config import ServerConfig
 from sprout_agent.elicitation import Answer, Elicitor, FormQuestion, Question, Unattended
 from sprout_agent.events import Event, ServerAsked
 from sprout_agent.ledger import Ledger
-from sprout_agent.messages import Usage
+from sprout_agent.locations import Locations
+from sprout_agent.messages import Usage, user_text
+from sprout_agent.options import Options, Prepared, prepare
+from sprout_agent.runtime import open_runtime
 from sprout_agent.sampling import Approve, Sampler, SamplingRequest, always
 from sprout_agent.servers import ServerPool
+from tests.fake_anthropic import FakeAnthropic, tool_use
+from tests.fake_anthropic import reply as reply_api
+from tests.harness import API_KEY
 from tests.loop_doubles import MODEL, ScriptedModel, reply
 
 pytestmark = pytest.mark.anyio
@@ -196,3 +203,65 @@ async def test_sampling_content_we_cannot_send_validly_is_rejected_before_the_mo
     async with asking(tmp_path, sampler=sampler_with(model, events), events=events) as a:
         found = await a.call("sample", audio=True)
     assert "audio content is not supported" in found["error"] and model.requests == []
+
+
+# ---------------------------------------------------------------- the faces' wiring
+
+
+def prepared_with_asking_server(tmp_path: Path, base_url: str, **options: Any) -> Prepared:
+    env = {"ANTHROPIC_API_KEY": API_KEY, "ANTHROPIC_BASE_URL": base_url, "SPROUT_AGENT_BUILTIN_SERVERS": "none"}
+    locations = Locations(None, None, tmp_path / "data", None)
+    prepared = prepare(Options(prompt="go", cwd=tmp_path, **options), locations, env)
+    asking_config = ServerConfig(name="asking", command="", in_process="tests.asking_server", cwd=str(tmp_path))
+    return replace(prepared, loaded=replace(prepared.loaded, servers=(asking_config,)))
+
+
+async def test_headless_allow_sampling_runs_on_the_sessions_model_and_counts_in_its_ledger(tmp_path: Path) -> None:
+    steps = [reply_api(tool_use("asking__sample", {"max_tokens": 64})), reply_api("sampled words"), reply_api("done")]
+    events: list[Event] = []
+    with FakeAnthropic(steps) as fake, anyio.fail_after(30):
+        prepared = prepared_with_asking_server(tmp_path, fake.base_url, allow_sampling=True)
+        async with open_runtime(prepared, events.append) as runtime:
+            result = await runtime.agent.run_turn("go")
+            ledger = runtime.agent.ledger
+        bodies = [r.body for r in fake.requests]
+    assert result.text == "done"
+    sampled = bodies[1]
+    assert (sampled["max_tokens"], sampled.get("tools"), sampled["messages"][0]["content"][0]["text"]) == (
+        64,
+        None,
+        "Say hi",
+    )
+    assert json.loads(bodies[2]["messages"][-1]["content"][0]["content"][0]["text"])["text"] == "sampled words"
+    assert ledger.requests == 3  # the server's model call is on the session's bill
+    assert [(e.server, e.outcome) for e in events if isinstance(e, ServerAsked)] == [("asking", "sampled")]
+
+
+class EditorConnection:
+    """What AcpSession needs of the connection: the editor answers each permission question from a script."""
+
+    def __init__(self, *answers: object) -> None:
+        self.answers = list(answers)
+        self.asked: list[Any] = []
+
+    def notify(self, method: str, params: Any) -> None:
+        del method, params
+
+    async def request(self, method: str, params: Any) -> object:
+        self.asked.append((method, params))
+        return self.answers.pop(0)
+
+
+async def test_acp_asks_the_editor_before_a_server_samples_and_only_during_a_prompt(tmp_path: Path) -> None:
+    prepared = prepared_with_asking_server(tmp_path, "http://127.0.0.1:9")
+    allow = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+    conn = EditorConnection(allow, {"outcome": {"outcome": "cancelled"}})
+    session = AcpSession(prepared, conn)  # type: ignore[arg-type]
+    request = SamplingRequest("asking", (user_text("hi \x1b[2J"),), "", 20)
+    assert not await session.approve_sampling(request)  # no prompt running: nobody to ask
+    session.busy = True
+    assert await session.approve_sampling(request)
+    assert not await session.approve_sampling(request)
+    method, params = conn.asked[0]
+    assert method == "session/request_permission" and params["toolCall"]["toolCallId"] == "sprout_sampling_1"
+    assert "asks to use the model" in params["toolCall"]["title"]

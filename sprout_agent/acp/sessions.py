@@ -17,6 +17,7 @@ from sprout_agent.options import Prepared
 from sprout_agent.permissions import Decision
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.runtime import Runtime, new_session_id, open_runtime
+from sprout_agent.sampling import SamplingRequest
 
 # The loop's stop reasons as ACP names them; anything else ended the turn normally.
 STOP_REASONS = {"max_tokens": "max_tokens", "max_turns": "max_turn_requests", "refusal": "refusal"}
@@ -32,6 +33,10 @@ ESCALATION_OPTIONS: tuple[Json, ...] = (
     {"optionId": "reject_once", "name": "Keep the sandboxed result", "kind": "reject_once"},
 )
 _DECISIONS = {"allow_once": "once", "allow_always": "always"}
+SAMPLING_OPTIONS: tuple[Json, ...] = (
+    {"optionId": "allow_once", "name": "Let it use the model", "kind": "allow_once"},
+    {"optionId": "reject_once", "name": "Refuse", "kind": "reject_once"},
+)
 
 
 class AcpSession:
@@ -46,11 +51,18 @@ class AcpSession:
         self._failure = ""
         self._turn: anyio.CancelScope | None = None
         self.busy = False
+        self._samplings = 0  # numbers the sampling questions' tool call ids
 
     async def own(self) -> None:
         """Runs the session's runtime until cancelled (the client went away); its servers end with it."""
         try:
-            async with open_runtime(self.prepared, self.updates.emit, ask=self._ask, session_id=self.session_id) as rt:
+            async with open_runtime(
+                self.prepared,
+                self.updates.emit,
+                ask=self._ask,
+                session_id=self.session_id,
+                approve_sampling=self.approve_sampling,
+            ) as rt:
                 agent, compactor = rt.agent, rt.agent.compactor
                 self.updates.usage_source = lambda: (compactor.window if compactor else 0, agent.ledger.cost)
                 self._runtime = rt
@@ -127,6 +139,28 @@ class AcpSession:
         chosen = cast(Json, outcome).get("optionId") if isinstance(outcome, dict) else None
         kind = _DECISIONS.get(chosen) if isinstance(chosen, str) else None
         return Decision("once" if kind == "once" else "always") if kind else Decision("deny")
+
+    async def approve_sampling(self, request: SamplingRequest) -> bool:
+        """A server's model call (ACP has no question of its own for it): the editor's permission question, asked
+        only while a prompt runs (between prompts nobody is looking); anything but "allow" refuses."""
+        if not self.busy:
+            return False
+        self._samplings += 1
+        about = f"{request.summary()}; up to {request.max_tokens} tokens out, no tools, billed to you"
+        call: Json = {
+            "toolCallId": f"sprout_sampling_{self._samplings}",
+            "title": f"MCP server '{request.server}' asks to use the model",
+            "kind": "other",
+            "status": "pending",
+            "content": [_text_content(about)],
+        }
+        params: Json = {"sessionId": self.session_id, "toolCall": call, "options": list(SAMPLING_OPTIONS)}
+        try:
+            answer = await self._conn.request("session/request_permission", params)
+        except RpcError:
+            return False
+        outcome = cast(Json, answer).get("outcome") if isinstance(answer, dict) else None
+        return isinstance(outcome, dict) and cast(Json, outcome).get("optionId") == "allow_once"
 
 
 def _cwd(prepared: Prepared) -> str:
