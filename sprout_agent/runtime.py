@@ -72,17 +72,7 @@ async def open_runtime(
     session_id = session_id or new_session_id(prepared)
     ledger = Ledger(prepared.model, prepared.prices)
     client = _client_features(prepared, emit, ledger, elicit, approve_sampling)
-    pool = ServerPool(
-        prepared.loaded.servers,
-        emit=emit,
-        start_timeout=prepared.settings.server_start_timeout,
-        tool_timeout=prepared.settings.tool_timeout,
-        result_max_bytes=prepared.settings.tool_result_max_bytes,
-        child_env=partial(st.child_environment, prepared.environ),  # never .env: a project file
-        stderr_log=_server_log(prepared, emit),
-        sandbox=ServerSandboxes(prepared.sandbox, prepared.options.cwd).wrap,
-        client=client,
-    )
+    pool = _make_pool(prepared, emit, client)
     async with AsyncExitStack() as stack:
         transcript = _make_store(prepared, session_id)
         if transcript is not None:
@@ -102,6 +92,20 @@ async def open_runtime(
             agent.load(prepared.resume.history, "resume")
             emit(Notice(f"resumed session {session_id} ({len(prepared.resume.history)} messages)"))
         yield Runtime(prepared, session_id, pool, agent)
+
+
+def _make_pool(prepared: Prepared, emit: Callable[[Event], None], client: ClientFeatures) -> ServerPool:
+    return ServerPool(
+        prepared.loaded.servers,
+        emit=emit,
+        start_timeout=prepared.settings.server_start_timeout,
+        tool_timeout=prepared.settings.tool_timeout,
+        result_max_bytes=prepared.settings.tool_result_max_bytes,
+        child_env=partial(st.child_environment, prepared.environ),  # never .env: a project file
+        stderr_log=_server_log(prepared, emit),
+        sandbox=ServerSandboxes(prepared.sandbox, prepared.options.cwd).wrap,
+        client=client,
+    )
 
 
 def _client_features(
