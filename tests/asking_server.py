@@ -32,6 +32,10 @@ FORM: dict[str, Any] = {
 
 def create_server_in(cwd: str, env: Mapping[str, str] | None = None) -> Any:
     del cwd, env
+    return build()._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+
+
+def build() -> MCPServer:
     server = MCPServer("asking")
     heard: list[str] = []  # the roots/list_changed notifications this server instance received
 
@@ -84,4 +88,8 @@ def create_server_in(cwd: str, env: Mapping[str, str] | None = None) -> Any:
         found = {"roots": [[str(r.uri), r.name] for r in listed.roots], "declared": declared, "heard": heard}
         return json.dumps(found)
 
-    return server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+    return server
+
+
+if __name__ == "__main__":  # over stdio, for a run of the real CLI
+    build().run("stdio")

@@ -42,7 +42,7 @@ class Choice:
     answer: str
 
 
-async def choose(choices: Sequence[Choice], *, escape: str) -> str | None:
+async def choose(choices: Sequence[Choice], *, escape: str, escape_label: str = "no") -> str | None:
     """The answer of the first choice key pressed; Esc (and Ctrl-D) answer `escape`; None on Ctrl-C."""
     bindings = KeyBindings()
 
@@ -58,7 +58,7 @@ async def choose(choices: Sequence[Choice], *, escape: str) -> str | None:
     bindings.add("escape", eager=True)(answer(escape))
     bindings.add("c-d")(answer(escape))
     bindings.add("c-c")(answer(None))  # the terminal is raw here: Ctrl-C arrives as a key, not as SIGINT
-    shown = "  ".join(f"[{c.key}] {c.label}" for c in choices) + "  (Esc: no) › "
+    shown = "  ".join(f"[{c.key}] {c.label}" for c in choices) + f"  (Esc: {escape_label}) › "
     control = FormattedTextControl(FormattedText([("bold", shown)]), show_cursor=True)
     app: Application[str | None] = Application(
         layout=Layout(Window(control, dont_extend_height=True, wrap_lines=True)), key_bindings=bindings

@@ -28,7 +28,11 @@ async def ask_elicitation(renderer: TerminalRenderer, question: el.Question) -> 
     if isinstance(question, el.UrlQuestion):
         return await _ask_url(renderer, question)
     renderer.show(form_view(question))
-    picked = await choose([Choice("f", "fill in the form", "fill"), Choice("d", "decline", "decline")], escape="cancel")
+    picked = await choose(
+        [Choice("f", "fill in the form", "fill"), Choice("d", "decline", "decline")],
+        escape="cancel",
+        escape_label="cancel",
+    )
     if picked != "fill":
         renderer.say(f"  → {'declined' if picked == 'decline' else 'cancelled'}", "dim")
         return el.Answer("decline" if picked == "decline" else "cancel", why="you answered")
@@ -112,7 +116,9 @@ async def _ask_url(renderer: TerminalRenderer, question: el.UrlQuestion) -> el.A
         )
     )
     picked = await choose(
-        [Choice("o", "open it in the browser", "open"), Choice("d", "decline", "decline")], escape="cancel"
+        [Choice("o", "open it in the browser", "open"), Choice("d", "decline", "decline")],
+        escape="cancel",
+        escape_label="cancel",
     )
     if picked != "open":
         return el.Answer("decline" if picked == "decline" else "cancel", why="you answered")
