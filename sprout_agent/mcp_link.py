@@ -114,8 +114,7 @@ async def connect(
 ) -> AsyncGenerator[tuple[Link, Listed, anyio.Event]]:
     """Opens the transport, hand-shakes and lists tools within `timeout`; yields the link, the listing and an
     event set when the server ends. Leaving closes the session and ends the server (its whole group).
-
-    `client`: what this client offers the server (roots, elicitation, sampling); None offers nothing."""
+    `client`: the roots, elicitation and sampling offered to the server (None: nothing)."""
     try:
         if config.url is not None:
             async with _remote(config, timeout, max_bytes, client) as connected:
