@@ -124,7 +124,7 @@ class HookObjected:
 
 @dataclass(frozen=True, slots=True)
 class HookInjected:
-    """A `_PostCompact` hook's text entered the fresh context."""
+    """A hook's text entered the context: `_PostCompact`, `_SessionStart`, `_UserPromptSubmit`, `_PostToolUse`."""
 
     hook: str
     server: str
@@ -157,6 +157,23 @@ class StopBudgetSpent:
 
 
 @dataclass(frozen=True, slots=True)
+class HookAnswered:
+    """A hook whose answer is only logged (`_SessionEnd`) said something."""
+
+    hook: str
+    server: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class HookBudgetSpent:
+    """A hook's objection budget other than `_Stop`'s (`_PreToolUse`) is spent: its calls run unchecked."""
+
+    hook: str
+    objections: int
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionStarted:
     reason: str
     tokens_before: int
@@ -181,7 +198,17 @@ class TurnFinished:
 
 
 # What the hook points report; every sink renders these together.
-HookEvent = HookCalled | HookObjected | HookInjected | HookTimedOut | HookFailed | HookServerKilled | StopBudgetSpent
+HookEvent = (
+    HookCalled
+    | HookObjected
+    | HookInjected
+    | HookTimedOut
+    | HookFailed
+    | HookServerKilled
+    | StopBudgetSpent
+    | HookAnswered
+    | HookBudgetSpent
+)
 
 Event = (
     Notice
@@ -204,6 +231,8 @@ Event = (
     | HookFailed
     | HookServerKilled
     | StopBudgetSpent
+    | HookAnswered
+    | HookBudgetSpent
     | CompactionStarted
     | CompactionFinished
     | TurnFinished
