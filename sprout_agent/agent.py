@@ -27,7 +27,7 @@ from sprout_agent.events import (
     TurnFinished,
 )
 from sprout_agent.hook_contract import RESULT_TEXT_MAX_CHARS, truncate
-from sprout_agent.hooks import Hooks, is_hook
+from sprout_agent.hooks import HookOutput, Hooks, is_hook
 from sprout_agent.images import checked
 from sprout_agent.ledger import Ledger
 from sprout_agent.messages import INVALID_INPUT_KEY, Image, Message, Text, ToolResult, ToolUse, text_of, user_text
@@ -98,7 +98,7 @@ class Agent:
         self.fixed_tokens = (len(system) + tool_chars) // 4
         self._current_prompt: str | None = None
         # `_SessionStart`'s pairs wait for the next prompt: the history must open with a user turn.
-        self._pending: list[Message] = []
+        self._pending: list[HookOutput] = []
         self._ended = True  # no session started yet, so none to end
         self._measured: tuple[int, int] | None = None  # (tokens the API reported, history length then)
 
@@ -133,9 +133,9 @@ class Agent:
         self._current_prompt = prompt
         self._append(user_text(prompt))
         # After the prompt, never before it: earlier requests' bytes (the cached prefix) stay as they were.
-        added = await self.hooks.on_prompt(self._hook_context(prompt=prompt))
         pending, self._pending = self._pending, []
-        self._append(*pending, *added)
+        started = self.hooks.enter_session_start(pending)
+        self._append(*started, *await self.hooks.on_prompt(self._hook_context(prompt=prompt)))
         after_objection = False
         turns = 0
         while True:

@@ -125,8 +125,15 @@ class Hooks:
     async def on_post_compact(self, context: Mapping[str, object]) -> list[Message]:
         return await self.inject(POST_COMPACT, context)
 
-    async def on_session_start(self, context: Mapping[str, object]) -> list[Message]:
-        return await self.inject(SESSION_START, context)
+    async def on_session_start(self, context: Mapping[str, object]) -> list[HookOutput]:
+        """`_SessionStart`'s answers, kept by the agent until the next prompt: see `enter_session_start`."""
+        return await self.call(SESSION_START, context)
+
+    def enter_session_start(self, outputs: Sequence[HookOutput]) -> list[Message]:
+        """The held `_SessionStart` answers as they enter the history (reported then, inside the turn)."""
+        for output in outputs:
+            self._emit(HookInjected(SESSION_START, output.server, output.text))
+        return self.as_messages(SESSION_START, outputs)
 
     async def on_prompt(self, context: Mapping[str, object]) -> list[Message]:
         return await self.inject(USER_PROMPT_SUBMIT, context)

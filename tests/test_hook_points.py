@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from sprout_agent.acp import commands
 from sprout_agent.events import (
     HookAnswered,
     HookBudgetSpent,
@@ -245,3 +246,13 @@ async def test_without_session_end_hooks_ending_a_session_costs_nothing() -> Non
     await loop.agent.start_session("startup")
     await loop.agent.end_session("exit")  # no hook: not even a task group is opened (hooks.call returns first)
     assert loop.host.calls == [] and loop.events == []
+
+
+async def test_clear_in_acp_and_the_repl_ends_the_session_and_starts_one_with_source_clear() -> None:
+    host = with_hooks(_SessionStart=answers("fresh"), _SessionEnd=answers(""))
+    loop = build_loop([], host=host, hook_servers="*")
+    await loop.agent.start_session("startup")
+    assert await commands.run(loop.agent, "clear", "") == "New conversation."
+    made = [(c.tool, c.arguments.get("source", c.arguments.get("reason"))) for c in loop.host.calls]
+    assert made == [("_SessionStart", "startup"), ("_SessionEnd", "clear"), ("_SessionStart", "clear")]
+    assert loop.history == []
