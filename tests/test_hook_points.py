@@ -24,6 +24,7 @@ from sprout_agent.messages import ToolResult, ToolUse
 from tests.loop_doubles import (
     CWD,
     SESSION_ID,
+    Behaviour,
     MemoryHost,
     answers,
     build_loop,
@@ -42,9 +43,9 @@ EVERY = {name: {} for name in ("session_id", "cwd", "source", "prompt", "reason"
 TOOL_FIELDS = {name: {} for name in ("tool_name", "arguments", "result_text", "is_error")}
 
 
-def with_hooks(**hooks: Any) -> MemoryHost:
+def with_hooks(**hooks: Behaviour) -> MemoryHost:
     """Server "fake" (echo, add, fail, read_only) plus the given hooks, each declaring every context field."""
-    made = {name: value if not callable(value) else tool(value, properties=EVERY) for name, value in hooks.items()}
+    made = {name: tool(value, properties=EVERY) for name, value in hooks.items()}
     return MemoryHost({"fake": {**default_server(), **server(**made)}})
 
 
