@@ -262,6 +262,49 @@ async def bash_call_seconds(calls: int) -> dict[str, list[float]]:
     return times
 
 
+async def tool_hook_call_seconds(calls: int) -> dict[str, list[float]]:
+    """Per-call wall time of a stdio echo call, alone and behind a `_PreToolUse` answering "" (interleaved)."""
+    from functools import partial
+
+    import sprout_agent.mcp_link  # noqa: F401
+    from sprout_agent.config import ServerConfig
+    from sprout_agent.hooks import Hooks, parse_allowlist
+    from sprout_agent.servers import ServerPool
+    from sprout_agent.settings import child_environment
+
+    env = {"FAKE_MCP_TOOLS": "echo", "FAKE_MCP_HOOKS": json.dumps({"_PreToolUse": ""})}
+    pool = ServerPool(
+        [ServerConfig("guard", PY, (FAKE_MCP,), env)],
+        emit=lambda _event: None,
+        start_timeout=30,
+        tool_timeout=30,
+        result_max_bytes=100_000,
+        child_env=partial(child_environment, dict(os.environ)),
+    )
+    times: dict[str, list[float]] = {"off": [], "on": []}
+    async with pool:
+        (echo,) = [spec for spec in pool.tools() if spec.tool == "echo"]
+        kinds = {
+            name: Hooks(
+                pool,
+                allowlist=parse_allowlist("*"),
+                timeout_ms=2500,
+                stop_max_rejections=3,
+                emit=lambda _event: None,
+                tool_hooks=name == "on",
+            )
+            for name in times
+        }
+        context = {"tool_name": echo.name, "arguments": {"text": "hi"}, "session_id": "s", "cwd": "/"}
+        for _ in range(calls):
+            for name, hooks in kinds.items():
+                began = time.perf_counter()
+                assert await hooks.on_pre_tool(context) is None
+                await pool.call(echo, {"text": "hi"})
+                times[name].append(time.perf_counter() - began)
+    return times
+
+
 async def acp_figures() -> tuple[float, float]:
     """`sprout-agent acp` driven by the ACP SDK: spawn → initialize answered; session/cancel → the prompt's
     `cancelled` answer with a tool call in flight (tests/test_acp.py asserts the behaviour, this the time)."""
@@ -365,7 +408,16 @@ class Bench:
         print(f"  {name}: {fmt(value, unit)}", file=sys.stderr, flush=True)
 
     def all(self) -> list[dict[str, Any]]:
-        steps = [self.imports, self.minimal, self.ours, self.builtins, self.flags, self.repl, self.hooks]
+        steps = [
+            self.imports,
+            self.minimal,
+            self.ours,
+            self.builtins,
+            self.flags,
+            self.repl,
+            self.hooks,
+            self.toolhooks,
+        ]
         steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render]
         for step in steps:
             if self.only and step.__name__ not in self.only:
@@ -478,6 +530,24 @@ class Bench:
         self.add("  … time added by the hung _Stop", added, "s", "2.5 s + < 100 ms", added < 2.6)
         self.add("hung hook's grandchildren left alive", f"{len(orphans)}", "s", "0", not orphans)
 
+    def toolhooks(self) -> None:
+        """11. _PreToolUse answering at once: added latency per tool call; _SessionEnd's cost at exit"""
+        import anyio
+
+        times = anyio.run(tool_hook_call_seconds, 50 * self.runs)
+        self.add("stdio echo call, tool hooks off", times["off"], "ms")
+        self.add('stdio echo call behind _PreToolUse ""', times["on"], "ms")
+        added = med(times["on"]) - med(times["off"])
+        self.add("  … time added by _PreToolUse", added, "ms", "< 5 ms", added < 0.005)
+        with_end = {"h": fake_server(tools="echo", hooks={"_SessionEnd": ""})}
+        without = {"h": fake_server(tools="echo")}
+        on_env = {"MCP_HOOK_SERVERS": "*"}
+        pairs = [[agent_once(servers, on_env).tail() for servers in (without, with_end)] for _ in range(self.runs)]
+        off, on = ([pair[k] for pair in pairs] for k in range(2))
+        self.add("end of turn → exit, no _SessionEnd", off, "s")
+        self.add('end of turn → exit, _SessionEnd ""', on, "s")
+        self.add("  … time added by _SessionEnd", med(on) - med(off), "ms", "< 20 ms", med(on) - med(off) < 0.020)
+
     def compaction(self) -> None:
         """11. a scripted long session: 40 rounds of 6 KB tool output in a 30k-token window"""
         state = {"rounds": 0}
@@ -556,7 +626,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    groups = "imports minimal ours builtins flags repl hooks compaction servers acp sandbox render"
+    groups = "imports minimal ours builtins flags repl hooks toolhooks compaction servers acp sandbox render"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     args = parser.parse_args()
     load = os.getloadavg()[0]

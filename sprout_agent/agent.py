@@ -1,6 +1,6 @@
 """THE LOOP: user text → model → (end_turn? `_Stop` gate) → tools → results → repeat.
 
-Emits events, never prints.
+Emits events, never prints. The hook points it calls are named where they fire; hooks.py runs them.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from sprout_agent.events import (
     ToolStarted,
     TurnFinished,
 )
-from sprout_agent.hooks import Hooks, is_hook
+from sprout_agent.hook_contract import RESULT_TEXT_MAX_CHARS, truncate
+from sprout_agent.hooks import HookOutput, Hooks, is_hook
 from sprout_agent.images import checked
 from sprout_agent.ledger import Ledger
 from sprout_agent.messages import INVALID_INPUT_KEY, Image, Message, Text, ToolResult, ToolUse, text_of, user_text
@@ -96,6 +97,9 @@ class Agent:
         tool_chars = sum(len(s.name) + len(s.description) + len(json.dumps(s.input_schema)) for s in self.tools)
         self.fixed_tokens = (len(system) + tool_chars) // 4
         self._current_prompt: str | None = None
+        # `_SessionStart`'s pairs wait for the next prompt: the history must open with a user turn.
+        self._pending: list[HookOutput] = []
+        self._ended = True  # no session started yet, so none to end
         self._measured: tuple[int, int] | None = None  # (tokens the API reported, history length then)
 
     async def run_turn(self, prompt: str) -> TurnResult:
@@ -105,9 +109,33 @@ class Agent:
         self.emit(TurnFinished(result.stop_reason, result.text, result.turns, self.ledger.usage - before))
         return result
 
+    async def start_session(self, source: str) -> None:
+        """`_SessionStart` (source: startup, resume or clear); what it says enters with the next prompt."""
+        self._ended = False
+        self._pending = await self.hooks.on_session_start(self._hook_context(source=source))
+
+    async def end_session(self, reason: str) -> None:
+        """`_SessionEnd`, once per session, bounded by the hook timeout (hooks.py): exit waits no longer."""
+        if self._ended:
+            return
+        self._ended = True
+        self._pending = []
+        with anyio.move_on_after(self.hooks.timeout + 0.05):  # a margin so the call's own timeout reports first
+            await self.hooks.on_session_end(self._hook_context(reason=reason))
+
+    async def clear_session(self) -> None:
+        """/clear: the session ends, the history empties, and a new one starts."""
+        await self.end_session("clear")
+        self.clear()
+        await self.start_session("clear")
+
     async def _run(self, prompt: str) -> TurnResult:
         self._current_prompt = prompt
         self._append(user_text(prompt))
+        # After the prompt, never before it: earlier requests' bytes (the cached prefix) stay as they were.
+        pending, self._pending = self._pending, []
+        started = self.hooks.enter_session_start(pending)
+        self._append(*started, *await self.hooks.on_prompt(self._hook_context(prompt=prompt)))
         after_objection = False
         turns = 0
         while True:
@@ -127,7 +155,8 @@ class Agent:
             if uses:  # cut off mid-call: the input may be incomplete, so nothing is run
                 self._answer_unrun(uses, f"not run: the reply stopped with {reply.stop_reason}")
             if reply.stop_reason == "end_turn" and not after_objection:
-                objections = await self.hooks.on_stop(self._hook_context(_text(reply), "end_turn"))
+                context = self._hook_context(last_assistant_message=_text(reply), trigger="end_turn")
+                objections = await self.hooks.on_stop(context)
                 if objections:
                     self._append(*objections)
                     after_objection = True
@@ -164,7 +193,8 @@ class Agent:
         outcome = await self.compactor.compact(self.history, self._current_prompt, reason=reason, focus=focus)
         self.load(outcome.history, "compaction")
         # After a summary or a truncation alike, hooks may restore state the old history carried.
-        self._append(*await self.hooks.on_post_compact(self._hook_context("", reason)))
+        context = self._hook_context(last_assistant_message="", trigger=reason)
+        self._append(*await self.hooks.on_post_compact(context))
 
     async def _ask(self) -> ModelReply:
         compactor = self.compactor
@@ -224,12 +254,11 @@ class Agent:
             outcome = ToolOutcome((Text(_invalid_input(use.input[INVALID_INPUT_KEY])),), is_error=True)
         elif self.permit is not None and (refusal := await self.permit(spec, use)) is not None:
             outcome = ToolOutcome((Text(refusal),), is_error=True)
+        elif (objection := await self.hooks.on_pre_tool(self._tool_context(use))) is not None:
+            outcome = ToolOutcome((Text(objection),), is_error=True)  # after the policy: hooks only add refusals
         else:
             started = time.monotonic()  # a person's time answering the permission question is not the tool's
-            self.emit(ToolRunning(use.id))
-            outcome = await self.host.call(spec, use.input, self._progress_of(use))
-            if outcome.sandbox_denied is not None and self.escalate is not None:
-                outcome = await self._escalated(spec, use, outcome, outcome.sandbox_denied)
+            outcome = await self._run_allowed(spec, use)
         # Any host's images, not only MCP's: one the API refuses would fail every later request.
         content = tuple(checked(block) if isinstance(block, Image) else block for block in outcome.content)
         result = ToolResult(use.id, content, outcome.is_error)
@@ -239,6 +268,22 @@ class Agent:
         seconds = time.monotonic() - started
         self.emit(ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, content, outcome.diff))
         return result
+
+    async def _run_allowed(self, spec: ToolSpec, use: ToolUse) -> ToolOutcome:
+        self.emit(ToolRunning(use.id))
+        outcome = await self.host.call(spec, use.input, self._progress_of(use))
+        if outcome.sandbox_denied is not None and self.escalate is not None:
+            outcome = await self._escalated(spec, use, outcome, outcome.sandbox_denied)
+        if not self.hooks.tool_hooks:
+            return outcome
+        result_text = truncate(text_of(outcome.content), RESULT_TEXT_MAX_CHARS)
+        context = self._tool_context(use, result_text=result_text, is_error=outcome.is_error)
+        if added := await self.hooks.on_post_tool(context):
+            return ToolOutcome((*outcome.content, *added), outcome.is_error, diff=outcome.diff)
+        return outcome
+
+    def _tool_context(self, use: ToolUse, **extra: object) -> dict[str, object]:
+        return self._hook_context(tool_name=use.name, arguments=use.input, **extra)
 
     async def _escalated(self, spec: ToolSpec, use: ToolUse, sandboxed: ToolOutcome, why: str) -> ToolOutcome:
         """The call run again outside the OS sandbox if a person says so; else the sandboxed outcome."""
@@ -259,13 +304,9 @@ class Agent:
     def _answer_unrun(self, uses: Sequence[ToolUse], reason: str) -> None:
         self._append(Message("user", tuple(ToolResult(u.id, (Text(reason),), True) for u in uses)))
 
-    def _hook_context(self, last_text: str, trigger: str) -> dict[str, object]:
-        return {
-            "session_id": self.session_id,
-            "cwd": self.cwd,
-            "last_assistant_message": last_text,
-            "trigger": trigger,
-        }
+    def _hook_context(self, **extra: object) -> dict[str, object]:
+        """What a hook may declare (hook_contract.HOOK_CONTEXT): the session's ids plus the point's own."""
+        return {"session_id": self.session_id, "cwd": self.cwd, **extra}
 
     def _last_text(self) -> str:
         for message in reversed(self.history):

@@ -293,7 +293,14 @@ def mcp_revoke(
     exit_now(consent_commands.revoke_command(setup, names or (), every))
 
 
-@app.command("hooks")
+hooks_app = typer.Typer(
+    help="The hooks the configured servers expose: list them, or test them against the contract.",
+    invoke_without_command=True,
+)
+app.add_typer(hooks_app, name="hooks")
+
+
+@hooks_app.callback()
 def hooks_list(
     ctx: typer.Context,
     config: _ConfigOption = None,
@@ -304,9 +311,32 @@ def hooks_list(
     """Start every server and list the hooks found, active or not under MCP_HOOK_SERVERS."""
     from sprout_agent import doctor
 
+    if ctx.invoked_subcommand is not None:
+        return
     setup = _doctor_setup(ctx, config, cwd)
     assert isinstance(setup, doctor.Setup)
     exit_now(_interruptible(lambda: doctor.hooks_command(setup, timeout, as_json)))
+
+
+_ServersArgument = Annotated[list[str] | None, typer.Argument(help="Server names to test (default: every server).")]
+
+
+@hooks_app.command("test")
+def hooks_test(
+    ctx: typer.Context,
+    servers: _ServersArgument = None,
+    config: _ConfigOption = None,
+    cwd: _CwdOption = None,
+    timeout: _TimeoutOption = None,
+    as_json: _JsonOption = False,
+) -> None:
+    """Call each hook with sample contexts and {}; report inputs, latency, answers, verdict; exit 1 on a break."""
+    from sprout_agent import doctor
+    from sprout_agent.hooks_test_command import hooks_test_command
+
+    setup = _doctor_setup(ctx, config, cwd)
+    assert isinstance(setup, doctor.Setup)
+    exit_now(_interruptible(lambda: hooks_test_command(setup, servers or (), timeout, as_json)))
 
 
 def _interruptible(command: Callable[[], int]) -> int:

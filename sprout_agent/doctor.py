@@ -20,7 +20,7 @@ from sprout_agent.config import BrokenServer, LoadedConfig, ServerConfig, load_c
 from sprout_agent.consent import Approvals, Verdict, held_back_notice, secrets_in, trusted_by_environment
 from sprout_agent.dotenv_file import read_dotenv
 from sprout_agent.events import Event, Notice
-from sprout_agent.hooks import POST_COMPACT, STOP, is_hook, parse_allowlist
+from sprout_agent.hook_contract import HOOK_POINTS, TOOL_HOOKS, is_hook, parse_allowlist
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.sandboxing import SandboxPlan, ServerSandboxes, plan
 from sprout_agent.settings import Settings, child_environment
@@ -28,7 +28,7 @@ from sprout_agent.untrusted import printable
 
 BUILT_IN = "built in"
 NOT_APPROVED = "not approved"  # a project server held back for consent: not started, not a failure
-KNOWN_HOOKS = (STOP, POST_COMPACT)
+KNOWN_HOOKS = HOOK_POINTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,8 +286,14 @@ def _hook_state(report: ServerReport, setup: Setup) -> str:
 
 def hooks_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
     reports, _ = anyio.run(diagnose, setup, timeout)
+    tool_hooks = setup.settings.tool_hooks  # _PreToolUse and _PostToolUse need SPROUT_AGENT_TOOL_HOOKS=1 too
     rows = [
-        {"server": r.name, "hook": hook, "active": r.hooks_active, "known": hook in KNOWN_HOOKS}
+        {
+            "server": r.name,
+            "hook": hook,
+            "active": r.hooks_active and (tool_hooks or hook not in TOOL_HOOKS),
+            "known": hook in KNOWN_HOOKS,
+        }
         for r in reports
         for hook in r.hooks
     ]
@@ -297,7 +303,10 @@ def hooks_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
     else:
         for row in rows:
             state = "active" if row["active"] else "inactive"
-            print(f"{row['server']}  {row['hook']}  {state}" + ("" if row["known"] else "  (never called)"))
+            note = "" if row["known"] else "  (never called)"
+            if row["hook"] in TOOL_HOOKS and not tool_hooks:
+                note = "  (needs SPROUT_AGENT_TOOL_HOOKS=1)"
+            print(f"{row['server']}  {row['hook']}  {state}{note}")
         if not rows:
             print("no hooks found")
         for report in failed:

@@ -124,7 +124,7 @@ class HookObjected:
 
 @dataclass(frozen=True, slots=True)
 class HookInjected:
-    """A `_PostCompact` hook's text entered the fresh context."""
+    """A hook's text entered the context: `_PostCompact`, `_SessionStart`, `_UserPromptSubmit`, `_PostToolUse`."""
 
     hook: str
     server: str
@@ -154,6 +154,23 @@ class HookServerKilled:
 @dataclass(frozen=True, slots=True)
 class StopBudgetSpent:
     rejections: int
+
+
+@dataclass(frozen=True, slots=True)
+class HookAnswered:
+    """A hook whose answer is only logged (`_SessionEnd`) said something."""
+
+    hook: str
+    server: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class HookBudgetSpent:
+    """A hook's objection budget other than `_Stop`'s (`_PreToolUse`) is spent: its calls run unchecked."""
+
+    hook: str
+    objections: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +215,17 @@ class TurnFinished:
 
 
 # What the hook points report; every sink renders these together.
-HookEvent = HookCalled | HookObjected | HookInjected | HookTimedOut | HookFailed | HookServerKilled | StopBudgetSpent
+HookEvent = (
+    HookCalled
+    | HookObjected
+    | HookInjected
+    | HookTimedOut
+    | HookFailed
+    | HookServerKilled
+    | StopBudgetSpent
+    | HookAnswered
+    | HookBudgetSpent
+)
 
 Event = (
     Notice
@@ -221,6 +248,8 @@ Event = (
     | HookFailed
     | HookServerKilled
     | StopBudgetSpent
+    | HookAnswered
+    | HookBudgetSpent
     | CompactionStarted
     | CompactionFinished
     | ServerAsked

@@ -80,7 +80,13 @@ class Headless:
             try:
                 async with open_runtime(self.prepared, self.emit, session_id=self.session_id) as runtime:
                     self.runtime = runtime
-                    await self._turns(runtime)
+                    # A signal ends the turns, not the servers: `_SessionEnd` still reaches them (bounded).
+                    with anyio.CancelScope() as turns:
+                        watch.everything = turns
+                        await self._turns(runtime)
+                    watch.everything = group.cancel_scope  # a second signal ends everything at once
+                    if watch.received is not None:
+                        await runtime.agent.end_session("signal")
             except Exception as error:
                 found = sprout_error_in(error)  # task groups wrap what they raise (e.g. --strict-mcp-config)
                 if found is None:

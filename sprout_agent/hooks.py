@@ -1,7 +1,8 @@
-"""MCP-driven lifecycle hooks: `_`-prefixed tools called at `_Stop` and `_PostCompact`.
+"""MCP-driven lifecycle hooks: `_`-prefixed tools called at every hook point of the loop.
 
-The whole contract lives here: the allowlist, the per-call timeout and kill-on-second-timeout, the
-session-wide `_Stop` rejection budget, context on request, and the JSON-encoded history injection.
+The sovereignty rules live here: the allowlist, the per-call timeout and kill-on-second-timeout, the
+session-wide `_Stop` and `_PreToolUse` objection budgets, context on request, and the JSON-encoded
+injection. The names and the context each hook may declare are in hook_contract.py.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import anyio
 
 from sprout_agent.events import (
     Event,
+    HookAnswered,
+    HookBudgetSpent,
     HookCalled,
     HookFailed,
     HookInjected,
@@ -24,46 +27,25 @@ from sprout_agent.events import (
     HookTimedOut,
     StopBudgetSpent,
 )
+from sprout_agent.hook_contract import (
+    CONSECUTIVE_TIMEOUTS_TO_KILL,
+    HOOK_CALL_ID_PREFIX,
+    POST_COMPACT,
+    POST_TOOL_USE,
+    PRE_TOOL_USE,
+    SESSION_END,
+    SESSION_START,
+    STOP,
+    TOOL_HOOKS,
+    USER_PROMPT_SUBMIT,
+    Allowlist,
+    fill_context,
+    truncate,
+)
+from sprout_agent.hook_contract import is_hook as is_hook
+from sprout_agent.hook_contract import parse_allowlist as parse_allowlist
 from sprout_agent.messages import Message, Text, ToolResult, ToolUse, text_of
 from sprout_agent.protocols import HookCallFailed, ToolHost, ToolSpec
-
-STOP = "_Stop"
-POST_COMPACT = "_PostCompact"
-HOOK_TEXT_MAX_CHARS = 16 * 1024  # documented in docs/hooks.md
-CONSECUTIVE_TIMEOUTS_TO_KILL = 2
-# Inputs a hook may ask for by declaring them as properties of its inputSchema (docs/hooks.md).
-CONTEXT_FIELDS = frozenset(
-    {"session_id", "cwd", "objections_so_far", "rejections_left", "last_assistant_message", "trigger"}
-)
-
-
-# The ids of the tool_use/tool_result pairs that carry hook output in the history (ACP replay looks for them).
-HOOK_CALL_ID_PREFIX = "sprout_hook_"
-
-
-def is_hook(spec: ToolSpec) -> bool:
-    """A tool whose bare name starts with `_` is a hook: never offered to the model, never callable by it."""
-    return spec.tool.startswith("_")
-
-
-@dataclass(frozen=True, slots=True)
-class Allowlist:
-    everything: bool
-    names: frozenset[str]
-
-    def allows(self, server: str) -> bool:
-        return self.everything or server in self.names
-
-
-def parse_allowlist(raw: str | None) -> Allowlist | None:
-    """`MCP_HOOK_SERVERS`: `*` = every server, else comma-separated names; None (hooks off) if nothing is left."""
-    names = [name.strip() for name in (raw or "").split(",")]
-    names = [name for name in names if name]
-    if not names:
-        return None
-    if names == ["*"]:
-        return Allowlist(True, frozenset())
-    return Allowlist(False, frozenset(names))
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +55,7 @@ class HookOutput:
 
 
 class Hooks:
-    """Calls hooks on allowlisted servers and keeps the session's hook state (budget, timeout counts)."""
+    """Calls hooks on allowlisted servers and keeps the session's hook state (budgets, timeout counts)."""
 
     def __init__(
         self,
@@ -83,14 +65,19 @@ class Hooks:
         timeout_ms: int,
         stop_max_rejections: int,
         emit: Callable[[Event], None],
+        tool_hooks: bool = False,
+        pre_tool_max_objections: int | None = None,
     ) -> None:
         self._host = host
         self._allowlist = allowlist
-        self._timeout = timeout_ms / 1000
+        self.timeout = timeout_ms / 1000
         self._max_rejections = stop_max_rejections
         self._emit = emit
+        self.tool_hooks = tool_hooks  # SPROUT_AGENT_TOOL_HOOKS=1
+        self._pre_tool_max = pre_tool_max_objections  # None: unlimited
         self._rejections = 0
-        self._budget_reported = False
+        self._pre_tool_objections = 0
+        self._budget_reported: set[str] = set()
         self._consecutive_timeouts: dict[str, int] = {}
         self._ids = itertools.count()
         self._id_salt = uuid.uuid4().hex[:8]
@@ -108,7 +95,9 @@ class Hooks:
         return [spec for spec in self._host.tools() if is_hook(spec) and self.allows(spec.server)]
 
     def targets(self, hook: str) -> list[ToolSpec]:
-        """Allowlisted servers exposing `hook`, in config order."""
+        """Allowlisted servers exposing `hook`, in config order (none for tool hooks unless opted in)."""
+        if hook in TOOL_HOOKS and not self.tool_hooks:
+            return []
         return [spec for spec in self.active() if spec.tool == hook]
 
     async def on_stop(self, context: Mapping[str, object]) -> list[Message]:
@@ -116,9 +105,7 @@ class Hooks:
         if self._max_rejections == 0 or not self.targets(STOP):
             return []
         if self._rejections >= self._max_rejections:
-            if not self._budget_reported:
-                self._budget_reported = True
-                self._emit(StopBudgetSpent(self._rejections))
+            self._spent(STOP, self._rejections)
             return []
         context = {**context, "objections_so_far": self._rejections, "rejections_left": self.rejections_left}
         outputs = await self.call(STOP, context)
@@ -128,14 +115,58 @@ class Hooks:
             self._rejections += 1  # one round counts once, however many servers objected
         return self.as_messages(STOP, outputs)
 
-    async def on_post_compact(self, context: Mapping[str, object]) -> list[Message]:
-        """Runs `_PostCompact`; returns the messages that carry its text into the fresh context."""
-        outputs = await self.call(POST_COMPACT, context)
+    async def inject(self, hook: str, context: Mapping[str, object]) -> list[Message]:
+        """Runs an injecting hook (`_PostCompact`, `_SessionStart`, `_UserPromptSubmit`): its tool-result pairs."""
+        outputs = await self.call(hook, context)
         for output in outputs:
-            self._emit(HookInjected(POST_COMPACT, output.server, output.text))
-        return self.as_messages(POST_COMPACT, outputs)
+            self._emit(HookInjected(hook, output.server, output.text))
+        return self.as_messages(hook, outputs)
 
-    async def call(self, hook: str, context: Mapping[str, object]) -> list[HookOutput]:
+    async def on_post_compact(self, context: Mapping[str, object]) -> list[Message]:
+        return await self.inject(POST_COMPACT, context)
+
+    async def on_session_start(self, context: Mapping[str, object]) -> list[HookOutput]:
+        """`_SessionStart`'s answers, kept by the agent until the next prompt: see `enter_session_start`."""
+        return await self.call(SESSION_START, context)
+
+    def enter_session_start(self, outputs: Sequence[HookOutput]) -> list[Message]:
+        """The held `_SessionStart` answers as they enter the history (reported then, inside the turn)."""
+        for output in outputs:
+            self._emit(HookInjected(SESSION_START, output.server, output.text))
+        return self.as_messages(SESSION_START, outputs)
+
+    async def on_prompt(self, context: Mapping[str, object]) -> list[Message]:
+        return await self.inject(USER_PROMPT_SUBMIT, context)
+
+    async def on_pre_tool(self, context: Mapping[str, object]) -> str | None:
+        """`_PreToolUse`: the error text the model gets instead of the call's result, or None (the call runs)."""
+        if self._pre_tool_max == 0 or not self.targets(PRE_TOOL_USE):
+            return None
+        if self._pre_tool_max is not None and self._pre_tool_objections >= self._pre_tool_max:
+            self._spent(PRE_TOOL_USE, self._pre_tool_objections)
+            return None
+        outputs = await self.call(PRE_TOOL_USE, context)
+        if not outputs:
+            return None
+        self._pre_tool_objections += 1  # one call counts once, however many servers objected
+        for output in outputs:
+            self._emit(HookObjected(PRE_TOOL_USE, output.server, output.text))
+        lines = [f"not run: a {PRE_TOOL_USE} hook objected to this call"]
+        return "\n".join([*lines, *(_encoded(PRE_TOOL_USE, output) for output in outputs)])
+
+    async def on_post_tool(self, context: Mapping[str, object]) -> list[Text]:
+        """`_PostToolUse`: extra JSON-encoded text blocks for the tool's result (none: nothing to add)."""
+        outputs = await self.call(POST_TOOL_USE, context)
+        for output in outputs:
+            self._emit(HookInjected(POST_TOOL_USE, output.server, output.text))
+        return [Text(_encoded(POST_TOOL_USE, output)) for output in outputs]
+
+    async def on_session_end(self, context: Mapping[str, object]) -> None:
+        """`_SessionEnd`: its answers are logged, nothing else; a timeout kills nobody (the session is ending)."""
+        for output in await self.call(SESSION_END, context, kill=False):
+            self._emit(HookAnswered(SESSION_END, output.server, output.text))
+
+    async def call(self, hook: str, context: Mapping[str, object], *, kill: bool = True) -> list[HookOutput]:
         """Calls `hook` on every target at once; returns the non-empty answers in config order."""
         targets = self.targets(hook)
         if not targets:
@@ -144,16 +175,16 @@ class Hooks:
         answers: list[str | None] = [None] * len(targets)
 
         async def call_one(index: int, spec: ToolSpec) -> None:
-            answers[index] = await self._call_bounded(hook, spec, _fill_context(spec, context))
+            answers[index] = await self._call_bounded(hook, spec, fill_context(spec, context), kill)
 
         async with anyio.create_task_group() as group:
             for index, spec in enumerate(targets):
                 group.start_soon(call_one, index, spec)
         return [HookOutput(spec.server, text) for spec, text in zip(targets, answers, strict=True) if text]
 
-    async def _call_bounded(self, hook: str, spec: ToolSpec, arguments: dict[str, object]) -> str | None:
+    async def _call_bounded(self, hook: str, spec: ToolSpec, arguments: dict[str, object], kill: bool) -> str | None:
         server = spec.server
-        with anyio.move_on_after(self._timeout):
+        with anyio.move_on_after(self.timeout):
             try:
                 outcome = await self._host.call_hook(spec, arguments)
             except HookCallFailed as error:
@@ -161,21 +192,28 @@ class Hooks:
                 return None
             self._consecutive_timeouts.pop(server, None)  # any answer resets the count
             if outcome.is_error:
-                self._emit(HookFailed(hook, server, _truncate(text_of(outcome.content))))
+                self._emit(HookFailed(hook, server, truncate(text_of(outcome.content))))
                 return None
-            return _truncate(text_of(outcome.content).strip()) or None
-        await self._timed_out(hook, server)
+            return truncate(text_of(outcome.content).strip()) or None
+        await self._timed_out(hook, server, kill)
         return None
 
-    async def _timed_out(self, hook: str, server: str) -> None:
+    async def _timed_out(self, hook: str, server: str, kill: bool) -> None:
         count = self._consecutive_timeouts.get(server, 0) + 1
         self._consecutive_timeouts[server] = count
         self._emit(HookTimedOut(hook, server, count))
-        if count >= CONSECUTIVE_TIMEOUTS_TO_KILL:
+        if kill and count >= CONSECUTIVE_TIMEOUTS_TO_KILL:
             del self._consecutive_timeouts[server]
             reason = f"hook {hook} timed out {count} times in a row"
             await self._host.kill(server, reason)
             self._emit(HookServerKilled(server, reason))
+
+    def _spent(self, hook: str, objections: int) -> None:
+        """Reports a spent budget once per session."""
+        if hook in self._budget_reported:
+            return
+        self._budget_reported.add(hook)
+        self._emit(StopBudgetSpent(objections) if hook == STOP else HookBudgetSpent(hook, objections))
 
     def as_messages(self, hook: str, outputs: Sequence[HookOutput]) -> list[Message]:
         """Each output as an assistant tool_use `<server>__<hook>` plus a user tool_result of JSON data.
@@ -185,24 +223,10 @@ class Hooks:
         messages: list[Message] = []
         for output in outputs:
             call_id = f"{HOOK_CALL_ID_PREFIX}{self._id_salt}_{next(self._ids)}"
-            body = json.dumps({"hook": hook, "server": output.server, "text": output.text}, ensure_ascii=False)
             messages.append(Message("assistant", (ToolUse(call_id, f"{output.server}__{hook}", {}),)))
-            messages.append(Message("user", (ToolResult(call_id, (Text(body),)),)))
+            messages.append(Message("user", (ToolResult(call_id, (Text(_encoded(hook, output)),)),)))
         return messages
 
 
-def _fill_context(spec: ToolSpec, context: Mapping[str, object]) -> dict[str, object]:
-    """The inputs the hook declared from the documented set; a hook that declares none gets `{}`."""
-    properties = spec.input_schema.get("properties")
-    if not isinstance(properties, dict):
-        return {}
-    declared = {str(name) for name in properties}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-    return {name: context[name] for name in sorted(declared & CONTEXT_FIELDS) if name in context}
-
-
-def _truncate(text: str) -> str:
-    if len(text) <= HOOK_TEXT_MAX_CHARS:
-        return text
-    marker = f"\n… [{len(text) - HOOK_TEXT_MAX_CHARS} characters elided] …\n"
-    keep = (HOOK_TEXT_MAX_CHARS - len(marker)) // 2
-    return text[:keep] + marker + text[-keep:]
+def _encoded(hook: str, output: HookOutput) -> str:
+    return json.dumps({"hook": hook, "server": output.server, "text": output.text}, ensure_ascii=False)

@@ -61,7 +61,7 @@ class Repl:
         elif name == "/servers":
             self._servers(self.agent)
         elif name == "/clear":
-            self.agent.clear()
+            await self.agent.clear_session()
             self.renderer.say("new conversation", "dim")
         elif name in ("/compact", "/context", "/cost"):
             await self._context_command(name, line[len(name) :].strip())
@@ -247,9 +247,15 @@ async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
             agent.append(runtime.agent)
             reader.refresh()
             renderer.say(view.servers_line(runtime.pool.status()), "dim")
-            line = await early.line()
-            while line is not None and await repl.handle(watch, line):
-                line = await _next_line(reader)
+            with anyio.CancelScope() as lines:  # a signal ends the session, not the servers: _SessionEnd runs
+                watch.everything = lines
+                line = await early.line()
+                while line is not None and await repl.handle(watch, line):
+                    line = await _next_line(reader)
+            watch.everything = group.cancel_scope
+            if watch.received is not None:
+                await runtime.agent.end_session("signal")
+                group.cancel_scope.cancel()  # as before: no leave line after a signal
             recorded = bool(runtime.agent.history) or prepared.resume is not None
             leave = view.leave_line(runtime.session_id, recorded and prepared.locations.sessions is not None)
         group.cancel_scope.cancel()  # a clean end: the store is flushed and the servers ended above

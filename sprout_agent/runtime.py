@@ -91,7 +91,15 @@ async def open_runtime(
         if prepared.resume is not None:
             agent.load(prepared.resume.history, "resume")
             emit(Notice(f"resumed session {session_id} ({len(prepared.resume.history)} messages)"))
-        yield Runtime(prepared, session_id, pool, agent)
+        await agent.start_session("resume" if prepared.resume is not None else "startup")
+        try:
+            yield Runtime(prepared, session_id, pool, agent)
+        except Exception:
+            await agent.end_session("error")
+            raise
+        # A face that knows better (a signal, an ACP close, /clear) has already ended it: this is a no-op then.
+        # A cancelled session gets none: its servers are going down with it (the faces end it before that).
+        await agent.end_session("exit")
 
 
 def _make_pool(prepared: Prepared, emit: Callable[[Event], None], client: ClientFeatures) -> ServerPool:
@@ -235,6 +243,8 @@ def _build_agent(
         timeout_ms=p.settings.hook_timeout_ms,
         stop_max_rejections=p.settings.stop_max_rejections,
         emit=emit,
+        tool_hooks=p.settings.tool_hooks,
+        pre_tool_max_objections=p.settings.pre_tool_max_objections,
     )
     policy = Policy(
         p.options.permission_mode,

@@ -33,6 +33,12 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("MCP_HOOK_SERVERS", "", "servers whose hooks run: * or comma-separated names; unset = no hooks"),
     EnvVar("SPROUT_AGENT_HOOK_TIMEOUT_MS", "2500", "per hook call timeout, milliseconds, at least 1"),
     EnvVar("SPROUT_AGENT_STOP_MAX_REJECTIONS", "3", "session-wide _Stop objection budget (0 = off)"),
+    EnvVar("SPROUT_AGENT_TOOL_HOOKS", "", "1 = call _PreToolUse and _PostToolUse hooks (off: see docs/hooks.md)"),
+    EnvVar(
+        "SPROUT_AGENT_PRE_TOOL_MAX_OBJECTIONS",
+        "",
+        "session-wide _PreToolUse objection budget; unset = unlimited, 0 = off",
+    ),
     EnvVar("SPROUT_AGENT_SERVER_START_TIMEOUT", "30", "MCP server start-up timeout, seconds"),
     EnvVar("SPROUT_AGENT_TOOL_TIMEOUT", "600", "per tool call timeout, seconds"),
     EnvVar("SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", "51200", "tool result text kept for the model, bytes"),
@@ -224,6 +230,8 @@ class Settings:
     hook_servers: str | None = None  # raw MCP_HOOK_SERVERS; hooks.py parses it
     hook_timeout_ms: int = 2500
     stop_max_rejections: int = 3
+    tool_hooks: bool = False  # SPROUT_AGENT_TOOL_HOOKS=1
+    pre_tool_max_objections: int | None = None  # None = unlimited
     server_start_timeout: float = 30.0
     tool_timeout: float = 600.0
     tool_result_max_bytes: int = 51200
@@ -250,6 +258,10 @@ class Settings:
             hook_servers=env.get("MCP_HOOK_SERVERS"),
             hook_timeout_ms=_int(env, "SPROUT_AGENT_HOOK_TIMEOUT_MS", 1),
             stop_max_rejections=_int(env, "SPROUT_AGENT_STOP_MAX_REJECTIONS", 0),
+            tool_hooks=choice(_raw(env, "SPROUT_AGENT_TOOL_HOOKS"), ("0", "1"), "SPROUT_AGENT_TOOL_HOOKS") == "1",
+            pre_tool_max_objections=None
+            if _raw(env, "SPROUT_AGENT_PRE_TOOL_MAX_OBJECTIONS") is None
+            else _int(env, "SPROUT_AGENT_PRE_TOOL_MAX_OBJECTIONS", 0),
             server_start_timeout=_seconds(env, "SPROUT_AGENT_SERVER_START_TIMEOUT"),
             tool_timeout=_seconds(env, "SPROUT_AGENT_TOOL_TIMEOUT"),
             tool_result_max_bytes=_int(env, "SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", 1),

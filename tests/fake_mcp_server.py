@@ -27,6 +27,8 @@ FAKE_MCP_STOP_MODE         ok | hang (spawns a grandchild, then never answers) |
 FAKE_MCP_STOP_SEQUENCE     JSON list of texts returned by successive `_Stop` calls, then "" forever
 FAKE_MCP_HUGE_BYTES        size of the `huge` hook answer (default 200000)
 FAKE_MCP_POSTCOMPACT       text the `_PostCompact` hook returns; unset = no such tool
+FAKE_MCP_HOOKS             JSON object {hook name: text}: more hooks (e.g. `_SessionEnd`), each declaring every
+                           context field and answering its text ("" = nothing to say); "hang" never answers
 FAKE_MCP_HOOK_SCHEMA       JSON object: the inputSchema "properties" `_Stop` declares
 FAKE_MCP_LOG               file to which one JSON line per tool call is appended:
                            {"tool": name, "arguments": args, "pid": pid}
@@ -205,6 +207,8 @@ def tool_defs() -> list[dict[str, Any]]:
         tools.append(tool("_Stop", json.loads(knob("HOOK_SCHEMA") or "{}")))
     if knob("POSTCOMPACT") is not None:
         tools.append(tool("_PostCompact"))
+    every = {name: {} for name in ("session_id", "cwd", "source", "prompt", "reason", "tool_name", "arguments")}
+    tools += [tool(name, every) for name in json.loads(knob("HOOKS") or "{}")]
     return tools
 
 
@@ -274,6 +278,11 @@ def call_hook(name: str, cancel: threading.Event) -> dict[str, Any]:
     global _stop_calls
     if name == "_PostCompact":
         return text(knob("POSTCOMPACT") or "")
+    more = json.loads(knob("HOOKS") or "{}")
+    if name in more:
+        if more[name] == "hang":
+            threading.Event().wait()
+        return text(more[name])
     mode = knob("STOP_MODE") or "ok"
     _stop_calls += 1
     if mode == "hang":

@@ -184,11 +184,13 @@ def assert_history_valid(request_body: dict[str, Any]) -> None:
             assert answered == uses, f"tool_use {uses} answered by {answered}"
 
 
-def start_agent(tmp_path: Path, args: list[str], *, fake: FakeAnthropic, **popen: Any) -> subprocess.Popen[Any]:
+def start_agent(
+    tmp_path: Path, args: list[str], *, fake: FakeAnthropic, env: dict[str, str] | None = None, **popen: Any
+) -> subprocess.Popen[Any]:
     """The CLI running in the background (stdin closed, output piped unless given), for signal tests."""
     options: dict[str, Any] = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
     options.update(popen)
-    return subprocess.Popen(agent_command(args), env=agent_env(tmp_path, fake), cwd=tmp_path, **options)
+    return subprocess.Popen(agent_command(args), env=agent_env(tmp_path, fake, env), cwd=tmp_path, **options)
 
 
 def wait_for(condition: Callable[[], bool], what: str, process: subprocess.Popen[Any], timeout: float = 60) -> None:

@@ -529,6 +529,8 @@ def build_loop(
     system: str = SYSTEM,
     on_event: Callable[[Event], None] | None = None,
     thinking: bool = False,
+    tool_hooks: bool = False,
+    pre_tool_max_objections: int | None = None,
 ) -> Loop:
     """The real Agent, Hooks, Ledger and Compactor around a scripted model and an in-memory host.
 
@@ -559,6 +561,8 @@ def build_loop(
         timeout_ms=hook_timeout_ms,
         stop_max_rejections=stop_max_rejections,
         emit=events.append,
+        tool_hooks=tool_hooks,
+        pre_tool_max_objections=pre_tool_max_objections,
     )
     recorder = MemoryRecorder()
     agent = Agent(

@@ -40,7 +40,7 @@ from sprout_agent.events import (
     ToolRunning,
     ToolStarted,
 )
-from sprout_agent.hooks import CONTEXT_FIELDS, HOOK_TEXT_MAX_CHARS
+from sprout_agent.hook_contract import CONTEXT_FIELDS, HOOK_TEXT_MAX_CHARS
 from sprout_agent.images import checked
 from sprout_agent.messages import Image, Message, Text, ToolResult, ToolUse, Usage, user_text
 from sprout_agent.permissions import Decision, Policy

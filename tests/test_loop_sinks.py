@@ -47,7 +47,12 @@ async def events_of_a_busy_session() -> list[Event]:
         {
             "fake": {
                 **default_server(),
-                **server(live=live, _Stop=answers("tests are red"), _PostCompact=answers(then="todo")),
+                **server(
+                    live=live,
+                    _Stop=answers("tests are red"),
+                    _PostCompact=answers(then="todo"),
+                    _SessionEnd=answers("bye"),
+                ),
             },
             "slow": server(_Stop=hangs(), _PostCompact=hangs(), echo=echo()),  # second timeout: killed
             "broken": server(_Stop=answers(HookCallFailed("connection closed"))),
@@ -64,12 +69,15 @@ async def events_of_a_busy_session() -> list[Event]:
         billed("after compaction"),
     ]
     loop = build_loop(script, host=host, hook_servers="*", hook_timeout_ms=50, stop_max_rejections=1)
+    await loop.agent.start_session("startup")
     await loop.turn("one")
     await loop.turn("two")
     with anyio.fail_after(10):
         await loop.agent.compact("manual")
     await loop.turn("three")
+    await loop.agent.end_session("exit")
     extra: list[Event] = [
+        ev.HookBudgetSpent("_PreToolUse", 2),  # tests/test_tool_hooks.py emits it from a loop
         ev.ServerStarted("fake", 4, 2, 0.2),
         ev.ServerFailed("bad", "exited with code 3", "fake: fatal\n"),
         ev.ApiRetry(1, "529: overloaded", 0.5),

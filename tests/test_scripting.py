@@ -127,7 +127,8 @@ def test_a_signal_mid_turn_flushes_the_result_and_leaves_no_process(
     tmp_path: Path, signum: int, code: int, name: str
 ) -> None:
     pidfile, log = tmp_path / "grandchild.pid", tmp_path / "calls.jsonl"
-    config = write_config(tmp_path, {"fake": fake_server(grandchild_pidfile=str(pidfile), log=str(log))})
+    hooks = {"_SessionEnd": ""}  # and the session still ends in order: _SessionEnd reaches its server
+    config = write_config(tmp_path, {"fake": fake_server(grandchild_pidfile=str(pidfile), log=str(log), hooks=hooks)})
     script = [
         reply(tool_use("fake__spawn_grandchild", id="t_spawn")),
         reply(
@@ -135,7 +136,8 @@ def test_a_signal_mid_turn_flushes_the_result_and_leaves_no_process(
         ),
     ]
     with FakeAnthropic(script) as fake:
-        process = start_agent(tmp_path, ["--config", str(config), *STREAM, "-p", "go"], fake=fake, text=True)
+        args = ["--config", str(config), *STREAM, "-p", "go"]
+        process = start_agent(tmp_path, args, fake=fake, env={"MCP_HOOK_SERVERS": "*"}, text=True)
         try:
             wait_for(lambda: len(read_log(log)) == 3, "the slow call reaching its server", process)
             grandchild = int(pidfile.read_text())
@@ -157,6 +159,7 @@ def test_a_signal_mid_turn_flushes_the_result_and_leaves_no_process(
     assert finished["t_slow"]["is_error"] and finished["t_slow"]["result"].startswith("interrupted")
     assert types(lines).index("tool_finished") < len(lines) - 1  # before the result line
     assert wait_until_gone(grandchild), f"grandchild {grandchild} outlived the agent"
+    assert [(c["tool"], c["arguments"].get("reason")) for c in read_log(log)[3:]] == [("_SessionEnd", "signal")]
 
 
 def user_line(text: str) -> str:

@@ -52,6 +52,8 @@ ONE_OF_EACH: tuple[ev.Event, ...] = (
     ev.HookFailed("_Stop", "tests", "boom"),
     ev.HookServerKilled("tests", "hook _Stop timed out 2 times in a row"),
     ev.StopBudgetSpent(3),
+    ev.HookAnswered("_SessionEnd", "notes", "saved the session summary"),
+    ev.HookBudgetSpent("_PreToolUse", 5),
     ev.CompactionStarted("auto", 150_000),
     ev.CompactionFinished(150_000, 9_000, True),
     ev.CompactionStarted("manual", 9_000),

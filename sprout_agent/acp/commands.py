@@ -43,7 +43,7 @@ async def run(agent: Agent, name: str, argument: str) -> str:
     if name == "context":
         return context_line(agent)
     if name == "clear":
-        agent.clear()
+        await agent.clear_session()
         return "New conversation."
     if name == "tools":
         return "\n".join(f"- `{spec.name}` ({spec.server}): {_first_line(spec.description)}" for spec in agent.tools)

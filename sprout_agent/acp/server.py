@@ -117,6 +117,16 @@ class AcpServer:
         if session is not None:
             session.cancel()
 
+    async def close_sessions(self) -> None:
+        """End of input: every session ends (`_SessionEnd`, bounded by its hook timeout), then its servers."""
+        sessions = list(self.sessions.values())
+        for session in sessions:
+            session.close()
+        bound = max((s.prepared.settings.hook_timeout_ms for s in sessions), default=0) / 1000
+        with anyio.move_on_after(bound + 0.5):  # what is left then is cancelled with the group, as before
+            for session in sessions:
+                await session.closed.wait()
+
     def _session(self, params: Json) -> AcpSession:
         session_id = params.get("sessionId")
         if not isinstance(session_id, str):
@@ -200,6 +210,7 @@ async def run(options: AcpOptions, reader: LineReader, writer: Writer) -> None:
     async with anyio.create_task_group() as group:
         server = AcpServer(options, writer, group)
         await server.conn.serve(reader)
+        await server.close_sessions()
         group.cancel_scope.cancel()
 
 

@@ -50,6 +50,8 @@ class AcpSession:
         self._settled = anyio.Event()  # the runtime is open, or failed to open
         self._failure = ""
         self._turn: anyio.CancelScope | None = None
+        self._open = anyio.CancelScope()  # cancelled by `close`: the runtime then ends in order
+        self.closed = anyio.Event()
         self.busy = False
         self._samplings = 0  # numbers the sampling questions' tool call ids
 
@@ -67,12 +69,19 @@ class AcpSession:
                 self.updates.usage_source = lambda: (compactor.window if compactor else 0, agent.ledger.cost)
                 self._runtime = rt
                 self._settled.set()
-                await anyio.sleep_forever()
+                with self._open:
+                    await anyio.sleep_forever()
+                await rt.agent.end_session("close")
         except Exception as error:  # reported to the next prompt; the other sessions go on
             self._failure = _describe(error)
         finally:
             self._runtime = None
             self._settled.set()
+            self.closed.set()
+
+    def close(self) -> None:
+        """Ends the session with `_SessionEnd`, then its servers; `closed` is set once they are gone."""
+        self._open.cancel()
 
     async def agent(self) -> Agent:
         await self._settled.wait()

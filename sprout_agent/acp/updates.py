@@ -17,6 +17,8 @@ from sprout_agent.events import (
     CompactionFinished,
     CompactionStarted,
     Event,
+    HookAnswered,
+    HookBudgetSpent,
     HookCalled,
     HookFailed,
     HookInjected,
@@ -95,7 +97,9 @@ class Updates:
                 self._hook_objected(event)
             case HookInjected():
                 self._hook_injected(event)
-            case HookTimedOut() | HookFailed() | HookServerKilled() | StopBudgetSpent():
+            case HookAnswered():
+                self._think(f"Hook {event.hook} ({event.server}) said", event.text, "completed")
+            case HookTimedOut() | HookFailed() | HookServerKilled() | StopBudgetSpent() | HookBudgetSpent():
                 self._hook_trouble(event)
             case CompactionStarted():
                 self._compaction_started(event)
@@ -198,18 +202,24 @@ class Updates:
         self.send(update)
 
     def _hook_objected(self, event: HookObjected) -> None:
-        self._think(f"Hook {event.hook} ({event.server}) objected: the agent goes on", event.text, "completed")
+        then = "the call did not run" if event.hook == "_PreToolUse" else "the agent goes on"
+        self._think(f"Hook {event.hook} ({event.server}) objected: {then}", event.text, "completed")
 
     def _hook_injected(self, event: HookInjected) -> None:
-        self._think(f"Hook {event.hook} ({event.server}) restored context", event.text, "completed")
+        what = "restored context" if event.hook == "_PostCompact" else "added context"
+        self._think(f"Hook {event.hook} ({event.server}) {what}", event.text, "completed")
 
-    def _hook_trouble(self, event: HookTimedOut | HookFailed | HookServerKilled | StopBudgetSpent) -> None:
+    def _hook_trouble(
+        self, event: HookTimedOut | HookFailed | HookServerKilled | StopBudgetSpent | HookBudgetSpent
+    ) -> None:
         if isinstance(event, HookTimedOut):
             title, text = f"Hook {event.hook} ({event.server}) timed out", f"{event.consecutive} in a row"
         elif isinstance(event, HookFailed):
             title, text = f"Hook {event.hook} ({event.server}) failed", event.reason
         elif isinstance(event, HookServerKilled):
             title, text = f"Hook server {event.server} was stopped", event.reason
+        elif isinstance(event, HookBudgetSpent):
+            title, text = f"Hook {event.hook} budget spent", f"{event.objections} objections: calls run unchecked"
         else:
             title, text = "Hook _Stop budget spent", f"{event.rejections} objections: the agent may stop now"
         self._think(title, text, "failed")

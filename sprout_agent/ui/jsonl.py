@@ -251,6 +251,8 @@ class JsonlSink:
                 | ev.HookFailed()
                 | ev.HookServerKilled()
                 | ev.StopBudgetSpent()
+                | ev.HookAnswered()
+                | ev.HookBudgetSpent()
             ):
                 return _hook_record(event)
             case ev.CompactionStarted():
@@ -317,6 +319,10 @@ def _hook_record(event: ev.HookEvent) -> Record:
             return {"type": "hook_server_killed", "server": event.server, "reason": event.reason}
         case ev.StopBudgetSpent():
             return {"type": "stop_budget_spent", "rejections": event.rejections}
+        case ev.HookAnswered():
+            return {"type": "hook_answered", "hook": event.hook, "server": event.server, "text": event.text}
+        case ev.HookBudgetSpent():
+            return {"type": "hook_budget_spent", "hook": event.hook, "objections": event.objections}
         case _:
             assert_never(event)
 

@@ -75,6 +75,8 @@ class TerminalRenderer:
                 | ev.HookFailed()
                 | ev.HookServerKilled()
                 | ev.StopBudgetSpent()
+                | ev.HookAnswered()
+                | ev.HookBudgetSpent()
             ):
                 self._on_hook(event)
             case ev.CompactionStarted() | ev.CompactionFinished():
@@ -185,12 +187,22 @@ class TerminalRenderer:
                     self._line(f"[yellow]hook {event.hook} on {event.server} failed: {_escape(event.reason[:200])}[/]")
             case ev.HookServerKilled():
                 self._line(f"[red]server {event.server} killed: {_escape(event.reason)}[/]")
-            case ev.StopBudgetSpent():
-                self._line(
-                    f"[yellow]_Stop budget spent ({event.rejections} objections this session): stopping regardless[/]"
-                )
+            case ev.StopBudgetSpent() | ev.HookAnswered() | ev.HookBudgetSpent():
+                self._on_hook_said(event)
             case _:
                 assert_never(event)
+
+    def _on_hook_said(self, event: ev.StopBudgetSpent | ev.HookAnswered | ev.HookBudgetSpent) -> None:
+        if isinstance(event, ev.StopBudgetSpent):
+            self._line(
+                f"[yellow]_Stop budget spent ({event.rejections} objections this session): stopping regardless[/]"
+            )
+        elif isinstance(event, ev.HookAnswered):
+            first = event.text.strip().split("\n", 1)[0][:120]
+            self._line(f"[dim]hook {event.hook} from {_escape(event.server)} said:[/] {_escape(first)}")
+        else:
+            spent = f"{event.hook} budget spent ({event.objections} objections this session): calls run unchecked"
+            self._line(f"[yellow]{spent}[/]")
 
     def _on_compaction(self, event: ev.CompactionStarted | ev.CompactionFinished) -> None:
         if isinstance(event, ev.CompactionStarted):

@@ -1,0 +1,114 @@
+"""The hook-author kit (`sprout-agent hooks test`): its verdicts against the examples of examples/ and a
+deliberately bad server, run in-process through the real server pool; one e2e for the CLI's exit code and --json."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sprout_agent.doctor import load_setup
+from sprout_agent.hook_kit import HookReport, as_record, probe, report_lines
+from sprout_agent.hooks_test_command import hooks_test_command
+from sprout_agent.servers import ServerPool
+from sprout_agent.settings import child_environment
+from tests.harness import fake_server, write_config
+from tests.inproc_examples import config
+from tests.loop_doubles import MemoryHost, answers, server, tool
+
+pytestmark = pytest.mark.anyio
+
+
+async def probed(cwd: Path, names: Sequence[str], timeout_ms: int = 2500) -> dict[tuple[str, str], HookReport]:
+    pool = ServerPool(
+        [config(name, cwd) for name in names],
+        emit=lambda event: None,
+        start_timeout=30,
+        tool_timeout=60,
+        result_max_bytes=51_200,
+        child_env=lambda env: child_environment(dict(os.environ), env),
+    )
+    with anyio.fail_after(30):
+        async with pool:
+            reports = await probe(pool, timeout_ms, str(cwd))
+    return {(r.server, r.hook): r for r in reports}
+
+
+def git_repo(path: Path) -> Path:
+    path.mkdir()
+    run = lambda *args: subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True)  # noqa: E731
+    run("init", "-q", "-b", "feature-x")
+    (path / "notes.txt").write_text("hello\n")
+    return path
+
+
+async def test_the_example_guard_objects_only_to_destructive_commands_and_protected_writes(tmp_path: Path) -> None:
+    (report,) = (await probed(tmp_path, ["pre_tool_guard"])).values()
+    assert report.verdict == "ok", report.problems + report.warnings
+    assert report.declared == ["arguments", "cwd", "tool_name"] and report.undocumented == []
+    meanings = {a.sample: a.meaning for a in report.answers}
+    assert meanings == {
+        "harmless command": "no objection",
+        "destructive command": "objection",
+        "write to .git": "objection",
+        "{}": "no objection",
+    }
+
+
+async def test_the_example_session_start_injects_the_branch_and_the_status(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo")
+    (report,) = (await probed(repo, ["session_start_git"])).values()
+    assert report.verdict == "ok", report.problems + report.warnings
+    startup = next(a for a in report.answers if a.sample == "startup")
+    assert startup.meaning == "injected" and "branch feature-x" in startup.text and "notes.txt" in startup.text
+
+
+async def test_a_bad_server_fails_for_an_error_result_a_timeout_and_an_error_on_empty_input(tmp_path: Path) -> None:
+    reports = await probed(tmp_path, ["bad"], timeout_ms=100)
+    verdicts = {hook: r.verdict for (_, hook), r in reports.items()}
+    assert verdicts == {"_Stop": "fail", "_PreToolUse": "fail", "_SessionStart": "fail", "_BeforeLunch": "warn"}
+    pre = reports["bad", "_PreToolUse"]
+    assert [a.outcome for a in pre.answers] == ["timeout"]  # one timeout is enough: no further calls
+    assert reports["bad", "_Stop"].answers[0].outcome == "error"
+    start = reports["bad", "_SessionStart"]
+    assert start.undocumented == ["branch"] and start.answers[-1].outcome == "error"  # {} lacks it
+    assert "never calls _BeforeLunch" in reports["bad", "_BeforeLunch"].warnings[0]
+    record = as_record(list(reports.values()), {})
+    assert record["ok"] is False
+    assert any(line.startswith("[fail] bad  _Stop") for line in report_lines(list(reports.values()), {}))
+
+
+async def test_a_non_object_input_schema_breaks_the_contract() -> None:
+    host = MemoryHost({"odd": server(_Stop=tool(answers("")))})
+    spec = host.tools()[0]
+    object.__setattr__(spec, "input_schema", {"type": "string"})
+    (report,) = await probe(host, 1000, "/tmp")
+    assert report.verdict == "fail" and "not 'object'" in report.problems[0]
+
+
+async def test_an_answer_over_the_cap_is_a_warning_naming_the_cap() -> None:
+    host = MemoryHost({"long": server(_PostCompact=answers(then="x" * 20_000))})
+    (report,) = await probe(host, 1000, "/tmp")
+    assert report.verdict == "warn" and "16384" in report.warnings[0]
+
+
+@pytest.mark.e2e  # real server processes (the stdlib fake: fast); the command itself runs in this process
+def test_the_command_exits_1_with_json_when_a_hook_breaks_the_contract(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    servers = {"red": fake_server(tools="", stop_mode="error"), "fine": fake_server(tools="", stop="")}
+    cfg = write_config(tmp_path, servers)
+    monkeypatch.setenv("SPROUT_AGENT_BUILTIN_SERVERS", "none")
+    monkeypatch.setenv("SPROUT_AGENT_HOOK_TIMEOUT_MS", "500")
+    setup = load_setup((cfg,), tmp_path, tmp_path / "config", tmp_path / "data", False)
+    assert hooks_test_command(setup, (), None, as_json=True) == 1
+    record = json.loads(capsys.readouterr().out)
+    assert {(h["server"], h["verdict"]) for h in record["hooks"]} == {("red", "fail"), ("fine", "ok")}
+    assert hooks_test_command(setup, ["fine"], None, as_json=False) == 0
+    assert "[ok] fine  _Stop" in capsys.readouterr().out
+    assert hooks_test_command(setup, ["ghost"], None, as_json=False) == 2
