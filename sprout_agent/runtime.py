@@ -32,6 +32,7 @@ from sprout_agent.options import Prepared
 from sprout_agent.permissions import Ask, Policy
 from sprout_agent.protocols import Model
 from sprout_agent.sandboxing import ServerSandboxes
+from sprout_agent.oauth_store import oauth_setup
 from sprout_agent.servers import ServerPool
 from sprout_agent.system_prompt import build_system_prompt
 
@@ -69,6 +70,7 @@ async def open_runtime(
         child_env=partial(st.child_environment, prepared.environ),  # never .env: a project file
         stderr_log=_server_log(prepared, emit),
         sandbox=ServerSandboxes(prepared.sandbox, prepared.options.cwd).wrap,
+        oauth=oauth_setup(prepared.locations.data, prepared.environ),
     )
     async with AsyncExitStack() as stack:
         transcript = _make_store(prepared, session_id)
