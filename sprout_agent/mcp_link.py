@@ -27,8 +27,8 @@ from sprout_agent import __version__
 from sprout_agent.config import ServerConfig
 from sprout_agent.errors import ServerAnswered, ServerGone
 from sprout_agent.in_process import open_in_process
-from sprout_agent.oauth_store import OAuthSetup
 from sprout_agent.mcp_results import progress_text, to_outcome
+from sprout_agent.oauth_store import OAuthSetup
 from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import ToolOutcome, ToolSpec
 from sprout_agent.stdio_transport import ReadStream, WriteStream, open_stdio

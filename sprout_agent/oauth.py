@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, cast
 
 import anyio
@@ -21,7 +21,7 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 from pydantic import AnyUrl, ValidationError
 
 from sprout_agent.config import ServerConfig
-from sprout_agent.errors import NeedsLogin, SproutError
+from sprout_agent.errors import NeedsLogin, ServerGone, SproutError
 from sprout_agent.oauth_store import OAuthSetup, TokenStore
 
 # The callback path Claude Code registers (`http://localhost:PORT/callback`): a pre-registered client
@@ -37,9 +37,15 @@ class _Storage:
     """The SDK's `TokenStorage` over one record of our store; the store's calls (a keyring may block on D-Bus)
     run in a thread."""
 
-    def __init__(self, store: TokenStore, url: str, preset: OAuthClientInformationFull | None) -> None:
+    def __init__(
+        self,
+        store: TokenStore,
+        url: str,
+        preset: OAuthClientInformationFull | None,
+        record: dict[str, Any] | None = None,
+    ) -> None:
         self._store, self._url, self._preset = store, url, preset
-        self._record: dict[str, Any] | None = None
+        self._record = record
 
     async def record(self) -> dict[str, Any]:
         if self._record is None:
@@ -82,7 +88,37 @@ class _Storage:
         (await self.record()).pop("client", None)
 
 
+def storage_for(
+    store: TokenStore, url: str, preset: OAuthClientInformationFull | None, record: dict[str, Any] | None = None
+) -> _Storage:
+    return _Storage(store, url, preset, record)
+
+
 class _Provider(OAuthClientProvider):
+    """The SDK's provider; it also loads the stored expiry, and records why a flow failed (the transport
+    turns the error into a JSON-RPC one that no longer says)."""
+
+    failures: list[Exception] | None = None
+
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        inner = super()._auth_flow(request)
+        try:
+            outgoing = await inner.__anext__()
+            while True:
+                response = yield outgoing
+                outgoing = await inner.asend(response)
+        except StopAsyncIteration:
+            return
+        except NeedsLogin:
+            raise
+        except Exception as error:
+            if self.failures is not None:  # the SDK's messages name endpoints and statuses, never a token
+                text = (str(error) or type(error).__name__).splitlines()[0][:300]
+                self.failures.append(ServerGone(f"OAuth failed: {text}"))
+            raise
+        finally:
+            await inner.aclose()
+
     async def _initialize(self) -> None:
         await super()._initialize()
         storage = self.context.storage
@@ -95,7 +131,7 @@ Redirect = Callable[[str], Awaitable[None]]
 Callback = Callable[[], Awaitable[AuthorizationCodeResult]]
 
 
-def _preset(config: ServerConfig, redirect: str) -> OAuthClientInformationFull | None:
+def preset(config: ServerConfig, redirect: str) -> OAuthClientInformationFull | None:
     oauth = config.oauth
     if oauth is None or oauth.client_id is None:
         return None
@@ -109,7 +145,11 @@ def _preset(config: ServerConfig, redirect: str) -> OAuthClientInformationFull |
 
 
 def make_provider(
-    config: ServerConfig, storage: _Storage, redirect: str, handlers: tuple[Redirect, Callback]
+    config: ServerConfig,
+    storage: _Storage,
+    redirect: str,
+    handlers: tuple[Redirect, Callback],
+    failures: list[Exception] | None = None,
 ) -> httpx2.Auth:
     assert config.url is not None
     oauth = config.oauth
@@ -120,7 +160,7 @@ def make_provider(
         response_types=["code"],
         scope=oauth.scopes if oauth is not None else None,
     )
-    return _Provider(
+    provider = _Provider(
         config.url,
         metadata,
         storage,
@@ -128,6 +168,8 @@ def make_provider(
         callback_handler=handlers[1],
         client_metadata_url=oauth.client_metadata_url if oauth is not None else None,
     )
+    provider.failures = failures
+    return provider
 
 
 async def for_session(config: ServerConfig, setup: OAuthSetup, refused: list[Exception]) -> httpx2.Auth | None:
@@ -135,17 +177,15 @@ async def for_session(config: ServerConfig, setup: OAuthSetup, refused: list[Exc
     only with the test redirect. None when nothing is stored: a 401 then says "needs login"."""
     assert config.url is not None
     port = config.oauth.callback_port if config.oauth is not None else None
-    storage = _Storage(setup.store, config.url, None)
-    record = await storage.record()
+    record = await _Storage(setup.store, config.url, None).record()
     if setup.flow == "test":
         redirect = _redirect_uri(port or _free_port())
-        storage = _Storage(setup.store, config.url, _preset(config, redirect))
-        return make_provider(config, storage, redirect, test_redirect(config))
+        storage = _Storage(setup.store, config.url, preset(config, redirect), record)
+        return make_provider(config, storage, redirect, test_redirect(config), refused)
     if not record.get("tokens"):
         return None
-    registered = _registered_redirect(record)
-    redirect = registered or _redirect_uri(port or 0)
-    storage = _Storage(setup.store, config.url, _preset(config, redirect))
+    redirect = registered_redirect(record) or _redirect_uri(port or 0)
+    storage = _Storage(setup.store, config.url, preset(config, redirect), record)
 
     async def cannot(url: str) -> None:
         # A person must approve (the tokens were revoked, or the server wants more scope): not mid-run.
@@ -155,7 +195,7 @@ async def for_session(config: ServerConfig, setup: OAuthSetup, refused: list[Exc
     async def never() -> AuthorizationCodeResult:
         raise NeedsLogin(needs_login_line(config.name))
 
-    return make_provider(config, storage, redirect, (cannot, never))
+    return make_provider(config, storage, redirect, (cannot, never), refused)
 
 
 def test_redirect(config: ServerConfig) -> tuple[Redirect, Callback]:
@@ -169,7 +209,7 @@ def test_redirect(config: ServerConfig) -> tuple[Redirect, Callback]:
         location = answer.headers.get("location")
         if answer.status_code not in (301, 302, 303, 307, 308) or not location:
             raise SproutError(f"the authorization server answered HTTP {answer.status_code}, not a redirect")
-        got.append(_code_from(urllib.parse.urlsplit(location).query))
+        got.append(code_from(urllib.parse.urlsplit(location).query))
 
     async def callback() -> AuthorizationCodeResult:
         if not got:
@@ -179,7 +219,7 @@ def test_redirect(config: ServerConfig) -> tuple[Redirect, Callback]:
     return redirect, callback
 
 
-def _code_from(query: str) -> AuthorizationCodeResult:
+def code_from(query: str) -> AuthorizationCodeResult:
     values = urllib.parse.parse_qs(query)
     if "error" in values:
         raise SproutError(f"authorization refused: {values['error'][0][:100]}")
@@ -195,7 +235,7 @@ def _redirect_uri(port: int) -> str:
     return f"http://localhost:{port}{CALLBACK_PATH}"
 
 
-def _registered_redirect(record: dict[str, Any]) -> str | None:
+def registered_redirect(record: dict[str, Any]) -> str | None:
     client: object = record.get("client")
     uris: object = cast(dict[str, object], client).get("redirect_uris") if isinstance(client, dict) else None
     return str(cast(list[object], uris)[0]) if isinstance(uris, list) and uris else None

@@ -13,9 +13,9 @@ import json
 import os
 import tempfile
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
 SERVICE = "sprout-agent MCP OAuth"

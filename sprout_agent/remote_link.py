@@ -45,13 +45,20 @@ async def open_remote(
 
     # Only the endpoint's own answers: the OAuth discovery's 404s on the way are no reason to report.
     async def note(response: httpx2.Response) -> None:
-        if response.status_code >= 400 and response.request.url == endpoint:
+        # With an auth, a 401 starts its flow, which reports for itself when it cannot finish.
+        if (
+            response.status_code >= 400
+            and response.request.url == endpoint
+            and not (auth and response.status_code == 401)
+        ):
             refused.append(refusal(config, response.status_code, response.reason_phrase))
 
     if config.transport == "sse":
 
         def factory(
-            headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
         ) -> httpx2.AsyncClient:
             return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks={"response": [note]})
 

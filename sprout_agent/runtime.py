@@ -28,11 +28,11 @@ from sprout_agent.events import Event, Notice
 from sprout_agent.hooks import Hooks, parse_allowlist
 from sprout_agent.ledger import Ledger
 from sprout_agent.model_facts import ModelFacts
+from sprout_agent.oauth_store import oauth_setup
 from sprout_agent.options import Prepared
 from sprout_agent.permissions import Ask, Policy
 from sprout_agent.protocols import Model
 from sprout_agent.sandboxing import ServerSandboxes
-from sprout_agent.oauth_store import oauth_setup
 from sprout_agent.servers import ServerPool
 from sprout_agent.system_prompt import build_system_prompt
 
