@@ -284,6 +284,29 @@ def mcp_revoke(
     exit_now(consent_commands.revoke_command(setup, names or (), every))
 
 
+_NameArgument = Annotated[str, typer.Argument(help="A remote (http or sse) server's name (see mcp list).")]
+
+
+@mcp_app.command("login")
+def mcp_login(ctx: typer.Context, name: _NameArgument, config: _ConfigOption = None, cwd: _CwdOption = None) -> None:
+    """Log in to a remote server with OAuth (opens the browser); runs here later use the stored tokens."""
+    from sprout_agent import doctor, oauth_commands
+
+    setup = _doctor_setup(ctx, config, cwd)
+    assert isinstance(setup, doctor.Setup)
+    exit_now(_interruptible(lambda: oauth_commands.login_command(setup, name)))
+
+
+@mcp_app.command("logout")
+def mcp_logout(ctx: typer.Context, name: _NameArgument, config: _ConfigOption = None, cwd: _CwdOption = None) -> None:
+    """Forget a remote server's OAuth tokens (and its client registration)."""
+    from sprout_agent import doctor, oauth_commands
+
+    setup = _doctor_setup(ctx, config, cwd)
+    assert isinstance(setup, doctor.Setup)
+    exit_now(oauth_commands.logout_command(setup, name))
+
+
 @app.command("hooks")
 def hooks_list(
     ctx: typer.Context,
