@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import anyio
 
@@ -44,11 +44,12 @@ def login_command(setup: Setup, name: str, environ: Mapping[str, str] | None = N
     return 0
 
 
-async def login(server: ServerConfig, oauth: OAuthSetup) -> None:
-    from sprout_agent import oauth_login  # the SDK's auth pieces and httpx2 only for a login
+def _to_stderr(text: str) -> None:
+    sys.stderr.write(text + "\n")
 
-    def say(text: str) -> None:
-        sys.stderr.write(text + "\n")
+
+async def login(server: ServerConfig, oauth: OAuthSetup, say: Callable[[str], None] = _to_stderr) -> None:
+    from sprout_agent import oauth_login  # the SDK's auth pieces and httpx2 only for a login
 
     await oauth_login.login(server, oauth, say)
 
