@@ -124,7 +124,7 @@ async def login(
     else:
         handlers = _browser(catcher, say, setup.open_browser, wait)
     auth = make_provider(config, storage, redirect_uri, handlers)
-    async with anyio.create_task_group() as group, listener:
+    async with listener, anyio.create_task_group() as group:  # the serving task ends before the socket closes
         group.start_soon(listener.serve, catcher.handle)
         try:
             await _touch(config, auth)
