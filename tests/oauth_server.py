@@ -157,7 +157,7 @@ async def oauth_server() -> AsyncGenerator[AuthServer]:
     state = AuthServer(base=f"http://127.0.0.1:{sock.getsockname()[1]}")
     config = uvicorn.Config(_app(state, server.streamable_http_app()), log_level="error", lifespan="on")
     web = uvicorn.Server(config)
-    config.timeout_graceful_shutdown = 1
+    config.timeout_graceful_shutdown = 0  # keep-alive connections of the clients: no reason to wait for them
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: web.serve(sockets=[sock]))
         try:

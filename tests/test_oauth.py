@@ -69,13 +69,20 @@ async def test_the_test_redirect_logs_in_with_pkce_and_resource_and_an_expired_t
         assert secret not in shown
 
 
-async def test_headless_without_a_stored_token_needs_login_and_registers_nothing(tmp_path: Path) -> None:
+async def test_a_start_without_a_stored_token_needs_login_registers_nothing_and_starts_after_a_login(
+    tmp_path: Path,
+) -> None:
     store, events = FileTokens(tmp_path / "mcp-oauth.json"), list[Event]()
     async with oauth_server() as server, _pool(_config(server), OAuthSetup(store, "stored"), events) as pool:
         status = pool.status()[0]
         assert status.state == "needs login"
         assert status.last_error == "needs login: run `sprout-agent mcp login guarded`"
         assert pool.tools() == [] and server.registrations == 0 and server.grants == []
+        # What `/login guarded` does in the REPL, here with the test redirect instead of a browser.
+        await login(_config(server), OAuthSetup(store, "test"), lambda _: None)
+        restarted = await pool.restart("guarded")
+        assert restarted is not None and restarted.state == "running" and restarted.tool_count == 1
+        assert [spec.tool for spec in pool.tools()] == ["whoami"]
 
 
 async def test_mcp_login_catches_the_browsers_redirect_on_localhost_then_a_headless_start_connects(
