@@ -51,7 +51,8 @@ async def open_remote(
             and response.request.url == endpoint
             and not (auth and response.status_code == 401)
         ):
-            refused.append(refusal(config, response.status_code, response.reason_phrase))
+            challenge = response.headers.get("www-authenticate", "")
+            refused.append(refusal(config, response.status_code, response.reason_phrase, challenge))
 
     if config.transport == "sse":
 
@@ -81,9 +82,11 @@ async def open_remote(
         yield read, write
 
 
-def refusal(config: ServerConfig, status: int, phrase: str) -> ServerGone:
-    """A 401 from a server whose headers carry no credentials of their own means it wants an OAuth login."""
-    if status == 401 and not any(name.lower() == "authorization" for name in config.headers):
+def refusal(config: ServerConfig, status: int, phrase: str, challenge: str = "") -> ServerGone:
+    """A 401 with a Bearer challenge (what an OAuth-protected MCP server sends), to a server whose headers carry
+    no Authorization of their own, means it wants an OAuth login; any other refusal is about the headers."""
+    bearer = challenge.strip().lower().startswith("bearer")
+    if status == 401 and bearer and not any(name.lower() == "authorization" for name in config.headers):
         from sprout_agent.oauth import needs_login_line
 
         return NeedsLogin(needs_login_line(config.name))
