@@ -13,7 +13,7 @@ from typing import cast
 
 from sprout_agent.errors import ConfigError
 from sprout_agent.expansion import env_name, expand_vars, os_string, unset_vars
-from sprout_agent.remote_config import REMOTE_KEYS, remote_parts, transport_of
+from sprout_agent.remote_config import REMOTE_KEYS, OAuthSettings, oauth_settings, remote_parts, transport_of
 
 PROJECT_FILE = ".mcp.json"
 USER_FILE = "mcp.json"  # in platformdirs user_config_dir("sprout-agent"): ~/.config/sprout-agent on Linux
@@ -45,6 +45,7 @@ class ServerConfig:
     transport: str = "stdio"
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict[str, str])
+    oauth: OAuthSettings | None = None  # the entry's `oauth` key (a pre-registered client, scopes, …)
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +299,10 @@ def _build_remote(
 
     url, headers = remote_parts(raw, where, expand)
     start = None if timeout is None else float(cast(float, timeout))
-    return ServerConfig(name, "", source=path, start_timeout=start, transport=transport, url=url, headers=headers)
+    oauth = oauth_settings(raw.get("oauth"), where, expand)
+    return ServerConfig(
+        name, "", source=path, start_timeout=start, transport=transport, url=url, headers=headers, oauth=oauth
+    )
 
 
 def _disabled(raw: dict[str, object], where: str) -> bool:

@@ -21,6 +21,7 @@ from sprout_agent.consent import Approvals, Verdict, held_back_notice, secrets_i
 from sprout_agent.dotenv_file import read_dotenv
 from sprout_agent.events import Event, Notice
 from sprout_agent.hook_contract import HOOK_POINTS, TOOL_HOOKS, is_hook, parse_allowlist
+from sprout_agent.oauth_store import oauth_setup
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.sandboxing import SandboxPlan, ServerSandboxes, plan
 from sprout_agent.settings import Settings, child_environment
@@ -42,6 +43,7 @@ class Setup:
     approvals: Approvals
     trusted: bool  # --trust-project or SPROUT_AGENT_TRUST_PROJECT: project servers start without approval
     sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # as a run here would have it
+    data: Path | None = None  # the user data directory: OAuth tokens when the OS has no keyring
 
     def verdict(self, config: ServerConfig) -> Verdict | None:
         """None for a server that needs no consent (not from the project's file)."""
@@ -73,6 +75,7 @@ def load_setup(
         Approvals.load(data_dir),
         trusted,
         sandbox,
+        data_dir,
     )
 
 
@@ -208,6 +211,7 @@ async def _start(configs: list[ServerConfig], setup: Setup, reports: dict[str, S
         result_max_bytes=settings.tool_result_max_bytes,
         child_env=partial(child_environment, os.environ),  # never .env, as in a run
         sandbox=ServerSandboxes(setup.sandbox, setup.cwd).wrap,
+        oauth=oauth_setup(setup.data, os.environ),
     )
     allowlist = parse_allowlist(settings.hook_servers)
     async with pool:
@@ -248,16 +252,21 @@ def doctor_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
     return 0 if ok else 1
 
 
+def _login(report: ServerReport) -> bool:
+    return report.state == "needs login"
+
+
 def _doctor_lines(report: ServerReport, setup: Setup) -> list[str]:
     command = " ".join([report.command, *report.args])
-    mark = "ok" if report.ok else "skip" if report.state == NOT_APPROVED else "FAIL"
+    mark = "ok" if report.ok else "skip" if report.state == NOT_APPROVED else "login" if _login(report) else "FAIL"
     lines = [f"[{mark}] {report.name}  ({report.source})  {printable(command)}".rstrip()]
     if report.sandbox:
         lines.append(f"    sandbox: {report.sandbox}")
     if report.unset_vars:
         lines.append(f"    unset variables: {', '.join('${' + name + '}' for name in report.unset_vars)}")
     if not report.ok:
-        lines.append(f"    {report.state}: {printable(report.error or 'unknown reason')}")
+        state = "" if _login(report) else f"{report.state}: "  # its error says "needs login: run …" already
+        lines.append(f"    {state}{printable(report.error or 'unknown reason')}")
         lines += [f"    | {printable(line)}" for line in report.stderr_tail.splitlines()]  # a server's own words
         return lines
     lines.append(f"    initialize {_seconds(report.initialize_seconds)}, tools/list {_seconds(report.list_seconds)}")

@@ -82,5 +82,9 @@ class ServerGone(Exception):
     """The server died, closed the connection, or was killed while we were talking to it."""
 
 
+class NeedsLogin(ServerGone):
+    """A remote server answered 401 (or wants more scope) and no stored token or refresh can satisfy it."""
+
+
 class ServerAnswered(Exception):
     """The server answered a request with an MCP error (its message is the text)."""

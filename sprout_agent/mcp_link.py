@@ -30,6 +30,7 @@ from sprout_agent.errors import ServerAnswered, ServerGone
 from sprout_agent.in_process import open_in_process
 from sprout_agent.mcp_callbacks import callbacks
 from sprout_agent.mcp_results import progress_text, to_outcome
+from sprout_agent.oauth_store import OAuthSetup
 from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import ToolOutcome, ToolSpec
 from sprout_agent.stdio_transport import ReadStream, WriteStream, open_stdio
@@ -111,13 +112,14 @@ async def connect(
     timeout: float,
     max_bytes: int,
     client: ClientFeatures | None = None,
+    oauth: OAuthSetup | None = None,
 ) -> AsyncGenerator[tuple[Link, Listed, anyio.Event]]:
     """Opens the transport, hand-shakes and lists tools within `timeout`; yields the link, the listing and an
     event set when the server ends. Leaving closes the session and ends the server (its whole group).
     `client`: the roots, elicitation and sampling offered to the server (None: nothing)."""
     try:
         if config.url is not None:
-            async with _remote(config, timeout, max_bytes, client) as connected:
+            async with _remote(config, timeout, max_bytes, client, oauth) as connected:
                 yield connected
             return
         if config.in_process is not None:
@@ -151,24 +153,24 @@ async def connect(
 
 @asynccontextmanager
 async def _remote(
-    config: ServerConfig, timeout: float, max_bytes: int, client: ClientFeatures | None
+    config: ServerConfig, timeout: float, max_bytes: int, client: ClientFeatures | None, oauth: OAuthSetup | None
 ) -> AsyncGenerator[tuple[Link, Listed, anyio.Event]]:
     from sprout_agent import remote_link  # httpx2 and the SDK's HTTP clients only when a remote server is set
 
-    began, ended, refused, started = time.monotonic(), anyio.Event(), list[str](), False
+    began, ended, refused, started = time.monotonic(), anyio.Event(), list[Exception](), False
     # The start-up bound covers connecting too (an SSE endpoint that never sends its first event), then is
     # lifted: the scope stays around the session, since it must be left in the task that entered it.
     with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
         try:
             async with (
-                remote_link.open_remote(config, timeout, refused) as streams,
+                remote_link.open_remote(config, timeout, refused, oauth) as streams,
                 _session(config, streams, began, timeout, max_bytes, [], ended, client=client) as (link, listed),
             ):
                 scope.deadline, started = math.inf, True
                 yield link, listed, ended
         except Exception as exc:
             if refused and not started:  # the status says more than the error the SDK made of it
-                raise ServerGone(refused[-1]) from exc
+                raise refused[-1] from exc
             raise
     if scope.cancelled_caught:
         raise TimeoutError(f"no answer within {timeout:g} s")
@@ -178,6 +180,8 @@ def _translated(exc: Exception, *, remote: bool = False) -> Exception:
     leaf: BaseException = exc
     while isinstance(leaf, BaseExceptionGroup):
         leaf = cast("BaseExceptionGroup[BaseException]", leaf).exceptions[0]
+    if isinstance(leaf, ServerGone):  # ours already (a login that is needed): it says what happened
+        return leaf
     if remote:
         from sprout_agent import remote_link
 

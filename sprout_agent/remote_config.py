@@ -1,10 +1,11 @@
-"""Remote MCP server entries (`"type": "http"` / `"sse"`, `url`, `headers`): their URL rule and expansion."""
+"""Remote MCP server entries (`"type": "http"` / `"sse"`, `url`, `headers`, `oauth`): their URL rule and expansion."""
 
 from __future__ import annotations
 
 import ipaddress
 import urllib.parse
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import cast
 
 from sprout_agent.errors import ConfigError
@@ -12,8 +13,54 @@ from sprout_agent.errors import ConfigError
 # Claude Code writes "http"; "streamable-http" and "streamableHttp" are what other clients write for it.
 HTTP_TYPES = frozenset({"http", "streamable-http", "streamableHttp"})
 SSE_TYPES = frozenset({"sse"})
-REMOTE_KEYS = frozenset({"type", "url", "headers", "timeout"})
+REMOTE_KEYS = frozenset({"type", "url", "headers", "timeout", "oauth"})
+# Claude Code's `oauth` keys (clientId, callbackPort, scopes) and two of ours: the secret of a pre-registered
+# confidential client (write it as "${VAR}") and the https URL of a client ID metadata document.
+_OAUTH_KEYS = {
+    "clientId": "client_id",
+    "clientSecret": "client_secret",
+    "callbackPort": "callback_port",
+    "scopes": "scopes",
+    "clientMetadataUrl": "client_metadata_url",
+}
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthSettings:
+    """A remote entry's `oauth` object: what the server's authorization server cannot tell us by discovery."""
+
+    client_id: str | None = None
+    client_secret: str | None = None
+    callback_port: int | None = None  # the redirect URI is http://localhost:PORT/callback (as Claude Code's)
+    scopes: str | None = None  # space-separated; beats what the server advertises
+    client_metadata_url: str | None = None
+
+    def __repr__(self) -> str:  # a ServerConfig in a traceback or a debug line must not show the secret
+        return f"OAuthSettings(client_id={self.client_id!r}, callback_port={self.callback_port!r})"
+
+
+def oauth_settings(raw: object, where: str, expand: Callable[[str, str], str]) -> OAuthSettings | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}.oauth must be an object")
+    values: dict[str, str | int] = {}
+    for key, value in cast(dict[str, object], raw).items():
+        if key not in _OAUTH_KEYS:
+            raise ConfigError(f"{where}.oauth: unknown key '{key}'")
+        if key == "callbackPort":
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 65536:
+                raise ConfigError(f"{where}.oauth.callbackPort must be a port number (1-65535)")
+            values[_OAUTH_KEYS[key]] = value
+        elif not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{where}.oauth.{key} must be a non-empty string")
+        else:
+            values[_OAUTH_KEYS[key]] = expand(value, f"oauth.{key}")
+    url = values.get("client_metadata_url")
+    if isinstance(url, str) and (not url.startswith("https://") or urllib.parse.urlsplit(url).path in ("", "/")):
+        raise ConfigError(f"{where}.oauth.clientMetadataUrl must be an https URL with a path")
+    return OAuthSettings(**values)  # pyright: ignore[reportArgumentType]
 
 
 def transport_of(kind: object, has_url: bool) -> str | None:

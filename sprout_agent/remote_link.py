@@ -16,6 +16,8 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from sprout_agent.config import ServerConfig
+from sprout_agent.errors import NeedsLogin, ServerGone
+from sprout_agent.oauth_store import OAuthSetup
 
 # The SDK names its stream types only in private modules (mcp.client._transport): ClientSession takes them.
 Streams = tuple[Any, Any]
@@ -26,27 +28,69 @@ _READ_SECONDS = 300.0
 
 
 @asynccontextmanager
-async def open_remote(config: ServerConfig, timeout: float, refused: list[str]) -> AsyncGenerator[Streams]:
+async def open_remote(
+    config: ServerConfig, timeout: float, refused: list[Exception], oauth: OAuthSetup | None = None
+) -> AsyncGenerator[Streams]:
     """The session streams for `config.url`; connecting and each request's send are bounded by `timeout`.
-    `refused` gets a line per HTTP error answer: the Streamable HTTP client turns a 401 into a JSON-RPC error
-    that no longer says so."""
+    `refused` gets the error for each HTTP error answer of the endpoint: the Streamable HTTP client turns a 401
+    into a JSON-RPC error that no longer says so. With `oauth`, stored tokens authorize the requests."""
     assert config.url is not None
+    auth: httpx2.Auth | None = None
+    if oauth is not None:
+        from sprout_agent import oauth as oauth_flow  # the SDK's auth pieces only when tokens can exist
+
+        auth = await oauth_flow.for_session(config, oauth, refused)
     limits = httpx2.Timeout(timeout, read=_READ_SECONDS)
+    endpoint = httpx2.URL(config.url)
+
+    # Only the endpoint's own answers: the OAuth discovery's 404s on the way are no reason to report.
+    async def note(response: httpx2.Response) -> None:
+        # With an auth, a 401 starts its flow, which reports for itself when it cannot finish.
+        if (
+            response.status_code >= 400
+            and response.request.url == endpoint
+            and not (auth and response.status_code == 401)
+        ):
+            challenge = response.headers.get("www-authenticate", "")
+            refused.append(refusal(config, response.status_code, response.reason_phrase, challenge))
+
     if config.transport == "sse":
+
+        def factory(
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
+        ) -> httpx2.AsyncClient:
+            return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks={"response": [note]})
+
         async with sse_client(
-            config.url, headers=dict(config.headers), timeout=timeout, sse_read_timeout=_READ_SECONDS
+            config.url,
+            headers=dict(config.headers),
+            timeout=timeout,
+            sse_read_timeout=_READ_SECONDS,
+            httpx_client_factory=factory,
+            auth=auth,
         ) as (read, write):
             yield read, write
         return
 
     # Redirects stay off (httpx2's default): the SDK follows only those that keep to the endpoint's origin.
-    async def note(response: httpx2.Response) -> None:
-        if response.status_code >= 400:
-            refused.append(_status_line(response.status_code, response.reason_phrase))
-
-    client = httpx2.AsyncClient(headers=dict(config.headers), timeout=limits, event_hooks={"response": [note]})
+    client = httpx2.AsyncClient(
+        headers=dict(config.headers), timeout=limits, auth=auth, event_hooks={"response": [note]}
+    )
     async with client, streamable_http_client(config.url, http_client=client) as (read, write):
         yield read, write
+
+
+def refusal(config: ServerConfig, status: int, phrase: str, challenge: str = "") -> ServerGone:
+    """A 401 with a Bearer challenge (what an OAuth-protected MCP server sends), to a server whose headers carry
+    no Authorization of their own, means it wants an OAuth login; any other refusal is about the headers."""
+    bearer = challenge.strip().lower().startswith("bearer")
+    if status == 401 and bearer and not any(name.lower() == "authorization" for name in config.headers):
+        from sprout_agent.oauth import needs_login_line
+
+        return NeedsLogin(needs_login_line(config.name))
+    return ServerGone(_status_line(status, phrase))
 
 
 def failure(leaf: BaseException) -> str | None:

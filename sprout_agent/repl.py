@@ -18,6 +18,7 @@ from sprout_agent.permissions import Ask, Decision
 from sprout_agent.prompt_attach import attach_mentions
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.repl_asks import server_askers
+from sprout_agent.repl_login import login_offers
 from sprout_agent.runtime import Runtime, open_runtime
 from sprout_agent.settings import model_id
 from sprout_agent.signals import SignalWatch
@@ -35,6 +36,7 @@ HELP = """Commands:
   /context   how full the context window is
   /cost      tokens and cost so far
   /model [NAME]  show the model, or switch to NAME for the next request
+  /login NAME  log in to a remote server with OAuth (the browser), then start it
   /exit      leave (Ctrl-D works too)
 Enter sends; \\+Enter or Alt+Enter adds a line. Tab completes /commands and @files; @path attaches a file.
 Esc or Ctrl-C cancels the running turn; at the prompt Ctrl-C clears the line, twice on an empty line leaves."""
@@ -67,6 +69,10 @@ class Repl:
             await self._context_command(name, line[len(name) :].strip())
         elif name == "/model":
             self._model(line[len(name) :].strip())
+        elif name == "/login":
+            from sprout_agent.repl_login import login_command
+
+            await login_command(self.runtime, self.renderer, line[len(name) :].strip())
         else:
             self.renderer.say(f"unknown command {name}; /help lists them", "yellow")
         return True
@@ -247,6 +253,8 @@ async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
             agent.append(runtime.agent)
             reader.refresh()
             renderer.say(view.servers_line(runtime.pool.status()), "dim")
+            for offer in login_offers(runtime.pool.status()):
+                renderer.say(offer, "yellow")
             with anyio.CancelScope() as lines:  # a signal ends the session, not the servers: _SessionEnd runs
                 watch.everything = lines
                 line = await early.line()

@@ -30,6 +30,7 @@ from sprout_agent.events import Event, Notice
 from sprout_agent.hooks import Hooks, parse_allowlist
 from sprout_agent.ledger import Ledger
 from sprout_agent.model_facts import ModelFacts
+from sprout_agent.oauth_store import oauth_setup
 from sprout_agent.options import Prepared
 from sprout_agent.permissions import Ask, Policy
 from sprout_agent.protocols import Model
@@ -113,6 +114,7 @@ def _make_pool(prepared: Prepared, emit: Callable[[Event], None], client: Client
         stderr_log=_server_log(prepared, emit),
         sandbox=ServerSandboxes(prepared.sandbox, prepared.options.cwd).wrap,
         client=client,
+        oauth=oauth_setup(prepared.locations.data, prepared.environ),
     )
 
 

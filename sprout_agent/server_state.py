@@ -27,7 +27,7 @@ class ServerStatus:
     """One server as `/servers` shows it."""
 
     name: str
-    state: str  # starting | running | failed | dead
+    state: str  # starting | running | failed | dead | needs login
     tool_count: int
     hook_count: int
     started_at: datetime | None
@@ -61,7 +61,7 @@ class ServerState:
         self.done = anyio.Event()
 
     def gone(self, state: str, reason: str) -> None:
-        if self.state in ("failed", "dead"):
+        if self.state in ("failed", "dead", "needs login"):
             return
         self.state, self.last_error, self.link = state, reason, None
         for call in self.calls:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 import anyio
 import anyio.to_thread
@@ -20,10 +20,11 @@ import anyio.to_thread
 from sprout_agent import processes
 from sprout_agent.client_features import ClientFeatures
 from sprout_agent.config import ServerConfig
-from sprout_agent.errors import ServerAnswered, ServerGone
+from sprout_agent.errors import NeedsLogin, ServerAnswered, ServerGone
 from sprout_agent.events import Event, Notice, ServerFailed, ServerStarted
 from sprout_agent.hooks import is_hook
 from sprout_agent.messages import Text
+from sprout_agent.oauth_store import OAuthSetup
 from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import HookCallFailed, ToolOutcome, ToolSpec
 from sprout_agent.server_state import ServerState, ServerStatus, describe_end
@@ -56,6 +57,7 @@ class ServerPool:
         stderr_log: Path | None = None,
         sandbox: SandboxWrap | None = None,
         client: ClientFeatures | None = None,
+        oauth: OAuthSetup | None = None,
     ) -> None:
         """`client`: the roots, elicitation and sampling every session offers its server (None: none)."""
         self._client = client
@@ -68,6 +70,7 @@ class ServerPool:
         self._max_bytes = result_max_bytes
         self._child_env = child_env
         self._sandbox = sandbox
+        self._oauth = oauth  # None: remote servers get no OAuth (a 401 still says "needs login")
         self._stderr_log = stderr_log
         self._log: IO[bytes] | None = None
         self._tg = anyio.create_task_group()
@@ -196,6 +199,18 @@ class ServerPool:
         with anyio.CancelScope(shield=True), anyio.move_on_after(_KILL_WAIT):
             await target.done.wait()
 
+    async def restart(self, name: str) -> ServerStatus | None:
+        """Starts a server that is not running again (after a login); its tools join at the next request."""
+        old = self._servers.get(name)
+        if old is None or old.state in ("starting", "running") or self._link is None:
+            return None
+        fresh = ServerState(old.config)
+        self._servers[name] = fresh
+        self._tg.start_soon(self._run, fresh, self._link)
+        await fresh.ready.wait()  # bounded: the runner's connect is under the start timeout
+        self._tools = _name_tools(self._servers.values(), self._emit)
+        return fresh.status()
+
     def status(self) -> list[ServerStatus]:
         return [server.status() for server in self._servers.values()]
 
@@ -233,7 +248,11 @@ class ServerPool:
             with server.scope:
                 await self._serve(server, link)
         except Exception as exc:  # every way a server can fail becomes a reported reason
-            self._ended(server, describe_end(exc, server))
+            if server.state == "starting" and needs_login(exc):
+                server.gone("needs login", describe_end(exc, server))
+                self._emit(ServerFailed(server.config.name, server.last_error, ""))
+            else:
+                self._ended(server, describe_end(exc, server))
         else:
             if not server.scope.cancel_called:
                 self._ended(server, describe_end(None, server))
@@ -254,6 +273,7 @@ class ServerPool:
             timeout=config.start_timeout or self._start_timeout,
             max_bytes=self._max_bytes,
             client=self._client,
+            oauth=self._oauth,
         ) as (link, listed, ended):
             server.tools = listed.tools
             server.initialize_seconds, server.list_seconds = listed.initialize_seconds, listed.list_seconds
@@ -290,6 +310,19 @@ class ServerPool:
             log.flush()
 
         return write
+
+
+def needs_login(exc: BaseException) -> bool:
+    """Whether a start failed for want of an OAuth login, however deep the SDK's task groups wrapped it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, NeedsLogin):
+            return True
+        if isinstance(seen, BaseExceptionGroup):
+            seen = cast("BaseExceptionGroup[BaseException]", seen).exceptions[0]
+        else:
+            seen = seen.__cause__
+    return False
 
 
 def _import_link() -> ModuleType:

@@ -101,6 +101,11 @@ PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("SPROUT_DEV_SANDBOX_ALLOW_WRITE", "", "dev tools standalone: more writable directories, :-separated"),
     EnvVar("SPROUT_DEV_SANDBOX_DENY_READ", "", "dev tools standalone: more hidden paths, :-separated"),
     EnvVar("SPROUT_DEV_SANDBOX_BWRAP", "", "the bubblewrap binary; unset = bwrap on PATH (agent and dev tools)"),
+    EnvVar(
+        "SPROUT_AGENT_OAUTH_TEST_REDIRECT",
+        "",
+        "tests only: 1 finishes OAuth logins without a browser (GETs the authorization URL itself); never from .env",
+    ),
 )
 
 
