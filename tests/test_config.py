@@ -168,7 +168,7 @@ def test_expansion_in_command_and_relative_cwd(tmp_path: Path) -> None:
 
 def test_keys_other_clients_write_are_a_notice_naming_the_key_and_the_server_still_runs(tmp_path: Path) -> None:
     cline = {"command": "srv", "alwaysAllow": ["x"], "autoApprove": [], "description": "git", "transportType": "stdio"}
-    remote = {"type": "http", "url": "https://example.com/mcp", "description": "docs", "oauth": {"clientId": "a"}}
+    remote = {"type": "http", "url": "https://example.com/mcp", "description": "docs", "networkTimeout": 5}
     data = {"mcpServers": {"git": cline, "docs": remote}, "globalShortcut": "Ctrl+Space"}
     loaded = load_one(tmp_path, data)
     assert [s.name for s in loaded.servers] == ["git", "docs"]
@@ -179,7 +179,7 @@ def test_keys_other_clients_write_are_a_notice_naming_the_key_and_the_server_sti
         ".mcp.json: mcpServers.git: unknown key 'description' ignored",
         ".mcp.json: mcpServers.git: unknown key 'transportType' ignored",
         ".mcp.json: mcpServers.docs: unknown key 'description' ignored",
-        ".mcp.json: mcpServers.docs: unknown key 'oauth' ignored",
+        ".mcp.json: mcpServers.docs: unknown key 'networkTimeout' ignored",
     )
 
 
