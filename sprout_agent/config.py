@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -11,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import cast
 
+from sprout_agent.config_compat import call_timeout, unknown_key_notices
 from sprout_agent.errors import ConfigError
 from sprout_agent.expansion import env_name, expand_vars, os_string, unset_vars
 from sprout_agent.remote_config import REMOTE_KEYS, OAuthSettings, oauth_settings, remote_parts, transport_of
@@ -28,7 +28,7 @@ class ServerConfig:
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict[str, str])
     cwd: str | None = None
-    start_timeout: float | None = None  # seconds; None = the global default
+    start_timeout: float | None = None  # seconds; None = the global default (only `mcp doctor --timeout` sets it)
     source: Path | None = None  # the file it came from; None = built in
     # Built-in servers run inside the agent's process (same MCP protocol over in-memory streams): the agent
     # has imported mcp already, so they cost no second interpreter. `command`/`args` run the same server
@@ -46,6 +46,7 @@ class ServerConfig:
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict[str, str])
     oauth: OAuthSettings | None = None  # the entry's `oauth` key (a pre-registered client, scopes, …)
+    call_timeout: float | None = None  # seconds, each tool call's bound (the entry's `timeout`); None = the global
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +83,10 @@ class LoadedConfig:
 # ---------------------------------------------------------------- config files
 
 _SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_SERVER_KEYS = frozenset({"command", "args", "env", "cwd", "timeout", "type", "sandbox"})
+_TOP_KEYS = frozenset({"mcpServers", "$schema", "sandbox"})
+_SWITCHES = frozenset({"disabled", "enabled"})
+_SERVER_KEYS = frozenset({"command", "args", "env", "cwd", "timeout", "type", "sandbox"}) | _SWITCHES
 _SANDBOX_MODES = ("off", "read-only", "workspace-write")
-# Keys Claude Code / Claude Desktop / Cline write that mean nothing to us: accepted, ignored.
-_HARMLESS_KEYS = frozenset({"alwaysAllow", "autoApprove", "description", "disabled", "enabled"})
 
 
 def load_config(
@@ -106,8 +107,8 @@ def load_config(
     servers come first and on a name clash the earlier (project) file wins, with a notice.
     `${VAR}` / `${VAR:-default}` in command, args, env values and cwd expand from `env`, except in files
     outside `cwd` (the user file, a --config file elsewhere), which expand from `user_env` when given (the
-    real environment: a project's `.env` must not choose what the user's own servers run). Servers from the
-    project file are marked `project`.
+    real environment: a project's `.env` must not choose what the user's own servers run); `${PWD}` is `cwd`
+    in every file. Servers from the project file are marked `project`. A key we do not read is a notice.
     With `strict=False` a bad server entry (an unset variable, a wrong type) is kept in `broken`
     instead of raising, so `mcp doctor` can report every server; file-level errors still raise, except in the
     project file (leniently loaded, a repository's broken file becomes a notice).
@@ -128,8 +129,12 @@ def load_config(
         # .env is the working directory's: its values may fill in only files of that directory (a repository
         # cannot choose what a user's own config, named or looked up, runs).
         expand_from = env if is_project or user_env is None or _inside(path, cwd) else user_env
+        # The session's directory, not the shell's: `--cwd` and an editor's thread run elsewhere, and a server
+        # given `--repository ${PWD}` must see the project the session works on.
+        expand_from = {**expand_from, "PWD": str(cwd.absolute())}
         try:
             top = _read_file(path, shown)
+            notices.extend(unknown_key_notices(top, _TOP_KEYS, shown))
             servers = _servers_in(top, path, shown, expand_from, notices, broken)
             if is_project and "sandbox" in top:  # a repository must not choose where commands may write
                 notices.append(f"{shown}: its sandbox settings are ignored (only your own config files set them)")
@@ -179,7 +184,7 @@ def _display(path: Path, cwd: Path) -> str:
 
 
 def _read_file(path: Path, shown: str) -> dict[str, object]:
-    """The file's top-level object, checked for its keys."""
+    """The file's top-level object."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -196,11 +201,7 @@ def _read_file(path: Path, shown: str) -> dict[str, object]:
         raise ConfigError(f"{shown}: invalid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{shown}: top level must be a JSON object")
-    top = cast(dict[str, object], data)
-    for key in top:
-        if key not in ("mcpServers", "$schema", "sandbox"):
-            raise ConfigError(f"{shown}: unknown top-level key '{key}' (expected mcpServers)")
-    return top
+    return cast(dict[str, object], data)
 
 
 def _servers_in(
@@ -276,33 +277,26 @@ def _parse_server(
         return None
     if not _SERVER_NAME.fullmatch(name) or "__" in name:
         raise ConfigError(f"{where}: server name must be 1-64 of A-Z a-z 0-9 _ - without '__'")
-    known = REMOTE_KEYS if transport is not None else _SERVER_KEYS
-    for key in raw:
-        if key not in known and key not in _HARMLESS_KEYS:
-            raise ConfigError(f"{where}: unknown key '{key}'")
-    if transport is not None:
-        return _build_remote(name, raw, path, where, env, transport)
-    if kind not in (None, "stdio"):
+    notices.extend(unknown_key_notices(raw, REMOTE_KEYS | _SWITCHES if transport else _SERVER_KEYS, where))
+    if kind not in (None, "stdio") and transport is None:
         raise ConfigError(f'{where}.type must be "stdio", "http" or "sse"')
-    return _build_server(name, raw, path, where, env)
+    server = (
+        _build_remote(name, raw, path, where, env, transport)
+        if transport
+        else _build_server(name, raw, path, where, env)
+    )
+    return replace(server, call_timeout=call_timeout(raw.get("timeout"), where, notices))
 
 
 def _build_remote(
     name: str, raw: dict[str, object], path: Path, where: str, env: Mapping[str, str], transport: str
 ) -> ServerConfig:
-    timeout = raw.get("timeout")
-    if timeout is not None and not _positive_number(timeout):
-        raise ConfigError(f"{where}.timeout must be a positive number of seconds")
-
     def expand(text: str, key: str) -> str:
         return expand_vars(text, env, f"{where}.{key}")
 
     url, headers = remote_parts(raw, where, expand)
-    start = None if timeout is None else float(cast(float, timeout))
     oauth = oauth_settings(raw.get("oauth"), where, expand)
-    return ServerConfig(
-        name, "", source=path, start_timeout=start, transport=transport, url=url, headers=headers, oauth=oauth
-    )
+    return ServerConfig(name, "", source=path, transport=transport, url=url, headers=headers, oauth=oauth)
 
 
 def _disabled(raw: dict[str, object], where: str) -> bool:
@@ -317,7 +311,7 @@ def _disabled(raw: dict[str, object], where: str) -> bool:
 
 def _build_server(name: str, raw: dict[str, object], path: Path, where: str, env: Mapping[str, str]) -> ServerConfig:
     command, args, server_env = raw.get("command"), raw.get("args", []), raw.get("env", {})
-    cwd, timeout = raw.get("cwd"), raw.get("timeout")
+    cwd = raw.get("cwd")
     if command is None:
         raise ConfigError(f"{where}: missing command")
     if not isinstance(command, str) or not command.strip():
@@ -330,8 +324,6 @@ def _build_server(name: str, raw: dict[str, object], path: Path, where: str, env
         raise ConfigError(f"{where}.env must be an object of strings")
     if cwd is not None and not isinstance(cwd, str):
         raise ConfigError(f"{where}.cwd must be a string")
-    if timeout is not None and not _positive_number(timeout):
-        raise ConfigError(f"{where}.timeout must be a positive number of seconds")
     sandbox = raw.get("sandbox")
     if sandbox is not None and sandbox not in _SANDBOX_MODES:
         raise ConfigError(f"{where}.sandbox must be one of {', '.join(_SANDBOX_MODES)}")
@@ -349,16 +341,9 @@ def _build_server(name: str, raw: dict[str, object], path: Path, where: str, env
         args=tuple(expand(a, f"args[{i}]") for i, a in enumerate(cast(list[str], args))),
         env={env_name(k, where): expand(v, f"env.{k}") for k, v in cast(dict[str, str], server_env).items()},
         cwd=expanded_cwd,
-        start_timeout=None if timeout is None else float(cast(float, timeout)),
         source=path,
         sandbox=None if sandbox in (None, "off") else cast(str, sandbox),
     )
-
-
-def _positive_number(value: object) -> bool:
-    # bool is an int subclass and JSON allows NaN/Infinity: neither is a timeout.
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    return number and math.isfinite(cast(float, value)) and cast(float, value) > 0
 
 
 # The servers sprout-agent ships (sprout_agent/tools/), started unless SPROUT_AGENT_BUILTIN_SERVERS

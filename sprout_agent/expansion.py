@@ -57,7 +57,10 @@ def env_name(name: str, where: str) -> str:
 
 
 def expand_vars(text: str, env: Mapping[str, str], where: str) -> str:
-    """`${VAR}` -> env value (error if unset); `${VAR:-default}` -> default when VAR is unset or empty."""
+    """`${VAR}` -> env value (error if unset); `${VAR:-default}` -> default when VAR is unset.
+
+    Claude Code's documented rule ("VAR if set, otherwise default"), not the shell's: a variable set to ""
+    stays "" (a file written for Claude Code must mean the same here)."""
 
     def replace(match: re.Match[str]) -> str:
         body, closed = match.group(1), match.group(2)
@@ -65,7 +68,7 @@ def expand_vars(text: str, env: Mapping[str, str], where: str) -> str:
         if not closed or not _VAR_NAME.fullmatch(name):
             raise ConfigError(f"{where}: malformed variable reference '${{{body}{closed}'")
         value = env.get(name)
-        if has_default and not value:
+        if has_default and value is None:
             return default
         if value is None:
             raise ConfigError(f"{where}: variable {name} is not set (use ${{{name}:-default}} for a default)")

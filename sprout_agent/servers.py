@@ -162,11 +162,12 @@ class ServerPool:
         server = self._servers.get(spec.server)
         if server is None:
             return _error_outcome(f"server '{spec.server}' is unavailable: not configured")
+        limit = server.config.call_timeout or self._tool_timeout  # the entry's `timeout` wins, as in Claude Code
         try:
-            with anyio.fail_after(self._tool_timeout):
+            with anyio.fail_after(limit):
                 return await self._request(server, spec.tool, arguments, on_progress, outside_sandbox=outside_sandbox)
         except TimeoutError:
-            return _error_outcome(f"tool '{spec.name}' timed out after {self._tool_timeout:g} s")
+            return _error_outcome(f"tool '{spec.name}' timed out after {limit:g} s")
         except ServerGone:
             return _error_outcome(server.unavailable())
         except ServerAnswered as exc:

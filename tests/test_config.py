@@ -5,14 +5,18 @@ from __future__ import annotations
 import ast
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sprout_agent.config import LoadedConfig, ServerConfig, load_config
+from sprout_agent.config import LoadedConfig, ServerConfig, load_config, with_builtin_servers
 from sprout_agent.dotenv_file import read_dotenv
 from sprout_agent.errors import EXIT_USAGE, ConfigError, UsageError
+from sprout_agent.locations import Locations
+from sprout_agent.messages import text_of
+from sprout_agent.options import Options, prepare
 from sprout_agent.settings import (
     DEFAULT_MODEL,
     ENV_VARS,
@@ -57,7 +61,6 @@ OK = {"command": "srv"}
 ERROR_CASES: list[tuple[str, Any, tuple[str, ...]]] = [
     ("bad-json", '{"mcpServers": {\n  "a": }', ("invalid JSON at line 2 column 8",)),
     ("top-not-object", [1, 2], ("top level must be a JSON object",)),
-    ("unknown-top-key", {"mcpServers": {}, "servers": {}}, ("unknown top-level key 'servers'",)),
     ("servers-not-object", {"mcpServers": []}, ("mcpServers must be an object",)),
     ("entry-not-object", servers(git="git-mcp"), ("mcpServers.git must be an object",)),
     ("missing-command", servers(git={"args": []}), ("mcpServers.git: missing command",)),
@@ -73,7 +76,6 @@ ERROR_CASES: list[tuple[str, Any, tuple[str, ...]]] = [
     ("timeout-negative", servers(git={"command": "g", "timeout": -1}), ("mcpServers.git.timeout must be",)),
     ("timeout-bool", servers(git={"command": "g", "timeout": True}), ("mcpServers.git.timeout must be",)),
     ("timeout-nan", '{"mcpServers": {"git": {"command": "g", "timeout": NaN}}}', ("mcpServers.git.timeout",)),
-    ("unknown-key", servers(git={"command": "g", "argv": []}), ("mcpServers.git: unknown key 'argv'",)),
     ("bad-type", servers(git={"command": "g", "type": "grpc"}), ("mcpServers.git.type must be",)),
     ("type-not-string", servers(git={"command": "g", "type": 1}), ("mcpServers.git.type must be",)),
     ("disabled-not-bool", servers(git={"command": "g", "disabled": "yes"}), ("mcpServers.git.disabled",)),
@@ -101,8 +103,7 @@ def test_config_errors_are_one_line_naming_file_and_key(tmp_path: Path, data: An
 
 def test_full_entry_is_parsed(tmp_path: Path) -> None:
     entry = {"command": "uvx", "args": ["mcp-server-git", "--repo", "."], "env": {"A": "1"},
-             "cwd": "sub", "timeout": 12, "type": "stdio", "description": "git", "alwaysAllow": ["x"],
-             "autoApprove": [], "disabled": False, "enabled": True}  # fmt: skip
+             "cwd": "sub", "timeout": 12000, "type": "stdio", "disabled": False, "enabled": True}  # fmt: skip
     loaded = load_one(tmp_path, {"$schema": "https://x", "mcpServers": {"git": entry}})
     assert loaded.servers == (
         ServerConfig(
@@ -111,9 +112,9 @@ def test_full_entry_is_parsed(tmp_path: Path) -> None:
             args=("mcp-server-git", "--repo", "."),
             env={"A": "1"},
             cwd=str(tmp_path / "sub"),
-            start_timeout=12.0,
             source=tmp_path / ".mcp.json",
             project=True,
+            call_timeout=12.0,
         ),
     )
     assert loaded.files_read == (tmp_path / ".mcp.json",)
@@ -136,7 +137,7 @@ EXPANSIONS = [
     ("pre-${HOME}-post", "pre-/home/u-post"),
     ("${MISSING:-fallback}", "fallback"),
     ("${MISSING:-}", ""),
-    ("${EMPTY:-fallback}", "fallback"),  # shell semantics: empty counts as unset for :-
+    ("${EMPTY:-fallback}", ""),  # Claude Code's documented rule: the default only when VAR is unset
     ("${EMPTY}", ""),
     ("${HOME:-other}", "/home/u"),
     ("$HOME and $ and $5", "$HOME and $ and $5"),  # only ${...} expands
@@ -160,6 +161,75 @@ def test_expansion_in_command_and_relative_cwd(tmp_path: Path) -> None:
     (server,) = load_one(tmp_path, servers(s=entry), {"SUB": "pkg"}).servers
     assert server.command == "node"
     assert server.cwd == str(tmp_path / "pkg")
+
+
+# ---------------------------------------------------------------- files written for other clients
+
+
+def test_keys_other_clients_write_are_a_notice_naming_the_key_and_the_server_still_runs(tmp_path: Path) -> None:
+    cline = {"command": "srv", "alwaysAllow": ["x"], "autoApprove": [], "description": "git", "transportType": "stdio"}
+    remote = {"type": "http", "url": "https://example.com/mcp", "description": "docs", "networkTimeout": 5}
+    data = {"mcpServers": {"git": cline, "docs": remote}, "globalShortcut": "Ctrl+Space"}
+    loaded = load_one(tmp_path, data)
+    assert [s.name for s in loaded.servers] == ["git", "docs"]
+    assert loaded.notices == (
+        ".mcp.json: unknown key 'globalShortcut' ignored",
+        ".mcp.json: mcpServers.git: unknown key 'alwaysAllow' ignored (allow tools with --allow-tool SERVER__TOOL)",
+        ".mcp.json: mcpServers.git: unknown key 'autoApprove' ignored (allow tools with --allow-tool SERVER__TOOL)",
+        ".mcp.json: mcpServers.git: unknown key 'description' ignored",
+        ".mcp.json: mcpServers.git: unknown key 'transportType' ignored",
+        ".mcp.json: mcpServers.docs: unknown key 'description' ignored",
+        ".mcp.json: mcpServers.docs: unknown key 'networkTimeout' ignored",
+    )
+
+
+@pytest.mark.parametrize("entry", [{"command": "srv"}, {"type": "http", "url": "https://example.com/mcp"}])
+def test_timeout_is_milliseconds_bounding_each_tool_call_as_in_claude_code(tmp_path: Path, entry: Any) -> None:
+    (server,) = load_one(tmp_path, servers(s={**entry, "timeout": 90000})).servers
+    assert (server.call_timeout, server.start_timeout) == (90.0, None)
+
+
+def test_a_timeout_that_looks_like_seconds_is_ignored_with_a_notice_saying_what_to_write(tmp_path: Path) -> None:
+    loaded = load_one(tmp_path, servers(s={"command": "srv", "timeout": 20}))
+    assert loaded.servers[0].call_timeout is None
+    assert loaded.notices == (
+        ".mcp.json: mcpServers.s.timeout 20 ignored: timeout is in milliseconds (as in Claude Code), at least 1000;"
+        " for 20 seconds write 20000",
+    )
+
+
+def test_pwd_is_the_sessions_directory_not_the_shells_in_every_file(tmp_path: Path) -> None:
+    project, user = tmp_path / "project", tmp_path / "user"
+    entry = {"command": "uvx", "args": ["mcp-server-git", "--repository", "${PWD}"]}
+    write(project / ".mcp.json", servers(git=entry))
+    write(user / "mcp.json", servers(fs={"command": "fs", "args": ["${PWD}"]}))
+    shell = {"PWD": str(tmp_path)}  # the directory sprout-agent was started from, before --cwd
+    loaded = load_config([], project, shell, user, user_env=shell)
+    assert [s.args[-1] for s in loaded.servers] == [str(project), str(project)]
+
+
+def test_an_unset_variable_skips_only_that_server_unless_strict(tmp_path: Path) -> None:
+    data = servers(needs={"command": "srv", "args": ["${SURELY_UNSET}"]}, plain={"command": "srv"})
+    write(tmp_path / "cfg.json", data)
+    options = Options(prompt="hi", config_files=(tmp_path / "cfg.json",), cwd=tmp_path)
+    environ = {"ANTHROPIC_API_KEY": "sk-ant-test", "SPROUT_AGENT_BUILTIN_SERVERS": "none"}
+    prepared = prepare(options, Locations.nowhere(), environ)
+    assert [s.name for s in prepared.loaded.servers] == ["plain"]
+    (notice,) = [n for n in prepared.loaded.notices if "SURELY_UNSET" in n]
+    assert notice.startswith("cfg.json: mcpServers.needs.args[0]: variable SURELY_UNSET is not set")
+    assert notice.endswith("(server 'needs' skipped)")
+    with pytest.raises(ConfigError, match="SURELY_UNSET"):
+        prepare(replace(options, strict_mcp_config=True), Locations.nowhere(), environ)
+
+
+@pytest.mark.anyio
+async def test_a_servers_own_timeout_bounds_its_tool_calls_instead_of_the_global_one() -> None:
+    from tests.test_servers import Pool
+
+    (todo,) = with_builtin_servers(LoadedConfig((), (), ()), ["todo"], Path.cwd()).servers
+    async with Pool(replace(todo, call_timeout=1e-9), tool_timeout=20.0) as p:  # in-process: no interpreter start
+        outcome = await p.pool.call(p.spec("todo", "todo_read"), {})
+    assert outcome.is_error and "timed out after 1e-09 s" in text_of(outcome.content)
 
 
 @pytest.mark.parametrize(
