@@ -2,7 +2,7 @@
 
 The pool owns each server process's life, from the spawn to the end of its process group. It imports no mcp:
 it spawns the subprocess servers first, then loads `mcp_link` (the mcp client side) in a thread while they
-boot on the other core. Modules importing mcp: `mcp_link`, `stdio_transport`, `stdio_wire`, `in_process`,
+boot on the other core. Modules importing mcp: `mcp_link`, `mcp_lists`, `stdio_transport`, `stdio_wire`, `in_process`,
 `mcp_results` and the built-in servers in `tools/`.
 """
 
@@ -17,14 +17,14 @@ from typing import IO, TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
-from sprout_agent import processes
+from sprout_agent import processes, server_features
 from sprout_agent.config import ServerConfig
 from sprout_agent.errors import ServerAnswered, ServerGone
-from sprout_agent.events import Event, Notice, ServerFailed, ServerStarted
+from sprout_agent.events import Event, Notice, ServerFailed, ServerLog, ServerStarted
 from sprout_agent.hooks import is_hook
 from sprout_agent.messages import Text
 from sprout_agent.processes import ServerProcess
-from sprout_agent.protocols import HookCallFailed, ToolOutcome, ToolSpec
+from sprout_agent.protocols import HookCallFailed, PromptInfo, ToolOutcome, ToolSpec
 from sprout_agent.server_state import ServerState, ServerStatus, describe_end
 from sprout_agent.tool_names import model_tool_name, with_hash
 
@@ -84,7 +84,7 @@ class ServerPool:
             self.kill_all_now()
             await self._close()
             raise
-        self._tools = _name_tools(self._servers.values(), self._emit)
+        self._name_all()
         return self
 
     async def __aexit__(
@@ -142,7 +142,34 @@ class ServerPool:
 
     def tools(self) -> Sequence[ToolSpec]:
         live = {name for name, server in self._servers.items() if server.state == "running"}
+        live.add(server_features.RESOURCES)
         return [spec for spec in self._tools if spec.server in live]
+
+    async def refresh(self) -> bool:
+        stale = [server for server in self._servers.values() if server.stale and server.state == "running"]
+        if not stale:
+            return False
+        before = list(self.tools())
+        for server in stale:
+            await server_features.relist(server, self._emit, self._start_timeout)
+        self._name_all()
+        return list(self.tools()) != before
+
+    def prompts(self) -> list[PromptInfo]:
+        """Every running server's prompts, in config order then the server's."""
+        return [prompt for server in self._servers.values() if server.state == "running" for prompt in server.prompts]
+
+    async def get_prompt(self, server: str, name: str, arguments: dict[str, str]) -> str:
+        """A server prompt's messages as text; raises `ServerGone` or `ServerAnswered` (their text says why)."""
+        target = self._servers.get(server)
+        if target is None or target.link is None:
+            raise ServerGone(target.unavailable() if target is not None else f"no MCP server named '{server}'")
+        with anyio.fail_after(self._tool_timeout):
+            return await target.link.get_prompt(name, arguments)
+
+    def _name_all(self) -> None:
+        servers = self._servers.values()
+        self._tools = _name_tools(servers, self._emit) + server_features.resource_tools(servers)
 
     async def call(
         self,
@@ -153,6 +180,10 @@ class ServerPool:
         outside_sandbox: bool = False,
     ) -> ToolOutcome:
         server = self._servers.get(spec.server)
+        if spec.server == server_features.RESOURCES:
+            with anyio.move_on_after(self._tool_timeout):
+                return await server_features.call_resource_tool(self._servers, spec, arguments)
+            return _error_outcome(f"tool '{spec.name}' timed out after {self._tool_timeout:g} s")
         if server is None:
             return _error_outcome(f"server '{spec.server}' is unavailable: not configured")
         try:
@@ -249,8 +280,10 @@ class ServerPool:
             on_stderr=self._stderr_writer(config.name),
             timeout=config.start_timeout or self._start_timeout,
             max_bytes=self._max_bytes,
+            on_note=self._note_taker(server),
         ) as (link, listed, ended):
             server.tools = listed.tools
+            server.resources, server.prompts = list(listed.resources), list(listed.prompts)
             server.initialize_seconds, server.list_seconds = listed.initialize_seconds, listed.list_seconds
             server.link, server.state = link, "running"
             server.started_at, server.start_seconds = wall, listed.start_seconds
@@ -270,6 +303,16 @@ class ServerPool:
         elif server.state == "running":
             server.gone("dead", reason)
             self._emit(Notice(f"MCP server '{server.config.name}' stopped: {reason}", "warning"))
+
+    def _note_taker(self, server: ServerState) -> Callable[[str, str], None]:
+        def take(kind: str, text: str = "") -> None:
+            if kind == "log":
+                level, _, message = text.partition(": ")
+                self._emit(ServerLog(server.config.name, level, message))
+            else:  # re-listed at the next request boundary (`refresh`), never in the session's read loop
+                server.stale.add(kind)
+
+        return take
 
     def _stderr_writer(self, name: str) -> Callable[[bytes], None] | None:
         log = self._log

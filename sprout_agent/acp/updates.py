@@ -23,10 +23,12 @@ from sprout_agent.events import (
     HookObjected,
     HookServerKilled,
     HookTimedOut,
+    ListChanged,
     ModelReplied,
     ModelWaiting,
     Notice,
     ServerFailed,
+    ServerLog,
     ServerStarted,
     StopBudgetSpent,
     TextDelta,
@@ -102,7 +104,9 @@ class Updates:
                 self._compaction_finished(event)
             case Notice() | ServerFailed() | ApiRetry():
                 self._notice(event)
-            case ModelWaiting() | AssistantText() | ServerStarted() | HookCalled() | TurnFinished():
+            case ListChanged():
+                self._thought(event.line())
+            case ModelWaiting() | AssistantText() | ServerStarted() | HookCalled() | TurnFinished() | ServerLog():
                 pass  # text went out as chunks; the prompt's response carries the stop reason
             case _:
                 assert_never(event)
