@@ -24,7 +24,7 @@ from sprout_agent.events import Event, Notice, ServerFailed, ServerLog, ServerSt
 from sprout_agent.hooks import is_hook
 from sprout_agent.messages import Text
 from sprout_agent.processes import ServerProcess
-from sprout_agent.protocols import HookCallFailed, PromptInfo, ToolOutcome, ToolSpec
+from sprout_agent.protocols import HookCallFailed, PromptInfo, ResourceInfo, ToolOutcome, ToolSpec
 from sprout_agent.server_state import ServerState, ServerStatus, describe_end
 from sprout_agent.tool_names import model_tool_name, with_hash
 
@@ -158,6 +158,13 @@ class ServerPool:
     def prompts(self) -> list[PromptInfo]:
         """Every running server's prompts, in config order then the server's."""
         return [prompt for server in self._servers.values() if server.state == "running" for prompt in server.prompts]
+
+    def resources(self) -> list[ResourceInfo]:
+        return [item for server in self._servers.values() if server.state == "running" for item in server.resources]
+
+    async def read_resource(self, server: str, uri: str) -> ToolOutcome:
+        """A resource's contents as ReadMcpResourceTool gives them to the model (an `is_error` outcome on failure)."""
+        return await self.call(server_features.READ_RESOURCE, {"server": server, "uri": uri})
 
     async def get_prompt(self, server: str, name: str, arguments: dict[str, str]) -> str:
         """A server prompt's messages as text; raises `ServerGone` or `ServerAnswered` (their text says why)."""

@@ -12,11 +12,18 @@ from pathlib import Path
 import anyio
 import pytest
 
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+
+from sprout_agent.acp.commands import available_commands, prompt_turn
 from sprout_agent.config import ServerConfig
 from sprout_agent.events import Event, ListChanged, ServerLog, ToolProgress
 from sprout_agent.messages import Image, ToolResult
+from sprout_agent.prompt_attach import attach_mentions, mentions
+from sprout_agent.server_prompts import PromptFailed, attach_resources, command_name, mention, prompt_text
 from sprout_agent.servers import ServerPool
 from sprout_agent.settings import child_environment
+from sprout_agent.ui.input import MentionCompleter
 from tests.feature_server import HUGE
 from tests.loop_doubles import build_loop, call, reply
 
@@ -126,3 +133,42 @@ async def test_a_cancelled_call_sends_notifications_cancelled_to_its_server(tmp_
         with anyio.fail_after(5):
             outcome = await pool.call(spec, {})
     assert not outcome.is_error and outcome.content[0].text.startswith("cancelled request ")  # type: ignore[union-attr]
+
+
+async def test_a_prompt_command_takes_its_arguments_in_order_or_by_name_and_names_what_is_missing(
+    tmp_path: Path,
+) -> None:
+    async with feature_pool(tmp_path, []) as pool:
+        assert await prompt_text(pool, "feat:review", "a.py errors") == "Review a.py focusing on errors"
+        assert await prompt_text(pool, "feat:review", "focus=style 'b c.py'") == "Review b c.py focusing on style"
+        assert await prompt_text(pool, "feat:nope", "") is None  # not a server prompt: the REPL says unknown
+        with pytest.raises(PromptFailed, match=r"missing file; usage: /feat:review FILE \[FOCUS\]"):
+            await prompt_text(pool, "feat:review", "")
+        with pytest.raises(PromptFailed, match="too many arguments"):
+            await prompt_text(pool, "feat:review", "a b c")
+        # ACP: the editor's list gains the prompt; a prompt naming it becomes the turn's text.
+        listed = available_commands(pool.prompts())["availableCommands"]
+        assert listed[-1] == {  # type: ignore[index]
+            "name": "feat:review",
+            "description": "Review a file",
+            "input": {"hint": "file [focus] (or name=value)"},
+        }
+        assert await prompt_turn(pool, "/feat:review x.py") == "Review x.py focusing on everything"
+        assert await prompt_turn(pool, "just text") is None
+
+
+async def test_a_resource_mention_attaches_its_text_and_completes_after_at(tmp_path: Path) -> None:
+    async with feature_pool(tmp_path, []) as pool:
+        skip = {mention(item) for item in pool.resources()}
+        attached = attach_mentions("see @feat:note://readme and @feat:img://dot.", tmp_path, skip=skip)
+        assert attached.notes == ()  # not taken for missing files
+        text, notes = await attach_resources(pool, attached.text, mentions(attached.text))
+        completer = MentionCompleter(tmp_path)
+        completer.resources = lambda: sorted(skip)
+        completer.commands = lambda: [f"/{command_name(prompt)}" for prompt in pool.prompts()]
+        commands = [c.text for c in completer.get_completions(Document("/feat:"), CompleteEvent())]
+    assert commands == ["/feat:review"]
+    assert text.endswith('<resource server="feat" uri="note://readme">\nread me first\n</resource>')
+    assert notes == ["@feat:img://dot: not attached (an image: ask the model to read it)"]
+    words = [c.text for c in completer.get_completions(Document("look at @feat:no"), CompleteEvent())]
+    assert words == ["@feat:note://big", "@feat:note://readme"]
