@@ -11,7 +11,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
