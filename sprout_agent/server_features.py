@@ -103,17 +103,20 @@ def _error(text: str) -> ToolOutcome:
 
 async def relist(server: ServerState, emit: Callable[[Event], None], timeout: float) -> None:
     """Reads again each list the server said changed and says so in one line; a failure keeps the old list."""
-    kinds, server.stale = sorted(server.stale), set()
     link = server.link
-    for kind in kinds:
+    for kind in sorted(server.stale):
         if link is None:
             return
+        server.stale.discard(kind)  # before the listing: a change announced while it runs is read next time
         try:
             with anyio.fail_after(timeout):
                 listed, notices = await link.relist(kind)
         except (TimeoutError, ServerGone, ServerAnswered) as exc:
             emit(Notice(f"MCP server '{server.config.name}': re-listing its {kind} failed: {exc}", "warning"))
             continue
+        except BaseException:  # a cancelled turn: the next request tries again
+            server.stale.add(kind)
+            raise
         before, after = _names(server, kind), [_name_of(item) for item in listed]
         if kind == "tools":
             server.tools = [item for item in listed if isinstance(item, ToolSpec)]

@@ -187,19 +187,18 @@ class ServerPool:
         outside_sandbox: bool = False,
     ) -> ToolOutcome:
         server = self._servers.get(spec.server)
-        if spec.server == server_features.RESOURCES:
-            with anyio.move_on_after(self._tool_timeout):
-                return await server_features.call_resource_tool(self._servers, spec, arguments)
-            return _error_outcome(f"tool '{spec.name}' timed out after {self._tool_timeout:g} s")
-        if server is None:
+        resources = spec.server == server_features.RESOURCES
+        if server is None and not resources:
             return _error_outcome(f"server '{spec.server}' is unavailable: not configured")
         try:
             with anyio.fail_after(self._tool_timeout):
+                if resources or server is None:
+                    return await server_features.call_resource_tool(self._servers, spec, arguments)
                 return await self._request(server, spec.tool, arguments, on_progress, outside_sandbox=outside_sandbox)
         except TimeoutError:
             return _error_outcome(f"tool '{spec.name}' timed out after {self._tool_timeout:g} s")
         except ServerGone:
-            return _error_outcome(server.unavailable())
+            return _error_outcome(server.unavailable() if server is not None else "the server is unavailable")
         except ServerAnswered as exc:
             return _error_outcome(str(exc))
         except Exception as exc:  # a malformed result must become a tool error, never a crash
