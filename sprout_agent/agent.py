@@ -89,13 +89,11 @@ class Agent:
         self.recorder = recorder
         self.history: list[Message] = []
         self._limiter = anyio.CapacityLimiter(max_parallel_tools)
-        # The tool list is fixed for the session so the cached prefix stays byte-stable.
-        self.tools: tuple[ToolSpec, ...] = tuple(s for s in host.tools() if not is_hook(s))
-        self._by_name = {spec.name: spec for spec in self.tools}
+        self.tools: tuple[ToolSpec, ...] = ()
+        self._by_name: dict[str, ToolSpec] = {}
+        self.fixed_tokens = 0
+        self._set_tools()
         self.requests = 0  # main-loop requests this session (summaries not counted)
-        # What every request carries besides the history; compaction cannot shrink it.
-        tool_chars = sum(len(s.name) + len(s.description) + len(json.dumps(s.input_schema)) for s in self.tools)
-        self.fixed_tokens = (len(system) + tool_chars) // 4
         self._current_prompt: str | None = None
         # `_SessionStart`'s pairs wait for the next prompt: the history must open with a user turn.
         self._pending: list[HookOutput] = []
@@ -208,7 +206,17 @@ class Agent:
             await self.compact("prompt too long")  # reactive: one compaction, one retry
             return await self._request()
 
+    def _set_tools(self) -> None:
+        # The tool list changes only when a server's does (`refresh`), so the cached prefix stays byte-stable.
+        self.tools = tuple(s for s in self.host.tools() if not is_hook(s))
+        self._by_name = {spec.name: spec for spec in self.tools}
+        # What every request carries besides the history; compaction cannot shrink it.
+        tool_chars = sum(len(s.name) + len(s.description) + len(json.dumps(s.input_schema)) for s in self.tools)
+        self.fixed_tokens = (len(self.system) + tool_chars) // 4
+
     async def _request(self) -> ModelReply:
+        if await self.host.refresh():  # between requests only: never while a reply or a tool batch runs
+            self._set_tools()
         self.requests += 1
         self.emit(ModelWaiting(self.requests, self.context_estimate()))
         started = time.monotonic()

@@ -31,6 +31,33 @@ class ServerFailed:
 
 
 @dataclass(frozen=True, slots=True)
+class ListChanged:
+    """A server's tools, prompts or resources list changed (`list_changed`), re-listed between requests.
+
+    `added` and `removed` are the server's names (untrusted text)."""
+
+    server: str
+    kind: str  # tools | prompts | resources
+    count: int
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        changes = [f"+{name}" for name in self.added] + [f"-{name}" for name in self.removed]
+        detail = f": {' '.join(changes[:10])}{' …' if len(changes) > 10 else ''}" if changes else ""
+        return f"MCP server '{self.server}' changed its {self.kind} ({self.count} now){detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLog:
+    """A server's `notifications/message` (its logging): the verbose log only. `text` is untrusted."""
+
+    server: str
+    level: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ModelWaiting:
     """A request has been sent; the spinner runs until text or a reply arrives."""
 
@@ -231,6 +258,8 @@ Event = (
     Notice
     | ServerStarted
     | ServerFailed
+    | ListChanged
+    | ServerLog
     | ModelWaiting
     | TextDelta
     | ThinkingDelta

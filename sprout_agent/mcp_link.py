@@ -29,10 +29,11 @@ from sprout_agent.config import ServerConfig
 from sprout_agent.errors import ServerAnswered, ServerGone
 from sprout_agent.in_process import open_in_process
 from sprout_agent.mcp_callbacks import callbacks
+from sprout_agent.mcp_lists import NoteSink, get_prompt, list_prompts, list_resources, message_handler, read_resource
 from sprout_agent.mcp_results import progress_text, to_outcome
 from sprout_agent.oauth_store import OAuthSetup
 from sprout_agent.processes import ServerProcess
-from sprout_agent.protocols import ToolOutcome, ToolSpec
+from sprout_agent.protocols import PromptInfo, ResourceInfo, ToolOutcome, ToolSpec
 from sprout_agent.stdio_transport import ReadStream, WriteStream, open_stdio
 from sprout_agent.tools._sandbox import OUTSIDE_SANDBOX_META
 
@@ -53,13 +54,18 @@ class Listed:
     list_seconds: float
     start_seconds: float
     notices: tuple[str, ...] = ()  # what the listing left out, and why
+    resources: tuple[ResourceInfo, ...] = ()
+    prompts: tuple[PromptInfo, ...] = ()
 
 
 class Link:
     """A live session: calls one tool at a time per caller; MCP errors become our exceptions."""
 
-    def __init__(self, session: ClientSession, max_bytes: int, ended: anyio.Event | None = None) -> None:
+    def __init__(
+        self, session: ClientSession, max_bytes: int, ended: anyio.Event | None = None, server: str = ""
+    ) -> None:
         self._session = session
+        self._server = server
         self._max_bytes = max_bytes
         self._ended = ended  # a remote server has no process to watch: a lost connection is its end
 
@@ -84,6 +90,39 @@ class Link:
                 self._ended.set()
             raise ours from exc
         return to_outcome(result, self._max_bytes)
+
+    async def relist(self, kind: str) -> tuple[list[ToolSpec] | list[ResourceInfo] | list[PromptInfo], list[str]]:
+        """The server's `kind` list (tools, resources or prompts) read again, with what it left out."""
+        notices: list[str] = []
+        session, server = self._session, self._server
+        async with self._translated():
+            if kind == "tools":
+                return [_spec(server, tool) for tool in await _list_tools(session, notices)], notices
+            if kind == "resources":
+                return await list_resources(session, server, notices), notices
+            return await list_prompts(session, server, notices), notices
+
+    async def read_resource(self, uri: str) -> ToolOutcome:
+        async with self._translated():
+            return await read_resource(self._session, uri, self._max_bytes)
+        raise AssertionError("unreachable")  # a context manager may swallow, as far as the checker knows
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> str:
+        async with self._translated():
+            return await get_prompt(self._session, name, arguments)
+        raise AssertionError("unreachable")
+
+    @asynccontextmanager
+    async def _translated(self) -> AsyncGenerator[None]:
+        try:
+            yield
+        except MCPError as exc:
+            ours = _ours(exc)
+            if isinstance(ours, ServerGone) and self._ended is not None:
+                self._ended.set()
+            raise ours from exc
+        except ValidationError as exc:
+            raise _translated(exc) from exc
 
 
 def _progress_callback(on_progress: Callable[[str], None]) -> ProgressFnT:
@@ -113,20 +152,24 @@ async def connect(
     max_bytes: int,
     client: ClientFeatures | None = None,
     oauth: OAuthSetup | None = None,
+    on_note: NoteSink | None = None,
 ) -> AsyncGenerator[tuple[Link, Listed, anyio.Event]]:
     """Opens the transport, hand-shakes and lists tools within `timeout`; yields the link, the listing and an
     event set when the server ends. Leaving closes the session and ends the server (its whole group).
     `client`: the roots, elicitation and sampling offered to the server (None: nothing)."""
     try:
         if config.url is not None:
-            async with _remote(config, timeout, max_bytes, client, oauth) as connected:
+            async with _remote(config, timeout, max_bytes, client, oauth, on_note) as connected:
                 yield connected
             return
         if config.in_process is not None:
             began = time.monotonic()
             async with (
                 open_in_process(config.in_process, config.cwd or os.getcwd(), config.env) as (ended, streams),
-                _session(config, streams, began, timeout, max_bytes, [], client=client) as (link, listed),
+                _session(config, streams, began, timeout, max_bytes, [], client=client, on_note=on_note) as (
+                    link,
+                    listed,
+                ),
             ):
                 yield link, listed, ended
             return
@@ -141,7 +184,9 @@ async def connect(
                 on_stderr=on_stderr,
                 spawned=spawned,
             ) as (proc, read, write),
-            _session(config, (read, write), began, timeout, max_bytes, proc.notices, client=client) as (link, listed),
+            _session(
+                config, (read, write), began, timeout, max_bytes, proc.notices, client=client, on_note=on_note
+            ) as (link, listed),
         ):
             yield link, listed, proc.ended
     except Exception as exc:  # the SDK's task groups wrap its errors: the first leaf says what happened
@@ -153,7 +198,12 @@ async def connect(
 
 @asynccontextmanager
 async def _remote(
-    config: ServerConfig, timeout: float, max_bytes: int, client: ClientFeatures | None, oauth: OAuthSetup | None
+    config: ServerConfig,
+    timeout: float,
+    max_bytes: int,
+    client: ClientFeatures | None,
+    oauth: OAuthSetup | None,
+    on_note: NoteSink | None,
 ) -> AsyncGenerator[tuple[Link, Listed, anyio.Event]]:
     from sprout_agent import remote_link  # httpx2 and the SDK's HTTP clients only when a remote server is set
 
@@ -164,7 +214,10 @@ async def _remote(
         try:
             async with (
                 remote_link.open_remote(config, timeout, refused, oauth) as streams,
-                _session(config, streams, began, timeout, max_bytes, [], ended, client=client) as (link, listed),
+                _session(config, streams, began, timeout, max_bytes, [], ended, client=client, on_note=on_note) as (
+                    link,
+                    listed,
+                ),
             ):
                 scope.deadline, started = math.inf, True
                 yield link, listed, ended
@@ -208,6 +261,7 @@ async def _session(
     ended: anyio.Event | None = None,
     *,
     client: ClientFeatures | None = None,
+    on_note: NoteSink | None = None,
 ) -> AsyncGenerator[tuple[Link, Listed]]:
     """`notices` gathers what the listing leaves out (the transport adds the invalid tools it dropped).
     The one place a ClientSession is made, whatever the transport: its capabilities and callbacks go here."""
@@ -218,6 +272,7 @@ async def _session(
             streams[0],
             streams[1],
             client_info=info,
+            message_handler=message_handler(on_note) if on_note is not None else None,
             list_roots_callback=offered.list_roots if offered else None,
             elicitation_callback=offered.elicitation if offered else None,
             sampling_callback=offered.sampling if offered else None,
@@ -225,15 +280,20 @@ async def _session(
         _roots_listener(session, client),
     ):
         initialized, listed = 0.0, list[types.Tool]()
+        resources, prompts = list[ResourceInfo](), list[PromptInfo]()
         with anyio.move_on_after(timeout) as start_scope:
             await session.initialize()
             initialized = time.monotonic() - began
             listed = await _list_tools(session, notices)
+            # Only servers that declare these capabilities are asked: the built-in ones cost nothing more.
+            resources = await list_resources(session, config.name, notices)
+            prompts = await list_prompts(session, config.name, notices)
         if start_scope.cancelled_caught:
             raise TimeoutError(f"no answer within {timeout:g} s")
         took = time.monotonic() - began
         tools = [_spec(config.name, tool) for tool in listed]
-        yield Link(session, max_bytes, ended), Listed(tools, initialized, took - initialized, took, tuple(notices))
+        listing = Listed(tools, initialized, took - initialized, took, tuple(notices), tuple(resources), tuple(prompts))
+        yield Link(session, max_bytes, ended, config.name), listing
 
 
 @asynccontextmanager

@@ -7,7 +7,7 @@ import json
 
 import mcp.types as types
 
-from sprout_agent.images import checked
+from sprout_agent.images import API_MEDIA_TYPES, checked
 from sprout_agent.messages import Image, Text
 from sprout_agent.protocols import ToolOutcome
 from sprout_agent.tools._sandbox import SANDBOX_DENIED_META
@@ -34,6 +34,26 @@ def to_outcome(result: types.CallToolResult, max_bytes: int) -> ToolOutcome:
     denied = (result.meta or {}).get(SANDBOX_DENIED_META)
     sandbox_denied = denied if isinstance(denied, str) else None
     return ToolOutcome(tuple(blocks), is_error=bool(result.is_error), sandbox_denied=sandbox_denied, diff=_diff(result))
+
+
+def resource_outcome(result: types.ReadResourceResult, max_bytes: int) -> ToolOutcome:
+    """A resource's contents as a tool result, under the same caps and image checks as a tool's: text as text,
+    an image blob the API takes as an image, any other blob as one line naming its type and size."""
+    blocks: list[Text | Image] = []
+    for item in result.contents:
+        if isinstance(item, types.TextResourceContents):
+            blocks.append(Text(f"{item.uri}\n{item.text}" if len(result.contents) > 1 else item.text))
+        elif (item.mime_type or "") in API_MEDIA_TYPES:
+            blocks.append(checked(Image(item.mime_type or "", item.blob)))
+        else:
+            size = len(item.blob) * 3 // 4
+            blocks.append(Text(f"[resource {item.uri}, {item.mime_type or 'unknown type'}, {size} bytes]"))
+    if not blocks:
+        blocks.append(Text("the resource is empty"))
+    texts = [block.text for block in blocks if isinstance(block, Text)]
+    if sum(len(text.encode()) for text in texts) > max_bytes:
+        blocks = [Text(cut_middle("\n".join(texts), max_bytes)), *(b for b in blocks if isinstance(b, Image))]
+    return ToolOutcome(tuple(blocks))
 
 
 def _diff(result: types.CallToolResult) -> str:

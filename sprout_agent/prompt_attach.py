@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,7 @@ SLASH_COMMANDS = ("/help", "/tools", "/servers", "/clear", "/compact", "/context
 
 # `@` at the start or after whitespace; the path runs to the next whitespace.
 _MENTION = re.compile(r"(?:(?<=\s)|^)@(\S+)")
-_TRAILING = ".,;:!?)]}'\""  # sentence punctuation after a mention is not part of the name
+TRAILING = ".,;:!?)]}'\""  # sentence punctuation after a mention is not part of the name
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,13 +33,17 @@ def mentions(prompt: str) -> list[str]:
     return [match.group(1) for match in _MENTION.finditer(prompt)]
 
 
-def attach_mentions(prompt: str, cwd: Path) -> Attached:
-    """The prompt with every mentioned file appended; notes say what was clipped or skipped."""
+def attach_mentions(prompt: str, cwd: Path, skip: Collection[str] = ()) -> Attached:
+    """The prompt with every mentioned file appended; notes say what was clipped or skipped.
+
+    Mentions in `skip` (a server's `server:uri` resources, attached by the REPL) are no files."""
     root = cwd.resolve()
     parts: list[str] = []
     notes: list[str] = []
     seen: set[Path] = set()
     for raw in mentions(prompt):
+        if raw in skip or raw.rstrip(TRAILING) in skip:
+            continue
         name, path, problem = _resolve(raw, root)
         if path in seen:
             continue
@@ -61,7 +66,7 @@ def attach_mentions(prompt: str, cwd: Path) -> Attached:
 
 def _resolve(raw: str, root: Path) -> tuple[str, Path | None, str | None]:
     """(the name as written, the file, why it cannot be attached); trailing punctuation is tried without."""
-    candidates = [raw] + ([raw.rstrip(_TRAILING)] if raw.rstrip(_TRAILING) not in ("", raw) else [])
+    candidates = [raw] + ([raw.rstrip(TRAILING)] if raw.rstrip(TRAILING) not in ("", raw) else [])
     for name in reversed(candidates):  # the shorter name first: "see @a.py." means a.py
         path = (root / name).resolve()
         if path.is_file():
@@ -133,5 +138,6 @@ def file_candidates(partial: str, cwd: Path) -> list[str]:
     return sorted(found)
 
 
-def command_candidates(partial: str) -> list[str]:
-    return [name for name in SLASH_COMMANDS if name.startswith(partial)]
+def command_candidates(partial: str, extra: Sequence[str] = ()) -> list[str]:
+    """Our commands, then `extra` (the servers' prompt commands), that start with `partial`."""
+    return [name for name in (*SLASH_COMMANDS, *extra) if name.startswith(partial)]

@@ -31,6 +31,27 @@ class ToolOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class ResourceInfo:
+    """One resource a server lists (its text is the server's: untrusted)."""
+
+    server: str
+    uri: str
+    name: str
+    description: str = ""
+    mime_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PromptInfo:
+    """One prompt a server offers; `arguments` are (name, required) in the server's order."""
+
+    server: str
+    name: str
+    description: str = ""
+    arguments: tuple[tuple[str, bool], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ModelRequest:
     system: str
     messages: Sequence[Message]
@@ -85,6 +106,12 @@ class ToolHost(Protocol):
 
     async def kill(self, server: str, reason: str) -> None:
         """Ends a server's whole process group and marks it dead."""
+        ...
+
+    async def refresh(self) -> bool:
+        """Re-lists what servers said changed (`list_changed`); True when `tools()` changed.
+
+        The loop calls it only between requests, so the tools block changes only there."""
         ...
 
 

@@ -15,11 +15,12 @@ from sprout_agent.hooks import is_hook
 from sprout_agent.messages import ToolUse
 from sprout_agent.options import Prepared
 from sprout_agent.permissions import Ask, Decision
-from sprout_agent.prompt_attach import attach_mentions
+from sprout_agent.prompt_attach import attach_mentions, mentions
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.repl_asks import server_askers
 from sprout_agent.repl_login import login_offers
 from sprout_agent.runtime import Runtime, open_runtime
+from sprout_agent.server_prompts import attach_resources, command_name, mention, prompt_text
 from sprout_agent.settings import model_id
 from sprout_agent.signals import SignalWatch
 from sprout_agent.status import context_line
@@ -38,7 +39,9 @@ HELP = """Commands:
   /model [NAME]  show the model, or switch to NAME for the next request
   /login NAME  log in to a remote server with OAuth (the browser), then start it
   /exit      leave (Ctrl-D works too)
-Enter sends; \\+Enter or Alt+Enter adds a line. Tab completes /commands and @files; @path attaches a file.
+  /SERVER:PROMPT [ARG…]  a server's prompt as your turn (arguments in order, or NAME=VALUE)
+Enter sends; \\+Enter or Alt+Enter adds a line. Tab completes /commands, @files and @server:uri resources;
+@path attaches a file, @server:uri a server's resource.
 Esc or Ctrl-C cancels the running turn; at the prompt Ctrl-C clears the line, twice on an empty line leaves."""
 
 
@@ -73,6 +76,8 @@ class Repl:
             from sprout_agent.repl_login import login_command
 
             await login_command(self.runtime, self.renderer, line[len(name) :].strip())
+        elif (text := await prompt_text(self.runtime.pool, name[1:], line[len(name) :].strip())) is not None:
+            await self.agent.run_turn(text)  # the server's messages are the user's turn, sent as they are
         else:
             self.renderer.say(f"unknown command {name}; /help lists them", "yellow")
         return True
@@ -158,10 +163,13 @@ class Repl:
         return keep_going
 
     async def turn(self, text: str) -> None:
-        attached = attach_mentions(text, self.prepared.options.cwd)
-        for note in attached.notes:
-            self.renderer.say(note, "yellow")
-        await self.agent.run_turn(attached.text)  # the renderer reports how it ended
+        pool = self.runtime.pool
+        resources = {mention(item) for item in pool.resources()}
+        attached = attach_mentions(text, self.prepared.options.cwd, skip=resources)
+        full, notes = await attach_resources(pool, attached.text, mentions(text)) if resources else (attached.text, [])
+        for note in (*attached.notes, *notes):
+            self.renderer.say(printable(note), "yellow")
+        await self.agent.run_turn(full)  # the renderer reports how it ended
 
 
 def permission_asker(renderer: TerminalRenderer, watch: SignalWatch, cwd: str, keys: TurnKeys | None = None) -> Ask:
@@ -251,6 +259,9 @@ async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
             early.started = True
             repl = Repl(prepared, renderer, runtime, keys)
             agent.append(runtime.agent)
+            pool = runtime.pool
+            reader.completer.commands = lambda: [f"/{command_name(prompt)}" for prompt in pool.prompts()]
+            reader.completer.resources = lambda: [mention(item) for item in pool.resources()]
             reader.refresh()
             renderer.say(view.servers_line(runtime.pool.status()), "dim")
             for offer in login_offers(runtime.pool.status()):

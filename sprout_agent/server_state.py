@@ -13,7 +13,7 @@ from sprout_agent.config import ServerConfig
 from sprout_agent.errors import ServerGone
 from sprout_agent.hooks import is_hook
 from sprout_agent.processes import ServerProcess
-from sprout_agent.protocols import ToolSpec
+from sprout_agent.protocols import PromptInfo, ResourceInfo, ToolSpec
 
 if TYPE_CHECKING:
     from sprout_agent.mcp_link import Link
@@ -49,6 +49,10 @@ class ServerState:
         self.state = "starting"
         self.last_error = ""
         self.tools: list[ToolSpec] = []
+        self.resources: list[ResourceInfo] = []
+        self.prompts: list[PromptInfo] = []
+        # The lists (tools, prompts, resources) the server said changed: re-read at the next request boundary.
+        self.stale: set[str] = set()
         self.link: Link | None = None
         self.proc: ServerProcess | None = None
         self.started_at: datetime | None = None

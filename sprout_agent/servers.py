@@ -2,8 +2,8 @@
 
 The pool owns each server process's life, from the spawn to the end of its process group. It imports no mcp:
 it spawns the subprocess servers first, then loads `mcp_link` (the mcp client side) in a thread while they
-boot on the other core. Modules importing mcp: `mcp_link`, `mcp_callbacks`, `stdio_transport`, `stdio_wire`,
-`in_process`, `mcp_results` and the built-in servers in `tools/`.
+boot on the other core. Modules importing mcp: `mcp_link`, `mcp_callbacks`, `mcp_lists`, `stdio_transport`,
+`stdio_wire`, `in_process`, `mcp_results` and the built-in servers in `tools/`.
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from typing import IO, TYPE_CHECKING, cast
 import anyio
 import anyio.to_thread
 
-from sprout_agent import processes
+from sprout_agent import processes, server_features
 from sprout_agent.client_features import ClientFeatures
 from sprout_agent.config import ServerConfig
 from sprout_agent.errors import NeedsLogin, ServerAnswered, ServerGone
-from sprout_agent.events import Event, Notice, ServerFailed, ServerStarted
+from sprout_agent.events import Event, Notice, ServerFailed, ServerLog, ServerStarted
 from sprout_agent.hooks import is_hook
 from sprout_agent.messages import Text
 from sprout_agent.oauth_store import OAuthSetup
 from sprout_agent.processes import ServerProcess
-from sprout_agent.protocols import HookCallFailed, ToolOutcome, ToolSpec
+from sprout_agent.protocols import HookCallFailed, PromptInfo, ResourceInfo, ToolOutcome, ToolSpec
 from sprout_agent.server_state import ServerState, ServerStatus, describe_end
 from sprout_agent.tool_names import model_tool_name, with_hash
 
@@ -91,7 +91,7 @@ class ServerPool:
             self.kill_all_now()
             await self._close()
             raise
-        self._tools = _name_tools(self._servers.values(), self._emit)
+        self._name_all()
         return self
 
     async def __aexit__(
@@ -149,7 +149,41 @@ class ServerPool:
 
     def tools(self) -> Sequence[ToolSpec]:
         live = {name for name, server in self._servers.items() if server.state == "running"}
+        live.add(server_features.RESOURCES)
         return [spec for spec in self._tools if spec.server in live]
+
+    async def refresh(self) -> bool:
+        stale = [server for server in self._servers.values() if server.stale and server.state == "running"]
+        if not stale:
+            return False
+        before = list(self.tools())
+        for server in stale:
+            await server_features.relist(server, self._emit, self._start_timeout)
+        self._name_all()
+        return list(self.tools()) != before
+
+    def prompts(self) -> list[PromptInfo]:
+        """Every running server's prompts, in config order then the server's."""
+        return [prompt for server in self._servers.values() if server.state == "running" for prompt in server.prompts]
+
+    def resources(self) -> list[ResourceInfo]:
+        return [item for server in self._servers.values() if server.state == "running" for item in server.resources]
+
+    async def read_resource(self, server: str, uri: str) -> ToolOutcome:
+        """A resource's contents as ReadMcpResourceTool gives them to the model (an `is_error` outcome on failure)."""
+        return await self.call(server_features.READ_RESOURCE, {"server": server, "uri": uri})
+
+    async def get_prompt(self, server: str, name: str, arguments: dict[str, str]) -> str:
+        """A server prompt's messages as text; raises `ServerGone` or `ServerAnswered` (their text says why)."""
+        target = self._servers.get(server)
+        if target is None or target.link is None:
+            raise ServerGone(target.unavailable() if target is not None else f"no MCP server named '{server}'")
+        with anyio.fail_after(self._tool_timeout):
+            return await target.link.get_prompt(name, arguments)
+
+    def _name_all(self) -> None:
+        servers = self._servers.values()
+        self._tools = _name_tools(servers, self._emit) + server_features.resource_tools(servers)
 
     async def call(
         self,
@@ -160,16 +194,20 @@ class ServerPool:
         outside_sandbox: bool = False,
     ) -> ToolOutcome:
         server = self._servers.get(spec.server)
-        if server is None:
+        resources = spec.server == server_features.RESOURCES
+        if server is None and not resources:
             return _error_outcome(f"server '{spec.server}' is unavailable: not configured")
-        limit = server.config.call_timeout or self._tool_timeout  # the entry's `timeout` wins, as in Claude Code
+        # The entry's `timeout` wins, as in Claude Code; the resource tools take the global one.
+        limit = (server.config.call_timeout if server is not None else None) or self._tool_timeout
         try:
             with anyio.fail_after(limit):
+                if resources or server is None:
+                    return await server_features.call_resource_tool(self._servers, spec, arguments)
                 return await self._request(server, spec.tool, arguments, on_progress, outside_sandbox=outside_sandbox)
         except TimeoutError:
             return _error_outcome(f"tool '{spec.name}' timed out after {limit:g} s")
         except ServerGone:
-            return _error_outcome(server.unavailable())
+            return _error_outcome(server.unavailable() if server is not None else "the server is unavailable")
         except ServerAnswered as exc:
             return _error_outcome(str(exc))
         except Exception as exc:  # a malformed result must become a tool error, never a crash
@@ -275,8 +313,10 @@ class ServerPool:
             max_bytes=self._max_bytes,
             client=self._client,
             oauth=self._oauth,
+            on_note=self._note_taker(server),
         ) as (link, listed, ended):
             server.tools = listed.tools
+            server.resources, server.prompts = list(listed.resources), list(listed.prompts)
             server.initialize_seconds, server.list_seconds = listed.initialize_seconds, listed.list_seconds
             server.link, server.state = link, "running"
             server.started_at, server.start_seconds = wall, listed.start_seconds
@@ -296,6 +336,16 @@ class ServerPool:
         elif server.state == "running":
             server.gone("dead", reason)
             self._emit(Notice(f"MCP server '{server.config.name}' stopped: {reason}", "warning"))
+
+    def _note_taker(self, server: ServerState) -> Callable[[str, str], None]:
+        def take(kind: str, text: str = "") -> None:
+            if kind == "log":
+                level, _, message = text.partition(": ")
+                self._emit(ServerLog(server.config.name, level, message))
+            else:  # re-listed at the next request boundary (`refresh`), never in the session's read loop
+                server.stale.add(kind)
+
+        return take
 
     def _stderr_writer(self, name: str) -> Callable[[bytes], None] | None:
         log = self._log

@@ -411,6 +411,9 @@ class MemoryHost:
             raise HookCallFailed(record.failed)
         return result
 
+    async def refresh(self) -> bool:
+        return False
+
     async def kill(self, server: str, reason: str) -> None:
         self.kills.append((server, reason))
         target = self._servers.get(server)

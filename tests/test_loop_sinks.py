@@ -80,6 +80,8 @@ async def events_of_a_busy_session() -> list[Event]:
         ev.HookBudgetSpent("_PreToolUse", 2),  # tests/test_tool_hooks.py emits it from a loop
         ev.ServerStarted("fake", 4, 2, 0.2),
         ev.ServerFailed("bad", "exited with code 3", "fake: fatal\n"),
+        ev.ListChanged("fake", "tools", 5, ("extra",), ("old",)),
+        ev.ServerLog("fake", "warning", "feat: disk full"),
         ev.ApiRetry(1, "529: overloaded", 0.5),
         ev.ThinkingDelta("the model client streams reasoning"),
         ev.Notice("MCP_HOOK_SERVERS names 'ghost', but no server has that name", "warning"),

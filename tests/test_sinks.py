@@ -25,6 +25,8 @@ ONE_OF_EACH: tuple[ev.Event, ...] = (
     ev.Notice("watch out", "warning"),
     ev.ServerStarted("fake", 3, 1, 0.25),
     ev.ServerFailed("broken", "exited with code 3", "Traceback …\nValueError"),
+    ev.ListChanged("fake", "tools", 4, ("ne\x1b[2Jw",), ("old",)),
+    ev.ServerLog("fake", "warning", "feat: disk \x1b[31mfull"),
     ev.ModelWaiting(1, 1200),
     ev.ThinkingDelta("Let me \x1b[2Jthink"),
     ev.TextDelta("Hel"),
@@ -78,7 +80,10 @@ def test_the_terminal_renders_every_event_and_prints_the_answer_on_turn_finished
     renderer.close()
     assert answers.getvalue() == "Hello there\n"  # once, from TurnFinished, as plain text
     progress = capsys.readouterr().err
-    for expected in ("server broken failed", "retry 1", "dev__edit", "objected", "killed", "compacted", "no progress"):
+    shown = ("server broken failed", "retry 1", "dev__edit", "objected", "killed", "compacted", "no progress")
+    changed = ("MCP server 'fake' changed its tools (4 now): +ne", "[fake warning] feat: disk")
+    assert "\x1b[2J" not in progress and "\x1b[31m" not in progress  # the servers' text is untrusted
+    for expected in (*shown, *changed):
         assert expected in progress
     # A server's question is one line with its name and the answer, its text escaped.
     for expected in ("MCP server 'asking' asked: Who \\x1b[2Jare you? → decline (nobody to ask)",):

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sprout_agent.acp.wire import Json
 from sprout_agent.agent import Agent
+from sprout_agent.protocols import PromptInfo
+from sprout_agent.server_prompts import FeatureSource, command_name, prompt_text
 from sprout_agent.status import context_line
 
 # name, description, input hint (None: the command takes no argument)
@@ -17,14 +21,34 @@ COMMANDS: tuple[tuple[str, str, str | None], ...] = (
 _NAMES = frozenset(name for name, _, _ in COMMANDS)
 
 
-def available_commands() -> Json:
+def available_commands(prompts: Sequence[PromptInfo] = ()) -> Json:
+    """Ours, then each server prompt as `server:prompt` (its description and arguments are the server's)."""
+    shown = [
+        (command_name(prompt), prompt.description[:200] or f"{prompt.server}'s prompt {prompt.name}", _hint(prompt))
+        for prompt in prompts
+    ]
     commands: list[Json] = []
-    for name, description, hint in COMMANDS:
+    for name, description, hint in (*COMMANDS, *shown):
         command: Json = {"name": name, "description": description}
         if hint is not None:
             command["input"] = {"hint": hint}
         commands.append(command)
     return {"sessionUpdate": "available_commands_update", "availableCommands": commands}
+
+
+def _hint(prompt: PromptInfo) -> str | None:
+    if not prompt.arguments:
+        return None
+    return " ".join(name if required else f"[{name}]" for name, required in prompt.arguments) + " (or name=value)"
+
+
+async def prompt_turn(source: FeatureSource, text: str) -> str | None:
+    """The user turn a `/server:prompt …` prompt stands for; None when the text names no server prompt."""
+    stripped = text.strip()
+    if not stripped.startswith("/"):
+        return None
+    head, _, argument = stripped[1:].partition(" ")
+    return await prompt_text(source, head, argument.strip())
 
 
 def parse(text: str) -> tuple[str, str] | None:

@@ -18,6 +18,7 @@ from sprout_agent.permissions import Decision
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.runtime import Runtime, new_session_id, open_runtime
 from sprout_agent.sampling import SamplingRequest
+from sprout_agent.server_prompts import PromptFailed
 
 # The loop's stop reasons as ACP names them; anything else ended the turn normally.
 STOP_REASONS = {"max_tokens": "max_tokens", "max_turns": "max_turn_requests", "refusal": "refusal"}
@@ -69,6 +70,8 @@ class AcpSession:
                 self.updates.usage_source = lambda: (compactor.window if compactor else 0, agent.ledger.cost)
                 self._runtime = rt
                 self._settled.set()
+                if prompts := rt.pool.prompts():  # the servers are up now: their prompts join our commands
+                    self.updates.send(commands.available_commands(prompts))
                 with self._open:
                     await anyio.sleep_forever()
                 await rt.agent.end_session("close")
@@ -118,6 +121,12 @@ class AcpSession:
         if command is not None:
             self.updates.message(await commands.run(agent, *command))
             return "end_turn"
+        if self._runtime is not None:
+            try:
+                text = await commands.prompt_turn(self._runtime.pool, text) or text
+            except PromptFailed as error:
+                self.updates.message(str(error))
+                return "end_turn"
         result = await agent.run_turn(text)
         if result.stop_reason == "budget":
             self.updates.message("\n\n(stopped: the session's budget is spent)")

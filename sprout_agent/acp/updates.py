@@ -25,11 +25,13 @@ from sprout_agent.events import (
     HookObjected,
     HookServerKilled,
     HookTimedOut,
+    ListChanged,
     ModelReplied,
     ModelWaiting,
     Notice,
     ServerAsked,
     ServerFailed,
+    ServerLog,
     ServerStarted,
     StopBudgetSpent,
     TextDelta,
@@ -107,9 +109,9 @@ class Updates:
                 self._compaction_finished(event)
             case Notice() | ServerFailed() | ApiRetry():
                 self._notice(event)
-            case ServerAsked():
+            case ServerAsked() | ListChanged():
                 self._thought(event.line())
-            case ModelWaiting() | AssistantText() | ServerStarted() | HookCalled() | TurnFinished():
+            case ModelWaiting() | AssistantText() | ServerStarted() | HookCalled() | TurnFinished() | ServerLog():
                 pass  # text went out as chunks; the prompt's response carries the stop reason
             case _:
                 assert_never(event)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import termios
 import tty
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -39,16 +39,20 @@ class MentionCompleter(Completer):
 
     def __init__(self, cwd: Path) -> None:
         self.cwd = cwd
+        # The servers' prompt commands (`/server:prompt`) and resource mentions (`server:uri`); the REPL sets them.
+        self.commands: Callable[[], Sequence[str]] = lambda: ()
+        self.resources: Callable[[], Sequence[str]] = lambda: ()
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterator[Completion]:
         before = document.text_before_cursor
         if before.startswith("/") and " " not in before:
-            for name in command_candidates(before):
-                yield Completion(name, start_position=-len(before))
+            for name in command_candidates(before, self.commands()):  # a server's names: shown escaped
+                yield Completion(name, start_position=-len(before), display=visible(name))
             return
         word = before.rsplit(None, 1)[-1] if before and not before[-1].isspace() else ""
         if word.startswith("@"):
-            for name in file_candidates(word[1:], self.cwd):  # names are untrusted: shown escaped
+            names = [name for name in self.resources() if name.startswith(word[1:])]
+            for name in names + file_candidates(word[1:], self.cwd):  # names are untrusted: shown escaped
                 yield Completion("@" + name, start_position=-len(word), display=visible(name))
 
 
@@ -58,6 +62,7 @@ class PromptReader:
 
     def __init__(self, history_file: Path | None, cwd: Path | None = None) -> None:
         self.status: Callable[[], str] = lambda: ""  # the bottom toolbar's text; the REPL sets it
+        self.completer = MentionCompleter(cwd or Path.cwd())
         self.type_ahead = ""  # typed while a turn ran (TurnKeys): the next prompt starts with it
         self._armed = False  # Ctrl-C on an empty line once: the next one leaves
         for sequence in SHIFT_ENTER_SEQUENCES:
@@ -65,7 +70,7 @@ class PromptReader:
         self._session: PromptSession[str] = PromptSession(
             history=_history(history_file),
             key_bindings=self._bindings(),
-            completer=MentionCompleter(cwd or Path.cwd()),
+            completer=self.completer,
             complete_while_typing=False,
             bottom_toolbar=self._toolbar,
             prompt_continuation="  ",

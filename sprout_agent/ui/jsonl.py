@@ -209,6 +209,17 @@ class JsonlSink:
                     "reason": event.reason,
                     "stderr_tail": event.stderr_tail,
                 }
+            case ev.ListChanged():
+                return {
+                    "type": "list_changed",
+                    "server": event.server,
+                    "kind": event.kind,
+                    "count": event.count,
+                    "added": list(event.added),
+                    "removed": list(event.removed),
+                }
+            case ev.ServerLog():
+                return {"type": "server_log", "server": event.server, "level": event.level, "text": event.text}
             case ev.AssistantText():
                 return {"type": "assistant", "text": event.text}
             case ev.ModelReplied():

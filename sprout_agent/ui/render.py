@@ -67,6 +67,11 @@ class TerminalRenderer:
                 self._on_tool(event)
             case ev.ServerStarted() | ev.ServerFailed() | ev.Notice():
                 self._on_server_or_notice(event)
+            case ev.ListChanged():
+                self._line(Text(visible(event.line()), style="dim"))
+            case ev.ServerLog():
+                if self.verbose:
+                    self._line(Text(visible(f"[{event.server} {event.level}] {event.text}"), style="dim"))
             case (
                 ev.HookCalled()
                 | ev.HookObjected()
