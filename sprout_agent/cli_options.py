@@ -62,3 +62,10 @@ ModelOption = Annotated[
     str | None, typer.Option(metavar="NAME", help="Model name (default: $ANTHROPIC_MODEL or built in).")
 ]
 MaxTurnsOption = Annotated[int | None, typer.Option(min=1, metavar="N", help="Most model requests per prompt.")]
+ThinkingOption = Annotated[
+    str | None,
+    typer.Option(metavar="MODE", help="Extended thinking: adaptive, on (a budget) or off (default: the model's)."),
+]
+EffortOption = Annotated[
+    str | None, typer.Option(metavar="LEVEL", help="Effort: low, medium, high, xhigh or max (as the model lists).")
+]

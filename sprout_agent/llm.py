@@ -13,7 +13,7 @@ from sprout_agent.api_errors import Failure, explain
 from sprout_agent.errors import ApiError, PromptTooLongError
 from sprout_agent.events import ApiRetry, Event, Notice, ThinkingDelta
 from sprout_agent.messages import Block, Image, Message, RedactedThinking, Text, Thinking, ToolResult, ToolUse
-from sprout_agent.model_facts import ModelFacts, Unreachable, effort_param, fallback, thinking_param
+from sprout_agent.model_facts import ModelFacts, Unreachable, adjusted, effort_param, fallback, thinking_param
 from sprout_agent.protocols import ModelReply, ModelRequest, ToolSpec
 from sprout_agent.reply_stream import ReplyBuilder, StreamCut
 
@@ -82,6 +82,14 @@ class AnthropicModel:
         self._model = model
         if self.facts.model != model:
             self.facts = fallback(model)
+
+    def switch(self, model: str, facts: ModelFacts) -> list[str]:
+        """`/model NAME` with the new model's facts: settings it does not support are dropped, one line each."""
+        self._model = model
+        self.facts = facts
+        self.thinking, self.effort, notes = adjusted(self.thinking, self.effort, facts)
+        self._warned.clear()
+        return notes
 
     def thinking_config(self, max_tokens: int) -> dict[str, Any] | None:
         return thinking_param(self.thinking, self.facts, max_tokens, self._thinking_budget)

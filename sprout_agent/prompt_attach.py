@@ -15,7 +15,18 @@ from pathlib import Path
 FILE_MAX_BYTES = 256 * 1024
 MAX_FILES = 10  # mentions attached per prompt; the rest get a note
 LISTING_MAX = 200  # Tab candidates per directory read
-SLASH_COMMANDS = ("/help", "/tools", "/servers", "/clear", "/compact", "/context", "/cost", "/model", "/exit")
+SLASH_COMMANDS = (
+    "/help",
+    "/tools",
+    "/servers",
+    "/clear",
+    "/compact",
+    "/context",
+    "/cost",
+    "/model",
+    "/effort",
+    "/exit",
+)
 
 # `@` at the start or after whitespace; the path runs to the next whitespace.
 _MENTION = re.compile(r"(?:(?<=\s)|^)@(\S+)")

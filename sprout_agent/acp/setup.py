@@ -36,6 +36,8 @@ def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: st
         sandbox=o.sandbox,
         sandbox_network=o.sandbox_network,
         sandbox_allow_write=o.sandbox_allow_write,
+        thinking=o.thinking,
+        effort=o.effort,
     )
     try:
         prepared = prepare(options, o.locations, os.environ)
