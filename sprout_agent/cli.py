@@ -20,6 +20,7 @@ from sprout_agent.cli_options import (
     OutputFormat,
     PermissionMode,
     ThinkingOption,
+    WebOption,
 )
 from sprout_agent.cli_options import (
     MaxTurnsOption as _MaxTurnsOption,
@@ -142,6 +143,7 @@ def main_command(
     sandbox_allow_write: _SandboxAllowWriteOption = None,
     thinking: ThinkingOption = None,
     effort: EffortOption = None,
+    web: WebOption = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -191,6 +193,7 @@ def main_command(
         trust_project=trust_project,
         thinking=thinking,
         effort=effort,
+        web=web,
         sandbox=sandbox.value if sandbox is not None else None,
         sandbox_network=sandbox_network.value if sandbox_network is not None else None,
         sandbox_allow_write=tuple(sandbox_allow_write or ()),
@@ -338,6 +341,7 @@ def acp_command(
     sandbox_allow_write: _SandboxAllowWriteOption = None,
     thinking: ThinkingOption = None,
     effort: EffortOption = None,
+    web: WebOption = None,
 ) -> None:
     """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, any ACP client)."""
     from sprout_agent.acp.options import AcpOptions
@@ -363,6 +367,7 @@ def acp_command(
         sandbox_allow_write=tuple(path.resolve() for path in sandbox_allow_write or ()),
         thinking=thinking,
         effort=effort,
+        web=web,
         locations=Locations.for_user(),
     )
     exit_now(serve(options))

@@ -69,3 +69,11 @@ ThinkingOption = Annotated[
 EffortOption = Annotated[
     str | None, typer.Option(metavar="LEVEL", help="Effort: low, medium, high, xhigh or max (as the model lists).")
 ]
+WebOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--web/--no-web",
+        help="Offer the API's web search and fetch to the model, where it supports them ($10 per 1000 searches; "
+        "default off; env SPROUT_AGENT_WEB).",
+    ),
+]

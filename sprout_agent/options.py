@@ -47,6 +47,7 @@ class Options:
     sandbox_allow_write: tuple[Path, ...] = ()  # --sandbox-allow-write PATH (repeatable)
     thinking: str | None = None  # --thinking adaptive | on | off; None = SPROUT_AGENT_THINKING or the model's
     effort: str | None = None  # --effort LEVEL; None = SPROUT_AGENT_EFFORT or the API's default
+    web: bool | None = None  # --web / --no-web; None = SPROUT_AGENT_WEB (off by default)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,10 @@ class Prepared:
     @property
     def effort(self) -> str | None:
         return st.choice(self.options.effort, st.EFFORT_LEVELS, "--effort") or self.settings.effort
+
+    @property
+    def web(self) -> bool:
+        return self.settings.web if self.options.web is None else self.options.web
 
     def held_back_notices(self) -> tuple[str, ...]:
         """One line per project server this run does not start, for a face with nobody to ask."""

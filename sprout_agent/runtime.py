@@ -120,6 +120,7 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
         thinking=prepared.thinking,
         effort=prepared.effort,
         thinking_budget=prepared.settings.thinking_budget,
+        web=prepared.web,
     )
     return model, facts
 

@@ -48,6 +48,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tests.api_rules import request_problems
+from tests.api_rules_web import encrypted
 from tests.fake_anthropic_wire import PromptCache, estimate_input, message_events, sse
 
 Json = dict[str, Any]
@@ -116,6 +117,30 @@ def redacted(secret: str = "hidden") -> Json:
     return {"type": "redacted_thinking", "secret": secret}
 
 
+def web_search(query: str, *results: tuple[str, str], id: str = "srvtoolu_fake_1") -> tuple[Json, Json]:
+    """A search the API ran and its results ((title, url) each, sealed like the real encrypted content)."""
+    found = [
+        {"type": "web_search_result", "title": title, "url": url, "encrypted_content": encrypted(url), "page_age": None}
+        for title, url in results
+    ]
+    use = {"type": "server_tool_use", "id": id, "name": "web_search", "input": {"query": query}}
+    return use, {"type": "web_search_tool_result", "tool_use_id": id, "content": found}
+
+
+def web_fetch(
+    url: str, text: str = "page text", *, id: str = "srvtoolu_fake_2", error: str | None = None
+) -> tuple[Json, Json]:
+    """A fetch the API ran: the page as a document, or an error (`error`: its code, e.g. url_not_accessible)."""
+    use = {"type": "server_tool_use", "id": id, "name": "web_fetch", "input": {"url": url}}
+    document = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": text}}
+    content: Json = (
+        {"type": "web_fetch_tool_error", "error_code": error}
+        if error
+        else {"type": "web_fetch_result", "url": url, "content": document, "retrieved_at": "2026-01-01T00:00:00Z"}
+    )
+    return use, {"type": "web_fetch_tool_result", "tool_use_id": id, "content": content}
+
+
 def model_info(
     id: str,
     *,
@@ -123,6 +148,7 @@ def model_info(
     effort: Sequence[str] = ("low", "medium", "high", "max"),
     max_input_tokens: int = 1_000_000,
     max_tokens: int = 64_000,
+    web_search: bool = True,
 ) -> Json:
     """A `GET /v1/models/{id}` answer, shaped like the SDK's ModelInfo (every capability key present)."""
     no = {"supported": False}
@@ -130,7 +156,8 @@ def model_info(
     levels: Json = {e: {"supported": e in effort} for e in ("low", "medium", "high", "xhigh", "max")}
     capabilities = {
         "batch": no, "citations": no, "code_execution": no, "image_input": {"supported": True}, "pdf_input": no,
-        "structured_outputs": no, "server_tools": {"supported": False},
+        "structured_outputs": no,
+        "server_tools": {"supported": web_search, "web_search": {"supported": web_search}, "code_execution": no},
         "context_management": {"supported": False},
         "thinking": {"supported": bool(set(thinking) - {"disabled"}), "types": types},
         "effort": {"supported": bool(effort), **levels},

@@ -22,4 +22,5 @@ class AcpOptions:
     sandbox_allow_write: tuple[Path, ...] = ()
     thinking: str | None = None  # as the main command's --thinking/--effort; checked when a session prepares
     effort: str | None = None
+    web: bool | None = None
     locations: Locations = field(default_factory=Locations.nowhere)  # sessions None: not recorded, not loadable

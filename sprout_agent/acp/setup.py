@@ -38,6 +38,7 @@ def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: st
         sandbox_allow_write=o.sandbox_allow_write,
         thinking=o.thinking,
         effort=o.effort,
+        web=o.web,
     )
     try:
         prepared = prepare(options, o.locations, os.environ)
