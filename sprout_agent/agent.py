@@ -124,6 +124,8 @@ class Agent:
                 after_objection = False
                 await self._run_tools(uses)
                 continue
+            if reply.stop_reason == "pause_turn" and not uses:  # the API paused its own long search: send it back
+                continue
             if uses:  # cut off mid-call: the input may be incomplete, so nothing is run
                 self._answer_unrun(uses, f"not run: the reply stopped with {reply.stop_reason}")
             if reply.stop_reason == "end_turn" and not after_objection:

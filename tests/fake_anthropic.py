@@ -134,7 +134,7 @@ def web_fetch(
     use = {"type": "server_tool_use", "id": id, "name": "web_fetch", "input": {"url": url}}
     document = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": text}}
     content: Json = (
-        {"type": "web_fetch_tool_error", "error_code": error}
+        {"type": "web_fetch_tool_result_error", "error_code": error}
         if error
         else {"type": "web_fetch_result", "url": url, "content": document, "retrieved_at": "2026-01-01T00:00:00Z"}
     )
