@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,7 +99,7 @@ def test_the_fake_refuses_a_search_without_its_result_an_altered_result_and_an_u
     use, result = web_search("q", ("T", "https://t.test/"))
     tools = [{"type": "web_search_20250305", "name": "web_search"}]
 
-    def body(*blocks: dict[str, object], with_tools: bool = True) -> dict[str, object]:
+    def body(*blocks: dict[str, Any], with_tools: bool = True) -> dict[str, Any]:
         messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": list(blocks)}]
         return {"model": "m", "max_tokens": 10, "messages": [*messages, {"role": "user", "content": "more"}]} | (
             {"tools": tools} if with_tools else {}
