@@ -98,16 +98,17 @@ class Agent:
         self._current_prompt: str | None = None
         self._measured: tuple[int, int] | None = None  # (tokens the API reported, history length then)
 
-    async def run_turn(self, prompt: str) -> TurnResult:
-        """Runs one user turn to its end; `TurnFinished` reports it (a cancelled turn reports nothing)."""
+    async def run_turn(self, prompt: str, attachments: Sequence[Image] = ()) -> TurnResult:
+        """Runs one user turn to its end; `TurnFinished` reports it (a cancelled turn reports nothing).
+        `attachments`: images and PDFs the user attached, checked already (images.attachment)."""
         before = self.ledger.usage
-        result = await self._run(prompt)
+        result = await self._run(prompt, tuple(attachments))
         self.emit(TurnFinished(result.stop_reason, result.text, result.turns, self.ledger.usage - before))
         return result
 
-    async def _run(self, prompt: str) -> TurnResult:
+    async def _run(self, prompt: str, attachments: tuple[Image, ...]) -> TurnResult:
         self._current_prompt = prompt
-        self._append(user_text(prompt))
+        self._append(Message("user", (Text(prompt), *attachments)) if attachments else user_text(prompt))
         after_objection = False
         turns = 0
         while True:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sprout_agent import server_tools
+from sprout_agent.images import PDF
 from sprout_agent.messages import (
     Block,
     Image,
@@ -136,6 +137,8 @@ def _is_empty_text(block: Block) -> bool:
 def _to_api_block(block: Block) -> dict[str, Any]:
     if isinstance(block, Text):
         return {"type": "text", "text": block.text}
+    if isinstance(block, Image) and block.media_type == PDF:
+        return {"type": "document", "source": {"type": "base64", "media_type": PDF, "data": block.data}}
     if isinstance(block, Image):
         return {
             "type": "image",

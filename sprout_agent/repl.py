@@ -167,7 +167,7 @@ class Repl:
         attached = attach_mentions(text, self.prepared.options.cwd)
         for note in attached.notes:
             self.renderer.say(note, "yellow")
-        await self.agent.run_turn(attached.text)  # the renderer reports how it ended
+        await self.agent.run_turn(attached.text, attached.images)  # the renderer reports how it ended
 
 
 def _facts_line(model: object) -> str:

@@ -73,7 +73,7 @@ def decode_block(data: dict[str, Any]) -> Block:
     if kind == "text":
         return Text(str(data["text"]))
     if kind == "image":  # checked again: a transcript from before the check may hold one the API refuses
-        return checked(Image(str(data["media_type"]), str(data["data"])))
+        return checked(Image(str(data["media_type"]), str(data["data"])), documents=True)
     if kind == "tool_use":
         return ToolUse(str(data["id"]), str(data["name"]), dict(data["input"]))
     if kind == "thinking":

@@ -182,6 +182,8 @@ def _block_problems(block: Json, where: str, role: str, tools_defined: bool, see
         return [] if str(block.get("text", "")).strip() else [f"{where}: text blocks must contain non-whitespace text"]
     if kind == "image":
         return _image_problems(block, where)
+    if kind == "document":
+        return _document_problems(block, where, role)
     if kind == "tool_use":
         problems = [] if role == "assistant" else [f"{where}: tool_use blocks may only appear in assistant turns"]
         if not tools_defined:
@@ -234,6 +236,22 @@ def _image_problems(block: Json, where: str) -> list[str]:
     if magic and not any(raw.startswith(prefix) for prefix in magic):
         problems.append(f"{where}.source: image does not match the provided media type {source.get('media_type')}")
     return problems
+
+
+def _document_problems(block: Json, where: str, role: str) -> list[str]:
+    """A base64 PDF in a user turn: the bytes must be a PDF, within the 32 MB request limit."""
+    source = block.get("source")
+    problems = [] if role == "user" else [f"{where}: document blocks may only appear in user turns"]
+    if not isinstance(source, dict) or source.get("type") != "base64" or source.get("media_type") != "application/pdf":
+        return [*problems, f"{where}.source: a base64 source with media_type application/pdf is required"]
+    data = str(source.get("data", ""))
+    if len(data) > 32 * 1024 * 1024:
+        return [*problems, f"{where}: request_too_large: the PDF is over 32 MB"]
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError:
+        return [*problems, f"{where}.source.data: the PDF data is not valid base64"]
+    return problems if raw.startswith(b"%PDF-") else [*problems, f"{where}.source: the PDF specified was not valid"]
 
 
 def _result_content_problems(content: object, where: str) -> list[str]:
