@@ -13,6 +13,7 @@ from sprout_agent.api_errors import Failure, explain
 from sprout_agent.api_messages import EPHEMERAL, to_api_messages, to_api_tools
 from sprout_agent.errors import ApiError, PromptTooLongError
 from sprout_agent.events import ApiRetry, Event, Notice, ThinkingDelta
+from sprout_agent.messages import Message, Text
 from sprout_agent.model_facts import ModelFacts, Unreachable, adjusted, effort_param, fallback, thinking_param
 from sprout_agent.protocols import ModelReply, ModelRequest
 from sprout_agent.reply_stream import ReplyBuilder, StreamCut
@@ -25,6 +26,7 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 # Claude 4 models think between tool calls with a budget only behind this beta (adaptive does it by itself).
 INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
+COUNT_TIMEOUT = 10.0  # /context waits at most this long for exact counts, then shows the estimate
 MODELS_API_TIMEOUT = 3.0  # a cold start waits at most this long for the model's facts (overlapped with servers)
 
 
@@ -142,6 +144,30 @@ class AnthropicModel:
         if request.tools or web:  # the server tools first: the breakpoint stays on the last MCP tool
             params["tools"] = (server_tools.definitions() if web else []) + to_api_tools(request.tools)
         return params
+
+    async def count_tokens(self, request: ModelRequest) -> tuple[int, int, int] | None:
+        """(system, tools, messages) tokens as the API counts them, or None when it cannot (offline, a proxy
+        without the endpoint): three counts at once, since the endpoint answers only a total."""
+        history = list(request.messages) or [Message("user", (Text("."),))]  # the endpoint wants a message
+        full = ModelRequest(request.system, history, request.tools, web=request.web)
+        parts = (full, ModelRequest("", history, request.tools, web=request.web), ModelRequest("", history, web=False))
+        counts: list[int] = [0, 0, 0]
+
+        async def count(index: int, part: ModelRequest) -> None:
+            params = self._params(part)
+            for key in ("max_tokens", "extra_headers"):
+                params.pop(key, None)
+            counts[index] = (await self._client.messages.count_tokens(**params)).input_tokens
+
+        try:
+            with anyio.fail_after(COUNT_TIMEOUT):
+                async with anyio.create_task_group() as group:
+                    for index, part in enumerate(parts):
+                        group.start_soon(count, index, part)
+        except (self._anthropic.APIError, TimeoutError, ExceptionGroup):
+            return None
+        total, without_system, messages = counts
+        return total - without_system, without_system - messages, messages if request.messages else 0
 
     def _web(self) -> bool:
         """--web, unless the model's capabilities say it has no web search (a line says so, once)."""

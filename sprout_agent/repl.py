@@ -21,7 +21,7 @@ from sprout_agent.protocols import ToolSpec
 from sprout_agent.runtime import Runtime, facts_for, open_runtime
 from sprout_agent.settings import model_id
 from sprout_agent.signals import SignalWatch
-from sprout_agent.status import context_line
+from sprout_agent.status import context_line, counted_context_line
 from sprout_agent.ui.input import PromptReader, TurnKeys
 from sprout_agent.ui.render import TerminalRenderer
 from sprout_agent.untrusted import printable
@@ -80,7 +80,7 @@ class Repl:
         if name == "/cost":
             self.renderer.say(agent.ledger.summary())
         elif name == "/context":
-            self.renderer.say(context_line(agent))
+            self.renderer.say(await counted_context_line(agent))
         else:
             await agent.compact("manual", focus=argument or None)
             self.renderer.say(context_line(agent), "dim")

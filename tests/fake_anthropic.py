@@ -9,7 +9,8 @@ message, alternating roles, no empty text, valid tool names, image types...) wit
 ``fake.refused``. A scripted HttpError is answered before the body is checked (an overloaded API sheds
 load before it reads the request), so fault steps work with any body.
 A step is a Reply (``reply``, ``cut``, ``stream_error``), an HttpError (``error``), a Hang (``hang``),
-or a callable ``body -> step``. POST /v1/messages/count_tokens answers ``len(raw body) // 4``.
+or a callable ``body -> step``. POST /v1/messages/count_tokens answers ``len(raw body) // 4`` (a body the
+API would refuse, or one with max_tokens or stream, gets 400).
 
 Usage: fields passed to ``reply(usage=...)`` win; the rest are estimated (len(json) // 4 per token),
 and ``auto_usage=True`` bills prompt caching as documented in tests/fake_anthropic_wire.py.
@@ -266,7 +267,11 @@ class _Handler(BaseHTTPRequestHandler):
         fake: FakeAnthropic = getattr(self.server, "fake")  # noqa: B009 - set by FakeAnthropic.start
         rec = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         n = fake._record(rec)
-        if path == "/v1/messages/count_tokens":
+        if path == "/v1/messages/count_tokens":  # as strict as /v1/messages, and it takes no max_tokens or stream
+            extra = [f"{key}: Extra inputs are not permitted" for key in ("max_tokens", "stream") if key in body]
+            problems = extra + request_problems(body | {"max_tokens": 1} if isinstance(body, dict) else body)
+            if problems:
+                return self._json(400, _err_body("invalid_request_error", "; ".join(problems)), {})
             return self._json(200, {"input_tokens": len(raw) // 4}, {})
         if path != "/v1/messages" or not isinstance(body, dict):
             return self._json(404, _err_body("not_found_error", f"fake: no route {path}"), {})

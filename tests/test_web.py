@@ -157,3 +157,38 @@ async def test_a_paused_turn_is_sent_back_as_it_is_so_the_api_finishes_its_searc
     assert (outcome.stop_reason, outcome.text, outcome.turns) == ("end_turn", "Found it.", 2)
     resent = loop.model.bodies[1]["messages"]
     assert resent[-1]["role"] == "assistant" and resent[-1]["content"][1]["type"] == "web_search_tool_result"
+
+
+# --- /context: the API's counts ---------------------------------------------------------------------------
+async def test_context_counts_come_from_count_tokens_split_into_system_tools_and_messages() -> None:
+    with FakeAnthropic() as fake:
+        model = client(fake, [], web=False)
+        counts = await model.count_tokens(ModelRequest("a system prompt", [user_text("hello there")], (ECHO,)))
+        await model.aclose()
+    assert fake.refused == [] and len(fake.requests) == 3
+    assert all("max_tokens" not in r.body and r.path == "/v1/messages/count_tokens" for r in fake.requests)
+    assert counts is not None and all(n > 0 for n in counts)
+    bodies = sorted((len(json.dumps(r.body)) for r in fake.requests), reverse=True)
+    assert bodies[0] > bodies[1] > bodies[2]  # with system, without it, without the tools too
+
+
+async def test_context_counts_are_none_when_the_endpoint_is_missing_so_the_estimate_is_shown() -> None:
+    with FakeAnthropic() as fake:
+        model = client(fake, [], web=False)
+        model._client = model._client.with_options(base_url=fake.base_url + "/nowhere")  # pyright: ignore[reportPrivateUsage]
+        assert await model.count_tokens(ModelRequest("s", [user_text("hi")])) is None
+        await model.aclose()
+
+
+async def test_the_context_line_shows_the_counted_parts_and_the_estimate_without_a_counter() -> None:
+    from sprout_agent.status import counted_context_line
+
+    loop = build_loop([])
+    assert (await counted_context_line(loop.agent)).startswith("context: ~")
+
+    async def counts(_request: ModelRequest) -> tuple[int, int, int]:
+        return 120, 300, 45
+
+    loop.model.count_tokens = counts  # type: ignore[attr-defined]  # a double that can count, as the client can
+    line = await counted_context_line(loop.agent)
+    assert line.startswith("context: 465 tokens of 200000") and "(system 120, tools 300, messages 45)" in line
