@@ -253,6 +253,7 @@ class _Handler(BaseHTTPRequestHandler):
             fake.model_lookups.append(path)
         model = path.removeprefix("/v1/models/") if path.startswith("/v1/models/") else None
         info = fake.models.get(model) if model is not None else None
+        fake.stopping.wait(fake.lookup_delay)
         if info is None:
             return self._json(404, _err_body("not_found_error", f"model: {model}"), {})
         return self._json(200, info, {})
@@ -331,6 +332,7 @@ class FakeAnthropic:
         record: str | Path | None = None,
         port: int = 0,
         models: Sequence[Json] = (),
+        lookup_delay: float = 0.0,
     ) -> None:
         self._script, self._lock, self._requests = list(script or []), threading.Lock(), list[Recorded]()
         self._cache = PromptCache() if auto_usage else None
@@ -338,6 +340,7 @@ class FakeAnthropic:
         self._server: _Server | None = None
         self.refused: list[list[str]] = []  # the problems of each request answered 400 as invalid
         self.models: dict[str, Json] = {info["id"]: info for info in models}  # served at GET /v1/models/{id}
+        self.lookup_delay = lookup_delay  # seconds before a model lookup is answered (a real API's round trip)
         self.model_lookups: list[str] = []  # the path of every GET, in order
 
     def start(self) -> FakeAnthropic:
