@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.fake_anthropic import FakeAnthropic, Recorded, Step, reply, tool_use  # noqa: E402
+from tests.fake_anthropic import FakeAnthropic, Recorded, Step, model_info, reply, tool_use  # noqa: E402
 from tests.fake_anthropic_wire import PromptCache  # noqa: E402
 from tests.harness import FAKE_MCP, agent_command, agent_env, fake_server, pid_alive, write_config  # noqa: E402
 
@@ -151,6 +151,27 @@ def agent_once(servers: dict[str, Any] | None, env_extra: dict[str, str], unset:
         run = check(spawn(agent_command([*config, "-p", "go"]), env, home, fake), 1)
         run.extra["tools"] = [t["name"] for t in run.requests[0].body.get("tools", [])]
         return run
+
+
+def facts_once(warm: bool, delay: float) -> Run:
+    """One -p run with one py server: the model's facts cold (the Models API asked, answering after `delay`)
+    or warm (cached by an earlier run in the same home)."""
+    model = "claude-bench-test"
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        FakeAnthropic([reply("done"), reply("done")], models=[model_info(model)], lookup_delay=delay) as fake,
+    ):
+        home = Path(tmp)
+        env = agent_env(home, fake, {"ANTHROPIC_MODEL": model})
+        argv = agent_command(["--config", str(write_config(home, {"fake": fake_server()})), "-p", "go"])
+        before = 0
+        if warm:
+            before = len(check(spawn(argv, env, home, fake), 1).requests)  # fills the cache; not counted
+        lookups = len(fake.model_lookups)
+        run = spawn(argv, env, home, fake)
+        run.requests = run.requests[before:]
+        run.extra["lookups"] = len(fake.model_lookups) - lookups
+        return check(run, 1)
 
 
 def repl_once() -> tuple[float, float]:
@@ -412,6 +433,7 @@ class Bench:
             self.imports,
             self.minimal,
             self.ours,
+            self.facts,
             self.builtins,
             self.flags,
             self.repl,
@@ -472,6 +494,22 @@ class Bench:
         self.add("peak RSS, whole run (wait4 maxrss)", [r.maxrss_mb for r in sprout], "MB")
         share = [r.extra["cache_share"] for r in sprout]
         self.add("cache-read share, requests 2..21", share, "%", "≥ 85 %", min(share) >= 0.85)
+
+    def facts(self) -> None:
+        """13. start-up with the model's facts cached (warm) and fetched (cold, the API answering in 0.3 s)"""
+        pairs = [(facts_once(True, 0.3), facts_once(False, 0.3), facts_once(False, 0.0)) for _ in range(self.runs)]
+        warm, cold, instant = ([r[i].first() for r in pairs] for i in range(3))
+        ok = all(r[0].extra["lookups"] == 0 and r[1].extra["lookups"] == 1 for r in pairs)
+        self.add("start → 1st request, facts cached (warm)", warm, "s", "no lookup", ok)
+        self.add("start → 1st request, facts fetched, 0 s API", instant, "s")
+        self.add("start → 1st request, facts fetched, 0.3 s API", cold, "s")
+        self.add(
+            "  … cold 0.3 s minus warm (0.3 if not overlapped)",
+            med(cold) - med(warm),
+            "s",
+            "< 0.3 s",
+            med(cold) - med(warm) < 0.3,
+        )
 
     def builtins(self) -> None:
         """4. built-in servers (dev, todo) on vs off, no other server"""
@@ -626,7 +664,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    groups = "imports minimal ours builtins flags repl hooks toolhooks compaction servers acp sandbox render"
+    groups = "imports minimal ours facts builtins flags repl hooks toolhooks compaction servers acp sandbox render"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     args = parser.parse_args()
     load = os.getloadavg()[0]

@@ -100,10 +100,11 @@ class Agent:
         self._ended = True  # no session started yet, so none to end
         self._measured: tuple[int, int] | None = None  # (tokens the API reported, history length then)
 
-    async def run_turn(self, prompt: str) -> TurnResult:
-        """Runs one user turn to its end; `TurnFinished` reports it (a cancelled turn reports nothing)."""
+    async def run_turn(self, prompt: str, attachments: Sequence[Image] = ()) -> TurnResult:
+        """Runs one user turn to its end; `TurnFinished` reports it (a cancelled turn reports nothing).
+        `attachments`: images and PDFs the user attached, checked already (images.attachment)."""
         before = self.ledger.usage
-        result = await self._run(prompt)
+        result = await self._run(prompt, tuple(attachments))
         self.emit(TurnFinished(result.stop_reason, result.text, result.turns, self.ledger.usage - before))
         return result
 
@@ -127,9 +128,9 @@ class Agent:
         self.clear()
         await self.start_session("clear")
 
-    async def _run(self, prompt: str) -> TurnResult:
+    async def _run(self, prompt: str, attachments: tuple[Image, ...]) -> TurnResult:
         self._current_prompt = prompt
-        self._append(user_text(prompt))
+        self._append(Message("user", (Text(prompt), *attachments)) if attachments else user_text(prompt))
         # After the prompt, never before it: earlier requests' bytes (the cached prefix) stay as they were.
         pending, self._pending = self._pending, []
         started = self.hooks.enter_session_start(pending)
@@ -149,6 +150,8 @@ class Agent:
             if uses and reply.stop_reason == "tool_use":
                 after_objection = False
                 await self._run_tools(uses)
+                continue
+            if reply.stop_reason == "pause_turn" and not uses:  # the API paused its own long search: send it back
                 continue
             if uses:  # cut off mid-call: the input may be incomplete, so nothing is run
                 self._answer_unrun(uses, f"not run: the reply stopped with {reply.stop_reason}")

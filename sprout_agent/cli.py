@@ -14,9 +14,12 @@ from sprout_agent.cli_options import (
     ConfigOption as _ConfigOption,
 )
 from sprout_agent.cli_options import (
+    EffortOption,
     InputFormat,
     OutputFormat,
     PermissionMode,
+    ThinkingOption,
+    WebOption,
 )
 from sprout_agent.cli_options import (
     MaxTurnsOption as _MaxTurnsOption,
@@ -37,7 +40,7 @@ from sprout_agent.cli_servers import hooks_app, mcp_app
 from sprout_agent.errors import UsageError
 from sprout_agent.exits import exit_now, fail, fail_as
 from sprout_agent.locations import Locations
-from sprout_agent.settings import model_id
+from sprout_agent.settings import EFFORT_LEVELS, THINKING_SETTINGS, choice, model_id
 
 _POSITIONAL = "sprout_agent.prompt"
 
@@ -138,13 +141,9 @@ def main_command(
     sandbox: _SandboxOption = None,
     sandbox_network: _SandboxNetworkOption = None,
     sandbox_allow_write: _SandboxAllowWriteOption = None,
-    thinking: Annotated[
-        str | None,
-        typer.Option(metavar="MODE", help="Extended thinking: adaptive, on (a budget) or off (default: the model's)."),
-    ] = None,
-    effort: Annotated[
-        str | None, typer.Option(metavar="LEVEL", help="Effort: low, medium, high, xhigh or max (as the model lists).")
-    ] = None,
+    thinking: ThinkingOption = None,
+    effort: EffortOption = None,
+    web: WebOption = None,
     elicitation: Annotated[
         str | None,
         typer.Option(metavar="POLICY", help="A server's question with nobody to ask: decline or accept-defaults."),
@@ -203,6 +202,7 @@ def main_command(
         effort=effort,
         elicitation=elicitation,
         allow_sampling=allow_sampling,
+        web=web,
         sandbox=sandbox.value if sandbox is not None else None,
         sandbox_network=sandbox_network.value if sandbox_network is not None else None,
         sandbox_allow_write=tuple(sandbox_allow_write or ()),
@@ -247,16 +247,21 @@ def acp_command(
     sandbox: _SandboxOption = None,
     sandbox_network: _SandboxNetworkOption = None,
     sandbox_allow_write: _SandboxAllowWriteOption = None,
+    thinking: ThinkingOption = None,
+    effort: EffortOption = None,
+    web: WebOption = None,
 ) -> None:
     """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, any ACP client)."""
     from sprout_agent.acp.options import AcpOptions
     from sprout_agent.acp.server import serve
 
-    if model is not None:
-        try:
+    try:
+        if model is not None:
             model_id(model, "--model")
-        except UsageError as error:
-            fail(str(error), error.exit_code)
+        choice(thinking, THINKING_SETTINGS, "--thinking")  # misspelt: exit 2 now, not at each session/new
+        choice(effort, EFFORT_LEVELS, "--effort")
+    except UsageError as error:
+        fail(str(error), error.exit_code)
     options = AcpOptions(
         config_files=tuple(path.resolve() for path in config or ()),
         model=model,
@@ -268,6 +273,9 @@ def acp_command(
         sandbox=sandbox.value if sandbox is not None else None,
         sandbox_network=sandbox_network.value if sandbox_network is not None else None,
         sandbox_allow_write=tuple(path.resolve() for path in sandbox_allow_write or ()),
+        thinking=thinking,
+        effort=effort,
+        web=web,
         locations=Locations.for_user(),
     )
     exit_now(serve(options))

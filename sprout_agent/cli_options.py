@@ -62,3 +62,18 @@ ModelOption = Annotated[
     str | None, typer.Option(metavar="NAME", help="Model name (default: $ANTHROPIC_MODEL or built in).")
 ]
 MaxTurnsOption = Annotated[int | None, typer.Option(min=1, metavar="N", help="Most model requests per prompt.")]
+ThinkingOption = Annotated[
+    str | None,
+    typer.Option(metavar="MODE", help="Extended thinking: adaptive, on (a budget) or off (default: the model's)."),
+]
+EffortOption = Annotated[
+    str | None, typer.Option(metavar="LEVEL", help="Effort: low, medium, high, xhigh or max (as the model lists).")
+]
+WebOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--web/--no-web",
+        help="Offer the API's web search and fetch to the model, where it supports them ($10 per 1000 searches; "
+        "default off; env SPROUT_AGENT_WEB).",
+    ),
+]

@@ -13,7 +13,18 @@ from dataclasses import dataclass
 
 from sprout_agent.errors import SproutError, UsageError
 from sprout_agent.events import CompactionFinished, CompactionStarted, Event, Notice
-from sprout_agent.messages import Image, Message, RedactedThinking, Text, Thinking, ToolResult, ToolUse, Usage
+from sprout_agent.messages import (
+    Image,
+    Message,
+    RedactedThinking,
+    ServerToolResult,
+    ServerToolUse,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    Usage,
+)
 from sprout_agent.protocols import Model, ModelRequest
 
 # Context windows by model-name prefix, longest prefix first; SPROUT_AGENT_MAX_CONTEXT_TOKENS overrides.
@@ -83,6 +94,8 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
                 chars += len(block.thinking) + len(block.signature)
             elif isinstance(block, RedactedThinking):
                 chars += len(block.data)
+            elif isinstance(block, ServerToolUse | ServerToolResult):
+                chars += len(block.raw) if isinstance(block, ServerToolResult) else len(json.dumps(block.input)) + 40
             else:
                 chars += len(block.text)
     return chars // CHARS_PER_TOKEN + images * IMAGE_TOKENS
@@ -114,6 +127,10 @@ def _render(message: Message) -> str:
             parts.append(f"[tool call {block.name} {json.dumps(block.input, ensure_ascii=False)}]")
         elif isinstance(block, Thinking | RedactedThinking):
             continue  # the summary is of what was said and done; reasoning is the model's own scratch space
+        elif isinstance(block, ServerToolUse):
+            parts.append(f"[{block.name} {json.dumps(block.input, ensure_ascii=False)}]")
+        elif isinstance(block, ServerToolResult):
+            parts.append(f"[{block.kind}]")  # search results are encrypted; the reply that used them says what mattered
         else:
             body = "\n".join(p.text if isinstance(p, Text) else "[image]" for p in block.content)
             if len(body) > TRANSCRIPT_RESULT_MAX_CHARS:
@@ -133,7 +150,7 @@ def summary_request(history: Sequence[Message], window: int, focus: str | None) 
     transcript, omitted = render_transcript(history, max(1_000, budget))
     note = f"[{omitted} earlier messages did not fit and are left out; say so in the summary]\n\n" if omitted else ""
     text = f"{note}<conversation>\n{transcript}\n</conversation>\n\n{instructions}"
-    return ModelRequest(SUMMARY_SYSTEM, (Message("user", (Text(text),)),), (), SUMMARY_MAX_TOKENS)
+    return ModelRequest(SUMMARY_SYSTEM, (Message("user", (Text(text),)),), (), SUMMARY_MAX_TOKENS, web=False)
 
 
 def handoff_history(summary: str, prompts: Sequence[str], current: str | None) -> list[Message]:

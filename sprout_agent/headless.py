@@ -24,11 +24,11 @@ from sprout_agent.errors import (
     sprout_error_in,
 )
 from sprout_agent.events import Event, Notice
-from sprout_agent.messages import Usage
+from sprout_agent.messages import Image, Usage
 from sprout_agent.options import Prepared
 from sprout_agent.runtime import Runtime, new_session_id, open_runtime
 from sprout_agent.signals import SignalWatch
-from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo, parse_user_line
+from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo, parse_user_message
 from sprout_agent.ui.render import TerminalRenderer
 from sprout_agent.untrusted import printable
 
@@ -105,8 +105,8 @@ class Headless:
 
     async def _turns(self, runtime: Runtime) -> None:
         self._init(runtime)
-        async for prompt in self._prompts():
-            result = await runtime.agent.run_turn(prompt)
+        async for prompt, attachments in self._prompts():
+            result = await runtime.agent.run_turn(prompt, attachments)
             self.ran_a_turn = True
             self.turns += result.turns
             self.text, self.stop_reason = result.text, result.stop_reason
@@ -114,24 +114,24 @@ class Headless:
             if self.code != EXIT_OK:
                 break  # the rest of a stream-json input is left unread: the session cannot go on
 
-    async def _prompts(self) -> AsyncIterator[str]:
+    async def _prompts(self) -> AsyncIterator[tuple[str, tuple[Image, ...]]]:
         options = self.prepared.options
         if options.prompt is not None:
-            yield options.prompt
+            yield options.prompt, ()
         if options.input_format != "stream-json":
             return
         number, given = 0, options.prompt is not None
-        # Bytes, decoded per line by parse_user_line: a line that is not UTF-8 is that line's error, not a crash.
+        # Bytes, decoded per line by parse_user_message: a line that is not UTF-8 is that line's error, not a crash.
         while line := await anyio.to_thread.run_sync(sys.stdin.buffer.readline, abandon_on_cancel=True):
             number += 1
             if not line.strip():
                 continue
             try:
-                text = parse_user_line(line)
+                message = parse_user_message(line)
             except ValueError as error:
                 raise UsageError(f"stdin line {number}: {error}") from None
             given = True
-            yield text
+            yield message
         if not given:
             raise UsageError("no user message on stdin (--input-format stream-json)")
 

@@ -1,4 +1,5 @@
-"""Which images the Messages API accepts: checked when a tool result comes in and when a transcript loads.
+"""Which images (and PDFs) the Messages API accepts: checked when a tool result comes in, when a transcript
+loads, and when the user attaches a file (`@picture.png`, stream-json and ACP image blocks).
 
 An image the API refuses (a type it does not take, data that is not base64, over its size limits, bytes
 that are not the declared type) would fail every later request of the session, because the history
@@ -13,18 +14,52 @@ import struct
 from sprout_agent.messages import Image, Text
 
 API_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+PDF = "application/pdf"  # kept as an `Image` block with this type; sent as a `document` block
 MAX_BASE64_BYTES = 5 * 1024 * 1024  # the API's per-image limit, measured on the base64 payload
+MAX_PDF_BASE64_BYTES = 32 * 1024 * 1024  # the API's request size limit, which the PDF must fit in
+ATTACH_MAX_BYTES = MAX_PDF_BASE64_BYTES * 3 // 4  # the most raw bytes an attached file may have
 MAX_SIDE_PX = 8000  # the API's per-image dimension limit (2000 px when a request holds more than 20 images)
 _SOF_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # JPEG start-of-frame segments
 
 
-def checked(image: Image) -> Image | Text:
-    """The image as the API will take it (base64 line breaks removed), or a note saying why it was left out."""
+def checked(image: Image, *, documents: bool = False) -> Image | Text:
+    """The image as the API will take it (base64 line breaks removed), or a note saying why it was left out.
+    `documents`: a PDF is allowed too (a user's attachment; tool results carry images only)."""
     data = "".join(image.data.split())  # servers may wrap base64 at 76 columns; the API takes it unwrapped
-    problem = _problem(image.media_type, data)
+    problem = _pdf_problem(data) if documents and image.media_type == PDF else _problem(image.media_type, data)
     if problem is not None:
         return Text(f"[image omitted: {problem}]")
     return image if data == image.data else Image(image.media_type, data)
+
+
+def sniff(raw: bytes) -> str | None:
+    """The media type the bytes say they are (never the file name's): an image type the API takes, or PDF."""
+    if raw.startswith(b"%PDF-"):
+        return PDF
+    return next((media for media in API_MEDIA_TYPES if _magic_matches(media, raw)), None)
+
+
+def attachment(raw: bytes, declared: str | None = None) -> Image | str:
+    """A user's file as a block to send, or why it cannot be (its type by content; `declared`, when the client
+    named one, must agree with the bytes, as the API refuses an image whose bytes contradict its type)."""
+    media = sniff(raw)
+    if media is None:
+        return "not a PNG, JPEG, GIF or WebP image, nor a PDF"
+    if declared is not None and declared != media:
+        return f"declared {declared or 'without a type'}, but the bytes are {media}"
+    data = binascii.b2a_base64(raw, newline=False).decode("ascii")
+    problem = _pdf_problem(data) if media == PDF else _problem(media, data)
+    return Image(media, data) if problem is None else problem
+
+
+def _pdf_problem(data: str) -> str | None:
+    if len(data) > MAX_PDF_BASE64_BYTES:
+        return f"a PDF of {len(data) / 2**20:.1f} MB base64 is over the API's 32 MB request limit"
+    try:
+        raw = binascii.a2b_base64(data, strict_mode=True)
+    except (binascii.Error, ValueError):
+        return "the PDF data is not valid base64"
+    return None if raw.startswith(b"%PDF-") else "the data is not a PDF"
 
 
 def _problem(media_type: str, data: str) -> str | None:

@@ -30,6 +30,9 @@ PRICES: tuple[tuple[str, Price], ...] = (
 )
 
 
+WEB_SEARCH_USD = 10.0 / 1000  # per search, on top of tokens (web fetch costs only the tokens it adds)
+
+
 def parse_prices(raw: str | None) -> dict[str, Price]:
     """SPROUT_AGENT_PRICES: `{"model-prefix": [input, output, cache_read, cache_write], …}` in $/MTok."""
     if not raw or not raw.strip():
@@ -70,7 +73,7 @@ class Ledger:
             + usage.output_tokens * price.output
             + usage.cache_read_tokens * price.cache_read
             + usage.cache_write_tokens * price.cache_write
-        ) / 1_000_000
+        ) / 1_000_000 + usage.web_searches * WEB_SEARCH_USD
         self.usage += usage
         self.requests += 1
         self.cost += cost
@@ -78,7 +81,8 @@ class Ledger:
 
     def summary(self) -> str:
         u = self.usage
+        web = f"; web searches {u.web_searches}, fetches {u.web_fetches}" if u.web_searches or u.web_fetches else ""
         return (
             f"{max(self.sent, self.requests)} requests; tokens in {u.input_tokens}, cache read {u.cache_read_tokens}, "
-            f"cache write {u.cache_write_tokens}, out {u.output_tokens}; cost ${self.cost:.4f}"
+            f"cache write {u.cache_write_tokens}, out {u.output_tokens}{web}; cost ${self.cost:.4f}"
         )

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from sprout_agent import server_tools
 from sprout_agent.api_errors import Failure, explain
+from sprout_agent.api_messages import EPHEMERAL, to_api_messages, to_api_tools
 from sprout_agent.errors import ApiError, PromptTooLongError
 from sprout_agent.events import ApiRetry, Event, Notice, ThinkingDelta
-from sprout_agent.messages import Block, Image, Message, RedactedThinking, Text, Thinking, ToolResult, ToolUse
-from sprout_agent.model_facts import ModelFacts, Unreachable, effort_param, fallback, thinking_param
-from sprout_agent.protocols import ModelReply, ModelRequest, ToolSpec
+from sprout_agent.messages import Message, Text
+from sprout_agent.model_facts import ModelFacts, Unreachable, adjusted, effort_param, fallback, thinking_param
+from sprout_agent.protocols import ModelReply, ModelRequest
 from sprout_agent.reply_stream import ReplyBuilder, StreamCut
 
 if TYPE_CHECKING:
@@ -23,9 +24,9 @@ if TYPE_CHECKING:
 # Statuses the API uses for "try again later"; 529 is Anthropic's overloaded.
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
-EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 # Claude 4 models think between tool calls with a budget only behind this beta (adaptive does it by itself).
 INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
+COUNT_TIMEOUT = 10.0  # /context waits at most this long for exact counts, then shows the estimate
 MODELS_API_TIMEOUT = 3.0  # a cold start waits at most this long for the model's facts (overlapped with servers)
 
 
@@ -46,6 +47,7 @@ class AnthropicModel:
         thinking: str | None = None,
         effort: str | None = None,
         thinking_budget: int = 16_000,
+        web: bool = False,
     ) -> None:
         import anthropic  # lazy: costs ~2 s, paid once, overlapped with server start-up
 
@@ -64,6 +66,7 @@ class AnthropicModel:
         self.thinking = thinking  # adaptive | on | off | None (the model's default, from its capabilities)
         self.effort = effort
         self._thinking_budget = thinking_budget
+        self.web = web  # --web: offer the API's web search and fetch where the model supports them
         self._warned: set[str] = set()
 
     @property
@@ -83,6 +86,14 @@ class AnthropicModel:
         if self.facts.model != model:
             self.facts = fallback(model)
 
+    def switch(self, model: str, facts: ModelFacts) -> list[str]:
+        """`/model NAME` with the new model's facts: settings it does not support are dropped, one line each."""
+        self._model = model
+        self.facts = facts
+        self.thinking, self.effort, notes = adjusted(self.thinking, self.effort, facts)
+        self._warned.clear()
+        return notes
+
     def thinking_config(self, max_tokens: int) -> dict[str, Any] | None:
         return thinking_param(self.thinking, self.facts, max_tokens, self._thinking_budget)
 
@@ -101,7 +112,8 @@ class AnthropicModel:
 
     async def _stream_once(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
         # our accumulation: the SDK's raises on a tool input it cannot parse
-        builder = ReplyBuilder(on_text, lambda text: self._emit(ThinkingDelta(text)))
+        lines = server_tools.CallLines(self._emit)  # web searches and fetches as tool lines, as they happen
+        builder = ReplyBuilder(on_text, lambda text: self._emit(ThinkingDelta(text)), lines.seen)
         if self._on_attempt is not None:
             self._on_attempt()
         stream = await self._client.messages.create(**self._params(request), stream=True)
@@ -115,8 +127,9 @@ class AnthropicModel:
         max_tokens = min(request.max_tokens or self._max_tokens, cap or self._max_tokens)
         thinking = self.thinking_config(max_tokens)
         thinking_on = thinking is not None and thinking["type"] in ("adaptive", "enabled")
+        web = request.web and self._web()
         messages = to_api_messages(
-            request.messages, tools_offered=bool(request.tools), model=self._model, thinking=thinking_on
+            request.messages, tools_offered=bool(request.tools), model=self._model, thinking=thinking_on, web=web
         )
         params: dict[str, Any] = {"model": self._model, "messages": messages, "max_tokens": max_tokens}
         if thinking is not None:
@@ -128,9 +141,44 @@ class AnthropicModel:
         if request.system:
             # A breakpoint on the system prompt caches tools + system: the stable prefix.
             params["system"] = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
-        if request.tools:
-            params["tools"] = to_api_tools(request.tools)
+        if request.tools or web:  # the server tools first: the breakpoint stays on the last MCP tool
+            params["tools"] = (server_tools.definitions() if web else []) + to_api_tools(request.tools)
         return params
+
+    async def count_tokens(self, request: ModelRequest) -> tuple[int, int, int] | None:
+        """(system, tools, messages) tokens as the API counts them, or None when it cannot (offline, a proxy
+        without the endpoint): three counts at once, since the endpoint answers only a total."""
+        history = list(request.messages) or [Message("user", (Text("."),))]  # the endpoint wants a message
+        full = ModelRequest(request.system, history, request.tools, web=request.web)
+        parts = (full, ModelRequest("", history, request.tools, web=request.web), ModelRequest("", history, web=False))
+        counts: list[int] = [0, 0, 0]
+
+        async def count(index: int, part: ModelRequest) -> None:
+            params = self._params(part)
+            for key in ("max_tokens", "extra_headers"):
+                params.pop(key, None)
+            counts[index] = (await self._client.messages.count_tokens(**params)).input_tokens
+
+        try:
+            with anyio.fail_after(COUNT_TIMEOUT):
+                async with anyio.create_task_group() as group:
+                    for index, part in enumerate(parts):
+                        group.start_soon(count, index, part)
+        except (self._anthropic.APIError, TimeoutError, ExceptionGroup):
+            return None
+        total, without_system, messages = counts
+        return total - without_system, without_system - messages, messages if request.messages else 0
+
+    def _web(self) -> bool:
+        """--web, unless the model's capabilities say it has no web search (a line says so, once)."""
+        if not self.web:
+            return False
+        if self.facts.web_search is False:
+            if "web" not in self._warned:
+                self._warned.add("web")
+                self._emit(Notice(f"{self._model} does not support web search: --web is off for it"))
+            return False
+        return True
 
     def _effort(self) -> str | None:
         effort = effort_param(self.effort, self.facts)
@@ -214,20 +262,6 @@ def _describe(error: Exception) -> str:
     return f"{status}: {text}" if status else text
 
 
-def to_api_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    api_tools: list[dict[str, Any]] = [
-        {
-            "name": spec.name,
-            "description": spec.description,
-            "input_schema": spec.input_schema or {"type": "object"},
-        }
-        for spec in tools
-    ]
-    if api_tools:
-        api_tools[-1]["cache_control"] = EPHEMERAL
-    return api_tools
-
-
 def retrieve_model_info(model: str, api_key: str | None, base_url: str | None) -> dict[str, Any] | None:
     """`models.retrieve` as JSON; None when the API has no entry (404, or a proxy without /v1/models)."""
     import anthropic
@@ -243,112 +277,4 @@ def retrieve_model_info(model: str, api_key: str | None, base_url: str | None) -
         client.close()
 
 
-def to_api_messages(
-    history: Sequence[Message], *, tools_offered: bool = True, model: str = "", thinking: bool = False
-) -> list[dict[str, Any]]:
-    """Serialises history for the API: merges same-role neighbours, drops empty text and empty turns.
-
-    The API rejects empty text blocks and empty turns, and a rejected history would fail every retry;
-    merging keeps hook objections (assistant tool_use after an assistant reply) a valid alternation.
-    A request without tools may not carry tool blocks (hook pairs when only hook servers are configured),
-    so there they become text. Thinking blocks go back verbatim when thinking is on and `model` wrote them;
-    otherwise they are left out, which the API allows for earlier turns (and a foreign signature fails).
-    """
-    history = [_kept_thinking(message, model, thinking) for message in history]
-    unsigned = _unsigned_hook_turn(history) if thinking else 0
-    merged: list[dict[str, Any]] = []
-    for index, message in enumerate(history):
-        as_text = not tools_offered or (unsigned and index >= len(history) - unsigned)
-        content = _tool_blocks_as_text(message.content) if as_text else message.content
-        blocks = [_to_api_block(block) for block in content if not _is_empty_text(block)]
-        if not blocks:
-            continue
-        if merged and merged[-1]["role"] == message.role:
-            merged[-1]["content"].extend(blocks)
-        else:
-            merged.append({"role": message.role, "content": blocks})
-    if merged and merged[-1]["content"][-1]["type"] not in _THINKING_TYPES:  # thinking takes no cache_control
-        # The newest turn carries a breakpoint so the next round of a tool loop reads it from cache.
-        merged[-1]["content"][-1] = {**merged[-1]["content"][-1], "cache_control": EPHEMERAL}
-    return merged
-
-
-_THINKING_TYPES = ("thinking", "redacted_thinking")
-
-
-def _kept_thinking(message: Message, model: str, thinking: bool) -> Message:
-    def kept(block: Block) -> bool:
-        if isinstance(block, Thinking | RedactedThinking):
-            return thinking and block.model in ("", model)
-        return True
-
-    return Message(message.role, tuple(filter(kept, message.content)))
-
-
-def _unsigned_hook_turn(history: Sequence[Message]) -> int:
-    """How many trailing messages form a hook pair with no thinking before it (0: none).
-
-    With thinking on, the API wants the assistant turn that tool results answer to start with its thinking;
-    a `_PostCompact` pair after a handoff has none (our hook wrote it, not the model), so it goes as text.
-    """
-    end = len(history)  # the trailing user messages merge into one turn: the one the API checks
-    while end > 0 and history[end - 1].role == "user":
-        end -= 1
-    answers = any(isinstance(b, ToolResult) for message in history[end:] for b in message.content)
-    if end == 0 or end == len(history) or not answers:
-        return 0
-    start = end
-    while start > 0 and history[start - 1].role == "assistant":
-        start -= 1
-    turn = [block for message in history[start:end] for block in message.content if not _is_empty_text(block)]
-    if not turn or isinstance(turn[0], Thinking | RedactedThinking):
-        return 0
-    uses = [block for block in turn if isinstance(block, ToolUse)]
-    hooks_only = bool(uses) and all(use.name.partition("__")[2].startswith("_") for use in uses)
-    return len(history) - start if hooks_only else 0
-
-
-def _tool_blocks_as_text(content: tuple[Block, ...]) -> tuple[Block, ...]:
-    blocks: list[Block] = []
-    for block in content:
-        if isinstance(block, ToolUse):
-            blocks.append(Text(f"[tool call {block.name} {json.dumps(block.input, ensure_ascii=False)}]"))
-        elif isinstance(block, ToolResult):
-            blocks.append(Text(f"[tool result{' (error)' if block.is_error else ''}]"))
-            blocks.extend(block.content)
-        elif isinstance(block, Thinking | RedactedThinking):
-            continue  # thinking may only precede real tool calls; with them as text it has no place
-        else:
-            blocks.append(block)
-    return tuple(blocks)
-
-
-def _is_empty_text(block: Block) -> bool:
-    return isinstance(block, Text) and not block.text.strip()
-
-
-def _to_api_block(block: Block) -> dict[str, Any]:
-    if isinstance(block, Text):
-        return {"type": "text", "text": block.text}
-    if isinstance(block, Image):
-        return {
-            "type": "image",
-            "source": {"type": "base64", "media_type": block.media_type, "data": block.data},
-        }
-    if isinstance(block, ToolUse):
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    if isinstance(block, Thinking):
-        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-    if isinstance(block, RedactedThinking):
-        return {"type": "redacted_thinking", "data": block.data}
-    return _tool_result_block(block)
-
-
-def _tool_result_block(block: ToolResult) -> dict[str, Any]:
-    content = [_to_api_block(part) for part in block.content if not _is_empty_text(part)]
-    if not content:
-        content = [{"type": "text", "text": "(no output)"}]
-    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": content}
-    if block.is_error:
-        result["is_error"] = True
-    return result
+__all__ = ["EPHEMERAL", "AnthropicModel", "retrieve_model_info", "to_api_messages", "to_api_tools"]

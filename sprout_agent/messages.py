@@ -56,7 +56,27 @@ class RedactedThinking:
     model: str = ""
 
 
-Block = Text | Image | ToolUse | ToolResult | Thinking | RedactedThinking
+@dataclass(frozen=True, slots=True)
+class ServerToolUse:
+    """A call the API ran itself (web_search, web_fetch): the model's input, sent back as it came."""
+
+    id: str
+    name: str
+    input: dict[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerToolResult:
+    """The API's answer to a `ServerToolUse` (web_search_tool_result, web_fetch_tool_result): opaque (search
+    results carry encrypted content the API checks), so the whole block is kept as the JSON it arrived as and
+    sent back unchanged, like a thinking block's signature."""
+
+    tool_use_id: str
+    kind: str  # the block's type
+    raw: str  # the block as JSON text, every field as received
+
+
+Block = Text | Image | ToolUse | ToolResult | Thinking | RedactedThinking | ServerToolUse | ServerToolResult
 ThinkingBlock = Thinking | RedactedThinking
 Role = Literal["user", "assistant"]
 
@@ -96,6 +116,8 @@ class Usage:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    web_searches: int = 0  # usage.server_tool_use.web_search_requests: billed per search
+    web_fetches: int = 0  # web_fetch_requests: billed as tokens only
 
     @property
     def context_tokens(self) -> int:
@@ -108,6 +130,8 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
+            self.web_searches + other.web_searches,
+            self.web_fetches + other.web_fetches,
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -116,4 +140,6 @@ class Usage:
             self.output_tokens - other.output_tokens,
             self.cache_read_tokens - other.cache_read_tokens,
             self.cache_write_tokens - other.cache_write_tokens,
+            self.web_searches - other.web_searches,
+            self.web_fetches - other.web_fetches,
         )

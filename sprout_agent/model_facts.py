@@ -47,6 +47,9 @@ class ModelFacts:
     thinking_types: frozenset[str] | None  # adaptive / enabled / disabled / between_tools; None = unknown
     effort_levels: frozenset[str] | None  # empty = no effort parameter; None = unknown
     source: str  # "Models API", "cache", "built-in table", "default"
+    image_input: bool | None = None  # None = unknown (no Models API entry): the API decides
+    pdf_input: bool | None = None
+    web_search: bool | None = None  # capabilities.server_tools.web_search (web fetch has no flag of its own)
 
     def describe(self) -> str:
         cap = f", output cap {self.max_output}" if self.max_output else ""
@@ -69,7 +72,14 @@ def from_info(model: str, info: Mapping[str, Any], source: str) -> ModelFacts:
         frozenset(name for name, value in types.items() if _dict(value).get("supported") is True) if types else None,
         (levels if effort.get("supported") is True else frozenset()) if effort else None,
         source,
+        _supported(caps.get("image_input")),
+        _supported(caps.get("pdf_input")),
+        _supported(_dict(caps.get("server_tools")).get("web_search")) if "server_tools" in caps else None,
     )
+
+
+def _supported(value: object) -> bool | None:
+    return None if not isinstance(value, dict) else cast(dict[str, Any], value).get("supported") is True
 
 
 def fallback(model: str) -> ModelFacts:
@@ -167,3 +177,21 @@ def effort_param(level: str | None, facts: ModelFacts) -> str | None:
     if level is None or (facts.effort_levels is not None and level not in facts.effort_levels):
         return None
     return level
+
+
+def adjusted(thinking: str | None, effort: str | None, facts: ModelFacts) -> tuple[str | None, str | None, list[str]]:
+    """The settings that still apply after a switch to the model of `facts`, and a line for each one dropped.
+
+    Thinking asked for (adaptive/on) on a model that lists neither type goes back to the model's default; an
+    effort level it does not list is dropped (the API would refuse both). Unknown capabilities keep them."""
+    notes: list[str] = []
+    types = facts.thinking_types
+    if thinking in ("adaptive", "on") and types is not None and not types & {"adaptive", "enabled"}:
+        notes.append(f"{facts.model} does not support thinking: thinking {thinking} is off for it")
+        thinking = None
+    levels = facts.effort_levels
+    if effort is not None and levels is not None and effort not in levels:
+        listed = ", ".join(level for level in EFFORT_LEVELS if level in levels) or "none"
+        notes.append(f"{facts.model} does not list effort {effort} (it lists: {listed}): effort is its default")
+        effort = None
+    return thinking, effort, notes

@@ -49,6 +49,7 @@ class Options:
     effort: str | None = None  # --effort LEVEL; None = SPROUT_AGENT_EFFORT or the API's default
     elicitation: str | None = None  # --elicitation decline | accept-defaults; None = SPROUT_AGENT_ELICITATION
     allow_sampling: bool = False  # --allow-sampling: headless, servers may sample the model without asking
+    web: bool | None = None  # --web / --no-web; None = SPROUT_AGENT_WEB (off by default)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,10 @@ class Prepared:
     @property
     def allow_sampling(self) -> bool:
         return st.sampling_allowed(self.options.allow_sampling, self.environ)
+
+    @property
+    def web(self) -> bool:
+        return self.settings.web if self.options.web is None else self.options.web
 
     def held_back_notices(self) -> tuple[str, ...]:
         """One line per project server this run does not start, for a face with nobody to ask."""

@@ -1,8 +1,9 @@
 """`@path` mentions in an interactive prompt: the files they attach (bounded) and the Tab candidates for them.
 
 Allowed: a regular UTF-8 text file inside the working directory (symlinks resolved; nothing under `.git`).
-Each attached file follows the prompt as `<file path="…">…</file>` (README "Mentions"); what is not
-attached (missing, binary, outside, a directory) gets a note for the user and the mention stays plain text.
+Each attached file follows the prompt as `<file path="…">…</file>` (README "Mentions"); an image (PNG, JPEG,
+GIF, WebP) or a PDF, known by its bytes and not its name, goes as an image or document block instead. What is
+not attached (missing, other binary, outside, a directory, too big) gets a note and the mention stays text.
 """
 
 from __future__ import annotations
@@ -13,10 +14,25 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sprout_agent.images import ATTACH_MAX_BYTES, attachment, sniff
+from sprout_agent.messages import Image
+from sprout_agent.untrusted import printable
+
 FILE_MAX_BYTES = 256 * 1024
 MAX_FILES = 10  # mentions attached per prompt; the rest get a note
 LISTING_MAX = 200  # Tab candidates per directory read
-SLASH_COMMANDS = ("/help", "/tools", "/servers", "/clear", "/compact", "/context", "/cost", "/model", "/exit")
+SLASH_COMMANDS = (
+    "/help",
+    "/tools",
+    "/servers",
+    "/clear",
+    "/compact",
+    "/context",
+    "/cost",
+    "/model",
+    "/effort",
+    "/exit",
+)
 
 # `@` at the start or after whitespace; the path runs to the next whitespace.
 _MENTION = re.compile(r"(?:(?<=\s)|^)@(\S+)")
@@ -27,6 +43,7 @@ TRAILING = ".,;:!?)]}'\""  # sentence punctuation after a mention is not part of
 class Attached:
     text: str  # what the model gets: the prompt, then each file
     notes: tuple[str, ...]  # for the user: what was clipped or not attached, and why
+    images: tuple[Image, ...] = ()  # attached images and PDFs, checked as the API checks them
 
 
 def mentions(prompt: str) -> list[str]:
@@ -40,6 +57,7 @@ def attach_mentions(prompt: str, cwd: Path, skip: Collection[str] = ()) -> Attac
     root = cwd.resolve()
     parts: list[str] = []
     notes: list[str] = []
+    images: list[Image] = []
     seen: set[Path] = set()
     for raw in mentions(prompt):
         if raw in skip or raw.rstrip(TRAILING) in skip:
@@ -53,6 +71,11 @@ def attach_mentions(prompt: str, cwd: Path, skip: Collection[str] = ()) -> Attac
             notes.append(f"@{name}: not attached ({problem})")
             continue
         seen.add(path)
+        if _binary_kind(path) is not None:
+            block, note = _read_binary(path, name)
+            images += [block] if block is not None else []
+            notes += [note] if note is not None else []
+            continue
         body, note = _read(path, name)
         if note is not None:
             notes.append(note)
@@ -61,7 +84,31 @@ def attach_mentions(prompt: str, cwd: Path, skip: Collection[str] = ()) -> Attac
                 f'<file path="{name}">\n{body if body.endswith(chr(10)) or not body else body + chr(10)}</file>'
             )
     text = prompt if not parts else prompt + "\n\n" + "\n\n".join(parts)
-    return Attached(text, tuple(notes))
+    return Attached(text, tuple(notes), tuple(images))
+
+
+def _binary_kind(path: Path) -> str | None:
+    """An image or PDF type by the file's first bytes; None for anything else (read as text)."""
+    try:
+        with path.open("rb") as file:
+            return sniff(file.read(32))
+    except OSError:
+        return None
+
+
+def _read_binary(path: Path, name: str) -> tuple[Image | None, str | None]:
+    try:
+        with path.open("rb") as file:
+            raw = file.read(ATTACH_MAX_BYTES + 1)
+    except OSError as error:
+        return None, f"@{name}: not attached ({error.strerror or 'unreadable'})"
+    if len(raw) > ATTACH_MAX_BYTES:
+        return None, f"@{name}: not attached (over {ATTACH_MAX_BYTES // 2**20} MB)"
+    block = attachment(raw)
+    if isinstance(block, str):
+        return None, f"@{name}: not attached ({block})"
+    kind = "PDF" if block.media_type == "application/pdf" else block.media_type
+    return block, f"@{printable(name)}: attached as {kind} ({len(raw) // 1024} KiB)"
 
 
 def _resolve(raw: str, root: Path) -> tuple[str, Path | None, str | None]:

@@ -57,6 +57,7 @@ class ModelRequest:
     messages: Sequence[Message]
     tools: Sequence[ToolSpec] = ()
     max_tokens: int | None = None
+    web: bool = True  # the API's web search and fetch may be offered (with --web); not to a compaction summary
 
 
 @dataclass(frozen=True, slots=True)

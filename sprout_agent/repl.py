@@ -9,21 +9,22 @@ import anyio.lowlevel
 
 from sprout_agent import session_view as view
 from sprout_agent.agent import Agent
-from sprout_agent.compaction import context_window, parse_threshold
 from sprout_agent.errors import EXIT_OK, SproutError, UsageError
 from sprout_agent.hooks import is_hook
 from sprout_agent.messages import ToolUse
+from sprout_agent.model_facts import ModelFacts
+from sprout_agent.model_switch import effort_command, fitted_window, switch_model
 from sprout_agent.options import Prepared
 from sprout_agent.permissions import Ask, Decision
 from sprout_agent.prompt_attach import attach_mentions, mentions
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.repl_asks import server_askers
 from sprout_agent.repl_login import login_offers
-from sprout_agent.runtime import Runtime, open_runtime
+from sprout_agent.runtime import Runtime, facts_for, open_runtime
 from sprout_agent.server_prompts import attach_resources, command_name, mention, prompt_text
 from sprout_agent.settings import model_id
 from sprout_agent.signals import SignalWatch
-from sprout_agent.status import context_line
+from sprout_agent.status import context_line, counted_context_line
 from sprout_agent.ui.input import PromptReader, TurnKeys
 from sprout_agent.ui.render import TerminalRenderer
 from sprout_agent.untrusted import printable
@@ -38,6 +39,7 @@ HELP = """Commands:
   /cost      tokens and cost so far
   /model [NAME]  show the model, or switch to NAME for the next request
   /login NAME  log in to a remote server with OAuth (the browser), then start it
+  /effort [LEVEL]  show the effort level and the model's choices, or set it
   /exit      leave (Ctrl-D works too)
   /SERVER:PROMPT [ARG…]  a server's prompt as your turn (arguments in order, or NAME=VALUE)
 Enter sends; \\+Enter or Alt+Enter adds a line. Tab completes /commands, @files and @server:uri resources;
@@ -57,6 +59,7 @@ class Repl:
     async def command(self, line: str) -> bool:
         """Runs a slash command; False means leave."""
         name = line.split(maxsplit=1)[0]
+        argument = line[len(name) :].strip()
         if name in ("/exit", "/quit"):
             return False
         if name == "/help":
@@ -69,47 +72,62 @@ class Repl:
             await self.agent.clear_session()
             self.renderer.say("new conversation", "dim")
         elif name in ("/compact", "/context", "/cost"):
-            await self._context_command(name, line[len(name) :].strip())
-        elif name == "/model":
-            self._model(line[len(name) :].strip())
+            await self._context_command(name, argument)
+        elif name in ("/model", "/effort"):
+            await self._model_command(name, argument)
         elif name == "/login":
             from sprout_agent.repl_login import login_command
 
-            await login_command(self.runtime, self.renderer, line[len(name) :].strip())
-        elif (text := await prompt_text(self.runtime.pool, name[1:], line[len(name) :].strip())) is not None:
+            await login_command(self.runtime, self.renderer, argument)
+        elif (text := await prompt_text(self.runtime.pool, name[1:], argument)) is not None:
             await self.agent.run_turn(text)  # the server's messages are the user's turn, sent as they are
         else:
             self.renderer.say(f"unknown command {name}; /help lists them", "yellow")
         return True
+
+    async def _model_command(self, name: str, argument: str) -> None:
+        if name == "/model":
+            await self._model(argument)
+            return
+        text, failed = effort_command(self.agent.model, argument)
+        self.renderer.say(text, "red" if failed else "dim")
 
     async def _context_command(self, name: str, argument: str) -> None:
         agent = self.agent
         if name == "/cost":
             self.renderer.say(agent.ledger.summary())
         elif name == "/context":
-            self.renderer.say(context_line(agent))
+            self.renderer.say(await counted_context_line(agent))
         else:
             await agent.compact("manual", focus=argument or None)
             self.renderer.say(context_line(agent), "dim")
 
-    def _model(self, argument: str) -> None:
-        """Switches the model for the next request; the conversation, the ledger and the window follow it."""
+    async def _model(self, argument: str) -> None:
+        """Switches the model for the next request; the conversation, the ledger and the window follow it, and
+        the new model's facts (window, capabilities) are fetched so that its settings are checked."""
         agent, settings = self.agent, self.prepared.settings
         if not argument:
-            self.renderer.say(f"model: {agent.model.name}")
+            self.renderer.say(f"model: {agent.model.name}{_facts_line(agent.model)}")
             return
         try:
             name = model_id(argument, "/model")
-            setattr(agent.model, "name", name)  # noqa: B010 - the API client's setter; a test double may lack one
-        except (UsageError, AttributeError) as error:
+        except UsageError as error:
             self.renderer.say(f"cannot switch: {error}", "red")
             return
+        facts = await facts_for(self.prepared, name)
+        notes = switch_model(agent.model, name, facts)
+        if notes is None:
+            try:
+                setattr(agent.model, "name", name)  # noqa: B010 - a client without facts; a test double may lack it
+            except AttributeError as error:
+                self.renderer.say(f"cannot switch: {error}", "red")
+                return
         agent.ledger.model = name  # priced from here on at the new model's rates
         if agent.compactor is not None:
-            window = context_window(name, settings.max_context_tokens)
-            agent.compactor.window = window
-            agent.compactor.threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
-        self.renderer.say(f"model: {name} (from the next request)", "dim")
+            agent.compactor.window, agent.compactor.threshold = fitted_window(facts, settings)
+        for note in notes or ():
+            self.renderer.say(note, "yellow")
+        self.renderer.say(f"model: {name} (from the next request), window {facts.window}", "dim")
 
     def _tools(self, agent: Agent) -> None:
         # The whole first line: the table wraps it at word boundaries, where a cut would split a word.
@@ -169,7 +187,16 @@ class Repl:
         full, notes = await attach_resources(pool, attached.text, mentions(text)) if resources else (attached.text, [])
         for note in (*attached.notes, *notes):
             self.renderer.say(printable(note), "yellow")
-        await self.agent.run_turn(full)  # the renderer reports how it ended
+        await self.agent.run_turn(full, attached.images)  # the renderer reports how it ended
+
+
+def _facts_line(model: object) -> str:
+    facts = getattr(model, "facts", None)
+    if not isinstance(facts, ModelFacts):
+        return ""
+    effort = getattr(model, "effort", None) or "default"
+    thinking = getattr(model, "thinking", None) or "the model's default"
+    return f" (window {facts.window}, from the {facts.source}; thinking {thinking}, effort {effort})"
 
 
 def permission_asker(renderer: TerminalRenderer, watch: SignalWatch, cwd: str, keys: TurnKeys | None = None) -> Ask:

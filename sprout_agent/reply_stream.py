@@ -13,7 +13,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from sprout_agent.messages import INVALID_INPUT_KEY, Block, RedactedThinking, Text, Thinking, ToolUse, Usage
+from sprout_agent.messages import (
+    INVALID_INPUT_KEY,
+    Block,
+    RedactedThinking,
+    ServerToolResult,
+    ServerToolUse,
+    Text,
+    Thinking,
+    ToolUse,
+    Usage,
+)
 from sprout_agent.protocols import ModelReply
 
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -30,14 +40,21 @@ class _Open:
     name: str = ""
     parts: list[str] = field(default_factory=list[str])
     signature: str = ""  # thinking: from signature_delta (or the start block); redacted_thinking: its data
+    raw: str = ""  # a server tool's result block as the JSON it came as (the API checks it when sent back)
 
 
 class ReplyBuilder:
     """Feed it every raw stream event with `add`; `reply()` once the stream has ended."""
 
-    def __init__(self, on_text: Callable[[str], None], on_thinking: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        on_text: Callable[[str], None],
+        on_thinking: Callable[[str], None] | None = None,
+        on_server_tool: Callable[[ServerToolUse | ServerToolResult], None] | None = None,
+    ) -> None:
         self._on_text = on_text
         self._on_thinking = on_thinking
+        self._on_server_tool = on_server_tool  # a web search or fetch as it happens, for the faces' tool lines
         self._blocks: dict[int, _Open] = {}
         self._usage: dict[str, int] = {}
         self._stop_reason: str | None = None
@@ -50,7 +67,13 @@ class ReplyBuilder:
             self._model = str(event.message.model)
             self._count(event.message.usage)
         elif kind == "content_block_start":
-            self._blocks[event.index] = _opened(event.content_block)
+            self._blocks[event.index] = opened = _opened(event.content_block)
+            if opened.raw:
+                self._server_tool(opened)
+        elif kind == "content_block_stop":
+            block = self._blocks.get(event.index)
+            if block is not None and block.kind == "server_tool_use":
+                self._server_tool(block)
         elif kind == "content_block_delta":
             self._delta(self._blocks.get(event.index), event.delta)
         elif kind == "message_delta":
@@ -72,8 +95,15 @@ class ReplyBuilder:
             output_tokens=self._usage.get("output_tokens", 0),
             cache_read_tokens=self._usage.get("cache_read_input_tokens", 0),
             cache_write_tokens=self._usage.get("cache_creation_input_tokens", 0),
+            web_searches=self._usage.get("web_search_requests", 0),
+            web_fetches=self._usage.get("web_fetch_requests", 0),
         )
         return ModelReply(content, self._stop_reason, usage, self._model)
+
+    def _server_tool(self, block: _Open) -> None:
+        finished = _finished(block, self._model)
+        if self._on_server_tool is not None and isinstance(finished, ServerToolUse | ServerToolResult):
+            self._on_server_tool(finished)
 
     def _delta(self, block: _Open | None, delta: Any) -> None:
         if block is None:
@@ -81,7 +111,7 @@ class ReplyBuilder:
         if delta.type == "text_delta" and block.kind == "text":
             block.parts.append(str(delta.text))
             self._on_text(str(delta.text))
-        elif delta.type == "input_json_delta" and block.kind == "tool_use":
+        elif delta.type == "input_json_delta" and block.kind in ("tool_use", "server_tool_use"):
             block.parts.append(str(delta.partial_json))
         elif delta.type == "thinking_delta" and block.kind == "thinking":
             block.parts.append(str(delta.thinking))
@@ -96,6 +126,11 @@ class ReplyBuilder:
             value = getattr(usage, name, None)
             if isinstance(value, int):
                 self._usage[name] = value
+        server = getattr(usage, "server_tool_use", None)
+        for name in ("web_search_requests", "web_fetch_requests"):
+            value = getattr(server, name, None)
+            if isinstance(value, int):
+                self._usage[name] = value
 
 
 def _opened(block: Any) -> _Open:
@@ -105,6 +140,9 @@ def _opened(block: Any) -> _Open:
         return _Open("thinking", parts=[str(block.thinking)] if block.thinking else [], signature=block.signature or "")
     if block.type == "redacted_thinking":
         return _Open("redacted_thinking", signature=str(block.data))
+    if str(block.type).endswith("_tool_result") and hasattr(block, "to_dict"):  # web_search_, web_fetch_…
+        raw = json.dumps(block.to_dict(mode="json"), ensure_ascii=False)  # the fields the API sent, no defaults
+        return _Open(str(block.type), str(block.tool_use_id), raw=raw)
     return _Open(block.type, getattr(block, "id", ""), getattr(block, "name", ""))
 
 
@@ -117,6 +155,10 @@ def _finished(block: _Open, model: str) -> Block | None:
         return Thinking("".join(block.parts), block.signature, model)
     if block.kind == "redacted_thinking":
         return RedactedThinking(block.signature, model)
+    if block.kind == "server_tool_use":
+        return ServerToolUse(block.id, block.name, tool_input("".join(block.parts)))
+    if block.raw:
+        return ServerToolResult(block.id, block.kind, block.raw)
     return None
 
 

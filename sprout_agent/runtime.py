@@ -154,17 +154,13 @@ def _build_model_in_background(
 
 def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger) -> tuple[AnthropicModel, ModelFacts]:
     """Imports anthropic and reads the model's facts (from the cache, else the Models API), off the loop."""
-    from sprout_agent.llm import AnthropicModel, retrieve_model_info
+    from sprout_agent.llm import AnthropicModel
 
-    key = prepared.env.get("ANTHROPIC_API_KEY") or prepared.env.get("ANTHROPIC_AUTH_TOKEN")
-    key = key or "none"  # a keyless local server behind ANTHROPIC_BASE_URL
-    base_url = prepared.settings.base_url
-    cache = prepared.locations.cache / "models" if prepared.locations.cache is not None else None
-    facts = model_facts.resolve(
-        prepared.model, base_url, cache, partial(retrieve_model_info, prepared.model, key, base_url)
-    )
+    key = _api_key(prepared)
+    facts = resolve_facts(prepared, prepared.model)
     if prepared.options.verbose:
         emit(Notice(facts.describe()))
+    base_url = prepared.settings.base_url
     model = AnthropicModel(
         model=prepared.model,
         max_tokens=prepared.settings.max_output_tokens,
@@ -176,8 +172,30 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
         thinking=prepared.thinking,
         effort=prepared.effort,
         thinking_budget=prepared.settings.thinking_budget,
+        web=prepared.web,
     )
     return model, facts
+
+
+def _api_key(prepared: Prepared) -> str:
+    key = prepared.env.get("ANTHROPIC_API_KEY") or prepared.env.get("ANTHROPIC_AUTH_TOKEN")
+    return key or "none"  # a keyless local server behind ANTHROPIC_BASE_URL
+
+
+def resolve_facts(prepared: Prepared, model: str) -> ModelFacts:
+    """The model's facts: the day-old cache, else the Models API, else the built-in table (blocking)."""
+    from sprout_agent.llm import retrieve_model_info
+
+    base_url = prepared.settings.base_url
+    cache = prepared.locations.cache / "models" if prepared.locations.cache is not None else None
+    return model_facts.resolve(
+        model, base_url, cache, partial(retrieve_model_info, model, _api_key(prepared), base_url)
+    )
+
+
+async def facts_for(prepared: Prepared, model: str) -> ModelFacts:
+    """`/model NAME`: the new model's facts, off the loop (a cold fetch waits at most the Models API timeout)."""
+    return await anyio.to_thread.run_sync(resolve_facts, prepared, model, abandon_on_cancel=True)
 
 
 def _fit_window(prepared: Prepared, agent: Agent, facts: ModelFacts) -> None:

@@ -50,6 +50,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
     ),
     EnvVar("SPROUT_AGENT_THINKING_BUDGET", "16000", "thinking budget_tokens with thinking on (at least 1024)"),
     EnvVar("SPROUT_AGENT_EFFORT", "", "effort: low, medium, high, xhigh or max; unset = the API's default"),
+    EnvVar("SPROUT_AGENT_WEB", "off", "web search and fetch run by the API (on or off; --web); $10 per 1000 searches"),
     EnvVar("SPROUT_AGENT_COMPACT_THRESHOLD", "", "when to compact; unset = built-in default"),
     EnvVar("SPROUT_AGENT_MAX_COMPACTIONS", "10", "compactions per session (0 = never compact)"),
     EnvVar(
@@ -253,6 +254,7 @@ class Settings:
     thinking: str | None = None  # adaptive | on | off; None = from the model's capabilities
     thinking_budget: int = 16000
     effort: str | None = None
+    web: bool = False  # the API's web search and fetch offered to the model
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -283,6 +285,7 @@ class Settings:
             thinking=choice(_raw(env, "SPROUT_AGENT_THINKING"), THINKING_SETTINGS, "SPROUT_AGENT_THINKING"),
             thinking_budget=_int(env, "SPROUT_AGENT_THINKING_BUDGET", 1024),
             effort=choice(_raw(env, "SPROUT_AGENT_EFFORT"), EFFORT_LEVELS, "SPROUT_AGENT_EFFORT"),
+            web=choice(_raw(env, "SPROUT_AGENT_WEB"), ("on", "off"), "SPROUT_AGENT_WEB") == "on",
         )
 
 

@@ -27,7 +27,18 @@ from typing import Any, TextIO, cast
 
 from sprout_agent.errors import StoreError, UsageError
 from sprout_agent.images import checked
-from sprout_agent.messages import Block, Image, Message, RedactedThinking, Text, Thinking, ToolResult, ToolUse
+from sprout_agent.messages import (
+    Block,
+    Image,
+    Message,
+    RedactedThinking,
+    ServerToolResult,
+    ServerToolUse,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+)
 
 STORE_VERSION = 1
 INTERRUPTED = "interrupted: the session ended before this tool call finished"
@@ -45,6 +56,10 @@ def encode_block(block: Block) -> dict[str, object]:
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature, "model": block.model}
     if isinstance(block, RedactedThinking):
         return {"type": "redacted_thinking", "data": block.data, "model": block.model}
+    if isinstance(block, ServerToolUse):
+        return {"type": "server_tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, ServerToolResult):  # the JSON text as it came: a resumed session sends it back unchanged
+        return {"type": "server_tool_result", "tool_use_id": block.tool_use_id, "kind": block.kind, "raw": block.raw}
     content = [encode_block(part) for part in block.content]
     return {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": content, "is_error": block.is_error}
 
@@ -58,13 +73,17 @@ def decode_block(data: dict[str, Any]) -> Block:
     if kind == "text":
         return Text(str(data["text"]))
     if kind == "image":  # checked again: a transcript from before the check may hold one the API refuses
-        return checked(Image(str(data["media_type"]), str(data["data"])))
+        return checked(Image(str(data["media_type"]), str(data["data"])), documents=True)
     if kind == "tool_use":
         return ToolUse(str(data["id"]), str(data["name"]), dict(data["input"]))
     if kind == "thinking":
         return Thinking(str(data["thinking"]), str(data["signature"]), str(data.get("model", "")))
     if kind == "redacted_thinking":
         return RedactedThinking(str(data["data"]), str(data.get("model", "")))
+    if kind == "server_tool_use":
+        return ServerToolUse(str(data["id"]), str(data["name"]), dict(data["input"]))
+    if kind == "server_tool_result":
+        return ServerToolResult(str(data["tool_use_id"]), str(data["kind"]), str(data["raw"]))
     if kind == "tool_result":
         parts = tuple(decode_block(part) for part in data["content"])
         content = tuple(part for part in parts if isinstance(part, Text | Image))

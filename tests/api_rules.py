@@ -12,6 +12,8 @@ import hashlib
 import re
 from typing import Any
 
+from tests.api_rules_web import defined_server_tools, server_block_problems, server_tool_definition_problems
+
 Json = dict[str, Any]
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # what we send; the API allows 128, other providers 64
@@ -73,11 +75,17 @@ def request_problems(body: object, capabilities: Json | None = None) -> list[str
     problems += _system_problems(body.get("system"))
     tools = body.get("tools")
     problems += _tools_problems(tools)
+    if (
+        capabilities is not None
+        and defined_server_tools(tools)
+        and not capabilities.get("server_tools", {}).get("web_search", {}).get("supported")
+    ):
+        problems.append("tools: web search and fetch are not supported for this model")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         problems.append("messages: a non-empty list is required")
         return problems
-    problems += _messages_problems(messages, tools_defined=bool(tools))
+    problems += _messages_problems(messages, tools_defined=bool(tools), server_tools=defined_server_tools(tools))
     problems += _thinking_problems(body, messages)
     breakpoints = _count_cache_control(body)
     if breakpoints > MAX_CACHE_BREAKPOINTS:
@@ -112,6 +120,10 @@ def _tools_problems(tools: object) -> list[str]:
         if not isinstance(tool, dict):
             problems.append(f"tools.{index}: an object is required")
             continue
+        server = server_tool_definition_problems(index, tool)
+        if server is not None:
+            problems += server
+            continue
         name = tool.get("name")
         if not isinstance(name, str) or not TOOL_NAME.match(name):
             problems.append(f"tools.{index}.name: {name!r} does not match {TOOL_NAME.pattern}")
@@ -125,7 +137,7 @@ def _tools_problems(tools: object) -> list[str]:
     return problems
 
 
-def _messages_problems(messages: list[Any], *, tools_defined: bool) -> list[str]:
+def _messages_problems(messages: list[Any], *, tools_defined: bool, server_tools: set[str]) -> list[str]:
     problems: list[str] = []
     seen_ids: set[str] = set()
     previous_uses: list[str] = []  # tool_use ids of the previous message, which this one must answer
@@ -142,6 +154,7 @@ def _messages_problems(messages: list[Any], *, tools_defined: bool) -> list[str]
         blocks = _blocks(message.get("content"), where, problems)
         for position, block in enumerate(blocks):
             problems += _block_problems(block, f"{where}.content.{position}", role, tools_defined, seen_ids)
+        problems += server_block_problems(blocks, where, role, server_tools)
         problems += _answer_problems(previous_uses, blocks, where)
         previous_uses = [b["id"] for b in blocks if b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
     if previous_uses:
@@ -169,6 +182,8 @@ def _block_problems(block: Json, where: str, role: str, tools_defined: bool, see
         return [] if str(block.get("text", "")).strip() else [f"{where}: text blocks must contain non-whitespace text"]
     if kind == "image":
         return _image_problems(block, where)
+    if kind == "document":
+        return _document_problems(block, where, role)
     if kind == "tool_use":
         problems = [] if role == "assistant" else [f"{where}: tool_use blocks may only appear in assistant turns"]
         if not tools_defined:
@@ -187,6 +202,8 @@ def _block_problems(block: Json, where: str, role: str, tools_defined: bool, see
         return problems
     if kind in THINKING_TYPES:
         return [] if role == "assistant" else [f"{where}: {kind} blocks may only appear in assistant turns"]
+    if kind in ("server_tool_use", "web_search_tool_result", "web_fetch_tool_result"):
+        return []  # tests/api_rules_web.py checks them, as a turn
     if kind == "tool_result":
         problems = [] if role == "user" else [f"{where}: tool_result blocks may only appear in user turns"]
         if not tools_defined:
@@ -219,6 +236,22 @@ def _image_problems(block: Json, where: str) -> list[str]:
     if magic and not any(raw.startswith(prefix) for prefix in magic):
         problems.append(f"{where}.source: image does not match the provided media type {source.get('media_type')}")
     return problems
+
+
+def _document_problems(block: Json, where: str, role: str) -> list[str]:
+    """A base64 PDF in a user turn: the bytes must be a PDF, within the 32 MB request limit."""
+    source = block.get("source")
+    problems = [] if role == "user" else [f"{where}: document blocks may only appear in user turns"]
+    if not isinstance(source, dict) or source.get("type") != "base64" or source.get("media_type") != "application/pdf":
+        return [*problems, f"{where}.source: a base64 source with media_type application/pdf is required"]
+    data = str(source.get("data", ""))
+    if len(data) > 32 * 1024 * 1024:
+        return [*problems, f"{where}: request_too_large: the PDF is over 32 MB"]
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError:
+        return [*problems, f"{where}.source.data: the PDF data is not valid base64"]
+    return problems if raw.startswith(b"%PDF-") else [*problems, f"{where}.source: the PDF specified was not valid"]
 
 
 def _result_content_problems(content: object, where: str) -> list[str]:

@@ -9,7 +9,8 @@ message, alternating roles, no empty text, valid tool names, image types...) wit
 ``fake.refused``. A scripted HttpError is answered before the body is checked (an overloaded API sheds
 load before it reads the request), so fault steps work with any body.
 A step is a Reply (``reply``, ``cut``, ``stream_error``), an HttpError (``error``), a Hang (``hang``),
-or a callable ``body -> step``. POST /v1/messages/count_tokens answers ``len(raw body) // 4``.
+or a callable ``body -> step``. POST /v1/messages/count_tokens answers ``len(raw body) // 4`` (a body the
+API would refuse, or one with max_tokens or stream, gets 400).
 
 Usage: fields passed to ``reply(usage=...)`` win; the rest are estimated (len(json) // 4 per token),
 and ``auto_usage=True`` bills prompt caching as documented in tests/fake_anthropic_wire.py.
@@ -48,6 +49,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tests.api_rules import request_problems
+from tests.api_rules_web import encrypted
 from tests.fake_anthropic_wire import PromptCache, estimate_input, message_events, sse
 
 Json = dict[str, Any]
@@ -116,6 +118,30 @@ def redacted(secret: str = "hidden") -> Json:
     return {"type": "redacted_thinking", "secret": secret}
 
 
+def web_search(query: str, *results: tuple[str, str], id: str = "srvtoolu_fake_1") -> tuple[Json, Json]:
+    """A search the API ran and its results ((title, url) each, sealed like the real encrypted content)."""
+    found = [
+        {"type": "web_search_result", "title": title, "url": url, "encrypted_content": encrypted(url), "page_age": None}
+        for title, url in results
+    ]
+    use = {"type": "server_tool_use", "id": id, "name": "web_search", "input": {"query": query}}
+    return use, {"type": "web_search_tool_result", "tool_use_id": id, "content": found}
+
+
+def web_fetch(
+    url: str, text: str = "page text", *, id: str = "srvtoolu_fake_2", error: str | None = None
+) -> tuple[Json, Json]:
+    """A fetch the API ran: the page as a document, or an error (`error`: its code, e.g. url_not_accessible)."""
+    use = {"type": "server_tool_use", "id": id, "name": "web_fetch", "input": {"url": url}}
+    document = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": text}}
+    content: Json = (
+        {"type": "web_fetch_tool_result_error", "error_code": error}
+        if error
+        else {"type": "web_fetch_result", "url": url, "content": document, "retrieved_at": "2026-01-01T00:00:00Z"}
+    )
+    return use, {"type": "web_fetch_tool_result", "tool_use_id": id, "content": content}
+
+
 def model_info(
     id: str,
     *,
@@ -123,6 +149,7 @@ def model_info(
     effort: Sequence[str] = ("low", "medium", "high", "max"),
     max_input_tokens: int = 1_000_000,
     max_tokens: int = 64_000,
+    web_search: bool = True,
 ) -> Json:
     """A `GET /v1/models/{id}` answer, shaped like the SDK's ModelInfo (every capability key present)."""
     no = {"supported": False}
@@ -130,7 +157,8 @@ def model_info(
     levels: Json = {e: {"supported": e in effort} for e in ("low", "medium", "high", "xhigh", "max")}
     capabilities = {
         "batch": no, "citations": no, "code_execution": no, "image_input": {"supported": True}, "pdf_input": no,
-        "structured_outputs": no, "server_tools": {"supported": False},
+        "structured_outputs": no,
+        "server_tools": {"supported": web_search, "web_search": {"supported": web_search}, "code_execution": no},
         "context_management": {"supported": False},
         "thinking": {"supported": bool(set(thinking) - {"disabled"}), "types": types},
         "effort": {"supported": bool(effort), **levels},
@@ -225,6 +253,7 @@ class _Handler(BaseHTTPRequestHandler):
             fake.model_lookups.append(path)
         model = path.removeprefix("/v1/models/") if path.startswith("/v1/models/") else None
         info = fake.models.get(model) if model is not None else None
+        fake.stopping.wait(fake.lookup_delay)
         if info is None:
             return self._json(404, _err_body("not_found_error", f"model: {model}"), {})
         return self._json(200, info, {})
@@ -239,7 +268,11 @@ class _Handler(BaseHTTPRequestHandler):
         fake: FakeAnthropic = getattr(self.server, "fake")  # noqa: B009 - set by FakeAnthropic.start
         rec = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         n = fake._record(rec)
-        if path == "/v1/messages/count_tokens":
+        if path == "/v1/messages/count_tokens":  # as strict as /v1/messages, and it takes no max_tokens or stream
+            extra = [f"{key}: Extra inputs are not permitted" for key in ("max_tokens", "stream") if key in body]
+            problems = extra + request_problems(body | {"max_tokens": 1} if isinstance(body, dict) else body)
+            if problems:
+                return self._json(400, _err_body("invalid_request_error", "; ".join(problems)), {})
             return self._json(200, {"input_tokens": len(raw) // 4}, {})
         if path != "/v1/messages" or not isinstance(body, dict):
             return self._json(404, _err_body("not_found_error", f"fake: no route {path}"), {})
@@ -299,6 +332,7 @@ class FakeAnthropic:
         record: str | Path | None = None,
         port: int = 0,
         models: Sequence[Json] = (),
+        lookup_delay: float = 0.0,
     ) -> None:
         self._script, self._lock, self._requests = list(script or []), threading.Lock(), list[Recorded]()
         self._cache = PromptCache() if auto_usage else None
@@ -306,6 +340,7 @@ class FakeAnthropic:
         self._server: _Server | None = None
         self.refused: list[list[str]] = []  # the problems of each request answered 400 as invalid
         self.models: dict[str, Json] = {info["id"]: info for info in models}  # served at GET /v1/models/{id}
+        self.lookup_delay = lookup_delay  # seconds before a model lookup is answered (a real API's round trip)
         self.model_lookups: list[str] = []  # the path of every GET, in order
 
     def start(self) -> FakeAnthropic:

@@ -98,6 +98,11 @@ def _block_events(i: int, block: Json, tool_id: str, model: str) -> list[tuple[s
         deltas = [
             delta({"type": "input_json_delta", "partial_json": c}) for c in _chunks(json.dumps(block["input"]), 2)
         ]
+    elif block["type"] == "server_tool_use":  # the API streams its own call's input like a tool_use's
+        start = {"type": "server_tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        deltas = [delta({"type": "input_json_delta", "partial_json": json.dumps(block["input"])})]
+    elif block["type"].endswith("_tool_result"):  # arrives whole in its start event
+        start, deltas = block, []
     else:
         start = {"type": "text", "text": ""}
         deltas = [delta({"type": "text_delta", "text": c}) for c in _chunks(block["text"], 3)]
@@ -121,10 +126,17 @@ def message_events(
     msg = {"id": f"msg_fake_{n}", "type": "message", "role": "assistant", "model": model, "content": []}
     msg |= {"stop_reason": None, "stop_sequence": None, "usage": usage | {"output_tokens": 1}}
     end = {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}}
+    final: Json = {"output_tokens": usage["output_tokens"]}
+    served = [b["name"] for b in blocks if b["type"] == "server_tool_use"]
+    if served:  # the API counts the searches and fetches it ran, billed per use
+        final["server_tool_use"] = {
+            "web_search_requests": served.count("web_search"),
+            "web_fetch_requests": served.count("web_fetch"),
+        }
     return [
         ("message_start", {"type": "message_start", "message": msg}),
         ("ping", {"type": "ping"}),
         *content,
-        ("message_delta", end | {"usage": {"output_tokens": usage["output_tokens"]}}),
+        ("message_delta", end | {"usage": final}),
         ("message_stop", {"type": "message_stop"}),
     ]

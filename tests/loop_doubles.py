@@ -24,12 +24,13 @@ from typing import Any
 
 import anyio
 
+from sprout_agent import server_tools
 from sprout_agent.agent import Agent, TurnResult
+from sprout_agent.api_messages import EPHEMERAL, to_api_messages, to_api_tools
 from sprout_agent.compaction import Compactor
 from sprout_agent.events import Event
 from sprout_agent.hooks import Hooks, parse_allowlist
 from sprout_agent.ledger import Ledger
-from sprout_agent.llm import EPHEMERAL, to_api_messages, to_api_tools
 from sprout_agent.messages import Block, Image, Message, Text, Thinking, ToolResult, ToolUse, Usage
 from sprout_agent.protocols import (
     Escalate,
@@ -89,17 +90,20 @@ def thought(text: str, model: str = MODEL) -> Thinking:
     return Thinking(text, sign(model, text), model)
 
 
-def api_body(request: ModelRequest, model: str = MODEL, thinking: bool = False) -> dict[str, Any]:
+def api_body(request: ModelRequest, model: str = MODEL, thinking: bool = False, web: bool = False) -> dict[str, Any]:
     """The /v1/messages body AnthropicModel sends for `request` (llm.py's conversion, our cache breakpoints);
-    `thinking`: as with `--thinking on` (a budget, which the API's strictest rules go with)."""
-    messages = to_api_messages(request.messages, tools_offered=bool(request.tools), model=model, thinking=thinking)
+    `thinking`: as with `--thinking on` (a budget, which the API's strictest rules go with); `web`: --web."""
+    web = web and request.web
+    messages = to_api_messages(
+        request.messages, tools_offered=bool(request.tools), model=model, thinking=thinking, web=web
+    )
     body: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens or MAX_OUTPUT_TOKENS, "messages": messages}
     if thinking:
         body["thinking"] = {"type": "enabled", "budget_tokens": THINKING_BUDGET}
     if request.system:
         body["system"] = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
-    if request.tools:
-        body["tools"] = to_api_tools(request.tools)
+    if request.tools or web:
+        body["tools"] = (server_tools.definitions() if web else []) + to_api_tools(request.tools)
     return body
 
 
@@ -110,10 +114,13 @@ class ScriptedModel:
     (sync or async) that sees the request and returns one of those.
     """
 
-    def __init__(self, steps: Sequence[ModelStep], name: str = MODEL, thinking: bool = False) -> None:
+    def __init__(
+        self, steps: Sequence[ModelStep], name: str = MODEL, thinking: bool = False, web: bool = False
+    ) -> None:
         self._steps = list(steps)
         self._name = name
         self.thinking = thinking
+        self.web = web
         self.requests: list[ModelRequest] = []
         self.bodies: list[dict[str, Any]] = []
         self._ids = itertools.count()
@@ -131,7 +138,7 @@ class ScriptedModel:
         return len(self._steps)
 
     async def complete(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
-        body = api_body(request, self._name, self.thinking)
+        body = api_body(request, self._name, self.thinking, self.web)
         assert_valid_request(body)  # the real API answers 400 here; a test must never build such a history
         self.requests.append(request)
         self.bodies.append(body)
@@ -534,6 +541,7 @@ def build_loop(
     thinking: bool = False,
     tool_hooks: bool = False,
     pre_tool_max_objections: int | None = None,
+    web: bool = False,
 ) -> Loop:
     """The real Agent, Hooks, Ledger and Compactor around a scripted model and an in-memory host.
 
@@ -547,7 +555,7 @@ def build_loop(
         if on_event is not None:
             on_event(event)
 
-    model = ScriptedModel(script, thinking=thinking)
+    model = ScriptedModel(script, thinking=thinking, web=web)
     host = host if host is not None else MemoryHost({"fake": default_server()})  # config order = mapping order
     ledger = Ledger(model.name)
     compactor = Compactor(

@@ -236,7 +236,8 @@ def test_a_stdin_json_line_in_each_accepted_form_is_the_users_text(line: str, te
         ('{"type": "assistant", "text": "no"}', 'expected an object with "type": "user"'),
         ('{"type": "user"}', 'expected "text" or "message"'),
         ('{"type": "user", "text": "  "}', "the user message is empty"),
-        ('{"type": "user", "message": {"content": [{"type": "image"}]}}', "only text blocks"),
+        ('{"type": "user", "message": {"content": [{"type": "image"}]}}', "a base64 source"),
+        ('{"type": "user", "message": {"content": [{"type": "audio"}]}}', "only text, image and document blocks"),
     ],
 )
 def test_a_malformed_stdin_json_line_says_what_is_wrong(line: str, problem: str) -> None:

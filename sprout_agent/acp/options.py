@@ -20,4 +20,7 @@ class AcpOptions:
     sandbox: str | None = None  # as the main command's --sandbox; None = SPROUT_AGENT_SANDBOX or the default
     sandbox_network: str | None = None
     sandbox_allow_write: tuple[Path, ...] = ()
+    thinking: str | None = None  # as the main command's --thinking/--effort; checked when a session prepares
+    effort: str | None = None
+    web: bool | None = None
     locations: Locations = field(default_factory=Locations.nowhere)  # sessions None: not recorded, not loadable

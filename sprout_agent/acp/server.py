@@ -7,7 +7,7 @@ import re
 import signal
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup
@@ -15,6 +15,7 @@ from anyio.abc import TaskGroup
 from sprout_agent import __version__
 from sprout_agent.acp.lines import LineReader, Writer, guard_stdio
 from sprout_agent.acp.options import AcpOptions
+from sprout_agent.acp.prompt_content import image_input, prompt_content
 from sprout_agent.acp.wire import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -34,9 +35,7 @@ if TYPE_CHECKING:
 # `initialize` is answered before any of it loads.
 
 PROTOCOL_VERSION = 1  # version 2 is an incompatible draft: never claim it
-MAX_PROMPT_BYTES = 1024 * 1024  # of prompt text; more is refused with invalid params
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins valid pairs: what is left has no UTF-8
 
 
 class AcpServer:
@@ -64,7 +63,7 @@ class AcpServer:
             raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be a non-negative integer")
         capabilities: Json = {
             "loadSession": self.options.locations.sessions is not None,
-            "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+            "promptCapabilities": {"image": image_input(self.options), "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": True},
         }
         return {
@@ -108,7 +107,8 @@ class AcpServer:
     def prompt(self, params: Json) -> Awaitable[Json]:
         """Claims the session now (a cancel right behind the prompt cancels it), then runs the turn."""
         session = self._session(params)
-        return _stop_reason(session.prompt(_prompt_text(params.get("prompt"))))
+        text, images = prompt_content(params.get("prompt"))
+        return _stop_reason(session.prompt(text, images))
 
     def cancel(self, params: Json) -> None:
         """A notification has no answer to carry an error: a cancel for no session (or a malformed one) is ignored."""
@@ -166,37 +166,6 @@ def _absolute_dir(raw: object) -> Path:
     if not path.is_dir():
         raise RpcError(INVALID_PARAMS, f"Invalid params: cwd {raw} is not a directory")
     return path
-
-
-def _prompt_text(raw: object) -> str:
-    """The prompt's content blocks as one text: text as is, links as links, embedded resources as context."""
-    if not isinstance(raw, list) or not raw:
-        raise RpcError(INVALID_PARAMS, "Invalid params: prompt must be a non-empty array of content blocks")
-    parts: list[str] = []
-    for block in cast(list[object], raw):
-        item = cast(Json, block) if isinstance(block, dict) else {}
-        parts.append(_block_text(item))
-    text = _LONE_SURROGATE.sub("\ufffd", "".join(parts))  # a "\ud800" escape cannot reach the model or the store
-    if len(text.encode()) > MAX_PROMPT_BYTES:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: the prompt is larger than {MAX_PROMPT_BYTES} bytes")
-    if not text.strip():
-        raise RpcError(INVALID_PARAMS, "Invalid params: the prompt is empty")
-    return text
-
-
-def _block_text(item: Json) -> str:
-    kind = item.get("type")
-    if kind == "text" and isinstance(item.get("text"), str):
-        return cast(str, item["text"])
-    if kind == "resource_link" and isinstance(item.get("uri"), str):
-        return f"[{item.get('name') or item['uri']}]({item['uri']})"
-    resource = item.get("resource")
-    if kind == "resource" and isinstance(resource, dict):
-        embedded = cast(Json, resource)
-        uri, text = embedded.get("uri", ""), embedded.get("text")
-        body = text if isinstance(text, str) else "(binary content not included)"
-        return f'\n<context uri="{uri}">\n{body}\n</context>\n'
-    raise RpcError(INVALID_PARAMS, f"Invalid params: unsupported content block {kind!r} (text and resources only)")
 
 
 def serve(options: AcpOptions) -> int:

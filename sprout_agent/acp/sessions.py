@@ -12,7 +12,7 @@ from sprout_agent.acp.updates import Updates
 from sprout_agent.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Connection, Json, RpcError
 from sprout_agent.agent import Agent
 from sprout_agent.errors import SproutError
-from sprout_agent.messages import ToolUse
+from sprout_agent.messages import Image, ToolUse
 from sprout_agent.options import Prepared
 from sprout_agent.permissions import Decision
 from sprout_agent.protocols import ToolSpec
@@ -92,22 +92,22 @@ class AcpSession:
             raise RpcError(INTERNAL_ERROR, f"the session could not start: {self._failure or 'stopped'}")
         return self._runtime.agent
 
-    def prompt(self, text: str) -> Awaitable[str]:
+    def prompt(self, text: str, images: tuple[Image, ...] = ()) -> Awaitable[str]:
         """Claims the session for one turn now, so a cancel that follows finds the turn before it starts."""
         if self.busy:
             raise RpcError(INVALID_PARAMS, "this session is already running a prompt: cancel it or wait")
         self.busy = True
         self._turn = anyio.CancelScope()  # a scope cancelled before it is entered cancels at its first await
-        return self._prompt(text, self._turn)
+        return self._prompt(text, images, self._turn)
 
-    async def _prompt(self, text: str, scope: anyio.CancelScope) -> str:
+    async def _prompt(self, text: str, images: tuple[Image, ...], scope: anyio.CancelScope) -> str:
         """Runs the turn; returns the ACP stop reason. Every update is sent before this returns."""
         stop = "cancelled"  # unless the turn runs to its end
         try:
             with scope:
                 agent = await self.agent()
                 self.updates.begin()
-                stop = await self._run(agent, text)
+                stop = await self._run(agent, text, images)
         except SproutError as error:
             raise RpcError(INTERNAL_ERROR, str(error)) from None
         finally:
@@ -116,8 +116,8 @@ class AcpSession:
             self.busy = False
         return stop
 
-    async def _run(self, agent: Agent, text: str) -> str:
-        command = commands.parse(text)
+    async def _run(self, agent: Agent, text: str, images: tuple[Image, ...]) -> str:
+        command = commands.parse(text) if not images else None
         if command is not None:
             self.updates.message(await commands.run(agent, *command))
             return "end_turn"
@@ -127,7 +127,7 @@ class AcpSession:
             except PromptFailed as error:
                 self.updates.message(str(error))
                 return "end_turn"
-        result = await agent.run_turn(text)
+        result = await agent.run_turn(text, images)
         if result.stop_reason == "budget":
             self.updates.message("\n\n(stopped: the session's budget is spent)")
         return STOP_REASONS.get(result.stop_reason, "end_turn")

@@ -36,6 +36,9 @@ def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: st
         sandbox=o.sandbox,
         sandbox_network=o.sandbox_network,
         sandbox_allow_write=o.sandbox_allow_write,
+        thinking=o.thinking,
+        effort=o.effort,
+        web=o.web,
     )
     try:
         prepared = prepare(options, o.locations, os.environ)

@@ -6,6 +6,7 @@ Stdlib only.
 
 from __future__ import annotations
 
+import binascii
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -14,7 +15,8 @@ from typing import Any, TextIO, assert_never, cast
 
 from sprout_agent import events as ev
 from sprout_agent.events import Event
-from sprout_agent.messages import Usage
+from sprout_agent.images import MAX_PDF_BASE64_BYTES, attachment
+from sprout_agent.messages import Image, Usage
 from sprout_agent.sandboxing import SandboxPlan
 
 SCHEMA_VERSION = 1
@@ -340,10 +342,16 @@ def _hook_record(event: ev.HookEvent) -> Record:
 
 # --- input ------------------------------------------------------------------------------------------------
 def parse_user_line(line: str | bytes) -> str:
-    """One stdin line of `--input-format stream-json` → the user's text; ValueError says what is wrong.
+    """One stdin line of `--input-format stream-json` → the user's text; ValueError says what is wrong."""
+    return parse_user_message(line)[0]
 
-    Accepts Claude Code's `{"type": "user", "message": {"role": "user", "content": "…" | [text blocks]}}`
-    and the shorter `{"type": "user", "text": "…"}`.
+
+def parse_user_message(line: str | bytes) -> tuple[str, tuple[Image, ...]]:
+    """One stdin line → the user's text and attached images/PDFs; ValueError says what is wrong.
+
+    Accepts Claude Code's `{"type": "user", "message": {"role": "user", "content": "…" | [blocks]}}` (text,
+    image and document blocks with a base64 source, checked as the API checks them) and the shorter
+    `{"type": "user", "text": "…"}`.
     """
     if isinstance(line, bytes):
         try:
@@ -359,30 +367,56 @@ def parse_user_line(line: str | bytes) -> str:
     if not isinstance(data, dict) or cast(dict[str, Any], data).get("type") != "user":
         raise ValueError('expected an object with "type": "user"')
     record = cast(dict[str, Any], data)
+    images: tuple[Image, ...] = ()
     if isinstance(record.get("text"), str):
         text: str = record["text"]
     else:
         message = record.get("message")
         if not isinstance(message, dict):
             raise ValueError('expected "text" or "message"')
-        text = _content_text(cast(dict[str, Any], message).get("content"))
-    if not text.strip():
+        text, images = _content(cast(dict[str, Any], message).get("content"))
+    if not text.strip() and not images:
         raise ValueError("the user message is empty")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # a \ud800 escape: neither the API nor the transcript can carry it
         raise ValueError("the user message is not valid Unicode (a lone surrogate)") from None
-    return text
+    return text, images
 
 
-def _content_text(content: object) -> str:
+def _content(content: object) -> tuple[str, tuple[Image, ...]]:
     if isinstance(content, str):
-        return content
+        return content, ()
     if not isinstance(content, list):
-        raise ValueError('"message.content" must be a string or a list of text blocks')
+        raise ValueError('"message.content" must be a string or a list of text, image and document blocks')
     parts: list[str] = []
-    for block in cast(list[object], content):
-        if not isinstance(block, dict) or cast(dict[str, Any], block).get("type") != "text":
-            raise ValueError("only text blocks are supported in message.content")
-        parts.append(str(cast(dict[str, Any], block).get("text", "")))
-    return "\n".join(parts)
+    images: list[Image] = []
+    for index, item in enumerate(cast(list[object], content)):
+        block = cast(dict[str, Any], item) if isinstance(item, dict) else {}
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind in ("image", "document"):
+            images.append(_attached(block, f"message.content.{index}"))
+        else:
+            raise ValueError("only text, image and document blocks are supported in message.content")
+    return "\n".join(parts), tuple(images)
+
+
+def _attached(block: dict[str, Any], where: str) -> Image:
+    """An image or document block with a base64 source, its bytes checked against the declared type."""
+    raw_source = block.get("source")
+    source = cast(dict[str, Any], raw_source) if isinstance(raw_source, dict) else {}
+    data, declared = source.get("data"), source.get("media_type")
+    if source.get("type") != "base64" or not isinstance(data, str) or not isinstance(declared, str):
+        raise ValueError(f"{where}: a base64 source with media_type and data is required")
+    if len(data) > MAX_PDF_BASE64_BYTES:
+        raise ValueError(f"{where}: over the API's 32 MB request limit")
+    try:
+        raw = binascii.a2b_base64("".join(data.split()), strict_mode=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"{where}: the data is not valid base64") from None
+    checked = attachment(raw, declared)
+    if isinstance(checked, str):
+        raise ValueError(f"{where}: {checked}")
+    return checked
