@@ -130,9 +130,8 @@ async def test_requests_are_recorded_with_body_and_headers() -> None:
         await ask(fake, system="be brief", tools=TOOLS)
         async with client(fake) as api:
             count = await api.messages.count_tokens(model="claude-test", messages=USER)
-        req = urllib.request.Request(
-            fake.base_url + "/v1/messages/count_tokens", data=b'{"messages": []}', headers={"x-api-key": "k2"}
-        )
+        body = json.dumps({"model": "claude-test", "messages": USER}).encode()
+        req = urllib.request.Request(fake.base_url + "/v1/messages/count_tokens", data=body, headers={"x-api-key": "k2"})
         with urllib.request.urlopen(req, timeout=5) as resp:
             raw = json.load(resp)
     first, second, third = fake.requests
@@ -140,7 +139,7 @@ async def test_requests_are_recorded_with_body_and_headers() -> None:
     assert first.body["system"] == "be brief" and first.body["messages"] == USER
     assert first.body["tools"][0]["name"] == "x__echo" and first.body["stream"] is True
     assert second.path == "/v1/messages/count_tokens" and count.input_tokens > 0
-    assert third.headers["x-api-key"] == "k2" and raw == {"input_tokens": len(b'{"messages": []}') // 4}
+    assert third.headers["x-api-key"] == "k2" and raw == {"input_tokens": len(body) // 4}
 
 
 async def test_exhausted_script_fails_loudly_without_retries() -> None:
