@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, cast
@@ -10,10 +11,12 @@ from typing import TYPE_CHECKING, cast
 import anyio
 
 from sprout_agent.config import ServerConfig
-from sprout_agent.errors import ServerGone
+from sprout_agent.errors import NeedsLogin, ServerGone
+from sprout_agent.events import Event, Notice
 from sprout_agent.hooks import is_hook
 from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import PromptInfo, ResourceInfo, ToolSpec
+from sprout_agent.tool_names import model_tool_name, with_hash
 
 if TYPE_CHECKING:
     from sprout_agent.mcp_link import Link
@@ -122,3 +125,34 @@ def describe_end(exc: BaseException | None, server: ServerState) -> str:
     if code is None:
         return "the connection closed" if server.config.url is not None else "closed its output"
     return f"ended by signal {-code}"
+
+
+def needs_login(exc: BaseException) -> bool:
+    """Whether a start failed for want of an OAuth login, however deep the SDK's task groups wrapped it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, NeedsLogin):
+            return True
+        if isinstance(seen, BaseExceptionGroup):
+            seen = cast("BaseExceptionGroup[BaseException]", seen).exceptions[0]
+        else:
+            seen = seen.__cause__
+    return False
+
+
+def name_tools(servers: Iterable[ServerState], emit: Callable[[Event], None]) -> list[ToolSpec]:
+    """Gives every tool a model-safe, unique, stable name, in config order then listing order."""
+    named: list[ToolSpec] = []
+    used: set[str] = set()
+    for server in servers:
+        for spec in server.tools:
+            name = model_tool_name(spec.server, spec.tool)
+            if name in used:
+                name = with_hash(name, spec.server, spec.tool)
+            if name in used:
+                emit(Notice(f"skipped tool '{spec.tool}' of '{spec.server}': its name collides", "warning"))
+                continue
+            used.add(name)
+            named.append(ToolSpec(name, spec.server, spec.tool, spec.description, spec.input_schema, spec.read_only))
+        server.tools = [spec for spec in named if spec.server == server.config.name]
+    return named

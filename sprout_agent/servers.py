@@ -8,11 +8,11 @@ boot on the other core. Modules importing mcp: `mcp_link`, `mcp_callbacks`, `mcp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import IO, TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
@@ -20,15 +20,14 @@ import anyio.to_thread
 from sprout_agent import processes, server_features
 from sprout_agent.client_features import ClientFeatures
 from sprout_agent.config import ServerConfig
-from sprout_agent.errors import NeedsLogin, ServerAnswered, ServerGone
+from sprout_agent.errors import ServerAnswered, ServerGone
 from sprout_agent.events import Event, Notice, ServerFailed, ServerLog, ServerStarted
 from sprout_agent.hooks import is_hook
 from sprout_agent.messages import Text
 from sprout_agent.oauth_store import OAuthSetup
 from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import HookCallFailed, PromptInfo, ResourceInfo, ToolOutcome, ToolSpec
-from sprout_agent.server_state import ServerState, ServerStatus, describe_end
-from sprout_agent.tool_names import model_tool_name, with_hash
+from sprout_agent.server_state import ServerState, ServerStatus, describe_end, name_tools, needs_login
 
 # Turns a server's command line and environment into the ones that start it in its OS sandbox (or leaves them).
 SandboxWrap = Callable[[ServerConfig, list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
@@ -183,7 +182,7 @@ class ServerPool:
 
     def _name_all(self) -> None:
         servers = self._servers.values()
-        self._tools = _name_tools(servers, self._emit) + server_features.resource_tools(servers)
+        self._tools = name_tools(servers, self._emit) + server_features.resource_tools(servers)
 
     async def call(
         self,
@@ -247,7 +246,7 @@ class ServerPool:
         self._servers[name] = fresh
         self._tg.start_soon(self._run, fresh, self._link)
         await fresh.ready.wait()  # bounded: the runner's connect is under the start timeout
-        self._tools = _name_tools(self._servers.values(), self._emit)
+        self._tools = name_tools(self._servers.values(), self._emit)
         return fresh.status()
 
     def status(self) -> list[ServerStatus]:
@@ -363,19 +362,6 @@ class ServerPool:
         return write
 
 
-def needs_login(exc: BaseException) -> bool:
-    """Whether a start failed for want of an OAuth login, however deep the SDK's task groups wrapped it."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, NeedsLogin):
-            return True
-        if isinstance(seen, BaseExceptionGroup):
-            seen = cast("BaseExceptionGroup[BaseException]", seen).exceptions[0]
-        else:
-            seen = seen.__cause__
-    return False
-
-
 def _import_link() -> ModuleType:
     from sprout_agent import mcp_link
 
@@ -384,21 +370,3 @@ def _import_link() -> ModuleType:
 
 def _error_outcome(text: str) -> ToolOutcome:
     return ToolOutcome((Text(text),), is_error=True)
-
-
-def _name_tools(servers: Iterable[ServerState], emit: Callable[[Event], None]) -> list[ToolSpec]:
-    """Gives every tool a model-safe, unique, stable name, in config order then listing order."""
-    named: list[ToolSpec] = []
-    used: set[str] = set()
-    for server in servers:
-        for spec in server.tools:
-            name = model_tool_name(spec.server, spec.tool)
-            if name in used:
-                name = with_hash(name, spec.server, spec.tool)
-            if name in used:
-                emit(Notice(f"skipped tool '{spec.tool}' of '{spec.server}': its name collides", "warning"))
-                continue
-            used.add(name)
-            named.append(ToolSpec(name, spec.server, spec.tool, spec.description, spec.input_schema, spec.read_only))
-        server.tools = [spec for spec in named if spec.server == server.config.name]
-    return named

@@ -131,7 +131,9 @@ async def test_requests_are_recorded_with_body_and_headers() -> None:
         async with client(fake) as api:
             count = await api.messages.count_tokens(model="claude-test", messages=USER)
         body = json.dumps({"model": "claude-test", "messages": USER}).encode()
-        req = urllib.request.Request(fake.base_url + "/v1/messages/count_tokens", data=body, headers={"x-api-key": "k2"})
+        req = urllib.request.Request(
+            fake.base_url + "/v1/messages/count_tokens", data=body, headers={"x-api-key": "k2"}
+        )
         with urllib.request.urlopen(req, timeout=5) as resp:
             raw = json.load(resp)
     first, second, third = fake.requests
