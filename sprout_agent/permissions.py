@@ -22,6 +22,28 @@ from sprout_agent.protocols import ToolSpec
 
 AUTO, ASK, READ_ONLY = "auto", "ask", "read-only"
 MODES = (AUTO, ASK, READ_ONLY)
+# The edit tools Claude Code's acceptEdits mode lets run unasked: the built-in dev server's writes.
+EDIT_TOOLS = ("dev__write", "dev__edit")
+# Claude Code's `--permission-mode` names (and the SDK's set_permission_mode) → (our mode, tools allowed on top).
+# default asks for what is not a read, as our ask mode does; plan may only read; dontAsk refuses what is not
+# allowed beforehand, which is our ask mode with nobody to ask (an SDK that answers can_use_tool asks on).
+CLAUDE_MODES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "default": (ASK, ()),
+    "acceptEdits": (ASK, EDIT_TOOLS),
+    "plan": (READ_ONLY, ()),
+    "bypassPermissions": (AUTO, ()),
+    "dontAsk": (ASK, ()),
+}
+
+
+def resolve_mode(name: str) -> tuple[str, tuple[str, ...]]:
+    """Our mode and the tools it allows on top, for one of our mode names or one of Claude Code's."""
+    if name in MODES:
+        return name, ()
+    if name in CLAUDE_MODES:
+        return CLAUDE_MODES[name]
+    known = ", ".join((*MODES, *CLAUDE_MODES))
+    raise ValueError(f"unknown permission mode {name!r} (known: {known})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +81,7 @@ class Policy:
         ask: Ask | None = None,
         sandboxed: Collection[tuple[str, str]] = (),
     ) -> None:
-        if mode not in MODES:
-            raise ValueError(f"unknown permission mode {mode!r}")
-        self.mode = mode
+        self.mode, self.mode_allows = resolve_mode(mode)
         self.allow = tuple(allow)
         self.deny = tuple(deny)
         self.ask = ask
@@ -74,7 +94,8 @@ class Policy:
     async def __call__(self, spec: ToolSpec, use: ToolUse) -> str | None:
         if (pattern := matching(self.deny, spec)) is not None:
             return f"refused: {spec.name} is denied by --deny-tools {pattern}; do not call it again, find another way"
-        if matching(self.allow, spec) is not None or spec.name in self.always or self.mode == AUTO:
+        allowed = matching(self.allow, spec) is not None or matching(self.mode_allows, spec) is not None
+        if allowed or spec.name in self.always or self.mode == AUTO:
             return None
         if self.mode == READ_ONLY:
             sandboxed = (spec.server, spec.tool) in self.sandboxed
@@ -87,6 +108,10 @@ class Policy:
                 f"allow it with --allow-tools {spec.name}"
             )
         return await self._ask(spec, use)
+
+    def set_mode(self, name: str) -> None:
+        """Switches the mode (ours or Claude Code's name) from the next call on; ValueError for an unknown one."""
+        self.mode, self.mode_allows = resolve_mode(name)
 
     async def _ask(self, spec: ToolSpec, use: ToolUse) -> str | None:
         assert self.ask is not None

@@ -18,3 +18,9 @@ def model_tool_name(server: str, tool: str) -> str:
 def with_hash(name: str, server: str, tool: str) -> str:
     digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
     return f"{name[: MAX_TOOL_NAME - 9]}_{digest}"
+
+
+def sdk_tool_name(server: str, tool: str) -> str:
+    """Claude Code's name for an MCP tool, `mcp__server__tool`: what its SDKs' allow-lists and matchers expect.
+    Only the SDK-facing stream uses it; the model sees `model_tool_name`."""
+    return f"mcp__{server}__{tool}"

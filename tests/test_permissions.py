@@ -203,6 +203,20 @@ async def test_policy_order_deny_then_allow_then_mode() -> None:
 
 
 @pytest.mark.anyio
+async def test_claude_code_mode_names_map_onto_ours_and_switch_from_the_next_call() -> None:
+    policy = Policy("acceptEdits")  # ask, with the edit tools allowed on top; nobody to ask here
+    assert await policy(spec("dev__edit", read_only=False), use_of("dev__edit")) is None
+    assert "not approved" in (await policy(spec("dev__bash", read_only=False), use_of("dev__bash")) or "")
+    policy.set_mode("bypassPermissions")
+    assert await policy(spec("dev__bash", read_only=False), use_of("dev__bash")) is None
+    policy.set_mode("plan")
+    assert "read-only" in (await policy(spec("dev__edit", read_only=False), use_of("dev__edit")) or "")
+    with pytest.raises(ValueError, match="unknown permission mode 'yolo'"):
+        policy.set_mode("yolo")
+    assert policy.mode == "read-only"  # an unknown name changes nothing
+
+
+@pytest.mark.anyio
 async def test_the_time_a_person_takes_to_answer_is_not_the_tools_time() -> None:
     waited: list[float] = []
 
