@@ -72,8 +72,15 @@ def model_script(tool: tuple[str, dict[str, Any]] | None) -> list[Any]:
     return [first, reply("Done.")]
 
 
-def config_for(url: str, context: Mapping[str, Any]) -> dict[str, Any]:
+# The client ID metadata document URL the suite's basic-cimd authorization server expects (the official SDKs'
+# conformance clients use the same one); the suite never fetches it there.
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+
+
+def config_for(url: str, context: Mapping[str, Any], scenario: str = "") -> dict[str, Any]:
     entry: dict[str, Any] = {"type": "http", "url": url}
+    if scenario == "auth/basic-cimd":
+        entry["oauth"] = {"clientMetadataUrl": CIMD_URL}
     if "client_id" in context:
         # Pre-registered client credentials (auth/pre-registration, client-credentials-*): the shape proposed to
         # the OAuth work, Claude Code's `oauth.clientId` plus the secret through a variable, never the file.
@@ -152,7 +159,7 @@ def run(scenario: str, url: str, context: Mapping[str, Any]) -> int:
     with tempfile.TemporaryDirectory(prefix="sprout-conf-") as tmp, FakeAnthropic(model_script(tool)) as fake:
         home = Path(tmp)
         config = home / "conf.json"
-        config.write_text(json.dumps(config_for(url, context)), encoding="utf-8")
+        config.write_text(json.dumps(config_for(url, context, scenario)), encoding="utf-8")
         command = [sys.executable, "-m", "sprout_agent", "-p", "Call the tool once, then stop."]
         command += ["--config", str(config), "--cwd", tmp, "--output-format", "stream-json", "--max-turns", "3"]
         try:
