@@ -9,13 +9,17 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import (
+    agent_command,
+    agent_env,
     fake_server,
     pid_alive,
     read_log,
@@ -218,3 +222,65 @@ def test_a_run_ended_before_the_servers_were_up_is_a_lone_result_with_the_sessio
     assert result["exit_code"] == 1 and len(result["session_id"]) == 32 and "broken" in result["errors"][0]
     assert "broken" in run.stderr.strip().splitlines()[-1]  # --strict-mcp-config: the failed server is fatal
     assert fake.requests == []
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed")
+def test_json_output_piped_to_jq_gives_the_cost_the_turns_and_the_subtype(tmp_path: Path) -> None:
+    script = [reply(tool_use("fake__echo", {"text": "one"})), reply("Done.")]
+    config = write_config(tmp_path, {"fake": fake_server()})
+    with FakeAnthropic(script) as fake:
+        agent = subprocess.Popen(
+            agent_command(["--config", str(config), *JSON, "-p", "go"]),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=agent_env(tmp_path, fake),
+            cwd=tmp_path,
+        )
+        assert agent.stdout is not None
+        try:
+            jq = subprocess.run(
+                ["jq", "-r", ".total_cost_usd, .num_turns, .subtype, .is_error"],
+                stdin=agent.stdout,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert agent.wait(timeout=30) == 0
+        finally:
+            agent.kill()
+            agent.stdout.close()
+    assert jq.returncode == 0, jq.stderr
+    cost, turns, subtype, is_error = jq.stdout.split()
+    assert float(cost) > 0 and turns == "2" and subtype == "success" and is_error == "false"
+
+
+def test_partial_messages_stream_the_raw_events_that_make_up_each_reply(tmp_path: Path) -> None:
+    with FakeAnthropic([reply("Hello from the stream."), reply("Again.")]) as fake:
+        run = run_agent(tmp_path, [*STREAM, "--include-partial-messages", "-p", "go"], fake=fake, servers={})
+        without = run_agent(tmp_path, [*STREAM, "-p", "go"], fake=fake, servers={})
+    assert run.code == 0, run.stderr
+    lines = stream(run.stdout)
+    events = [line["event"] for line in of_type(lines, "stream_event")]
+    kinds = [event["type"] for event in events]
+    assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
+    assert {"content_block_start", "content_block_delta", "content_block_stop", "message_delta"} <= set(kinds)
+    deltas = "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta")
+    assert deltas == texts(lines)[0] == "Hello from the stream."
+    (assistant,) = of_type(lines, "assistant")
+    assert events[0]["message"]["id"] == assistant["message"]["id"]  # the same response, whole after its events
+    assert types(lines).index("assistant") > types(lines).index("stream_event")
+    assert without.code == 0 and "stream_event" not in without.stdout  # off unless asked
+
+
+def test_stream_json_in_and_out_gives_each_turn_its_result_and_a_bad_line_one_more(tmp_path: Path) -> None:
+    stdin = "\n".join([user_line("one"), "{nope", user_line("never read")])
+    with FakeAnthropic([reply("answer one")]) as fake:
+        run = run_agent(tmp_path, [*STREAM, "--input-format", "stream-json"], fake=fake, servers={}, stdin=stdin)
+    assert run.code == 2
+    lines = stream(run.stdout)
+    first, last = of_type(lines, "result")
+    assert first["result"] == "answer one" and first["subtype"] == "success" and first["exit_code"] == 0
+    assert last is lines[-1] and last["subtype"] == "error_during_execution" and last["exit_code"] == 2
+    assert last["errors"][0].startswith("stdin line 2: not JSON")
+    assert len(fake.requests) == 1
