@@ -140,6 +140,17 @@ def session(kind: str, rounds: int) -> Run:
     return run
 
 
+def remote_session(rounds: int, tool: str, port: int) -> Run:
+    """One -p run with a loopback Streamable HTTP server and a stdio one: `rounds` calls of `tool`, then an answer."""
+    script: list[Step] = [reply(tool_use(tool, {"text": f"round {i + 1}"})) for i in range(rounds)]
+    script.append(reply("final answer"))
+    servers = {"fake": fake_server(), "remote": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"}}
+    with tempfile.TemporaryDirectory() as tmp, FakeAnthropic(script, auto_usage=True) as fake:
+        home = Path(tmp)
+        argv = agent_command(["--config", str(write_config(home, servers)), "-p", "go"])
+        return check(spawn(argv, agent_env(home, fake), home, fake), rounds + 1)
+
+
 def agent_once(servers: dict[str, Any] | None, env_extra: dict[str, str], unset: tuple[str, ...] = ()) -> Run:
     """One `-p` run answered at once with text, no tool calls."""
     with tempfile.TemporaryDirectory() as tmp, FakeAnthropic([reply("done")], auto_usage=True) as fake:
@@ -440,7 +451,7 @@ class Bench:
             self.hooks,
             self.toolhooks,
         ]
-        steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render]
+        steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render, self.remote]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -627,6 +638,44 @@ class Bench:
         self.add("pool teardown, 3 servers with a grandchild each", [f[2] for f in figures], "s")
         self.add("pool teardown, a SIGTERM-ignoring server", [f[3] for f in figures], "s")
 
+    def remote(self) -> None:
+        """16. a Streamable HTTP server on loopback next to a stdio one: start-up and per-round cost"""
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        server = subprocess.Popen([PY, "-m", "tests.http_echo_server", str(port)], cwd=ROOT, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 30
+            while True:  # bounded: the server imports mcp and uvicorn, then listens
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        raise RuntimeError("the HTTP echo server did not listen") from None
+                    time.sleep(0.05)
+            # Interleaved, so that a change in the machine's load hits every side alike.
+            runs = [
+                (
+                    agent_once({"fake": fake_server()}, {}),
+                    remote_session(20, "remote__echo", port),
+                    remote_session(20, "fake__echo", port),
+                )
+                for _ in range(self.runs)
+            ]
+            alone, both, stdio = ([r[k] for r in runs] for k in range(3))
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+        first_alone, first_both = [r.first() for r in alone], [r.first() for r in both]
+        self.add("start → 1st request, 1 stdio server", first_alone, "s")
+        self.add("start → 1st request, + 1 HTTP server", first_both, "s")
+        self.add("  … added by the HTTP server", med(first_both) - med(first_alone), "s")
+        self.add("per tool round, HTTP echo", [med(r.rounds()) for r in both], "ms")
+        self.add("per tool round, stdio echo (same run shape)", [med(r.rounds()) for r in stdio], "ms")
+
     def sandbox(self) -> None:
         """14. dev__bash per call, OS sandbox (bubblewrap) vs off, in-process dev server"""
         import anyio
@@ -664,7 +713,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    groups = "imports minimal ours facts builtins flags repl hooks toolhooks compaction servers acp sandbox render"
+    groups = (
+        "imports minimal ours facts builtins flags repl hooks toolhooks compaction servers acp sandbox render remote"
+    )
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     args = parser.parse_args()
     load = os.getloadavg()[0]
