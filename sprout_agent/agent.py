@@ -226,7 +226,7 @@ class Agent:
         self.requests += 1
         self.emit(ModelWaiting(self.requests, self.context_estimate()))
         started = time.monotonic()
-        request = ModelRequest(system=self.system, messages=tuple(self.history), tools=self.tools)
+        request = ModelRequest(system=self.system, messages=tuple(self.history), tools=self.tools, partial=True)
         reply = await self.model.complete(request, lambda text: self.emit(TextDelta(text)))
         cost = self.ledger.add(reply.usage)
         self.emit(ModelReplied(reply.stop_reason, reply.usage, time.monotonic() - started, cost))
