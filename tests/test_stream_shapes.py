@@ -271,3 +271,25 @@ async def test_the_model_client_emits_raw_events_only_for_the_loops_requests_whe
     assert "".join(e["delta"]["text"] for e in raw if e["type"] == "content_block_delta") == "Hello there."
     started = raw[0]["message"]
     assert isinstance(started, dict) and started["id"] == answer.id and answer.id.startswith("msg_")
+
+
+@pytest.mark.anyio
+async def test_the_calls_the_permission_policy_refused_are_the_turns_permission_denials() -> None:
+    from sprout_agent.permissions import Policy
+    from tests.loop_doubles import build_loop, call
+    from tests.loop_doubles import reply as model_reply
+
+    script = [
+        model_reply(call("fake__echo", "t_echo", text="hi"), call("fake__add", "t_add", a=1, b=2)),
+        model_reply("the echo was refused"),
+    ]
+    loop = build_loop(script, permit=Policy("auto", deny=["fake__echo"]))
+    with anyio.fail_after(10):
+        await loop.turn("go")
+    sink, out = streamed(*loop.events)
+    result = final(valid_lines(out.getvalue()))
+    assert result["permission_denials"] == [
+        {"tool_name": "mcp__fake__echo", "tool_use_id": "t_echo", "tool_input": {"text": "hi"}}
+    ]  # the allowed call is not in it
+    sink.result(ResultInfo("", "interrupted", "s1", 2, Usage(), 0.0, 10, 130, ["interrupted by SIGINT"]))
+    assert final(valid_lines(out.getvalue()))["permission_denials"] == []  # the turn's result took them
