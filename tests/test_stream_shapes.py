@@ -293,3 +293,15 @@ async def test_the_calls_the_permission_policy_refused_are_the_turns_permission_
     ]  # the allowed call is not in it
     sink.result(ResultInfo("", "interrupted", "s1", 2, Usage(), 0.0, 10, 130, ["interrupted by SIGINT"]))
     assert final(valid_lines(out.getvalue()))["permission_denials"] == []  # the turn's result took them
+
+
+@pytest.mark.parametrize("raw", ['{"x": NaN}', '{"x": -Infinity}', "[1, 2]", '"text"'])
+def test_a_tool_input_that_is_not_a_json_object_is_kept_as_text_so_every_line_stays_json(raw: str) -> None:
+    from sprout_agent.reply_stream import tool_input
+
+    assert tool_input(raw) == {"_invalid": raw}
+    out = io.StringIO()
+    sink = JsonlSink(out, stream=True)
+    sink.init(init_info())
+    sink(ev.ToolStarted("t1", "up__echo", "up", "echo", tool_input(raw)))
+    assert valid_lines(out.getvalue())[1]["arguments"] == {"_invalid": raw}
