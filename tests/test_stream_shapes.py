@@ -177,6 +177,38 @@ def test_a_run_that_ends_after_its_turns_writes_no_second_result_but_a_failure_a
     assert last["exit_code"] == 2 and last["errors"] == ["stdin line 2: not JSON"]
 
 
+def test_model_usage_is_the_sessions_running_total_per_model() -> None:
+    def replied(model: str, cost: float) -> ev.AssistantMessage:
+        return ev.AssistantMessage("msg", model, (Text("x"),), "end_turn", Usage(100, 10, 5, 1, 1), cost_usd=cost)
+
+    out = io.StringIO()
+    sink = JsonlSink(out, stream=True)
+    sink.init(init_info(context_window=200_000, max_output_tokens=32_000))
+    for event in (
+        replied("a", 0.25),
+        ev.TurnFinished("end_turn", "x", 1, Usage()),
+        replied("a", 0.5),
+        replied("b", 1.0),
+    ):
+        sink(event)
+    sink(ev.TurnFinished("end_turn", "x", 2, Usage()))
+    first, second = of_type(valid_lines(out.getvalue()), "result")
+    assert first["modelUsage"] == {
+        "a": {
+            "inputTokens": 100,
+            "outputTokens": 10,
+            "cacheReadInputTokens": 5,
+            "cacheCreationInputTokens": 1,
+            "webSearchRequests": 1,
+            "costUSD": 0.25,
+            "contextWindow": 200_000,
+            "maxOutputTokens": 32_000,
+        }
+    }
+    assert second["modelUsage"]["a"]["inputTokens"] == 200 and second["modelUsage"]["a"]["costUSD"] == 0.75
+    assert second["modelUsage"]["b"]["costUSD"] == 1.0
+
+
 def test_json_output_is_only_the_final_result_with_the_runs_api_time() -> None:
     sink, out = streamed(
         reply_with_a_call(),

@@ -25,6 +25,7 @@ from sprout_agent.ui.stream_lines import (
     Record,
     ResultInfo,
     ServerInfo,
+    add_model_usage,
     assistant_record,
     hook_record,
     init_record,
@@ -79,6 +80,8 @@ class JsonlSink:
         self._pending: list[Event] = []
         self._open_calls: dict[str, _Call] = {}  # until finished
         self._denials: list[Record] = []  # the permission policy's refusals in this user turn
+        self._model_usage: dict[str, Record] = {}  # per model, the session's running totals
+        self._limits = (0, 0)  # the context window and max output tokens, from init
         self._finished = False
         self._api_seconds = 0.0  # model requests' time, this run
         self._turn_api_seconds = 0.0  # … this user turn
@@ -87,6 +90,8 @@ class JsonlSink:
         if isinstance(event, ev.ModelReplied):
             self._api_seconds += event.seconds
             self._turn_api_seconds += event.seconds
+        elif isinstance(event, ev.AssistantMessage):
+            add_model_usage(self._model_usage, event, *self._limits)
         if not self.stream or self._finished:
             return
         if not self._initialised:
@@ -102,6 +107,7 @@ class JsonlSink:
 
     def init(self, info: InitInfo) -> None:
         self.session_id = info.session_id
+        self._limits = (info.context_window, info.max_output_tokens)
         if not self.stream or self._initialised:
             return
         self._initialised = True
@@ -123,7 +129,8 @@ class JsonlSink:
         self._open_calls.clear()
         self._finished = True
         if not (reported and self.stream):
-            final = replace(info, duration_api_ms=ms(self._api_seconds), permission_denials=self._denials)
+            totals = {"duration_api_ms": ms(self._api_seconds), "model_usage": self._model_usage}
+            final = replace(info, **totals, permission_denials=self._denials)
             write_record(self.out, result_record(final))
 
     def _write(self, record: Record) -> None:
@@ -135,7 +142,7 @@ class JsonlSink:
         code = exit_code_for_stop(event.stop_reason)
         info = ResultInfo(
             event.text, event.stop_reason, self.session_id, event.turns, event.usage, event.cost_usd,
-            ms(event.seconds), code, [], ms(api), denials,
+            ms(event.seconds), code, [], ms(api), denials, dict(self._model_usage),
         )  # fmt: skip
         return result_record(info)
 
