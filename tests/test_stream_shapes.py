@@ -337,3 +337,15 @@ def test_a_tool_input_that_is_not_a_json_object_is_kept_as_text_so_every_line_st
     sink.init(init_info())
     sink(ev.ToolStarted("t1", "up__echo", "up", "echo", tool_input(raw)))
     assert valid_lines(out.getvalue())[1]["arguments"] == {"_invalid": raw}
+
+
+def test_json_output_reports_the_runs_denials_and_no_line_for_a_call_cut_short() -> None:
+    started = ev.ToolStarted("t1", "up__echo", "up", "echo", {"text": "hi"})
+    refused = ev.ToolFinished("t1", "up__echo", True, 0.0, "denied", (Text("denied"),), denied=True)
+    cut = ev.ToolStarted("t2", "up__add", "up", "add", {})
+    sink, out = streamed(started, refused, ev.TurnFinished("end_turn", "a", 1, Usage()), cut, stream=False)
+    sink.result(ResultInfo("", "interrupted", "s1", 2, Usage(), 0.0, 10, 130, ["interrupted by SIGINT"]))
+    (result,) = valid_lines(out.getvalue())  # the one object, even with a call still open
+    assert result["permission_denials"] == [
+        {"tool_name": "mcp__up__echo", "tool_use_id": "t1", "tool_input": {"text": "hi"}}
+    ]

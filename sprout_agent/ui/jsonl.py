@@ -92,7 +92,11 @@ class JsonlSink:
             self._turn_api_seconds += event.seconds
         elif isinstance(event, ev.AssistantMessage):
             add_model_usage(self._model_usage, event, *self._limits)
-        if not self.stream or self._finished:
+        if not self.stream:
+            if isinstance(event, ev.ToolStarted | ev.ToolFinished):
+                self._track(event)  # for the result's permission_denials
+            return
+        if self._finished:
             return
         if not self._initialised:
             if not isinstance(event, _FOLDED_INTO_INIT):
@@ -122,7 +126,7 @@ class JsonlSink:
         if self._finished:
             return
         # A call cut short by a signal or an error never finished on its own: every tool_use gets its result.
-        for call_id, call in list(self._open_calls.items()):
+        for call_id, call in list(self._open_calls.items()) if self.stream else []:
             if call.server != API_SERVER:
                 self._write(tool_result_record(call_id, (Text(INTERRUPTED),), True))
             self._write(_tool_finished(call_id, call.name, call.server, True, time.monotonic() - call.started))
@@ -146,20 +150,26 @@ class JsonlSink:
         )  # fmt: skip
         return result_record(info)
 
+    def _track(self, event: ev.ToolStarted | ev.ToolFinished) -> _Call:
+        """A call from its start to its end (the SDK-facing name, the server); a refused one is a denial."""
+        if isinstance(event, ev.ToolStarted):
+            name = sdk_tool_name(event.server, event.tool) if event.server not in ("", API_SERVER) else event.name
+            self._open_calls[event.call_id] = call = _Call(name, event.server, time.monotonic(), event.arguments)
+            return call
+        call = self._open_calls.pop(event.call_id, _Call(event.name, "", 0.0, {}))
+        if event.denied:
+            self._denials.append({"tool_name": call.name, "tool_use_id": event.call_id, "tool_input": call.arguments})
+        return call
+
     def _records(self, event: Event) -> list[Record]:
         match event:
             case ev.ToolStarted():
-                name = sdk_tool_name(event.server, event.tool) if event.server not in ("", API_SERVER) else event.name
-                self._open_calls[event.call_id] = _Call(name, event.server, time.monotonic(), event.arguments)
+                name = self._track(event).name
                 fields = {"id": event.call_id, "name": name, "server": event.server, "tool": event.tool}
                 return [system_record("tool_started", **fields, arguments=event.arguments)]
             case ev.ToolFinished():
-                call = self._open_calls.pop(event.call_id, _Call(event.name, "", 0.0, {}))
+                call = self._track(event)
                 name, server = call.name, call.server
-                if event.denied:
-                    self._denials.append(
-                        {"tool_name": name, "tool_use_id": event.call_id, "tool_input": call.arguments}
-                    )
                 finished = _tool_finished(event.call_id, name, server, event.is_error, event.seconds)
                 if event.diff:
                     finished["diff"] = event.diff
