@@ -48,6 +48,7 @@ RESULT_SUBTYPE = {
     "budget": "error_max_budget_usd",
     "error": "error_during_execution",
     "interrupted": "error_during_execution",
+    "cancelled": "error_during_execution",
 }
 
 
