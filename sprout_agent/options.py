@@ -32,13 +32,17 @@ class Options:
     max_turns: int | None = None
     cwd: Path = field(default_factory=Path.cwd)
     verbose: bool = False
-    strict_mcp_config: bool = False
+    mcp_configs: tuple[str, ...] = ()  # --mcp-config: paths or inline JSON, added to the lookup (Claude Code's)
+    strict_mcp_config: bool = False  # --strict-mcp-config: only --config/--mcp-config servers (Claude Code's)
+    require_servers: bool = False  # --require-servers: a server that fails to start (or is broken) fails the run
     max_budget_usd: float | None = None
     output_format: str = "text"  # text | json | stream-json
     input_format: str = "text"  # text | stream-json
     resume_id: str | None = None  # --resume ID
     continue_latest: bool = False  # --continue
-    permission_mode: str = "auto"  # auto | ask | read-only
+    session_id: str | None = None  # --session-id UUID: the new session's id
+    fork_session: bool = False  # --fork-session: the resumed history goes on under a new id
+    permission_mode: str = "auto"  # ours (auto | ask | read-only) or Claude Code's name, as given
     allow_tools: tuple[str, ...] = ()  # patterns such as dev__bash or git__*
     deny_tools: tuple[str, ...] = ()
     trust_project: bool = False  # --trust-project: the project's .mcp.json servers start without asking, this run
@@ -50,6 +54,8 @@ class Options:
     elicitation: str | None = None  # --elicitation decline | accept-defaults; None = SPROUT_AGENT_ELICITATION
     allow_sampling: bool = False  # --allow-sampling: headless, servers may sample the model without asking
     web: bool | None = None  # --web / --no-web; None = SPROUT_AGENT_WEB (off by default)
+    add_dirs: tuple[Path, ...] = ()  # --add-dir: more directories the built-in tools may write
+    fallback_model: str | None = None  # --fallback-model: used when the model is overloaded or unavailable
 
 
 @dataclass(frozen=True)
@@ -169,9 +175,18 @@ def _loaded(
     options: Options, env: Mapping[str, str], environ: Mapping[str, str], locations: Locations
 ) -> cfg.LoadedConfig:
     """The config files; a server with a bad definition is skipped with a notice, not the run (unless
-    --strict-mcp-config). A bad file (unreadable, not JSON) still fails the run, except the project's own."""
-    loaded = cfg.load_config(options.config_files, options.cwd, env, locations.config, strict=False, user_env=environ)
-    if loaded.broken and options.strict_mcp_config:
+    --require-servers). A bad file (unreadable, not JSON) still fails the run, except the project's own."""
+    loaded = cfg.load_config(
+        options.config_files,
+        options.cwd,
+        env,
+        locations.config,
+        strict=False,
+        user_env=environ,
+        mcp_configs=options.mcp_configs,
+        only_given=options.strict_mcp_config,
+    )
+    if loaded.broken and options.require_servers:
         raise ConfigError(loaded.broken[0].error)
     skipped = tuple(f"{entry.error} (server '{entry.name}' skipped)" for entry in loaded.broken)
     return replace(loaded, notices=loaded.notices + skipped)

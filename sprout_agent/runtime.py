@@ -227,11 +227,11 @@ def _make_store(prepared: Prepared, session_id: str) -> store.SessionStore | Non
 
 
 def _check_strict(prepared: Prepared, pool: ServerPool) -> None:
-    if not prepared.options.strict_mcp_config:
+    if not prepared.options.require_servers:
         return
     failed = [s.name for s in pool.status() if s.state != "running"]
     if failed:
-        raise ServerStartError(f"--strict-mcp-config: server(s) failed to start: {', '.join(failed)}")
+        raise ServerStartError(f"--require-servers: server(s) failed to start: {', '.join(failed)}")
 
 
 def _build_agent(
