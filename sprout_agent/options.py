@@ -6,6 +6,8 @@ and the REPL, the headless runner and ACP sessions hand that to `runtime.open_ru
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,6 +21,7 @@ from sprout_agent.errors import ConfigError, UsageError
 from sprout_agent.ledger import Price, parse_prices
 from sprout_agent.locations import Locations
 from sprout_agent.sandboxing import SandboxPlan, plan, server_notices
+from sprout_agent.tools._paths import ADD_DIRS_ENV
 
 
 @dataclass(frozen=True)
@@ -121,9 +124,12 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     window = context_window(model, settings.max_context_tokens)
     threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
     prices = parse_prices(settings.prices)
+    _check_session_id(options, locations.sessions)
+    added_dirs = add_dirs_env(options.add_dirs, options.cwd)
     loaded = _loaded(options, env, environ, locations)
     sandbox = _sandbox(options, locations, environ, loaded.sandbox)
-    loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, sandbox.server_env())
+    tools_env = {**sandbox.server_env(), **added_dirs}
+    loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, tools_env)
     trusted = options.trust_project or consent.trusted_by_environment(environ)
     has_project_servers = any(server.project for server in loaded.servers)
     approvals = (
@@ -163,7 +169,7 @@ def _sandbox(
     return plan(
         options.sandbox,
         options.sandbox_network,
-        (*options.sandbox_allow_write, *configured.allow_write),
+        (*options.sandbox_allow_write, *options.add_dirs, *configured.allow_write),
         permission_mode=options.permission_mode,
         cwd=options.cwd,
         hidden=(*own, *configured.deny_read),
@@ -190,6 +196,30 @@ def _loaded(
         raise ConfigError(loaded.broken[0].error)
     skipped = tuple(f"{entry.error} (server '{entry.name}' skipped)" for entry in loaded.broken)
     return replace(loaded, notices=loaded.notices + skipped)
+
+
+def add_dirs_env(add_dirs: tuple[Path, ...], cwd: Path) -> dict[str, str]:
+    """The built-in dev server's variable for --add-dir: more directories its write and edit may reach (its
+    bash gets them from the sandbox's writable directories)."""
+    for path in add_dirs:
+        if not (cwd / path).is_dir():
+            raise UsageError(f"--add-dir {path}: not a directory")
+    return {ADD_DIRS_ENV: os.pathsep.join(str((cwd / path).resolve()) for path in add_dirs)} if add_dirs else {}
+
+
+def _check_session_id(options: Options, sessions_dir: Path | None) -> None:
+    """--session-id names a new session: a UUID no recorded session has; --fork-session needs a session to fork."""
+    resuming = options.resume_id is not None or options.continue_latest
+    if options.fork_session and not resuming:
+        raise UsageError("--fork-session goes with --resume ID or --continue")
+    if options.session_id is None:
+        return
+    if resuming and not options.fork_session:
+        raise UsageError("--session-id names a new session: with --resume/--continue, add --fork-session")
+    if not session_index.valid_id(options.session_id):
+        raise UsageError(f"--session-id must be a UUID (such as {uuid.UUID(int=0)}), got {options.session_id!r}")
+    if sessions_dir is not None and session_index.exists(sessions_dir, options.session_id):
+        raise UsageError(f"--session-id {options.session_id}: a session with this id exists already (use --resume)")
 
 
 def _resumed(options: Options, sessions_dir: Path | None) -> store.LoadedSession | None:

@@ -50,7 +50,7 @@ def test_json_output_is_one_object_and_verbose_progress_goes_to_stderr(
     (result,) = valid_lines(run.stdout)
     assert result["type"] == "result" and result["result"] == "The answer is 42."
     assert result["stop_reason"] == "end_turn" and result["turns"] == 2 and result["exit_code"] == 0
-    assert len(result["session_id"]) == 32 and result["errors"] == []
+    assert len(result["session_id"]) == 36 and result["errors"] == []
     assert set(result["usage"]) == {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}
     assert result["cost_usd"] > 0 and isinstance(result["duration_ms"], int)
     assert "fake__echo" in run.stderr and "⏺" in run.stderr

@@ -189,6 +189,6 @@ def test_a_run_ended_before_the_servers_were_up_is_a_lone_result_with_the_sessio
         run = run_agent(tmp_path, [*STREAM, "--require-servers", "-p", "go"], fake=fake, servers=servers)
     assert run.code == 1
     (result,) = stream(run.stdout)
-    assert result["exit_code"] == 1 and len(result["session_id"]) == 32 and "broken" in result["errors"][0]
+    assert result["exit_code"] == 1 and len(result["session_id"]) == 36 and "broken" in result["errors"][0]
     assert "broken" in run.stderr.strip().splitlines()[-1]  # --require-servers: the failed server is fatal
     assert fake.requests == []
