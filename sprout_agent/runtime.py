@@ -177,6 +177,7 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
         effort=prepared.effort,
         thinking_budget=prepared.settings.thinking_budget,
         web=prepared.web,
+        fallback_model=prepared.options.fallback_model,
     )
     return model, facts
 

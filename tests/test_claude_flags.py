@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from sprout_agent.permissions import Policy
 from sprout_agent.protocols import ToolSpec
 from sprout_agent.tools._paths import ADD_DIRS_ENV, Workspace
 from sprout_agent.tools._server import ToolError
-from tests.fake_anthropic import FakeAnthropic, reply
+from tests.fake_anthropic import FakeAnthropic, error, reply
 from tests.harness import agent_env, fake_server, run_agent, write_config
 from tests.headless_here import headless
 from tests.stream_schema import valid_lines
@@ -290,3 +291,14 @@ def test_claude_code_style_command_lines_run(tmp_path: Path) -> None:
     assert "fake__echo" in tools and "dev__bash" in tools  # strict: only --mcp-config servers, built-ins kept
     assert piped.code == 0 and piped.stdout == "piped\n"
     assert fake.requests[1].body["messages"][0]["content"][0]["text"] == "hi"
+
+
+def test_an_overloaded_model_falls_back_to_the_fallback_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    options = Options("q", cwd=tmp_path, model="claude-main-1", fallback_model="claude-spare-1")
+    with FakeAnthropic([error(529), reply("from the spare"), reply("still the spare")]) as fake:
+        run = headless(tmp_path, monkeypatch, options, fake=fake, servers={})
+        again = headless(tmp_path, monkeypatch, replace(options, fallback_model=None), fake=fake, servers={})
+    assert (run.code, run.stdout) == (0, "from the spare\n"), run.stderr
+    assert [r.body["model"] for r in fake.requests] == ["claude-main-1", "claude-spare-1", "claude-main-1"]
+    assert "claude-main-1 is overloaded: switching to the fallback model claude-spare-1" in run.stderr
+    assert again.code == 0  # the fallback lasts one session: a new run starts on the main model again
