@@ -20,6 +20,7 @@ from sprout_agent.cli import app
 from sprout_agent.cli_argv import POSITIONAL
 from sprout_agent.errors import UsageError
 from sprout_agent.locations import Locations
+from sprout_agent.mcp_import import import_command
 from sprout_agent.messages import ToolUse
 from sprout_agent.options import Options, prepare
 from sprout_agent.permissions import Policy
@@ -302,3 +303,48 @@ def test_an_overloaded_model_falls_back_to_the_fallback_model(tmp_path: Path, mo
     assert [r.body["model"] for r in fake.requests] == ["claude-main-1", "claude-spare-1", "claude-main-1"]
     assert "claude-main-1 is overloaded: switching to the fallback model claude-spare-1" in run.stderr
     assert again.code == 0  # the fallback lasts one session: a new run starts on the main model again
+
+
+# ---------------------------------------------------------------- mcp import claude
+
+
+def test_mcp_import_claude_copies_user_servers_keeps_ours_and_never_prints_a_secret(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    claude = tmp_path / ".claude.json"
+    secret = "sk-very-secret-123456"
+    claude.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "git": {"command": "uvx", "args": ["mcp-server-git"], "env": {"TOKEN": secret}},
+                    "web": {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": secret}},
+                    "mine": {"command": "theirs"},
+                },
+                "projects": {"/some/repo": {"mcpServers": {"db": {"command": "db-server"}}}},
+            }
+        )
+    )
+    user_dir = tmp_path / "config"
+    user_dir.mkdir()
+    (user_dir / "mcp.json").write_text(json.dumps({"mcpServers": {"mine": {"command": "ours"}}}))
+
+    assert import_command(claude, user_dir, project=None, force=False, dry_run=True) == 0
+    preview = capsys.readouterr().out
+    assert json.loads((user_dir / "mcp.json").read_text())["mcpServers"] == {"mine": {"command": "ours"}}
+    assert "would copy: git: uvx mcp-server-git  [env TOKEN=…]" in preview
+    assert "would copy: web: http https://example.com/mcp  [headers Authorization=…]" in preview
+    assert "kept ours: mine" in preview and "1 local-scope server(s) of /some/repo" in preview
+
+    assert import_command(claude, user_dir, project=None, force=False, dry_run=False) == 0
+    out = capsys.readouterr().out
+    written = json.loads((user_dir / "mcp.json").read_text())["mcpServers"]
+    assert written["git"]["env"] == {"TOKEN": secret} and written["mine"] == {"command": "ours"}
+    assert secret not in preview + out
+    assert (user_dir / "mcp.json").stat().st_mode & 0o077 == 0
+
+    assert import_command(claude, user_dir, project=Path("/some/repo"), force=False, dry_run=False) == 0
+    assert "db" in json.loads((user_dir / "mcp.json").read_text())["mcpServers"]
+    assert import_command(claude, user_dir, project=None, force=True, dry_run=False) == 0
+    assert "copied (replacing ours): mine: theirs" in capsys.readouterr().out
+    assert import_command(tmp_path / "none.json", user_dir, project=None, force=False, dry_run=False) == 2
