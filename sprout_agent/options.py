@@ -59,6 +59,7 @@ class Options:
     web: bool | None = None  # --web / --no-web; None = SPROUT_AGENT_WEB (off by default)
     add_dirs: tuple[Path, ...] = ()  # --add-dir: more directories the built-in tools may write
     fallback_model: str | None = None  # --fallback-model: used when the model is overloaded or unavailable
+    include_partial_messages: bool = False  # stream-json: raw stream events as `stream_event` lines
 
 
 @dataclass(frozen=True)

@@ -178,6 +178,7 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
         thinking_budget=prepared.settings.thinking_budget,
         web=prepared.web,
         fallback_model=prepared.options.fallback_model,
+        partial_messages=prepared.options.include_partial_messages and prepared.options.output_format == "stream-json",
     )
     return model, facts
 
