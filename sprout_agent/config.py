@@ -32,7 +32,7 @@ class ServerConfig:
     # has imported mcp already, so they cost no second interpreter. `command`/`args` run the same server
     # standalone.
     in_process: str | None = None
-    # Found by the lookup in the working directory or git root (a cloned repository's file): starts only with
+    # Found by the lookup in the working directory or above it (a cloned repository's file): starts only with
     # the user's consent (consent.py). Files named with --config and the user config are the user's own.
     project: bool = False
     # Ours (Claude Code ignores it): the OS sandbox the server process runs in, "read-only" or
