@@ -76,10 +76,12 @@ def rewrite(
     out: list[str] = []
     warnings: list[str] = []
     rest = list(argv)
+    prompt_seen = False  # a first argument, or -p (after which an argument is the prompt, never a command)
     while rest:
         token = rest.pop(0)
-        if token == "--" or (not out and token in commands):
+        if token == "--" or (token in commands and not prompt_seen):
             return Rewritten([*out, token, *rest], tuple(warnings))
+        prompt_seen = prompt_seen or token in ("-p", "--print") or not token.startswith("-")
         out.extend(_one_flag(token, rest, takes_value, known, warnings))
     return Rewritten(out, tuple(warnings))
 

@@ -13,7 +13,6 @@ from typer.main import get_command
 from sprout_agent.claude_flags import rewrite
 
 POSITIONAL = "sprout_agent.prompt"
-PRINT_FLAGS = ("-p", "--print")
 
 
 class PromptOrCommand(TyperGroup):
@@ -46,7 +45,7 @@ def run(app: typer.Typer, argv: list[str]) -> None:
     options = [param for param in command.params if isinstance(param, TyperOption)]
     known = {name for param in options for name in (*param.opts, *param.secondary_opts)}
     takes_value = {name for param in options if not param.is_flag for name in param.opts}
-    commands = set(getattr(command, "commands", {})) if not any(a in PRINT_FLAGS for a in argv) else set[str]()
+    commands = set(getattr(command, "commands", {}))
     rewritten = rewrite(argv, takes_value=takes_value, known=known, commands=commands)
     for warning in rewritten.warnings:
         sys.stderr.write(f"sprout-agent: {warning}\n")

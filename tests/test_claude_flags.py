@@ -70,11 +70,10 @@ def test_a_subcommand_is_a_subcommand_unless_p_makes_it_the_prompt() -> None:
     assert ctx._protected_args == ["mcp"] and ctx.meta.get(POSITIONAL) is None
     _, prompt, _ = parsed("-p", "mcp")
     assert prompt == "mcp"
-    assert rewrite(["mcp", "add", "--debug"], takes_value=TAKES_VALUE, known=KNOWN, commands=COMMANDS).argv == [
-        "mcp",
-        "add",
-        "--debug",
-    ]
+    for argv in (["mcp", "add", "--debug"], ["-v", "mcp", "doctor", "-p"], ["--config", "x.json", "hooks", "-d"]):
+        assert rewrite(argv, takes_value=TAKES_VALUE, known=KNOWN, commands=COMMANDS).argv == argv  # theirs
+    after_p = rewrite(["-p", "mcp", "--debug"], takes_value=TAKES_VALUE, known=KNOWN, commands=COMMANDS)
+    assert after_p.argv == ["-p", "mcp"] and len(after_p.warnings) == 1
 
 
 def test_two_prompts_are_a_usage_error() -> None:
