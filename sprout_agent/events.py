@@ -157,6 +157,7 @@ class ToolFinished:
     summary: str  # first line of the result, for the compact tool line
     content: tuple[Text | Image, ...] = ()  # the whole result, for faces that show it (ACP)
     diff: str = ""  # a unified diff of what an edit or write changed; "" for other tools
+    denied: bool = False  # the permission policy refused the call (it did not run)
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,9 +125,10 @@ class AnthropicModel:
             self._on_attempt()
         stream = await self._client.messages.create(**self._params(request), stream=True)
         async with stream:
+            partial = self._partial and request.partial  # not a compaction summary's or a server's sampling
             async for event in stream:
                 builder.add(event)
-                if self._partial:
+                if partial:
                     self._emit(StreamEvent(event.to_dict(mode="json")))
         return builder.reply()
 

@@ -18,6 +18,7 @@ import pytest
 
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import (
+    API_KEY,
     agent_command,
     agent_env,
     fake_server,
@@ -50,6 +51,7 @@ def test_stream_json_is_init_then_events_then_result_through_tools_and_a_hook_ob
     lines = stream(run.stdout)
     init, result = lines[0], lines[-1]
     assert len({line["uuid"] for line in lines}) == len(lines)  # every line its own uuid
+    assert API_KEY not in run.stdout  # init names where the key came from, never the key
     assert (init["type"], init["subtype"]) == ("system", "init")
     assert init["schema_version"] == 2 and init["cwd"] == str(tmp_path.resolve())
     assert init["mcp_servers"] == [

@@ -89,6 +89,7 @@ class ResultInfo:
     exit_code: int
     errors: Sequence[str]
     duration_api_ms: int = 0
+    permission_denials: Sequence[Mapping[str, object]] = ()  # {tool_name, tool_use_id, tool_input}
 
 
 def new_uuid() -> str:
@@ -166,7 +167,7 @@ def result_record(info: ResultInfo) -> Record:
         "total_cost_usd": round(info.cost_usd, 6),
         "usage": usage_record(info.usage),
         "modelUsage": {},
-        "permission_denials": [],
+        "permission_denials": [dict(denial) for denial in info.permission_denials],
         "session_id": info.session_id,
         "uuid": new_uuid(),
         "schema_version": SCHEMA_VERSION,
