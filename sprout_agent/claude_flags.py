@@ -99,10 +99,11 @@ def _one_flag(
         ours, fixed = RENAMED[name]
         return [ours, fixed if fixed is not None else value()]
     if name in known:
-        if name not in takes_value:
+        if name not in takes_value or (eq and not name.startswith("--")):
             return [token]
-        given = value() if eq or rest else None
-        return [token] if given is None else [name, _our_value(name, given)]
+        if eq:  # kept in one token: a value starting with "-" stays bound to its flag
+            return [f"{name}={_our_value(name, inline)}"]
+        return [token, _our_value(name, rest.pop(0))] if rest else [token]
     if name in IGNORED:
         count, instead = IGNORED[name]
         shown = token if eq or count == 0 else f"{token} {value()}"

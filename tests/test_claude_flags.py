@@ -347,3 +347,8 @@ def test_mcp_import_claude_copies_user_servers_keeps_ours_and_never_prints_a_sec
     assert import_command(claude, user_dir, project=None, force=True, dry_run=False) == 0
     assert "copied (replacing ours): mine: theirs" in capsys.readouterr().out
     assert import_command(tmp_path / "none.json", user_dir, project=None, force=False, dry_run=False) == 2
+
+
+def test_a_value_given_with_equals_stays_bound_to_its_flag() -> None:
+    params, prompt, _ = parsed("--resume=-p", "--session-id=--debug", "-p", "q")
+    assert (params["resume"], params["session_id"], prompt) == ("-p", "--debug", "q")
