@@ -90,7 +90,7 @@ class Headless:
                     if watch.received is not None:
                         await runtime.agent.end_session("signal")
             except Exception as error:
-                found = sprout_error_in(error)  # task groups wrap what they raise (e.g. --strict-mcp-config)
+                found = sprout_error_in(error)  # task groups wrap what they raise (e.g. --require-servers)
                 if found is None:
                     raise
                 self.failed(found)

@@ -221,11 +221,11 @@ def test_stream_json_input_with_text_output_prints_each_answer_and_a_malformed_l
 def test_a_run_ended_before_the_servers_were_up_is_a_lone_result_with_the_session_id(tmp_path: Path) -> None:
     servers = {"broken": fake_server(crash_on_start="1")}
     with FakeAnthropic([]) as fake:
-        run = run_agent(tmp_path, [*STREAM, "--strict-mcp-config", "-p", "go"], fake=fake, servers=servers)
+        run = run_agent(tmp_path, [*STREAM, "--require-servers", "-p", "go"], fake=fake, servers=servers)
     assert run.code == 1
     (result,) = stream(run.stdout)
-    assert result["exit_code"] == 1 and len(result["session_id"]) == 32 and "broken" in result["errors"][0]
-    assert "broken" in run.stderr.strip().splitlines()[-1]  # --strict-mcp-config: the failed server is fatal
+    assert result["exit_code"] == 1 and len(result["session_id"]) == 36 and "broken" in result["errors"][0]
+    assert "broken" in run.stderr.strip().splitlines()[-1]  # --require-servers: the failed server is fatal
     assert fake.requests == []
 
 
