@@ -232,17 +232,17 @@ class Agent:
         self.emit(ModelReplied(reply.stop_reason, reply.usage, time.monotonic() - started, cost))
         if text := _text(reply):
             self.emit(AssistantText(text))
-        self.emit(self._assistant_message(reply))
+        self.emit(self._assistant_message(reply, cost))
         return reply
 
-    def _assistant_message(self, reply: ModelReply) -> AssistantMessage:
+    def _assistant_message(self, reply: ModelReply, cost: float) -> AssistantMessage:
         names = {
             block.name: sdk_tool_name(spec.server, spec.tool)
             for block in reply.content
             if isinstance(block, ToolUse) and (spec := self._by_name.get(block.name)) is not None
         }
         model = reply.model or self.model.name
-        return AssistantMessage(reply.id, model, reply.content, reply.stop_reason, reply.usage, names)
+        return AssistantMessage(reply.id, model, reply.content, reply.stop_reason, reply.usage, names, cost)
 
     async def _run_tools(self, uses: Sequence[ToolUse]) -> None:
         """Runs the calls concurrently; results go back in call order, every tool_use answered even on cancel."""

@@ -105,6 +105,7 @@ class AssistantMessage:
     stop_reason: str
     usage: Usage
     sdk_names: Mapping[str, str] = field(default_factory=dict[str, str])
+    cost_usd: float = 0.0  # of this response, from the ledger's price table
 
 
 @dataclass(frozen=True, slots=True)

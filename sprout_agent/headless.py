@@ -164,6 +164,7 @@ class Headless:
                 resumed=self.prepared.resume is not None,
                 sandbox=self.prepared.sandbox.record(),
                 context_window=agent.compactor.window if agent.compactor is not None else 0,
+                max_output_tokens=self.prepared.settings.max_output_tokens,
             )
         )
 

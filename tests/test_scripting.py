@@ -103,6 +103,9 @@ def test_stream_json_is_init_then_events_then_result_through_tools_and_a_hook_ob
     assert result["session_id"] == init["session_id"] and result["num_turns"] == 4
     assert result["usage"]["input_tokens"] > 0 and result["usage"]["output_tokens"] > 0
     assert result["total_cost_usd"] > 0 and result["duration_ms"] > 0 and result["permission_denials"] == []
+    (per_model,) = result["modelUsage"].values()
+    assert per_model["costUSD"] == pytest.approx(result["total_cost_usd"])  # no compaction here: the same spend
+    assert per_model["outputTokens"] == sum(r["message"]["usage"]["output_tokens"] for r in replies)
     assert "⏺" not in run.stderr  # progress stays off unless -v
 
 

@@ -177,6 +177,38 @@ def test_a_run_that_ends_after_its_turns_writes_no_second_result_but_a_failure_a
     assert last["exit_code"] == 2 and last["errors"] == ["stdin line 2: not JSON"]
 
 
+def test_model_usage_is_the_sessions_running_total_per_model() -> None:
+    def replied(model: str, cost: float) -> ev.AssistantMessage:
+        return ev.AssistantMessage("msg", model, (Text("x"),), "end_turn", Usage(100, 10, 5, 1, 1), cost_usd=cost)
+
+    out = io.StringIO()
+    sink = JsonlSink(out, stream=True)
+    sink.init(init_info(context_window=200_000, max_output_tokens=32_000))
+    for event in (
+        replied("a", 0.25),
+        ev.TurnFinished("end_turn", "x", 1, Usage()),
+        replied("a", 0.5),
+        replied("b", 1.0),
+    ):
+        sink(event)
+    sink(ev.TurnFinished("end_turn", "x", 2, Usage()))
+    first, second = of_type(valid_lines(out.getvalue()), "result")
+    assert first["modelUsage"] == {
+        "a": {
+            "inputTokens": 100,
+            "outputTokens": 10,
+            "cacheReadInputTokens": 5,
+            "cacheCreationInputTokens": 1,
+            "webSearchRequests": 1,
+            "costUSD": 0.25,
+            "contextWindow": 200_000,
+            "maxOutputTokens": 32_000,
+        }
+    }
+    assert second["modelUsage"]["a"]["inputTokens"] == 200 and second["modelUsage"]["a"]["costUSD"] == 0.75
+    assert second["modelUsage"]["b"]["costUSD"] == 1.0
+
+
 def test_json_output_is_only_the_final_result_with_the_runs_api_time() -> None:
     sink, out = streamed(
         reply_with_a_call(),
@@ -305,3 +337,15 @@ def test_a_tool_input_that_is_not_a_json_object_is_kept_as_text_so_every_line_st
     sink.init(init_info())
     sink(ev.ToolStarted("t1", "up__echo", "up", "echo", tool_input(raw)))
     assert valid_lines(out.getvalue())[1]["arguments"] == {"_invalid": raw}
+
+
+def test_json_output_reports_the_runs_denials_and_no_line_for_a_call_cut_short() -> None:
+    started = ev.ToolStarted("t1", "up__echo", "up", "echo", {"text": "hi"})
+    refused = ev.ToolFinished("t1", "up__echo", True, 0.0, "denied", (Text("denied"),), denied=True)
+    cut = ev.ToolStarted("t2", "up__add", "up", "add", {})
+    sink, out = streamed(started, refused, ev.TurnFinished("end_turn", "a", 1, Usage()), cut, stream=False)
+    sink.result(ResultInfo("", "interrupted", "s1", 2, Usage(), 0.0, 10, 130, ["interrupted by SIGINT"]))
+    (result,) = valid_lines(out.getvalue())  # the one object, even with a call still open
+    assert result["permission_denials"] == [
+        {"tool_name": "mcp__up__echo", "tool_use_id": "t1", "tool_input": {"text": "hi"}}
+    ]

@@ -25,6 +25,7 @@ from sprout_agent.ui.stream_lines import (
     Record,
     ResultInfo,
     ServerInfo,
+    add_model_usage,
     assistant_record,
     hook_record,
     init_record,
@@ -79,6 +80,8 @@ class JsonlSink:
         self._pending: list[Event] = []
         self._open_calls: dict[str, _Call] = {}  # until finished
         self._denials: list[Record] = []  # the permission policy's refusals in this user turn
+        self._model_usage: dict[str, Record] = {}  # per model, the session's running totals
+        self._limits = (0, 0)  # the context window and max output tokens, from init
         self._finished = False
         self._api_seconds = 0.0  # model requests' time, this run
         self._turn_api_seconds = 0.0  # … this user turn
@@ -87,7 +90,13 @@ class JsonlSink:
         if isinstance(event, ev.ModelReplied):
             self._api_seconds += event.seconds
             self._turn_api_seconds += event.seconds
-        if not self.stream or self._finished:
+        elif isinstance(event, ev.AssistantMessage):
+            add_model_usage(self._model_usage, event, *self._limits)
+        if not self.stream:
+            if isinstance(event, ev.ToolStarted | ev.ToolFinished):
+                self._track(event)  # for the result's permission_denials
+            return
+        if self._finished:
             return
         if not self._initialised:
             if not isinstance(event, _FOLDED_INTO_INIT):
@@ -102,6 +111,7 @@ class JsonlSink:
 
     def init(self, info: InitInfo) -> None:
         self.session_id = info.session_id
+        self._limits = (info.context_window, info.max_output_tokens)
         if not self.stream or self._initialised:
             return
         self._initialised = True
@@ -116,14 +126,15 @@ class JsonlSink:
         if self._finished:
             return
         # A call cut short by a signal or an error never finished on its own: every tool_use gets its result.
-        for call_id, call in list(self._open_calls.items()):
+        for call_id, call in list(self._open_calls.items()) if self.stream else []:
             if call.server != API_SERVER:
                 self._write(tool_result_record(call_id, (Text(INTERRUPTED),), True))
             self._write(_tool_finished(call_id, call.name, call.server, True, time.monotonic() - call.started))
         self._open_calls.clear()
         self._finished = True
         if not (reported and self.stream):
-            final = replace(info, duration_api_ms=ms(self._api_seconds), permission_denials=self._denials)
+            totals = {"duration_api_ms": ms(self._api_seconds), "model_usage": self._model_usage}
+            final = replace(info, **totals, permission_denials=self._denials)
             write_record(self.out, result_record(final))
 
     def _write(self, record: Record) -> None:
@@ -135,24 +146,30 @@ class JsonlSink:
         code = exit_code_for_stop(event.stop_reason)
         info = ResultInfo(
             event.text, event.stop_reason, self.session_id, event.turns, event.usage, event.cost_usd,
-            ms(event.seconds), code, [], ms(api), denials,
+            ms(event.seconds), code, [], ms(api), denials, dict(self._model_usage),
         )  # fmt: skip
         return result_record(info)
+
+    def _track(self, event: ev.ToolStarted | ev.ToolFinished) -> _Call:
+        """A call from its start to its end (the SDK-facing name, the server); a refused one is a denial."""
+        if isinstance(event, ev.ToolStarted):
+            name = sdk_tool_name(event.server, event.tool) if event.server not in ("", API_SERVER) else event.name
+            self._open_calls[event.call_id] = call = _Call(name, event.server, time.monotonic(), event.arguments)
+            return call
+        call = self._open_calls.pop(event.call_id, _Call(event.name, "", 0.0, {}))
+        if event.denied:
+            self._denials.append({"tool_name": call.name, "tool_use_id": event.call_id, "tool_input": call.arguments})
+        return call
 
     def _records(self, event: Event) -> list[Record]:
         match event:
             case ev.ToolStarted():
-                name = sdk_tool_name(event.server, event.tool) if event.server not in ("", API_SERVER) else event.name
-                self._open_calls[event.call_id] = _Call(name, event.server, time.monotonic(), event.arguments)
+                name = self._track(event).name
                 fields = {"id": event.call_id, "name": name, "server": event.server, "tool": event.tool}
                 return [system_record("tool_started", **fields, arguments=event.arguments)]
             case ev.ToolFinished():
-                call = self._open_calls.pop(event.call_id, _Call(event.name, "", 0.0, {}))
+                call = self._track(event)
                 name, server = call.name, call.server
-                if event.denied:
-                    self._denials.append(
-                        {"tool_name": name, "tool_use_id": event.call_id, "tool_input": call.arguments}
-                    )
                 finished = _tool_finished(event.call_id, name, server, event.is_error, event.seconds)
                 if event.diff:
                     finished["diff"] = event.diff
