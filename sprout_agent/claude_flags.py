@@ -13,8 +13,10 @@ from pathlib import Path
 
 from sprout_agent.errors import UsageError
 
-# Flags dropped with a warning: flag → (values it takes, what sprout-agent does instead). A flag Typer knows
-# (an option some branch added since) is never dropped: the option wins over this table.
+# Flags dropped with a warning: flag → (values it takes, what sprout-agent does instead); OPTIONAL: a value
+# if the next argument does not start with "-" (Claude Code's `--debug [filter]`, parsed as its parser does).
+# A flag Typer knows (an option some branch added since) is never dropped: the option wins over this table.
+OPTIONAL = -1
 IGNORED: dict[str, tuple[int, str]] = {
     "--settings": (1, "Claude Code's settings files are not read (sprout-agent: .env and SPROUT_AGENT_* variables)"),
     "--setting-sources": (1, "Claude Code's settings files are not read"),
@@ -34,8 +36,8 @@ IGNORED: dict[str, tuple[int, str]] = {
     "--session-mirror": (0, "sessions are recorded only in sprout-agent's own store"),
     "--no-session-persistence": (0, "sessions are always recorded"),
     "--permission-prompt-tool": (1, "nobody is asked: --permission-mode decides"),
-    "--debug": (0, "use -v/--verbose (or SPROUT_AGENT_DEBUG=1 for tracebacks)"),
-    "-d": (0, "use -v/--verbose"),
+    "--debug": (OPTIONAL, "use -v/--verbose (or SPROUT_AGENT_DEBUG=1 for tracebacks)"),
+    "-d": (OPTIONAL, "use -v/--verbose"),
     "--debug-file": (1, "use -v/--verbose"),
     "--mcp-debug": (0, "use -v/--verbose"),
     "--allow-dangerously-skip-permissions": (0, "there is no mode cycle to add it to"),
@@ -106,7 +108,8 @@ def _one_flag(
         return [token, _our_value(name, rest.pop(0))] if rest else [token]
     if name in IGNORED:
         count, instead = IGNORED[name]
-        shown = token if eq or count == 0 else f"{token} {value()}"
+        takes = count == 1 or (count == OPTIONAL and bool(rest) and not rest[0].startswith("-"))
+        shown = f"{token} {value()}" if takes and not eq else token
         warnings.append(f"warning: {_short(shown)} is not supported by sprout-agent and is ignored: {instead}")
         return []
     if name == "--max-thinking-tokens":

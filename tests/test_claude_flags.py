@@ -349,6 +349,13 @@ def test_mcp_import_claude_copies_user_servers_keeps_ours_and_never_prints_a_sec
     assert import_command(tmp_path / "none.json", user_dir, project=None, force=False, dry_run=False) == 2
 
 
+def test_debug_takes_a_filter_when_one_follows_as_claude_codes_parser_does() -> None:
+    _, prompt, warnings = parsed("--debug", "api,hooks", "-p", "q")
+    assert prompt == "q" and warnings[0].startswith("warning: --debug api,hooks is not supported")
+    params, prompt, _ = parsed("-d", "--verbose", "-p", "q")
+    assert params["verbose"] and prompt == "q"
+
+
 def test_a_value_given_with_equals_stays_bound_to_its_flag() -> None:
     params, prompt, _ = parsed("--resume=-p", "--session-id=--debug", "-p", "q")
     assert (params["resume"], params["session_id"], prompt) == ("-p", "--debug", "q")
