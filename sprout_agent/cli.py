@@ -135,6 +135,13 @@ def main_command(
     deny_tools: Annotated[
         list[str] | None, typer.Option(metavar="PATTERN", help="Tool patterns that never run; repeatable.")
     ] = None,
+    permission_prompt_tool: Annotated[
+        str | None,
+        typer.Option(
+            metavar="stdio",
+            help="stdio: ask the Claude Agent SDK driving this run (can_use_tool); the mode then defaults to ask.",
+        ),
+    ] = None,
     trust_project: Annotated[
         bool, typer.Option(help="Start the project's .mcp.json servers without approval, for this run (CI).")
     ] = False,
@@ -175,6 +182,13 @@ def main_command(
         prompt = positional  # a pipe or a script: the argument is the -p prompt
     if not interactive and input_format is InputFormat.text:
         prompt = headless_prompt(output_format.value, prompt)
+    mode = permission_mode.value
+    if permission_prompt_tool is not None:
+        if permission_prompt_tool != "stdio" or input_format is not InputFormat.stream_json:
+            fail_as(output_format.value, "--permission-prompt-tool takes stdio, with --input-format stream-json")
+        source = ctx.get_parameter_source("permission_mode")
+        if source is None or source.name == "DEFAULT":
+            mode = "ask"  # Claude Code's default mode: the SDK's callback is asked for what is not a read
     from sprout_agent import start
     from sprout_agent.options import Options
 
@@ -194,7 +208,8 @@ def main_command(
         input_format=input_format.value,
         resume_id=resume,
         continue_latest=continue_latest,
-        permission_mode=permission_mode.value,
+        permission_mode=mode,
+        permission_prompt_tool=permission_prompt_tool,
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
         trust_project=trust_project,

@@ -39,6 +39,7 @@ class Options:
     resume_id: str | None = None  # --resume ID
     continue_latest: bool = False  # --continue
     permission_mode: str = "auto"  # auto | ask | read-only
+    permission_prompt_tool: str | None = None  # "stdio": the SDK's can_use_tool callback is the one asked
     allow_tools: tuple[str, ...] = ()  # patterns such as dev__bash or git__*
     deny_tools: tuple[str, ...] = ()
     trust_project: bool = False  # --trust-project: the project's .mcp.json servers start without asking, this run
