@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 
+from sprout_agent.config import load_config
+from sprout_agent.errors import ConfigError
 from sprout_agent.options import Options
 from tests.fake_anthropic import FakeAnthropic, model_info, reply, tool_use
 from tests.fake_sdk import FakeSdk, Json, mentions, run_with_sdk
 from tests.harness import API_KEY, assert_history_valid, result_text, tool_results
+from tests.headless_here import headless
 
 DEV = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
 ASKED = Options(prompt=None, permission_mode="ask", permission_prompt_tool="stdio")
@@ -220,3 +223,27 @@ def test_a_bad_stdin_line_mid_session_is_one_clear_error(tmp_path: Path, monkeyp
     assert code == 2
     result = json.loads(sdk.out.raw[-1])
     assert result["type"] == "result" and "stdin line 2: not JSON" in result["errors"][0]
+
+
+def test_sdk_servers_come_only_from_the_users_own_files(tmp_path: Path) -> None:
+    entry = {"mcpServers": {"calc": {"type": "sdk", "name": "calc"}}}
+    (tmp_path / ".mcp.json").write_text(json.dumps(entry))  # a repository's file
+    project = load_config([], tmp_path, {}, None)
+    assert project.servers == ()
+    assert any('type "sdk" is read only from your own files' in notice for notice in project.notices)
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps(entry))
+    (server,) = load_config([mine], tmp_path, {}, None).servers
+    assert (server.name, server.transport, server.command, server.url) == ("calc", "sdk", "", None)
+    mine.write_text(json.dumps({"mcpServers": {"calc": {"type": "sdk", "name": "other"}}}))
+    with pytest.raises(ConfigError, match="name must be the server's key"):
+        load_config([mine], tmp_path, {}, None)
+
+
+def test_an_sdk_server_without_an_sdk_fails_saying_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    servers = {"calc": {"type": "sdk", "name": "calc"}}
+    options = Options(prompt="hi", output_format="stream-json")
+    with FakeAnthropic([reply("hello")]) as fake:
+        run = headless(tmp_path, monkeypatch, options, fake=fake, servers=servers)
+    assert run.code == 0, run.stderr
+    assert "only a Claude Agent SDK driving this run" in run.stdout
