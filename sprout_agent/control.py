@@ -115,8 +115,8 @@ class Control:
             return
         try:
             body = await handler(request)
-        except ControlError as error:
-            self._respond_error(request_id, str(error))
+        except Exception as error:  # whatever fails answers this request only: the session goes on
+            self._respond_error(request_id, str(error) or type(error).__name__)
             return
         self.out.line(
             {"type": "control_response", "response": {"subtype": "success", "request_id": request_id, "response": body}}

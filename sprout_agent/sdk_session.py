@@ -71,8 +71,11 @@ class SdkSession:
 
     async def _runtime(self) -> Runtime:
         """The running session; a request that comes while the servers still start waits for them (bounded)."""
-        with anyio.fail_after(self.prepared.settings.server_start_timeout + 60):
-            await self.ready.wait()
+        try:
+            with anyio.fail_after(self.prepared.settings.server_start_timeout + 60):
+                await self.ready.wait()
+        except TimeoutError:
+            raise ControlError("the session has not started (its servers are still starting)") from None
         assert self.runtime is not None
         return self.runtime
 

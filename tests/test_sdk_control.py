@@ -4,13 +4,18 @@ an unknown subtype gets an error answer and the session goes on; can_use_tool an
 
 from __future__ import annotations
 
+import io
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from sprout_agent.config import load_config
+from sprout_agent.control import Control, ControlError, LineWriter
 from sprout_agent.errors import ConfigError
 from sprout_agent.options import Options
 from tests.fake_anthropic import FakeAnthropic, model_info, reply, tool_use
@@ -247,3 +252,42 @@ def test_an_sdk_server_without_an_sdk_fails_saying_why(tmp_path: Path, monkeypat
         run = headless(tmp_path, monkeypatch, options, fake=fake, servers=servers)
     assert run.code == 0, run.stderr
     assert "only a Claude Agent SDK driving this run" in run.stdout
+
+
+async def lines_from(receive: MemoryObjectReceiveStream[bytes]) -> AsyncIterator[bytes]:
+    async with receive:
+        async for line in receive:
+            yield line
+
+
+@pytest.mark.anyio
+async def test_a_request_cancelled_while_waiting_is_withdrawn_and_stdin_ending_fails_the_rest() -> None:
+    out = io.StringIO()
+
+    async def broken(request: Json) -> Json:
+        raise RuntimeError("it broke")
+
+    control = Control(LineWriter(out), {"broken": broken})
+    send, receive = anyio.create_memory_object_stream[bytes](10)
+    failures: list[str] = []
+
+    async def ask_and_fail() -> None:
+        try:
+            await control.request("can_use_tool", {}, timeout=30)
+        except ControlError as error:
+            failures.append(str(error))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(control.run, lines_from(receive))
+            with anyio.CancelScope() as scope:
+                scope.cancel()
+                await control.request("can_use_tool", {}, timeout=30)
+            group.start_soon(ask_and_fail)
+            await send.send(b'{"type": "control_request", "request_id": "r", "request": {"subtype": "broken"}}\n')
+            await anyio.wait_all_tasks_blocked()
+            await send.aclose()
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert lines[1] == {"type": "control_cancel_request", "request_id": "sprout_1"}
+    assert {"subtype": "error", "request_id": "r", "error": "it broke"} in [line.get("response") for line in lines]
+    assert failures == ["stdin ended before the SDK answered"]
