@@ -138,6 +138,7 @@ def load_config(
             top = _read_file(path, shown)
             notices.extend(unknown_key_notices(top, _TOP_KEYS, shown))
             servers = _servers_in(top, path, shown, expand_from, notices, broken)
+            servers = _refuse_project_sdk(servers, is_project, shown, notices)
             if is_project and "sandbox" in top:  # a repository must not choose where commands may write
                 notices.append(f"{shown}: its sandbox settings are ignored (only your own config files set them)")
             elif not is_project:
@@ -147,7 +148,7 @@ def load_config(
                 raise
             notices.append(f"{error} (the project's config file is skipped)")  # a repository's bad file stops nothing
             continue
-        for server in _refuse_project_sdk(servers, is_project, shown, notices):
+        for server in servers:
             server = replace(server, project=True) if is_project else server
             earlier = merged.get(server.name)
             if earlier is None or layered:
