@@ -83,6 +83,14 @@ def _patterns(values: list[str] | None) -> tuple[str, ...]:
     return tuple(part.strip() for value in values or () for part in value.split(",") if part.strip())
 
 
+def _prompt_tool(value: str | None, input_format: InputFormat, output_format: OutputFormat) -> str | None:
+    """`--permission-prompt-tool stdio` (what the SDKs pass with a can_use_tool callback): only with stream-json
+    input, the channel the SDK answers on. Claude Code's other form, an MCP tool's name, is not supported."""
+    if value is not None and (value != "stdio" or input_format is not InputFormat.stream_json):
+        fail_as(output_format.value, "--permission-prompt-tool takes stdio, with --input-format stream-json")
+    return value
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"sprout-agent {__version__}")
@@ -135,13 +143,6 @@ def main_command(
     deny_tools: Annotated[
         list[str] | None, typer.Option(metavar="PATTERN", help="Tool patterns that never run; repeatable.")
     ] = None,
-    permission_prompt_tool: Annotated[
-        str | None,
-        typer.Option(
-            metavar="stdio",
-            help="stdio: ask the Claude Agent SDK driving this run (can_use_tool); the mode then defaults to ask.",
-        ),
-    ] = None,
     trust_project: Annotated[
         bool, typer.Option(help="Start the project's .mcp.json servers without approval, for this run (CI).")
     ] = False,
@@ -158,6 +159,13 @@ def main_command(
     allow_sampling: Annotated[
         bool, typer.Option(help="Headless: let MCP servers sample the model (sampling/createMessage), billed to you.")
     ] = False,
+    permission_prompt_tool: Annotated[
+        str | None,
+        typer.Option(
+            metavar="stdio",
+            help="stdio: the Claude Agent SDK driving this run answers the permission questions (can_use_tool).",
+        ),
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -182,13 +190,6 @@ def main_command(
         prompt = positional  # a pipe or a script: the argument is the -p prompt
     if not interactive and input_format is InputFormat.text:
         prompt = headless_prompt(output_format.value, prompt)
-    mode = permission_mode.value
-    if permission_prompt_tool is not None:
-        if permission_prompt_tool != "stdio" or input_format is not InputFormat.stream_json:
-            fail_as(output_format.value, "--permission-prompt-tool takes stdio, with --input-format stream-json")
-        source = ctx.get_parameter_source("permission_mode")
-        if source is None or source.name == "DEFAULT":
-            mode = "ask"  # Claude Code's default mode: the SDK's callback is asked for what is not a read
     from sprout_agent import start
     from sprout_agent.options import Options
 
@@ -208,8 +209,7 @@ def main_command(
         input_format=input_format.value,
         resume_id=resume,
         continue_latest=continue_latest,
-        permission_mode=mode,
-        permission_prompt_tool=permission_prompt_tool,
+        permission_mode=permission_mode.value,
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
         trust_project=trust_project,
@@ -221,6 +221,7 @@ def main_command(
         sandbox=sandbox.value if sandbox is not None else None,
         sandbox_network=sandbox_network.value if sandbox_network is not None else None,
         sandbox_allow_write=tuple(sandbox_allow_write or ()),
+        permission_prompt_tool=_prompt_tool(permission_prompt_tool, input_format, output_format),
     )
     exit_now(start.run(options, interactive))
 

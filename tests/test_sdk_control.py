@@ -24,7 +24,7 @@ from tests.harness import API_KEY, assert_history_valid, result_text, tool_resul
 from tests.headless_here import headless
 
 DEV = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
-ASKED = Options(prompt=None, permission_mode="ask", permission_prompt_tool="stdio")
+ASKED = Options(prompt=None, permission_prompt_tool="stdio")  # the mode becomes ask
 
 
 def is_result(record: Json) -> bool:
