@@ -166,6 +166,9 @@ def main_command(
             help="stdio: the Claude Agent SDK driving this run answers the permission questions (can_use_tool).",
         ),
     ] = None,
+    include_partial_messages: Annotated[
+        bool, typer.Option(help="stream-json: also each raw Messages API stream event, as `stream_event` lines.")
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -222,6 +225,7 @@ def main_command(
         sandbox_network=sandbox_network.value if sandbox_network is not None else None,
         sandbox_allow_write=tuple(sandbox_allow_write or ()),
         permission_prompt_tool=_prompt_tool(permission_prompt_tool, input_format, output_format),
+        include_partial_messages=include_partial_messages,
     )
     exit_now(start.run(options, interactive))
 

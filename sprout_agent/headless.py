@@ -31,6 +31,7 @@ from sprout_agent.options import Prepared
 from sprout_agent.runtime import Runtime, new_session_id, open_runtime
 from sprout_agent.sdk_session import SdkAsk, SdkRelay, SdkSession
 from sprout_agent.signals import SignalWatch
+from sprout_agent.tool_names import sdk_tool_name
 from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
 from sprout_agent.ui.render import TerminalRenderer
 from sprout_agent.untrusted import printable
@@ -70,6 +71,7 @@ class Headless:
         self.errors: list[str] = []
         self.fatal: str | None = None  # the one line for stderr
         self.ran_a_turn = False
+        self.reported = False  # the last thing the run did was answer a turn (stream-json wrote its result)
         # stream-json input: stdin is read while a turn runs, and the SDKs' control requests are answered.
         self.sdk: SdkSession | None = None
         self.control: Control | None = None
@@ -137,17 +139,19 @@ class Headless:
             result = await self._turn(runtime, prompt, attachments)
             self.ran_a_turn = True
             if result is None:  # the SDK's interrupt: the session goes on with the next prompt
-                self.text, self.stop_reason = "", "interrupted"
+                self.text, self.stop_reason, self.reported = "", "interrupted", True
                 continue
             self.turns += result.turns
             self.text, self.stop_reason = result.text, result.stop_reason
             self.code = exit_code_for_stop(result.stop_reason)
+            self.reported = True  # the turn's own `result` line said it; a later failure says more
             if self.code != EXIT_OK:
                 break  # the rest of a stream-json input is left unread: the session cannot go on
 
     async def _turn(self, runtime: Runtime, prompt: str, attachments: tuple[Image, ...]) -> TurnResult | None:
-        """One turn; None when the SDK interrupted it (a `turn_finished` with stop reason "interrupted" says so)."""
-        result = None
+        """One turn; None when the SDK interrupted it (its `result` line says "interrupted")."""
+        result, ledger, started = None, runtime.agent.ledger, time.monotonic()
+        before = ledger.usage
         with anyio.CancelScope() as scope:
             if self.sdk is not None:
                 self.sdk.turn = scope
@@ -155,7 +159,8 @@ class Headless:
         if self.sdk is not None:
             self.sdk.turn = None
         if scope.cancelled_caught:
-            self.emit(TurnFinished("interrupted", "", 0, Usage()))
+            seconds = time.monotonic() - started
+            self.emit(TurnFinished("interrupted", "", 0, ledger.usage - before, ledger.cost, seconds))
         return result
 
     async def _prompts(self) -> AsyncIterator[tuple[str, tuple[Image, ...]]]:
@@ -190,7 +195,10 @@ class Headless:
                 model=agent.model.name,
                 cwd=str(self.prepared.options.cwd),
                 servers=servers,
-                tools=[spec.name for spec in agent.tools],
+                tools=[sdk_tool_name(spec.server, spec.tool) for spec in agent.tools],
+                model_tools=[spec.name for spec in agent.tools],
+                permission_mode=self.prepared.options.permission_mode,
+                api_key_source="ANTHROPIC_API_KEY" if self.prepared.env.get("ANTHROPIC_API_KEY") else "none",
                 hooks=hooks,
                 resumed=self.prepared.resume is not None,
                 sandbox=self.prepared.sandbox.record(),
@@ -199,12 +207,12 @@ class Headless:
         )
 
     def failed(self, error: SproutError) -> None:
-        self.code, self.stop_reason, self.text = error.exit_code, "error", ""
+        self.code, self.stop_reason, self.text, self.reported = error.exit_code, "error", "", False
         self.errors.append(str(error))
         self.fatal = str(error)
 
     def interrupted(self, code: int) -> None:
-        self.code, self.stop_reason, self.text = code, "interrupted", ""
+        self.code, self.stop_reason, self.text, self.reported = code, "interrupted", "", False
         self.errors.append("interrupted by " + ("SIGTERM" if code == EXIT_SIGTERM else "SIGINT"))
 
     def finish(self) -> int:
@@ -229,7 +237,8 @@ class Headless:
                     duration_ms=round((time.monotonic() - self.started) * 1000),
                     exit_code=self.code,
                     errors=self.errors,
-                )
+                ),
+                reported=self.reported,
             )
         if self.fatal is not None:
             sys.stderr.write(f"sprout-agent: {printable(self.fatal)}\n")
@@ -245,7 +254,7 @@ def run_headless(prepared: Prepared) -> int:
         headless.interrupted(EXIT_SIGINT)
     except Exception as error:
         headless.errors.append(f"internal error: {type(error).__name__}: {error}")
-        headless.code, headless.stop_reason = EXIT_RUNTIME, "error"
+        headless.code, headless.stop_reason, headless.reported = EXIT_RUNTIME, "error", False
         headless.finish()
         raise
     return headless.finish()

@@ -176,6 +176,7 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
         effort=prepared.effort,
         thinking_budget=prepared.settings.thinking_budget,
         web=prepared.web,
+        partial_messages=prepared.options.include_partial_messages and prepared.options.output_format == "stream-json",
     )
     return model, facts
 
