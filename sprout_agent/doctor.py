@@ -97,7 +97,7 @@ class ServerReport:
     stderr_tail: str = ""
     approval: str = ""  # project servers only: approved | not approved | declined | changed
     sandbox: str = ""  # the OS sandbox it starts in (its "sandbox" key, as this run would apply it); "" = none
-    transport: str = "stdio"  # stdio | http | sse
+    transport: str = "stdio"  # stdio | http | sse | sdk
     url: str | None = None  # a remote server's (its command is then "<transport> <url>")
 
 

@@ -28,6 +28,7 @@ from sprout_agent.locations import Locations
 from sprout_agent.options import Options, prepare
 from tests.fake_anthropic import FakeAnthropic
 from tests.harness import agent_env, write_config
+from tests.stream_schema import valid_lines
 
 Json = dict[str, Any]
 
@@ -144,4 +145,5 @@ def run_with_sdk(
     player.join(timeout=30)
     if failures:
         raise failures[0]
+    valid_lines("\n".join(sdk.out.raw))  # control lines included: every stdout line is in the schema
     return code, sdk, err.getvalue()
