@@ -18,13 +18,14 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from sprout_agent.client_features import SdkMessages
+from sprout_agent.errors import ServerGone
 
 
 @asynccontextmanager
 async def open_sdk(name: str, relay: SdkMessages | None) -> AsyncGenerator[tuple[anyio.Event, MessageStream]]:
     """Yields an event set when the link ends, and the client's (read, write) streams."""
     if relay is None:
-        raise ConnectionError("only a Claude Agent SDK driving this run (--input-format stream-json) can host it")
+        raise ServerGone("only a Claude Agent SDK driving this run (--input-format stream-json) can host it")
     ended = anyio.Event()
     async with create_client_server_memory_streams() as (client_streams, (incoming, outgoing)):
 
