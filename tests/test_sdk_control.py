@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from sprout_agent.config import load_config
 from sprout_agent.control import Control, ControlError, LineWriter
 from sprout_agent.errors import ConfigError
 from sprout_agent.options import Options
-from tests.fake_anthropic import FakeAnthropic, model_info, reply, tool_use
+from tests.fake_anthropic import FakeAnthropic, hang, model_info, reply, tool_use
 from tests.fake_sdk import FakeSdk, Json, mentions, run_with_sdk
 from tests.harness import API_KEY, assert_history_valid, result_text, tool_results
 from tests.headless_here import headless
@@ -291,3 +292,28 @@ async def test_a_request_cancelled_while_waiting_is_withdrawn_and_stdin_ending_f
     assert lines[1] == {"type": "control_cancel_request", "request_id": "sprout_1"}
     assert {"subtype": "error", "request_id": "r", "error": "it broke"} in [line.get("response") for line in lines]
     assert failures == ["stdin ended before the SDK answered"]
+
+
+def test_interrupt_during_the_model_request_and_the_next_prompt_still_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeAnthropic([hang(mid_stream=True), reply("after the interrupt")])
+
+    def script(sdk: FakeSdk) -> None:
+        sdk.user("first")
+        deadline = time.monotonic() + 30
+        while not fake.requests:  # bounded polling: a hanging request writes no line
+            assert time.monotonic() < deadline, "the first request never came"
+            time.sleep(0.05)
+        sdk.control("i1", "interrupt")
+        interrupted = sdk.expect(is_result)
+        assert interrupted["stop_reason"] == "interrupted" and interrupted["is_error"]
+        sdk.user("second")
+        assert sdk.expect(is_result)["result"] == "after the interrupt"
+
+    with fake:
+        code, _, err = run_with_sdk(tmp_path, monkeypatch, script, fake=fake)
+    assert code == 0, err
+    second = fake.requests[1].body
+    assert_history_valid(second)
+    assert [block["text"] for block in second["messages"][-1]["content"]] == ["first", "second"]
