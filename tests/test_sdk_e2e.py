@@ -74,9 +74,12 @@ async def test_python_query_runs_a_prompt_with_a_tool_call(tmp_path: Path) -> No
 async def test_python_client_two_prompts_an_interrupt_mid_tool_and_a_denied_call(tmp_path: Path) -> None:
     sdk = pytest.importorskip("claude_agent_sdk")
     asked: list[str] = []
+    bash_allowed = anyio.Event()
 
     async def can_use_tool(name: str, args: dict[str, Any], context: Any) -> Any:
         asked.append(name)
+        if name.endswith("bash"):
+            bash_allowed.set()
         if name.endswith("write"):
             return sdk.PermissionResultDeny(message="no writes today")
         return sdk.PermissionResultAllow()
@@ -91,16 +94,13 @@ async def test_python_client_two_prompts_an_interrupt_mid_tool_and_a_denied_call
         with anyio.fail_after(90):
             async with sdk.ClaudeSDKClient(options) as client:
                 await client.query("first")
-                async for message in client.receive_messages():
-                    if isinstance(message, sdk.AssistantMessage) and any(
-                        isinstance(b, sdk.ToolUseBlock) for b in message.content
-                    ):
-                        break
+                await bash_allowed.wait()  # the call is past its permission question: the interrupt finds it running
                 await client.interrupt()
                 first = [m async for m in client.receive_response()]
                 await client.query("second")
                 second = [m async for m in client.receive_response()]
-    assert isinstance(first[-1], sdk.ResultMessage)
+    assert any(isinstance(b, sdk.ToolUseBlock) for m in first if isinstance(m, sdk.AssistantMessage) for b in m.content)
+    assert isinstance(first[-1], sdk.ResultMessage) and first[-1].is_error
     assert isinstance(second[-1], sdk.ResultMessage) and second[-1].result == "second done"
     assert asked == ["mcp__dev__bash", "mcp__dev__write"]
     assert "interrupted" in result_text(tool_results(fake.requests[1].body)[0])
