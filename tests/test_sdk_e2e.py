@@ -2,8 +2,7 @@
 real `sprout-agent` process against the fake API: what only their own clients show (their spawn, their parsing
 of our lines, their control protocol). The control rules themselves are tested in-process (test_sdk_control.py).
 
-Skipped when an SDK is not installed (.ci/run installs both), and until our stdout lines have Claude Code's
-shapes (schema 2), which the SDKs parse.
+Skipped when an SDK is not installed (.ci/run installs both).
 """
 
 from __future__ import annotations
@@ -18,14 +17,10 @@ from typing import Any
 import anyio
 import pytest
 
-from sprout_agent.ui.jsonl import SCHEMA_VERSION
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import ROOT, agent_env, result_text, tool_results
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(SCHEMA_VERSION < 2, reason="the SDKs parse Claude Code's line shapes (stream-json schema 2)"),
-]
+pytestmark = pytest.mark.e2e
 DEV = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off", "CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK": "1"}
 TS_SDK = ROOT / ".ci/peers/node_modules/@anthropic-ai/claude-agent-sdk"
 
@@ -45,14 +40,6 @@ def sdk_options(tmp_path: Path, fake: FakeAnthropic, **more: Any) -> Any:
     return sdk.ClaudeAgentOptions(
         cli_path=str(wrapper(tmp_path)), env=agent_env(tmp_path, fake, DEV), cwd=str(work), **more
     )
-
-
-def has_mcp_config_flag() -> bool:
-    import typer.main
-
-    from sprout_agent.cli import app
-
-    return any("--mcp-config" in getattr(p, "opts", ()) for p in typer.main.get_command(app).params)
 
 
 @pytest.mark.anyio
@@ -109,7 +96,6 @@ async def test_python_client_two_prompts_an_interrupt_mid_tool_and_a_denied_call
 
 
 @pytest.mark.anyio
-@pytest.mark.skipif(not has_mcp_config_flag(), reason="--mcp-config (inline JSON) is not there yet")
 async def test_python_sdk_in_process_mcp_tool(tmp_path: Path) -> None:
     sdk = pytest.importorskip("claude_agent_sdk")
 
