@@ -35,7 +35,6 @@ IGNORED: dict[str, tuple[int, str]] = {
     "--replay-user-messages": (0, "user messages are not echoed"),
     "--session-mirror": (0, "sessions are recorded only in sprout-agent's own store"),
     "--no-session-persistence": (0, "sessions are always recorded"),
-    "--permission-prompt-tool": (1, "nobody is asked: --permission-mode decides"),
     "--debug": (OPTIONAL, "use -v/--verbose (or SPROUT_AGENT_DEBUG=1 for tracebacks)"),
     "-d": (OPTIONAL, "use -v/--verbose"),
     "--debug-file": (1, "use -v/--verbose"),

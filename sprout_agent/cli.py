@@ -62,6 +62,14 @@ def _patterns(values: list[str] | None) -> tuple[str, ...]:
     return tuple(part.strip() for value in values or () for part in value.split(",") if part.strip())
 
 
+def _prompt_tool(value: str | None, input_format: InputFormat, output_format: OutputFormat) -> str | None:
+    """`--permission-prompt-tool stdio` (what the SDKs pass with a can_use_tool callback): only with stream-json
+    input, the channel the SDK answers on. Claude Code's other form, an MCP tool's name, is not supported."""
+    if value is not None and (value != "stdio" or input_format is not InputFormat.stream_json):
+        fail_as(output_format.value, "--permission-prompt-tool takes stdio, with --input-format stream-json")
+    return value
+
+
 def _rules(ours: list[str] | None, claude: list[str] | None, *, deny: bool) -> tuple[str, ...]:
     """Our patterns plus Claude Code's rules translated (claude_rules.py); a rule not honoured is a warning."""
     from sprout_agent.claude_rules import translate
@@ -157,6 +165,13 @@ def main_command(
     allow_sampling: Annotated[
         bool, typer.Option(help="Headless: let MCP servers sample the model (sampling/createMessage), billed to you.")
     ] = False,
+    permission_prompt_tool: Annotated[
+        str | None,
+        typer.Option(
+            metavar="stdio",
+            help="stdio: the Claude Agent SDK driving this run answers the permission questions (can_use_tool).",
+        ),
+    ] = None,
     include_partial_messages: Annotated[
         bool, typer.Option(help="stream-json: also each raw Messages API stream event, as `stream_event` lines.")
     ] = False,
@@ -221,6 +236,7 @@ def main_command(
         sandbox=sandbox.value if sandbox is not None else None,
         sandbox_network=sandbox_network.value if sandbox_network is not None else None,
         sandbox_allow_write=tuple(sandbox_allow_write or ()),
+        permission_prompt_tool=_prompt_tool(permission_prompt_tool, input_format, output_format),
         include_partial_messages=include_partial_messages,
     )
     exit_now(start.run(options, not headless))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from sprout_agent.elicitation import Elicitor, Unattended
 from sprout_agent.events import Event
@@ -70,9 +71,17 @@ def _ignore(event: Event) -> None:
     del event
 
 
+class SdkMessages(Protocol):
+    """Carries a JSON-RPC message to a server the Claude Agent SDK hosts in its own process (`"type": "sdk"`)
+    and returns the SDK's answer (sdk_session.SdkRelay)."""
+
+    async def send(self, server: str, message: dict[str, Any]) -> dict[str, Any]: ...
+
+
 @dataclass
 class ClientFeatures:
     roots: Roots
     emit: Callable[[Event], None] = _ignore  # each question and model call a server makes is an event
     elicit: Elicitor = field(default_factory=Unattended)
     sampler: Sampler | None = None  # None: sampling is not offered (nobody could approve it)
+    sdk: SdkMessages | None = None  # None: no SDK drives this session, so `"type": "sdk"` servers cannot start

@@ -39,7 +39,8 @@ class ServerConfig:
     # "workspace-write" (sandboxing.ServerSandboxes); None or "off" = unsandboxed, as Claude Code runs it.
     sandbox: str | None = None
     # A remote server: "http" (Streamable HTTP) or "sse" (the older HTTP+SSE), its URL and the headers every
-    # request carries. One type rather than two: consent, the pool and the faces handle every server alike.
+    # request carries; "sdk": hosted by the Claude Agent SDK driving this run (no command, no URL). One type
+    # rather than several: consent, the pool and the faces handle every server alike.
     transport: str = "stdio"
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict[str, str])
@@ -83,6 +84,7 @@ class LoadedConfig:
 _SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _TOP_KEYS = frozenset({"mcpServers", "$schema", "sandbox"})
 _SWITCHES = frozenset({"disabled", "enabled"})
+_SDK_KEYS = frozenset({"type", "name"})
 _SERVER_KEYS = frozenset({"command", "args", "env", "cwd", "timeout", "type", "sandbox"}) | _SWITCHES
 _SANDBOX_MODES = ("off", "read-only", "workspace-write")
 
@@ -136,6 +138,7 @@ def load_config(
             top = _read_file(path, shown, sources.inline.get(path))
             notices.extend(unknown_key_notices(top, _TOP_KEYS, shown))
             servers = _servers_in(top, path, shown, expand_from, notices, broken)
+            servers = _refuse_project_sdk(servers, is_project, shown, notices)
             if is_project and "sandbox" in top:  # a repository must not choose where commands may write
                 notices.append(f"{shown}: its sandbox settings are ignored (only your own config files set them)")
             elif not is_project:
@@ -156,6 +159,18 @@ def load_config(
                 notices.append(f"server '{server.name}' defined twice: using the one in {kept}")
     files_read = tuple(path for path in sources.files if path not in sources.inline)
     return LoadedConfig(tuple(merged.values()), files_read, tuple(notices), tuple(broken or ()), sandbox)
+
+
+def _refuse_project_sdk(
+    servers: list[ServerConfig], is_project: bool, shown: str, notices: list[str]
+) -> list[ServerConfig]:
+    """A repository's file must not route anything to the SDK driving the run: its `"type": "sdk"` are skipped."""
+    if not is_project:
+        return servers
+    for server in servers:
+        if server.transport == "sdk":
+            notices.append(f"{shown}: skipping server '{server.name}': type \"sdk\" is read only from your own files")
+    return [server for server in servers if server.transport != "sdk"]
 
 
 def _inside(path: Path, directory: Path) -> bool:
@@ -251,6 +266,8 @@ def _parse_server(
         raise ConfigError(f"{where} must be an object")
     raw = cast(dict[str, object], entry)
     kind = raw.get("type")
+    if kind == "sdk":
+        return _build_sdk(name, raw, path, where, notices)
     transport = transport_of(kind, "url" in raw)
     if kind == "ws" or (transport is None and "url" in raw):
         notices.append(f"{shown}: skipping server '{name}': type {kind!r} is not supported (stdio, http, sse)")
@@ -283,6 +300,17 @@ def _build_remote(
     url, headers = remote_parts(raw, where, expand)
     oauth = oauth_settings(raw.get("oauth"), where, expand)
     return ServerConfig(name, "", source=path, transport=transport, url=url, headers=headers, oauth=oauth)
+
+
+def _build_sdk(name: str, raw: dict[str, object], path: Path, where: str, notices: list[str]) -> ServerConfig:
+    """A server the Claude Agent SDK hosts in its own process (`create_sdk_mcp_server`): its messages travel over
+    the SDK's control channel, so it has no command and no URL (the project's file may not name one)."""
+    if not _SERVER_NAME.fullmatch(name) or "__" in name:
+        raise ConfigError(f"{where}: server name must be 1-64 of A-Z a-z 0-9 _ - without '__'")
+    if raw.get("name", name) != name:
+        raise ConfigError(f"{where}.name must be the server's key, {name!r}")
+    notices.extend(unknown_key_notices(raw, _SDK_KEYS, where))
+    return ServerConfig(name, "", source=path, transport="sdk")
 
 
 def _disabled(raw: dict[str, object], where: str) -> bool:

@@ -97,7 +97,7 @@ class ServerReport:
     stderr_tail: str = ""
     approval: str = ""  # project servers only: approved | not approved | declined | changed
     sandbox: str = ""  # the OS sandbox it starts in (its "sandbox" key, as this run would apply it); "" = none
-    transport: str = "stdio"  # stdio | http | sse
+    transport: str = "stdio"  # stdio | http | sse | sdk
     url: str | None = None  # a remote server's (its command is then "<transport> <url>")
 
 
@@ -112,6 +112,7 @@ def _source(path: Path | None, cwd: Path) -> str:
 
 def _report(config: ServerConfig, setup: Setup) -> ServerReport:
     command = config.command if config.url is None else f"{config.transport} {config.url}"
+    command = "sdk (hosted by the Claude Agent SDK driving a run)" if config.transport == "sdk" else command
     report = ServerReport(config.name, _source(config.source, setup.cwd), command, list(config.args))
     report.transport, report.url = config.transport, config.url
     verdict = setup.verdict(config)
@@ -134,7 +135,7 @@ def _broken_report(entry: BrokenServer, cwd: Path) -> ServerReport:
 def missing_command(config: ServerConfig, env: Mapping[str, str]) -> str | None:
     """Why the command cannot be started, checked before spawning; None when it can be found."""
     command = config.command
-    if config.url is not None:  # nothing to find: connecting says whether it is there
+    if config.url is not None or config.transport == "sdk":  # nothing to find: connecting says whether it is there
         return None
     if os.sep in command or (os.altsep is not None and os.altsep in command):
         path = Path(config.cwd or ".") / command  # an absolute command path ignores the left side

@@ -8,11 +8,13 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
-import anyio.to_thread
 
+from sprout_agent.agent import TurnResult
 from sprout_agent.consent import held_back_notice
+from sprout_agent.control import Control, LineWriter, prompts_of, stdin_lines
 from sprout_agent.errors import (
     EXIT_OK,
     EXIT_RUNTIME,
@@ -23,13 +25,14 @@ from sprout_agent.errors import (
     exit_code_for_stop,
     sprout_error_in,
 )
-from sprout_agent.events import Event, Notice
+from sprout_agent.events import Event, Notice, TurnFinished
 from sprout_agent.messages import Image, Usage
 from sprout_agent.options import Prepared
 from sprout_agent.runtime import Runtime, new_session_id, open_runtime
+from sprout_agent.sdk_session import SdkAsk, SdkRelay, SdkSession
 from sprout_agent.signals import SignalWatch
 from sprout_agent.tool_names import sdk_tool_name
-from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo, parse_user_message
+from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
 from sprout_agent.ui.render import TerminalRenderer
 from sprout_agent.untrusted import printable
 
@@ -43,10 +46,13 @@ class Headless:
         self.started = time.monotonic()
         self.session_id = new_session_id(prepared)
         self.text_mode = options.output_format == "text"
+        self.lines = LineWriter(sys.stdout)  # the sink and the control channel share it: whole lines, never mixed
         self.jsonl = (
             None
             if self.text_mode
-            else JsonlSink(sys.stdout, stream=options.output_format == "stream-json", progress=options.verbose)
+            else JsonlSink(
+                self.lines.as_text_io(), stream=options.output_format == "stream-json", progress=options.verbose
+            )
         )
         # Progress goes to stderr: always for text, only with -v for json and stream-json (stdout is theirs).
         # In text mode the same sink prints each turn's answer on stdout.
@@ -66,6 +72,12 @@ class Headless:
         self.fatal: str | None = None  # the one line for stderr
         self.ran_a_turn = False
         self.reported = False  # the last thing the run did was answer a turn (stream-json wrote its result)
+        # stream-json input: stdin is read while a turn runs, and the SDKs' control requests are answered.
+        self.sdk: SdkSession | None = None
+        self.control: Control | None = None
+        if options.input_format == "stream-json":
+            self.sdk = SdkSession(prepared, self.emit)
+            self.control = Control(self.lines, self.sdk.handlers())
 
     def emit(self, event: Event) -> None:
         if self.renderer is not None:
@@ -79,9 +91,15 @@ class Headless:
         async with anyio.create_task_group() as group:
             watch.everything = group.cancel_scope
             group.start_soon(watch.watch)
+            if self.control is not None:
+                group.start_soon(self.control.run, stdin_lines(sys.stdin.buffer.readline))
             try:
-                async with open_runtime(self.prepared, self.emit, session_id=self.session_id) as runtime:
+                async with open_runtime(
+                    self.prepared, self.emit, session_id=self.session_id, **self._sdk_parts()
+                ) as runtime:
                     self.runtime = runtime
+                    if self.sdk is not None:
+                        self.sdk.attach(runtime)
                     # A signal ends the turns, not the servers: `_SessionEnd` still reaches them (bounded).
                     with anyio.CancelScope() as turns:
                         watch.everything = turns
@@ -105,11 +123,24 @@ class Headless:
         for notice in (*self.prepared.loaded.notices, *self.prepared.held_back_notices()):
             self.emit(Notice(notice, "warning"))
 
+    def _sdk_parts(self) -> dict[str, Any]:
+        """The SDK's permission callback (with `--permission-prompt-tool stdio`) and its in-process servers."""
+        if self.control is None or self.sdk is None:
+            return {}
+        sdk_servers = [s.name for s in self.prepared.loaded.servers if s.transport == "sdk"]
+        parts: dict[str, Any] = {"sdk": SdkRelay(self.control, sdk_servers)}
+        if self.prepared.options.permission_prompt_tool == "stdio":
+            parts["ask"] = SdkAsk(self.control, self.sdk.cancel_turn)
+        return parts
+
     async def _turns(self, runtime: Runtime) -> None:
         self._init(runtime)
         async for prompt, attachments in self._prompts():
-            result = await runtime.agent.run_turn(prompt, attachments)
+            result = await self._turn(runtime, prompt, attachments)
             self.ran_a_turn = True
+            if result is None:  # the SDK's interrupt: the session goes on with the next prompt
+                self.text, self.stop_reason, self.reported = "", "interrupted", True
+                continue
             self.turns += result.turns
             self.text, self.stop_reason = result.text, result.stop_reason
             self.code = exit_code_for_stop(result.stop_reason)
@@ -117,22 +148,30 @@ class Headless:
             if self.code != EXIT_OK:
                 break  # the rest of a stream-json input is left unread: the session cannot go on
 
+    async def _turn(self, runtime: Runtime, prompt: str, attachments: tuple[Image, ...]) -> TurnResult | None:
+        """One turn; None when the SDK interrupted it (its `result` line says "interrupted")."""
+        result, ledger, started = None, runtime.agent.ledger, time.monotonic()
+        before = ledger.usage
+        with anyio.CancelScope() as scope:
+            if self.sdk is not None:
+                self.sdk.turn = scope
+            result = await runtime.agent.run_turn(prompt, attachments)
+        if self.sdk is not None:
+            self.sdk.turn = None
+        if scope.cancelled_caught:
+            seconds = time.monotonic() - started
+            self.emit(TurnFinished("interrupted", "", 0, ledger.usage - before, ledger.cost, seconds))
+        return result
+
     async def _prompts(self) -> AsyncIterator[tuple[str, tuple[Image, ...]]]:
         options = self.prepared.options
         if options.prompt is not None:
             yield options.prompt, ()
         if options.input_format != "stream-json":
             return
-        number, given = 0, options.prompt is not None
-        # Bytes, decoded per line by parse_user_message: a line that is not UTF-8 is that line's error, not a crash.
-        while line := await anyio.to_thread.run_sync(sys.stdin.buffer.readline, abandon_on_cancel=True):
-            number += 1
-            if not line.strip():
-                continue
-            try:
-                message = parse_user_message(line)
-            except ValueError as error:
-                raise UsageError(f"stdin line {number}: {error}") from None
+        assert self.control is not None
+        given = options.prompt is not None
+        async for message in prompts_of(self.control):
             given = True
             yield message
         if not given:

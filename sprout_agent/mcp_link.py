@@ -34,6 +34,7 @@ from sprout_agent.mcp_results import progress_text, to_outcome
 from sprout_agent.oauth_store import OAuthSetup
 from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import PromptInfo, ResourceInfo, ToolOutcome, ToolSpec
+from sprout_agent.sdk_link import open_sdk
 from sprout_agent.stdio_transport import ReadStream, WriteStream, open_stdio
 from sprout_agent.tools._sandbox import OUTSIDE_SANDBOX_META
 
@@ -162,10 +163,15 @@ async def connect(
             async with _remote(config, timeout, max_bytes, client, oauth, on_note) as connected:
                 yield connected
             return
-        if config.in_process is not None:
+        if config.in_process is not None or config.transport == "sdk":
             began = time.monotonic()
+            opened = (
+                open_sdk(config.name, client.sdk if client is not None else None)
+                if config.transport == "sdk"
+                else open_in_process(cast(str, config.in_process), config.cwd or os.getcwd(), config.env)
+            )
             async with (
-                open_in_process(config.in_process, config.cwd or os.getcwd(), config.env) as (ended, streams),
+                opened as (ended, streams),
                 _session(config, streams, began, timeout, max_bytes, [], client=client, on_note=on_note) as (
                     link,
                     listed,

@@ -5,11 +5,14 @@ The REPL and the editors' commands share these; each returns the lines to show, 
 
 from __future__ import annotations
 
-from typing import Protocol, TypeGuard
+from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 from sprout_agent.compaction import parse_threshold
 from sprout_agent.model_facts import EFFORT_LEVELS, ModelFacts
 from sprout_agent.settings import Settings
+
+if TYPE_CHECKING:
+    from sprout_agent.agent import Agent
 
 DEFAULT_WORDS = ("default", "auto")  # `/effort default`: send no effort, the API's own default
 
@@ -58,6 +61,22 @@ def switch_model(model: object, name: str, facts: ModelFacts) -> list[str] | Non
     if not _tunable(model):
         return None
     return model.switch(name, facts)
+
+
+def switch_agent(agent: Agent, name: str, facts: ModelFacts, settings: Settings) -> list[str]:
+    """The session's model becomes `name` from the next request: the client (with its facts), the ledger's
+    prices and compaction's window follow; the lines saying which settings were adjusted. ValueError when the
+    client can be neither switched nor renamed."""
+    notes = switch_model(agent.model, name, facts)
+    if notes is None:
+        try:
+            setattr(agent.model, "name", name)  # noqa: B010 - a client without facts; a test double may lack it
+        except AttributeError as error:
+            raise ValueError(str(error)) from None
+    agent.ledger.model = name  # priced from here on at the new model's rates
+    if agent.compactor is not None:
+        agent.compactor.window, agent.compactor.threshold = fitted_window(facts, settings)
+    return notes or []
 
 
 def fitted_window(facts: ModelFacts, settings: Settings) -> tuple[int, int | None]:

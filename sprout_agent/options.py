@@ -49,6 +49,7 @@ class Options:
     allow_tools: tuple[str, ...] = ()  # patterns such as dev__bash or git__*
     deny_tools: tuple[str, ...] = ()
     trust_project: bool = False  # --trust-project: the project's .mcp.json servers start without asking, this run
+    permission_prompt_tool: str | None = None  # "stdio": the SDK's can_use_tool callback is the one asked
     sandbox: str | None = None  # --sandbox off | read-only | workspace-write | required; None = env or default
     sandbox_network: str | None = None  # --sandbox-network on | off
     sandbox_allow_write: tuple[Path, ...] = ()  # --sandbox-allow-write PATH (repeatable)
@@ -113,6 +114,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     """Reads `.env`, settings and config files; `environ` (the real environment) wins over `.env`.
 
     Project servers the user has not approved are held back (`held_back`); the faces ask or say so."""
+    options = _asking_sdk(options)
     dotenv = read_dotenv(options.cwd)
     env = {**dotenv.values, **environ}
     settings = st.Settings.from_env(env)
@@ -160,6 +162,15 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
         held_back=gated if gated.pending else None,
         sandbox=sandbox,
     )
+
+
+def _asking_sdk(options: Options) -> Options:
+    """With the SDK's can_use_tool callback to ask, our `auto` mode (the default) becomes `ask`, as Claude Code's
+    default mode asks: a callback that is never called would be a surprise. The SDK's bypassPermissions runs
+    everything unasked."""
+    if options.permission_prompt_tool == "stdio" and options.permission_mode == "auto":
+        return replace(options, permission_mode="ask")
+    return options
 
 
 def _sandbox(

@@ -13,7 +13,7 @@ from sprout_agent.errors import EXIT_OK, SproutError, UsageError
 from sprout_agent.hooks import is_hook
 from sprout_agent.messages import ToolUse
 from sprout_agent.model_facts import ModelFacts
-from sprout_agent.model_switch import effort_command, fitted_window, switch_model
+from sprout_agent.model_switch import effort_command, switch_agent
 from sprout_agent.options import Prepared
 from sprout_agent.permissions import Ask, Decision
 from sprout_agent.prompt_attach import attach_mentions, mentions
@@ -115,17 +115,12 @@ class Repl:
             self.renderer.say(f"cannot switch: {error}", "red")
             return
         facts = await facts_for(self.prepared, name)
-        notes = switch_model(agent.model, name, facts)
-        if notes is None:
-            try:
-                setattr(agent.model, "name", name)  # noqa: B010 - a client without facts; a test double may lack it
-            except AttributeError as error:
-                self.renderer.say(f"cannot switch: {error}", "red")
-                return
-        agent.ledger.model = name  # priced from here on at the new model's rates
-        if agent.compactor is not None:
-            agent.compactor.window, agent.compactor.threshold = fitted_window(facts, settings)
-        for note in notes or ():
+        try:
+            notes = switch_agent(agent, name, facts, settings)
+        except ValueError as error:
+            self.renderer.say(f"cannot switch: {error}", "red")
+            return
+        for note in notes:
             self.renderer.say(note, "yellow")
         self.renderer.say(f"model: {name} (from the next request), window {facts.window}", "dim")
 

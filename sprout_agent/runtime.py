@@ -22,7 +22,7 @@ import anyio.to_thread
 from sprout_agent import model_facts, store
 from sprout_agent import settings as st
 from sprout_agent.agent import Agent
-from sprout_agent.client_features import ClientFeatures, Roots, roots_for
+from sprout_agent.client_features import ClientFeatures, Roots, SdkMessages, roots_for
 from sprout_agent.compaction import Compactor, parse_threshold
 from sprout_agent.elicitation import Elicitor, Unattended
 from sprout_agent.errors import ServerStartError
@@ -69,12 +69,15 @@ async def open_runtime(
     session_id: str | None = None,
     elicit: Elicitor | None = None,
     approve_sampling: Approve | None = None,
+    sdk: SdkMessages | None = None,
 ) -> AsyncGenerator[Runtime]:
     """Starts everything a session needs; `ask` is the face's permission question (None: nobody to ask);
-    `elicit` answers a server's questions and `approve_sampling` its model calls (None: the unattended rules)."""
+    `elicit` answers a server's questions and `approve_sampling` its model calls (None: the unattended rules);
+    `sdk` carries the messages of the servers an SDK hosts (None: no SDK drives this session)."""
     session_id = session_id or new_session_id(prepared)
     ledger = Ledger(prepared.model, prepared.prices)
     client = _client_features(prepared, emit, ledger, elicit, approve_sampling)
+    client.sdk = sdk
     pool = _make_pool(prepared, emit, client)
     async with AsyncExitStack() as stack:
         transcript = _make_store(prepared, session_id)

@@ -40,7 +40,7 @@ class ServerStatus:
     pid: int | None
     initialize_seconds: float | None = None  # spawn + initialize handshake (`mcp doctor`)
     list_seconds: float | None = None  # tools/list, every page
-    transport: str = "stdio"  # stdio | http | sse
+    transport: str = "stdio"  # stdio | http | sse | sdk
     url: str | None = None  # a remote server's
 
 

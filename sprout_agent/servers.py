@@ -131,7 +131,7 @@ class ServerPool:
     async def _spawn_processes(self) -> None:
         for server in self._servers.values():
             config = server.config
-            if config.in_process is not None or config.url is not None:  # nothing to spawn
+            if config.in_process is not None or config.url is not None or config.transport == "sdk":  # nothing to spawn
                 continue
             argv, env = [config.command, *config.args], self._child_env(config.env)
             try:

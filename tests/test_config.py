@@ -364,10 +364,11 @@ def test_mcp_config_adds_files_and_inline_json_to_the_lookup(tmp_path: Path) -> 
         ("p", "srv", True),
         ("shared", "inline", False),  # --mcp-config wins a clash: named for this run
         ("extra", "srv", False),
+        ("sdk", "", False),  # hosted by the SDK driving the run (docs/sdk.md): no command
     ]
     assert loaded.servers[1].args == ("h",)  # inline JSON expands from the real environment
     assert loaded.files_read == (tmp_path / ".mcp.json", tmp_path / "extra.json")
-    assert [b.name for b in loaded.broken] == ["sdk"]  # an SDK server is the control protocol's: skipped here
+    assert loaded.servers[3].transport == "sdk" and not loaded.broken
 
 
 def test_strict_mcp_config_reads_only_the_given_servers(tmp_path: Path) -> None:

@@ -125,17 +125,21 @@ class JsonlSink:
         writes no second one). A stream that never reached `init` gets only this line."""
         if self._finished:
             return
-        # A call cut short by a signal or an error never finished on its own: every tool_use gets its result.
-        for call_id, call in list(self._open_calls.items()) if self.stream else []:
-            if call.server != API_SERVER:
-                self._write(tool_result_record(call_id, (Text(INTERRUPTED),), True))
-            self._write(_tool_finished(call_id, call.name, call.server, True, time.monotonic() - call.started))
-        self._open_calls.clear()
+        self._close_open_calls()
         self._finished = True
         if not (reported and self.stream):
             totals = {"duration_api_ms": ms(self._api_seconds), "model_usage": self._model_usage}
             final = replace(info, **totals, permission_denials=self._denials)
             write_record(self.out, result_record(final))
+
+    def _close_open_calls(self) -> None:
+        """A call cut short (a signal, an error, the SDK's interrupt) never finished on its own: every tool_use
+        gets its result (in stream-json; json reports only the result)."""
+        for call_id, call in list(self._open_calls.items()) if self.stream else []:
+            if call.server != API_SERVER:
+                self._write(tool_result_record(call_id, (Text(INTERRUPTED),), True))
+            self._write(_tool_finished(call_id, call.name, call.server, True, time.monotonic() - call.started))
+        self._open_calls.clear()
 
     def _write(self, record: Record) -> None:
         write_record(self.out, {**record, "session_id": self.session_id, "uuid": new_uuid()})
@@ -177,6 +181,8 @@ class JsonlSink:
                     return [finished]
                 return [tool_result_record(event.call_id, event.content, event.is_error), finished]
             case ev.TurnFinished():
+                if event.stop_reason == "interrupted":
+                    self._close_open_calls()
                 return [self._turn_result(event)]
             case _:
                 record = self._record(event)

@@ -59,7 +59,7 @@ class ServerInfo:
     tools: int
     hooks: int
     error: str
-    transport: str = "stdio"  # stdio | http | sse
+    transport: str = "stdio"  # stdio | http | sse | sdk
 
 
 @dataclass(frozen=True, slots=True)

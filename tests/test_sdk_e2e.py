@@ -1,0 +1,163 @@
+"""The real Claude Agent SDKs (Python `claude-agent-sdk`, TypeScript `@anthropic-ai/claude-agent-sdk`) drive the
+real `sprout-agent` process against the fake API: what only their own clients show (their spawn, their parsing
+of our lines, their control protocol). The control rules themselves are tested in-process (test_sdk_control.py).
+
+Skipped when an SDK is not installed (.ci/run installs both).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.harness import ROOT, agent_env, result_text, tool_results
+
+pytestmark = pytest.mark.e2e
+DEV = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off", "CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK": "1"}
+TS_SDK = ROOT / ".ci/peers/node_modules/@anthropic-ai/claude-agent-sdk"
+
+
+def wrapper(tmp_path: Path) -> Path:
+    """The SDKs start an executable: this one runs our CLI with the test's interpreter."""
+    path = tmp_path / "sprout-agent"
+    path.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m sprout_agent "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+def sdk_options(tmp_path: Path, fake: FakeAnthropic, **more: Any) -> Any:
+    sdk = pytest.importorskip("claude_agent_sdk")
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return sdk.ClaudeAgentOptions(
+        cli_path=str(wrapper(tmp_path)), env=agent_env(tmp_path, fake, DEV), cwd=str(work), **more
+    )
+
+
+@pytest.mark.anyio
+async def test_python_query_runs_a_prompt_with_a_tool_call(tmp_path: Path) -> None:
+    sdk = pytest.importorskip("claude_agent_sdk")
+    script = [reply(tool_use("dev__bash", {"command": "echo from-the-tool"})), reply("all done")]
+    with FakeAnthropic(script) as fake:
+        options = sdk_options(tmp_path, fake)
+        with anyio.fail_after(60):
+            messages = [m async for m in sdk.query(prompt="run it", options=options)]
+    uses = [b for m in messages if isinstance(m, sdk.AssistantMessage) for b in m.content]
+    assert any(isinstance(b, sdk.ToolUseBlock) for b in uses)
+    result = messages[-1]
+    assert isinstance(result, sdk.ResultMessage) and result.result == "all done" and not result.is_error
+    assert "from-the-tool" in result_text(tool_results(fake.requests[1].body)[0])
+
+
+@pytest.mark.anyio
+async def test_python_client_two_prompts_an_interrupt_mid_tool_and_a_denied_call(tmp_path: Path) -> None:
+    sdk = pytest.importorskip("claude_agent_sdk")
+    asked: list[str] = []
+    bash_allowed = anyio.Event()
+
+    async def can_use_tool(name: str, args: dict[str, Any], context: Any) -> Any:
+        asked.append(name)
+        if name.endswith("bash"):
+            bash_allowed.set()
+        if name.endswith("write"):
+            return sdk.PermissionResultDeny(message="no writes today")
+        return sdk.PermissionResultAllow()
+
+    script = [
+        reply(tool_use("dev__bash", {"command": "sleep 60"})),
+        reply(tool_use("dev__write", {"file_path": "x.txt", "content": "x"})),
+        reply("second done"),
+    ]
+    with FakeAnthropic(script) as fake:
+        options = sdk_options(tmp_path, fake, can_use_tool=can_use_tool)
+        with anyio.fail_after(90):
+            async with sdk.ClaudeSDKClient(options) as client:
+                await client.query("first")
+                await bash_allowed.wait()  # the call is past its permission question: the interrupt finds it running
+                await client.interrupt()
+                first = [m async for m in client.receive_response()]
+                await client.query("second")
+                second = [m async for m in client.receive_response()]
+    assert any(isinstance(b, sdk.ToolUseBlock) for m in first if isinstance(m, sdk.AssistantMessage) for b in m.content)
+    assert isinstance(first[-1], sdk.ResultMessage) and first[-1].is_error
+    assert isinstance(second[-1], sdk.ResultMessage) and second[-1].result == "second done"
+    assert asked == ["mcp__dev__bash", "mcp__dev__write"]
+    assert "interrupted" in result_text(tool_results(fake.requests[1].body)[0])
+    assert "no writes today" in result_text(tool_results(fake.requests[2].body)[-1])
+    assert not (tmp_path / "work" / "x.txt").exists()
+
+
+@pytest.mark.anyio
+async def test_python_sdk_in_process_mcp_tool(tmp_path: Path) -> None:
+    sdk = pytest.importorskip("claude_agent_sdk")
+
+    @sdk.tool("add", "Adds two numbers", {"a": int, "b": int})
+    async def add(args: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": f"sum is {args['a'] + args['b']}"}]}
+
+    server = sdk.create_sdk_mcp_server("calc", tools=[add])
+    script = [reply(tool_use("calc__add", {"a": 2, "b": 3})), reply("five")]
+    with FakeAnthropic(script) as fake:
+        options = sdk_options(tmp_path, fake, mcp_servers={"calc": server})
+        with anyio.fail_after(60):
+            messages = [m async for m in sdk.query(prompt="add", options=options)]
+    assert isinstance(messages[-1], sdk.ResultMessage) and messages[-1].result == "five"
+    assert result_text(tool_results(fake.requests[1].body)[0]) == "sum is 5"
+
+
+TS_SCRIPT = """
+import { query } from "@anthropic-ai/claude-agent-sdk";
+const asked = [];
+const messages = [];
+for await (const message of query({
+  prompt: "run it",
+  options: {
+    pathToClaudeCodeExecutable: process.env.SPROUT_WRAPPER,
+    cwd: process.env.SPROUT_WORK,
+    env: JSON.parse(process.env.SPROUT_ENV),
+    canUseTool: async (name, input) => {
+      asked.push(name);
+      return name.endsWith("write")
+        ? { behavior: "deny", message: "no writes from ts" }
+        : { behavior: "allow", updatedInput: input };
+    },
+  },
+})) messages.push(message);
+console.log(JSON.stringify({ asked, types: messages.map((m) => m.type), last: messages.at(-1) }));
+"""
+
+
+def test_typescript_query_with_a_tool_call_and_a_denied_call(tmp_path: Path) -> None:
+    node = shutil.which("node")
+    if node is None or not TS_SDK.exists():
+        pytest.skip("node or @anthropic-ai/claude-agent-sdk is not installed (.ci/run installs it into .ci/peers)")
+    script_path = TS_SDK.parent.parent.parent / "sprout-sdk-check.mjs"  # resolves the package from .ci/peers
+    script_path.write_text(TS_SCRIPT)
+    steps = [
+        reply(tool_use("dev__bash", {"command": "echo from-ts"}), tool_use("dev__write", {"file_path": "t.txt"})),
+        reply("ts done"),
+    ]
+    with FakeAnthropic(steps) as fake:
+        work = tmp_path / "work"
+        work.mkdir()
+        env = {
+            "PATH": agent_env(tmp_path, fake)["PATH"],
+            "SPROUT_WRAPPER": str(wrapper(tmp_path)),
+            "SPROUT_WORK": str(work),
+            "SPROUT_ENV": json.dumps(agent_env(tmp_path, fake, DEV)),
+        }
+        done = subprocess.run([node, str(script_path)], env=env, capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["asked"] == ["mcp__dev__bash", "mcp__dev__write"]
+    assert report["last"]["type"] == "result" and report["last"]["result"] == "ts done"
+    results = [result_text(r) for r in tool_results(fake.requests[1].body)]
+    assert any("from-ts" in text for text in results) and any("no writes from ts" in text for text in results)
