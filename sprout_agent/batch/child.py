@@ -32,6 +32,7 @@ class Job:
     env: dict[str, str] = field(default_factory=dict[str, str])  # the whole environment of the child
     timeout: float | None = None
     budget_left: float | None = None  # what the batch budget leaves: at most this for the task
+    program: tuple[str, ...] = ()  # SPROUT_AGENT_BATCH_AGENT's words; empty: this interpreter's sprout_agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,8 @@ class Finished:
 
 def command(job: Job, where: Path) -> list[str]:
     task = job.task
-    args = [sys.executable, "-m", "sprout_agent", "-p", task.prompt, "--output-format", "stream-json"]
+    program = list(job.program) or [sys.executable, "-m", "sprout_agent"]
+    args = [*program, "-p", task.prompt, "--output-format", "stream-json"]
     args += ["--cwd", str(where), *job.args]
     for path in task.config:
         args += ["--config", str(path)]
@@ -67,15 +69,20 @@ def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
         record = base | {"status": "failed", "exit_code": None, **read_result(None), "diff": None}
         record |= {"errors": [f"working directory: {error}"], "duration_ms": _ms(started), "cwd": None}
         return Finished(record, "", "")
-    process = subprocess.Popen(
-        command(job, where),
-        cwd=where,
-        env=job.env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # a Ctrl-C in the terminal reaches the batch, which ends each task itself
-    )
+    try:
+        process = subprocess.Popen(
+            command(job, where),
+            cwd=where,
+            env=job.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # a Ctrl-C in the terminal reaches the batch, which ends each task itself
+        )
+    except OSError as error:
+        record = base | {"status": "failed", "exit_code": None, **read_result(None), "diff": None}
+        record |= {"errors": [f"cannot start the agent: {error}"], "duration_ms": _ms(started), "cwd": str(where)}
+        return Finished(record, "", "")
     out, err, timed_out, interrupted = _supervise(process, job.timeout, stop, started)
     stream, stderr = out.decode(errors="replace"), err.decode(errors="replace")
     outcome = read_result(last_result(stream))

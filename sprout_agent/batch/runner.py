@@ -4,6 +4,7 @@ executor (threads here, or Ray), each record written as it arrives; the budget, 
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import sys
 import threading
@@ -22,6 +23,7 @@ from sprout_agent.batch.tasks import Task, load_tasks, parse_shard, shard_of
 from sprout_agent.errors import EXIT_BUDGET, EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, UsageError
 
 RATE_GATE_VARIABLE = "SPROUT_AGENT_RATE_GATE"
+AGENT_VARIABLE = "SPROUT_AGENT_BATCH_AGENT"  # the command a task runs instead of this interpreter's sprout_agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +148,8 @@ class _Loop:
         timeout = task.timeout if task.timeout is not None else self.options.timeout
         env = {**self.env, **task.env}
         tree = self.out.path / "work" / task.name
-        return Job(task, tree, self.options.agent_args, env, timeout, self.budget.left())
+        program = tuple(shlex.split(self.env.get(AGENT_VARIABLE, "")))
+        return Job(task, tree, self.options.agent_args, env, timeout, self.budget.left(), program)
 
     def run(self, pending: list[Task], make_executor: Callable[[], Executor]) -> bool:
         """Runs them; True when a signal stopped the batch (running tasks recorded as interrupted)."""

@@ -18,7 +18,8 @@ _KNOWN = frozenset({"id", "prompt", "cwd", "repo", "config", "model", "max_turns
 # interpreter and loader variables, the hook allowlist) or loosen the sandbox; nor the batch's own rate gate.
 _ENV_REFUSED = re.compile(
     r"ANTHROPIC_.*|.*_PROXY|SSL_CERT_.*|.*_CA_BUNDLE|NODE_EXTRA_CA_CERTS|NODE_OPTIONS|NODE_TLS_.*|MCP_HOOK_SERVERS"
-    r"|SPROUT_AGENT_PRICES|PATH|PYTHON.*|LD_.*|DYLD_.*|SPROUT_AGENT_SANDBOX.*|SPROUT_DEV_.*|SPROUT_AGENT_RATE_GATE",
+    r"|SPROUT_AGENT_PRICES|PATH|PYTHON.*|LD_.*|DYLD_.*|SPROUT_AGENT_SANDBOX.*|SPROUT_DEV_.*"
+    r"|SPROUT_AGENT_RATE_GATE|SPROUT_AGENT_BATCH_AGENT",
     re.IGNORECASE,
 )
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -42,7 +43,7 @@ class Task:
 
 def file_name(task_id: str) -> str:
     """A task id as a file name: anything but letters, digits, `.`, `_` and `-` becomes `_`, and no leading dot,
-    so `../../etc/passwd` is `.._.._etc_passwd` → `_.._etc_passwd` and stays inside the out directory."""
+    so `../../etc/passwd` becomes `_._.._etc_passwd`, a name inside the out directory."""
     name = _UNSAFE.sub("_", task_id)[:120]
     return "_" + name[1:] if name.startswith(".") else name
 
