@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.fake_anthropic import FakeAnthropic, Recorded, Step, model_info, reply, tool_use  # noqa: E402
+from tests.fake_anthropic import FakeAnthropic, Recorded, Step, model_info, reply, thinking, tool_use  # noqa: E402
 from tests.fake_anthropic_wire import PromptCache  # noqa: E402
 from tests.harness import FAKE_MCP, agent_command, agent_env, fake_server, pid_alive, write_config  # noqa: E402
 
@@ -138,6 +138,45 @@ def session(kind: str, rounds: int) -> Run:
         "cache_share": sum(b["cache_read_input_tokens"] for b in later) / total,
     }
     return run
+
+
+def remote_session(rounds: int, tool: str, port: int) -> Run:
+    """One -p run with a loopback Streamable HTTP server and a stdio one: `rounds` calls of `tool`, then an answer."""
+    script: list[Step] = [reply(tool_use(tool, {"text": f"round {i + 1}"})) for i in range(rounds)]
+    script.append(reply("final answer"))
+    servers = {"fake": fake_server(), "remote": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"}}
+    with tempfile.TemporaryDirectory() as tmp, FakeAnthropic(script, auto_usage=True) as fake:
+        home = Path(tmp)
+        argv = agent_command(["--config", str(write_config(home, servers)), "-p", "go"])
+        return check(spawn(argv, agent_env(home, fake), home, fake), rounds + 1)
+
+
+# A summarised thought of the length the API returns for a routine tool step (about 150 tokens).
+THOUGHT = "The user wants the file read; the echo tool returns what it is given, so I call it and check. " * 6
+
+
+def thinking_loop(on: bool) -> dict[str, int]:
+    """A ten-round echo loop, thinking on (a thought before every call) or off: the tokens the fake bills."""
+    model = "claude-bench-test"
+    rounds = [
+        reply(*([thinking(THOUGHT)] if on else []), tool_use("fake__echo", {"text": f"round {i}"}))
+        for i in range(1, 11)
+    ]
+    script: list[Step] = [*rounds, reply(*([thinking(THOUGHT)] if on else []), "final answer")]
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        FakeAnthropic(script, auto_usage=True, models=[model_info(model)]) as fake,
+    ):
+        home = Path(tmp)
+        env = agent_env(home, fake, {"ANTHROPIC_MODEL": model})
+        flags = ["--thinking", "on" if on else "off"]
+        argv = agent_command(["--config", str(write_config(home, {"fake": fake_server()})), *flags, "-p", "go"])
+        run = check(spawn(argv, env, home, fake), 11)
+    cache = PromptCache()
+    billed = [cache.bill(r.body) for r in run.requests]
+    keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    sent = sum(b[k] for b in billed for k in keys)
+    return {"sent": sent, "uncached": sum(b["input_tokens"] + b["cache_creation_input_tokens"] for b in billed)}
 
 
 def agent_once(servers: dict[str, Any] | None, env_extra: dict[str, str], unset: tuple[str, ...] = ()) -> Run:
@@ -406,7 +445,10 @@ def render_figures(rounds: int) -> tuple[list[float], float, float]:
 def fmt(value: list[float] | float | str, unit: str) -> str:
     if isinstance(value, str):
         return value
-    scale, digits = {"s": 1, "ms": 1000, "MB": 1, "%": 100, "x": 1}[unit], {"s": 3, "x": 2}.get(unit, 1)
+    scale, digits = (
+        {"s": 1, "ms": 1000, "MB": 1, "%": 100, "x": 1, "tok": 1}[unit],
+        {"s": 3, "x": 2, "tok": 0}.get(unit, 1),
+    )
     if isinstance(value, (int, float)):
         return f"{value * scale:.{digits}f} {unit}"
     lo, mid, hi = (v * scale for v in stats(value))
@@ -440,7 +482,7 @@ class Bench:
             self.hooks,
             self.toolhooks,
         ]
-        steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render]
+        steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render, self.remote, self.thinking]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -627,6 +669,51 @@ class Bench:
         self.add("pool teardown, 3 servers with a grandchild each", [f[2] for f in figures], "s")
         self.add("pool teardown, a SIGTERM-ignoring server", [f[3] for f in figures], "s")
 
+    def thinking(self) -> None:
+        """17. a ten-round tool loop with thinking on and off: input tokens the (fake) API bills"""
+        off, on = thinking_loop(False), thinking_loop(True)
+        self.add("10-round loop, thinking off: input tokens sent", off["sent"], "tok")
+        self.add("10-round loop, thinking on: input tokens sent", on["sent"], "tok")
+        self.add("  … of which not read from cache, off / on", f"{off['uncached']} / {on['uncached']}", "tok")
+
+    def remote(self) -> None:
+        """16. a Streamable HTTP server on loopback next to a stdio one: start-up and per-round cost"""
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        server = subprocess.Popen([PY, "-m", "tests.http_echo_server", str(port)], cwd=ROOT, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 30
+            while True:  # bounded: the server imports mcp and uvicorn, then listens
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        raise RuntimeError("the HTTP echo server did not listen") from None
+                    time.sleep(0.05)
+            # Interleaved, so that a change in the machine's load hits every side alike.
+            runs = [
+                (
+                    agent_once({"fake": fake_server()}, {}),
+                    remote_session(20, "remote__echo", port),
+                    remote_session(20, "fake__echo", port),
+                )
+                for _ in range(self.runs)
+            ]
+            alone, both, stdio = ([r[k] for r in runs] for k in range(3))
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+        first_alone, first_both = [r.first() for r in alone], [r.first() for r in both]
+        self.add("start → 1st request, 1 stdio server", first_alone, "s")
+        self.add("start → 1st request, + 1 HTTP server", first_both, "s")
+        self.add("  … added by the HTTP server", med(first_both) - med(first_alone), "s")
+        self.add("per tool round, HTTP echo", [med(r.rounds()) for r in both], "ms")
+        self.add("per tool round, stdio echo (same run shape)", [med(r.rounds()) for r in stdio], "ms")
+
     def sandbox(self) -> None:
         """14. dev__bash per call, OS sandbox (bubblewrap) vs off, in-process dev server"""
         import anyio
@@ -665,6 +752,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     groups = "imports minimal ours facts builtins flags repl hooks toolhooks compaction servers acp sandbox render"
+    groups += " remote thinking"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     args = parser.parse_args()
     load = os.getloadavg()[0]

@@ -17,8 +17,8 @@ from sprout_agent.errors import ConfigError
 MIN_TIMEOUT_MS = 1000
 # What other clients' keys do, when a notice can say more than "ignored".
 _HINTS = {
-    "alwaysAllow": "allow tools with --allow-tool SERVER__TOOL",
-    "autoApprove": "allow tools with --allow-tool SERVER__TOOL",
+    "alwaysAllow": "allow tools with --allow-tools SERVER__TOOL",
+    "autoApprove": "allow tools with --allow-tools SERVER__TOOL",
 }
 
 

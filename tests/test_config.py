@@ -174,8 +174,8 @@ def test_keys_other_clients_write_are_a_notice_naming_the_key_and_the_server_sti
     assert [s.name for s in loaded.servers] == ["git", "docs"]
     assert loaded.notices == (
         ".mcp.json: unknown key 'globalShortcut' ignored",
-        ".mcp.json: mcpServers.git: unknown key 'alwaysAllow' ignored (allow tools with --allow-tool SERVER__TOOL)",
-        ".mcp.json: mcpServers.git: unknown key 'autoApprove' ignored (allow tools with --allow-tool SERVER__TOOL)",
+        ".mcp.json: mcpServers.git: unknown key 'alwaysAllow' ignored (allow tools with --allow-tools SERVER__TOOL)",
+        ".mcp.json: mcpServers.git: unknown key 'autoApprove' ignored (allow tools with --allow-tools SERVER__TOOL)",
         ".mcp.json: mcpServers.git: unknown key 'description' ignored",
         ".mcp.json: mcpServers.git: unknown key 'transportType' ignored",
         ".mcp.json: mcpServers.docs: unknown key 'description' ignored",

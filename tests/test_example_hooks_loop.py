@@ -1,0 +1,87 @@
+"""The example hook servers of examples/ through the agent: the `_PreToolUse` guard in the real loop with the real
+pool (in-process servers, the built-in dev server beside it), and the `_SessionStart` git context through the
+headless face with the example as a stdio process, as examples/README.md sets them up."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sprout_agent.config import LoadedConfig, with_builtin_servers
+from sprout_agent.events import Event, HookObjected
+from sprout_agent.options import Options
+from sprout_agent.servers import ServerPool
+from sprout_agent.settings import child_environment
+from tests.fake_anthropic import FakeAnthropic
+from tests.fake_anthropic import reply as api_reply
+from tests.harness import assert_history_valid
+from tests.headless_here import headless
+from tests.inproc_examples import config
+from tests.loop_doubles import build_loop, call, reply
+
+pytestmark = pytest.mark.anyio
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+async def test_the_guard_stops_a_destructive_command_and_a_write_to_env_and_lets_the_rest_run(tmp_path: Path) -> None:
+    events: list[Event] = []
+    servers = [
+        config("pre_tool_guard", tmp_path),
+        *with_builtin_servers(LoadedConfig((), (), ()), ["dev"], tmp_path).servers,
+    ]
+    pool = ServerPool(
+        servers,
+        emit=events.append,
+        start_timeout=30,
+        tool_timeout=60,
+        result_max_bytes=51_200,
+        child_env=lambda env: child_environment(dict(os.environ), env),
+    )
+    script = [
+        reply(call("dev__bash", "t_rm", command="rm -rf ."), call("dev__write", "t_env", path=".env", content="K=1")),
+        reply(call("dev__bash", "t_ok", command="echo kept > kept.txt")),
+        reply("done"),
+    ]
+    (tmp_path / "precious.txt").write_text("still here")
+    with anyio.fail_after(30):
+        async with pool:
+            loop = build_loop(script, host=pool, hook_servers="pre_tool_guard", tool_hooks=True)
+            assert (await loop.turn("clean up")).text == "done"
+    first = loop.results(2)
+    assert first["t_rm"][0] and "is rm -rf" in json.loads(first["t_rm"][1].split("\n", 1)[1])["text"]
+    assert first["t_env"][0] and "protected path (.env)" in first["t_env"][1]
+    assert (tmp_path / "precious.txt").read_text() == "still here" and not (tmp_path / ".env").exists()
+    assert not loop.results(4)["t_ok"][0]
+    assert (tmp_path / "kept.txt").read_text() == "kept\n"
+    assert [e.server for e in loop.of(HookObjected)] == ["pre_tool_guard", "pre_tool_guard"]
+
+
+def test_session_start_git_puts_the_branch_and_status_before_the_first_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    git = ["git", "-C", str(project), "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q", "-b", "feature/login"], check=True, timeout=30)
+    (project / "notes.txt").write_text("draft\n")
+    entry = {"command": sys.executable, "args": [str(EXAMPLES / "session_start_git.py")]}
+    options = Options(prompt="what am I working on?", cwd=project)
+    with FakeAnthropic([api_reply("On feature/login.")]) as fake:
+        run = headless(
+            tmp_path, monkeypatch, options, fake=fake, servers={"git": entry}, env={"MCP_HOOK_SERVERS": "git"}
+        )
+    assert run.code == 0, run.stderr
+    body = fake.requests[0].body
+    assert_history_valid(body)
+    # No tools in this request (the git server has only its hook): the hook pair travels as text, as the API needs.
+    texts = [b["text"] for m in body["messages"] for b in m["content"] if b["type"] == "text"]
+    (injected,) = [json.loads(t) for t in texts if t.startswith('{"hook"')]
+    assert injected["hook"] == "_SessionStart" and injected["server"] == "git"
+    assert "on git branch feature/login" in injected["text"] and "?? notes.txt" in injected["text"]
