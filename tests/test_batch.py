@@ -166,13 +166,15 @@ def test_the_batch_budget_stops_starting_tasks_and_caps_each_one(tmp_path: Path,
     )
 
 
-def test_no_more_than_jobs_tasks_run_at_once_and_the_env_is_the_batchs_plus_the_tasks(tmp_path: Path) -> None:
+def test_no_more_than_jobs_tasks_run_at_once_and_a_job_carries_only_the_tasks_env(tmp_path: Path) -> None:
     path = tasks_file(tmp_path, *({"id": f"t{n}", "prompt": "p", "env": {"N": str(n)}} for n in range(9)))
     executor = Instant(lambda job: record(job.task.id, "ok"))
-    assert run_batch(BatchOptions(path, tmp_path / "out", jobs=4), {"HOME": "/h"}, lambda: executor) == 0
+    environ = {"SPROUT_AGENT_BATCH_AGENT": "nice -n 5 sprout-agent"}
+    assert run_batch(BatchOptions(path, tmp_path / "out", jobs=4), environ, lambda: executor) == 0
     assert executor.most == 4
-    env = executor.jobs[5].env
-    assert (env["HOME"], env["N"]) == ("/h", "5") and env["SPROUT_AGENT_RATE_GATE"].endswith(".rate-gate")
+    job = executor.jobs[5]
+    assert set(job.env) == {"N", "SPROUT_AGENT_RATE_GATE"}  # over the worker's environment: no key in a Job
+    assert command(job, tmp_path)[:5] == ["nice", "-n", "5", "sprout-agent", "-p"]
 
 
 def test_summary_totals_and_table(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -179,3 +180,26 @@ def test_a_task_file_with_a_duplicate_id_is_refused_in_one_line(tmp_path: Path) 
         == "sprout-agent: tasks.jsonl line 2: duplicate task id 'a' (as a file name, the same as line 1)"
     )
     assert os.listdir(tmp_path) == ["tasks.jsonl"] or not (tmp_path / "out").exists()
+
+
+def mount(arg: str, root: Path) -> str:
+    """A path in the pod (/tasks/…, /results/…) as the directory standing in for its volume here."""
+    return str(root) + arg if arg.startswith(("/tasks/", "/results/")) else arg
+
+
+def test_the_kubernetes_indexed_job_in_the_docs_runs_and_merges(tmp_path: Path) -> None:
+    """docs/batch.md's manifest: its `args` run once per completion index, as the Job's pods would (the variable
+    expanded as Kubernetes expands `$(VAR)`, /tasks and /results mapped to directories here), then merged."""
+    docs = (ROOT / "docs" / "batch.md").read_text()
+    manifest = docs[docs.index("kind: Job") : docs.index("```", docs.index("kind: Job"))]
+    completions = int(re.search(r"completions: (\d+)", manifest)[1])  # type: ignore[index]
+    assert "completionMode: Indexed" in manifest and 'command: ["sprout-agent"]' in manifest
+    args = json.loads(re.search(r"args: (\[.*\])", manifest)[1])  # type: ignore[index]  # flow style is JSON
+    (tmp_path / "tasks").mkdir()
+    write_tasks(tmp_path / "tasks" / "tasks.jsonl", [{"id": f"k{n}", "prompt": f"k {n}"} for n in range(6)])
+    for index in range(completions):
+        pod_args = [mount(a, tmp_path).replace("$(JOB_COMPLETION_INDEX)", str(index)) for a in args]
+        assert batch(tmp_path, pod_args[1:], {"JOB_COMPLETION_INDEX": str(index)}).returncode == 0
+    shards = [str(tmp_path / "results" / f"shard-{i}") for i in range(completions)]
+    merged = batch(tmp_path, ["merge", *shards, "--output-format", "json"])
+    assert (json.loads(merged.stdout)["tasks"], json.loads(merged.stdout)["ok"]) == (6, 6)

@@ -29,7 +29,9 @@ class Job:
     task: Task
     tree: Path  # where our own tree goes: <out>/work/<name>
     args: tuple[str, ...]  # the batch's defaults for every task (-p flags)
-    env: dict[str, str] = field(default_factory=dict[str, str])  # the whole environment of the child
+    # Over the environment of the process that runs the task (this one, or a Ray worker's): the API key is never
+    # part of a Job, so it never travels through Ray.
+    env: dict[str, str] = field(default_factory=dict[str, str])
     timeout: float | None = None
     budget_left: float | None = None  # what the batch budget leaves: at most this for the task
     program: tuple[str, ...] = ()  # SPROUT_AGENT_BATCH_AGENT's words; empty: this interpreter's sprout_agent
@@ -73,7 +75,7 @@ def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
         process = subprocess.Popen(
             command(job, where),
             cwd=where,
-            env=job.env,
+            env={**os.environ, **job.env},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -107,8 +107,11 @@ def run_batch(options: BatchOptions, environ: Mapping[str, str], make_executor: 
     try:
         out.write_json("batch.json", {"task_file": str(options.tasks_file), "shard": shard, "task_ids": _ids(tasks)})
         pending = to_run(tasks, out.records(), options.retry_failed)
-        env = {**environ, RATE_GATE_VARIABLE: str(out.path / ".rate-gate")}
-        loop = _Loop(options, out, env, Progress(len(pending), options.jobs, sys.stderr, live=sys.stderr.isatty()))
+        env = {RATE_GATE_VARIABLE: str(out.path / ".rate-gate")}
+        program = tuple(shlex.split(environ.get(AGENT_VARIABLE, "")))
+        loop = _Loop(
+            options, out, env, program, Progress(len(pending), options.jobs, sys.stderr, live=sys.stderr.isatty())
+        )
         interrupted = loop.run(pending, make_executor)
         summary = summarise(_ids(tasks), out.records())
         out.write_json("summary.json", summary)
@@ -139,8 +142,10 @@ def _ids(tasks: list[Task]) -> list[str]:
 
 
 class _Loop:
-    def __init__(self, options: BatchOptions, out: OutDir, env: dict[str, str], progress: Progress) -> None:
-        self.options, self.out, self.env, self.progress = options, out, env, progress
+    def __init__(
+        self, options: BatchOptions, out: OutDir, env: dict[str, str], program: tuple[str, ...], progress: Progress
+    ) -> None:
+        self.options, self.out, self.env, self.program, self.progress = options, out, env, program, progress
         self.budget = Budget(options.max_budget_usd)
         self.stopping = False
 
@@ -148,8 +153,7 @@ class _Loop:
         timeout = task.timeout if task.timeout is not None else self.options.timeout
         env = {**self.env, **task.env}
         tree = self.out.path / "work" / task.name
-        program = tuple(shlex.split(self.env.get(AGENT_VARIABLE, "")))
-        return Job(task, tree, self.options.agent_args, env, timeout, self.budget.left(), program)
+        return Job(task, tree, self.options.agent_args, env, timeout, self.budget.left(), self.program)
 
     def run(self, pending: list[Task], make_executor: Callable[[], Executor]) -> bool:
         """Runs them; True when a signal stopped the batch (running tasks recorded as interrupted)."""
