@@ -32,6 +32,9 @@ batch_app = typer.Typer(
     "(docs/batch.md). `batch TASKS.jsonl` is `batch run TASKS.jsonl`.",
 )
 
+_BATCH_OWNED = frozenset(
+    {"-p", "--prompt", "--output-format", "--input-format", "--cwd", "-c", "--continue", "-r", "--resume"}
+)
 _OutputOption = Annotated[OutputFormat, typer.Option(help="text (a table) or json (one summary object).")]
 
 
@@ -61,10 +64,17 @@ def batch_run(
     allow_tools: Annotated[list[str] | None, typer.Option(metavar="PATTERN", help="For every task.")] = None,
     deny_tools: Annotated[list[str] | None, typer.Option(metavar="PATTERN", help="For every task.")] = None,
     trust_project: Annotated[bool, typer.Option(help="For every task (CI).")] = False,
+    passed: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[-- -p FLAGS...]", help="After --: more flags for every task's sprout-agent -p."),
+    ] = None,
 ) -> None:
     """Run the tasks of TASKS.jsonl (finished ones in --out are skipped)."""
     from sprout_agent.batch import runner
 
+    owned = sorted({arg.split("=", 1)[0] for arg in passed or ()} & _BATCH_OWNED)
+    if owned:
+        fail(f"batch: {owned[0]} is the batch's to set for each task (the prompt, output, directory, session)", 2)
     agent_args: list[str] = [arg for path in config or () for arg in ("--config", str(path.resolve()))]
     agent_args += ["--model", model] if model else []
     agent_args += ["--max-turns", str(max_turns)] if max_turns else []
@@ -72,6 +82,7 @@ def batch_run(
     agent_args += [arg for p in allow_tools or () for arg in ("--allow-tools", p)]
     agent_args += [arg for p in deny_tools or () for arg in ("--deny-tools", p)]
     agent_args += ["--trust-project"] if trust_project else []
+    agent_args += passed or []
     options = runner.BatchOptions(
         tasks_file=tasks,
         out=out,

@@ -139,7 +139,7 @@ def test_the_real_cli_against_the_fake_api(tmp_path: Path) -> None:
         return reply("all done", usage={"input_tokens": 1000, "output_tokens": 100})
 
     tasks = [{"id": "good", "prompt": "do it"}, {"id": "bad", "prompt": "broken"},
-             {"id": "slow", "prompt": "stuck", "timeout": 4}]  # fmt: skip
+             {"id": "slow", "prompt": "stuck", "timeout": 2}]  # fmt: skip
     write_tasks(tmp_path / "tasks.jsonl", tasks)
     with FakeAnthropic([route] * 6) as fake:
         env = agent_env(tmp_path, fake)
@@ -203,3 +203,13 @@ def test_the_kubernetes_indexed_job_in_the_docs_runs_and_merges(tmp_path: Path) 
     shards = [str(tmp_path / "results" / f"shard-{i}") for i in range(completions)]
     merged = batch(tmp_path, ["merge", *shards, "--output-format", "json"])
     assert (json.loads(merged.stdout)["tasks"], json.loads(merged.stdout)["ok"]) == (6, 6)
+
+
+def test_flags_after_a_double_dash_reach_every_task_but_not_the_ones_the_batch_sets(tmp_path: Path) -> None:
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": "a", "prompt": "p"}])
+    run = batch(tmp_path, ["tasks.jsonl", "--out", "out", "--model", "m1", "--", "--effort", "high"])
+    assert run.returncode == 0, run.stderr
+    init = json.loads((tmp_path / "out" / "transcripts" / "a.jsonl").read_text().splitlines()[0])
+    assert init["args"][-4:] == ["--model", "m1", "--effort", "high"]
+    refused = batch(tmp_path, ["tasks.jsonl", "--out", "out", "--", "--cwd=/"])
+    assert refused.returncode == 2 and "--cwd is the batch's to set" in refused.stderr
