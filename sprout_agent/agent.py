@@ -15,6 +15,7 @@ import anyio
 from sprout_agent.compaction import Compactor, estimate_tokens
 from sprout_agent.errors import PromptTooLongError, sprout_error_in
 from sprout_agent.events import (
+    AssistantMessage,
     AssistantText,
     Event,
     ModelReplied,
@@ -42,6 +43,7 @@ from sprout_agent.protocols import (
     ToolOutcome,
     ToolSpec,
 )
+from sprout_agent.tool_names import sdk_tool_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +105,10 @@ class Agent:
     async def run_turn(self, prompt: str, attachments: Sequence[Image] = ()) -> TurnResult:
         """Runs one user turn to its end; `TurnFinished` reports it (a cancelled turn reports nothing).
         `attachments`: images and PDFs the user attached, checked already (images.attachment)."""
-        before = self.ledger.usage
+        before, started = self.ledger.usage, time.monotonic()
         result = await self._run(prompt, tuple(attachments))
-        self.emit(TurnFinished(result.stop_reason, result.text, result.turns, self.ledger.usage - before))
+        usage, seconds = self.ledger.usage - before, time.monotonic() - started
+        self.emit(TurnFinished(result.stop_reason, result.text, result.turns, usage, self.ledger.cost, seconds))
         return result
 
     async def start_session(self, source: str) -> None:
@@ -229,7 +232,17 @@ class Agent:
         self.emit(ModelReplied(reply.stop_reason, reply.usage, time.monotonic() - started, cost))
         if text := _text(reply):
             self.emit(AssistantText(text))
+        self.emit(self._assistant_message(reply))
         return reply
+
+    def _assistant_message(self, reply: ModelReply) -> AssistantMessage:
+        names = {
+            block.name: sdk_tool_name(spec.server, spec.tool)
+            for block in reply.content
+            if isinstance(block, ToolUse) and (spec := self._by_name.get(block.name)) is not None
+        }
+        model = reply.model or self.model.name
+        return AssistantMessage(reply.id, model, reply.content, reply.stop_reason, reply.usage, names)
 
     async def _run_tools(self, uses: Sequence[ToolUse]) -> None:
         """Runs the calls concurrently; results go back in call order, every tool_use answered even on cancel."""

@@ -152,6 +152,9 @@ def main_command(
     allow_sampling: Annotated[
         bool, typer.Option(help="Headless: let MCP servers sample the model (sampling/createMessage), billed to you.")
     ] = False,
+    include_partial_messages: Annotated[
+        bool, typer.Option(help="stream-json: also each raw Messages API stream event, as `stream_event` lines.")
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -207,6 +210,7 @@ def main_command(
         sandbox=sandbox.value if sandbox is not None else None,
         sandbox_network=sandbox_network.value if sandbox_network is not None else None,
         sandbox_allow_write=tuple(sandbox_allow_write or ()),
+        include_partial_messages=include_partial_messages,
     )
     exit_now(start.run(options, interactive))
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-from sprout_agent.messages import Image, Text, Usage
+from sprout_agent.messages import Block, Image, Text, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +91,28 @@ class ModelReplied:
     usage: Usage
     seconds: float
     cost_usd: float = 0.0  # of this response, from the ledger's price table
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """One complete model response as the API sent it (after `ModelReplied`): what stream-json reports.
+
+    `sdk_names` maps each tool name the model called to the name SDK clients know (`mcp__server__tool`)."""
+
+    message_id: str
+    model: str
+    content: tuple[Block, ...]
+    stop_reason: str
+    usage: Usage
+    sdk_names: Mapping[str, str] = field(default_factory=dict[str, str])
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEvent:
+    """One raw Messages API stream event as JSON (message_start … message_stop), only when a face asked for
+    them (`--include-partial-messages`): the model's text, untrusted."""
+
+    event: Mapping[str, object]
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +262,8 @@ class TurnFinished:
     text: str
     turns: int
     usage: Usage
+    cost_usd: float = 0.0  # the session's total so far, compaction included
+    seconds: float = 0.0  # the turn's wall time
 
 
 # What the hook points report; every sink renders these together.
@@ -265,6 +290,8 @@ Event = (
     | ThinkingDelta
     | AssistantText
     | ModelReplied
+    | AssistantMessage
+    | StreamEvent
     | ApiRetry
     | ToolStarted
     | ToolRunning

@@ -28,6 +28,7 @@ from sprout_agent.messages import Image, Usage
 from sprout_agent.options import Prepared
 from sprout_agent.runtime import Runtime, new_session_id, open_runtime
 from sprout_agent.signals import SignalWatch
+from sprout_agent.tool_names import sdk_tool_name
 from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo, parse_user_message
 from sprout_agent.ui.render import TerminalRenderer
 from sprout_agent.untrusted import printable
@@ -64,6 +65,7 @@ class Headless:
         self.errors: list[str] = []
         self.fatal: str | None = None  # the one line for stderr
         self.ran_a_turn = False
+        self.reported = False  # the last thing the run did was answer a turn (stream-json wrote its result)
 
     def emit(self, event: Event) -> None:
         if self.renderer is not None:
@@ -111,6 +113,7 @@ class Headless:
             self.turns += result.turns
             self.text, self.stop_reason = result.text, result.stop_reason
             self.code = exit_code_for_stop(result.stop_reason)
+            self.reported = True  # the turn's own `result` line said it; a later failure says more
             if self.code != EXIT_OK:
                 break  # the rest of a stream-json input is left unread: the session cannot go on
 
@@ -153,7 +156,10 @@ class Headless:
                 model=agent.model.name,
                 cwd=str(self.prepared.options.cwd),
                 servers=servers,
-                tools=[spec.name for spec in agent.tools],
+                tools=[sdk_tool_name(spec.server, spec.tool) for spec in agent.tools],
+                model_tools=[spec.name for spec in agent.tools],
+                permission_mode=self.prepared.options.permission_mode,
+                api_key_source="ANTHROPIC_API_KEY" if self.prepared.env.get("ANTHROPIC_API_KEY") else "none",
                 hooks=hooks,
                 resumed=self.prepared.resume is not None,
                 sandbox=self.prepared.sandbox.record(),
@@ -162,12 +168,12 @@ class Headless:
         )
 
     def failed(self, error: SproutError) -> None:
-        self.code, self.stop_reason, self.text = error.exit_code, "error", ""
+        self.code, self.stop_reason, self.text, self.reported = error.exit_code, "error", "", False
         self.errors.append(str(error))
         self.fatal = str(error)
 
     def interrupted(self, code: int) -> None:
-        self.code, self.stop_reason, self.text = code, "interrupted", ""
+        self.code, self.stop_reason, self.text, self.reported = code, "interrupted", "", False
         self.errors.append("interrupted by " + ("SIGTERM" if code == EXIT_SIGTERM else "SIGINT"))
 
     def finish(self) -> int:
@@ -192,7 +198,8 @@ class Headless:
                     duration_ms=round((time.monotonic() - self.started) * 1000),
                     exit_code=self.code,
                     errors=self.errors,
-                )
+                ),
+                reported=self.reported,
             )
         if self.fatal is not None:
             sys.stderr.write(f"sprout-agent: {printable(self.fatal)}\n")
@@ -208,7 +215,7 @@ def run_headless(prepared: Prepared) -> int:
         headless.interrupted(EXIT_SIGINT)
     except Exception as error:
         headless.errors.append(f"internal error: {type(error).__name__}: {error}")
-        headless.code, headless.stop_reason = EXIT_RUNTIME, "error"
+        headless.code, headless.stop_reason, headless.reported = EXIT_RUNTIME, "error", False
         headless.finish()
         raise
     return headless.finish()

@@ -13,7 +13,7 @@ from sprout_agent import server_tools
 from sprout_agent.api_errors import Failure, explain
 from sprout_agent.api_messages import EPHEMERAL, to_api_messages, to_api_tools
 from sprout_agent.errors import ApiError, PromptTooLongError
-from sprout_agent.events import ApiRetry, Event, Notice, ThinkingDelta
+from sprout_agent.events import ApiRetry, Event, Notice, StreamEvent, ThinkingDelta
 from sprout_agent.messages import Message, Text
 from sprout_agent.model_facts import ModelFacts, Unreachable, adjusted, effort_param, fallback, thinking_param
 from sprout_agent.protocols import ModelReply, ModelRequest
@@ -50,6 +50,7 @@ class AnthropicModel:
         effort: str | None = None,
         thinking_budget: int = 16_000,
         web: bool = False,
+        partial_messages: bool = False,
         rate_gate: Path | None = None,
     ) -> None:
         import anthropic  # lazy: costs ~2 s, paid once, overlapped with server start-up
@@ -71,6 +72,7 @@ class AnthropicModel:
         self._thinking_budget = thinking_budget
         self.web = web  # --web: offer the API's web search and fetch where the model supports them
         self._warned: set[str] = set()
+        self._partial = partial_messages  # every raw stream event out as a StreamEvent (--include-partial-messages)
         self._gate = RateGate(rate_gate) if rate_gate is not None else None  # a batch's shared 429 back-off
 
     @property
@@ -128,6 +130,8 @@ class AnthropicModel:
         async with stream:
             async for event in stream:
                 builder.add(event)
+                if self._partial:
+                    self._emit(StreamEvent(event.to_dict(mode="json")))
         return builder.reply()
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:

@@ -50,6 +50,7 @@ class Options:
     elicitation: str | None = None  # --elicitation decline | accept-defaults; None = SPROUT_AGENT_ELICITATION
     allow_sampling: bool = False  # --allow-sampling: headless, servers may sample the model without asking
     web: bool | None = None  # --web / --no-web; None = SPROUT_AGENT_WEB (off by default)
+    include_partial_messages: bool = False  # stream-json: raw stream events as `stream_event` lines
 
 
 @dataclass(frozen=True)

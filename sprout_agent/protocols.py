@@ -66,6 +66,7 @@ class ModelReply:
     stop_reason: str
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+    id: str = ""  # the API's message id (msg_…)
 
 
 class Model(Protocol):

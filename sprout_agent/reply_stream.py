@@ -60,11 +60,13 @@ class ReplyBuilder:
         self._stop_reason: str | None = None
         self._stopped = False
         self._model = ""
+        self._id = ""
 
     def add(self, event: Any) -> None:
         kind = event.type
         if kind == "message_start":
             self._model = str(event.message.model)
+            self._id = str(getattr(event.message, "id", "") or "")
             self._count(event.message.usage)
         elif kind == "content_block_start":
             self._blocks[event.index] = opened = _opened(event.content_block)
@@ -98,7 +100,7 @@ class ReplyBuilder:
             web_searches=self._usage.get("web_search_requests", 0),
             web_fetches=self._usage.get("web_fetch_requests", 0),
         )
-        return ModelReply(content, self._stop_reason, usage, self._model)
+        return ModelReply(content, self._stop_reason, usage, self._model, self._id)
 
     def _server_tool(self, block: _Open) -> None:
         finished = _finished(block, self._model)

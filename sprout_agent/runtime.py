@@ -173,6 +173,7 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
         effort=prepared.effort,
         thinking_budget=prepared.settings.thinking_budget,
         web=prepared.web,
+        partial_messages=prepared.options.include_partial_messages and prepared.options.output_format == "stream-json",
         rate_gate=Path(gate) if (gate := prepared.environ.get("SPROUT_AGENT_RATE_GATE")) else None,
     )
     return model, facts

@@ -124,10 +124,10 @@ def read_outcome(
             event = json.loads(line)
         except ValueError:
             continue
-        if isinstance(event, dict) and event.get("type") == "init":
-            servers = event.get("servers") or []
+        if isinstance(event, dict) and (event.get("type"), event.get("subtype")) == ("system", "init"):
+            servers = event.get("mcp_servers") or []
     ours = next((s for s in servers if s.get("name") == SERVER), {})
-    connected = ours.get("status") == "running"
+    connected = ours.get("status") == "connected"
     called = tool is not None and any(_answers_tool(r.body) for r in fake.requests)
     return Outcome(connected, called, str(ours.get("error") or ""), code)
 

@@ -31,22 +31,55 @@ def valid_lines(stdout: str) -> list[dict[str, Any]]:
     return lines
 
 
+def kind(line: dict[str, Any]) -> str:
+    """A line's kind: its `subtype` for `system` lines (init, notice, tool_finished, …), else its `type`."""
+    return str(line["subtype"]) if line["type"] == "system" else str(line["type"])
+
+
 def stream(stdout: str) -> list[dict[str, Any]]:
-    """A whole stream-json output: `init` first (when a session started), `result` last and once."""
+    """A whole stream-json output: `system/init` first (when a session started), one session id, a `result` after
+    each answered turn; only `system` lines (a `_SessionEnd` hook's) may follow the last `result`."""
     lines = valid_lines(stdout)
     assert lines, "no output"
-    assert lines[-1]["type"] == "result"
-    assert [line["type"] for line in lines].count("result") == 1
+    kinds = [line["type"] for line in lines]
+    assert "result" in kinds
+    last = len(kinds) - 1 - kinds[::-1].index("result")
+    assert all(k == "system" for k in kinds[last + 1 :]), kinds[last:]
     if len(lines) > 1:
-        assert lines[0]["type"] == "init"
-        assert [line["type"] for line in lines].count("init") == 1
+        assert kind(lines[0]) == "init"
+        assert types(lines).count("init") == 1
         assert {line["session_id"] for line in lines} == {lines[0]["session_id"]}
     return lines
 
 
+def final(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's outcome: the last `result` line."""
+    return of_type(lines, "result")[-1]
+
+
 def types(lines: list[dict[str, Any]]) -> list[str]:
-    return [line["type"] for line in lines]
+    return [kind(line) for line in lines]
 
 
-def of_type(lines: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [line for line in lines if line["type"] == kind]
+def of_type(lines: list[dict[str, Any]], wanted: str) -> list[dict[str, Any]]:
+    return [line for line in lines if kind(line) == wanted]
+
+
+def texts(lines: list[dict[str, Any]]) -> list[str]:
+    """The text of each `assistant` line that has any."""
+    found = [
+        "".join(b["text"] for b in line["message"]["content"] if b["type"] == "text")
+        for line in lines
+        if line["type"] == "assistant"
+    ]
+    return [text for text in found if text]
+
+
+def tool_results(lines: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each `user` line's tool_result block by its tool_use_id."""
+    return {block["tool_use_id"]: block for line in of_type(lines, "user") for block in line["message"]["content"]}
+
+
+def result_text(block: dict[str, Any]) -> str:
+    """A tool_result block's text."""
+    return "".join(part.get("text", "") for part in block["content"])

@@ -16,10 +16,11 @@ from pathlib import Path
 
 
 def _result(text: str, stop: str, code: int) -> None:
-    usage = {"input_tokens": 100, "output_tokens": 10, "cache_read_tokens": 0, "cache_write_tokens": 0}
-    line = {"type": "result", "schema_version": 1, "session_id": uuid.uuid4().hex, "result": text,
-            "stop_reason": stop, "is_error": code != 0, "exit_code": code, "turns": 1, "usage": usage,
-            "cost_usd": 0.001, "duration_ms": 1, "errors": [] if code == 0 else [stop]}  # fmt: skip
+    usage = {"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+    line = {"type": "result", "subtype": "success" if code == 0 else "error_during_execution", "is_error": code != 0,
+            "result": text, "num_turns": 1, "duration_ms": 1, "total_cost_usd": 0.001, "usage": usage,
+            "session_id": uuid.uuid4().hex, "exit_code": code, "stop_reason": stop,
+            "errors": [] if code == 0 else [stop], "schema_version": 2}  # fmt: skip
     sys.stdout.write(json.dumps(line) + "\n")
     sys.stdout.flush()
     os._exit(code)
@@ -31,7 +32,7 @@ def main() -> None:
     done = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: _result("", "interrupted", 130))
     signal.signal(signal.SIGTERM, lambda *_: _result("", "interrupted", 143))
-    sys.stdout.write(json.dumps({"type": "init", "session_id": "stub", "args": args}) + "\n")
+    sys.stdout.write(json.dumps({"type": "system", "subtype": "init", "session_id": "stub", "args": args}) + "\n")
     sys.stdout.flush()
     if "hang" in prompt and not Path(os.environ.get("STUB_HANG_UNLESS", "/nonexistent")).exists():
         done.wait(120)  # bounded: the test ends it with a signal long before

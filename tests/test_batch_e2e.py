@@ -157,7 +157,7 @@ def test_the_real_cli_against_the_fake_api(tmp_path: Path) -> None:
     assert any("400" in e for e in records["bad"]["errors"])
     assert records["slow"]["status"] == "timeout"
     transcript = (tmp_path / "out" / good["transcript"]).read_text().splitlines()
-    assert json.loads(transcript[0])["type"] == "init" and json.loads(transcript[-1])["type"] == "result"
+    assert json.loads(transcript[0])["subtype"] == "init" and json.loads(transcript[-1])["type"] == "result"
 
 
 def test_the_ray_executor_on_a_local_ray_instance(tmp_path: Path) -> None:

@@ -231,8 +231,10 @@ def test_cloned_repo_mcp_json_does_not_start_headless_even_read_only(tmp_path: P
     assert run.code == 0, run.stderr
     assert not (repo / "pwned-evil").exists()
     init = json.loads(run.stdout.splitlines()[0])
-    (server,) = [s for s in init["servers"] if s["name"] == "evil"]
-    assert server["status"] == "not approved" and "mcp approve evil" in server["error"]
+    (server,) = [s for s in init["mcp_servers"] if s["name"] == "evil"]
+    assert (
+        server["state"] == "not approved" and server["status"] == "disabled" and "mcp approve evil" in server["error"]
+    )
 
 
 def test_mcp_list_doctor_approve_and_revoke_show_and_change_the_state(

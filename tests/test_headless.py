@@ -49,10 +49,13 @@ def test_json_output_is_one_object_and_verbose_progress_goes_to_stderr(
     assert run.code == 0, run.stderr
     (result,) = valid_lines(run.stdout)
     assert result["type"] == "result" and result["result"] == "The answer is 42."
-    assert result["stop_reason"] == "end_turn" and result["turns"] == 2 and result["exit_code"] == 0
+    assert result["stop_reason"] == "end_turn" and result["num_turns"] == 2 and result["exit_code"] == 0
+    assert result["subtype"] == "success" and result["is_error"] is False
     assert len(result["session_id"]) == 32 and result["errors"] == []
-    assert set(result["usage"]) == {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}
-    assert result["cost_usd"] > 0 and isinstance(result["duration_ms"], int)
+    usage_keys = {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"}
+    assert set(result["usage"]) == {*usage_keys, "server_tool_use"}
+    assert result["total_cost_usd"] > 0 and isinstance(result["duration_ms"], int)
+    assert 0 < result["duration_api_ms"] <= result["duration_ms"]
     assert "fake__echo" in run.stderr and "⏺" in run.stderr
     assert "compacted" in run.stderr and "hook _PostCompact from fake added context" in run.stderr
     assert "ghost" in run.stderr  # a listed name no server has is a warning
@@ -85,7 +88,9 @@ def test_budget_is_exit_4_in_the_result(tmp_path: Path, monkeypatch: pytest.Monk
     assert run.code == 4
     result = stream(run.stdout)[-1]
     assert result["exit_code"] == 4 and result["stop_reason"] == "budget"
-    assert result["cost_usd"] == pytest.approx(3.00015)
+    assert result["subtype"] == "error_max_budget_usd" and result["is_error"] is True
+    assert result["total_cost_usd"] == pytest.approx(3.00015)
+    assert len(of_type(stream(run.stdout), "result")) == 1  # the turn's result is the run's
     assert result["usage"]["input_tokens"] == 1_000_000
 
 
@@ -105,8 +110,11 @@ def test_stream_json_input_runs_each_line_as_a_turn_of_one_session(
     ]
     assert_valid_request(second)
     lines = stream(run.stdout)
-    assert [t["text"] for t in of_type(lines, "turn_finished")] == ["first answer", "second answer"]
-    assert lines[-1]["result"] == "second answer" and lines[-1]["turns"] == 2
+    results = of_type(lines, "result")  # one per answered message, the last one the run's
+    assert [r["result"] for r in results] == ["first answer", "second answer"]
+    assert [r["num_turns"] for r in results] == [1, 1] and lines[-1] is results[-1]
+    assert [r["subtype"] for r in results] == ["success", "success"]
+    assert results[1]["total_cost_usd"] > results[0]["total_cost_usd"] > 0  # the session's running total
 
 
 def test_stream_json_input_without_any_message_is_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -31,11 +31,12 @@ from tests.loop_doubles import (
     reports,
     server,
 )
-from tests.stream_schema import of_type, stream, types
+from tests.stream_schema import of_type, result_text, stream, texts, tool_results, types
 
 pytestmark = pytest.mark.anyio
 
-NOT_STREAMED = {ev.ModelWaiting, ev.TextDelta, ev.ToolRunning}  # spinner and ACP only: no stream-json record
+# Spinner, terminal and ACP only: `assistant` carries the reply whole, so these have no stream-json line.
+NOT_STREAMED = {ev.ModelWaiting, ev.TextDelta, ev.ToolRunning, ev.ThinkingDelta, ev.AssistantText, ev.ModelReplied}
 DIFF = "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
 
 
@@ -86,6 +87,7 @@ async def events_of_a_busy_session() -> list[Event]:
         ev.ThinkingDelta("the model client streams reasoning"),
         ev.Notice("MCP_HOOK_SERVERS names 'ghost', but no server has that name", "warning"),
         ev.ServerAsked("asking", "elicitation", "Who are you?", "decline", "nobody to ask"),
+        ev.StreamEvent({"type": "message_stop"}),  # the model client, with --include-partial-messages
         ev.TurnFinished("end_turn", "after compaction", 1, Usage(10, 2)),
     ]
     return [*loop.events, *extra]
@@ -108,7 +110,7 @@ async def test_every_event_a_session_emits_is_a_schema_valid_stream_json_line() 
             MODEL,
             CWD,
             [ServerInfo("fake", "running", 4, 2, "")],
-            ["fake__echo"],
+            ["mcp__fake__echo"],
             [("fake", "_Stop"), ("fake", "_PostCompact")],
             resumed=False,
         )
@@ -118,16 +120,29 @@ async def test_every_event_a_session_emits_is_a_schema_valid_stream_json_line() 
     sink.result(ResultInfo("after compaction", "end_turn", SESSION_ID, 7, Usage(700, 140), 0.01, 1234, 0, []))
     lines = stream(out.getvalue())  # every line valid, init first, result last, one session id
     written = set(types(lines))
-    assert {"init", "result", "turn_finished", "tool_finished"} <= written
-    assert len(written) == len(emitted - NOT_STREAMED) + 2  # one record type per streamed event type, + init/result
-    assert types(lines)[1] == "turn_finished"  # the event that arrived before init follows it
+    assert {"init", "result", "assistant", "user", "tool_finished", "stream_event"} <= written
+    # One line kind per streamed event type (TurnFinished is a `result`), + init, + the `user` of a tool's result.
+    assert len(written) == len(emitted - NOT_STREAMED) + 2
+    assert types(lines)[1] == "result"  # the turn that ended before init (a held-back event) follows it
+    turns = [e for e in events if isinstance(e, ev.TurnFinished)]
+    assert types(lines)[-1] == "result" and len(of_type(lines, "result")) == len(turns) + 1  # + the run's
     assert [(s["id"], s["name"], s["server"], s["tool"]) for s in of_type(lines, "tool_started")] == [
-        ("toolu_1", "fake__echo", "fake", "echo"),
-        ("toolu_5", "fake__live", "fake", "live"),
-        ("toolu_2", "fake__add", "fake", "add"),
-        ("toolu_3", "fake__fail", "fake", "fail"),
+        ("toolu_1", "mcp__fake__echo", "fake", "echo"),
+        ("toolu_5", "mcp__fake__live", "fake", "live"),
+        ("toolu_2", "mcp__fake__add", "fake", "add"),
+        ("toolu_3", "mcp__fake__fail", "fake", "fail"),
         ("t4", "x__gone", "", ""),
     ]
+    # The assistant lines carry the calls as the SDKs name them, with the model's ids and inputs.
+    uses = [b for line in of_type(lines, "assistant") for b in line["message"]["content"] if b["type"] == "tool_use"]
+    assert [(u["id"], u["name"], u["input"]) for u in uses] == [
+        ("toolu_1", "mcp__fake__echo", {"text": "one"}),
+        ("toolu_5", "mcp__fake__live", {}),
+        ("toolu_2", "mcp__fake__add", {"a": 2, "b": 3}),
+        ("toolu_3", "mcp__fake__fail", {}),
+        ("t4", "x__gone", {}),
+    ]
+    assert texts(lines)[:2] == ["Echoing.", "All done."]
     assert of_type(lines, "tool_started")[2]["arguments"] == {"a": 2, "b": 3}
     assert [(p["id"], p["tail"]) for p in of_type(lines, "tool_progress")] == [
         ("toolu_5", "step 1"),
@@ -135,12 +150,17 @@ async def test_every_event_a_session_emits_is_a_schema_valid_stream_json_line() 
     ]
     finished = {f["id"]: f for f in of_type(lines, "tool_finished")}
     assert finished["toolu_5"]["diff"] == DIFF and "diff" not in finished["toolu_1"]
-    assert finished["toolu_1"]["result"] == "one" and finished["toolu_1"]["is_error"] is False
-    assert finished["toolu_2"]["result"] == "5" and finished["toolu_2"]["server"] == "fake"
+    results = tool_results(lines)
+    assert result_text(results["toolu_1"]) == "one" and results["toolu_1"]["is_error"] is False
+    assert result_text(results["toolu_2"]) == "5" and finished["toolu_2"]["server"] == "fake"
+    assert finished["toolu_1"]["is_error"] is False
     assert finished["toolu_3"]["is_error"] is True and finished["t4"]["is_error"] is True
+    assert results["toolu_3"]["is_error"] is True and results["t4"]["is_error"] is True
     called = of_type(lines, "hook_called")[0]
+    assert called.pop("uuid")
     assert called == {
-        "type": "hook_called",
+        "type": "system",
+        "subtype": "hook_called",
         "session_id": SESSION_ID,
         "hook": "_Stop",
         "servers": ["fake", "slow", "broken"],

@@ -88,7 +88,7 @@ def test_resume_by_id_prefix_from_another_directory(tmp_path: Path, monkeypatch:
     assert texts(fake.requests[1].body) == [("user", "first"), ("assistant", "first answer"), ("user", "second")]
     lines = stream(run.stdout)
     assert lines[0]["resumed"] is True and lines[0]["session_id"] == path.stem
-    assert any(line["type"] == "notice" and "resumed session" in line["text"] for line in lines)
+    assert any(line.get("subtype") == "notice" and "resumed session" in line["text"] for line in lines)
     assert store.load(path).history[-1] == Message("assistant", (Text("resumed answer"),))
 
 

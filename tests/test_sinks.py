@@ -14,10 +14,10 @@ import pytest
 from sprout_agent import events as ev
 from sprout_agent.acp.lines import encode
 from sprout_agent.acp.updates import Updates
-from sprout_agent.messages import Image, Text, Usage
+from sprout_agent.messages import Image, RedactedThinking, Text, Thinking, ToolUse, Usage
 from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo
 from sprout_agent.ui.render import TerminalRenderer
-from tests.stream_schema import valid_lines
+from tests.stream_schema import kind, valid_lines
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 ONE_OF_EACH: tuple[ev.Event, ...] = (
@@ -32,6 +32,20 @@ ONE_OF_EACH: tuple[ev.Event, ...] = (
     ev.TextDelta("Hel"),
     ev.AssistantText("Hello **there**"),
     ev.ModelReplied("tool_use", Usage(10, 5, 100, 20), 0.5, 0.0012),
+    ev.AssistantMessage(
+        "msg_1",
+        "claude-test",
+        (
+            Thinking("Let me \x1b[2Jthink", "sig"),
+            RedactedThinking("opaque"),
+            Text("Hello **there**"),
+            ToolUse("call_1", "dev__edit", {"file_path": "a.py", "old_string": "x", "new_string": "y"}),
+        ),
+        "tool_use",
+        Usage(10, 5, 100, 20),
+        {"dev__edit": "mcp__dev__edit"},
+    ),
+    ev.StreamEvent({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}}),
     ev.ApiRetry(1, "overloaded_error", 0.5),
     ev.ToolStarted("call_1", "dev__edit", "dev", "edit", {"file_path": "a.py", "old_string": "x", "new_string": "y"}),
     ev.ToolRunning("call_1"),
@@ -97,11 +111,11 @@ def test_stream_json_writes_a_schema_valid_line_for_every_event_it_streams() -> 
     sink.init(info)
     for event in ONE_OF_EACH:
         sink(event)
-    kinds = [line["type"] for line in valid_lines(out.getvalue())]
-    assert kinds[0] == "init" and "tool_finished" in kinds and kinds[-1] == "turn_finished"
+    kinds = [kind(line) for line in valid_lines(out.getvalue())]
+    assert kinds[0] == "init" and "tool_finished" in kinds and kinds[-1] == "result"
     for expected in ("hook_objected", "hook_server_killed", "stop_budget_spent", "compaction_finished", "api_retry"):
         assert expected in kinds
-    assert "tool_progress" in kinds
+    assert {"tool_progress", "assistant", "user", "stream_event"} <= set(kinds)
 
 
 def test_stream_json_leaves_progress_out_unless_asked() -> None:
@@ -110,7 +124,7 @@ def test_stream_json_leaves_progress_out_unless_asked() -> None:
     sink.init(InitInfo("s1", "claude-test", "/tmp", [], [], [], resumed=False))
     for event in ONE_OF_EACH:
         sink(event)
-    kinds = [line["type"] for line in valid_lines(out.getvalue())]
+    kinds = [kind(line) for line in valid_lines(out.getvalue())]
     assert "tool_progress" not in kinds and "tool_finished" in kinds
 
 
@@ -131,7 +145,7 @@ def test_progress_text_with_escape_sequences_is_never_obeyed_by_a_face(capsys: p
     acp_wire = b"".join(encode(message) for message in sent).decode()  # what the ACP connection writes
     for written in (out.getvalue(), acp_wire, capsys.readouterr().err):
         assert "\x1b" not in written and "\x07" not in written
-    (line,) = [record for record in valid_lines(out.getvalue()) if record["type"] == "tool_progress"]
+    (line,) = [record for record in valid_lines(out.getvalue()) if kind(record) == "tool_progress"]
     assert line["tail"] == hostile.tail  # escaped by the encoder, not lost
     assert sent[-1]["update"]["content"][0]["content"]["text"] == hostile.tail
 
@@ -159,13 +173,17 @@ def test_stream_json_ends_a_tool_call_cut_short_before_the_result_line() -> None
     sink(ev.ToolFinished("t_done", "fake__echo", False, 0.01, "hi"))
     sink.result(ResultInfo("", "interrupted", "s1", 1, Usage(), 0.0, 5, 130, ["interrupted by SIGINT"]))
     lines = valid_lines(out.getvalue())
-    assert [(line["type"], line.get("id")) for line in lines] == [
+    assert [(kind(line), line.get("id")) for line in lines] == [
         ("init", None),
         ("tool_started", "t_done"),
         ("tool_started", "t_cut"),
+        ("user", None),
         ("tool_finished", "t_done"),
+        ("user", None),
         ("tool_finished", "t_cut"),
         ("result", None),
     ]
-    assert lines[4]["is_error"] is True and lines[4]["server"] == "fake"
-    assert lines[4]["result"] == "interrupted: the run ended before this tool call finished"
+    (cut,) = lines[5]["message"]["content"]
+    assert cut["tool_use_id"] == "t_cut" and cut["is_error"] is True
+    assert cut["content"] == [{"type": "text", "text": "interrupted: the run ended before this tool call finished"}]
+    assert lines[6]["is_error"] is True and lines[6]["server"] == "fake" and lines[6]["name"] == "mcp__fake__slow"

@@ -13,6 +13,7 @@ from sprout_agent.acp import toolview
 from sprout_agent.acp.wire import Json
 from sprout_agent.events import (
     ApiRetry,
+    AssistantMessage,
     AssistantText,
     CompactionFinished,
     CompactionStarted,
@@ -34,6 +35,7 @@ from sprout_agent.events import (
     ServerLog,
     ServerStarted,
     StopBudgetSpent,
+    StreamEvent,
     TextDelta,
     ThinkingDelta,
     ToolFinished,
@@ -113,6 +115,8 @@ class Updates:
                 self._thought(event.line())
             case ModelWaiting() | AssistantText() | ServerStarted() | HookCalled() | TurnFinished() | ServerLog():
                 pass  # text went out as chunks; the prompt's response carries the stop reason
+            case AssistantMessage() | StreamEvent():
+                pass  # the same reply again, whole or raw: ACP had it as chunks
             case _:
                 assert_never(event)
 

@@ -1,5 +1,5 @@
-"""What one task left: the child's `result` line read (schema 1 and Claude Code's shape alike) and the record
-written to results.jsonl; the statuses a record can have."""
+"""What one task left: the child's last `result` line read (schema 2, Claude Code's shape, and schema 1 alike)
+and the record written to results.jsonl; the statuses a record can have."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`--output-format json|stream-json` and `--input-format stream-json`: the contract for scripts.
 
-One JSON object per line on stdout, described in docs/stream-json.md and docs/stream-json.schema.json.
-Stdlib only.
+One JSON object per line on stdout in Claude Code's shapes (stream_lines.py builds them), described in
+docs/stream-json.md and docs/stream-json.schema.json. Stdlib only.
 """
 
 from __future__ import annotations
@@ -9,81 +9,36 @@ from __future__ import annotations
 import binascii
 import json
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any, TextIO, assert_never, cast
 
 from sprout_agent import events as ev
+from sprout_agent.errors import exit_code_for_stop
 from sprout_agent.events import Event
 from sprout_agent.images import MAX_PDF_BASE64_BYTES, attachment
-from sprout_agent.messages import Image, Usage
-from sprout_agent.sandboxing import SandboxPlan
+from sprout_agent.messages import Image, Text, Usage
+from sprout_agent.tool_names import sdk_tool_name
+from sprout_agent.ui.stream_lines import (
+    SCHEMA_VERSION,
+    InitInfo,
+    Record,
+    ResultInfo,
+    ServerInfo,
+    assistant_record,
+    hook_record,
+    init_record,
+    ms,
+    new_uuid,
+    result_record,
+    system_record,
+    tool_result_record,
+    write_record,
+)
 
-SCHEMA_VERSION = 1
+__all__ = ["SCHEMA_VERSION", "InitInfo", "JsonlSink", "ResultInfo", "ServerInfo", "parse_user_message"]
+
+API_SERVER = "anthropic"  # the `server` of the API's own tools (web search and fetch): no MCP name
 INTERRUPTED = "interrupted: the run ended before this tool call finished"
-Record = dict[str, object]
-
-
-@dataclass(frozen=True, slots=True)
-class ServerInfo:
-    name: str
-    status: str  # starting | running | failed | dead
-    tools: int
-    hooks: int
-    error: str
-    transport: str = "stdio"  # stdio | http | sse
-
-
-@dataclass(frozen=True, slots=True)
-class InitInfo:
-    session_id: str
-    model: str
-    cwd: str
-    servers: Sequence[ServerInfo]
-    tools: Sequence[str]  # names the model sees
-    hooks: Sequence[tuple[str, str]]  # (server, hook) for allowlisted servers
-    resumed: bool
-    sandbox: Mapping[str, object] = field(default_factory=lambda: SandboxPlan.off().record())
-    context_window: int = 0  # tokens, from the Models API (or the table/default when it cannot say)
-
-
-@dataclass(frozen=True, slots=True)
-class ResultInfo:
-    text: str
-    stop_reason: str
-    session_id: str | None  # None: the run failed before a session existed
-    turns: int
-    usage: Usage
-    cost_usd: float
-    duration_ms: int
-    exit_code: int
-    errors: Sequence[str]
-
-
-def usage_record(usage: Usage) -> Record:
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_tokens": usage.cache_read_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
-    }
-
-
-def result_record(info: ResultInfo) -> Record:
-    return {
-        "type": "result",
-        "schema_version": SCHEMA_VERSION,
-        "session_id": info.session_id,
-        "result": info.text,
-        "stop_reason": info.stop_reason,
-        "is_error": info.exit_code != 0,
-        "exit_code": info.exit_code,
-        "turns": info.turns,
-        "usage": usage_record(info.usage),
-        "cost_usd": round(info.cost_usd, 6),
-        "duration_ms": info.duration_ms,
-        "errors": list(info.errors),
-    }
 
 
 def report_early_error(output_format: str, message: str, exit_code: int, out: TextIO) -> None:
@@ -92,21 +47,13 @@ def report_early_error(output_format: str, message: str, exit_code: int, out: Te
         write_record(out, result_record(ResultInfo("", "error", None, 0, Usage(), 0.0, 0, exit_code, [message])))
 
 
-def write_record(out: TextIO, record: Record) -> None:
-    out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-    out.flush()
-
-
-def _ms(seconds: float) -> int:
-    return round(seconds * 1000)
-
-
 # Events whose content init already carries (server start-up).
 _FOLDED_INTO_INIT = (ev.ServerStarted, ev.ServerFailed)
 
 
 class JsonlSink:
-    """Event sink for scripts. stream-json: `init`, one line per event, `result` last. json: `result` only.
+    """Event sink for scripts. stream-json: `system/init`, the lines of each event, a `result` per user turn.
+    json: only the final `result`.
 
     Events that arrive before `init` (servers starting, config notices) wait and follow it, so a
     reader can rely on `init` being the first line whenever a session started.
@@ -119,143 +66,125 @@ class JsonlSink:
         self.session_id: str | None = None
         self._initialised = False
         self._pending: list[Event] = []
-        self._open_calls: dict[str, tuple[str, str, float]] = {}  # call id → (name, server, started), until finished
+        self._open_calls: dict[str, tuple[str, str, float]] = {}  # call id → (SDK name, server, started)
         self._finished = False
-        self._thought: list[str] = []  # thinking deltas, written as one `thinking` line when the block ends
+        self._api_seconds = 0.0  # model requests' time, this run
+        self._turn_api_seconds = 0.0  # … this user turn
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, ev.ModelReplied):
+            self._api_seconds += event.seconds
+            self._turn_api_seconds += event.seconds
         if not self.stream or self._finished:
             return
         if not self._initialised:
             if not isinstance(event, _FOLDED_INTO_INIT):
                 self._pending.append(event)
             return
-        if isinstance(event, ev.ThinkingDelta):
-            self._thought.append(event.text)
-            return
-        self._flush_thought()
-        record = self._record(event)
-        if record is not None:
+        for record in self._records(event):
             self._write(record)
+
+    def write_raw(self, record: Record) -> None:
+        """A line of another protocol (a control_response) on the same stdout: one whole line, never interleaved."""
+        write_record(self.out, record)
 
     def init(self, info: InitInfo) -> None:
         self.session_id = info.session_id
         if not self.stream or self._initialised:
             return
         self._initialised = True
-        self._write(
-            {
-                "type": "init",
-                "schema_version": SCHEMA_VERSION,
-                "model": info.model,
-                "cwd": info.cwd,
-                "resumed": info.resumed,
-                "servers": [
-                    {
-                        "name": s.name,
-                        "status": s.status,
-                        "transport": s.transport,
-                        "tools": s.tools,
-                        "hooks": s.hooks,
-                        "error": s.error,
-                    }
-                    for s in info.servers
-                ],
-                "tools": list(info.tools),
-                "hooks": [{"server": server, "hook": hook} for server, hook in info.hooks],
-                "sandbox": dict(info.sandbox),
-                "context_window": info.context_window,
-            }
-        )
+        self._write(init_record(info))
         pending, self._pending = self._pending, []
         for event in pending:
             self(event)
 
-    def result(self, info: ResultInfo) -> None:
-        """The last line; written once. A stream that never reached `init` gets only this line."""
+    def result(self, info: ResultInfo, *, reported: bool = False) -> None:
+        """The run's outcome, written once. `reported`: the last user turn's `result` already said it (stream-json
+        writes no second one). A stream that never reached `init` gets only this line."""
         if self._finished:
             return
-        # A call cut short by a signal or an error never finished on its own: every tool_started gets its end.
+        # A call cut short by a signal or an error never finished on its own: every tool_use gets its result.
         for call_id, (name, server, started) in list(self._open_calls.items()):
-            self._write(_tool_finished(call_id, name, server, True, time.monotonic() - started, INTERRUPTED))
+            if server != API_SERVER:
+                self._write(tool_result_record(call_id, (Text(INTERRUPTED),), True))
+            self._write(_tool_finished(call_id, name, server, True, time.monotonic() - started))
         self._open_calls.clear()
         self._finished = True
-        write_record(self.out, result_record(info))
-
-    def _flush_thought(self) -> None:
-        if self._thought:
-            self._write({"type": "thinking", "text": "".join(self._thought)})
-            self._thought = []
+        if not (reported and self.stream):
+            write_record(self.out, result_record(replace(info, duration_api_ms=ms(self._api_seconds))))
 
     def _write(self, record: Record) -> None:
-        write_record(self.out, {"type": record.pop("type"), "session_id": self.session_id, **record})
+        write_record(self.out, {**record, "session_id": self.session_id, "uuid": new_uuid()})
+
+    def _turn_result(self, event: ev.TurnFinished) -> Record:
+        api, self._turn_api_seconds = self._turn_api_seconds, 0.0
+        code = exit_code_for_stop(event.stop_reason)
+        info = ResultInfo(
+            event.text, event.stop_reason, self.session_id, event.turns, event.usage, event.cost_usd,
+            ms(event.seconds), code, [], ms(api),
+        )  # fmt: skip
+        return result_record(info)
+
+    def _records(self, event: Event) -> list[Record]:
+        match event:
+            case ev.ToolStarted():
+                name = sdk_tool_name(event.server, event.tool) if event.server not in ("", API_SERVER) else event.name
+                self._open_calls[event.call_id] = (name, event.server, time.monotonic())
+                fields = {"id": event.call_id, "name": name, "server": event.server, "tool": event.tool}
+                return [system_record("tool_started", **fields, arguments=event.arguments)]
+            case ev.ToolFinished():
+                name, server, _ = self._open_calls.pop(event.call_id, (event.name, "", 0.0))
+                finished = _tool_finished(event.call_id, name, server, event.is_error, event.seconds)
+                if event.diff:
+                    finished["diff"] = event.diff
+                if server == API_SERVER:  # a web search's result is in the `assistant` line, as the API sent it
+                    return [finished]
+                return [tool_result_record(event.call_id, event.content, event.is_error), finished]
+            case ev.TurnFinished():
+                return [self._turn_result(event)]
+            case _:
+                record = self._record(event)
+                return [record] if record is not None else []
 
     def _record(self, event: Event) -> Record | None:  # noqa: C901 - one arm per event type, checked exhaustive
         match event:
-            case ev.ModelWaiting() | ev.TextDelta() | ev.ToolRunning() | ev.ThinkingDelta():
-                return None  # they drive a spinner; `assistant` and `tool_finished` carry the content
+            case (
+                ev.ModelWaiting()
+                | ev.TextDelta()
+                | ev.ToolRunning()
+                | ev.ThinkingDelta()
+                | ev.AssistantText()
+                | ev.ModelReplied()
+                | ev.ToolStarted()
+                | ev.ToolFinished()
+                | ev.TurnFinished()
+            ):
+                return None  # `assistant` carries the reply whole; the last three are _records'
+            case ev.AssistantMessage():
+                return assistant_record(event)
+            case ev.StreamEvent():
+                return {"type": "stream_event", "event": dict(event.event), "parent_tool_use_id": None}
             case ev.Notice():
-                return {"type": "notice", "level": event.level, "text": event.text}
+                return system_record("notice", level=event.level, text=event.text)
             case ev.ServerStarted():
-                return {
-                    "type": "server_started",
-                    "server": event.server,
-                    "tools": event.tool_count,
-                    "hooks": event.hook_count,
-                    "duration_ms": _ms(event.seconds),
-                }
+                fields = {"tools": event.tool_count, "hooks": event.hook_count, "duration_ms": ms(event.seconds)}
+                return system_record("server_started", server=event.server, **fields)
             case ev.ServerFailed():
-                return {
-                    "type": "server_failed",
-                    "server": event.server,
-                    "reason": event.reason,
-                    "stderr_tail": event.stderr_tail,
-                }
+                return system_record(
+                    "server_failed", server=event.server, reason=event.reason, stderr_tail=event.stderr_tail
+                )
             case ev.ListChanged():
-                return {
-                    "type": "list_changed",
-                    "server": event.server,
-                    "kind": event.kind,
-                    "count": event.count,
-                    "added": list(event.added),
-                    "removed": list(event.removed),
-                }
+                fields = {"count": event.count, "added": list(event.added), "removed": list(event.removed)}
+                return system_record("list_changed", server=event.server, kind=event.kind, **fields)
             case ev.ServerLog():
-                return {"type": "server_log", "server": event.server, "level": event.level, "text": event.text}
-            case ev.AssistantText():
-                return {"type": "assistant", "text": event.text}
-            case ev.ModelReplied():
-                return {
-                    "type": "model_response",
-                    "stop_reason": event.stop_reason,
-                    "usage": usage_record(event.usage),
-                    "duration_ms": _ms(event.seconds),
-                }
+                return system_record("server_log", server=event.server, level=event.level, text=event.text)
             case ev.ApiRetry():
-                return {
-                    "type": "api_retry",
-                    "attempt": event.attempt,
-                    "reason": event.reason,
-                    "delay_ms": _ms(event.delay),
-                }
-            case ev.ToolStarted():
-                self._open_calls[event.call_id] = (event.name, event.server, time.monotonic())
-                return {
-                    "type": "tool_started",
-                    "id": event.call_id,
-                    "name": event.name,
-                    "server": event.server,
-                    "tool": event.tool,
-                    "arguments": event.arguments,
-                }
+                delay = ms(event.delay)
+                return system_record(
+                    "api_retry", attempt=event.attempt, reason=event.reason, delay_ms=delay, retry_delay_ms=delay
+                )
             case ev.ToolProgress():
-                return {"type": "tool_progress", "id": event.call_id, "tail": event.tail} if self.progress else None
-            case ev.ToolFinished():
-                _, server, _ = self._open_calls.pop(event.call_id, ("", "", 0.0))
-                record = _tool_finished(event.call_id, event.name, server, event.is_error, event.seconds, event.summary)
-                if event.diff:
-                    record["diff"] = event.diff
-                return record
+                return system_record("tool_progress", id=event.call_id, tail=event.tail) if self.progress else None
             case (
                 ev.HookCalled()
                 | ev.HookObjected()
@@ -267,77 +196,23 @@ class JsonlSink:
                 | ev.HookAnswered()
                 | ev.HookBudgetSpent()
             ):
-                return _hook_record(event)
+                return hook_record(event)
             case ev.CompactionStarted():
-                return {"type": "compaction_started", "reason": event.reason, "tokens_before": event.tokens_before}
+                return system_record("compaction_started", reason=event.reason, tokens_before=event.tokens_before)
             case ev.CompactionFinished():
-                return {
-                    "type": "compaction_finished",
-                    "ok": event.ok,
-                    "tokens_before": event.tokens_before,
-                    "tokens_after": event.tokens_after,
-                    "detail": event.detail,
-                }
+                tokens = {"tokens_before": event.tokens_before, "tokens_after": event.tokens_after}
+                return system_record("compaction_finished", ok=event.ok, **tokens, detail=event.detail)
             case ev.ServerAsked():
-                return {
-                    "type": "server_request",
-                    "server": event.server,
-                    "kind": event.kind,
-                    "message": event.message,
-                    "outcome": event.outcome,
-                    "detail": event.detail,
-                }
-            case ev.TurnFinished():
-                return {
-                    "type": "turn_finished",
-                    "stop_reason": event.stop_reason,
-                    "text": event.text,
-                    "turns": event.turns,
-                    "usage": usage_record(event.usage),
-                }
+                said = {"message": event.message, "outcome": event.outcome, "detail": event.detail}
+                return system_record("server_request", server=event.server, kind=event.kind, **said)
             case _:
                 assert_never(event)
 
 
-def _tool_finished(call_id: str, name: str, server: str, is_error: bool, seconds: float, result: str) -> Record:
-    return {
-        "type": "tool_finished",
-        "id": call_id,
-        "name": name,
-        "server": server,
-        "is_error": is_error,
-        "duration_ms": _ms(seconds),
-        "result": result,
-    }
-
-
-def _hook_record(event: ev.HookEvent) -> Record:
-    match event:
-        case ev.HookCalled():
-            return {"type": "hook_called", "hook": event.hook, "servers": list(event.servers)}
-        case ev.HookObjected():
-            return {"type": "hook_objected", "hook": event.hook, "server": event.server, "text": event.text}
-        case ev.HookInjected():
-            return {"type": "hook_injected", "hook": event.hook, "server": event.server, "text": event.text}
-        case ev.HookTimedOut():
-            return {
-                "type": "hook_timed_out",
-                "hook": event.hook,
-                "server": event.server,
-                "consecutive": event.consecutive,
-            }
-        case ev.HookFailed():
-            return {"type": "hook_failed", "hook": event.hook, "server": event.server, "reason": event.reason}
-        case ev.HookServerKilled():
-            return {"type": "hook_server_killed", "server": event.server, "reason": event.reason}
-        case ev.StopBudgetSpent():
-            return {"type": "stop_budget_spent", "rejections": event.rejections}
-        case ev.HookAnswered():
-            return {"type": "hook_answered", "hook": event.hook, "server": event.server, "text": event.text}
-        case ev.HookBudgetSpent():
-            return {"type": "hook_budget_spent", "hook": event.hook, "objections": event.objections}
-        case _:
-            assert_never(event)
+def _tool_finished(call_id: str, name: str, server: str, is_error: bool, seconds: float) -> Record:
+    return system_record(
+        "tool_finished", id=call_id, name=name, server=server, is_error=is_error, duration_ms=ms(seconds)
+    )
 
 
 # --- input ------------------------------------------------------------------------------------------------

@@ -61,6 +61,8 @@ class TerminalRenderer:
                 self._on_assistant_text(event)
             case ev.ModelReplied():
                 self._on_model_replied(event)
+            case ev.AssistantMessage() | ev.StreamEvent():
+                pass  # the text and the calls were shown as they came
             case ev.ApiRetry():
                 self._line(f"[yellow]API error ({event.reason}); retry {event.attempt} in {event.delay:.1f}s[/]")
             case ev.ToolStarted() | ev.ToolRunning() | ev.ToolProgress() | ev.ToolFinished():
