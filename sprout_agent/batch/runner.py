@@ -16,6 +16,7 @@ from types import FrameType
 from typing import Any, Protocol
 
 from sprout_agent.batch.child import Finished, Job, run_task
+from sprout_agent.batch.outcome import interrupted_record
 from sprout_agent.batch.outdir import OutDir, to_run
 from sprout_agent.batch.progress import Progress
 from sprout_agent.batch.summary import summarise, table
@@ -60,7 +61,11 @@ class LocalExecutor:
         threading.Thread(target=self._run, args=(job,), name=f"batch-{job.task.name}", daemon=True).start()
 
     def _run(self, job: Job) -> None:
-        finished = run_task(job, self.stop)
+        try:
+            finished = run_task(job, self.stop)
+        except Exception as error:  # a bug of ours must not leave the loop waiting for this task forever
+            record = interrupted_record(job.task.id, job.task.name, f"internal error: {type(error).__name__}: {error}")
+            finished = Finished(record | {"status": "failed"}, "", "")
         with self._ready:
             self._done.append(finished)
             self._ready.notify()
