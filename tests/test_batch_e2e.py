@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, error, hang, reply
+from tests.fake_anthropic import FakeAnthropic, error, reply
 from tests.harness import ROOT, agent_command, agent_env, read_log, start_agent, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -134,17 +134,16 @@ def test_the_real_cli_against_the_fake_api(tmp_path: Path) -> None:
         prompt = json.dumps(body["messages"][0])
         if "broken" in prompt:
             return error(400, message="fake: bad request")
-        if "stuck" in prompt:
-            return hang()
         return reply("all done", usage={"input_tokens": 1000, "output_tokens": 100})
 
-    tasks = [{"id": "good", "prompt": "do it"}, {"id": "bad", "prompt": "broken"},
-             {"id": "slow", "prompt": "stuck", "timeout": 2}]  # fmt: skip
+    # Two tasks: each real CLI costs seconds of CPU; the stub tests cover the timeout (the CLI's SIGTERM result is
+    # tests/test_scripting.py's).
+    tasks = [{"id": "good", "prompt": "do it"}, {"id": "bad", "prompt": "broken"}]
     write_tasks(tmp_path / "tasks.jsonl", tasks)
-    with FakeAnthropic([route] * 6) as fake:
+    with FakeAnthropic([route] * 4) as fake:
         env = agent_env(tmp_path, fake)
         run = subprocess.run(
-            agent_command(["batch", "tasks.jsonl", "--out", "out", "-j", "3", "--model", "claude-sonnet-4-5"]),
+            agent_command(["batch", "tasks.jsonl", "--out", "out", "-j", "2", "--model", "claude-sonnet-4-5"]),
             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
         )  # fmt: skip
     assert run.returncode == 1, run.stderr
@@ -155,7 +154,6 @@ def test_the_real_cli_against_the_fake_api(tmp_path: Path) -> None:
     assert len(good["session_id"]) >= 8
     assert (records["bad"]["status"], records["bad"]["exit_code"]) == ("failed", 1)
     assert any("400" in e for e in records["bad"]["errors"])
-    assert records["slow"]["status"] == "timeout"
     transcript = (tmp_path / "out" / good["transcript"]).read_text().splitlines()
     assert json.loads(transcript[0])["subtype"] == "init" and json.loads(transcript[-1])["type"] == "result"
 
