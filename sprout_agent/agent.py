@@ -226,23 +226,23 @@ class Agent:
         self.requests += 1
         self.emit(ModelWaiting(self.requests, self.context_estimate()))
         started = time.monotonic()
-        request = ModelRequest(system=self.system, messages=tuple(self.history), tools=self.tools)
+        request = ModelRequest(system=self.system, messages=tuple(self.history), tools=self.tools, partial=True)
         reply = await self.model.complete(request, lambda text: self.emit(TextDelta(text)))
         cost = self.ledger.add(reply.usage)
         self.emit(ModelReplied(reply.stop_reason, reply.usage, time.monotonic() - started, cost))
         if text := _text(reply):
             self.emit(AssistantText(text))
-        self.emit(self._assistant_message(reply))
+        self.emit(self._assistant_message(reply, cost))
         return reply
 
-    def _assistant_message(self, reply: ModelReply) -> AssistantMessage:
+    def _assistant_message(self, reply: ModelReply, cost: float) -> AssistantMessage:
         names = {
             block.name: sdk_tool_name(spec.server, spec.tool)
             for block in reply.content
             if isinstance(block, ToolUse) and (spec := self._by_name.get(block.name)) is not None
         }
         model = reply.model or self.model.name
-        return AssistantMessage(reply.id, model, reply.content, reply.stop_reason, reply.usage, names)
+        return AssistantMessage(reply.id, model, reply.content, reply.stop_reason, reply.usage, names, cost)
 
     async def _run_tools(self, uses: Sequence[ToolUse]) -> None:
         """Runs the calls concurrently; results go back in call order, every tool_use answered even on cancel."""
@@ -271,13 +271,13 @@ class Agent:
     async def _call(self, use: ToolUse) -> ToolResult:
         spec = self._by_name.get(use.name)
         self.emit(ToolStarted(use.id, use.name, spec.server if spec else "", spec.tool if spec else "", use.input))
-        started = time.monotonic()
+        started, denied = time.monotonic(), False
         if spec is None:
             outcome = ToolOutcome((Text(f"unknown tool: {use.name}"),), is_error=True)
         elif INVALID_INPUT_KEY in use.input and len(use.input) == 1:
             outcome = ToolOutcome((Text(_invalid_input(use.input[INVALID_INPUT_KEY])),), is_error=True)
         elif self.permit is not None and (refusal := await self.permit(spec, use)) is not None:
-            outcome = ToolOutcome((Text(refusal),), is_error=True)
+            outcome, denied = ToolOutcome((Text(refusal),), is_error=True), True
         elif (objection := await self.hooks.on_pre_tool(self._tool_context(use))) is not None:
             outcome = ToolOutcome((Text(objection),), is_error=True)  # after the policy: hooks only add refusals
         else:
@@ -290,7 +290,7 @@ class Agent:
             self.recorder.result(result)  # and before any face shows it
         summary = text_of(content).strip().split("\n", 1)[0][:200]
         seconds = time.monotonic() - started
-        self.emit(ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, content, outcome.diff))
+        self.emit(ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, content, outcome.diff, denied))
         return result
 
     async def _run_allowed(self, spec: ToolSpec, use: ToolUse) -> ToolOutcome:

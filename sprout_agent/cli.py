@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from typer.core import TyperGroup
 
 from sprout_agent import __version__
+from sprout_agent import cli_options as o
+from sprout_agent.cli_argv import POSITIONAL, PromptOrCommand
 from sprout_agent.cli_batch import batch_app
 from sprout_agent.cli_options import (
     ConfigOption as _ConfigOption,
@@ -18,7 +19,6 @@ from sprout_agent.cli_options import (
     EffortOption,
     InputFormat,
     OutputFormat,
-    PermissionMode,
     ThinkingOption,
     WebOption,
 )
@@ -43,37 +43,16 @@ from sprout_agent.exits import exit_now, fail, fail_as
 from sprout_agent.locations import Locations
 from sprout_agent.settings import EFFORT_LEVELS, THINKING_SETTINGS, choice, model_id
 
-_POSITIONAL = "sprout_agent.prompt"
-
-
-class _PromptOrCommand(TyperGroup):
-    """`sprout-agent "fix the test"`: a first argument that names no subcommand is the prompt (Claude Code's
-    form). A positional parameter on the callback would swallow the subcommand names instead."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # Any: typer's vendored click Context
-        rest = super().parse_args(ctx, args)
-        protected: list[str] = ctx._protected_args  # pyright: ignore[reportPrivateUsage]
-        if protected and protected[0] not in self.commands:
-            ctx.meta[_POSITIONAL] = protected[0]
-            ctx._protected_args = []  # pyright: ignore[reportPrivateUsage]
-            if rest:
-                ctx.fail(
-                    f"unexpected argument {rest[0]!r} after the prompt: put options before the prompt "
-                    "and quote a prompt of several words"
-                )
-            return []
-        return rest
-
-
 app = typer.Typer(
-    cls=_PromptOrCommand,
+    cls=PromptOrCommand,
     subcommand_metavar="[PROMPT] | COMMAND [ARGS]...",
     add_completion=False,
     no_args_is_help=False,
     help="sprout-agent: a coding agent with MCP tools and MCP-driven lifecycle hooks.\n\n"
     'In a terminal it is an interactive session (`sprout-agent "PROMPT"` starts it with that prompt); with -p '
     "or piped stdin it runs one prompt to completion (answer on stdout, progress on stderr). "
-    '`cat log | sprout-agent -p "explain this"` attaches the piped text to the prompt.',
+    '`cat log | sprout-agent -p "explain this"` attaches the piped text to the prompt. '
+    "Claude Code's other flags are accepted: mapped onto ours, or ignored with a warning (README).",
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
@@ -82,6 +61,27 @@ app = typer.Typer(
 def _patterns(values: list[str] | None) -> tuple[str, ...]:
     """Repeatable and comma-separated alike: `--allow-tools a,b --allow-tools c`."""
     return tuple(part.strip() for value in values or () for part in value.split(",") if part.strip())
+
+
+def _rules(ours: list[str] | None, claude: list[str] | None, *, deny: bool) -> tuple[str, ...]:
+    """Our patterns plus Claude Code's rules translated (claude_rules.py); a rule not honoured is a warning."""
+    from sprout_agent.claude_rules import translate
+
+    translated = translate(claude or (), deny=deny)
+    for warning in translated.warnings:
+        sys.stderr.write(f"sprout-agent: {warning}\n")
+    return _patterns(ours) + translated.patterns
+
+
+def _mode(name: str, output_format: str) -> str:
+    """A --permission-mode name, ours or Claude Code's, kept as given; a wrong one exits 2."""
+    from sprout_agent.permissions import resolve_mode
+
+    try:
+        resolve_mode(name)
+    except ValueError as error:
+        fail_as(output_format, f"--permission-mode: {error}")
+    return name
 
 
 def _version(value: bool) -> None:
@@ -93,14 +93,16 @@ def _version(value: bool) -> None:
 @app.callback(invoke_without_command=True)
 def main_command(
     ctx: typer.Context,
+    print_mode: Annotated[
+        bool, typer.Option("--print", "-p", help="Run the prompt (argument or piped stdin) to completion and exit.")
+    ] = False,
     prompt: Annotated[
-        str | None,
-        typer.Option(
-            "--prompt", "-p", metavar="TEXT", help="Run this prompt to completion; piped stdin is attached to it."
-        ),
+        str | None, typer.Option("--prompt", metavar="TEXT", help="The prompt, as an option (implies --print).")
     ] = None,
     config: _ConfigOption = None,
+    mcp_config: o.McpConfigOption = None,
     model: _ModelOption = None,
+    fallback_model: o.FallbackModelOption = None,
     system_prompt: Annotated[str | None, typer.Option(metavar="TEXT", help="Replace the system prompt.")] = None,
     append_system_prompt: Annotated[
         str | None, typer.Option(metavar="TEXT", help="Append to the system prompt.")
@@ -109,8 +111,10 @@ def main_command(
     cwd: Annotated[
         Path | None, typer.Option(metavar="PATH", help="Working directory for the agent and its tools.")
     ] = None,
+    add_dir: o.AddDirOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show requests, usage and hooks.")] = False,
-    strict_mcp_config: Annotated[bool, typer.Option(help="Fail if any configured MCP server fails to start.")] = False,
+    strict_mcp_config: o.StrictMcpConfigOption = False,
+    require_servers: o.RequireServersOption = False,
     max_budget_usd: Annotated[
         float | None, typer.Option(min=0, metavar="USD", help="End the session once this much is spent (exit 4).")
     ] = None,
@@ -126,9 +130,9 @@ def main_command(
     resume: Annotated[
         str | None, typer.Option("--resume", "-r", metavar="ID", help="Resume the session with this id.")
     ] = None,
-    permission_mode: Annotated[
-        PermissionMode, typer.Option(help="auto, ask (approve each call) or read-only.")
-    ] = PermissionMode.auto,
+    session_id: o.SessionIdOption = None,
+    fork_session: o.ForkSessionOption = False,
+    permission_mode: o.PermissionModeOption = "auto",
     allow_tools: Annotated[
         list[str] | None,
         typer.Option(metavar="PATTERN", help="Tool patterns that always run (dev__bash, git__*); repeatable."),
@@ -136,6 +140,8 @@ def main_command(
     deny_tools: Annotated[
         list[str] | None, typer.Option(metavar="PATTERN", help="Tool patterns that never run; repeatable.")
     ] = None,
+    allowed_tools: o.AllowedToolsOption = None,
+    disallowed_tools: o.DisallowedToolsOption = None,
     trust_project: Annotated[
         bool, typer.Option(help="Start the project's .mcp.json servers without approval, for this run (CI).")
     ] = False,
@@ -166,18 +172,18 @@ def main_command(
         fail_as(output_format.value, f"--cwd {work_dir}: not a directory")
     from sprout_agent.stdin_prompt import check_texts, headless_prompt
 
-    positional: str | None = ctx.meta.get(_POSITIONAL)
+    positional: str | None = ctx.meta.get(POSITIONAL)
     if positional is not None and prompt is not None:
-        fail_as(output_format.value, "give the prompt once: as an argument (interactive) or with -p (headless)")
+        fail_as(output_format.value, "give the prompt once: as an argument or with --prompt")
     scripted = output_format is not OutputFormat.text or input_format is InputFormat.stream_json
-    interactive = prompt is None and sys.stdin.isatty() and not scripted
-    texts = {"-p": prompt if positional is None else positional}
-    texts |= {"--system-prompt": system_prompt, "--append-system-prompt": append_system_prompt}
+    headless = print_mode or prompt is not None or scripted or not sys.stdin.isatty()
+    prompt = prompt if positional is None else positional
+    texts = {"-p": prompt, "--system-prompt": system_prompt, "--append-system-prompt": append_system_prompt}
     check_texts(output_format.value, texts, model)
-    first_prompt = positional if interactive else None
-    if positional is not None and not interactive:
-        prompt = positional  # a pipe or a script: the argument is the -p prompt
-    if not interactive and input_format is InputFormat.text:
+    first_prompt = None if headless else prompt
+    if not headless:
+        prompt = None
+    elif input_format is InputFormat.text:
         prompt = headless_prompt(output_format.value, prompt)
     from sprout_agent import start
     from sprout_agent.options import Options
@@ -186,21 +192,27 @@ def main_command(
         prompt=prompt,
         first_prompt=first_prompt,
         config_files=tuple(config or ()),
+        mcp_configs=tuple(mcp_config or ()),
         model=model,
+        fallback_model=fallback_model,
         system_prompt=system_prompt,
         append_system_prompt=append_system_prompt,
         max_turns=max_turns,
         cwd=work_dir,
+        add_dirs=tuple(path.resolve() for path in add_dir or ()),
         verbose=verbose,
         strict_mcp_config=strict_mcp_config,
+        require_servers=require_servers,
         max_budget_usd=max_budget_usd,
         output_format=output_format.value,
         input_format=input_format.value,
         resume_id=resume,
         continue_latest=continue_latest,
-        permission_mode=permission_mode.value,
-        allow_tools=_patterns(allow_tools),
-        deny_tools=_patterns(deny_tools),
+        session_id=session_id,
+        fork_session=fork_session,
+        permission_mode=_mode(permission_mode, output_format.value),
+        allow_tools=_rules(allow_tools, allowed_tools, deny=False),
+        deny_tools=_rules(deny_tools, disallowed_tools, deny=True),
         trust_project=trust_project,
         thinking=thinking,
         effort=effort,
@@ -212,7 +224,7 @@ def main_command(
         sandbox_allow_write=tuple(sandbox_allow_write or ()),
         include_partial_messages=include_partial_messages,
     )
-    exit_now(start.run(options, interactive))
+    exit_now(start.run(options, not headless))
 
 
 # The `mcp` and `hooks` subcommands live in cli_servers.py.
@@ -238,9 +250,7 @@ def acp_command(
     config: _ConfigOption = None,
     model: _ModelOption = None,
     max_turns: _MaxTurnsOption = None,
-    permission_mode: Annotated[
-        PermissionMode, typer.Option(help="auto, ask (the editor asks the user) or read-only.")
-    ] = PermissionMode.auto,
+    permission_mode: o.PermissionModeOption = "auto",
     allow_tools: Annotated[
         list[str] | None, typer.Option(metavar="PATTERN", help="Tool patterns that always run; repeatable.")
     ] = None,
@@ -272,7 +282,7 @@ def acp_command(
         config_files=tuple(path.resolve() for path in config or ()),
         model=model,
         max_turns=max_turns,
-        permission_mode=permission_mode.value,
+        permission_mode=_mode(permission_mode, "text"),
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
         trust_project=trust_project,

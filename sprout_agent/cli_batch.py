@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from sprout_agent.cli_options import ConfigOption, MaxTurnsOption, ModelOption, OutputFormat, PermissionMode
+from sprout_agent.cli_options import ConfigOption, MaxTurnsOption, ModelOption, OutputFormat
 from sprout_agent.errors import UsageError
 from sprout_agent.exits import exit_now, fail
 
@@ -60,7 +60,7 @@ def batch_run(
     config: ConfigOption = None,
     model: ModelOption = None,
     max_turns: MaxTurnsOption = None,
-    permission_mode: Annotated[PermissionMode | None, typer.Option(help="For every task.")] = None,
+    permission_mode: Annotated[str | None, typer.Option(metavar="MODE", help="For every task.")] = None,
     allow_tools: Annotated[list[str] | None, typer.Option(metavar="PATTERN", help="For every task.")] = None,
     deny_tools: Annotated[list[str] | None, typer.Option(metavar="PATTERN", help="For every task.")] = None,
     trust_project: Annotated[bool, typer.Option(help="For every task (CI).")] = False,
@@ -78,7 +78,7 @@ def batch_run(
     agent_args: list[str] = [arg for path in config or () for arg in ("--config", str(path.resolve()))]
     agent_args += ["--model", model] if model else []
     agent_args += ["--max-turns", str(max_turns)] if max_turns else []
-    agent_args += ["--permission-mode", permission_mode.value] if permission_mode else []
+    agent_args += ["--permission-mode", _checked_mode(permission_mode)] if permission_mode else []
     agent_args += [arg for p in allow_tools or () for arg in ("--allow-tools", p)]
     agent_args += [arg for p in deny_tools or () for arg in ("--deny-tools", p)]
     agent_args += ["--trust-project"] if trust_project else []
@@ -100,6 +100,17 @@ def batch_run(
         exit_now(runner.run_batch(options, os.environ, runner.executor_for(options)))
     except UsageError as error:
         fail(str(error), error.exit_code)
+
+
+def _checked_mode(name: str) -> str:
+    """Ours or Claude Code's mode names, as the main command takes them; a wrong one exits 2 before any task."""
+    from sprout_agent.permissions import resolve_mode
+
+    try:
+        resolve_mode(name)
+    except ValueError as error:
+        fail(f"--permission-mode: {error}", 2)
+    return name
 
 
 @batch_app.command("merge")

@@ -32,12 +32,6 @@ class OnOff(enum.StrEnum):
     off = "off"
 
 
-class PermissionMode(enum.StrEnum):
-    auto = "auto"
-    ask = "ask"
-    read_only = "read-only"
-
-
 # The sandbox flags, shared by the main command and `acp`.
 SandboxOption = Annotated[
     SandboxMode | None,
@@ -76,4 +70,53 @@ WebOption = Annotated[
         help="Offer the API's web search and fetch to the model, where it supports them ($10 per 1000 searches; "
         "default off; env SPROUT_AGENT_WEB).",
     ),
+]
+
+# Claude Code's flags (README: "Claude Code's headless flags → sprout-agent").
+PermissionModeOption = Annotated[
+    str,
+    typer.Option(
+        metavar="MODE",
+        help="auto, ask (approve each call) or read-only; or Claude Code's default, acceptEdits, plan, "
+        "bypassPermissions, dontAsk (mapped onto ours).",
+    ),
+]
+AllowedToolsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allowedTools",
+        metavar="RULES",
+        help="Claude Code's allow rules (Read, Bash(git:*), mcp__server__tool), comma- or space-separated.",
+    ),
+]
+DisallowedToolsOption = Annotated[
+    list[str] | None,
+    typer.Option("--disallowedTools", metavar="RULES", help="Claude Code's deny rules, as --allowedTools."),
+]
+McpConfigOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mcp-config",
+        metavar="FILE|JSON",
+        help='More servers, added to the lookup: a file or inline {"mcpServers": …} JSON; repeatable.',
+    ),
+]
+StrictMcpConfigOption = Annotated[
+    bool, typer.Option(help="Use only the --mcp-config (and --config) servers: no project or user config.")
+]
+RequireServersOption = Annotated[
+    bool, typer.Option(help="Fail if any configured MCP server is broken or fails to start.")
+]
+SessionIdOption = Annotated[
+    str | None, typer.Option(metavar="UUID", help="Start a new session with this id (a UUID not used yet).")
+]
+ForkSessionOption = Annotated[
+    bool, typer.Option(help="With --resume/--continue: go on in a new session, leaving the old one as it was.")
+]
+AddDirOption = Annotated[
+    list[Path] | None,
+    typer.Option(metavar="DIR", help="Another directory the built-in tools may read and write; repeatable."),
+]
+FallbackModelOption = Annotated[
+    str | None, typer.Option(metavar="NAME", help="The model to use when the main one is overloaded.")
 ]

@@ -74,7 +74,7 @@ _AllOption = Annotated[bool, typer.Option("--all", help="Every server in the pro
 def mcp_approve(
     ctx: typer.Context, names: _NamesArgument = None, every: _AllOption = False, cwd: _CwdOption = None
 ) -> None:
-    """Approve project servers (.mcp.json here or at the git root) so that runs here start them."""
+    """Approve project servers (the nearest .mcp.json here or above) so that runs here start them."""
     from sprout_agent import consent_commands, doctor
 
     setup = _doctor_setup(ctx, None, cwd)
@@ -92,6 +92,28 @@ def mcp_revoke(
     setup = _doctor_setup(ctx, None, cwd)
     assert isinstance(setup, doctor.Setup)
     exit_now(consent_commands.revoke_command(setup, names or (), every))
+
+
+@mcp_app.command("import")
+def mcp_import(
+    source: Annotated[str, typer.Argument(metavar="claude", help="Where from: claude (Claude Code).")],
+    path: Annotated[
+        Path | None, typer.Option("--from", metavar="PATH", help="Claude Code's file (default ~/.claude.json).")
+    ] = None,
+    project: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="Copy this directory's local-scope servers instead.")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Replace our servers of the same name.")] = False,
+    dry_run: Annotated[bool, typer.Option(help="Show what would be copied; write nothing.")] = False,
+) -> None:
+    """Copy Claude Code's user-scope MCP servers (~/.claude.json) into your sprout-agent user config."""
+    from sprout_agent.mcp_import import CLAUDE_FILE, import_command
+
+    if source != "claude":
+        fail(f"mcp import: unknown source {source!r} (known: claude)", EXIT_USAGE)
+    where = Locations.for_user()
+    origin = path or Path.home() / CLAUDE_FILE
+    exit_now(import_command(origin, where.config, project=project, force=force, dry_run=dry_run))
 
 
 _NameArgument = Annotated[str, typer.Argument(help="A remote (http or sse) server's name (see mcp list).")]

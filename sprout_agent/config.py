@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import cast
 
 from sprout_agent.config_compat import call_timeout, unknown_key_notices
+from sprout_agent.config_sources import find_sources
 from sprout_agent.errors import ConfigError
 from sprout_agent.expansion import env_name, expand_vars, os_string, unset_vars
 from sprout_agent.remote_config import REMOTE_KEYS, OAuthSettings, oauth_settings, remote_parts, transport_of
-
-PROJECT_FILE = ".mcp.json"
-USER_FILE = "mcp.json"  # in platformdirs user_config_dir("sprout-agent"): ~/.config/sprout-agent on Linux
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +32,7 @@ class ServerConfig:
     # has imported mcp already, so they cost no second interpreter. `command`/`args` run the same server
     # standalone.
     in_process: str | None = None
-    # Found by the lookup in the working directory or git root (a cloned repository's file): starts only with
+    # Found by the lookup in the working directory or above it (a cloned repository's file): starts only with
     # the user's consent (consent.py). Files named with --config and the user config are the user's own.
     project: bool = False
     # Ours (Claude Code ignores it): the OS sandbox the server process runs in, "read-only" or
@@ -97,14 +95,18 @@ def load_config(
     *,
     strict: bool = True,
     user_env: Mapping[str, str] | None = None,
+    mcp_configs: Sequence[str] = (),
+    only_given: bool = False,
 ) -> LoadedConfig:
     """Find, read and validate the `mcpServers` config files.
 
     With `explicit` (--config) files: read each in order; a missing one is an error, and a later file's
     server replaces an earlier file's server of the same name (layering, with a notice).
-    Otherwise: `.mcp.json` in `cwd`, or else in the git root above it, then the user file
+    Otherwise: the nearest `.mcp.json` in `cwd` or above it, then the user file
     `<user_config_dir>/mcp.json` (~/.config/sprout-agent/mcp.json on Linux) if it exists; project
     servers come first and on a name clash the earlier (project) file wins, with a notice.
+    `mcp_configs` (--mcp-config: paths or inline JSON) come last and replace servers of the same name;
+    `only_given` (--strict-mcp-config) reads only `explicit` and `mcp_configs` (config_sources.py).
     `${VAR}` / `${VAR:-default}` in command, args, env values and cwd expand from `env`, except in files
     outside `cwd` (the user file, a --config file elsewhere), which expand from `user_env` when given (the
     real environment: a project's `.env` must not choose what the user's own servers run); `${PWD}` is `cwd`
@@ -113,27 +115,25 @@ def load_config(
     instead of raising, so `mcp doctor` can report every server; file-level errors still raise, except in the
     project file (leniently loaded, a repository's broken file becomes a notice).
     """
-    layered = bool(explicit)
-    project = None if layered else _project_file(cwd)
-    if layered:
-        files = [cwd / path for path in explicit]
-    else:
-        files = [p for p in (project, _user_file(user_config_dir)) if p is not None]
+    sources = find_sources(explicit, cwd, user_config_dir, mcp_configs, strict=only_given)
+    project = sources.project
     merged: dict[str, ServerConfig] = {}
-    notices: list[str] = []
+    notices: list[str] = list(sources.notices)
     broken: list[BrokenServer] | None = None if strict else []
     sandbox = SandboxPaths()
-    for path in files:
+    for path in sources.files:
         shown = _display(path, cwd)
         is_project = path == project
         # .env is the working directory's: its values may fill in only files of that directory (a repository
-        # cannot choose what a user's own config, named or looked up, runs).
-        expand_from = env if is_project or user_env is None or _inside(path, cwd) else user_env
+        # cannot choose what a user's own config, named or looked up, runs). Inline --mcp-config JSON is the
+        # caller's own, like a named file elsewhere.
+        outside = path in sources.inline or not _inside(path, cwd)
+        expand_from = user_env if user_env is not None and not is_project and outside else env
         # The session's directory, not the shell's: `--cwd` and an editor's thread run elsewhere, and a server
         # given `--repository ${PWD}` must see the project the session works on.
         expand_from = {**expand_from, "PWD": str(cwd.absolute())}
         try:
-            top = _read_file(path, shown)
+            top = _read_file(path, shown, sources.inline.get(path))
             notices.extend(unknown_key_notices(top, _TOP_KEYS, shown))
             servers = _servers_in(top, path, shown, expand_from, notices, broken)
             if is_project and "sandbox" in top:  # a repository must not choose where commands may write
@@ -148,32 +148,18 @@ def load_config(
         for server in servers:
             server = replace(server, project=True) if is_project else server
             earlier = merged.get(server.name)
-            if earlier is None or layered:
+            overrides = path in sources.overriding
+            if earlier is None or overrides:
                 merged[server.name] = server
             if earlier is not None:
-                kept = shown if layered else _display(cast(Path, earlier.source), cwd)
+                kept = shown if overrides else _display(cast(Path, earlier.source), cwd)
                 notices.append(f"server '{server.name}' defined twice: using the one in {kept}")
-    return LoadedConfig(tuple(merged.values()), tuple(files), tuple(notices), tuple(broken or ()), sandbox)
+    files_read = tuple(path for path in sources.files if path not in sources.inline)
+    return LoadedConfig(tuple(merged.values()), files_read, tuple(notices), tuple(broken or ()), sandbox)
 
 
 def _inside(path: Path, directory: Path) -> bool:
     return path.resolve().is_relative_to(directory.resolve())
-
-
-def _project_file(cwd: Path) -> Path | None:
-    if (cwd / PROJECT_FILE).is_file():
-        return cwd / PROJECT_FILE
-    for directory in (cwd, *cwd.parents):
-        if (directory / ".git").exists():
-            candidate = directory / PROJECT_FILE
-            return candidate if candidate.is_file() else None
-    return None
-
-
-def _user_file(user_config_dir: Path | None) -> Path | None:
-    if user_config_dir is None or not (user_config_dir / USER_FILE).is_file():
-        return None
-    return user_config_dir / USER_FILE
 
 
 def _display(path: Path, cwd: Path) -> str:
@@ -183,10 +169,10 @@ def _display(path: Path, cwd: Path) -> str:
         return str(path)
 
 
-def _read_file(path: Path, shown: str) -> dict[str, object]:
-    """The file's top-level object."""
+def _read_file(path: Path, shown: str, inline: str | None = None) -> dict[str, object]:
+    """The file's (or the inline JSON's) top-level object."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = inline if inline is not None else path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ConfigError(f"{shown}: config file not found") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -1,7 +1,8 @@
 """Consent for project-scoped MCP servers: a cloned repository's `.mcp.json` starts nothing unapproved.
 
-A project server is one found by the lookup (`.mcp.json` in the working directory or its git root); files the
-user names with `--config`, the user config and the built-in servers are the user's own and need no consent.
+A project server is one found by the lookup (the nearest `.mcp.json` in the working directory or above it);
+files the user names with `--config` or `--mcp-config`, the user config and the built-in servers are the user's
+own and need no consent.
 Answers live in the user data directory (`project-servers.json`), keyed by the config file's resolved path and
 the server's name, with a fingerprint of the definition as it would run (command, args, env and cwd after
 expanding variables; for a remote server its transport, url and headers, since they decide where your

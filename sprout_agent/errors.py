@@ -41,7 +41,7 @@ class StoreError(SproutError):
 
 
 class ServerStartError(SproutError):
-    """An MCP server failed to start (fatal only with --strict-mcp-config)."""
+    """An MCP server failed to start (fatal only with --require-servers)."""
 
 
 def sprout_error_in(error: BaseException) -> SproutError | None:

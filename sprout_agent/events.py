@@ -105,6 +105,7 @@ class AssistantMessage:
     stop_reason: str
     usage: Usage
     sdk_names: Mapping[str, str] = field(default_factory=dict[str, str])
+    cost_usd: float = 0.0  # of this response, from the ledger's price table
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +158,7 @@ class ToolFinished:
     summary: str  # first line of the result, for the compact tool line
     content: tuple[Text | Image, ...] = ()  # the whole result, for faces that show it (ACP)
     diff: str = ""  # a unified diff of what an edit or write changed; "" for other tools
+    denied: bool = False  # the permission policy refused the call (it did not run)
 
 
 @dataclass(frozen=True, slots=True)

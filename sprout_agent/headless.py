@@ -90,7 +90,7 @@ class Headless:
                     if watch.received is not None:
                         await runtime.agent.end_session("signal")
             except Exception as error:
-                found = sprout_error_in(error)  # task groups wrap what they raise (e.g. --strict-mcp-config)
+                found = sprout_error_in(error)  # task groups wrap what they raise (e.g. --require-servers)
                 if found is None:
                     raise
                 self.failed(found)
@@ -164,6 +164,7 @@ class Headless:
                 resumed=self.prepared.resume is not None,
                 sandbox=self.prepared.sandbox.record(),
                 context_window=agent.compactor.window if agent.compactor is not None else 0,
+                max_output_tokens=self.prepared.settings.max_output_tokens,
             )
         )
 

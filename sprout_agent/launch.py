@@ -27,8 +27,9 @@ def main() -> None:
 
             exit_now(start.run(Options(prompt=None, cwd=Path.cwd().resolve()), interactive=True))
         from sprout_agent.cli import app
+        from sprout_agent.cli_argv import run
 
-        app()
+        run(app, sys.argv[1:])
     except KeyboardInterrupt as error:
         exit_now(exit_code_of(error))
     except BaseException as error:

@@ -50,6 +50,7 @@ class AnthropicModel:
         effort: str | None = None,
         thinking_budget: int = 16_000,
         web: bool = False,
+        fallback_model: str | None = None,
         partial_messages: bool = False,
         rate_gate: Path | None = None,
     ) -> None:
@@ -72,6 +73,7 @@ class AnthropicModel:
         self._thinking_budget = thinking_budget
         self.web = web  # --web: offer the API's web search and fetch where the model supports them
         self._warned: set[str] = set()
+        self._spare = fallback_model if fallback_model != model else None  # --fallback-model, used once
         self._partial = partial_messages  # every raw stream event out as a StreamEvent (--include-partial-messages)
         self._gate = RateGate(rate_gate) if rate_gate is not None else None  # a batch's shared 429 back-off
 
@@ -111,6 +113,9 @@ class AnthropicModel:
             try:
                 return await self._stream_once(request, on_text)
             except Exception as error:  # classified below; anything unknown is re-raised
+                if self._spare is not None and self._overloaded(error):
+                    self._fall_back()
+                    continue
                 retry_after = self._retry_delay(error, attempt)
                 if self._gate is not None and getattr(error, "status_code", None) == 429:
                     self._gate.close_for(retry_after if retry_after is not None else 1.0)
@@ -128,9 +133,10 @@ class AnthropicModel:
             self._on_attempt()
         stream = await self._client.messages.create(**self._params(request), stream=True)
         async with stream:
+            partial = self._partial and request.partial  # not a compaction summary's or a server's sampling
             async for event in stream:
                 builder.add(event)
-                if self._partial:
+                if partial:
                     self._emit(StreamEvent(event.to_dict(mode="json")))
         return builder.reply()
 
@@ -199,6 +205,21 @@ class AnthropicModel:
             listed = ", ".join(sorted(self.facts.effort_levels or ())) or "none"
             self._emit(Notice(f"{self._model} does not list effort {self.effort!r} (it lists: {listed}); not sent"))
         return effort
+
+    def _overloaded(self, error: Exception) -> bool:
+        """529, or an `overloaded_error` in the middle of a stream: what --fallback-model is for."""
+        sdk = self._anthropic
+        return isinstance(error, sdk.APIStatusError) and (
+            error.status_code == 529 or _error_type(error) == "overloaded_error"
+        )
+
+    def _fall_back(self) -> None:
+        """--fallback-model (as Claude Code's): the rest of the session goes to it, at once, with a notice."""
+        spare, self._spare = self._spare, None
+        assert spare is not None
+        self._emit(Notice(f"{self._model} is overloaded: switching to the fallback model {spare}"))
+        for note in self.switch(spare, fallback(spare)):
+            self._emit(Notice(note))
 
     def _retry_delay(self, error: Exception, attempt: int) -> float | None:
         """Seconds to wait before retrying `error`, or None if it must not be retried."""

@@ -6,6 +6,8 @@ and the REPL, the headless runner and ACP sessions hand that to `runtime.open_ru
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,6 +21,7 @@ from sprout_agent.errors import ConfigError, UsageError
 from sprout_agent.ledger import Price, parse_prices
 from sprout_agent.locations import Locations
 from sprout_agent.sandboxing import SandboxPlan, plan, server_notices
+from sprout_agent.tools._paths import ADD_DIRS_ENV
 
 
 @dataclass(frozen=True)
@@ -32,13 +35,17 @@ class Options:
     max_turns: int | None = None
     cwd: Path = field(default_factory=Path.cwd)
     verbose: bool = False
-    strict_mcp_config: bool = False
+    mcp_configs: tuple[str, ...] = ()  # --mcp-config: paths or inline JSON, added to the lookup (Claude Code's)
+    strict_mcp_config: bool = False  # --strict-mcp-config: only --config/--mcp-config servers (Claude Code's)
+    require_servers: bool = False  # --require-servers: a server that fails to start (or is broken) fails the run
     max_budget_usd: float | None = None
     output_format: str = "text"  # text | json | stream-json
     input_format: str = "text"  # text | stream-json
     resume_id: str | None = None  # --resume ID
     continue_latest: bool = False  # --continue
-    permission_mode: str = "auto"  # auto | ask | read-only
+    session_id: str | None = None  # --session-id UUID: the new session's id
+    fork_session: bool = False  # --fork-session: the resumed history goes on under a new id
+    permission_mode: str = "auto"  # ours (auto | ask | read-only) or Claude Code's name, as given
     allow_tools: tuple[str, ...] = ()  # patterns such as dev__bash or git__*
     deny_tools: tuple[str, ...] = ()
     trust_project: bool = False  # --trust-project: the project's .mcp.json servers start without asking, this run
@@ -50,6 +57,8 @@ class Options:
     elicitation: str | None = None  # --elicitation decline | accept-defaults; None = SPROUT_AGENT_ELICITATION
     allow_sampling: bool = False  # --allow-sampling: headless, servers may sample the model without asking
     web: bool | None = None  # --web / --no-web; None = SPROUT_AGENT_WEB (off by default)
+    add_dirs: tuple[Path, ...] = ()  # --add-dir: more directories the built-in tools may write
+    fallback_model: str | None = None  # --fallback-model: used when the model is overloaded or unavailable
     include_partial_messages: bool = False  # stream-json: raw stream events as `stream_event` lines
 
 
@@ -116,9 +125,12 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     window = context_window(model, settings.max_context_tokens)
     threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
     prices = parse_prices(settings.prices)
+    _check_session_id(options, locations.sessions)
+    added_dirs = add_dirs_env(options.add_dirs, options.cwd)
     loaded = _loaded(options, env, environ, locations)
     sandbox = _sandbox(options, locations, environ, loaded.sandbox)
-    loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, sandbox.server_env())
+    tools_env = {**sandbox.server_env(), **added_dirs}
+    loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, tools_env)
     trusted = options.trust_project or consent.trusted_by_environment(environ)
     has_project_servers = any(server.project for server in loaded.servers)
     approvals = (
@@ -158,7 +170,7 @@ def _sandbox(
     return plan(
         options.sandbox,
         options.sandbox_network,
-        (*options.sandbox_allow_write, *configured.allow_write),
+        (*options.sandbox_allow_write, *options.add_dirs, *configured.allow_write),
         permission_mode=options.permission_mode,
         cwd=options.cwd,
         hidden=(*own, *configured.deny_read),
@@ -170,12 +182,45 @@ def _loaded(
     options: Options, env: Mapping[str, str], environ: Mapping[str, str], locations: Locations
 ) -> cfg.LoadedConfig:
     """The config files; a server with a bad definition is skipped with a notice, not the run (unless
-    --strict-mcp-config). A bad file (unreadable, not JSON) still fails the run, except the project's own."""
-    loaded = cfg.load_config(options.config_files, options.cwd, env, locations.config, strict=False, user_env=environ)
-    if loaded.broken and options.strict_mcp_config:
+    --require-servers). A bad file (unreadable, not JSON) still fails the run, except the project's own."""
+    loaded = cfg.load_config(
+        options.config_files,
+        options.cwd,
+        env,
+        locations.config,
+        strict=False,
+        user_env=environ,
+        mcp_configs=options.mcp_configs,
+        only_given=options.strict_mcp_config,
+    )
+    if loaded.broken and options.require_servers:
         raise ConfigError(loaded.broken[0].error)
     skipped = tuple(f"{entry.error} (server '{entry.name}' skipped)" for entry in loaded.broken)
     return replace(loaded, notices=loaded.notices + skipped)
+
+
+def add_dirs_env(add_dirs: tuple[Path, ...], cwd: Path) -> dict[str, str]:
+    """The built-in dev server's variable for --add-dir: more directories its write and edit may reach (its
+    bash gets them from the sandbox's writable directories)."""
+    for path in add_dirs:
+        if not (cwd / path).is_dir():
+            raise UsageError(f"--add-dir {path}: not a directory")
+    return {ADD_DIRS_ENV: os.pathsep.join(str((cwd / path).resolve()) for path in add_dirs)} if add_dirs else {}
+
+
+def _check_session_id(options: Options, sessions_dir: Path | None) -> None:
+    """--session-id names a new session: a UUID no recorded session has; --fork-session needs a session to fork."""
+    resuming = options.resume_id is not None or options.continue_latest
+    if options.fork_session and not resuming:
+        raise UsageError("--fork-session goes with --resume ID or --continue")
+    if options.session_id is None:
+        return
+    if resuming and not options.fork_session:
+        raise UsageError("--session-id names a new session: with --resume/--continue, add --fork-session")
+    if not session_index.valid_id(options.session_id):
+        raise UsageError(f"--session-id must be a UUID (such as {uuid.UUID(int=0)}), got {options.session_id!r}")
+    if sessions_dir is not None and session_index.exists(sessions_dir, options.session_id):
+        raise UsageError(f"--session-id {options.session_id}: a session with this id exists already (use --resume)")
 
 
 def _resumed(options: Options, sessions_dir: Path | None) -> store.LoadedSession | None:

@@ -17,6 +17,7 @@ from typing import Literal, Protocol
 
 import anyio
 
+from sprout_agent.claude_rules import BASH, allows, command_rules, denies
 from sprout_agent.messages import ToolUse
 from sprout_agent.protocols import ToolSpec
 
@@ -84,6 +85,8 @@ class Policy:
         self.mode, self.mode_allows = resolve_mode(mode)
         self.allow = tuple(allow)
         self.deny = tuple(deny)
+        # `dev__bash(git:*)` rules (Claude Code's `Bash(git:*)`): checked against the call's command.
+        self.allow_commands, self.deny_commands = command_rules(self.allow), command_rules(self.deny)
         self.ask = ask
         # (server, tool) pairs that run in the OS sandbox (dev's bash): read-only mode lets them run there.
         self.sandboxed = frozenset(sandboxed)
@@ -94,7 +97,11 @@ class Policy:
     async def __call__(self, spec: ToolSpec, use: ToolUse) -> str | None:
         if (pattern := matching(self.deny, spec)) is not None:
             return f"refused: {spec.name} is denied by --deny-tools {pattern}; do not call it again, find another way"
+        command = use.input.get("command") if f"{spec.server}__{spec.tool}" == BASH else None
+        if command is not None and denies(self.deny_commands, command):
+            return f"refused: this command is denied by a {BASH}(…) rule; do not run it, find another way"
         allowed = matching(self.allow, spec) is not None or matching(self.mode_allows, spec) is not None
+        allowed = allowed or (command is not None and allows(self.allow_commands, command))
         if allowed or spec.name in self.always or self.mode == AUTO:
             return None
         if self.mode == READ_ONLY:

@@ -58,6 +58,7 @@ class ModelRequest:
     tools: Sequence[ToolSpec] = ()
     max_tokens: int | None = None
     web: bool = True  # the API's web search and fetch may be offered (with --web); not to a compaction summary
+    partial: bool = False  # the loop's own request: its raw stream events go out when a face asked for them
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,7 +167,8 @@ def _finished(block: _Open, model: str) -> Block | None:
 def tool_input(raw: str) -> dict[str, object]:
     """The call's arguments, or `{"_invalid": raw}` when they are not a JSON object we can send back."""
     try:
-        value: object = json.loads(raw) if raw.strip() else {}
+        # NaN and Infinity parse in Python but are not JSON: no request (nor a stream-json line) could carry them.
+        value: object = json.loads(raw, parse_constant=_not_json) if raw.strip() else {}
         json.dumps(value, ensure_ascii=False).encode()  # a lone surrogate parses, but no request can carry it
     except (ValueError, UnicodeEncodeError, RecursionError):
         value = None
@@ -175,3 +176,7 @@ def tool_input(raw: str) -> dict[str, object]:
         return cast(dict[str, object], value)  # JSON object keys are strings
     # As text that survives UTF-8 (a raw surrogate becomes its escape), so the history can still be sent.
     return {INVALID_INPUT_KEY: raw.encode("utf-8", "backslashreplace").decode()}
+
+
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not JSON")

@@ -54,8 +54,10 @@ class Runtime:
 
 
 def new_session_id(prepared: Prepared) -> str:
-    """A resumed session keeps its id; a new one gets a fresh id."""
-    return prepared.resume.session_id if prepared.resume is not None else uuid.uuid4().hex
+    """A resumed session keeps its id (unless --fork-session); a new one gets --session-id or a fresh UUID."""
+    if prepared.resume is not None and not prepared.options.fork_session:
+        return prepared.resume.session_id
+    return (prepared.options.session_id or str(uuid.uuid4())).lower()
 
 
 @asynccontextmanager
@@ -91,7 +93,9 @@ async def open_runtime(
         _fit_window(prepared, agent, facts)
         if prepared.resume is not None:
             agent.load(prepared.resume.history, "resume")
-            emit(Notice(f"resumed session {session_id} ({len(prepared.resume.history)} messages)"))
+            old = prepared.resume.session_id
+            what = f"session {old}" if old == session_id else f"session {old} into a new session {session_id}"
+            emit(Notice(f"resumed {what} ({len(prepared.resume.history)} messages)"))
         await agent.start_session("resume" if prepared.resume is not None else "startup")
         try:
             yield Runtime(prepared, session_id, pool, agent)
@@ -173,6 +177,7 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
         effort=prepared.effort,
         thinking_budget=prepared.settings.thinking_budget,
         web=prepared.web,
+        fallback_model=prepared.options.fallback_model,
         partial_messages=prepared.options.include_partial_messages and prepared.options.output_format == "stream-json",
         rate_gate=Path(gate) if (gate := prepared.environ.get("SPROUT_AGENT_RATE_GATE")) else None,
     )
@@ -220,8 +225,9 @@ def _server_log(prepared: Prepared, emit: Callable[[Event], None]) -> Path | Non
 
 
 def _make_store(prepared: Prepared, session_id: str) -> store.SessionStore | None:
-    """The transcript: appended to when resuming, else a new file (created at the first message)."""
-    if prepared.resume is not None:
+    """The transcript: appended to when resuming, else a new file (created at the first message); a fork's
+    file starts with the resumed history (the agent records it as the new base)."""
+    if prepared.resume is not None and not prepared.options.fork_session:
         return store.SessionStore.resuming(prepared.resume)
     if prepared.locations.sessions is None:
         return None
@@ -229,11 +235,11 @@ def _make_store(prepared: Prepared, session_id: str) -> store.SessionStore | Non
 
 
 def _check_strict(prepared: Prepared, pool: ServerPool) -> None:
-    if not prepared.options.strict_mcp_config:
+    if not prepared.options.require_servers:
         return
     failed = [s.name for s in pool.status() if s.state != "running"]
     if failed:
-        raise ServerStartError(f"--strict-mcp-config: server(s) failed to start: {', '.join(failed)}")
+        raise ServerStartError(f"--require-servers: server(s) failed to start: {', '.join(failed)}")
 
 
 def _build_agent(

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from sprout_agent.config import ServerConfig
 from sprout_agent.errors import UsageError
+from sprout_agent.permissions import READ_ONLY, resolve_mode
 from sprout_agent.tools import _sandbox as sb
 
 MODE_ENV = "SPROUT_AGENT_SANDBOX"
@@ -92,7 +93,7 @@ def plan(
         raise UsageError(f"--sandbox / {MODE_ENV} must be one of {', '.join(CHOICES)}, got {value!r}")
     required = value == sb.REQUIRED
     chosen = sb.WORKSPACE_WRITE if required else value
-    if permission_mode == "read-only" and chosen == sb.WORKSPACE_WRITE:
+    if resolve_mode(permission_mode)[0] == READ_ONLY and chosen == sb.WORKSPACE_WRITE:  # plan is read-only too
         chosen = sb.READ_ONLY
     net = (network or environ.get(NETWORK_ENV, "").strip() or "on").lower()
     if net not in ("on", "off"):

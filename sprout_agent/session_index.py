@@ -7,6 +7,7 @@ warning, so one malformed transcript never hides the others.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,8 +55,22 @@ def _header(path: Path) -> dict[str, Any]:
     return cast(dict[str, Any], record) if isinstance(record, dict) else {}
 
 
+def valid_id(session_id: str) -> bool:
+    """A UUID in its usual form (36 characters, dashes); what `--session-id` accepts and new sessions get. Old
+    sessions have 32 hex digits and stay resumable: `find` takes any id."""
+    try:
+        return str(uuid.UUID(session_id)) == session_id.lower() and len(session_id) == 36
+    except ValueError:
+        return False
+
+
+def exists(directory: Path, session_id: str) -> bool:
+    return (directory / f"{session_id.lower()}.jsonl").exists()
+
+
 def find(directory: Path, id_prefix: str) -> Path:
     """The session whose id is `id_prefix` or starts with it; anything else is a usage error."""
+    id_prefix = id_prefix.lower()  # ids are lowercase (hex, or a UUID written in capitals elsewhere)
     exact = directory / f"{id_prefix}.jsonl"
     if id_prefix and "/" not in id_prefix and exact.is_file():
         return exact

@@ -10,6 +10,7 @@ from pathlib import Path
 from sprout_agent.agent import Agent
 from sprout_agent.messages import Message, Text, ToolResult, ToolUse
 from sprout_agent.options import Prepared
+from sprout_agent.permissions import resolve_mode
 from sprout_agent.server_state import ServerStatus
 
 REPLAY_MESSAGES = 20  # the tail of a resumed conversation shown before the prompt
@@ -19,9 +20,12 @@ REPLAY_TEXT_CHARS = 300
 def banner(prepared: Prepared, model: str) -> str:
     options = prepared.options
     names = ", ".join(server.name for server in prepared.loaded.servers) or "none"
+    mode = options.permission_mode
+    ours = resolve_mode(mode)[0]
+    mode = mode if mode == ours else f"{mode} ({ours})"  # Claude Code's name: say what it means here
     return (
         f"sprout-agent · {model} · {_home(options.cwd)}\n"
-        f"permissions {options.permission_mode} · sandbox {prepared.sandbox.describe()} · servers: {names}\n"
+        f"permissions {mode} · sandbox {prepared.sandbox.describe()} · servers: {names}\n"
         "/help for commands · Tab completes /commands and @files · Esc cancels a turn · Ctrl-D leaves"
     )
 

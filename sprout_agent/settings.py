@@ -70,6 +70,7 @@ _DEFAULTS = {var.name: var.default for var in ENV_VARS}
 # every such name in sprout_agent/ is in one of the two tables.
 PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("SPROUT_DEV_ALLOW_OUTSIDE", "", "dev tools: 1 lets write and edit reach outside the working directory"),
+    EnvVar("SPROUT_DEV_ADD_DIRS", "", "dev tools: more directories write and edit may reach, :-separated (--add-dir)"),
     EnvVar("SPROUT_DEV_BASH_TIMEOUT", "120", "dev tools: bash's timeout when the model gives none, seconds (1 to 600)"),
     EnvVar("SPROUT_DEV_NO_RG", "", "dev tools: 1 makes grep use its pure-Python search even when rg is on PATH"),
     EnvVar(

@@ -111,8 +111,8 @@ def test_a_final_api_failure_is_one_line_and_exit_1(tmp_path: Path) -> None:
 def test_bad_config_is_one_line_and_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"mcpServers": {"x": {"command": 3}}}')
-    # A bad server definition skips that server (a notice); --strict-mcp-config makes it fatal.
-    run = run_agent(tmp_path, ["--config", str(bad), "--strict-mcp-config", "-p", "go"], fake=None)
+    # A bad server definition skips that server (a notice); --require-servers makes it fatal.
+    run = run_agent(tmp_path, ["--config", str(bad), "--require-servers", "-p", "go"], fake=None)
     assert run.code == 2
     assert len(run.stderr.strip().splitlines()) == 1
     assert "bad.json" in run.stderr and "command" in run.stderr

@@ -219,7 +219,7 @@ def test_an_unset_variable_skips_only_that_server_unless_strict(tmp_path: Path) 
     assert notice.startswith("cfg.json: mcpServers.needs.args[0]: variable SURELY_UNSET is not set")
     assert notice.endswith("(server 'needs' skipped)")
     with pytest.raises(ConfigError, match="SURELY_UNSET"):
-        prepare(replace(options, strict_mcp_config=True), Locations.nowhere(), environ)
+        prepare(replace(options, require_servers=True), Locations.nowhere(), environ)
 
 
 @pytest.mark.anyio
@@ -329,20 +329,55 @@ def test_git_root_file_is_found_from_a_subdirectory(tmp_path: Path) -> None:
     assert loaded.files_read == (tmp_path / ".mcp.json",)
 
 
-def test_lookup_stops_at_the_first_git_root(tmp_path: Path) -> None:
+def test_the_nearest_file_above_is_found_git_root_or_not(tmp_path: Path) -> None:
+    # As Claude Code looks: any directory above, not only the git root; the nearest file wins.
     write(tmp_path / ".mcp.json", servers(outer=OK))
     inner = tmp_path / "inner"
     (inner / ".git").mkdir(parents=True)
     sub = inner / "sub"
     sub.mkdir()
-    assert load_config([], sub, {}, None).servers == ()
+    loaded = load_config([], sub, {}, None)
+    assert [(s.name, s.project) for s in loaded.servers] == [("outer", True)]
+    write(inner / ".mcp.json", servers(nearer=OK))
+    assert [s.name for s in load_config([], sub, {}, None).servers] == ["nearer"]
 
 
-def test_without_git_only_cwd_is_looked_at(tmp_path: Path) -> None:
-    write(tmp_path / ".mcp.json", servers(outer=OK))
-    sub = tmp_path / "sub"
+def test_a_file_in_a_directory_anybody_may_write_is_not_read(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    write(shared / ".mcp.json", servers(planted=OK))
+    shared.chmod(0o1777)  # as /tmp is
+    sub = shared / "mine"
     sub.mkdir()
-    assert load_config([], sub, {}, None).servers == ()
+    loaded = load_config([], sub, {}, None)
+    assert loaded.servers == ()
+    assert loaded.notices == (f"{shared / '.mcp.json'}: not read (its directory is writable by anybody)",)
+
+
+def test_mcp_config_adds_files_and_inline_json_to_the_lookup(tmp_path: Path) -> None:
+    write(tmp_path / ".mcp.json", servers(p=OK, shared={"command": "project"}))
+    write(tmp_path / "extra.json", servers(extra=OK))
+    inline = json.dumps(servers(shared={"command": "inline", "args": ["${HOME_ONLY}"]}, sdk={"type": "sdk"}))
+    loaded = load_config(
+        [], tmp_path, {}, None, strict=False, user_env={"HOME_ONLY": "h"}, mcp_configs=["extra.json", inline]
+    )
+    assert [(s.name, s.command, s.project) for s in loaded.servers] == [
+        ("p", "srv", True),
+        ("shared", "inline", False),  # --mcp-config wins a clash: named for this run
+        ("extra", "srv", False),
+    ]
+    assert loaded.servers[1].args == ("h",)  # inline JSON expands from the real environment
+    assert loaded.files_read == (tmp_path / ".mcp.json", tmp_path / "extra.json")
+    assert [b.name for b in loaded.broken] == ["sdk"]  # an SDK server is the control protocol's: skipped here
+
+
+def test_strict_mcp_config_reads_only_the_given_servers(tmp_path: Path) -> None:
+    write(tmp_path / ".mcp.json", servers(p=OK))
+    user_dir = tmp_path / "user"
+    write(user_dir / "mcp.json", servers(u=OK))
+    inline = json.dumps(servers(given=OK))
+    loaded = load_config([], tmp_path, {}, user_dir, mcp_configs=[inline], only_given=True)
+    assert [s.name for s in loaded.servers] == ["given"]
+    assert load_config([], tmp_path, {}, user_dir, only_given=True).servers == ()
 
 
 def test_project_servers_first_user_after_project_wins_clash(tmp_path: Path) -> None:

@@ -130,7 +130,7 @@ def test_a_bad_server_definition_skips_that_server_not_the_run(tmp_path: Path) -
     assert [s.name for s in prepared.loaded.servers] == ["good"]
     assert any("mcpServers.bad.command" in n and "server 'bad' skipped" in n for n in prepared.loaded.notices)
     with pytest.raises(ConfigError, match=r"mcpServers\.bad\.command"):
-        prepared_in(repo, tmp_path, config_files=(config,), strict_mcp_config=True)
+        prepared_in(repo, tmp_path, config_files=(config,), require_servers=True)
 
 
 def test_a_broken_project_file_is_a_notice_not_a_failed_run(tmp_path: Path) -> None:

@@ -125,10 +125,10 @@ def test_doctor_reports_unset_variables_per_server_instead_of_aborting(
     assert "unset variables: ${SPROUT_T_A}, ${SPROUT_T_B}" in run.stdout
     assert "config error: mcp-config.json: mcpServers.needs_vars.args[0]: variable SPROUT_T_A is not set" in run.stdout
     assert "[ok] fake" in run.stdout
-    # A run skips that server with a notice; with --strict-mcp-config it fails fast (exit 2) before anything starts
+    # A run skips that server with a notice; with --require-servers it fails fast (exit 2) before anything starts
     # (a config error's one line and exit 2 from the process: tests/test_cli.py).
     config = write_config(tmp_path, {"needs_vars": unset})
-    strict = Options(prompt="hi", config_files=(config,), strict_mcp_config=True)
+    strict = Options(prompt="hi", config_files=(config,), require_servers=True)
     with pytest.raises(UsageError, match="variable SPROUT_T_A is not set") as raised:
         prepare(strict, Locations.for_user(), agent_env(tmp_path, None))
     assert exit_code_of(raised.value) == 2

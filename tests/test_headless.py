@@ -51,7 +51,7 @@ def test_json_output_is_one_object_and_verbose_progress_goes_to_stderr(
     assert result["type"] == "result" and result["result"] == "The answer is 42."
     assert result["stop_reason"] == "end_turn" and result["num_turns"] == 2 and result["exit_code"] == 0
     assert result["subtype"] == "success" and result["is_error"] is False
-    assert len(result["session_id"]) == 32 and result["errors"] == []
+    assert len(result["session_id"]) == 36 and result["errors"] == []
     usage_keys = {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"}
     assert set(result["usage"]) == {*usage_keys, "server_tool_use"}
     assert result["total_cost_usd"] > 0 and isinstance(result["duration_ms"], int)

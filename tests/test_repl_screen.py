@@ -44,7 +44,7 @@ def test_the_positional_prompt_runs_at_once_esc_cancels_it_and_ctrl_c_twice_leav
     assert code == 0
     assert fake.requests[0].body["messages"][0]["content"][0]["text"] == "wait forever"
     assert len(fake.requests) == 2
-    assert re.search(r"resume this session: sprout-agent -r [0-9a-f]{32}\n", term.history())
+    assert re.search(r"resume this session: sprout-agent -r [0-9a-f-]{36}\n", term.history())
 
 
 def test_a_notice_while_typing_goes_above_the_prompt_which_keeps_the_text_and_tab_completes_an_at_file(

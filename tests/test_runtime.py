@@ -86,7 +86,7 @@ async def test_cancelling_while_servers_start_ends_every_spawned_process(tmp_pat
 async def test_strict_config_fails_the_open_and_ends_the_servers_that_did_start(tmp_path: Path) -> None:
     servers = {"ok": fake_server(tools="echo"), "crashy": fake_server(crash_on_start="1")}
     with FakeAnthropic([]) as fake:
-        prepared = prepared_for(tmp_path, fake, servers, strict_mcp_config=True)
+        prepared = prepared_for(tmp_path, fake, servers, require_servers=True)
         with pytest.raises(ServerStartError, match="crashy"), anyio.fail_after(60):
             async with open_runtime(prepared, lambda event: None):
                 pytest.fail("a strict config with a failed server must not open")

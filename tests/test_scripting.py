@@ -18,6 +18,7 @@ import pytest
 
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import (
+    API_KEY,
     agent_command,
     agent_env,
     fake_server,
@@ -50,6 +51,7 @@ def test_stream_json_is_init_then_events_then_result_through_tools_and_a_hook_ob
     lines = stream(run.stdout)
     init, result = lines[0], lines[-1]
     assert len({line["uuid"] for line in lines}) == len(lines)  # every line its own uuid
+    assert API_KEY not in run.stdout  # init names where the key came from, never the key
     assert (init["type"], init["subtype"]) == ("system", "init")
     assert init["schema_version"] == 2 and init["cwd"] == str(tmp_path.resolve())
     assert init["mcp_servers"] == [
@@ -101,6 +103,9 @@ def test_stream_json_is_init_then_events_then_result_through_tools_and_a_hook_ob
     assert result["session_id"] == init["session_id"] and result["num_turns"] == 4
     assert result["usage"]["input_tokens"] > 0 and result["usage"]["output_tokens"] > 0
     assert result["total_cost_usd"] > 0 and result["duration_ms"] > 0 and result["permission_denials"] == []
+    (per_model,) = result["modelUsage"].values()
+    assert per_model["costUSD"] == pytest.approx(result["total_cost_usd"])  # no compaction here: the same spend
+    assert per_model["outputTokens"] == sum(r["message"]["usage"]["output_tokens"] for r in replies)
     assert "⏺" not in run.stderr  # progress stays off unless -v
 
 
@@ -216,11 +221,11 @@ def test_stream_json_input_with_text_output_prints_each_answer_and_a_malformed_l
 def test_a_run_ended_before_the_servers_were_up_is_a_lone_result_with_the_session_id(tmp_path: Path) -> None:
     servers = {"broken": fake_server(crash_on_start="1")}
     with FakeAnthropic([]) as fake:
-        run = run_agent(tmp_path, [*STREAM, "--strict-mcp-config", "-p", "go"], fake=fake, servers=servers)
+        run = run_agent(tmp_path, [*STREAM, "--require-servers", "-p", "go"], fake=fake, servers=servers)
     assert run.code == 1
     (result,) = stream(run.stdout)
-    assert result["exit_code"] == 1 and len(result["session_id"]) == 32 and "broken" in result["errors"][0]
-    assert "broken" in run.stderr.strip().splitlines()[-1]  # --strict-mcp-config: the failed server is fatal
+    assert result["exit_code"] == 1 and len(result["session_id"]) == 36 and "broken" in result["errors"][0]
+    assert "broken" in run.stderr.strip().splitlines()[-1]  # --require-servers: the failed server is fatal
     assert fake.requests == []
 
 

@@ -205,7 +205,7 @@ def test_sessions_lists_newest_first_with_prompt_and_turns(tmp_path: Path, monke
         (str(b), "latest prompt", 1),
         (str(a), "fix the bug", 2),
     ]
-    assert all(len(r["session_id"]) == 32 and r["last_activity"].endswith("+00:00") for r in rows)
+    assert all(len(r["session_id"]) == 36 and r["last_activity"].endswith("+00:00") for r in rows)
     text = run_agent(tmp_path, ["sessions"], fake=None)
     assert text.code == 0
     first, second = text.stdout.splitlines()

@@ -7,11 +7,16 @@ import io
 import json
 from typing import Any
 
+import anyio
 import pytest
 
 from sprout_agent import events as ev
-from sprout_agent.messages import Image, Text, Thinking, ToolUse, Usage
+from sprout_agent.messages import Image, Text, Thinking, ToolUse, Usage, user_text
+from sprout_agent.protocols import ModelRequest
 from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
+from tests.fake_anthropic import FakeAnthropic, reply
+from tests.harness import API_KEY
+from tests.loop_doubles import MODEL
 from tests.stream_schema import final, kind, of_type, valid_lines
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -172,6 +177,38 @@ def test_a_run_that_ends_after_its_turns_writes_no_second_result_but_a_failure_a
     assert last["exit_code"] == 2 and last["errors"] == ["stdin line 2: not JSON"]
 
 
+def test_model_usage_is_the_sessions_running_total_per_model() -> None:
+    def replied(model: str, cost: float) -> ev.AssistantMessage:
+        return ev.AssistantMessage("msg", model, (Text("x"),), "end_turn", Usage(100, 10, 5, 1, 1), cost_usd=cost)
+
+    out = io.StringIO()
+    sink = JsonlSink(out, stream=True)
+    sink.init(init_info(context_window=200_000, max_output_tokens=32_000))
+    for event in (
+        replied("a", 0.25),
+        ev.TurnFinished("end_turn", "x", 1, Usage()),
+        replied("a", 0.5),
+        replied("b", 1.0),
+    ):
+        sink(event)
+    sink(ev.TurnFinished("end_turn", "x", 2, Usage()))
+    first, second = of_type(valid_lines(out.getvalue()), "result")
+    assert first["modelUsage"] == {
+        "a": {
+            "inputTokens": 100,
+            "outputTokens": 10,
+            "cacheReadInputTokens": 5,
+            "cacheCreationInputTokens": 1,
+            "webSearchRequests": 1,
+            "costUSD": 0.25,
+            "contextWindow": 200_000,
+            "maxOutputTokens": 32_000,
+        }
+    }
+    assert second["modelUsage"]["a"]["inputTokens"] == 200 and second["modelUsage"]["a"]["costUSD"] == 0.75
+    assert second["modelUsage"]["b"]["costUSD"] == 1.0
+
+
 def test_json_output_is_only_the_final_result_with_the_runs_api_time() -> None:
     sink, out = streamed(
         reply_with_a_call(),
@@ -237,3 +274,78 @@ def test_every_line_is_one_the_python_agent_sdk_reads() -> None:
     assert isinstance(assistant.content[0], types.ThinkingBlock) and assistant.content[2].name == "mcp__up__echo"
     assert parsed[5].content[0].tool_use_id == "toolu_1" and parsed[7].num_turns == 2
     assert parsed[8].subtype == "error_during_execution" and parsed[8].total_cost_usd == 0.01
+
+
+@pytest.mark.anyio
+async def test_the_model_client_emits_raw_events_only_for_the_loops_requests_when_asked() -> None:
+    from sprout_agent.llm import AnthropicModel
+
+    loops = ModelRequest("system", (user_text("hi"),), (), partial=True)
+    summary = ModelRequest("system", (user_text("summarise"),), ())  # compaction and sampling: never streamed
+    emitted: list[ev.Event] = []
+    with FakeAnthropic([reply("Hello there."), reply("A summary.")]) as fake:
+        model = AnthropicModel(
+            model=MODEL,
+            max_tokens=100,
+            emit=emitted.append,
+            api_key=API_KEY,
+            base_url=fake.base_url,
+            partial_messages=True,
+        )
+        try:
+            with anyio.fail_after(20):
+                answer = await model.complete(loops, lambda _: None)
+                await model.complete(summary, lambda _: None)
+        finally:
+            await model.aclose()
+    raw: list[dict[str, Any]] = [dict(e.event) for e in emitted if isinstance(e, ev.StreamEvent)]
+    assert raw[0]["type"] == "message_start" and raw[-1] == {"type": "message_stop"}
+    assert "".join(e["delta"]["text"] for e in raw if e["type"] == "content_block_delta") == "Hello there."
+    started = raw[0]["message"]
+    assert isinstance(started, dict) and started["id"] == answer.id and answer.id.startswith("msg_")
+
+
+@pytest.mark.anyio
+async def test_the_calls_the_permission_policy_refused_are_the_turns_permission_denials() -> None:
+    from sprout_agent.permissions import Policy
+    from tests.loop_doubles import build_loop, call
+    from tests.loop_doubles import reply as model_reply
+
+    script = [
+        model_reply(call("fake__echo", "t_echo", text="hi"), call("fake__add", "t_add", a=1, b=2)),
+        model_reply("the echo was refused"),
+    ]
+    loop = build_loop(script, permit=Policy("auto", deny=["fake__echo"]))
+    with anyio.fail_after(10):
+        await loop.turn("go")
+    sink, out = streamed(*loop.events)
+    result = final(valid_lines(out.getvalue()))
+    assert result["permission_denials"] == [
+        {"tool_name": "mcp__fake__echo", "tool_use_id": "t_echo", "tool_input": {"text": "hi"}}
+    ]  # the allowed call is not in it
+    sink.result(ResultInfo("", "interrupted", "s1", 2, Usage(), 0.0, 10, 130, ["interrupted by SIGINT"]))
+    assert final(valid_lines(out.getvalue()))["permission_denials"] == []  # the turn's result took them
+
+
+@pytest.mark.parametrize("raw", ['{"x": NaN}', '{"x": -Infinity}', "[1, 2]", '"text"'])
+def test_a_tool_input_that_is_not_a_json_object_is_kept_as_text_so_every_line_stays_json(raw: str) -> None:
+    from sprout_agent.reply_stream import tool_input
+
+    assert tool_input(raw) == {"_invalid": raw}
+    out = io.StringIO()
+    sink = JsonlSink(out, stream=True)
+    sink.init(init_info())
+    sink(ev.ToolStarted("t1", "up__echo", "up", "echo", tool_input(raw)))
+    assert valid_lines(out.getvalue())[1]["arguments"] == {"_invalid": raw}
+
+
+def test_json_output_reports_the_runs_denials_and_no_line_for_a_call_cut_short() -> None:
+    started = ev.ToolStarted("t1", "up__echo", "up", "echo", {"text": "hi"})
+    refused = ev.ToolFinished("t1", "up__echo", True, 0.0, "denied", (Text("denied"),), denied=True)
+    cut = ev.ToolStarted("t2", "up__add", "up", "add", {})
+    sink, out = streamed(started, refused, ev.TurnFinished("end_turn", "a", 1, Usage()), cut, stream=False)
+    sink.result(ResultInfo("", "interrupted", "s1", 2, Usage(), 0.0, 10, 130, ["interrupted by SIGINT"]))
+    (result,) = valid_lines(out.getvalue())  # the one object, even with a call still open
+    assert result["permission_denials"] == [
+        {"tool_name": "mcp__up__echo", "tool_use_id": "t1", "tool_input": {"text": "hi"}}
+    ]

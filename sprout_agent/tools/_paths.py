@@ -1,7 +1,8 @@
 """Where the dev tools may act: path resolution, the write boundary and "last read" records.
 
 Reads may go anywhere (bash can read anything anyway); writes must land inside the working
-directory after symlinks are resolved, unless SPROUT_DEV_ALLOW_OUTSIDE=1.
+directory (or an --add-dir directory, SPROUT_DEV_ADD_DIRS) after symlinks are resolved, unless
+SPROUT_DEV_ALLOW_OUTSIDE=1.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from sprout_agent.tools._sandbox import Policy, Sandbox, trusted_which, under
 from sprout_agent.tools._server import ToolError
 
 ALLOW_OUTSIDE_ENV = "SPROUT_DEV_ALLOW_OUTSIDE"
+ADD_DIRS_ENV = "SPROUT_DEV_ADD_DIRS"  # --add-dir: more directories write and edit may reach (os.pathsep-separated)
 
 Stamp = tuple[int, int]  # (mtime_ns, size)
 
@@ -29,6 +31,7 @@ class Workspace:
 
     root: str
     allow_outside: bool = False
+    add_dirs: tuple[str, ...] = ()  # --add-dir: resolved directories writes may reach besides root
     sandbox: Sandbox = field(default_factory=Sandbox)  # for commands (bash); off unless from_environment
     _seen: dict[str, Stamp] = field(default_factory=dict[str, Stamp])
 
@@ -40,6 +43,7 @@ class Workspace:
         return cls(
             root=root,
             allow_outside=environ.get(ALLOW_OUTSIDE_ENV, "") == "1",
+            add_dirs=tuple(os.path.realpath(p) for p in environ.get(ADD_DIRS_ENV, "").split(os.pathsep) if p),
             sandbox=Sandbox(Policy.from_env(environ, root)),
         )
 
@@ -81,7 +85,7 @@ class Workspace:
     def writable(self, path: str) -> str:
         """Resolved path, or a ToolError when writing there would leave the working directory."""
         real = self.resolve(path)
-        if not self.allow_outside and not self.inside(real):
+        if not self.allow_outside and not self.inside(real) and not any(under(real, d) for d in self.add_dirs):
             raise ToolError(
                 f"refusing to write {real}: it is outside the working directory {self.root} "
                 f"(after resolving '..' and symlinks); set {ALLOW_OUTSIDE_ENV}=1 to allow it"

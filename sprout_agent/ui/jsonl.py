@@ -9,7 +9,8 @@ from __future__ import annotations
 import binascii
 import json
 import time
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any, TextIO, assert_never, cast
 
 from sprout_agent import events as ev
@@ -24,6 +25,7 @@ from sprout_agent.ui.stream_lines import (
     Record,
     ResultInfo,
     ServerInfo,
+    add_model_usage,
     assistant_record,
     hook_record,
     init_record,
@@ -47,6 +49,16 @@ def report_early_error(output_format: str, message: str, exit_code: int, out: Te
         write_record(out, result_record(ResultInfo("", "error", None, 0, Usage(), 0.0, 0, exit_code, [message])))
 
 
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """A tool call between its start and its end."""
+
+    name: str  # SDK-facing
+    server: str
+    started: float
+    arguments: Mapping[str, object]
+
+
 # Events whose content init already carries (server start-up).
 _FOLDED_INTO_INIT = (ev.ServerStarted, ev.ServerFailed)
 
@@ -66,7 +78,10 @@ class JsonlSink:
         self.session_id: str | None = None
         self._initialised = False
         self._pending: list[Event] = []
-        self._open_calls: dict[str, tuple[str, str, float]] = {}  # call id → (SDK name, server, started)
+        self._open_calls: dict[str, _Call] = {}  # until finished
+        self._denials: list[Record] = []  # the permission policy's refusals in this user turn
+        self._model_usage: dict[str, Record] = {}  # per model, the session's running totals
+        self._limits = (0, 0)  # the context window and max output tokens, from init
         self._finished = False
         self._api_seconds = 0.0  # model requests' time, this run
         self._turn_api_seconds = 0.0  # … this user turn
@@ -75,7 +90,13 @@ class JsonlSink:
         if isinstance(event, ev.ModelReplied):
             self._api_seconds += event.seconds
             self._turn_api_seconds += event.seconds
-        if not self.stream or self._finished:
+        elif isinstance(event, ev.AssistantMessage):
+            add_model_usage(self._model_usage, event, *self._limits)
+        if not self.stream:
+            if isinstance(event, ev.ToolStarted | ev.ToolFinished):
+                self._track(event)  # for the result's permission_denials
+            return
+        if self._finished:
             return
         if not self._initialised:
             if not isinstance(event, _FOLDED_INTO_INIT):
@@ -90,6 +111,7 @@ class JsonlSink:
 
     def init(self, info: InitInfo) -> None:
         self.session_id = info.session_id
+        self._limits = (info.context_window, info.max_output_tokens)
         if not self.stream or self._initialised:
             return
         self._initialised = True
@@ -104,36 +126,50 @@ class JsonlSink:
         if self._finished:
             return
         # A call cut short by a signal or an error never finished on its own: every tool_use gets its result.
-        for call_id, (name, server, started) in list(self._open_calls.items()):
-            if server != API_SERVER:
+        for call_id, call in list(self._open_calls.items()) if self.stream else []:
+            if call.server != API_SERVER:
                 self._write(tool_result_record(call_id, (Text(INTERRUPTED),), True))
-            self._write(_tool_finished(call_id, name, server, True, time.monotonic() - started))
+            self._write(_tool_finished(call_id, call.name, call.server, True, time.monotonic() - call.started))
         self._open_calls.clear()
         self._finished = True
         if not (reported and self.stream):
-            write_record(self.out, result_record(replace(info, duration_api_ms=ms(self._api_seconds))))
+            totals = {"duration_api_ms": ms(self._api_seconds), "model_usage": self._model_usage}
+            final = replace(info, **totals, permission_denials=self._denials)
+            write_record(self.out, result_record(final))
 
     def _write(self, record: Record) -> None:
         write_record(self.out, {**record, "session_id": self.session_id, "uuid": new_uuid()})
 
     def _turn_result(self, event: ev.TurnFinished) -> Record:
         api, self._turn_api_seconds = self._turn_api_seconds, 0.0
+        denials, self._denials = self._denials, []
         code = exit_code_for_stop(event.stop_reason)
         info = ResultInfo(
             event.text, event.stop_reason, self.session_id, event.turns, event.usage, event.cost_usd,
-            ms(event.seconds), code, [], ms(api),
+            ms(event.seconds), code, [], ms(api), denials, dict(self._model_usage),
         )  # fmt: skip
         return result_record(info)
+
+    def _track(self, event: ev.ToolStarted | ev.ToolFinished) -> _Call:
+        """A call from its start to its end (the SDK-facing name, the server); a refused one is a denial."""
+        if isinstance(event, ev.ToolStarted):
+            name = sdk_tool_name(event.server, event.tool) if event.server not in ("", API_SERVER) else event.name
+            self._open_calls[event.call_id] = call = _Call(name, event.server, time.monotonic(), event.arguments)
+            return call
+        call = self._open_calls.pop(event.call_id, _Call(event.name, "", 0.0, {}))
+        if event.denied:
+            self._denials.append({"tool_name": call.name, "tool_use_id": event.call_id, "tool_input": call.arguments})
+        return call
 
     def _records(self, event: Event) -> list[Record]:
         match event:
             case ev.ToolStarted():
-                name = sdk_tool_name(event.server, event.tool) if event.server not in ("", API_SERVER) else event.name
-                self._open_calls[event.call_id] = (name, event.server, time.monotonic())
+                name = self._track(event).name
                 fields = {"id": event.call_id, "name": name, "server": event.server, "tool": event.tool}
                 return [system_record("tool_started", **fields, arguments=event.arguments)]
             case ev.ToolFinished():
-                name, server, _ = self._open_calls.pop(event.call_id, (event.name, "", 0.0))
+                call = self._track(event)
+                name, server = call.name, call.server
                 finished = _tool_finished(event.call_id, name, server, event.is_error, event.seconds)
                 if event.diff:
                     finished["diff"] = event.diff

@@ -75,6 +75,7 @@ class InitInfo:
     model_tools: Sequence[str] = ()  # the names the model sees (server__tool)
     permission_mode: str = "auto"  # ours or Claude Code's
     api_key_source: str = "none"  # ANTHROPIC_API_KEY | none: where the credential came from, never the value
+    max_output_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,8 @@ class ResultInfo:
     exit_code: int
     errors: Sequence[str]
     duration_api_ms: int = 0
+    permission_denials: Sequence[Mapping[str, object]] = ()  # {tool_name, tool_use_id, tool_input}
+    model_usage: Mapping[str, Mapping[str, object]] = field(default_factory=dict[str, Mapping[str, object]])
 
 
 def new_uuid() -> str:
@@ -165,8 +168,8 @@ def result_record(info: ResultInfo) -> Record:
         "duration_api_ms": info.duration_api_ms,
         "total_cost_usd": round(info.cost_usd, 6),
         "usage": usage_record(info.usage),
-        "modelUsage": {},
-        "permission_denials": [],
+        "modelUsage": {model: dict(usage) for model, usage in info.model_usage.items()},
+        "permission_denials": [dict(denial) for denial in info.permission_denials],
         "session_id": info.session_id,
         "uuid": new_uuid(),
         "schema_version": SCHEMA_VERSION,
@@ -265,3 +268,29 @@ def hook_record(event: ev.HookEvent) -> Record:
             return system_record("hook_budget_spent", hook=event.hook, objections=event.objections)
         case _:
             assert_never(event)
+
+
+def add_model_usage(totals: dict[str, Record], event: ev.AssistantMessage, window: int, max_output: int) -> None:
+    """Claude Code's `modelUsage`: the session's running totals per model, in its camelCase names."""
+    usage = event.usage
+    now = totals.get(event.model) or {
+        "inputTokens": 0,
+        "outputTokens": 0,
+        "cacheReadInputTokens": 0,
+        "cacheCreationInputTokens": 0,
+        "webSearchRequests": 0,
+        "costUSD": 0.0,
+        "contextWindow": window,
+        "maxOutputTokens": max_output,
+    }
+    added = {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cacheReadInputTokens": usage.cache_read_tokens,
+        "cacheCreationInputTokens": usage.cache_write_tokens,
+        "webSearchRequests": usage.web_searches,
+    }
+    for name, value in added.items():
+        now[name] = cast(int, now[name]) + value
+    now["costUSD"] = round(cast(float, now["costUSD"]) + event.cost_usd, 6)
+    totals[event.model] = now
