@@ -92,7 +92,9 @@ def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
         outcome["errors"] = [*outcome["errors"], f"timed out after {job.timeout:g} s"]
     if last_result(stream) is None and stderr.strip():
         outcome["errors"] = [*outcome["errors"], stderr.strip().splitlines()[-1][:500]]
-    record = base | {"status": status_of(process.returncode, timed_out, interrupted), "exit_code": process.returncode}
+    # Killed by a signal (before its handlers were up, or SIGKILL): 128 + N, as a shell and the CLI itself say it.
+    code = process.returncode if process.returncode >= 0 else 128 - process.returncode
+    record = base | {"status": status_of(code, timed_out, interrupted), "exit_code": code}
     record |= outcome | {"duration_ms": _ms(started), "cwd": str(where), "diff": workdir.diff(where, ours)}
     return Finished(record, stream, stderr)
 
