@@ -483,6 +483,7 @@ class Bench:
             self.toolhooks,
         ]
         steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render, self.remote, self.thinking]
+        steps += [self.batch]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -738,6 +739,28 @@ class Bench:
         self.add("2,000-line answer: last delta → final screen", tail, "ms", "< 100 ms", med(tail) < 0.1)
         self.add("2,000-line answer: whole stream drawn", [f[2] for f in figures], "s")
 
+    def batch(self) -> None:
+        """16. sprout-agent batch: per-task overhead over a bare -p run, throughput at --jobs 1, 2, 4"""
+        from scripts.bench_batch import bare_wall, batch_wall
+
+        tasks = 6
+        bare, one, walls = [], [], {1: [], 2: [], 4: []}
+        for _ in range(self.runs):  # interleaved, so that a change in the machine's load hits every side alike
+            bare.append(bare_wall())
+            one.append(batch_wall(1, 1))
+            for jobs, values in walls.items():
+                values.append(batch_wall(tasks, jobs))
+        self.add("bare -p, one reply", bare, "s")
+        self.add("batch of 1 task (batch start + the task)", one, "s")
+        self.add("  … over the bare -p run", med(one) - med(bare), "s")
+        per_task = [w / tasks for w in walls[1]]
+        self.add(f"batch --jobs 1, {tasks} tasks: per task", per_task, "s")
+        self.add("  … per task over the bare -p run", med(per_task) - med(bare), "s")
+        for jobs, values in walls.items():
+            self.add(
+                f"batch --jobs {jobs}, {tasks} tasks: tasks per minute", med([60 * tasks / w for w in values]), "x"
+            )
+
     def acp(self) -> None:
         """13. sprout-agent acp through the ACP SDK"""
         import anyio
@@ -752,7 +775,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     groups = "imports minimal ours facts builtins flags repl hooks toolhooks compaction servers acp sandbox render"
-    groups += " remote thinking"
+    groups += " remote thinking batch"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     args = parser.parse_args()
     load = os.getloadavg()[0]

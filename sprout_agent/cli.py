@@ -11,6 +11,7 @@ import typer
 from sprout_agent import __version__
 from sprout_agent import cli_options as o
 from sprout_agent.cli_argv import POSITIONAL, PromptOrCommand
+from sprout_agent.cli_batch import batch_app
 from sprout_agent.cli_options import (
     ConfigOption as _ConfigOption,
 )
@@ -245,6 +246,7 @@ def main_command(
 # The `mcp` and `hooks` subcommands live in cli_servers.py.
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(hooks_app, name="hooks")
+app.add_typer(batch_app, name="batch")  # cli_batch.py
 
 
 @app.command("sessions")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -16,6 +17,7 @@ from sprout_agent.events import ApiRetry, Event, Notice, StreamEvent, ThinkingDe
 from sprout_agent.messages import Message, Text
 from sprout_agent.model_facts import ModelFacts, Unreachable, adjusted, effort_param, fallback, thinking_param
 from sprout_agent.protocols import ModelReply, ModelRequest
+from sprout_agent.rate_gate import RateGate
 from sprout_agent.reply_stream import ReplyBuilder, StreamCut
 
 if TYPE_CHECKING:
@@ -50,6 +52,7 @@ class AnthropicModel:
         web: bool = False,
         fallback_model: str | None = None,
         partial_messages: bool = False,
+        rate_gate: Path | None = None,
     ) -> None:
         import anthropic  # lazy: costs ~2 s, paid once, overlapped with server start-up
 
@@ -72,6 +75,7 @@ class AnthropicModel:
         self._warned: set[str] = set()
         self._spare = fallback_model if fallback_model != model else None  # --fallback-model, used once
         self._partial = partial_messages  # every raw stream event out as a StreamEvent (--include-partial-messages)
+        self._gate = RateGate(rate_gate) if rate_gate is not None else None  # a batch's shared 429 back-off
 
     @property
     def name(self) -> str:
@@ -104,6 +108,8 @@ class AnthropicModel:
     async def complete(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
         attempt = 0
         while True:
+            if self._gate is not None and (wait := self._gate.wait_seconds()) > 0:
+                await anyio.sleep(wait)  # another run of the batch hit a rate limit: back off with it
             try:
                 return await self._stream_once(request, on_text)
             except Exception as error:  # classified below; anything unknown is re-raised
@@ -111,6 +117,8 @@ class AnthropicModel:
                     self._fall_back()
                     continue
                 retry_after = self._retry_delay(error, attempt)
+                if self._gate is not None and getattr(error, "status_code", None) == 429:
+                    self._gate.close_for(retry_after if retry_after is not None else 1.0)
                 if retry_after is None or attempt >= self._retries:
                     raise self._as_api_error(error, attempt + 1) from error
                 attempt += 1

@@ -182,6 +182,7 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
         web=prepared.web,
         fallback_model=prepared.options.fallback_model,
         partial_messages=prepared.options.include_partial_messages and prepared.options.output_format == "stream-json",
+        rate_gate=Path(gate) if (gate := prepared.environ.get("SPROUT_AGENT_RATE_GATE")) else None,
     )
     return model, facts
 

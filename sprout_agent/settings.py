@@ -104,6 +104,15 @@ PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("SPROUT_DEV_SANDBOX_DENY_READ", "", "dev tools standalone: more hidden paths, :-separated"),
     EnvVar("SPROUT_DEV_SANDBOX_BWRAP", "", "the bubblewrap binary; unset = bwrap on PATH (agent and dev tools)"),
     EnvVar(
+        "SPROUT_AGENT_RATE_GATE",
+        "",
+        "a file the runs of a batch share: each waits on it before a request, a 429 closes it (set by batch)",
+    ),
+    EnvVar("SPROUT_AGENT_BATCH_AGENT", "", "batch: the command each task runs; unset = this sprout-agent (python -m)"),
+    EnvVar(
+        "SPROUT_AGENT_SHARD_INDEX", "", "batch --shard COUNT: this shard's index, from 0 (before JOB_COMPLETION_INDEX)"
+    ),
+    EnvVar(
         "SPROUT_AGENT_OAUTH_TEST_REDIRECT",
         "",
         "tests only: 1 finishes OAuth logins without a browser (GETs the authorization URL itself); never from .env",

@@ -1,0 +1,191 @@
+"""`sprout-agent batch` in-process: the task file, ids as file names, shards, reading a child's result in both
+schemas, what a second run does, the budget and --jobs bound (with an executor double), summary and merge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sprout_agent.batch.child import Finished, Job, command
+from sprout_agent.batch.outcome import read_result
+from sprout_agent.batch.outdir import OutDir, read_records, to_run
+from sprout_agent.batch.runner import BatchOptions, run_batch
+from sprout_agent.batch.summary import merge, summarise, table
+from sprout_agent.batch.tasks import file_name, load_tasks, parse_shard, shard_of
+from sprout_agent.errors import EXIT_BUDGET, UsageError
+
+
+def tasks_file(tmp_path: Path, *lines: Any) -> Path:
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    return path
+
+
+def test_task_fields_are_read_and_relative_paths_follow_the_task_file(tmp_path: Path) -> None:
+    path = tasks_file(
+        tmp_path,
+        {"id": 7, "prompt": "p", "cwd": "sub", "config": ["a.json"], "model": "m", "max_turns": 3,
+         "max_budget_usd": 0.5, "timeout": 9, "env": {"FOO": "1"}},
+        "",
+        {"id": "r", "prompt": "q", "repo": "https://example.com/x.git"},
+    )  # fmt: skip
+    first, second = load_tasks(path)
+    assert (first.id, first.cwd, first.config, first.max_turns, first.env) == (
+        "7", tmp_path / "sub", (tmp_path / "a.json",), 3, {"FOO": "1"})  # fmt: skip
+    assert second.repo == "https://example.com/x.git" and second.cwd is None
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ({"prompt": "p"}, "`id` must be"),
+        ({"id": "a"}, "`prompt` must be"),
+        ({"id": "a", "prompt": "p", "cwd": ".", "repo": "."}, "not both"),
+        ({"id": "a", "prompt": "p", "colour": 1}, "unknown field 'colour'"),
+        ({"id": "a", "prompt": "p", "max_turns": 0}, "`max_turns` must be a positive number"),
+        ({"id": "a", "prompt": "p", "env": {"ANTHROPIC_BASE_URL": "http://evil"}}, "may not set ANTHROPIC_BASE_URL"),
+        ({"id": "a", "prompt": "p", "env": {"ANTHROPIC_API_KEY": "k"}}, "may not set ANTHROPIC_API_KEY"),
+        ({"id": "a", "prompt": "p", "env": {"https_proxy": "x"}}, "may not set https_proxy"),
+        ({"id": "a", "prompt": "p", "env": {"PYTHONPATH": "/x"}}, "may not set PYTHONPATH"),
+        ("not json", "not JSON"),
+        ({"id": "/", "prompt": "p"}, "`id` must be"),
+    ],
+)
+def test_a_bad_line_is_refused_naming_it(tmp_path: Path, line: Any, message: str) -> None:
+    with pytest.raises(UsageError, match=r"tasks\.jsonl line 2: ") as caught:
+        load_tasks(tasks_file(tmp_path, {"id": "ok", "prompt": "p"}, line))
+    assert message in str(caught.value)
+
+
+def test_ids_that_become_the_same_file_name_are_duplicates(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"line 3: duplicate task id 'a\?' \(as a file name, the same as line 1\)"):
+        load_tasks(
+            tasks_file(tmp_path, {"id": "a/", "prompt": "p"}, {"id": "b", "prompt": "p"}, {"id": "a?", "prompt": "p"})
+        )
+
+
+@pytest.mark.parametrize("task_id", ["../../etc/passwd", "..", ".hidden", "a/b\\c", "x\0y", "é"])
+def test_an_id_as_a_file_name_stays_in_its_directory(task_id: str) -> None:
+    name = file_name(task_id)
+    assert "/" not in name and "\\" not in name and "\0" not in name and not name.startswith(".")
+
+
+def test_shards_split_by_id_every_task_exactly_once_whatever_the_order() -> None:
+    ids = [f"task-{n}" for n in range(300)]
+    owners = [[shard_of(i, 3) for i in ids], [shard_of(i, 3) for i in reversed(ids)][::-1]]
+    assert owners[0] == owners[1]
+    assert all(40 < owners[0].count(k) < 160 for k in range(3))
+
+
+def test_shard_index_comes_from_the_spec_or_the_engines_variables() -> None:
+    assert parse_shard("1/4", {}) == (1, 4)
+    assert parse_shard("4", {"JOB_COMPLETION_INDEX": "3"}) == (3, 4)
+    assert parse_shard("4", {"SLURM_ARRAY_TASK_ID": "6", "SLURM_ARRAY_TASK_MIN": "5"}) == (1, 4)
+    assert parse_shard("4", {"SPROUT_AGENT_SHARD_INDEX": "2", "JOB_COMPLETION_INDEX": "0"}) == (2, 4)
+    for spec, env in (("4/4", {}), ("x/2", {}), ("3", {}), ("0/0", {})):
+        with pytest.raises(UsageError, match="--shard"):
+            parse_shard(spec, env)
+
+
+SCHEMA_1 = {"type": "result", "schema_version": 1, "session_id": "s", "result": "done", "stop_reason": "end_turn",
+            "exit_code": 0, "turns": 2, "cost_usd": 0.25, "errors": [],
+            "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 3,
+                      "cache_write_tokens": 4}}  # fmt: skip
+SCHEMA_2 = {"type": "result", "subtype": "success", "is_error": False, "result": "done", "num_turns": 2,
+            "duration_ms": 9, "total_cost_usd": 0.25, "session_id": "s", "exit_code": 0, "stop_reason": "end_turn",
+            "errors": [], "schema_version": 2,
+            "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 3,
+                      "cache_creation_input_tokens": 4}}  # fmt: skip
+
+
+def test_a_result_reads_the_same_in_schema_1_and_claude_codes_shape() -> None:
+    assert read_result(SCHEMA_1) == read_result(SCHEMA_2)
+    assert read_result(SCHEMA_2)["usage"]["cache_write_tokens"] == 4
+    assert read_result({"type": "result", "subtype": "error_max_turns"})["stop_reason"] == "max_turns"
+    assert read_result(None)["turns"] == 0
+
+
+def record(task_id: str, status: str, cost: float = 0.1) -> dict[str, Any]:
+    return {"id": task_id, "status": status, "exit_code": 0 if status == "ok" else 1, **read_result(None),
+            "cost_usd": cost, "duration_ms": 5, "transcript": f"transcripts/{task_id}.jsonl", "diff": None}  # fmt: skip
+
+
+def test_a_second_run_skips_finished_tasks_and_retries_failed_ones_only_when_asked(tmp_path: Path) -> None:
+    tasks = load_tasks(tasks_file(tmp_path, *({"id": i, "prompt": "p"} for i in "abcde")))
+    records = {"a": record("a", "ok"), "b": record("b", "failed"), "c": record("c", "timeout"),
+               "d": record("d", "interrupted")}  # fmt: skip
+    assert [t.id for t in to_run(tasks, records, retry_failed=False)] == ["d", "e"]
+    assert [t.id for t in to_run(tasks, records, retry_failed=True)] == ["b", "c", "d", "e"]
+
+
+def test_the_last_record_of_an_id_wins_and_a_torn_line_is_skipped(tmp_path: Path) -> None:
+    out = OutDir(tmp_path)
+    out.open()
+    out.append(record("a", "interrupted"), "", "")
+    out.append(record("a", "ok"), "", "")
+    with open(tmp_path / "results.jsonl", "a") as handle:
+        handle.write('{"id": "b", "sta')
+    assert {k: v["status"] for k, v in read_records(tmp_path).items()} == {"a": "ok"}
+    with pytest.raises(UsageError, match="in use by another sprout-agent batch"):
+        OutDir(tmp_path).open()
+    out.close()
+
+
+class Instant:
+    """An executor double: each task ends at once with the record `outcome` gives it; counts tasks at once."""
+
+    def __init__(self, outcome: Any) -> None:
+        self.outcome, self.running, self.most, self.jobs = outcome, list[Job](), 0, list[Job]()
+
+    def submit(self, job: Job) -> None:
+        self.running.append(job)
+        self.jobs.append(job)
+        self.most = max(self.most, len(self.running))
+
+    def wait(self, timeout: float) -> list[Finished]:
+        job = self.running.pop(0)
+        return [Finished(self.outcome(job), "{}\n", "")]
+
+    def cancel(self) -> None: ...
+    def close(self) -> None: ...
+
+
+def test_the_batch_budget_stops_starting_tasks_and_caps_each_one(tmp_path: Path, capsys: Any) -> None:
+    path = tasks_file(tmp_path, *({"id": f"t{n}", "prompt": "p"} for n in range(6)))
+    executor = Instant(lambda job: record(job.task.id, "ok", cost=0.1))
+    options = BatchOptions(path, tmp_path / "out", jobs=1, max_budget_usd=0.25, output_format="json")
+    assert run_batch(options, {}, lambda: executor) == EXIT_BUDGET
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["ok"], summary["not_run"]) == (3, 3)
+    assert [job.budget_left for job in executor.jobs] == pytest.approx([0.25, 0.15, 0.05])
+    assert "--max-budget-usd" in command(executor.jobs[2], tmp_path) and "0.050000" in command(
+        executor.jobs[2], tmp_path
+    )
+
+
+def test_no_more_than_jobs_tasks_run_at_once_and_a_job_carries_only_the_tasks_env(tmp_path: Path) -> None:
+    path = tasks_file(tmp_path, *({"id": f"t{n}", "prompt": "p", "env": {"N": str(n)}} for n in range(9)))
+    executor = Instant(lambda job: record(job.task.id, "ok"))
+    environ = {"SPROUT_AGENT_BATCH_AGENT": "nice -n 5 sprout-agent"}
+    assert run_batch(BatchOptions(path, tmp_path / "out", jobs=4), environ, lambda: executor) == 0
+    assert executor.most == 4
+    job = executor.jobs[5]
+    assert set(job.env) == {"N", "SPROUT_AGENT_RATE_GATE"}  # over the worker's environment: no key in a Job
+    assert command(job, tmp_path)[:5] == ["nice", "-n", "5", "sprout-agent", "-p"]
+
+
+def test_summary_totals_and_table(tmp_path: Path) -> None:
+    records = {"a": record("a", "ok", 0.5), "b": record("b", "failed", 0.25)}
+    summary = summarise(["b", "a", "c"], records)
+    assert (summary["tasks"], summary["ok"], summary["failed"], summary["not_run"]) == (3, 1, 1, 1)
+    assert summary["cost_usd"] == 0.75 and [r["id"] for r in summary["results"]] == ["a", "b"]
+    assert table(summary).splitlines()[-1] == "3 tasks: 1 ok, 1 failed, 1 not_run; $0.7500, 0 turns"
+
+
+def test_merge_wants_batch_directories(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="not a batch --out directory"):
+        merge([tmp_path / "empty"], None)
