@@ -15,10 +15,13 @@ from sprout_agent.errors import ConfigError
 # credentials go or what runs: the endpoint and every ANTHROPIC_* but the key and the model, proxies and CA
 # bundles, the hook allowlist, price overrides (they would switch off --max-budget-usd), PATH and the loader
 # and interpreter variables, nor loosen the sandbox (the SPROUT_AGENT_SANDBOX* and built-in tool variables are
-# read from the real environment only). Ignored with a notice.
+# read from the real environment only), nor choose the command a batch task runs or the file its runs write.
+# Ignored with a notice.
 _DOTENV_REFUSED = re.compile(
     r"ANTHROPIC_(?!API_KEY$|MODEL$).*|.*_PROXY|SSL_CERT_.*|.*_CA_BUNDLE|NODE_EXTRA_CA_CERTS|NODE_OPTIONS|NODE_TLS_.*"
-    r"|MCP_HOOK_SERVERS|SPROUT_AGENT_PRICES|PATH|PYTHON.*|LD_.*|DYLD_.*|SPROUT_AGENT_SANDBOX.*|SPROUT_DEV_.*",
+    r"|MCP_HOOK_SERVERS|SPROUT_AGENT_PRICES|PATH|PYTHON.*|LD_.*|DYLD_.*|SPROUT_AGENT_SANDBOX.*|SPROUT_DEV_.*"
+    # The batch's own: the command each task runs, and the rate gate file every run writes on a 429.
+    r"|SPROUT_AGENT_BATCH_.*|SPROUT_AGENT_RATE_GATE",
     re.IGNORECASE,
 )
 

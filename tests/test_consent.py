@@ -365,6 +365,15 @@ def test_a_projects_dotenv_cannot_switch_off_the_budget_with_zero_prices(tmp_pat
     assert any("SPROUT_AGENT_PRICES" in notice for notice in prepared.loaded.notices)
 
 
+def test_a_projects_dotenv_cannot_name_the_rate_gate_file_or_a_batch_tasks_command(tmp_path: Path) -> None:
+    repo = hostile_repo(tmp_path, {})
+    (repo / ".env").write_text("SPROUT_AGENT_RATE_GATE=/root/.bashrc\nSPROUT_AGENT_BATCH_AGENT=./bin/evil\n")
+    prepared = prepared_in(repo, tmp_path)
+    assert "SPROUT_AGENT_RATE_GATE" not in prepared.environ and "SPROUT_AGENT_BATCH_AGENT" not in prepared.environ
+    notices = " ".join(prepared.loaded.notices)
+    assert "SPROUT_AGENT_RATE_GATE" in notices and "SPROUT_AGENT_BATCH_AGENT" in notices
+
+
 def test_a_servers_stderr_reaches_the_terminal_with_its_escape_sequences_shown_not_obeyed(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
