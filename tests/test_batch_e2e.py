@@ -83,7 +83,9 @@ def test_a_second_run_after_ctrl_c_runs_only_what_was_not_finished(tmp_path: Pat
     tasks = [{"id": f"q{n}", "prompt": f"quick {n}"} for n in range(3)]
     tasks += [{"id": f"h{n}", "prompt": f"hang {n}"} for n in range(3)]
     write_tasks(tmp_path / "tasks.jsonl", tasks)
-    args = ["batch", "tasks.jsonl", "--out", "out", "--jobs", "4"]
+    # Six at once: every hanging task is running before the quick ones finish (with fewer jobs, one could still
+    # be waiting for a slot when Ctrl-C comes, and then it is not interrupted but never started).
+    args = ["batch", "tasks.jsonl", "--out", "out", "--jobs", "6"]
     extra = {"SPROUT_AGENT_BATCH_AGENT": STUB, "STUB_HANG_UNLESS": str(marker)}
     results = tmp_path / "out" / "results.jsonl"
     process = start_agent(tmp_path, args, fake=None, env=extra)  # type: ignore[arg-type]
