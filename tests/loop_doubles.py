@@ -598,14 +598,15 @@ def build_loop(
 
 @asynccontextmanager
 async def builtin_pool(
-    cwd: Path, events: list[Event], names: Sequence[str] = ("dev", "todo")
+    cwd: Path, events: list[Event], names: Sequence[str] = ("dev", "todo"), before: Sequence[Any] = ()
 ) -> AsyncIterator[ToolHost]:
-    """The real server pool running built-in servers inside this process (in-memory MCP, no subprocess)."""
+    """The real server pool running built-in servers inside this process (in-memory MCP, no subprocess);
+    `before`: more server configs (ServerConfig), in config order ahead of the built-in ones."""
     from sprout_agent.config import LoadedConfig, with_builtin_servers
     from sprout_agent.servers import ServerPool
     from sprout_agent.settings import child_environment
 
-    configs = with_builtin_servers(LoadedConfig((), (), ()), names, cwd).servers
+    configs = [*before, *with_builtin_servers(LoadedConfig((), (), ()), names, cwd).servers]
     pool = ServerPool(
         configs,
         emit=events.append,

@@ -5,7 +5,6 @@ headless face with the example as a stdio process, as examples/README.md sets th
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,17 +12,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sprout_agent.config import LoadedConfig, with_builtin_servers
 from sprout_agent.events import Event, HookObjected
 from sprout_agent.options import Options
-from sprout_agent.servers import ServerPool
-from sprout_agent.settings import child_environment
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_anthropic import reply as api_reply
 from tests.harness import assert_history_valid
 from tests.headless_here import headless
 from tests.inproc_examples import config
-from tests.loop_doubles import build_loop, call, reply
+from tests.loop_doubles import build_loop, builtin_pool, call, reply
 
 pytestmark = pytest.mark.anyio
 
@@ -32,18 +28,6 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 async def test_the_guard_stops_a_destructive_command_and_a_write_to_env_and_lets_the_rest_run(tmp_path: Path) -> None:
     events: list[Event] = []
-    servers = [
-        config("pre_tool_guard", tmp_path),
-        *with_builtin_servers(LoadedConfig((), (), ()), ["dev"], tmp_path).servers,
-    ]
-    pool = ServerPool(
-        servers,
-        emit=events.append,
-        start_timeout=30,
-        tool_timeout=60,
-        result_max_bytes=51_200,
-        child_env=lambda env: child_environment(dict(os.environ), env),
-    )
     script = [
         reply(call("dev__bash", "t_rm", command="rm -rf ."), call("dev__write", "t_env", path=".env", content="K=1")),
         reply(call("dev__bash", "t_ok", command="echo kept > kept.txt")),
@@ -51,7 +35,7 @@ async def test_the_guard_stops_a_destructive_command_and_a_write_to_env_and_lets
     ]
     (tmp_path / "precious.txt").write_text("still here")
     with anyio.fail_after(30):
-        async with pool:
+        async with builtin_pool(tmp_path, events, ["dev"], before=[config("pre_tool_guard", tmp_path)]) as pool:
             loop = build_loop(script, host=pool, hook_servers="pre_tool_guard", tool_hooks=True)
             assert (await loop.turn("clean up")).text == "done"
     first = loop.results(2)
