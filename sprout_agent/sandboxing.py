@@ -23,7 +23,9 @@ MODE_ENV = "SPROUT_AGENT_SANDBOX"
 NETWORK_ENV = "SPROUT_AGENT_SANDBOX_NETWORK"
 ALLOW_WRITE_ENV = "SPROUT_AGENT_SANDBOX_ALLOW_WRITE"
 DENY_READ_ENV = "SPROUT_AGENT_SANDBOX_DENY_READ"
+MECHANISM_ENV = "SPROUT_AGENT_SANDBOX_MECHANISM"
 CHOICES = (*sb.MODES, sb.REQUIRED)
+INSTALL_HINT = "install bubblewrap for the full sandbox: apt install bubblewrap"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,8 @@ class SandboxPlan:
 
     policy: sb.Policy
     unavailable: str | None = None
+    mechanism: str | None = None  # bubblewrap or landlock when active
+    why_not_bwrap: str | None = None  # set when Landlock stands in for bubblewrap
 
     @classmethod
     def off(cls) -> SandboxPlan:
@@ -45,16 +49,24 @@ class SandboxPlan:
         """For the banner, /servers and mcp doctor: "workspace-write, network on", "off", "unavailable: …"."""
         if self.unavailable is not None:
             return f"unavailable ({self.unavailable}): commands run unsandboxed"
+        if self.active and self.mechanism == sb.LANDLOCK:
+            return f"{self.policy.describe()} (landlock: .git and ~/.ssh not protected from commands)"
         return self.policy.describe()
 
     def notice(self) -> str | None:
-        """The one start-up line when a sandbox was wanted and cannot work."""
-        if self.unavailable is None:
-            return None
-        return (
-            f"sandbox unavailable: {self.unavailable}; dev__bash commands run unsandboxed "
-            "(--sandbox required makes this an error)"
-        )
+        """The one start-up line when a sandbox was wanted and cannot work, or works only in part."""
+        if self.unavailable is not None:
+            return (
+                f"sandbox unavailable: {self.unavailable}; dev__bash commands run UNSANDBOXED: they can write "
+                f"anywhere you can ({INSTALL_HINT}; --sandbox required refuses to run without a sandbox)"
+            )
+        if self.active and self.mechanism == sb.LANDLOCK:
+            return (
+                f"sandbox: {self.why_not_bwrap}; commands run under Landlock, which keeps their writes in the "
+                "working directory and /tmp but cannot keep its .git read-only, hide ~/.ssh or isolate processes "
+                f"({INSTALL_HINT})"
+            )
+        return None
 
     def record(self) -> dict[str, object]:
         """The stream-json `init` field."""
@@ -66,6 +78,7 @@ class SandboxPlan:
             "network": policy.network if policy.mode != sb.OFF else True,
             "writable": list(sb.Sandbox(policy).writable()) if self.active else [],
             "unavailable": self.unavailable,
+            "mechanism": self.mechanism if self.active else None,
         }
 
     def server_env(self) -> dict[str, str]:
@@ -98,6 +111,9 @@ def plan(
     net = (network or environ.get(NETWORK_ENV, "").strip() or "on").lower()
     if net not in ("on", "off"):
         raise UsageError(f"--sandbox-network / {NETWORK_ENV} must be on or off, got {net!r}")
+    mechanism = environ.get(MECHANISM_ENV, "").strip().lower() or "auto"
+    if mechanism not in sb.MECHANISMS:
+        raise UsageError(f"{MECHANISM_ENV} must be one of {', '.join(sb.MECHANISMS)}, got {mechanism!r}")
     allowed = [*allow_write, *_paths(environ.get(ALLOW_WRITE_ENV, ""))]
     for path in allowed:
         if not (cwd / path).is_dir():
@@ -111,11 +127,13 @@ def plan(
         deny_read=tuple(os.path.realpath(p) for p in (*hidden, *_paths(environ.get(DENY_READ_ENV, "")))),
         required=required,
         helper=environ.get(sb.HELPER_ENV),
+        mechanism=mechanism,
     )
-    unavailable = sb.probe(policy.helper) if chosen != sb.OFF else None
+    working, why_not_bwrap = sb.choose(policy.helper, mechanism) if chosen != sb.OFF else (None, None)
+    unavailable = why_not_bwrap if chosen != sb.OFF and working is None else None
     if strict and required and unavailable is not None:
-        raise UsageError(f"--sandbox required, but the sandbox cannot work here: {unavailable}")
-    return SandboxPlan(policy, unavailable)
+        raise UsageError(f"--sandbox required, but the sandbox cannot work here: {unavailable} ({INSTALL_HINT})")
+    return SandboxPlan(policy, unavailable, working, why_not_bwrap)
 
 
 def _paths(value: str) -> list[Path]:

@@ -104,6 +104,12 @@ PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("SPROUT_DEV_SANDBOX_DENY_READ", "", "dev tools standalone: more hidden paths, :-separated"),
     EnvVar("SPROUT_DEV_SANDBOX_BWRAP", "", "the bubblewrap binary; unset = bwrap on PATH (agent and dev tools)"),
     EnvVar(
+        "SPROUT_AGENT_SANDBOX_MECHANISM",
+        "auto",
+        "what confines commands: auto (bubblewrap, else Landlock), bubblewrap or landlock (only that one)",
+    ),
+    EnvVar("SPROUT_DEV_SANDBOX_MECHANISM", "auto", "dev tools standalone: as SPROUT_AGENT_SANDBOX_MECHANISM"),
+    EnvVar(
         "SPROUT_AGENT_RATE_GATE",
         "",
         "a file the runs of a batch share: each waits on it before a request, a 429 closes it (set by batch)",

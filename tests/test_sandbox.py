@@ -7,6 +7,7 @@ import json
 import os
 import socket
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -135,10 +136,11 @@ def test_nested_deny_listed_directories_inside_the_workspace_do_not_break_every_
 
 
 def test_a_sandbox_required_but_unavailable_refuses_the_command_in_the_server(root: Path) -> None:
-    box = _sandbox.Sandbox(_sandbox.Policy(root=str(root), required=True, helper="/nonexistent/bwrap"))
+    only_bwrap = replace(_sandbox.Policy(root=str(root)), helper="/nonexistent/bwrap", mechanism="bubblewrap")
+    box = _sandbox.Sandbox(replace(only_bwrap, required=True))  # and no Landlock fallback
     with pytest.raises(_sandbox.SandboxUnavailable, match="/nonexistent/bwrap is not an executable file"):
         box.wrap(["true"], {})
-    lenient = _sandbox.Sandbox(_sandbox.Policy(root=str(root), helper="/nonexistent/bwrap"))
+    lenient = _sandbox.Sandbox(only_bwrap)
     assert lenient.wrap(["true"], {"A": "1"}) == (["true"], {"A": "1"})
 
 
@@ -150,7 +152,7 @@ def locations(root: Path) -> Locations:
 
 
 def test_an_unavailable_sandbox_is_one_start_up_notice_and_required_makes_it_exit_2(tmp_path: Path) -> None:
-    environ = {**ENV, "SPROUT_DEV_SANDBOX_BWRAP": "/nonexistent/bwrap"}
+    environ = {**ENV, "SPROUT_DEV_SANDBOX_BWRAP": "/nonexistent/bwrap", "SPROUT_AGENT_SANDBOX_MECHANISM": "bubblewrap"}
     prepared = prepare(Options(prompt="hi", cwd=tmp_path), locations(tmp_path), environ)
     assert not prepared.sandbox.active
     assert [n for n in prepared.loaded.notices if n.startswith("sandbox unavailable: /nonexistent/bwrap")]
@@ -208,12 +210,14 @@ def test_sandboxed_bash_finds_no_key_in_the_agents_or_any_procs_environ(tmp_path
         "network": True,
         "writable": [str(tmp_path.resolve())],
         "unavailable": None,
+        "mechanism": "bubblewrap",
     }
 
 
 @pytest.mark.e2e
 def test_sandbox_required_without_bubblewrap_exits_2(tmp_path: Path) -> None:
-    env = {"SPROUT_DEV_SANDBOX_BWRAP": str(tmp_path / "no-bwrap"), "SPROUT_AGENT_SANDBOX": "required"}
+    env = {"SPROUT_DEV_SANDBOX_BWRAP": str(tmp_path / "no-bwrap"), "SPROUT_AGENT_SANDBOX": "required",
+           "SPROUT_AGENT_SANDBOX_MECHANISM": "bubblewrap"}  # fmt: skip
     run = run_agent(tmp_path, ["-p", "hi", "--output-format", "json"], fake=None, env=env)
     assert run.code == 2
     assert "sandbox cannot work here" in run.stderr and "no-bwrap is not an executable file" in run.stderr

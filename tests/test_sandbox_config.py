@@ -88,7 +88,7 @@ def test_a_user_config_sandbox_path_that_is_not_a_directory_is_exit_2(tmp_path: 
 
 def test_a_server_sandbox_that_cannot_work_here_is_a_start_up_notice(tmp_path: Path) -> None:
     config = write_config(tmp_path / "s.json", {"boxed": dev_server("workspace-write")})
-    environ = {**ENV, "SPROUT_DEV_SANDBOX_BWRAP": "/nonexistent/bwrap"}
+    environ = {**ENV, "SPROUT_DEV_SANDBOX_BWRAP": "/nonexistent/bwrap", "SPROUT_AGENT_SANDBOX_MECHANISM": "bubblewrap"}
     prepared = prepare(Options(prompt="hi", cwd=tmp_path, config_files=(config,)), locations(tmp_path), environ)
     expected = "server 'boxed' asks for a workspace-write sandbox, which is unavailable here: it runs unsandboxed"
     assert expected in prepared.loaded.notices

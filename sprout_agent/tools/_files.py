@@ -117,7 +117,7 @@ async def read(ws: Workspace, args: Args) -> ToolOutput:
 
 
 def _write(ws: Workspace, args: Args) -> ToolOutput:
-    real = ws.writable(args["file_path"])
+    real, start = ws.writable(args["file_path"])
     content: str = args["content"]
     try:
         mode: int | None = os.stat(real).st_mode
@@ -128,9 +128,8 @@ def _write(ws: Workspace, args: Args) -> ToolOutput:
             raise ToolError(f"{ws.display(real)} is {kind_of(mode)}, not a regular file")
         ws.check_fresh(real)
     before = _old_text(real) if mode is not None else None  # read before the file is replaced
-    os.makedirs(os.path.dirname(real), exist_ok=True)
     data = content.encode("utf-8")
-    replace_file(real, data)
+    replace_file(real, data, start)
     ws.remember(real)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "Overwrote" if mode is not None else "Created"
@@ -176,7 +175,7 @@ def _edit(ws: Workspace, args: Args) -> ToolOutput:
         raise ToolError("old_string is empty; use write to create a file or give text to replace")
     if old == new:
         raise ToolError("old_string and new_string are identical; nothing to change")
-    real = ws.writable(args["file_path"])
+    real, start = ws.writable(args["file_path"])
     real = _existing_file(ws, real)
     shown = ws.display(real)
     ws.check_fresh(real)
@@ -199,7 +198,7 @@ def _edit(ws: Workspace, args: Args) -> ToolOutput:
         data = after.encode(encoding)
     except UnicodeEncodeError as exc:
         raise ToolError(f"{shown} is {encoding}-encoded and new_string has characters it cannot hold") from exc
-    replace_file(real, data)
+    replace_file(real, data, start)
     ws.remember(real)
     diff = unified(shown, text, after, max_lines=MAX_DIFF_LINES)
     return _changed(f"Edited {shown}: {count} replacement(s)\n{_diff(shown, text, after)}", diff)

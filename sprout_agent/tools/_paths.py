@@ -1,18 +1,20 @@
 """Where the dev tools may act: path resolution, the write boundary and "last read" records.
 
-Reads may go anywhere (bash can read anything anyway); writes must land inside the working
-directory (or an --add-dir directory, SPROUT_DEV_ADD_DIRS) after symlinks are resolved, unless
-SPROUT_DEV_ALLOW_OUTSIDE=1.
+Reads may go anywhere but the sandbox's deny list (bash can read the rest anyway); writes follow the one
+write policy the sandbox's mounts follow too (tools/_write_policy.py): inside the working directory, its git
+root, an --add-dir (SPROUT_DEV_ADD_DIRS) or allow-write directory after symlinks are resolved, never in a git
+directory or the deny list. SPROUT_DEV_ALLOW_OUTSIDE=1 lifts only the first rule.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from sprout_agent.tools._sandbox import Policy, Sandbox, trusted_which, under
+from sprout_agent.tools._sandbox import Policy, Sandbox, trusted_which
 from sprout_agent.tools._server import ToolError
+from sprout_agent.tools._write_policy import WritePolicy, under
 
 ALLOW_OUTSIDE_ENV = "SPROUT_DEV_ALLOW_OUTSIDE"
 ADD_DIRS_ENV = "SPROUT_DEV_ADD_DIRS"  # --add-dir: more directories write and edit may reach (os.pathsep-separated)
@@ -31,7 +33,6 @@ class Workspace:
 
     root: str
     allow_outside: bool = False
-    add_dirs: tuple[str, ...] = ()  # --add-dir: resolved directories writes may reach besides root
     sandbox: Sandbox = field(default_factory=Sandbox)  # for commands (bash); off unless from_environment
     _seen: dict[str, Stamp] = field(default_factory=dict[str, Stamp])
 
@@ -40,12 +41,11 @@ class Workspace:
         """From the process environment, with `env` (the server's config `env`) over it."""
         environ = {**os.environ, **(env or {})}
         root = os.path.realpath(cwd or os.getcwd())
-        return cls(
-            root=root,
-            allow_outside=environ.get(ALLOW_OUTSIDE_ENV, "") == "1",
-            add_dirs=tuple(os.path.realpath(p) for p in environ.get(ADD_DIRS_ENV, "").split(os.pathsep) if p),
-            sandbox=Sandbox(Policy.from_env(environ, root)),
-        )
+        policy = Policy.from_env(environ, root)
+        # --add-dir directories are writable for commands as for the write tools: one set of roots.
+        added = tuple(os.path.realpath(p) for p in environ.get(ADD_DIRS_ENV, "").split(os.pathsep) if p)
+        policy = replace(policy, allow_write=tuple(dict.fromkeys((*policy.allow_write, *added))))
+        return cls(root=root, allow_outside=environ.get(ALLOW_OUTSIDE_ENV, "") == "1", sandbox=Sandbox(policy))
 
     def resolve(self, path: str) -> str:
         """Absolute, symlink-free path; relative paths are taken from the working directory."""
@@ -82,15 +82,28 @@ class Workspace:
     def inside(self, real: str) -> bool:
         return under(real, self.root)
 
-    def writable(self, path: str) -> str:
-        """Resolved path, or a ToolError when writing there would leave the working directory."""
+    def write_policy(self) -> WritePolicy:
+        """Built for each write: a git directory made since (`git init`, a worktree) is protected at once."""
+        policy = self.sandbox.policy
+        return WritePolicy.build(
+            mode=policy.mode,
+            root=self.root,
+            allow_write=policy.allow_write,
+            denied=self.sandbox.deny_list(os.environ) if self.sandbox.active() else (),
+            anywhere=self.allow_outside,
+        )
+
+    def writable(self, path: str) -> tuple[str, str]:
+        """The resolved path and the directory a race-free write walks down from (the outermost writable root
+        holding it), or a ToolError saying why the write policy refuses it."""
         real = self.resolve(path)
-        if not self.allow_outside and not self.inside(real) and not any(under(real, d) for d in self.add_dirs):
-            raise ToolError(
-                f"refusing to write {real}: it is outside the working directory {self.root} "
-                f"(after resolving '..' and symlinks); set {ALLOW_OUTSIDE_ENV}=1 to allow it"
-            )
-        return real
+        policy = self.write_policy()
+        why = policy.refusal(real)
+        if why is not None:
+            hint = f"; set {ALLOW_OUTSIDE_ENV}=1 to allow it" if "outside the writable" in why else ""
+            raise ToolError(f"refusing to write {real}: {why}{hint}")
+        start = next((root for root in sorted(policy.roots, key=len) if under(real, root)), os.sep)
+        return real, start
 
     def display(self, real: str) -> str:
         """Path as shown to the model: relative inside the working directory, absolute outside."""

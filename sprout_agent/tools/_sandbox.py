@@ -33,7 +33,11 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from sprout_agent.tools import _landlock
+from sprout_agent.tools._write_policy import WritePolicy, git_root, under
+
 OFF, READ_ONLY, WORKSPACE_WRITE, REQUIRED = "off", "read-only", "workspace-write", "required"
+BWRAP, LANDLOCK = "bubblewrap", "landlock"
 MODES = (OFF, READ_ONLY, WORKSPACE_WRITE)
 
 # The variables a dev server reads its policy from (the agent sets them for its built-in servers; a standalone
@@ -44,6 +48,8 @@ NETWORK_ENV = "SPROUT_DEV_SANDBOX_NETWORK"  # on (default for workspace-write) |
 ALLOW_WRITE_ENV = "SPROUT_DEV_SANDBOX_ALLOW_WRITE"
 DENY_READ_ENV = "SPROUT_DEV_SANDBOX_DENY_READ"
 HELPER_ENV = "SPROUT_DEV_SANDBOX_BWRAP"  # the bwrap binary; default: bwrap on PATH
+MECHANISM_ENV = "SPROUT_DEV_SANDBOX_MECHANISM"  # auto (default: bubblewrap, else Landlock) | bubblewrap | landlock
+MECHANISMS = ("auto", BWRAP, LANDLOCK)
 
 # Connected to, these act for the user outside the sandbox (a filesystem's read-only bind does not stop a
 # connect): ssh and gpg agents use keys without reading them, the session bus and docker run anything.
@@ -83,6 +89,7 @@ class Policy:
     deny_read: tuple[str, ...] = ()  # beyond DENY_READ
     required: bool = False
     helper: str | None = None  # None = bwrap on PATH
+    mechanism: str = "auto"  # MECHANISMS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], root: str) -> Policy:
@@ -95,6 +102,9 @@ class Policy:
         network = env.get(NETWORK_ENV, "").strip().lower() or "on"
         if network not in ("on", "off"):
             raise ValueError(f"{NETWORK_ENV} must be on or off, got {network!r}")
+        mechanism = env.get(MECHANISM_ENV, "").strip().lower() or "auto"
+        if mechanism not in MECHANISMS:
+            raise ValueError(f"{MECHANISM_ENV} must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
         return cls(
             mode=mode,
             network=network == "on" and mode == WORKSPACE_WRITE,
@@ -103,6 +113,7 @@ class Policy:
             deny_read=_paths(env.get(DENY_READ_ENV, "")),
             required=required,
             helper=env.get(HELPER_ENV),
+            mechanism=mechanism,
         )
 
     def to_env(self) -> dict[str, str]:
@@ -114,6 +125,7 @@ class Policy:
             ALLOW_WRITE_ENV: os.pathsep.join(self.allow_write),
             DENY_READ_ENV: os.pathsep.join(self.deny_read),
             **({HELPER_ENV: self.helper} if self.helper is not None else {}),
+            MECHANISM_ENV: self.mechanism,
         }
 
     def describe(self) -> str:
@@ -141,8 +153,21 @@ def trusted_which(name: str, untrusted: tuple[str, ...]) -> str | None:
     return shutil.which(name, path=os.pathsep.join(kept)) if kept else None
 
 
+def choose(helper: str | None = None, wanted: str = "auto") -> tuple[str | None, str | None]:
+    """The mechanism commands run under here (bubblewrap, else Landlock, else None; or only the one `wanted`)
+    and why bubblewrap is not it (None when it is)."""
+    problem = probe(helper) if wanted != LANDLOCK else f"{MECHANISM_ENV}={LANDLOCK}"
+    if problem is None:
+        return BWRAP, None
+    if wanted == BWRAP:
+        return None, problem
+    if _landlock.abi() >= 1:
+        return LANDLOCK, problem
+    return None, f"{problem}; no Landlock in this kernel either" if wanted == "auto" else "no Landlock in this kernel"
+
+
 def probe(helper: str | None = None) -> str | None:
-    """None when the sandbox works here; otherwise why not, in a few words."""
+    """None when bubblewrap works here; otherwise why not, in a few words."""
     if not sys.platform.startswith("linux"):
         return f"no sandbox for {sys.platform} yet (Linux with bubblewrap only)"
     path = helper_path(helper)
@@ -177,18 +202,6 @@ def _try(path: str) -> str | None:
     return None
 
 
-def git_root(path: str) -> str | None:
-    """The nearest directory at or above `path` holding `.git`, if any."""
-    current = path
-    while True:
-        if os.path.exists(os.path.join(current, ".git")):
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
-
-
 @dataclass
 class Sandbox:
     """One server's sandbox: the policy, whether it works (probed once), and its private temp directory."""
@@ -196,6 +209,7 @@ class Sandbox:
     policy: Policy = field(default_factory=lambda: Policy(mode=OFF))
     _checked: bool = False
     _unavailable: str | None = None
+    _mechanism: str | None = None
     _tmp: str | None = None
     _hidden: tuple[str, ...] = ()  # as of the last command
 
@@ -204,28 +218,37 @@ class Sandbox:
         if self.policy.mode == OFF:
             return None
         if not self._checked:
-            self._unavailable, self._checked = probe(self.policy.helper), True
+            self._mechanism, why = choose(self.policy.helper, self.policy.mechanism)
+            self._unavailable, self._checked = (why if self._mechanism is None else None), True
         return self._unavailable
+
+    def mechanism(self) -> str | None:
+        """bubblewrap or landlock while the sandbox is active; None otherwise."""
+        return self._mechanism if self.active() else None
 
     def active(self) -> bool:
         return self.policy.mode != OFF and self.unavailable() is None
 
     def writable(self) -> tuple[str, ...]:
         """Where commands may write, besides the private /tmp."""
-        if self.policy.mode != WORKSPACE_WRITE:
-            return ()
-        found = git_root(self.policy.root)
-        home = os.path.realpath(os.path.expanduser("~"))
-        if found is not None and found != self.policy.root and under(home, found):
-            found = None  # a dotfiles repository at ~ would make the whole home directory writable
-        roots = [self.policy.root, found, *self.policy.allow_write]
-        return tuple(dict.fromkeys(r for r in roots if r is not None and os.path.isdir(r)))
+        return self.write_policy().roots if self.policy.mode == WORKSPACE_WRITE else ()
 
-    def hidden(self, env: Mapping[str, str]) -> tuple[str, ...]:
+    def write_policy(self) -> WritePolicy:
+        """The write policy commands follow (the write tools follow the same one: tools/_paths.py); the deny
+        list is hidden with its own mounts."""
+        policy = self.policy
+        return WritePolicy.build(mode=policy.mode, root=policy.root, allow_write=policy.allow_write)
+
+    def deny_list(self, env: Mapping[str, str]) -> tuple[str, ...]:
+        """Every path the deny list names, existing or not (the write tools may not create one either)."""
         home = env.get("HOME") or os.path.expanduser("~")
         named = [os.path.join(home, p[2:]) for p in DENY_READ] + list(self.policy.deny_read)
         named += [p.format(uid=os.getuid()) for p in HIDDEN_SOCKETS]
-        real = (os.path.realpath(p) for p in named if os.path.lexists(p))
+        return tuple(os.path.realpath(p) for p in named)
+
+    def hidden(self, env: Mapping[str, str]) -> tuple[str, ...]:
+        """The deny list's existing paths, as mounts can cover them."""
+        real = (p for p in self.deny_list(env) if os.path.lexists(p))
         # Never one holding the working directory: the command would start in an empty tmpfs.
         kept = list(dict.fromkeys(p for p in real if not under(self.policy.root, p)))
         # Nor one inside another: it has no mount point in the empty tmpfs over its parent (and is hidden anyway).
@@ -239,12 +262,23 @@ class Sandbox:
             return argv, dict(env)
         if why is not None:
             raise SandboxUnavailable(f"sandbox required but unavailable: {why}; the command did not run")
+        # The agents and sockets that act for the user outside the sandbox (keys, session bus) are not passed on.
+        kept = {k: v for k, v in env.items() if k not in _AGENT_SOCKET_VARS}
+        if self._mechanism == LANDLOCK:
+            return [*self._landlock(), *argv], {**kept, "TMPDIR": self._private_tmp()}
         helper = helper_path(self.policy.helper, self.writable())
         if helper is None:  # only a bwrap inside a writable root is left: never trusted
             raise SandboxUnavailable("no trusted bwrap outside the writable roots; the command did not run")
-        # The agents and sockets that act for the user outside the sandbox (keys, session bus) are not passed on.
-        kept = {k: v for k, v in env.items() if k not in _AGENT_SOCKET_VARS}
         return [helper, *self._mounts(env), "--", *argv], {**kept, "TMPDIR": "/tmp"}
+
+    def _landlock(self) -> list[str]:
+        writable = self.writable()
+        python = _landlock.interpreter()
+        if any(under(python, root) for root in writable):  # a command could replace it: never trusted
+            raise SandboxUnavailable(f"the interpreter {python} is inside a writable root; the command did not run")
+        # No private /tmp without a mount namespace, and a working directory may lie under /tmp (a CI clone):
+        # only the private TMPDIR is writable there.
+        return _landlock.launcher((*writable, self._private_tmp()), self.policy.network)
 
     def _mounts(self, env: Mapping[str, str]) -> list[str]:
         args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", self._private_tmp(), "/tmp"]
@@ -253,10 +287,11 @@ class Sandbox:
         visible = _path_prefixes_under_tmp(env.get("PATH", ""), self._private_tmp())
         for prefix in visible:
             args += ["--ro-bind", prefix, prefix]
-        writable = self.writable()
+        writes = self.write_policy()
+        writable = writes.roots if self.policy.mode == WORKSPACE_WRITE else ()
         for root in writable:
             args += ["--bind", root, root]
-        for path in protected_git_paths(writable, self.policy.allow_write):  # after the binds: read-only over them
+        for path in writes.git if writable else ():  # after the binds: read-only over them
             args += ["--ro-bind", path, path]
         visible += writable
         for root in (self.policy.root, git_root(self.policy.root)):  # visible even when under the private /tmp
@@ -283,9 +318,8 @@ class Sandbox:
         if returncode in (0, None) or not self.active():
             return ""
         stopped = self.stopped(output, returncode)
-        general = (
-            f"{self._limits()}; credential directories such as ~/.ssh are hidden; if the sandbox stopped this, say so"
-        )
+        hidden = "" if self._mechanism == LANDLOCK else "; credential directories such as ~/.ssh are hidden"
+        general = f"{self._limits()}{hidden}; if the sandbox stopped this, say so"
         return f"\n[{stopped or general}]"
 
     def stopped(self, output: str, returncode: int | None) -> str | None:
@@ -293,45 +327,38 @@ class Sandbox:
         if returncode in (0, None) or not self.active():
             return None
         limits = self._limits()
-        denied = denied_write(output)
+        denied = self._denied_write(output)
         if denied is not None:
             return f"sandbox: write outside the writable roots denied: {denied} ({limits})"
         hidden = next((path for path in self._hidden if path in output), None)
         if hidden is not None:
             return f"sandbox: {hidden} is hidden from commands (a deny-listed credential path; {limits})"
-        if not self.policy.network and _NO_NETWORK.search(output):
+        landlock_tcp = self._mechanism == LANDLOCK and _LANDLOCK_NO_TCP.search(output) is not None
+        if not self.policy.network and (_NO_NETWORK.search(output) or landlock_tcp):
             return f"sandbox: network disabled by the sandbox ({limits})"
-        if output.startswith("bwrap:"):
+        if output.startswith(("bwrap:", "sandbox (landlock):")):
             return f"sandbox: could not set up the sandbox for this command ({limits})"
         return None
 
+    def _denied_write(self, output: str) -> str | None:
+        if self._mechanism != LANDLOCK:
+            return denied_write(output, _DENIED_WRITE)
+        # Landlock refuses with EACCES, which a file's own mode gives too: named only for a path outside the roots.
+        denied = denied_write(output, _LANDLOCK_DENIED)
+        if denied is None or not denied.startswith("/") or any(under(denied, r) for r in self.writable()):
+            return None
+        return denied
+
     def _limits(self) -> str:
         writable = ", ".join(self.writable()) or "nothing"
+        if self._mechanism == LANDLOCK:
+            return f"sandbox {self.policy.describe()} (landlock); writable: {writable} and a private TMPDIR (not /tmp)"
         return f"sandbox {self.policy.describe()}; writable: {writable} and a private /tmp"
 
 
-def protected_git_paths(roots: tuple[str, ...], allowed: tuple[str, ...]) -> list[str]:
-    """Each writable root's `.git` (a repository's directory, or a worktree's pointer file), bound read-only as a
-    whole: git runs code from its config, hooks, `commondir`, submodules' configs and more, and a command
-    that could move `.git` aside could replace any of it. A `.git` the user names itself in `allowed`
-    (`--sandbox-allow-write .git`) stays writable.
-    So commits fail in the sandbox (escalate, or run them outside); documented."""
-    found: list[str] = []
-    for root in roots:
-        git = os.path.join(root, ".git")
-        if os.path.lexists(git) and not os.path.islink(git) and git not in allowed:
-            found.append(git)
-    return found
-
-
-def under(path: str, parent: str) -> bool:
-    """`path` is `parent` or lies inside it (both real, absolute)."""
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
-
-
-def denied_write(output: str) -> str | None:
+def denied_write(output: str, marks: tuple[str, ...]) -> str | None:
     """The path of the first denied-write error in `output` ("a path" when none is named)."""
-    line = next((line for line in output.splitlines() if any(mark in line for mark in _DENIED_WRITE)), None)
+    line = next((line for line in output.splitlines() if any(mark in line for mark in marks)), None)
     if line is None:
         return None
     named = _QUOTED_PATH.search(line) or _BARE_PATH.search(line)
@@ -341,6 +368,8 @@ def denied_write(output: str) -> str | None:
 
 # How a denied write reads: the kernel's EROFS, and git's words when a rename over a read-only bind fails.
 _DENIED_WRITE = ("Read-only file system", "could not write config file")
+_LANDLOCK_DENIED = ("Permission denied",)
+_LANDLOCK_NO_TCP = re.compile(r"(?is)connect.*Permission denied|Permission denied.*connect")
 _QUOTED_PATH = re.compile(r"['\"`‘“](/[^'\"`’”\n]+)['\"’”]")
 _BARE_PATH = re.compile(r"(/[^\s:'\"]+)")
 _NO_NETWORK = re.compile(

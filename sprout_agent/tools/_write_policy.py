@@ -1,0 +1,168 @@
+"""Where the model's tools may write: one answer for the write tools in our process and the sandbox's mounts.
+
+Roots are the working directory, its git root (unless that holds the home directory), `--add-dir` and the
+allow-write directories; nothing in a read-only sandbox. Inside them these stay read-only:
+- every root's git directory as git finds it: `.git` itself (directory, `gitdir:` file or symlink), the
+  directory a `gitdir:` file or symlink names, and that directory's `commondir`; the same for the
+  repositories just below a root and the submodules `.gitmodules` names. Git runs code from its config
+  (`core.fsmonitor`, `core.hooksPath`, filters) and hooks outside any sandbox, at the user's next `git status`;
+- the deny list (credential paths such as ~/.ssh, the agent's own data) where the sandbox is active.
+A path the user names in allow-write itself stays writable (`--sandbox-allow-write .git`).
+The write tools also never write inside any directory named `.git`, existing or not (a nested repository's
+config is as dangerous); mounts can only cover what exists, so the sandbox cannot add that rule. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+READ_ONLY_MODE = "read-only"
+GIT = ".git"
+
+
+def under(path: str, parent: str) -> bool:
+    """`path` is `parent` or lies inside it (both real, absolute)."""
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def git_root(path: str) -> str | None:
+    """The nearest directory at or above `path` holding `.git`, if any."""
+    current = path
+    while True:
+        if os.path.lexists(os.path.join(current, GIT)):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def writable_roots(root: str, more: Iterable[str]) -> tuple[str, ...]:
+    """The working directory, its git root and `more`: the existing directories writes may land in."""
+    found = git_root(root)
+    home = os.path.realpath(os.path.expanduser("~"))
+    if found is not None and found != root and under(home, found):
+        found = None  # a dotfiles repository at ~ would make the whole home directory writable
+    return tuple(dict.fromkeys(r for r in (root, found, *more) if r is not None and os.path.isdir(r)))
+
+
+def git_paths(root: str) -> list[str]:
+    """What git reads for the repository at `root`: `.git`, and the directories it points to (a symlink's
+    target, a `gitdir:` file's target and that directory's `commondir`), all as real paths."""
+    dot = os.path.join(root, GIT)
+    if not os.path.lexists(dot):
+        return []
+    found = [dot]
+    gitdir = os.path.realpath(dot) if os.path.isdir(dot) else _gitdir_of_file(dot)
+    if gitdir is not None:
+        found.append(gitdir)
+        common = _read_pointer(os.path.join(gitdir, "commondir"), "")
+        if common is not None:
+            found.append(os.path.realpath(os.path.join(gitdir, common)))
+    return list(dict.fromkeys(found))
+
+
+def nested_repositories(root: str) -> list[str]:
+    """The repositories a user's `git` may run in below `root` that are cheap to find: its direct subdirectories
+    holding `.git` (a folder of clones) and the submodules `.gitmodules` names (`git status` in the
+    superproject runs git in each). Deeper ones are not searched: a tree walk per command costs too much."""
+    found: list[str] = []
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        found = [e.path for e in entries if e.is_dir(follow_symlinks=False) and os.path.lexists(e.path + "/.git")]
+    try:
+        with open(os.path.join(root, ".gitmodules"), "rb") as f:
+            text = f.read(256 * 1024).decode("utf-8", "replace")
+    except OSError:
+        return found
+    for path in _SUBMODULE_PATH.findall(text):
+        real = os.path.realpath(os.path.join(root, path.strip()))
+        if under(real, root) and real != root:
+            found.append(real)
+    return list(dict.fromkeys(found))
+
+
+_SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE)
+
+
+def _gitdir_of_file(dot: str) -> str | None:
+    target = _read_pointer(dot, "gitdir:")
+    return None if target is None else os.path.realpath(os.path.join(os.path.dirname(dot), target))
+
+
+def _read_pointer(path: str, prefix: str) -> str | None:
+    """The path a git pointer file holds (`gitdir: X`, or a `commondir` file's bare `X`), if it is one."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(4096).decode("utf-8", "replace").strip()
+    except OSError:  # absent, a directory, unreadable: not a pointer
+        return None
+    if not text.startswith(prefix):
+        return None
+    target = text[len(prefix) :].strip()
+    return target or None
+
+
+@dataclass(frozen=True, slots=True)
+class WritePolicy:
+    """The roots writes may land in and the paths inside them that stay read-only (all real paths)."""
+
+    roots: tuple[str, ...]
+    git: tuple[str, ...] = ()  # the roots' git paths (`git_paths`), minus what allow-write names itself
+    denied: tuple[str, ...] = ()  # the deny list's paths inside the roots
+    anywhere: bool = False  # SPROUT_DEV_ALLOW_OUTSIDE=1: the write tools may leave the roots (not the rest)
+    read_only: bool = False  # a read-only sandbox: nothing is writable
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        mode: str,
+        root: str,
+        allow_write: tuple[str, ...] = (),
+        add_dirs: tuple[str, ...] = (),
+        denied: Iterable[str] = (),
+        anywhere: bool = False,
+    ) -> WritePolicy:
+        roots = writable_roots(root, (*allow_write, *add_dirs))
+        git = [path for r in roots for repo in (r, *nested_repositories(r)) for path in git_paths(repo)]
+        git = [path for path in git if path not in allow_write]
+        inside = [path for path in git if any(under(path, r) for r in roots)]
+        hidden = [path for path in denied if any(under(path, r) for r in roots)]
+        read_only = mode == READ_ONLY_MODE
+        return cls(() if read_only else roots, tuple(dict.fromkeys(inside)), tuple(hidden), anywhere, read_only)
+
+    @property
+    def protected(self) -> tuple[str, ...]:
+        return (*self.git, *self.denied)
+
+    def refusal(self, real: str) -> str | None:
+        """Why the write tools may not write `real` (a resolved path), or None when they may."""
+        if self.read_only:
+            return "the sandbox is read-only (--sandbox read-only or --permission-mode read-only)"
+        where = next((path for path in self.git if under(real, path)), None) or _git_component(real)
+        if where is not None:
+            return (
+                f"it is inside the git directory {where}, which stays read-only (git runs code from its config and "
+                "hooks); ask the user to make this change"
+            )
+        hidden = next((path for path in self.denied if under(real, path)), None)
+        if hidden is not None:
+            return f"it is inside {hidden}, which the sandbox's deny list protects (credentials); ask the user"
+        if not self.anywhere and not any(under(real, r) for r in self.roots):
+            shown = ", ".join(self.roots) or "none"
+            return (
+                f"it is outside the working directory and the other writable directories ({shown}), after "
+                "resolving '..' and symlinks"
+            )
+        return None
+
+
+def _git_component(real: str) -> str | None:
+    """The path up to a `.git` component of `real` (any case: case-insensitive file systems), if it has one."""
+    parts = real.split(os.sep)
+    index = next((i for i, part in enumerate(parts) if part.lower() == GIT), None)
+    return None if index is None else os.sep.join(parts[: index + 1])

@@ -1,0 +1,171 @@
+"""One write policy for the write tools (in our process) and the sandbox's mounts (bwrap): the git directory as
+git finds it stays read-only for both, the deny list and a read-only sandbox hold for the write tools too, and
+a directory swapped for a symlink after the check is never written through."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from sprout_agent.tools import _sandbox, dev
+from sprout_agent.tools._fileio import replace_file
+from sprout_agent.tools._paths import Workspace
+from sprout_agent.tools._server import ToolError
+from sprout_agent.tools._write_policy import WritePolicy, git_paths
+from tests.harness import call_tool
+
+pytestmark = pytest.mark.anyio
+needs_bwrap = pytest.mark.skipif(_sandbox.probe() is not None, reason=f"no sandbox here: {_sandbox.probe()}")
+FSMONITOR = "[core]\n\tfsmonitor = touch /tmp/pwned\n"
+
+
+def git_init(path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+
+
+async def write(root: Path, file_path: str, **env: str) -> tuple[bool, str]:
+    async with Client(dev.create_server_in(str(root), env)) as client:
+        return await call_tool(client, "write", file_path=file_path, content=FSMONITOR)
+
+
+async def test_the_write_tool_cannot_plant_a_git_hook_or_an_fsmonitor_in_the_repository(root: Path) -> None:
+    git_init(root)
+    config = (root / ".git" / "config").read_text()
+    for target in (".git/hooks/pre-commit", ".git/config", ".git/info/attributes", "sub/../.git/hooks/x"):
+        error, text = await write(root, target)
+        assert error and "inside the git directory" in text and "stays read-only" in text, (target, text)
+    assert (root / ".git" / "config").read_text() == config
+    assert not (root / ".git" / "hooks" / "pre-commit").exists()
+
+
+async def test_the_edit_tool_cannot_turn_on_core_fsmonitor(root: Path) -> None:
+    git_init(root)
+    async with Client(dev.create_server_in(str(root), {})) as client:
+        await call_tool(client, "read", file_path=".git/config")
+        error, text = await call_tool(
+            client, "edit", file_path=".git/config", old_string="[core]", new_string="[core]\n\tfsmonitor = x"
+        )
+    assert error and "git directory" in text and "fsmonitor" not in (root / ".git" / "config").read_text()
+
+
+async def test_the_write_tool_cannot_make_a_nested_repository_or_a_gitdir_file(root: Path) -> None:
+    for target in ("sub/.git/config", "sub/.git", "sub/.GIT/hooks/pre-commit"):
+        error, text = await write(root, target)
+        assert error and "git directory" in text, (target, text)
+    assert not (root / "sub" / ".git").exists()
+
+
+def linked_worktree(root: Path) -> Path:
+    """`root` made a worktree whose `.git` is a `gitdir:` file pointing into a repository inside `root` too."""
+    main = root / "store"
+    git_init(main)
+    subprocess.run(["git", "-C", str(main), "commit", "-q", "--allow-empty", "-m", "m"], check=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@e"})  # fmt: skip
+    work = root / "work"
+    subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(work)], check=True)
+    return work
+
+
+def test_git_paths_follow_a_gitdir_file_and_its_commondir_as_git_does(root: Path) -> None:
+    work = linked_worktree(root)
+    found = git_paths(str(work))
+    assert found == [str(work / ".git"), str(root / "store/.git/worktrees/work"), str(root / "store/.git")]
+
+
+async def test_the_write_tools_cannot_write_hooks_through_a_gitdir_file_or_its_commondir(root: Path) -> None:
+    work = linked_worktree(root)
+    for target in (str(root / "store/.git/worktrees/work/config.worktree"), str(root / "store/.git/hooks/x")):
+        error, text = await write(work, target, SPROUT_DEV_ALLOW_OUTSIDE="1")  # even allowed outside the tree
+        assert error and "git directory" in text, (target, text)
+
+
+@needs_bwrap
+async def test_a_sandboxed_command_cannot_write_hooks_through_a_gitdir_file_its_commondir_or_a_git_symlink(
+    root: Path,
+) -> None:
+    subprocess.run(["git", "init", "-q", "--bare", str(root / ".bare")], check=True)
+    (root / ".git").write_text("gitdir: ./.bare\n")  # the bare-repository-with-worktrees layout
+    work = linked_worktree(root)  # root/work/.git: a gitdir: file into root/store/.git/worktrees/work
+    async with Client(dev.create_server_in(str(root), {})) as client:
+        _, text = await call_tool(
+            client,
+            "bash",
+            command="echo x > .bare/hooks/post-checkout; echo x > .bare/config; echo gitdir: /tmp/x > .git; "
+            "cd work && echo x > $(git rev-parse --git-common-dir)/hooks/post-checkout; "
+            "echo x > $(git rev-parse --git-dir)/config.worktree; echo gitdir: /tmp/x > .git",
+        )
+    assert "Read-only file system" in text, text
+    assert not (root / ".bare/hooks/post-checkout").exists() and (root / ".bare/config").read_text() != "x\n"
+    assert (root / ".git").read_text() == "gitdir: ./.bare\n"
+    assert not (root / "store/.git/hooks/post-checkout").exists()
+    assert not (root / "store/.git/worktrees/work/config.worktree").exists()
+    assert "/tmp/x" not in (work / ".git").read_text()
+    real = root / "real-git"
+    git_init(real)
+    (root / "linked").mkdir()
+    (root / "linked" / ".git").symlink_to(real / ".git")  # a `.git` symlink: its target is protected
+    async with Client(dev.create_server_in(str(root / "linked"), {})) as client:
+        _, text = await call_tool(client, "bash", command="echo x > .git/hooks/pre-commit")
+    assert not (real / ".git" / "hooks" / "pre-commit").exists(), text
+
+
+@needs_bwrap
+async def test_the_write_tools_and_sandboxed_commands_agree_on_what_may_be_written(root: Path) -> None:
+    git_init(root)
+    git_init(root / "clone")  # a folder of clones: each one's git directory is protected too
+    (root / "sub").mkdir()
+    targets = ["a.txt", "sub/b.txt", ".git/config", ".git/hooks/pre-push", "clone/.git/config", "clone/x.txt",
+               "/etc/sprout-policy-test"]  # fmt: skip
+    async with Client(dev.create_server_in(str(root), {})) as client:
+        for target in targets:
+            tool_error, _ = await call_tool(client, "write", file_path=target, content="x")
+            path = target if target.startswith("/") else str(root / target)
+            Path(path).unlink(missing_ok=True)
+            shell_error, _ = await call_tool(client, "bash", command=f"echo x > {path}")
+            Path(path).unlink(missing_ok=True)
+            assert tool_error == shell_error, (target, tool_error, shell_error)
+
+
+async def test_a_read_only_sandbox_refuses_the_write_tools_too(root: Path) -> None:
+    error, text = await write(root, "a.txt", SPROUT_DEV_SANDBOX="read-only")
+    assert error and "read-only" in text and not (root / "a.txt").exists()
+
+
+async def test_the_write_tool_cannot_write_a_deny_listed_file_inside_the_working_directory(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(root))  # the working directory is the home directory: ~/.bashrc is inside it
+    ws = Workspace.from_environment(str(root), {})
+    if not ws.sandbox.active():
+        pytest.skip("the deny list applies where the sandbox is active")
+    with pytest.raises(ToolError, match="deny list"):
+        ws.writable(".bashrc")
+
+
+def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_written_through(root: Path) -> None:
+    git_init(root)
+    (root / "sub").mkdir()
+    policy = WritePolicy.build(mode="workspace-write", root=str(root))
+    checked = str(root / "sub" / "pre-commit")
+    assert policy.refusal(checked) is None
+    (root / "sub").rmdir()
+    (root / "sub").symlink_to(root / ".git" / "hooks")  # what a concurrent command could do in between
+    with pytest.raises(ToolError, match="symlink or not a directory"):
+        replace_file(checked, b"#!/bin/sh\ntouch /tmp/pwned\n", str(root))
+    assert not (root / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_submodules_named_in_gitmodules_are_protected_but_a_path_leaving_the_root_is_not_followed(root: Path) -> None:
+    git_init(root)
+    (root / "vendor" / "lib").mkdir(parents=True)
+    (root / "vendor" / "lib" / ".git").write_text("gitdir: ../../.git/modules/lib\n")
+    (root / ".gitmodules").write_text('[submodule "lib"]\n\tpath = vendor/lib\n[submodule "x"]\n\tpath = ../../etc\n')
+    policy = WritePolicy.build(mode="workspace-write", root=str(root))
+    assert str(root / "vendor" / "lib" / ".git") in policy.git
+    assert policy.refusal(str(root / "vendor" / "lib" / "code.py")) is None
+    assert not any(path.startswith("/etc") for path in policy.git)
