@@ -305,6 +305,8 @@ async def bash_call_seconds(calls: int) -> dict[str, list[float]]:
         "workspace-write": {"SPROUT_DEV_SANDBOX": "workspace-write"},
         "workspace-write, network off": {"SPROUT_DEV_SANDBOX_NETWORK": "off"},
         "read-only": {"SPROUT_DEV_SANDBOX": "read-only"},
+        "landlock": {"SPROUT_DEV_SANDBOX_MECHANISM": "landlock"},
+        "landlock, network off": {"SPROUT_DEV_SANDBOX_MECHANISM": "landlock", "SPROUT_DEV_SANDBOX_NETWORK": "off"},
     }
     times: dict[str, list[float]] = {name: [] for name in modes}
     with tempfile.TemporaryDirectory() as tmp:
@@ -319,6 +321,29 @@ async def bash_call_seconds(calls: int) -> dict[str, list[float]]:
                     result = await client.call_tool("bash", {"command": "true"})
                     times[name].append(time.perf_counter() - began)
                     assert not result.is_error, result
+    return times
+
+
+async def write_call_seconds(calls: int) -> dict[str, list[float]]:
+    """Per-call wall time of dev__write and dev__edit in a git repository (the write policy's checks and the
+    walk down from the root included), through the in-process dev server."""
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+
+    times: dict[str, list[float]] = {"write": [], "edit": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["git", "init", "-q", tmp], check=True)
+        async with Client(dev.create_server_in(tmp, {})) as client:
+            for n in range(calls):
+                began = time.perf_counter()
+                result = await client.call_tool("write", {"file_path": "src/a.py", "content": f"x = {n}\n"})
+                times["write"].append(time.perf_counter() - began)
+                began = time.perf_counter()
+                edit = {"file_path": "src/a.py", "old_string": f"x = {n}", "new_string": f"y = {n}"}
+                result = await client.call_tool("edit", edit)
+                times["edit"].append(time.perf_counter() - began)
+                assert not result.is_error, result
     return times
 
 
@@ -716,7 +741,7 @@ class Bench:
         self.add("per tool round, stdio echo (same run shape)", [med(r.rounds()) for r in stdio], "ms")
 
     def sandbox(self) -> None:
-        """14. dev__bash per call, OS sandbox (bubblewrap) vs off, in-process dev server"""
+        """14. dev__bash per call, OS sandbox (bubblewrap, Landlock) vs off; dev__write/edit; in-process dev server"""
         import anyio
 
         from sprout_agent.tools._sandbox import probe
@@ -726,9 +751,12 @@ class Bench:
         times = anyio.run(bash_call_seconds, 20 * self.runs)
         for name, values in times.items():
             self.add(f"dev__bash 'true', sandbox {name}", values, "ms")
-        for name in ("workspace-write", "workspace-write, network off", "read-only"):
+        for name in ("workspace-write", "workspace-write, network off", "read-only", "landlock"):
             added = med(times[name]) - med(times["off"])
             self.add(f"  … {name} minus off", added, "ms", "< 30 ms", added < 0.030)
+        writes = anyio.run(write_call_seconds, 20 * self.runs)
+        for name, values in writes.items():
+            self.add(f"dev__{name} of a small file in a git repository", values, "ms")
 
     def render(self) -> None:
         """15. the interactive drawing in-process: a tool round, a 2,000-line streamed answer"""

@@ -16,8 +16,11 @@ plain mounts:
 - the deny list (`DENY_READ`, plus `deny_read`, e.g. the agent's sessions) covered by an empty tmpfs
   (directories) or /dev/null (files); root is bound by this too, unlike file modes;
 - network off: a new network namespace with only loopback (no route out, no host listeners).
-Unavailable (not Linux, no bwrap, no user namespaces): `probe` says why; commands run unsandboxed unless the
-policy is `required`. macOS (`sandbox-exec` profiles) and a Landlock fallback are not done. Stdlib only.
+Where bubblewrap cannot run (not installed, no user namespaces), commands run under Landlock instead
+(tools/_landlock.py: writes and TCP only, weaker, said so at start-up); where neither works `probe`/`choose`
+say why and commands run unsandboxed unless the policy is `required`. What may be written is decided by
+tools/_write_policy.py, for these mounts and the in-process write tools alike. macOS (`sandbox-exec`) is not
+done. Stdlib only.
 """
 
 from __future__ import annotations
@@ -212,6 +215,7 @@ class Sandbox:
     _mechanism: str | None = None
     _tmp: str | None = None
     _hidden: tuple[str, ...] = ()  # as of the last command
+    _deny_lists: dict[str, tuple[str, ...]] = field(default_factory=dict[str, tuple[str, ...]])  # by home
 
     def unavailable(self) -> str | None:
         """Why commands cannot be sandboxed (None: they are, or the mode is off)."""
@@ -240,11 +244,15 @@ class Sandbox:
         return WritePolicy.build(mode=policy.mode, root=policy.root, allow_write=policy.allow_write)
 
     def deny_list(self, env: Mapping[str, str]) -> tuple[str, ...]:
-        """Every path the deny list names, existing or not (the write tools may not create one either)."""
+        """Every path the deny list names, existing or not (the write tools may not create one either); kept
+        per home directory: resolving two dozen paths on every write would double the write tools' cost."""
         home = env.get("HOME") or os.path.expanduser("~")
-        named = [os.path.join(home, p[2:]) for p in DENY_READ] + list(self.policy.deny_read)
-        named += [p.format(uid=os.getuid()) for p in HIDDEN_SOCKETS]
-        return tuple(os.path.realpath(p) for p in named)
+        known = self._deny_lists.get(home)
+        if known is None:
+            named = [os.path.join(home, p[2:]) for p in DENY_READ] + list(self.policy.deny_read)
+            named += [p.format(uid=os.getuid()) for p in HIDDEN_SOCKETS]
+            known = self._deny_lists[home] = tuple(os.path.realpath(p) for p in named)
+        return known
 
     def hidden(self, env: Mapping[str, str]) -> tuple[str, ...]:
         """The deny list's existing paths, as mounts can cover them."""

@@ -50,7 +50,8 @@ it, keeping its mode), so other hard links to it keep the old content.
 - An existing file may only be overwritten if it was read (or written) in this session and has not \
 changed on disk since; otherwise the write is refused: read it first. Prefer edit for changes to an \
 existing file.
-- Only paths inside the working directory may be written (symlinks and '..' are resolved first)."""
+- Only paths inside the working directory (or its git root, or an added directory) may be written, never \
+inside a .git directory (symlinks and '..' are resolved first)."""
 
 EDIT = """Replace an exact string in a file and return a short unified diff of the change.
 - old_string must match the file exactly (whitespace and indentation included) and be unique, unless \
@@ -59,7 +60,7 @@ replace_all is true; otherwise the edit fails, saying how many matches there wer
 - Line endings and encoding are kept: in a CRLF file, newlines in old_string and new_string are taken as \
 CRLF; UTF-8 files stay UTF-8 and Latin-1 files stay Latin-1.
 - The file must have been read in this session and unchanged since; only files inside the working \
-directory may be edited."""
+directory may be edited, never inside a .git directory."""
 
 GLOB = f"""Find files by glob pattern, newest first (by modification time).
 - Patterns are relative to path (default: the working directory): `**` matches any number of \
