@@ -135,10 +135,12 @@ class KeyringTokens:
     def save(self, url: str, record: dict[str, Any]) -> None:
         try:
             self._keyring.set_password(SERVICE, canonical(url), json.dumps(record))
-        except Exception:
+        except Exception as error:
             if self._fallback is None:
                 raise
             self._fallback.save(url, record)
+            # Said wherever `where` is shown (after a login): the user must not believe they are in the keyring.
+            self.where = f"{self._fallback.where} (the OS keyring refused them: {type(error).__name__})"
 
     def delete(self, url: str) -> bool:
         deleted = False

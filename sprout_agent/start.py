@@ -39,7 +39,15 @@ def _route_logging(log: Path | None) -> None:
         with contextlib.suppress(OSError):
             log.parent.mkdir(parents=True, exist_ok=True)
         handler = _AppendToFile(log)
-    logging.getLogger().addHandler(handler)
+    root = logging.getLogger()
+    for earlier in [h for h in root.handlers if getattr(h, _ROUTED, False)]:  # one per process, not one per run
+        root.removeHandler(earlier)
+        earlier.close()
+    setattr(handler, _ROUTED, True)
+    root.addHandler(handler)
+
+
+_ROUTED = "sprout_agent_routed"  # marks the handler _route_logging installed
 
 
 def _run_face(prepared: Prepared, interactive: bool) -> int:

@@ -18,7 +18,7 @@ from sprout_agent.errors import ConfigError
 from sprout_agent.events import Event
 from sprout_agent.messages import text_of
 from sprout_agent.oauth_login import login
-from sprout_agent.oauth_store import FileTokens, OAuthSetup, canonical, oauth_setup
+from sprout_agent.oauth_store import FileTokens, KeyringTokens, OAuthSetup, canonical, oauth_setup
 from sprout_agent.servers import ServerPool
 from tests.oauth_server import AuthServer, oauth_server
 
@@ -120,6 +120,24 @@ def test_tokens_are_keyed_by_the_canonical_url_and_the_keyring_can_be_refused(tm
     assert canonical("http://127.0.0.1:8080") == "http://127.0.0.1:8080/"
     setup = oauth_setup(tmp_path, {"SPROUT_AGENT_OAUTH_TEST_REDIRECT": "1"})
     assert setup.flow == "test" and oauth_setup(tmp_path, {}).flow == "stored"
+
+
+class LockedKeyring:
+    """A keyring backend whose service refuses every write (a locked collection, a D-Bus error)."""
+
+    def set_password(self, service: str, name: str, value: str) -> None:
+        raise RuntimeError("the collection is locked")
+
+    def get_password(self, service: str, name: str) -> str | None:
+        raise RuntimeError("the collection is locked")
+
+
+def test_after_the_keyring_refuses_tokens_the_store_says_they_are_in_the_file(tmp_path: Path) -> None:
+    store = KeyringTokens(LockedKeyring(), FileTokens(tmp_path / "tokens.json"))
+    assert store.where == "the OS keyring"
+    store.save("https://x.example/mcp", {"access_token": "t"})
+    assert store.where.startswith(str(tmp_path / "tokens.json")) and "keyring refused them" in store.where
+    assert store.load("https://x.example/mcp") == {"access_token": "t"}
 
 
 def test_oauth_keys_are_read_like_claude_codes_and_the_secret_stays_out_of_reprs(tmp_path: Path) -> None:
