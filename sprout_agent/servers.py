@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 import anyio
 import anyio.to_thread
@@ -31,9 +31,6 @@ from sprout_agent.server_state import ServerState, ServerStatus, describe_end, n
 
 # Turns a server's command line and environment into the ones that start it in its OS sandbox (or leaves them).
 SandboxWrap = Callable[[ServerConfig, list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
-
-if TYPE_CHECKING:
-    pass
 
 _KILL_WAIT = 2.0
 

@@ -21,7 +21,7 @@ _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: str | None) -> Prepared:
-    client, skipped = _client_servers(raw_servers, cwd)
+    client = _client_servers(raw_servers, cwd)
     options = Options(
         prompt=None,
         config_files=o.config_files,
@@ -54,18 +54,17 @@ def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: st
     loaded = prepared.loaded
     # Nobody can be asked before the session exists: unapproved project servers are skipped with a notice the
     # editor shows with the first prompt (approve them with `sprout-agent mcp approve` in that folder).
-    notices = loaded.notices + skipped + prepared.held_back_notices()
+    notices = loaded.notices + prepared.held_back_notices()
     return replace(prepared, loaded=replace(loaded, servers=kept + client, notices=notices))
 
 
-def _client_servers(raw: object, cwd: Path) -> tuple[tuple[ServerConfig, ...], tuple[str, ...]]:
-    """The client's servers as our configs (and the notices they give: none yet)."""
+def _client_servers(raw: object, cwd: Path) -> tuple[ServerConfig, ...]:
+    """The client's servers as our configs; a malformed entry is an Invalid params error."""
     if raw is None:
-        return (), ()
+        return ()
     if not isinstance(raw, list):
         raise RpcError(INVALID_PARAMS, "Invalid params: mcpServers must be an array")
     servers: list[ServerConfig] = []
-    skipped: list[str] = []
     for entry in cast(list[object], raw):
         if not isinstance(entry, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: each mcpServers entry must be an object")
@@ -77,7 +76,7 @@ def _client_servers(raw: object, cwd: Path) -> tuple[tuple[ServerConfig, ...], t
             servers.append(_remote_server(name, cast(str, kind), item))
             continue
         servers.append(_stdio_server(name, item, cwd))
-    return tuple(servers), tuple(skipped)
+    return tuple(servers)
 
 
 def _stdio_server(name: str, item: Json, cwd: Path) -> ServerConfig:
