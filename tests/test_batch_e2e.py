@@ -16,7 +16,17 @@ from typing import Any
 import pytest
 
 from tests.fake_anthropic import FakeAnthropic, error, reply
-from tests.harness import ROOT, agent_command, agent_env, read_log, start_agent, wait_for
+from tests.harness import (
+    ROOT,
+    agent_command,
+    agent_env,
+    kill_pid,
+    read_log,
+    start_agent,
+    wait_dead,
+    wait_for,
+    wait_until,
+)
 
 pytestmark = pytest.mark.e2e
 STUB = f"{sys.executable} {ROOT / 'tests' / 'stub_agent.py'}"
@@ -217,3 +227,36 @@ def test_flags_after_a_double_dash_reach_every_task_but_not_the_ones_the_batch_s
     assert init["args"][-4:] == ["--model", "m1", "--effort", "high"]
     refused = batch(tmp_path, ["tasks.jsonl", "--out", "out", "--", "--cwd=/"])
     assert refused.returncode == 2 and "--cwd is the batch's to set" in refused.stderr
+
+
+def children_running(parent: int, program: str) -> list[int]:
+    """Live children of `parent` whose command line holds `program`."""
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split() if entry.name.isdigit() else []
+            ours = bool(fields) and int(fields[1]) == parent and fields[0] != "Z"
+            if ours and program.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.anyio
+async def test_sigkill_of_the_batch_leaves_no_task_agent_running(tmp_path: Path) -> None:
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": f"h{n}", "prompt": f"hang {n}"} for n in range(2)])
+    args = ["batch", "tasks.jsonl", "--out", "out", "--jobs", "2"]
+    env = {"SPROUT_AGENT_BATCH_AGENT": STUB}
+    process = start_agent(tmp_path, args, fake=None, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # type: ignore[arg-type]
+    agents: list[int] = []
+    try:
+        await wait_until(lambda: len(children_running(process.pid, "stub_agent.py")) == 2, "both tasks' agents", 60)
+        agents = children_running(process.pid, "stub_agent.py")
+        process.kill()
+        process.wait(timeout=10)
+        await wait_dead(*agents, timeout=10)
+    finally:
+        process.kill()
+        for pid in agents:
+            kill_pid(pid)

@@ -17,6 +17,7 @@ from typing import Any
 from sprout_agent.batch import workdir
 from sprout_agent.batch.outcome import last_result, read_result, status_of
 from sprout_agent.batch.tasks import Task
+from sprout_agent.processes import die_with_us
 
 GRACE_SECONDS = 15.0  # after SIGINT or SIGTERM the agent reports and ends its servers; then SIGKILL
 POLL_SECONDS = 0.25  # how often a waiting runner looks at the stop request and the clock (the wait ends at exit)
@@ -80,6 +81,7 @@ def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C in the terminal reaches the batch, which ends each task itself
+            preexec_fn=die_with_us(),  # and a batch killed by SIGKILL, which cannot, takes its tasks with it
         )
     except OSError as error:
         record = base | {"status": "failed", "exit_code": None, **read_result(None), "diff": None}
