@@ -1,14 +1,17 @@
 """`sprout-agent batch` in-process: the task file, ids as file names, shards, reading a child's result in both
-schemas, what a second run does, the budget and --jobs bound (with an executor double), summary and merge."""
+schemas, what a second run does, the budget and --jobs bound (with an executor double), summary and merge; git in
+a task's tree running nothing the task planted."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sprout_agent.batch import workdir
 from sprout_agent.batch.child import Finished, Job, command
 from sprout_agent.batch.outcome import read_result
 from sprout_agent.batch.outdir import OutDir, read_records, to_run
@@ -189,3 +192,48 @@ def test_merge_wants_batch_directories(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(UsageError, match="not a batch --out directory"):
         merge([tmp_path / "empty"], None)
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd, check=True, timeout=30,
+                   capture_output=True)  # fmt: skip
+
+
+def committed_repo(path: Path) -> Path:
+    path.mkdir(parents=True)
+    (path / "f.txt").write_text("one\n")
+    git("init", "-q", cwd=path)
+    git("add", "f.txt", cwd=path)
+    git("commit", "-q", "-m", "x", cwd=path)
+    return path
+
+
+def plant_git(tree: Path, marker: Path) -> None:
+    """What a task's write tool can do in its own tree: replace its `.git` with a repository whose config runs a
+    program (fsmonitor, hooks, a filter driver and a diff driver the tree's .gitattributes selects), and nest a
+    repository with a changed file (`git diff` would run `git status` in it)."""
+    (tree / ".git").unlink()  # the pointer of a worktree or of a clone with its git directory elsewhere
+    git("init", "-q", cwd=tree)
+    committed_repo(tree / "nested")
+    program = f"sh -c 'echo ran >> {marker}; cat'"
+    for where in (tree, tree / "nested"):
+        for key, value in (("core.fsmonitor", program), ("filter.x.clean", program), ("diff.x.command", program),
+                           ("diff.x.textconv", program), ("core.hooksPath", str(tree))):  # fmt: skip
+            git("config", key, value, cwd=where)
+        (where / ".gitattributes").write_text("* filter=x diff=x\n")
+    (tree / "post-index-change").write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    (tree / "post-index-change").chmod(0o755)
+    (tree / "nested" / "f.txt").write_text("two\n")
+    (tree / "f.txt").write_text("changed by the task\n")
+
+
+@pytest.mark.parametrize("kind", ["worktree", "clone"])
+def test_a_git_directory_a_task_plants_in_its_tree_runs_nothing_in_the_batchs_diff(tmp_path: Path, kind: str) -> None:
+    repo = committed_repo(tmp_path / "repo")
+    source = str(repo) if kind == "worktree" else f"file://{repo}"
+    tree = workdir.prepare(source, None, tmp_path / "out" / "work" / kind)
+    marker = tmp_path / "ran"
+    plant_git(tree.path, marker)
+    text = workdir.diff(tree)
+    assert not marker.exists()
+    assert text is not None and "-one\n+changed by the task" in text  # the diff of the tree as the batch made it

@@ -229,6 +229,36 @@ def test_flags_after_a_double_dash_reach_every_task_but_not_the_ones_the_batch_s
     assert refused.returncode == 2 and "--cwd is the batch's to set" in refused.stderr
 
 
+def hooked_repo(path: Path, marker: Path) -> Path:
+    """A repository whose hooks (in .git/hooks and in the core.hooksPath its config names) and fsmonitor each
+    append a line to `marker` whenever git would run them."""
+    repo = git_repo(path)
+    program = path.parent / "hook-program"
+    program.write_text(f'#!/bin/sh\necho "$0 $*" >> {marker}\n')
+    program.chmod(0o755)
+    named = path.parent / "named-hooks"
+    named.mkdir()
+    for hooks in (repo / ".git" / "hooks", named):
+        for hook in ("post-checkout", "post-index-change", "reference-transaction"):
+            (hooks / hook).symlink_to(program)
+    for key, value in (("core.hooksPath", str(named)), ("core.fsmonitor", str(program))):
+        subprocess.run(["git", "config", key, value], cwd=repo, check=True, timeout=30)
+    return repo
+
+
+def test_a_task_repositorys_hooks_and_fsmonitor_do_not_run_in_the_batchs_git_calls(tmp_path: Path) -> None:
+    marker = tmp_path / "hooks-ran"
+    hooked_repo(tmp_path / "repo", marker)
+    subprocess.run(["git", "status"], cwd=tmp_path / "repo", check=True, timeout=30, capture_output=True)
+    assert marker.exists(), "the planted fsmonitor does run for a plain git call"
+    marker.unlink()
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": "w", "prompt": "edit", "repo": "repo"}])
+    run = batch(tmp_path, ["tasks.jsonl", "--out", "out"])  # worktree prune and add, add -N, diff
+    assert run.returncode == 0, run.stderr
+    assert not marker.exists(), marker.read_text()
+    assert "+edit" in read_log(tmp_path / "out" / "results.jsonl")[0]["diff"]
+
+
 def children_running(parent: int, program: str) -> list[int]:
     """Live children of `parent` whose command line holds `program`."""
     found: list[int] = []
