@@ -1,10 +1,11 @@
 """`sprout-agent batch` in-process: the task file, ids as file names, shards, reading a child's result in both
-schemas, what a second run does, the budget and --jobs bound (with an executor double), summary and merge; git in
-a task's tree running nothing the task planted."""
+schemas, what a second run does, the budget and --jobs bound (with an executor double), summary and merge; a
+task's tree (its own writable root, git there running nothing the task planted)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from sprout_agent.batch.runner import BatchOptions, run_batch
 from sprout_agent.batch.summary import merge, summarise, table
 from sprout_agent.batch.tasks import file_name, load_tasks, parse_shard, shard_of
 from sprout_agent.errors import EXIT_BUDGET, UsageError
+from sprout_agent.tools._sandbox import WORKSPACE_WRITE, Policy, Sandbox
 
 
 def tasks_file(tmp_path: Path, *lines: Any) -> Path:
@@ -206,6 +208,24 @@ def committed_repo(path: Path) -> Path:
     git("add", "f.txt", cwd=path)
     git("commit", "-q", "-m", "x", cwd=path)
     return path
+
+
+def test_a_task_tree_without_repo_inside_the_repository_holding_out_is_its_own_writable_root(tmp_path: Path) -> None:
+    holding = committed_repo(tmp_path / "project")
+    tree = workdir.prepare(None, None, holding / "out" / "work" / "a")
+    root = os.path.realpath(tree.path)
+    assert Sandbox(Policy(mode=WORKSPACE_WRITE, root=root)).writable() == (root,)  # not the project, not out/
+    assert workdir.diff(tree) is None  # git never runs in a repository the task owns, config and all
+
+
+def test_without_git_a_task_tree_inside_a_repository_fails_rather_than_reach_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "project" / ".git").mkdir(parents=True)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-programs"))
+    with pytest.raises(RuntimeError, match="git is needed to keep the task out of the repository"):
+        workdir.prepare(None, None, tmp_path / "project" / "out" / "work" / "a")
+    assert workdir.prepare(None, None, tmp_path / "out" / "work" / "a").path.is_dir()  # no repository around it
 
 
 def plant_git(tree: Path, marker: Path) -> None:

@@ -1,6 +1,7 @@
-"""`sprout-agent batch` as a process: the runner, the out directory, signals, shards and merge. Most tasks run
-tests/stub_agent.py (SPROUT_AGENT_BATCH_AGENT), which starts in milliseconds where the real CLI takes seconds;
-one test runs the real CLI against the fake API, which is what the stub stands in for."""
+"""`sprout-agent batch` as a process: the runner, the out directory, signals, shards and merge, and what a task can
+reach (the repository around --out, a repository's hooks, orphans). Most tasks run tests/stub_agent.py
+(SPROUT_AGENT_BATCH_AGENT), which starts in milliseconds where the real CLI takes seconds; two tests run the real
+CLI against the fake API, which is what the stub stands in for."""
 
 from __future__ import annotations
 
@@ -15,14 +16,17 @@ from typing import Any
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, error, reply
+from sprout_agent.tools import _sandbox
+from tests.fake_anthropic import FakeAnthropic, error, reply, tool_use
 from tests.harness import (
     ROOT,
     agent_command,
     agent_env,
     kill_pid,
     read_log,
+    result_text,
     start_agent,
+    tool_results,
     wait_dead,
     wait_for,
     wait_until,
@@ -290,3 +294,41 @@ async def test_sigkill_of_the_batch_leaves_no_task_agent_running(tmp_path: Path)
         process.kill()
         for pid in agents:
             kill_pid(pid)
+
+
+SANDBOXED = pytest.mark.skipif(_sandbox.probe() is not None, reason=f"no sandbox here: {_sandbox.probe()}")
+
+
+@SANDBOXED
+def test_a_task_without_repo_or_cwd_cannot_write_the_repository_holding_out_its_results_or_another_tasks_tree(
+    tmp_path: Path,
+) -> None:
+    project = git_repo(tmp_path / "project")
+    (project / "README").write_text("mine\n")
+    out = project / "out"
+    attack = (f"echo in-my-tree > mine.txt; echo pwned > {project}/README; echo pwned > {project}/planted; "
+              f"echo pwned >> {out}/results.jsonl; echo pwned > {out}/work/first/planted")  # fmt: skip
+
+    def route(body: dict[str, Any]) -> Any:
+        if "attack" not in json.dumps(body["messages"][0]) or tool_results(body):
+            return reply("done")
+        return reply(tool_use("dev__bash", {"command": attack}), tool_use("dev__write", {
+            "file_path": f"{project}/README", "content": "pwned\n"}))  # fmt: skip
+
+    # One job: the first task's tree and record exist while the second one runs.
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": "first", "prompt": "hello"}, {"id": "second", "prompt": "attack"}])
+    with FakeAnthropic([route] * 3) as fake:
+        run = subprocess.run(
+            agent_command(["batch", "tasks.jsonl", "--out", str(out), "-j", "1", "--", "--sandbox", "required"]),
+            capture_output=True, text=True, cwd=tmp_path, timeout=120,
+            env=agent_env(tmp_path, fake, {"SPROUT_AGENT_BUILTIN_SERVERS": "dev"}),
+        )  # fmt: skip
+        write_result = result_text(tool_results(fake.requests[-1].body)[1])
+    assert run.returncode == 0, run.stderr
+    assert (out / "work" / "second" / "mine.txt").read_text() == "in-my-tree\n"  # the command did run
+    # Under the sandbox's private /tmp a write may land in a scratch copy of the path (pytest's tmp_path is in /tmp),
+    # so what counts is the host's files, not the command's messages.
+    assert "refusing to write" in write_result, write_result
+    assert (project / "README").read_text() == "mine\n" and not (project / "planted").exists()
+    assert [r["id"] for r in read_log(out / "results.jsonl")] == ["first", "second"]
+    assert os.listdir(out / "work" / "first") == [".git"]

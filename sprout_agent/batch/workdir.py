@@ -1,6 +1,6 @@
 """Each task's own tree: a git worktree of a local repository, a fresh clone of a URL, the task's `cwd` as given,
-or an empty directory; and the diff the task left in it. The batch's git calls run none of the programs a
-repository's config can name (docs/security.md, Batch)."""
+or an empty repository of its own; and the diff the task left in it. The batch's git calls run no hooks or
+fsmonitor, and after a task none of the config the task could write (docs/security.md, Batch)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sprout_agent.processes import die_with_us
+from sprout_agent.tools._sandbox import git_root
 
 GIT_TIMEOUT = 300.0  # a clone of a large repository; every git call is bounded
 MAX_DIFF_BYTES = 1 << 20
@@ -44,7 +45,7 @@ def prepare(repo: str | None, cwd: Path | None, tree: Path) -> Tree:
     _remove(git_dir)
     tree.parent.mkdir(parents=True, exist_ok=True)
     if repo is None:
-        tree.mkdir()
+        _scratch(tree)
         return Tree(tree, own=True)
     if Path(repo).is_dir():
         _git(["-C", repo, "worktree", "prune"])
@@ -53,6 +54,22 @@ def prepare(repo: str | None, cwd: Path | None, tree: Path) -> Tree:
     git_dir.parent.mkdir(parents=True, exist_ok=True)
     _git(["clone", "--quiet", f"--separate-git-dir={git_dir}", "--", repo, str(tree)])
     return Tree(tree, True, git_dir)
+
+
+def _scratch(tree: Path) -> None:
+    """An empty directory that is a git repository of its own. The sandbox makes a working directory's git root
+    writable: without this, when `--out` lies in a repository, that whole repository (results.jsonl and the other
+    tasks' trees with it). Without git, a plain directory is its own root only outside every repository: inside
+    one, the task fails rather than run there."""
+    tree.mkdir()
+    try:
+        _git(["init", "--quiet", "--", str(tree)])
+    except FileNotFoundError:
+        above = git_root(str(tree.parent))
+        if above is not None:
+            raise RuntimeError(
+                f"git is needed to keep the task out of the repository {above} (--out is in it)"
+            ) from None
 
 
 def _remove(tree: Path) -> None:
