@@ -196,6 +196,12 @@ def test_merge_wants_batch_directories(tmp_path: Path) -> None:
         merge([tmp_path / "empty"], None)
 
 
+@pytest.mark.parametrize("repo", ["-uhack", "--upload-pack=touch /tmp/pwned;://host/r", "-oProxyCommand=x@host:r"])
+def test_a_repo_git_would_read_as_an_option_is_refused(tmp_path: Path, repo: str) -> None:
+    with pytest.raises(UsageError, match=r"^tasks\.jsonl line 1: `repo` may not start with '-'"):
+        load_tasks(tasks_file(tmp_path, {"id": "a", "prompt": "p", "repo": repo}))
+
+
 def git(*args: str, cwd: Path) -> None:
     subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd, check=True, timeout=30,
                    capture_output=True)  # fmt: skip
