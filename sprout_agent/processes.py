@@ -103,7 +103,7 @@ async def spawn(
             env=dict(env),
             cwd=cwd,
             start_new_session=True,
-            preexec_fn=_die_with_us(),
+            preexec_fn=die_with_us(),
         )
     assert process is not None
     return ServerProcess(process, on_stderr)
@@ -119,8 +119,10 @@ def _open_process(argv: list[str], **options: object) -> Awaitable[anyio.abc.Pro
     return backend_open(argv, **options)
 
 
-def _die_with_us() -> Callable[[], None] | None:
+def die_with_us() -> Callable[[], None] | None:
     """Popen's preexec_fn asking Linux to SIGKILL the child when we die, even by SIGKILL; elsewhere nothing.
+    The agent's MCP servers and the batch's tasks (and its git calls) get it; fork from a thread that outlives
+    the child, since the signal fires when the forking thread ends.
 
     SIGKILL, not SIGTERM: it fires only when we died without our own teardown (stdin closed, SIGTERM, then
     SIGKILL), and with us gone nobody could follow a SIGTERM the server ignores or hangs in. The polite

@@ -1,14 +1,18 @@
 """`sprout-agent batch` in-process: the task file, ids as file names, shards, reading a child's result in both
-schemas, what a second run does, the budget and --jobs bound (with an executor double), summary and merge."""
+schemas, what a second run does, the budget and --jobs bound (with an executor double), summary and merge; a
+task's tree (its own writable root, git there running nothing the task planted)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sprout_agent.batch import workdir
 from sprout_agent.batch.child import Finished, Job, command
 from sprout_agent.batch.outcome import read_result
 from sprout_agent.batch.outdir import OutDir, read_records, to_run
@@ -16,6 +20,7 @@ from sprout_agent.batch.runner import BatchOptions, run_batch
 from sprout_agent.batch.summary import merge, summarise, table
 from sprout_agent.batch.tasks import file_name, load_tasks, parse_shard, shard_of
 from sprout_agent.errors import EXIT_BUDGET, UsageError
+from sprout_agent.tools._sandbox import WORKSPACE_WRITE, Policy, Sandbox
 
 
 def tasks_file(tmp_path: Path, *lines: Any) -> Path:
@@ -189,3 +194,72 @@ def test_merge_wants_batch_directories(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(UsageError, match="not a batch --out directory"):
         merge([tmp_path / "empty"], None)
+
+
+@pytest.mark.parametrize("repo", ["-uhack", "--upload-pack=touch /tmp/pwned;://host/r", "-oProxyCommand=x@host:r"])
+def test_a_repo_git_would_read_as_an_option_is_refused(tmp_path: Path, repo: str) -> None:
+    with pytest.raises(UsageError, match=r"^tasks\.jsonl line 1: `repo` may not start with '-'"):
+        load_tasks(tasks_file(tmp_path, {"id": "a", "prompt": "p", "repo": repo}))
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd, check=True, timeout=30,
+                   capture_output=True)  # fmt: skip
+
+
+def committed_repo(path: Path) -> Path:
+    path.mkdir(parents=True)
+    (path / "f.txt").write_text("one\n")
+    git("init", "-q", cwd=path)
+    git("add", "f.txt", cwd=path)
+    git("commit", "-q", "-m", "x", cwd=path)
+    return path
+
+
+def test_a_task_tree_without_repo_inside_the_repository_holding_out_is_its_own_writable_root(tmp_path: Path) -> None:
+    holding = committed_repo(tmp_path / "project")
+    tree = workdir.prepare(None, None, holding / "out" / "work" / "a")
+    root = os.path.realpath(tree.path)
+    assert Sandbox(Policy(mode=WORKSPACE_WRITE, root=root)).writable() == (root,)  # not the project, not out/
+    assert workdir.diff(tree) is None  # git never runs in a repository the task owns, config and all
+
+
+def test_without_git_a_task_tree_inside_a_repository_fails_rather_than_reach_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "project" / ".git").mkdir(parents=True)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-programs"))
+    with pytest.raises(RuntimeError, match="git is needed to keep the task out of the repository"):
+        workdir.prepare(None, None, tmp_path / "project" / "out" / "work" / "a")
+    assert workdir.prepare(None, None, tmp_path / "out" / "work" / "a").path.is_dir()  # no repository around it
+
+
+def plant_git(tree: Path, marker: Path) -> None:
+    """What a task's write tool can do in its own tree: replace its `.git` with a repository whose config runs a
+    program (fsmonitor, hooks, a filter driver and a diff driver the tree's .gitattributes selects), and nest a
+    repository with a changed file (`git diff` would run `git status` in it)."""
+    (tree / ".git").unlink()  # the pointer of a worktree or of a clone with its git directory elsewhere
+    git("init", "-q", cwd=tree)
+    committed_repo(tree / "nested")
+    program = f"sh -c 'echo ran >> {marker}; cat'"
+    for where in (tree, tree / "nested"):
+        for key, value in (("core.fsmonitor", program), ("filter.x.clean", program), ("diff.x.command", program),
+                           ("diff.x.textconv", program), ("core.hooksPath", str(tree))):  # fmt: skip
+            git("config", key, value, cwd=where)
+        (where / ".gitattributes").write_text("* filter=x diff=x\n")
+    (tree / "post-index-change").write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    (tree / "post-index-change").chmod(0o755)
+    (tree / "nested" / "f.txt").write_text("two\n")
+    (tree / "f.txt").write_text("changed by the task\n")
+
+
+@pytest.mark.parametrize("kind", ["worktree", "clone"])
+def test_a_git_directory_a_task_plants_in_its_tree_runs_nothing_in_the_batchs_diff(tmp_path: Path, kind: str) -> None:
+    repo = committed_repo(tmp_path / "repo")
+    source = str(repo) if kind == "worktree" else f"file://{repo}"
+    tree = workdir.prepare(source, None, tmp_path / "out" / "work" / kind)
+    marker = tmp_path / "ran"
+    plant_git(tree.path, marker)
+    text = workdir.diff(tree)
+    assert not marker.exists()
+    assert text is not None and "-one\n+changed by the task" in text  # the diff of the tree as the batch made it

@@ -1,6 +1,7 @@
-"""`sprout-agent batch` as a process: the runner, the out directory, signals, shards and merge. Most tasks run
-tests/stub_agent.py (SPROUT_AGENT_BATCH_AGENT), which starts in milliseconds where the real CLI takes seconds;
-one test runs the real CLI against the fake API, which is what the stub stands in for."""
+"""`sprout-agent batch` as a process: the runner, the out directory, signals, shards and merge, and what a task can
+reach (the repository around --out, a repository's hooks, orphans). Most tasks run tests/stub_agent.py
+(SPROUT_AGENT_BATCH_AGENT), which starts in milliseconds where the real CLI takes seconds; two tests run the real
+CLI against the fake API, which is what the stub stands in for."""
 
 from __future__ import annotations
 
@@ -15,8 +16,21 @@ from typing import Any
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, error, reply
-from tests.harness import ROOT, agent_command, agent_env, read_log, start_agent, wait_for
+from sprout_agent.tools import _sandbox
+from tests.fake_anthropic import FakeAnthropic, error, reply, tool_use
+from tests.harness import (
+    ROOT,
+    agent_command,
+    agent_env,
+    kill_pid,
+    read_log,
+    result_text,
+    start_agent,
+    tool_results,
+    wait_dead,
+    wait_for,
+    wait_until,
+)
 
 pytestmark = pytest.mark.e2e
 STUB = f"{sys.executable} {ROOT / 'tests' / 'stub_agent.py'}"
@@ -217,3 +231,104 @@ def test_flags_after_a_double_dash_reach_every_task_but_not_the_ones_the_batch_s
     assert init["args"][-4:] == ["--model", "m1", "--effort", "high"]
     refused = batch(tmp_path, ["tasks.jsonl", "--out", "out", "--", "--cwd=/"])
     assert refused.returncode == 2 and "--cwd is the batch's to set" in refused.stderr
+
+
+def hooked_repo(path: Path, marker: Path) -> Path:
+    """A repository whose hooks (in .git/hooks and in the core.hooksPath its config names) and fsmonitor each
+    append a line to `marker` whenever git would run them."""
+    repo = git_repo(path)
+    program = path.parent / "hook-program"
+    program.write_text(f'#!/bin/sh\necho "$0 $*" >> {marker}\n')
+    program.chmod(0o755)
+    named = path.parent / "named-hooks"
+    named.mkdir()
+    for hooks in (repo / ".git" / "hooks", named):
+        for hook in ("post-checkout", "post-index-change", "reference-transaction"):
+            (hooks / hook).symlink_to(program)
+    for key, value in (("core.hooksPath", str(named)), ("core.fsmonitor", str(program))):
+        subprocess.run(["git", "config", key, value], cwd=repo, check=True, timeout=30)
+    return repo
+
+
+def test_a_task_repositorys_hooks_and_fsmonitor_do_not_run_in_the_batchs_git_calls(tmp_path: Path) -> None:
+    marker = tmp_path / "hooks-ran"
+    hooked_repo(tmp_path / "repo", marker)
+    subprocess.run(["git", "status"], cwd=tmp_path / "repo", check=True, timeout=30, capture_output=True)
+    assert marker.exists(), "the planted fsmonitor does run for a plain git call"
+    marker.unlink()
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": "w", "prompt": "edit", "repo": "repo"}])
+    run = batch(tmp_path, ["tasks.jsonl", "--out", "out"])  # worktree prune and add, add -N, diff
+    assert run.returncode == 0, run.stderr
+    assert not marker.exists(), marker.read_text()
+    assert "+edit" in read_log(tmp_path / "out" / "results.jsonl")[0]["diff"]
+
+
+def children_running(parent: int, program: str) -> list[int]:
+    """Live children of `parent` whose command line holds `program`."""
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split() if entry.name.isdigit() else []
+            ours = bool(fields) and int(fields[1]) == parent and fields[0] != "Z"
+            if ours and program.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.anyio
+async def test_sigkill_of_the_batch_leaves_no_task_agent_running(tmp_path: Path) -> None:
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": f"h{n}", "prompt": f"hang {n}"} for n in range(2)])
+    args = ["batch", "tasks.jsonl", "--out", "out", "--jobs", "2"]
+    env = {"SPROUT_AGENT_BATCH_AGENT": STUB}
+    process = start_agent(tmp_path, args, fake=None, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # type: ignore[arg-type]
+    agents: list[int] = []
+    try:
+        await wait_until(lambda: len(children_running(process.pid, "stub_agent.py")) == 2, "both tasks' agents", 60)
+        agents = children_running(process.pid, "stub_agent.py")
+        process.kill()
+        process.wait(timeout=10)
+        await wait_dead(*agents, timeout=10)
+    finally:
+        process.kill()
+        for pid in agents:
+            kill_pid(pid)
+
+
+SANDBOXED = pytest.mark.skipif(_sandbox.probe() is not None, reason=f"no sandbox here: {_sandbox.probe()}")
+
+
+@SANDBOXED
+def test_a_task_without_repo_or_cwd_cannot_write_the_repository_holding_out_its_results_or_another_tasks_tree(
+    tmp_path: Path,
+) -> None:
+    project = git_repo(tmp_path / "project")
+    (project / "README").write_text("mine\n")
+    out = project / "out"
+    attack = (f"echo in-my-tree > mine.txt; echo pwned > {project}/README; echo pwned > {project}/planted; "
+              f"echo pwned >> {out}/results.jsonl; echo pwned > {out}/work/first/planted")  # fmt: skip
+
+    def route(body: dict[str, Any]) -> Any:
+        if "attack" not in json.dumps(body["messages"][0]) or tool_results(body):
+            return reply("done")
+        return reply(tool_use("dev__bash", {"command": attack}), tool_use("dev__write", {
+            "file_path": f"{project}/README", "content": "pwned\n"}))  # fmt: skip
+
+    # One job: the first task's tree and record exist while the second one runs.
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": "first", "prompt": "hello"}, {"id": "second", "prompt": "attack"}])
+    with FakeAnthropic([route] * 3) as fake:
+        run = subprocess.run(
+            agent_command(["batch", "tasks.jsonl", "--out", str(out), "-j", "1", "--", "--sandbox", "required"]),
+            capture_output=True, text=True, cwd=tmp_path, timeout=120,
+            env=agent_env(tmp_path, fake, {"SPROUT_AGENT_BUILTIN_SERVERS": "dev"}),
+        )  # fmt: skip
+        write_result = result_text(tool_results(fake.requests[-1].body)[1])
+    assert run.returncode == 0, run.stderr
+    assert (out / "work" / "second" / "mine.txt").read_text() == "in-my-tree\n"  # the command did run
+    # Under the sandbox's private /tmp a write may land in a scratch copy of the path (pytest's tmp_path is in /tmp),
+    # so what counts is the host's files, not the command's messages.
+    assert "refusing to write" in write_result, write_result
+    assert (project / "README").read_text() == "mine\n" and not (project / "planted").exists()
+    assert [r["id"] for r in read_log(out / "results.jsonl")] == ["first", "second"]
+    assert os.listdir(out / "work" / "first") == [".git"]

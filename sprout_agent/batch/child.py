@@ -17,6 +17,7 @@ from typing import Any
 from sprout_agent.batch import workdir
 from sprout_agent.batch.outcome import last_result, read_result, status_of
 from sprout_agent.batch.tasks import Task
+from sprout_agent.processes import die_with_us
 
 GRACE_SECONDS = 15.0  # after SIGINT or SIGTERM the agent reports and ends its servers; then SIGKILL
 POLL_SECONDS = 0.25  # how often a waiting runner looks at the stop request and the clock (the wait ends at exit)
@@ -66,24 +67,25 @@ def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
     started = time.monotonic()
     base: dict[str, Any] = {"id": job.task.id, "transcript": f"transcripts/{job.task.name}.jsonl"}
     try:
-        where, ours = workdir.prepare(job.task.repo, job.task.cwd, job.tree)
+        tree = workdir.prepare(job.task.repo, job.task.cwd, job.tree)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
         record = base | {"status": "failed", "exit_code": None, **read_result(None), "diff": None}
         record |= {"errors": [f"working directory: {error}"], "duration_ms": _ms(started), "cwd": None}
         return Finished(record, "", "")
     try:
         process = subprocess.Popen(
-            command(job, where),
-            cwd=where,
+            command(job, tree.path),
+            cwd=tree.path,
             env={**os.environ, **job.env},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C in the terminal reaches the batch, which ends each task itself
+            preexec_fn=die_with_us(),  # and a batch killed by SIGKILL, which cannot, takes its tasks with it
         )
     except OSError as error:
         record = base | {"status": "failed", "exit_code": None, **read_result(None), "diff": None}
-        record |= {"errors": [f"cannot start the agent: {error}"], "duration_ms": _ms(started), "cwd": str(where)}
+        record |= {"errors": [f"cannot start the agent: {error}"], "duration_ms": _ms(started), "cwd": str(tree.path)}
         return Finished(record, "", "")
     out, err, timed_out, interrupted = _supervise(process, job.timeout, stop, started)
     stream, stderr = out.decode(errors="replace"), err.decode(errors="replace")
@@ -95,7 +97,7 @@ def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
     # Killed by a signal (before its handlers were up, or SIGKILL): 128 + N, as a shell and the CLI itself say it.
     code = process.returncode if process.returncode >= 0 else 128 - process.returncode
     record = base | {"status": status_of(code, timed_out, interrupted), "exit_code": code}
-    record |= outcome | {"duration_ms": _ms(started), "cwd": str(where), "diff": workdir.diff(where, ours)}
+    record |= outcome | {"duration_ms": _ms(started), "cwd": str(tree.path), "diff": workdir.diff(tree)}
     return Finished(record, stream, stderr)
 
 

@@ -96,7 +96,7 @@ def _task(where: str, line: str, base: Path) -> Task:
         name=file_name(task_id),
         prompt=prompt,
         cwd=base / _string(where, obj, "cwd") if "cwd" in obj else None,
-        repo=_repo(_string(where, obj, "repo"), base) if "repo" in obj else None,
+        repo=_repo(where, _string(where, obj, "repo"), base) if "repo" in obj else None,
         config=_configs(where, obj.get("config"), base),
         model=_string(where, obj, "model") if "model" in obj else None,
         max_turns=_number(where, obj, "max_turns", int),
@@ -113,8 +113,11 @@ def _string(where: str, obj: dict[str, Any], key: str) -> str:
     return value
 
 
-def _repo(value: str, base: Path) -> str:
-    """A URL (or scp-like `git@host:path`) as given; a local path made absolute against the task file."""
+def _repo(where: str, value: str, base: Path) -> str:
+    """A URL (or scp-like `git@host:path`) as given; a local path made absolute against the task file. Never one
+    starting with `-`, which git would take for an option (`--upload-pack=…` runs a program)."""
+    if value.startswith("-"):
+        raise UsageError(f"{where}: `repo` may not start with '-' (git would read it as an option): {value[:80]!r}")
     if "://" in value or re.match(r"^[\w.-]+@[\w.-]+:", value):
         return value
     return str((base / value).resolve())

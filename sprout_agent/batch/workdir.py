@@ -1,30 +1,75 @@
 """Each task's own tree: a git worktree of a local repository, a fresh clone of a URL, the task's `cwd` as given,
-or an empty directory; and the diff the task left in it."""
+or an empty repository of its own; and the diff the task left in it. The batch's git calls run no hooks or
+fsmonitor, and after a task none of the config the task could write (docs/security.md, Batch)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+
+from sprout_agent.processes import die_with_us
+from sprout_agent.tools._sandbox import git_root
 
 GIT_TIMEOUT = 300.0  # a clone of a large repository; every git call is bounded
 MAX_DIFF_BYTES = 1 << 20
+# A task's repository is named by an untrusted task file, and its tree is written by a model: git must not run
+# what their config names. Hooks (post-checkout on worktree add, post-index-change on add), the fsmonitor (any
+# index refresh) and `ext::` remote helpers (clone) are switched off here; `-c` beats every config file and
+# reaches the git processes git starts itself.
+GIT = ("git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.ext.allow=never")
+# No external diff or textconv program, and no `git status` inside a nested repository the task made (it would
+# run that repository's filter drivers).
+DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all")
 
 
-def prepare(repo: str | None, cwd: Path | None, tree: Path) -> tuple[Path, bool]:
-    """The directory the task runs in, and whether it is our own tree (made fresh here, so a retry starts clean)."""
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """Where a task runs. `own`: made here, fresh each run (False: the task's `cwd`, used as it is). `git_dir`:
+    what the batch's git calls after the task use, fixed before it ran and outside the tree, since the tree's
+    `.git` is the task's to rewrite; None for a scratch tree, where the batch runs no git after the task."""
+
+    path: Path
+    own: bool
+    git_dir: Path | None = None
+
+
+def prepare(repo: str | None, cwd: Path | None, tree: Path) -> Tree:
+    """The tree the task runs in. A clone's git directory is `<out>/git/<name>`, beside `<out>/work/<name>`."""
     if cwd is not None:
-        return cwd, False
+        return Tree(cwd, own=False)
+    git_dir = tree.parent.parent / "git" / tree.name
     _remove(tree)
+    _remove(git_dir)
     tree.parent.mkdir(parents=True, exist_ok=True)
     if repo is None:
-        tree.mkdir()
-    elif Path(repo).is_dir():
-        _git(["git", "-C", repo, "worktree", "prune"])
-        _git(["git", "-C", repo, "worktree", "add", "--detach", "--force", str(tree), "HEAD"])
-    else:
-        _git(["git", "clone", "--quiet", repo, str(tree)])
-    return tree, True
+        _scratch(tree)
+        return Tree(tree, own=True)
+    if Path(repo).is_dir():
+        _git(["-C", repo, "worktree", "prune"])
+        _git(["-C", repo, "worktree", "add", "--detach", "--force", "--", str(tree), "HEAD"])
+        return Tree(tree, True, Path(_git(["-C", str(tree), "rev-parse", "--absolute-git-dir"]).strip()))
+    git_dir.parent.mkdir(parents=True, exist_ok=True)
+    _git(["clone", "--quiet", f"--separate-git-dir={git_dir}", "--", repo, str(tree)])
+    return Tree(tree, True, git_dir)
+
+
+def _scratch(tree: Path) -> None:
+    """An empty directory that is a git repository of its own. The sandbox makes a working directory's git root
+    writable: without this, when `--out` lies in a repository, that whole repository (results.jsonl and the other
+    tasks' trees with it). Without git, a plain directory is its own root only outside every repository: inside
+    one, the task fails rather than run there."""
+    tree.mkdir()
+    try:
+        _git(["init", "--quiet", "--", str(tree)])
+    except FileNotFoundError:
+        above = git_root(str(tree.parent))
+        if above is not None:
+            raise RuntimeError(
+                f"git is needed to keep the task out of the repository {above} (--out is in it)"
+            ) from None
 
 
 def _remove(tree: Path) -> None:
@@ -34,23 +79,33 @@ def _remove(tree: Path) -> None:
 
 def _git(args: list[str], cwd: Path | None = None) -> str:
     done = subprocess.run(
-        args, cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False
+        [*GIT, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=GIT_TIMEOUT,
+        stdin=subprocess.DEVNULL,
+        check=False,
+        # A URL that asks for credentials fails instead of prompting on the terminal for a task file's host.
+        env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        preexec_fn=die_with_us(),  # a clone does not outlive a batch killed by SIGKILL
     )
     if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(args[:4])}…: {done.stderr.strip()[-500:]}")
+        raise RuntimeError(f"git {' '.join(args[:3])}…: {done.stderr.strip()[-500:]}")
     return done.stdout
 
 
-def diff(tree: Path, ours: bool) -> str | None:
+def diff(tree: Tree) -> str | None:
     """`git diff HEAD -- .` of the tree (new files included in our own trees, where marking them intent-to-add
-    touches only our index; in a task's own `cwd`, changes to tracked files only); None when it is not a git tree
-    with a commit."""
-    if ours and not (tree / ".git").exists():
-        return None  # an empty directory of ours: never the diff of a repository the out directory sits in
+    touches only our index; in a task's own `cwd`, changes to tracked files only); None for a scratch tree, or
+    when it is not a git tree with a commit."""
+    if tree.own and tree.git_dir is None:
+        return None  # a scratch tree: any repository in it, config included, is the task's making
+    fixed = [f"--git-dir={tree.git_dir}", f"--work-tree={tree.path}"] if tree.git_dir is not None else []
     try:
-        if ours:
-            _git(["git", "add", "--all", "--intent-to-add"], tree)
-        text = _git(["git", "diff", "HEAD", "--no-color", "--no-ext-diff", "--", "."], tree)
+        if tree.own:
+            _git([*fixed, "add", "--all", "--intent-to-add"], tree.path)
+        text = _git([*fixed, "diff", "HEAD", *DIFF_FLAGS, "--", "."], tree.path)
     except (RuntimeError, OSError, subprocess.TimeoutExpired):
         return None
     if len(text.encode()) > MAX_DIFF_BYTES:
