@@ -335,16 +335,19 @@ def test_a_stdin_line_over_the_cap_is_skipped_with_one_error_and_the_next_messag
         sdk.expect(is_result)
         sdk.user("and now?")
         sdk.expect(is_result)
+        sdk.send_raw(line)  # the last line, without a newline: stdin ends there
 
     with FakeAnthropic([reply("answered")]) as fake:
         code, sdk, err = run_with_sdk(tmp_path, monkeypatch, script, fake=fake)
     assert code == 0, err
-    reason = f"stdin line 1: {len(line)} bytes, over the limit of {MAX_MESSAGE_BYTES}"
-    skipped, answered = [json.loads(raw) for raw in sdk.out.raw if is_result(json.loads(raw))]
-    assert (skipped["is_error"], skipped["errors"], skipped["num_turns"]) == (True, [reason], 0)
+    first, last = (f"stdin line {n}: {len(line)} bytes, over the limit of {MAX_MESSAGE_BYTES}" for n in (1, 3))
+    skipped, answered, skipped_last, outcome = [json.loads(raw) for raw in sdk.out.raw if is_result(json.loads(raw))]
+    assert (skipped["is_error"], skipped["errors"], skipped["num_turns"]) == (True, [first], 0)
     assert (answered["is_error"], answered["result"]) == (False, "answered")
+    assert skipped_last["errors"] == [last]
+    assert (outcome["is_error"], outcome["exit_code"], outcome["errors"]) == (False, 0, [first, last])
     assert [[b["text"] for b in m["content"]] for m in fake.requests[0].body["messages"]] == [["and now?"]]
-    assert err.splitlines() == [f"sprout-agent: {reason}: skipped"]
+    assert err.splitlines() == [f"sprout-agent: {reason}: skipped" for reason in (first, last)]
 
 
 async def lines_or_markers(receive: MemoryObjectReceiveStream[bytes | Oversized]) -> AsyncIterator[bytes | Oversized]:
