@@ -107,6 +107,8 @@ def failure(leaf: BaseException) -> str | None:
         return _status_line(leaf.response.status_code, leaf.response.reason_phrase)
     if isinstance(leaf, httpx2.TimeoutException):
         return "no answer from the server (HTTP timeout)"
+    if isinstance(leaf, httpx2.SSEError):  # the HTTP+SSE transport's stream: one event over its 1 MiB, say
+        return f"its event stream failed: {leaf}"
     if isinstance(leaf, httpx2.HTTPError):
         return f"cannot reach the server: {leaf or type(leaf).__name__}"
     return None

@@ -1,14 +1,17 @@
 """What a remote MCP server sends is held to the stdio cap: through the real pool, against a hand-rolled Streamable
-HTTP server in a thread (tests/raw_http_server.py) that streams replies of any size and shape; and the cap's
-body hook on its own, over httpx2's MockTransport."""
+HTTP server in a thread (tests/raw_http_server.py) that streams replies of any size and shape; the cap's body hook
+on its own, over httpx2's MockTransport; and the HTTP+SSE transport's limit, which is the mcp SDK's own."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 
 import anyio
 import httpx2
 import pytest
+import uvicorn
+from mcp.server.mcpserver import MCPServer
 
 from sprout_agent.config import ServerConfig
 from sprout_agent.http_cap import BodyRefused, cap_body
@@ -90,3 +93,31 @@ async def test_an_over_cap_answer_to_a_json_rpc_request_becomes_its_error_and_to
         answered = await client.post("http://127.0.0.1/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "ping"})
     error = {"code": -32603, "message": f"result too large: over the limit of {MAX_MESSAGE_BYTES} bytes"}
     assert answered.json() == {"jsonrpc": "2.0", "id": 3, "error": error}
+
+
+async def test_an_sse_transport_event_over_the_sdks_1_mib_fails_its_call_and_ends_that_server_saying_why() -> None:
+    # mcp 2.3.0's sse_client sets no event limit of its own: httpx2's 1 MiB default holds, and over it the SDK's
+    # transport ends. When the SDK lets us pass the cap there too, this test will say so.
+    server = MCPServer("legacy")
+
+    @server.tool()
+    def big(n: int) -> str:
+        return "x" * n
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()  # listening before the pool connects: no wait needed
+    web = uvicorn.Server(uvicorn.Config(server.sse_app(), log_level="error", timeout_graceful_shutdown=1))
+    config = ServerConfig("legacy", "", transport="sse", url=f"http://127.0.0.1:{sock.getsockname()[1]}/sse")
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: web.serve(sockets=[sock]))
+        try:
+            async with Pool(config) as pool:
+                with anyio.fail_after(30):
+                    small = await pool.pool.call(pool.spec("legacy", "big"), {"n": 1000})
+                    over = await pool.pool.call(pool.spec("legacy", "big"), {"n": 2 * MIB})
+                state, reason = pool.status("legacy").state, pool.status("legacy").last_error
+        finally:
+            web.should_exit = True
+    assert not small.is_error and over.is_error
+    assert (state, reason) == ("dead", "its event stream failed: Server-sent event exceeded the 1048576 byte limit.")
