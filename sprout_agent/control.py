@@ -6,7 +6,7 @@ matched by request id. Every line to stdout goes through one `LineWriter`: whole
 interleaved, so no text inside a line (a model's, a server's) can start a line of its own.
 
 stdin is read in chunks and split by stdio_wire's `LineSplitter`, so a line is held only up to the stdio cap
-(MAX_MESSAGE_BYTES); readline() held a whole 300 MB line, and parsing took it to 1.2 GB. A line over the cap
+(MAX_MESSAGE_BYTES); readline() held a whole 300 MB line (1.2 GB once parsed). A line over the cap
 is counted to its newline, not kept, and skipped with one line on stderr; the run goes on. Where the protocol
 has a place for the error, it goes there too: a `control_request` gets an error answer, a `control_response`
 fails our request it answers (their ids are read from the line's first or last bytes, where the SDKs'
@@ -227,7 +227,10 @@ def _id_at_edges(patterns: _Edges, line: Oversized) -> str | None:
     for pattern, in_tail in patterns:
         match = pattern.search(line.tail if in_tail else line.head)
         if match is not None:
-            found: object = json.loads(match.group(1))
+            try:
+                found: object = json.loads(match.group(1))
+            except ValueError:  # an escape JSON has not got ("\q"): no id we could answer
+                return None
             return found if isinstance(found, str) else None
     return None
 

@@ -371,6 +371,7 @@ async def test_an_over_cap_control_line_is_answered_in_its_protocol_and_any_othe
         big, b'{"type": "control_response", "response": {"subtype": "success", "request_id": "sprout_1"', b"}}"
     )
     user = Oversized(big, b'{"type": "user", "message": {"role": "user", "content": "xx', b'xx"}}')
+    bad_id = Oversized(big, b'{"type": "control_request", "request_id": "r\\q", "request": {"x": "xx', b'xx"}}')
 
     async def ask() -> None:
         try:
@@ -383,7 +384,7 @@ async def test_an_over_cap_control_line_is_answered_in_its_protocol_and_any_othe
             group.start_soon(control.run, lines_or_markers(receive))
             group.start_soon(ask)
             await anyio.wait_all_tasks_blocked()
-            for line in (request, sorted_request, answer, user):
+            for line in (request, sorted_request, answer, user, bad_id):
                 await send.send(line)
             await send.aclose()
     size = f"{big} bytes, over the limit of {MAX_MESSAGE_BYTES}"
@@ -391,8 +392,10 @@ async def test_an_over_cap_control_line_is_answered_in_its_protocol_and_any_othe
     for number, request_id in ((1, "req_7"), (2, "req_8")):
         assert {"subtype": "error", "request_id": request_id, "error": f"stdin line {number}: {size}"} in answers
     assert failures == [f"the SDK's answer is {size}"]
-    assert [queued async for queued in prompts_of(control)] == [Skipped(f"stdin line 4: {size}")]
-    assert notes == [f"stdin line {n}: {size}: skipped" for n in range(1, 5)]
+    # A line whose id we cannot read is taken for a prompt: its error goes out as a result.
+    skipped = [Skipped(f"stdin line {n}: {size}") for n in (4, 5)]
+    assert [queued async for queued in prompts_of(control)] == skipped
+    assert notes == [f"stdin line {n}: {size}: skipped" for n in range(1, 6)]
 
 
 @pytest.mark.anyio
