@@ -1,5 +1,5 @@
 """Example MCP server with a `_PreToolUse` hook: objects to destructive shell commands and to writes under
-protected paths, before the call runs.
+protected paths (named by `file_path`, as the dev tools send it, `path` or `notebook_path`), before the call runs.
 
 Run by sprout-agent over stdio with SPROUT_AGENT_TOOL_HOOKS=1 (see examples/README.md). Needs `mcp` (>= 2.3).
 """
@@ -29,8 +29,12 @@ DESTRUCTIVE = (
 # Paths no tool may write, as glob patterns on the path relative to the project (PROTECTED_PATHS overrides:
 # comma-separated globs).
 DEFAULT_PROTECTED = ".git,.git/*,.env,.env.*,*.pem,*.key,.mcp.json"
-# Tools whose `path` argument is written (the built-in dev server's; add yours with WRITE_TOOLS).
+# Tools that write the file their path argument names (the built-in dev server's; add yours with WRITE_TOOLS).
 DEFAULT_WRITE_TOOLS = "dev__write,dev__edit"
+# The arguments that name that file: `file_path` in the dev tools (and Claude Code's), `path` in many servers'
+# (the filesystem server's write_file and edit_file), `notebook_path` in a notebook editor's. Every one present
+# is checked, so a tool cannot pass one name and write another.
+PATH_ARGUMENTS = ("file_path", "path", "notebook_path")
 
 mcp = MCPServer("guard")
 
@@ -42,14 +46,13 @@ def pre_tool_use(tool_name: str = "", arguments: dict[str, object] | None = None
     command = arguments.get("command")
     if isinstance(command, str) and (why := destructive(command)):
         return f"Refused: `{command}` is {why}. Ask the user to run it themselves if it is really wanted."
-    path = arguments.get("path")
-    if (
-        tool_name in _names("WRITE_TOOLS", DEFAULT_WRITE_TOOLS)
-        and isinstance(path, str)
-        and (glob := protected(path, cwd))
-    ):
-        return f"Refused: {path} is a protected path ({glob}); leave it to the user."
-    return ""  # empty = no objection: the call runs
+    if tool_name not in _names("WRITE_TOOLS", DEFAULT_WRITE_TOOLS):
+        return ""  # empty = no objection: the call runs
+    for name in PATH_ARGUMENTS:
+        path = arguments.get(name)
+        if isinstance(path, str) and (glob := protected(path, cwd)):
+            return f"Refused: {path} is a protected path ({glob}); leave it to the user."
+    return ""
 
 
 def destructive(command: str) -> str:
@@ -60,8 +63,10 @@ def destructive(command: str) -> str:
 
 
 def protected(path: str, cwd: str) -> str:
-    relative = os.path.relpath(os.path.normpath(os.path.join(cwd, path)), cwd)
-    if relative.startswith(".."):
+    # Links resolved: a link named notes.txt that points at .env writes .env.
+    root = os.path.realpath(cwd)
+    relative = os.path.relpath(os.path.realpath(os.path.join(root, path)), root)
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
         return "outside the project"
     parts = PurePosixPath(relative).as_posix()
     for glob in _names("PROTECTED_PATHS", DEFAULT_PROTECTED):

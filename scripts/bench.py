@@ -508,7 +508,7 @@ class Bench:
             self.toolhooks,
         ]
         steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render, self.remote, self.thinking]
-        steps += [self.batch]
+        steps += [self.batch, self.caps]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -789,6 +789,26 @@ class Bench:
                 f"batch --jobs {jobs}, {tasks} tasks: tasks per minute", med([60 * tasks / w for w in values]), "x"
             )
 
+    def caps(self) -> None:
+        """18. peak memory when others send too much: a 400 MB remote reply, a 300 MB stream-json line"""
+        from scripts.bench_caps import remote_reply, stdin_line
+
+        mb = 1024 * 1024
+        shapes: list[tuple[str, dict[str, Any]]] = [
+            ("JSON, with a length", {}),
+            ("JSON, chunked", {"length": False}),
+            ("JSON gzipped to 0.4 MB", {"gzip": True}),
+            ("as one SSE event", {"sse": True}),
+            ("as one SSE event gzipped", {"sse": True, "gzip": True}),
+        ]
+        for name, shape in shapes:
+            peak, seen = remote_reply(400 * mb, **shape)
+            self.add(f"-p, a 400 MB remote reply, {name}: peak RSS", peak, "MB", "< 200 MB", peak < 200)
+            self.add("  … what the model got", seen, "s")
+        peak, code, stderr = stdin_line(300 * mb)
+        self.add("stream-json, a 300 MB line then a normal one: peak RSS", peak, "MB", "< 200 MB", peak < 200)
+        self.add("  … exit code, stderr", f"{code}: {stderr}", "s")
+
     def acp(self) -> None:
         """13. sprout-agent acp through the ACP SDK"""
         import anyio
@@ -803,7 +823,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     groups = "imports minimal ours facts builtins flags repl hooks toolhooks compaction servers acp sandbox render"
-    groups += " remote thinking batch"
+    groups += " remote thinking batch caps"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     args = parser.parse_args()
     load = os.getloadavg()[0]

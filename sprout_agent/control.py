@@ -4,6 +4,13 @@
 sdk_session.py); `control_response` lines answer the requests we send (`can_use_tool`, `mcp_message`),
 matched by request id. Every line to stdout goes through one `LineWriter`: whole lines, flushed, never
 interleaved, so no text inside a line (a model's, a server's) can start a line of its own.
+
+stdin is read in chunks and split by stdio_wire's `LineSplitter`, so a line is held only up to the stdio cap
+(MAX_MESSAGE_BYTES); readline() held a whole 300 MB line (1.2 GB once parsed). A line over the cap
+is counted to its newline, not kept, and skipped with one line on stderr; the run goes on. Where the protocol
+has a place for the error, it goes there too: a `control_request` gets an error answer, a `control_response`
+fails our request it answers (their ids are read from the line's first or last bytes, where the SDKs'
+serialisers put them), and any other line, taken for a user message, gets an error `result` (headless.py).
 """
 
 from __future__ import annotations
@@ -11,8 +18,10 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TextIO, cast
 
 import anyio
@@ -22,13 +31,40 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from sprout_agent.errors import UsageError
 from sprout_agent.messages import Image
+from sprout_agent.stdio_wire import MAX_MESSAGE_BYTES, LineSplitter, Oversized
 from sprout_agent.ui.jsonl import parse_user_message
 
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A stdin line over the cap, taken for a user message: it is not run, and its `result` says why."""
+
+    reason: str
+
+
 Prompt = tuple[str, tuple[Image, ...]]
+Queued = Prompt | Skipped
 Body = dict[str, Any]
 Handler = Callable[[Body], Awaitable[Body]]
 # Lines the SDKs may write that carry nothing for us (the TypeScript SDK's keep-alives, its env updates).
 IGNORED_TYPES = frozenset({"keep_alive", "update_environment_variables"})
+_READ_BYTES = 64 * 1024  # one read of stdin: a line is split from these, never read whole
+_ID = r'"request_id"\s*:\s*("(?:[^"\\]|\\.)*")'
+_TYPE = r'"type"\s*:\s*"{}"'
+# Where a control line's id sits: after "type" (the SDKs write type, request_id, request first), or, with keys
+# sorted, last before "type" (a control_request) or first inside "response" (a control_response).
+_Edges = tuple[tuple[re.Pattern[bytes], bool], ...]  # (pattern, search the tail rather than the head)
+_REQUEST_ID: _Edges = (
+    (re.compile(rf"^\s*\{{\s*{_TYPE.format('control_request')}\s*,\s*{_ID}".encode()), False),
+    (re.compile(rf"{_ID}\s*,\s*{_TYPE.format('control_request')}\s*\}}\s*$".encode()), True),
+)
+_RESPONSE_ID: _Edges = (
+    (
+        re.compile(rf'^\s*\{{\s*{_TYPE.format("control_response")}\s*,\s*"response"\s*:\s*\{{[^{{}}]*?{_ID}'.encode()),
+        False,
+    ),
+    (re.compile(rf'^\s*\{{\s*"response"\s*:\s*\{{\s*{_ID}'.encode()), False),
+)
 
 
 class ControlError(Exception):
@@ -63,21 +99,27 @@ class LineWriter:
 class Control:
     """One SDK connection: `run` reads stdin lines until it ends; `prompts` yields the user turns."""
 
-    def __init__(self, out: LineWriter, handlers: Mapping[str, Handler]) -> None:
+    def __init__(
+        self, out: LineWriter, handlers: Mapping[str, Handler], note: Callable[[str], None] = lambda _: None
+    ) -> None:
         self.out = out
         self.handlers = handlers
-        self._send, self.prompts = anyio.create_memory_object_stream[Prompt](math.inf)
+        self.note = note  # one line for stderr: a stdin line was skipped
+        self._send, self.prompts = anyio.create_memory_object_stream[Queued](math.inf)
         self._pending: dict[str, tuple[anyio.Event, list[Body | ControlError]]] = {}
         self._ids = itertools.count(1)
         self.error: UsageError | None = None  # a bad stdin line: the run ends with it (exit 2)
         self.closed = False  # stdin ended: requests can no longer be answered
 
-    async def run(self, lines: AsyncIterator[bytes]) -> None:
+    async def run(self, lines: AsyncIterator[bytes | Oversized]) -> None:
         """Reads every line; answers control requests concurrently, so an interrupt is never queued behind one."""
         async with self._send, anyio.create_task_group() as group:
             number = 0
             async for line in lines:
                 number += 1
+                if isinstance(line, Oversized):
+                    self._skip(line, number)
+                    continue
                 if not line.strip():
                     continue
                 try:
@@ -106,6 +148,21 @@ class Control:
             return  # we answer each request at once: nothing of ours is left to cancel
         else:
             raise ValueError(f"unexpected line type {kind!r} (expected user, control_request or control_response)")
+
+    def _skip(self, line: Oversized, number: int) -> None:
+        """The error for a line over the cap: on stderr, and where the protocol has a place for it."""
+        size = f"{line.size} bytes, over the limit of {MAX_MESSAGE_BYTES}"
+        reason = f"stdin line {number}: {size}"
+        self.note(f"{reason}: skipped")
+        request_id = _id_at_edges(_REQUEST_ID, line)
+        if request_id is not None:
+            self._respond_error(request_id, reason)
+            return
+        response_id = _id_at_edges(_RESPONSE_ID, line)
+        if response_id is not None and response_id in self._pending:
+            self._resolve({"subtype": "error", "request_id": response_id, "error": f"the SDK's answer is {size}"})
+        elif response_id is None:  # an answer we no longer wait for needs nothing more; any other line is a prompt
+            self._send.send_nowait(Skipped(reason))
 
     async def _answer(self, request_id: str, request: Body) -> None:
         subtype = request.get("subtype")
@@ -166,6 +223,18 @@ class Control:
         return answer
 
 
+def _id_at_edges(patterns: _Edges, line: Oversized) -> str | None:
+    for pattern, in_tail in patterns:
+        match = pattern.search(line.tail if in_tail else line.head)
+        if match is not None:
+            try:
+                found: object = json.loads(match.group(1))
+            except ValueError:  # an escape JSON has not got ("\q"): no id we could answer
+                return None
+            return found if isinstance(found, str) else None
+    return None
+
+
 def _json_object(line: bytes) -> dict[str, Any] | None:
     """The line as a JSON object; None when it is not one (parse_user_message then says why)."""
     try:
@@ -175,15 +244,21 @@ def _json_object(line: bytes) -> dict[str, Any] | None:
     return cast(dict[str, Any], data) if isinstance(data, dict) else None
 
 
-async def stdin_lines(read: Callable[[], bytes]) -> AsyncIterator[bytes]:
-    """Lines from a blocking `read` (stdin's readline), each read in a thread, until it returns b''."""
-    while line := await anyio.to_thread.run_sync(read, abandon_on_cancel=True):
-        yield line
+async def stdin_lines(read: Callable[[int], bytes]) -> AsyncIterator[bytes | Oversized]:
+    """Lines (or `Oversized` markers) from a blocking `read(n)` (stdin's read1), each read in a thread, until it
+    returns b''; the last line needs no newline."""
+    lines = LineSplitter()
+    while chunk := await anyio.to_thread.run_sync(read, _READ_BYTES, abandon_on_cancel=True):
+        for line in lines.feed(chunk):
+            yield line
+    last = lines.end()
+    if last is not None:
+        yield last
 
 
-async def prompts_of(control: Control) -> AsyncIterator[Prompt]:
-    """The queued user turns, until stdin ends; a bad line ends them with its error."""
-    receive: MemoryObjectReceiveStream[Prompt] = control.prompts
+async def prompts_of(control: Control) -> AsyncIterator[Queued]:
+    """The queued user turns (and skipped lines), until stdin ends; a bad line ends them with its error."""
+    receive: MemoryObjectReceiveStream[Queued] = control.prompts
     async with receive:
         async for prompt in receive:
             yield prompt

@@ -5,6 +5,7 @@ Whatever ends the run (an answer, an API error, a signal), `finish` reports it a
 
 from __future__ import annotations
 
+import io
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -14,7 +15,7 @@ import anyio
 
 from sprout_agent.agent import TurnResult
 from sprout_agent.consent import held_back_notice
-from sprout_agent.control import Control, LineWriter, prompts_of, stdin_lines
+from sprout_agent.control import Control, LineWriter, Skipped, prompts_of, stdin_lines
 from sprout_agent.errors import (
     EXIT_OK,
     EXIT_RUNTIME,
@@ -77,7 +78,7 @@ class Headless:
         self.control: Control | None = None
         if options.input_format == "stream-json":
             self.sdk = SdkSession(prepared, self.emit)
-            self.control = Control(self.lines, self.sdk.handlers())
+            self.control = Control(self.lines, self.sdk.handlers(), note=_say)
 
     def emit(self, event: Event) -> None:
         if self.renderer is not None:
@@ -92,7 +93,7 @@ class Headless:
             watch.everything = group.cancel_scope
             group.start_soon(watch.watch)
             if self.control is not None:
-                group.start_soon(self.control.run, stdin_lines(sys.stdin.buffer.readline))
+                group.start_soon(self.control.run, stdin_lines(_stdin_chunk))
             try:
                 async with open_runtime(
                     self.prepared, self.emit, session_id=self.session_id, **self._sdk_parts()
@@ -135,7 +136,11 @@ class Headless:
 
     async def _turns(self, runtime: Runtime) -> None:
         self._init(runtime)
-        async for prompt, attachments in self._prompts():
+        async for queued in self._prompts():
+            if isinstance(queued, Skipped):
+                self._skipped(queued.reason, runtime)
+                continue
+            prompt, attachments = queued
             result = await self._turn(runtime, prompt, attachments)
             self.ran_a_turn = True
             if result is None:  # the SDK's interrupt: the session goes on with the next prompt
@@ -147,6 +152,13 @@ class Headless:
             self.reported = True  # the turn's own `result` line said it; a later failure says more
             if self.code != EXIT_OK:
                 break  # the rest of a stream-json input is left unread: the session cannot go on
+
+    def _skipped(self, reason: str, runtime: Runtime) -> None:
+        """A stdin line over the cap: not run, its own error `result`, and the session goes on."""
+        self.errors.append(reason)
+        self.reported = False  # the run's last result must still say how it ended
+        if self.jsonl is not None:
+            self.jsonl.skipped(reason, runtime.agent.ledger.cost)
 
     async def _turn(self, runtime: Runtime, prompt: str, attachments: tuple[Image, ...]) -> TurnResult | None:
         """One turn; None when the SDK interrupted it (its `result` line says "interrupted")."""
@@ -163,7 +175,7 @@ class Headless:
             self.emit(TurnFinished("interrupted", "", 0, ledger.usage - before, ledger.cost, seconds))
         return result
 
-    async def _prompts(self) -> AsyncIterator[tuple[str, tuple[Image, ...]]]:
+    async def _prompts(self) -> AsyncIterator[tuple[str, tuple[Image, ...]] | Skipped]:
         options = self.prepared.options
         if options.prompt is not None:
             yield options.prompt, ()
@@ -172,7 +184,7 @@ class Headless:
         assert self.control is not None
         given = options.prompt is not None
         async for message in prompts_of(self.control):
-            given = True
+            given = given or not isinstance(message, Skipped)
             yield message
         if not given:
             raise UsageError("no user message on stdin (--input-format stream-json)")
@@ -244,6 +256,16 @@ class Headless:
         if self.fatal is not None:
             sys.stderr.write(f"sprout-agent: {printable(self.fatal)}\n")
         return self.code
+
+
+def _stdin_chunk(size: int) -> bytes:
+    """What stdin has, up to `size` bytes, as soon as it has any (read1: one read of the pipe, not a wait for all)."""
+    stream = sys.stdin.buffer
+    return stream.read1(size) if isinstance(stream, io.BufferedIOBase) else stream.read(size)
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(f"sprout-agent: {line}\n")
 
 
 def run_headless(prepared: Prepared) -> int:

@@ -61,7 +61,7 @@ def samples(hook: str, cwd: str) -> list[tuple[str, dict[str, object]]]:
         hc.PRE_TOOL_USE: [
             ("harmless command", {"tool_name": bash, "arguments": {"command": "git status --short"}}),
             ("destructive command", {"tool_name": bash, "arguments": {"command": "rm -rf ~"}}),
-            ("write to .git", {"tool_name": "dev__write", "arguments": {"path": ".git/config", "content": "x"}}),
+            ("write to .git", {"tool_name": "dev__write", "arguments": {"file_path": ".git/config", "content": "x"}}),
         ],
         hc.POST_TOOL_USE: [
             (

@@ -36,6 +36,7 @@ from sprout_agent.processes import ServerProcess
 from sprout_agent.protocols import PromptInfo, ResourceInfo, ToolOutcome, ToolSpec
 from sprout_agent.sdk_link import open_sdk
 from sprout_agent.stdio_transport import ReadStream, WriteStream, open_stdio
+from sprout_agent.stdio_wire import too_large
 from sprout_agent.tools._sandbox import OUTSIDE_SANDBOX_META
 
 Streams = tuple[ReadStream, WriteStream] | MessageStream  # stdio, or in-process memory streams
@@ -135,7 +136,15 @@ def _progress_callback(on_progress: Callable[[str], None]) -> ProgressFnT:
     return callback
 
 
+# How mcp 2.3.0's Streamable HTTP client fails a call whose answer event was over its `max_sse_event_size`
+# (`_handle_sse_response`: "SSE stream failed: " + httpx2's SSEError). It gives the code of a lost connection,
+# but only that one answer's stream ended: the session goes on, so it is an error for that call alone.
+_EVENT_OVER_CAP = "SSE stream failed: Server-sent event exceeded"
+
+
 def _ours(exc: MCPError) -> ServerGone | ServerAnswered:
+    if exc.code == types.CONNECTION_CLOSED and exc.message.startswith(_EVENT_OVER_CAP):
+        return ServerAnswered(too_large(None))
     if exc.code == types.CONNECTION_CLOSED:
         return ServerGone("connection closed")
     return ServerAnswered(exc.message or str(exc))

@@ -22,6 +22,7 @@ from mcp.shared.auth import AuthorizationCodeResult
 
 from sprout_agent.config import ServerConfig
 from sprout_agent.errors import SproutError
+from sprout_agent.http_cap import cap_body, capped_headers
 from sprout_agent.oauth import CALLBACK_PATH, Callback, Redirect, code_from, make_provider, preset, storage_for
 from sprout_agent.oauth_store import OAuthSetup
 from sprout_agent.untrusted import printable
@@ -135,7 +136,10 @@ async def login(
 async def _touch(config: ServerConfig, auth: httpx2.Auth) -> None:
     """One request the server must authorize: its 401 starts the flow; a success means the tokens work."""
     assert config.url is not None
-    async with httpx2.AsyncClient(headers=dict(config.headers), timeout=_HTTP_SECONDS, auth=auth) as client:
+    hooks = {"response": [cap_body]}  # the answer is read whole: held to the cap, like a session's
+    async with httpx2.AsyncClient(
+        headers=capped_headers(config.headers), timeout=_HTTP_SECONDS, auth=auth, event_hooks=hooks
+    ) as client:
         if config.transport == "sse":
             async with client.stream("GET", config.url, headers={"Accept": "text/event-stream"}) as answer:
                 status = answer.status_code

@@ -2,7 +2,8 @@
 
 Loaded only when a remote server is configured (httpx2 and the SDK's HTTP client cost import time a
 stdio-only run should not pay). Leaving the context ends the HTTP streams (and, for Streamable HTTP, sends
-the session's DELETE); there is no process to kill.
+the session's DELETE); there is no process to kill. What a server sends is held to the stdio cap: each answer's
+body by http_cap.py, each event of a Streamable HTTP stream by the SDK's own limit, set to the same figure.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from sprout_agent.config import ServerConfig
 from sprout_agent.errors import NeedsLogin, ServerGone
+from sprout_agent.http_cap import cap_body, capped_headers
 from sprout_agent.oauth_store import OAuthSetup
+from sprout_agent.stdio_wire import MAX_MESSAGE_BYTES
 
 # The SDK names its stream types only in private modules (mcp.client._transport): ClientSession takes them.
 Streams = tuple[Any, Any]
@@ -42,6 +45,7 @@ async def open_remote(
         auth = await oauth_flow.for_session(config, oauth, refused)
     limits = httpx2.Timeout(timeout, read=_READ_SECONDS)
     endpoint = httpx2.URL(config.url)
+    headers = capped_headers(config.headers)
 
     # Only the endpoint's own answers: the OAuth discovery's 404s on the way are no reason to report.
     async def note(response: httpx2.Response) -> None:
@@ -61,11 +65,14 @@ async def open_remote(
             timeout: httpx2.Timeout | None = None,
             auth: httpx2.Auth | None = None,
         ) -> httpx2.AsyncClient:
-            return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks={"response": [note]})
+            hooks = {"response": [note, cap_body]}
+            return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
 
+        # Its events are capped by the SDK at 1 MiB (mcp 2.3.0's sse_client passes no limit of its own to
+        # httpx2's parser), and one over it ends the connection: docs/security.md says so.
         async with sse_client(
             config.url,
-            headers=dict(config.headers),
+            headers=headers,
             timeout=timeout,
             sse_read_timeout=_READ_SECONDS,
             httpx_client_factory=factory,
@@ -75,10 +82,11 @@ async def open_remote(
         return
 
     # Redirects stay off (httpx2's default): the SDK follows only those that keep to the endpoint's origin.
-    client = httpx2.AsyncClient(
-        headers=dict(config.headers), timeout=limits, auth=auth, event_hooks={"response": [note]}
-    )
-    async with client, streamable_http_client(config.url, http_client=client) as (read, write):
+    client = httpx2.AsyncClient(headers=headers, timeout=limits, auth=auth, event_hooks={"response": [note, cap_body]})
+    async with (
+        client,
+        streamable_http_client(config.url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES) as (read, write),
+    ):
         yield read, write
 
 
@@ -99,6 +107,8 @@ def failure(leaf: BaseException) -> str | None:
         return _status_line(leaf.response.status_code, leaf.response.reason_phrase)
     if isinstance(leaf, httpx2.TimeoutException):
         return "no answer from the server (HTTP timeout)"
+    if isinstance(leaf, httpx2.SSEError):  # the HTTP+SSE transport's stream: one event over its 1 MiB, say
+        return f"its event stream failed: {leaf}"
     if isinstance(leaf, httpx2.HTTPError):
         return f"cannot reach the server: {leaf or type(leaf).__name__}"
     return None

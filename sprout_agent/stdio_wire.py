@@ -24,8 +24,10 @@ from mcp.types import methods
 from pydantic import ValidationError
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-"""The largest JSON-RPC message read from a stdio server. Room for several images at the API's limit; a tool
-result is cut to SPROUT_AGENT_TOOL_RESULT_MAX_BYTES for the model anyway, so more would only cost memory."""
+"""The largest message we read from others: a JSON-RPC message of a stdio server, the body of a remote server's
+answer or one event of its stream (http_cap.py, remote_link.py), one `--input-format stream-json` line
+(control.py). Room for several images at the API's limit; a tool result is cut to
+SPROUT_AGENT_TOOL_RESULT_MAX_BYTES for the model anyway, so more would only cost memory."""
 
 EDGE_BYTES = 4096  # kept from each end of an oversized line: the id sits at one end of a serialised response
 
@@ -69,6 +71,10 @@ class LineSplitter:
             self._parts.clear()
             return
         self._tail = (self._tail + piece[-EDGE_BYTES:])[-EDGE_BYTES:]
+
+    def end(self) -> bytes | Oversized | None:
+        """At the end of input: the last line if it had no newline (None if there was nothing after one)."""
+        return self._finish() if self._size or self._parts else None
 
     def _finish(self) -> bytes | Oversized:
         line = b"".join(self._parts) if self._head is None else Oversized(self._size, self._head, self._tail)
@@ -122,7 +128,7 @@ def read_message(line: bytes | Oversized, requests: Requests, skipped: list[str]
         if found is None:
             raise Fatal(f"sent a {line.size}-byte message (limit {MAX_MESSAGE_BYTES}) that answers no open request")
         requests.answered(found)
-        return _error(found, f"result too large: {line.size} bytes, limit {MAX_MESSAGE_BYTES}")
+        return _error(found, too_large(line.size))
     text = line.decode(errors="replace")
     if not text.strip():
         return None
@@ -135,6 +141,13 @@ def read_message(line: bytes | Oversized, requests: Requests, skipped: list[str]
         if isinstance(message, types.JSONRPCResponse) and method is not None:
             _check_result(method, message.result, requests, skipped)
     return message
+
+
+def too_large(size: int | None) -> str:
+    """The error for an answer over the cap; `size` None when it was not read to its end."""
+    if size is None:
+        return f"result too large: over the limit of {MAX_MESSAGE_BYTES} bytes"
+    return f"result too large: {size} bytes, limit {MAX_MESSAGE_BYTES}"
 
 
 def _salvage(text: str, error: ValidationError, requests: Requests) -> types.JSONRPCMessage | None:

@@ -542,11 +542,13 @@ def build_loop(
     tool_hooks: bool = False,
     pre_tool_max_objections: int | None = None,
     web: bool = False,
+    cwd: str = CWD,
 ) -> Loop:
     """The real Agent, Hooks, Ledger and Compactor around a scripted model and an in-memory host.
 
     Defaults are the documented settings defaults; `host` defaults to one server "fake" (default_server()).
-    `on_event` sees each loop event as it is emitted (after it is recorded), to act on it mid-turn.
+    `on_event` sees each loop event as it is emitted (after it is recorded), to act on it mid-turn. `cwd`: the
+    session's working directory (what hooks are told); give a real pool's (builtin_pool) its own.
     """
     events: list[Event] = []
 
@@ -588,7 +590,7 @@ def build_loop(
         max_budget_usd=max_budget_usd,
         max_parallel_tools=max_parallel_tools,
         session_id=SESSION_ID,
-        cwd=CWD,
+        cwd=cwd,
         permit=permit,
         escalate=escalate,
         recorder=recorder,

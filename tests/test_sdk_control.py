@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import time
+import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,10 @@ import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from sprout_agent.config import load_config
-from sprout_agent.control import Control, ControlError, LineWriter
+from sprout_agent.control import Control, ControlError, LineWriter, Skipped, prompts_of, stdin_lines
 from sprout_agent.errors import ConfigError
 from sprout_agent.options import Options
+from sprout_agent.stdio_wire import MAX_MESSAGE_BYTES, Oversized
 from tests.fake_anthropic import FakeAnthropic, hang, model_info, reply, tool_use
 from tests.fake_sdk import FakeSdk, Json, mentions, run_with_sdk
 from tests.harness import API_KEY, assert_history_valid, result_text, tool_results
@@ -317,3 +319,101 @@ def test_interrupt_during_the_model_request_and_the_next_prompt_still_runs(
     second = fake.requests[1].body
     assert_history_valid(second)
     assert [block["text"] for block in second["messages"][-1]["content"]] == ["first", "second"]
+
+
+# --- stdin lines over the cap (MAX_MESSAGE_BYTES): skipped, answered where the protocol has a place, run goes on ---
+
+
+def test_a_stdin_line_over_the_cap_is_skipped_with_one_error_and_the_next_message_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Was read whole by readline (one 300 MB line took 1.2 GB) and then sent to the model as a prompt.
+    line = b'{"type": "user", "message": {"role": "user", "content": "' + b"x" * MAX_MESSAGE_BYTES + b'"}}'
+
+    def script(sdk: FakeSdk) -> None:
+        sdk.send_raw(line + b"\n")
+        sdk.expect(is_result)
+        sdk.user("and now?")
+        sdk.expect(is_result)
+        sdk.send_raw(line)  # the last line, without a newline: stdin ends there
+
+    with FakeAnthropic([reply("answered")]) as fake:
+        code, sdk, err = run_with_sdk(tmp_path, monkeypatch, script, fake=fake)
+    assert code == 0, err
+    first, last = (f"stdin line {n}: {len(line)} bytes, over the limit of {MAX_MESSAGE_BYTES}" for n in (1, 3))
+    skipped, answered, skipped_last, outcome = [json.loads(raw) for raw in sdk.out.raw if is_result(json.loads(raw))]
+    assert (skipped["is_error"], skipped["errors"], skipped["num_turns"]) == (True, [first], 0)
+    assert (answered["is_error"], answered["result"]) == (False, "answered")
+    assert skipped_last["errors"] == [last]
+    assert (outcome["is_error"], outcome["exit_code"], outcome["errors"]) == (False, 0, [first, last])
+    assert [[b["text"] for b in m["content"]] for m in fake.requests[0].body["messages"]] == [["and now?"]]
+    assert err.splitlines() == [f"sprout-agent: {reason}: skipped" for reason in (first, last)]
+
+
+async def lines_or_markers(receive: MemoryObjectReceiveStream[bytes | Oversized]) -> AsyncIterator[bytes | Oversized]:
+    async with receive:
+        async for line in receive:
+            yield line
+
+
+@pytest.mark.anyio
+async def test_an_over_cap_control_line_is_answered_in_its_protocol_and_any_other_line_queues_its_error() -> None:
+    out, notes, failures = io.StringIO(), list[str](), list[str]()
+    control = Control(LineWriter(out), {}, note=notes.append)
+    send, receive = anyio.create_memory_object_stream[bytes | Oversized](10)
+    big = 1 << 25
+    # The SDKs write type and request_id first; a serialiser that sorts keys puts the id at the other end.
+    request = Oversized(big, b'{"type": "control_request", "request_id": "req_7", "request": {"x": "xx', b'xx"}}')
+    sorted_request = Oversized(
+        big, b'{"request": {"x": "xx', b'xx"}, "request_id": "req_8", "type": "control_request"}'
+    )
+    answer = Oversized(
+        big, b'{"type": "control_response", "response": {"subtype": "success", "request_id": "sprout_1"', b"}}"
+    )
+    user = Oversized(big, b'{"type": "user", "message": {"role": "user", "content": "xx', b'xx"}}')
+    bad_id = Oversized(big, b'{"type": "control_request", "request_id": "r\\q", "request": {"x": "xx', b'xx"}}')
+
+    async def ask() -> None:
+        try:
+            await control.request("can_use_tool", {}, timeout=30)
+        except ControlError as error:
+            failures.append(str(error))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(control.run, lines_or_markers(receive))
+            group.start_soon(ask)
+            await anyio.wait_all_tasks_blocked()
+            for line in (request, sorted_request, answer, user, bad_id):
+                await send.send(line)
+            await send.aclose()
+    size = f"{big} bytes, over the limit of {MAX_MESSAGE_BYTES}"
+    answers = [json.loads(line).get("response") for line in out.getvalue().splitlines()]
+    for number, request_id in ((1, "req_7"), (2, "req_8")):
+        assert {"subtype": "error", "request_id": request_id, "error": f"stdin line {number}: {size}"} in answers
+    assert failures == [f"the SDK's answer is {size}"]
+    # A line whose id we cannot read is taken for a prompt: its error goes out as a result.
+    skipped = [Skipped(f"stdin line {n}: {size}") for n in (4, 5)]
+    assert [queued async for queued in prompts_of(control)] == skipped
+    assert notes == [f"stdin line {n}: {size}: skipped" for n in range(1, 6)]
+
+
+@pytest.mark.anyio
+async def test_a_100_mb_stdin_line_is_counted_not_kept_and_the_lines_around_it_arrive_whole() -> None:
+    chunk = b"x" * 65536
+    reads = iter([b'{"a": 1}\n', *([chunk] * 1600), b'\n{"b": 2}\n{"c"', b": 3}"])  # the last line has no newline
+
+    def read(size: int) -> bytes:
+        assert size <= 65536  # stdin is read in chunks, never a line at a time
+        return next(reads, b"")
+
+    tracemalloc.start()
+    try:
+        lines = [line async for line in stdin_lines(read)]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < MAX_MESSAGE_BYTES + 2 * 1024 * 1024
+    first, oversized, *rest = lines
+    assert first == b'{"a": 1}' and rest == [b'{"b": 2}', b'{"c": 3}']
+    assert isinstance(oversized, Oversized) and oversized.size == 1600 * len(chunk)

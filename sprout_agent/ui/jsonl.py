@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TextIO, assert_never, cast
 
 from sprout_agent import events as ev
-from sprout_agent.errors import exit_code_for_stop
+from sprout_agent.errors import EXIT_USAGE, exit_code_for_stop
 from sprout_agent.events import Event
 from sprout_agent.images import MAX_PDF_BASE64_BYTES, attachment
 from sprout_agent.messages import Image, Text, Usage
@@ -131,6 +131,14 @@ class JsonlSink:
             totals = {"duration_api_ms": ms(self._api_seconds), "model_usage": self._model_usage}
             final = replace(info, **totals, permission_denials=self._denials)
             write_record(self.out, result_record(final))
+
+    def skipped(self, reason: str, cost_usd: float) -> None:
+        """A stdin message that was not run (over the size cap): an error `result` of its own (stream-json), so an
+        SDK waiting for its message's result goes on. The run goes on too: it is not the run's outcome."""
+        if not self.stream or self._finished:
+            return
+        info = ResultInfo("", "error", self.session_id, 0, Usage(), cost_usd, 0, EXIT_USAGE, [reason])
+        write_record(self.out, result_record(replace(info, model_usage=dict(self._model_usage))))
 
     def _close_open_calls(self) -> None:
         """A call cut short (a signal, an error, the SDK's interrupt) never finished on its own: every tool_use
