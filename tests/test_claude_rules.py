@@ -1,18 +1,61 @@
-"""Claude Code's command rules (`Bash(git:*)`) in the policy: what a prefix rule covers, and the options through
-which the program it names would run other programs or act on another repository (command_escapes.py), which it
-never covers. Table-driven; each row's id names the failure it prevents. In-process: the policy on its own.
+"""A Claude Code script's restrictions hold. When a run takes Claude Code's `default` mode (options.as_claude_code);
+what a command rule (`Bash(git:*)`) covers, and the options through which the program it names would run other
+programs or act on another repository (command_escapes.py), which it never covers. Table-driven, in-process: each
+row's id names the failure it prevents. One run as a process: `-p --allowedTools`, as a script passes them.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from sprout_agent.claude_rules import translate
+from sprout_agent.locations import Locations
 from sprout_agent.messages import ToolUse
+from sprout_agent.options import SDK_MARK, Options, prepare
 from sprout_agent.permissions import Decision, Policy
 from sprout_agent.protocols import ToolSpec
+from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.harness import agent_env, result_text, run_agent, tool_results
+from tests.stream_schema import valid_lines
 
 pytestmark = pytest.mark.anyio
+
+
+UNSET = {"permission_mode_given": False}  # as the CLI passes it when no --permission-mode is given
+SDK = {SDK_MARK: "0.2.189"}  # what both Agent SDKs set on the process they start
+
+
+@pytest.mark.parametrize(
+    ("options", "environ", "mode"),
+    [
+        pytest.param({**UNSET, "claude_rules": True}, {}, "default", id="claude_p_allowed_tools_ran_everything"),
+        pytest.param(
+            {**UNSET, "input_format": "stream-json"}, SDK, "default", id="an_agent_sdk_without_a_mode_ran_everything"
+        ),
+        pytest.param(
+            {**UNSET, "claude_rules": True, "input_format": "stream-json", "permission_prompt_tool": "stdio"},
+            SDK,
+            "default",
+            id="the_sdks_callback_is_asked_in_claude_codes_default",
+        ),
+        pytest.param(UNSET, {}, "auto", id="our_own_command_line_lost_its_auto_default"),
+        pytest.param(UNSET, SDK, "auto", id="a_nested_text_run_under_an_sdk_was_taken_for_the_sdk"),
+        pytest.param(
+            {"claude_rules": True, "permission_mode": "auto"}, {}, "auto", id="an_explicit_mode_was_overruled"
+        ),
+        pytest.param(
+            {"claude_rules": True, "permission_mode": "bypassPermissions"}, SDK, "bypassPermissions", id="bypass_lost"
+        ),
+    ],
+)
+def test_a_claude_code_script_without_a_mode_runs_in_claude_codes_default(
+    tmp_path: Path, options: dict[str, Any], environ: dict[str, str], mode: str
+) -> None:
+    prepared = prepare(Options("q", cwd=tmp_path, **options), Locations.nowhere(), agent_env(tmp_path, None, environ))
+    assert prepared.options.permission_mode == mode
 
 
 def bash(command: str) -> tuple[ToolSpec, ToolUse]:
@@ -131,7 +174,7 @@ async def test_a_command_a_rule_does_not_cover_falls_to_the_mode() -> None:
     asked: list[str] = []
 
     async def person(spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
-        asked.append(use.input["command"])
+        asked.append(str(use.input["command"]))
         return Decision("once")
 
     rules = translate(["Bash(git:*)"], deny=False).patterns
@@ -146,3 +189,39 @@ async def test_a_command_a_rule_does_not_cover_falls_to_the_mode() -> None:
 async def test_quoting_the_program_name_does_not_escape_a_deny_rule(command: str) -> None:
     policy = Policy("auto", deny=translate(["Bash(rm:*)"], deny=True).patterns)
     assert "denied" in (await policy(*bash(command)) or ""), command
+
+
+# ---------------------------------------------------------------- as a process
+
+
+@pytest.mark.e2e
+def test_claude_p_with_allowed_tools_denies_what_no_rule_allows_and_lists_it_in_permission_denials(
+    tmp_path: Path,
+) -> None:
+    """claude-code-action's way of restricting the agent: `-p --allowedTools …` and no --permission-mode."""
+    calls = {
+        "t_version": {"command": "git --version"},
+        "t_config": {"command": "git -c core.pager=./evil log"},
+        "t_touch": {"command": "touch made-by-bash"},
+        "t_write": {"file_path": "made-by-write.txt", "content": "x"},
+    }
+    uses = [tool_use("dev__write" if i == "t_write" else "dev__bash", args, id=i) for i, args in calls.items()]
+    args = ["-p", "go", "--allowedTools", "Bash(git:*),Read", "--output-format", "stream-json", "--verbose"]
+    with FakeAnthropic([reply(*uses), reply("done")]) as fake:
+        run = run_agent(
+            tmp_path, args, fake=fake, env={"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
+        )
+    assert run.code == 0, run.stderr
+    lines = valid_lines(run.stdout)
+    assert lines[0]["permissionMode"] == "default"
+    result = lines[-1]
+    assert (result["type"], result["result"]) == ("result", "done")
+    denied = ["t_config", "t_touch", "t_write"]
+    assert [d["tool_use_id"] for d in result["permission_denials"]] == denied
+    assert [d["tool_name"] for d in result["permission_denials"]] == ["mcp__dev__bash"] * 2 + ["mcp__dev__write"]
+    assert [d["tool_input"] for d in result["permission_denials"]] == [calls[i] for i in denied]
+    assert not (tmp_path / "made-by-bash").exists() and not (tmp_path / "made-by-write.txt").exists()
+    results = {r["tool_use_id"]: (bool(r.get("is_error")), result_text(r)) for r in tool_results(fake.requests[1].body)}
+    assert results["t_version"][1].startswith("git version"), results["t_version"]
+    assert all(results[i][0] and results[i][1].startswith("not approved") for i in denied)
+    assert "'-c' makes git run a program" in results["t_config"][1]
