@@ -47,7 +47,10 @@ SDK = {SDK_MARK: "0.2.189"}  # what both Agent SDKs set on the process they star
             {"claude_rules": True, "permission_mode": "auto"}, {}, "auto", id="an_explicit_mode_was_overruled"
         ),
         pytest.param(
-            {"claude_rules": True, "permission_mode": "bypassPermissions"}, SDK, "bypassPermissions", id="bypass_lost"
+            {"claude_rules": True, "input_format": "stream-json", "permission_mode": "bypassPermissions"},
+            SDK,
+            "bypassPermissions",
+            id="the_sdks_bypass_permissions_was_overruled",
         ),
     ],
 )
