@@ -3,15 +3,20 @@
 
 `mcp__server__tool` → `server__tool`; `mcp__server` and `mcp__server__*` → `server__*`; Claude Code's built-in
 tool names → the built-in dev and todo tools; `Bash(git:*)`, `Bash(git diff *)`, `Bash(npm test)` → command
-rules. A rule we cannot honour is warned about: an allow rule is dropped (nothing runs unasked that would not
-have), a deny rule with a specifier we cannot check denies the whole tool (never silently wider).
+rules; a prefix rule never covers the options through which its program runs other programs (`git -c`,
+`find -exec`: command_escapes.py). A rule we cannot honour is warned about: an allow rule is dropped (nothing
+runs unasked that would not have), a deny rule with a specifier we cannot check denies the whole tool (never
+silently wider).
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+from sprout_agent.command_escapes import escape
 
 # Claude Code's tools → ours (tools with no counterpart here are absent: a rule naming one is a warning).
 BUILTIN_TOOLS = {
@@ -30,8 +35,10 @@ NOT_HERE = frozenset(
     | {"KillBash", "ExitPlanMode", "SlashCommand", "Skill", "ToolSearch", "AskUserQuestion"}
 )
 BASH = "dev__bash"
-# A command with any of these is never matched by an allow rule: `git status; rm -rf /` is not "git".
+# Not allowed in a rule's words, nor outside quotes in a command an allow rule matches: `git status; rm -rf /` is
+# not "git". A quoted word is one word, as bash reads it (`git commit -m "fix: it; now"`).
 SHELL_META = frozenset(";&|<>$`(){}\\\n\r\"'*?[]~!#")
+QUOTES = frozenset("\"'")
 _RULE = re.compile(r"(?P<tool>[A-Za-z0-9_*-]+)(?:\((?P<spec>.*)\))?", re.DOTALL)
 
 
@@ -106,22 +113,72 @@ def command_rules(patterns: Sequence[str]) -> tuple[tuple[str, bool], ...]:
     return tuple(found)
 
 
+def check(rules: Sequence[tuple[str, bool]], command: object) -> tuple[bool, str | None]:
+    """Whether an allow rule covers the command, and when a prefix rule matched but an option of the program keeps
+    it out (`git -c …` under `git:*`), a note saying so. Only a plain command is covered: its words (shlex, as
+    bash splits them; quotes are fine) and no other shell syntax. An exact rule covers exactly what it says."""
+    argv = plain_words(command)
+    if argv is None:
+        return (False, None)
+    note: str | None = None
+    for words, prefix in rules:
+        named = words.split()
+        if argv == named:
+            return (True, None)
+        if prefix and argv[: len(named)] == named:
+            why = escape(argv, len(named))
+            if why is None:
+                return (True, None)
+            note = note or f"the rule {BASH}({words}:*) does not cover it: {why}"
+    return (False, note)
+
+
 def allows(rules: Sequence[tuple[str, bool]], command: object) -> bool:
-    """An allow rule matches a plain command only: one with shell metacharacters is never auto-allowed."""
-    if not isinstance(command, str) or any(char in SHELL_META for char in command):
-        return False
-    return any(_matches(rule, " ".join(command.split())) for rule in rules)
+    return check(rules, command)[0]
+
+
+def plain_words(command: object) -> list[str] | None:
+    """The command's words when it is nothing but words (shlex, as bash splits them), else None."""
+    if not isinstance(command, str) or not _plain(command):
+        return None
+    try:
+        return shlex.split(command) or None
+    except ValueError:
+        return None
+
+
+def _plain(command: str) -> bool:
+    """No shell syntax but quotes: no metacharacter outside them, no `$`, backquote, backslash or `!` inside double
+    quotes (single quotes keep everything literal), no newline anywhere, every quote closed."""
+    quote: str | None = None
+    for char in command:
+        if quote is None and char in QUOTES:
+            quote = char
+        elif char == quote:
+            quote = None
+        elif char in "\n\r" or (quote is None and char in SHELL_META) or (quote == '"' and char in "$`\\!"):
+            return False
+    return quote is None
 
 
 def denies(rules: Sequence[tuple[str, bool]], command: object) -> bool:
-    """A deny rule matches the command or any part of a compound one (split at ; & | ( ) ` $ and newlines).
-    A command that runs it another way (env, sudo, a script) is not caught: the README says so."""
+    """A deny rule matches the command or any part of a compound one (split at ; & | ( ) ` $ and newlines), its
+    words unquoted as bash would (`'rm' -rf x` is rm). A command that runs it another way (env, sudo, a script)
+    is not caught: the README says so."""
     if not isinstance(command, str):
         return False
     parts = re.split(r"[;&|()`$\n\r{}]+", command)
-    return any(_matches(rule, " ".join(part.split())) for part in parts for rule in rules)
+    return any(_matches(rule, _words(part)) for part in parts for rule in rules)
 
 
-def _matches(rule: tuple[str, bool], command: str) -> bool:
+def _words(part: str) -> list[str]:
+    try:
+        return shlex.split(part)
+    except ValueError:  # a quote the split cut in two: the plain words still count
+        return part.split()
+
+
+def _matches(rule: tuple[str, bool], argv: list[str]) -> bool:
     words, prefix = rule
-    return command == words or (prefix and command.startswith(words + " "))
+    named = words.split()
+    return argv == named or (prefix and len(argv) > len(named) and argv[: len(named)] == named)

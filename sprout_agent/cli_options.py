@@ -74,11 +74,12 @@ WebOption = Annotated[
 
 # Claude Code's flags (README: "Claude Code's headless flags → sprout-agent").
 PermissionModeOption = Annotated[
-    str,
+    str | None,
     typer.Option(
         metavar="MODE",
         help="auto, ask (approve each call) or read-only; or Claude Code's default, acceptEdits, plan, "
-        "bypassPermissions, dontAsk (mapped onto ours).",
+        "bypassPermissions, dontAsk (mapped onto ours). Not given: auto, or Claude Code's default for a Claude Code "
+        "script (--allowedTools/--disallowedTools, an Agent SDK; README).",
     ),
 ]
 AllowedToolsOption = Annotated[

@@ -46,6 +46,8 @@ class Options:
     session_id: str | None = None  # --session-id UUID: the new session's id
     fork_session: bool = False  # --fork-session: the resumed history goes on under a new id
     permission_mode: str = "auto"  # ours (auto | ask | read-only) or Claude Code's name, as given
+    permission_mode_given: bool = True  # False: no --permission-mode; `prepare` picks as `claude -p` would
+    claude_rules: bool = False  # --allowedTools / --disallowedTools given (Claude Code's rule flags)
     allow_tools: tuple[str, ...] = ()  # patterns such as dev__bash or git__*
     deny_tools: tuple[str, ...] = ()
     trust_project: bool = False  # --trust-project: the project's .mcp.json servers start without asking, this run
@@ -114,7 +116,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     """Reads `.env`, settings and config files; `environ` (the real environment) wins over `.env`.
 
     Project servers the user has not approved are held back (`held_back`); the faces ask or say so."""
-    options = _asking_sdk(options)
+    options = _asking_sdk(as_claude_code(options, environ))
     dotenv = read_dotenv(options.cwd)
     env = {**dotenv.values, **environ}
     settings = st.Settings.from_env(env)
@@ -162,6 +164,21 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
         held_back=gated if gated.pending else None,
         sandbox=sandbox,
     )
+
+
+# Both Agent SDKs (Python and TypeScript) set it on the CLI process they start, which they drive over stream-json.
+SDK_MARK = "CLAUDE_AGENT_SDK_VERSION"
+
+
+def as_claude_code(options: Options, environ: Mapping[str, str]) -> Options:
+    """A run that says it is a Claude Code script (its rule flags, or an Agent SDK driving it) and names no mode
+    gets Claude Code's `default` mode, so its restrictions hold: what no rule allows is asked, or refused when
+    nobody can be asked. Our own command lines keep our default, `auto`. `environ` is the real environment: a
+    project's .env cannot choose."""
+    if options.permission_mode_given:
+        return options
+    sdk = options.input_format == "stream-json" and SDK_MARK in environ
+    return replace(options, permission_mode="default") if options.claude_rules or sdk else options
 
 
 def _asking_sdk(options: Options) -> Options:

@@ -17,7 +17,7 @@ from typing import Literal, Protocol
 
 import anyio
 
-from sprout_agent.claude_rules import BASH, allows, command_rules, denies
+from sprout_agent.claude_rules import BASH, check, command_rules, denies
 from sprout_agent.messages import ToolUse
 from sprout_agent.protocols import ToolSpec
 
@@ -83,6 +83,7 @@ class Policy:
         sandboxed: Collection[tuple[str, str]] = (),
     ) -> None:
         self.mode, self.mode_allows = resolve_mode(mode)
+        self.mode_name = mode  # as given (Claude Code's name, say): the refusal names it
         self.allow = tuple(allow)
         self.deny = tuple(deny)
         # `dev__bash(git:*)` rules (Claude Code's `Bash(git:*)`): checked against the call's command.
@@ -100,8 +101,7 @@ class Policy:
         command = use.input.get("command") if f"{spec.server}__{spec.tool}" == BASH else None
         if command is not None and denies(self.deny_commands, command):
             return f"refused: this command is denied by a {BASH}(…) rule; do not run it, find another way"
-        allowed = matching(self.allow, spec) is not None or matching(self.mode_allows, spec) is not None
-        allowed = allowed or (command is not None and allows(self.allow_commands, command))
+        allowed, note = self._allowed(spec, command)
         if allowed or spec.name in self.always or self.mode == AUTO:
             return None
         if self.mode == READ_ONLY:
@@ -110,15 +110,24 @@ class Policy:
         if spec.read_only is True:  # ask mode: a read is not worth a person's keypress
             return None
         if self.ask is None:
+            why = f" ({note})" if note is not None else ""
             return (
-                f"not approved: sprout-agent runs with --permission-mode ask and no terminal to ask; "
+                f"not approved: sprout-agent runs with --permission-mode {self.mode_name} and no terminal to ask{why}; "
                 f"allow it with --allow-tools {spec.name}"
             )
         return await self._ask(spec, use)
 
+    def _allowed(self, spec: ToolSpec, command: object) -> tuple[bool, str | None]:
+        """Whether an allow pattern, the mode or a command rule lets the call run; with a note when a command
+        rule matched the command's start but an option keeps the command out (`git -c …` under `git:*`)."""
+        if matching(self.allow, spec) is not None or matching(self.mode_allows, spec) is not None:
+            return (True, None)
+        return check(self.allow_commands, command) if command is not None else (False, None)
+
     def set_mode(self, name: str) -> None:
         """Switches the mode (ours or Claude Code's name) from the next call on; ValueError for an unknown one."""
         self.mode, self.mode_allows = resolve_mode(name)
+        self.mode_name = name
 
     async def _ask(self, spec: ToolSpec, use: ToolUse) -> str | None:
         assert self.ask is not None

@@ -43,18 +43,53 @@ def sdk_options(tmp_path: Path, fake: FakeAnthropic, **more: Any) -> Any:
 
 
 @pytest.mark.anyio
-async def test_python_query_runs_a_prompt_with_a_tool_call(tmp_path: Path) -> None:
+async def test_python_query_runs_an_allowed_tool_call_and_denies_the_rest_in_permission_denials(tmp_path: Path) -> None:
+    """allowed_tools and no permission_mode, as claude-code-action restricts the agent: what no rule allows is
+    denied and listed, as Claude Code does with nobody to ask (it ran before)."""
     sdk = pytest.importorskip("claude_agent_sdk")
-    script = [reply(tool_use("dev__bash", {"command": "echo from-the-tool"})), reply("all done")]
+    write = {"file_path": "x.txt", "content": "x"}
+    script = [
+        reply(
+            tool_use("dev__bash", {"command": "echo from-the-tool"}, id="t_echo"),
+            tool_use("dev__write", write, id="t_write"),
+            tool_use("dev__bash", {"command": "echo x > y.txt"}, id="t_redirect"),
+        ),
+        reply("all done"),
+    ]
     with FakeAnthropic(script) as fake:
-        options = sdk_options(tmp_path, fake)
+        options = sdk_options(tmp_path, fake, allowed_tools=["Bash(echo:*)"])
         with anyio.fail_after(60):
             messages = [m async for m in sdk.query(prompt="run it", options=options)]
     uses = [b for m in messages if isinstance(m, sdk.AssistantMessage) for b in m.content]
     assert any(isinstance(b, sdk.ToolUseBlock) for b in uses)
     result = messages[-1]
     assert isinstance(result, sdk.ResultMessage) and result.result == "all done" and not result.is_error
-    assert "from-the-tool" in result_text(tool_results(fake.requests[1].body)[0])
+    denials = result.permission_denials or []
+    assert [(d["tool_name"], d["tool_use_id"]) for d in denials] == [
+        ("mcp__dev__write", "t_write"),
+        ("mcp__dev__bash", "t_redirect"),
+    ]
+    assert denials[0]["tool_input"] == write
+    results = tool_results(fake.requests[1].body)
+    assert "from-the-tool" in result_text(results[0]) and "not approved" in result_text(results[1])
+    assert not (tmp_path / "work" / "x.txt").exists() and not (tmp_path / "work" / "y.txt").exists()
+
+
+@pytest.mark.anyio
+async def test_python_query_without_permission_options_no_longer_runs_a_shell_command(tmp_path: Path) -> None:
+    """The SDK names no mode and no rule: Claude Code's default mode, told by the variable the SDK sets."""
+    sdk = pytest.importorskip("claude_agent_sdk")
+    script = [reply(tool_use("dev__bash", {"command": "touch made"}, id="t_touch")), reply("could not")]
+    with FakeAnthropic(script) as fake:
+        with anyio.fail_after(60):
+            messages = [m async for m in sdk.query(prompt="run it", options=sdk_options(tmp_path, fake))]
+    init = next(m for m in messages if isinstance(m, sdk.SystemMessage) and m.subtype == "init")
+    assert init.data["permissionMode"] == "default"
+    result = messages[-1]
+    assert isinstance(result, sdk.ResultMessage) and [d["tool_use_id"] for d in result.permission_denials or []] == [
+        "t_touch"
+    ]
+    assert not (tmp_path / "work" / "made").exists()
 
 
 @pytest.mark.anyio
@@ -106,7 +141,7 @@ async def test_python_sdk_in_process_mcp_tool(tmp_path: Path) -> None:
     server = sdk.create_sdk_mcp_server("calc", tools=[add])
     script = [reply(tool_use("calc__add", {"a": 2, "b": 3})), reply("five")]
     with FakeAnthropic(script) as fake:
-        options = sdk_options(tmp_path, fake, mcp_servers={"calc": server})
+        options = sdk_options(tmp_path, fake, mcp_servers={"calc": server}, allowed_tools=["mcp__calc__add"])
         with anyio.fail_after(60):
             messages = [m async for m in sdk.query(prompt="add", options=options)]
     assert isinstance(messages[-1], sdk.ResultMessage) and messages[-1].result == "five"
