@@ -1,29 +1,16 @@
-"""A project's `.env`: settings for the run, never destinations. Read once, with the names a cloned repository
-may not choose (the API endpoint, proxies, PATH, the sandbox, …) refused with a notice; docs/security.md."""
+"""A project's `.env`: settings for the run, never destinations nor guards. Read once, with the names a cloned
+repository may not set (guarded_env.py: the API endpoint, proxies, PATH, hooks, consent, the sandbox, …) ignored
+with a notice; docs/security.md."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from dotenv import dotenv_values
 
 from sprout_agent.errors import ConfigError
-
-# What a project's `.env` may not set, because a cloned repository must not choose where requests and
-# credentials go or what runs: the endpoint and every ANTHROPIC_* but the key and the model, proxies and CA
-# bundles, the hook allowlist, price overrides (they would switch off --max-budget-usd), PATH and the loader
-# and interpreter variables, nor loosen the sandbox (the SPROUT_AGENT_SANDBOX* and built-in tool variables are
-# read from the real environment only), nor choose the command a batch task runs or the file its runs write.
-# Ignored with a notice.
-_DOTENV_REFUSED = re.compile(
-    r"ANTHROPIC_(?!API_KEY$|MODEL$).*|.*_PROXY|SSL_CERT_.*|.*_CA_BUNDLE|NODE_EXTRA_CA_CERTS|NODE_OPTIONS|NODE_TLS_.*"
-    r"|MCP_HOOK_SERVERS|SPROUT_AGENT_PRICES|PATH|PYTHON.*|LD_.*|DYLD_.*|SPROUT_AGENT_SANDBOX.*|SPROUT_DEV_.*"
-    # The batch's own: the command each task runs, and the rate gate file every run writes on a 429.
-    r"|SPROUT_AGENT_BATCH_.*|SPROUT_AGENT_RATE_GATE",
-    re.IGNORECASE,
-)
+from sprout_agent.guarded_env import refused_because
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +24,7 @@ class DotEnv:
             return ()
         names = ", ".join(self.ignored)
         return (
-            f".env: ignored {names} (a project file cannot choose the API endpoint, proxies, PATH or the sandbox; "
+            f".env: ignored {names} (a project's .env cannot choose where requests go, what runs or your guards; "
             "export them)",
         )
 
@@ -55,5 +42,5 @@ def read_dotenv(cwd: Path) -> DotEnv:
     for key, value in kept.items():
         if "\0" in key or "\0" in value:  # no environment can carry it: every spawn would fail
             raise ConfigError(f"{path}: {key!r} holds a NUL byte")
-    ignored = tuple(sorted(key for key in kept if _DOTENV_REFUSED.fullmatch(key)))
+    ignored = tuple(sorted(key for key in kept if refused_because(key)))
     return DotEnv({key: value for key, value in kept.items() if key not in ignored}, ignored)

@@ -26,6 +26,7 @@ from sprout_agent.settings import (
     render_env_example,
 )
 from sprout_agent.tools import _grep, _paths, _shell
+from tests.guards import WEAKENING
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -467,6 +468,43 @@ def test_dotenv_cannot_redirect_the_api_or_proxy_the_servers(tmp_path: Path) -> 
     assert sorted(dotenv.ignored) == sorted(refused)
     (notice,) = dotenv.notices
     assert "ANTHROPIC_BASE_URL" in notice and "HTTPS_PROXY" in notice
+
+
+@pytest.mark.parametrize(("name", "value"), WEAKENING)
+def test_a_projects_dotenv_cannot_weaken_a_guard_of_yours(tmp_path: Path, name: str, value: str) -> None:
+    where = Locations(tmp_path / "config", None, tmp_path / "data", None)
+    environ = {"ANTHROPIC_API_KEY": "sk-x"}
+    (tmp_path / "repo").mkdir()
+    before = prepare(Options(prompt="hi", cwd=tmp_path / "repo"), where, environ)
+    (tmp_path / "repo" / ".env").write_text(f"{name}={value}\nMY_VAR=1\n")
+    assert read_dotenv(tmp_path / "repo").ignored == (name,)
+    after = prepare(Options(prompt="hi", cwd=tmp_path / "repo"), where, environ)
+    # Not read anywhere: neither the settings nor the real-environment-only policies see it.
+    assert name not in after.env and after.env["MY_VAR"] == "1"
+    assert after.settings == before.settings and after.web == before.web
+    assert (after.elicitation, after.allow_sampling) == (before.elicitation, before.allow_sampling)
+    assert [s.name for s in after.loaded.servers] == [s.name for s in before.loaded.servers]
+    (notice,) = [n for n in after.loaded.notices if n.startswith(".env: ")]
+    assert f"ignored {name} (" in notice and "\n" not in notice
+
+
+# Every variable we read, a repository may set (a project's .env, a batch task's env) only if it is here: a new
+# variable is refused (guarded_env.py) unless somebody decides it is harmless and adds it.
+REPOSITORY_MAY_SET = {
+    "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "SPROUT_AGENT_SERVER_START_TIMEOUT", "SPROUT_AGENT_TOOL_TIMEOUT",
+    "SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", "SPROUT_AGENT_MAX_PARALLEL_TOOLS", "SPROUT_AGENT_MAX_OUTPUT_TOKENS",
+    "SPROUT_AGENT_MAX_CONTEXT_TOKENS", "SPROUT_AGENT_THINKING", "SPROUT_AGENT_THINKING_BUDGET",
+    "SPROUT_AGENT_EFFORT", "SPROUT_AGENT_COMPACT_THRESHOLD", "SPROUT_AGENT_MAX_COMPACTIONS",
+    "SPROUT_AGENT_DEBUG", "SPROUT_AGENT_SHARD_INDEX",
+}  # fmt: skip
+
+
+def test_a_new_variable_is_one_a_repository_may_not_set_until_decided_otherwise() -> None:
+    from sprout_agent.guarded_env import refused_because
+
+    names = {var.name for var in (*ENV_VARS, *PROCESS_ENV_VARS)}
+    settable = {name for name in names if refused_because(name) is None}
+    assert settable == REPOSITORY_MAY_SET
 
 
 # ---------------------------------------------------------------- Settings
