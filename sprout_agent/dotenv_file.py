@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
+from sprout_agent.config_sources import untrusted_place
 from sprout_agent.errors import ConfigError
 from sprout_agent.guarded_env import refused_because
 
@@ -17,9 +18,12 @@ from sprout_agent.guarded_env import refused_because
 class DotEnv:
     values: dict[str, str]  # what the run may use, under the real environment
     ignored: tuple[str, ...]  # names the file set that a project may not choose
+    unread: str | None = None  # the notice for a file not read at all (untrusted_place)
 
     @property
     def notices(self) -> tuple[str, ...]:
+        if self.unread is not None:
+            return (self.unread,)
         if not self.ignored:
             return ()
         names = ", ".join(self.ignored)
@@ -30,10 +34,13 @@ class DotEnv:
 
 
 def read_dotenv(cwd: Path) -> DotEnv:
-    """Values from `cwd/.env`, if present, minus the names a project may not set."""
+    """Values from `cwd/.env`, if present and in a place of its owner's, minus the names a project may not set."""
     path = cwd / ".env"
     if not path.is_file():
         return DotEnv({}, ())
+    # As for the .mcp.json beside it: in /tmp, or owned by somebody else, anybody could have put it there.
+    if why := untrusted_place(path):
+        return DotEnv({}, (), f"{path}: not read ({why})")
     try:
         values = dotenv_values(path)
     except (OSError, UnicodeDecodeError) as exc:

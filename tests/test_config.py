@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -468,6 +469,30 @@ def test_dotenv_cannot_redirect_the_api_or_proxy_the_servers(tmp_path: Path) -> 
     assert sorted(dotenv.ignored) == sorted(refused)
     (notice,) = dotenv.notices
     assert "ANTHROPIC_BASE_URL" in notice and "HTTPS_PROXY" in notice
+
+
+def test_a_dotenv_anybody_could_have_planted_is_not_read(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    write(shared / ".env", "ANTHROPIC_MODEL=planted-model\nMY_VAR=1\n")
+    shared.chmod(0o1777)  # as /tmp is: the same check as the .mcp.json beside it
+    dotenv = read_dotenv(shared)
+    assert dotenv.values == {} and dotenv.notices == (
+        f"{shared / '.env'}: not read (its directory is writable by anybody)",
+    )
+    where = Locations(tmp_path / "config", None, tmp_path / "data", None)
+    prepared = prepare(Options(prompt="hi", cwd=shared), where, {"ANTHROPIC_API_KEY": "sk-x"})
+    assert prepared.model == DEFAULT_MODEL and "MY_VAR" not in prepared.env
+    assert f"{shared / '.env'}: not read (its directory is writable by anybody)" in prepared.loaded.notices
+
+
+def test_a_dotenv_owned_by_another_user_is_not_read(tmp_path: Path) -> None:
+    path = write(tmp_path / ".env", "ANTHROPIC_MODEL=planted-model\n")
+    try:
+        os.chown(path, 4242, 4242)  # only root may give a file away
+    except PermissionError:
+        pytest.skip("needs root to make a file another user's")
+    dotenv = read_dotenv(tmp_path)
+    assert dotenv.values == {} and dotenv.notices == (f"{path}: not read (owned by another user)",)
 
 
 @pytest.mark.parametrize(("name", "value"), WEAKENING)
