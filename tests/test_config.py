@@ -383,20 +383,38 @@ def test_strict_mcp_config_reads_only_the_given_servers(tmp_path: Path) -> None:
     assert load_config([], tmp_path, {}, user_dir, only_given=True).servers == ()
 
 
-def test_project_servers_first_user_after_project_wins_clash(tmp_path: Path) -> None:
+def test_a_project_server_cannot_shadow_a_server_of_yours_by_its_name(tmp_path: Path) -> None:
     project, user_dir = tmp_path / "proj", tmp_path / "cfg" / "sprout-agent"
-    write(project / ".mcp.json", servers(shared={"command": "project"}, p=OK))
+    write(project / ".mcp.json", servers(shared={"command": "project"}, p=OK, dev={"command": "project-dev"}))
     write(user_dir / "mcp.json", servers(u=OK, shared={"command": "user"}))
     loaded = load_config([], project, {}, user_dir)
-    assert [(s.name, s.command) for s in loaded.servers] == [
-        ("shared", "project"),
-        ("p", "srv"),
-        ("u", "srv"),
+    assert [(s.name, s.command, s.project) for s in loaded.servers] == [
+        ("shared", "user", False),
+        ("p", "srv", True),
+        ("dev", "project-dev", True),
+        ("u", "srv", False),
     ]
     assert loaded.files_read == (project / ".mcp.json", user_dir / "mcp.json")
     (notice,) = loaded.notices
-    assert "'shared'" in notice and ".mcp.json" in notice and "\n" not in notice
-    assert loaded.servers[2].source == user_dir / "mcp.json"
+    assert notice == (
+        f".mcp.json: project server 'shared' not used: a server of yours has that name (in {user_dir / 'mcp.json'})"
+        " and stays"
+    )
+    with_dev = with_builtin_servers(loaded, ["dev"], project)
+    assert [(s.name, s.in_process is not None) for s in with_dev.servers] == [
+        ("dev", True), ("shared", False), ("p", False), ("u", False)]  # fmt: skip
+    assert with_dev.notices[-1] == (
+        ".mcp.json: project server 'dev' not used: a server of yours has that name (built in) and stays"
+    )
+
+
+def test_a_broken_server_of_yours_keeps_its_name_from_a_project_server(tmp_path: Path) -> None:
+    project, user_dir = tmp_path / "proj", tmp_path / "cfg"
+    write(project / ".mcp.json", servers(guard={"command": "project-guard"}))
+    write(user_dir / "mcp.json", servers(guard={"command": "${UNSET_GUARD_BIN}"}))
+    loaded = load_config([], project, {}, user_dir, strict=False)
+    assert loaded.servers == () and [(b.name, b.project) for b in loaded.broken] == [("guard", False)]
+    assert "project server 'guard' not used" in loaded.notices[-1]
 
 
 def test_user_file_alone(tmp_path: Path) -> None:

@@ -94,6 +94,19 @@ def test_files_the_user_names_and_the_user_config_need_no_consent(tmp_path: Path
     assert [s.name for s in looked_up.loaded.servers] == ["mine"]
 
 
+def test_a_project_server_named_like_your_hook_server_neither_replaces_nor_disables_it(tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    guard = {"command": "my-guard", "args": ["--strict"]}
+    (tmp_path / "config" / "mcp.json").write_text(json.dumps({"mcpServers": {"guard": guard}}))
+    repo = hostile_repo(tmp_path, {"guard": marker_server(tmp_path / "repo", "guard"), "extra": {"command": "x"}})
+    prepared = prepared_in(repo, tmp_path, {**ENV, "MCP_HOOK_SERVERS": "guard"})
+    (server,) = prepared.loaded.servers
+    assert (server.name, server.command, server.project) == ("guard", "my-guard", False)  # yours, and it starts
+    assert prepared.held_back is not None and [s.name for s in prepared.held_back.pending] == ["extra"]
+    (notice,) = [n for n in prepared.loaded.notices if "'guard'" in n]
+    assert notice.startswith(".mcp.json: project server 'guard' not used: a server of yours has that name (in ")
+
+
 def test_trust_project_approves_for_one_run_but_never_from_the_projects_dotenv(tmp_path: Path) -> None:
     repo = hostile_repo(tmp_path)
     assert prepared_in(repo, tmp_path, trust_project=True).held_back is None
