@@ -37,7 +37,7 @@ def ask_about_project_servers(
     to_ask = [server for server in held.pending if held.verdicts[server.name] is not Verdict.DECLINED]
     if not to_ask:
         return prepared  # every one was declined before: the face shows the notices
-    secrets = secrets_in(prepared.env)
+    secrets = secrets_in(prepared.env, prepared.environ)
     approved, declined = _ask(to_ask, held, secrets, read, write)
     _remember(prepared, approved, declined, secrets, write)
     if not approved:
