@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
+from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
@@ -19,14 +20,18 @@ from sprout_agent.config import ServerConfig
 from sprout_agent.consent import Approvals, Gated, Secrets, Verdict, describe, secrets_in, short_command
 from sprout_agent.errors import ConfigError
 from sprout_agent.options import Prepared
-from sprout_agent.ui.ask import Choice, choose
 from sprout_agent.untrusted import printable
 
+if TYPE_CHECKING:  # imported when a question is asked: most starts have none (repl.py does the same)
+    from sprout_agent.ui.ask import Choice
+
 # Shows a question and its one-key choices; the chosen choice's answer, None when nobody answered (Ctrl-C).
-Press = Callable[[str, Sequence[Choice]], str | None]
+Press: TypeAlias = "Callable[[str, Sequence[Choice]], str | None]"
 
 
 def _press(question: str, choices: Sequence[Choice]) -> str | None:
+    from sprout_agent.ui.ask import choose
+
     sys.stderr.write(question + "\n")
     sys.stderr.flush()
     picked = anyio.run(partial(choose, choices, escape="no"))
@@ -72,6 +77,8 @@ def _ask(
     for server in servers:
         changed = "  (changed since you approved it)" if held.verdicts[server.name] is Verdict.CHANGED else ""
         write("\n".join(describe(server, secrets)) + f"{changed}\n")
+    from sprout_agent.ui.ask import Choice
+
     approved: list[ServerConfig] = []
     declined: list[ServerConfig] = []
     for index, server in enumerate(servers):
