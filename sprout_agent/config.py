@@ -15,6 +15,8 @@ from sprout_agent.config_sources import find_sources
 from sprout_agent.errors import ConfigError
 from sprout_agent.expansion import env_name, expand_vars, os_string, unset_vars
 from sprout_agent.remote_config import REMOTE_KEYS, OAuthSettings, oauth_settings, remote_parts, transport_of
+from sprout_agent.server_names import claim, drop_shadowed
+from sprout_agent.server_names import shown as _display
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,7 @@ class BrokenServer:
     source: Path
     error: str
     unset_vars: tuple[str, ...] = ()  # every `${VAR}` without a default that the environment lacks
+    project: bool = False  # from the project's `.mcp.json` (ServerConfig.project)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +109,8 @@ def load_config(
     server replaces an earlier file's server of the same name (layering, with a notice).
     Otherwise: the nearest `.mcp.json` in `cwd` or above it, then the user file
     `<user_config_dir>/mcp.json` (~/.config/sprout-agent/mcp.json on Linux) if it exists; project
-    servers come first and on a name clash the earlier (project) file wins, with a notice.
+    servers come first, but on a name clash your own server stays and the project's is dropped, with a notice
+    (server_names.py).
     `mcp_configs` (--mcp-config: paths or inline JSON) come last and replace servers of the same name;
     `only_given` (--strict-mcp-config) reads only `explicit` and `mcp_configs` (config_sources.py).
     `${VAR}` / `${VAR:-default}` in command, args, env values and cwd expand from `env`, except in files
@@ -150,15 +154,13 @@ def load_config(
             continue
         for server in servers:
             server = replace(server, project=True) if is_project else server
-            earlier = merged.get(server.name)
-            overrides = path in sources.overriding
-            if earlier is None or overrides:
-                merged[server.name] = server
-            if earlier is not None:
-                kept = shown if overrides else _display(cast(Path, earlier.source), cwd)
-                notices.append(f"server '{server.name}' defined twice: using the one in {kept}")
+            if clash := claim(merged, server, path in sources.overriding, cwd):
+                notices.append(clash)
     files_read = tuple(path for path in sources.files if path not in sources.inline)
-    return LoadedConfig(tuple(merged.values()), files_read, tuple(notices), tuple(broken or ()), sandbox)
+    bad = tuple(replace(entry, project=entry.source == project) for entry in broken or ())
+    # A broken entry of yours still holds its name: the project's server of that name must not take it over.
+    kept, dropped = drop_shadowed(merged.values(), {b.name: b.source for b in bad if not b.project}, cwd)
+    return LoadedConfig(kept, files_read, (*notices, *dropped), bad, sandbox)
 
 
 def _refuse_project_sdk(
@@ -175,13 +177,6 @@ def _refuse_project_sdk(
 
 def _inside(path: Path, directory: Path) -> bool:
     return path.resolve().is_relative_to(directory.resolve())
-
-
-def _display(path: Path, cwd: Path) -> str:
-    try:
-        return str(path.relative_to(cwd))
-    except ValueError:
-        return str(path)
 
 
 def _read_file(path: Path, shown: str, inline: str | None = None) -> dict[str, object]:
@@ -361,15 +356,16 @@ def _build_server(name: str, raw: dict[str, object], path: Path, where: str, env
 
 
 # The servers sprout-agent ships (sprout_agent/tools/), started unless SPROUT_AGENT_BUILTIN_SERVERS
-# leaves them out or a config file defines a server of the same name (which replaces it).
+# leaves them out or a file of yours defines a server of the same name (which replaces it).
 BUILTIN_SERVERS = ("dev", "todo")
 
 
 def with_builtin_servers(
     loaded: LoadedConfig, wanted: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None
 ) -> LoadedConfig:
-    """The built-in servers first (each with `env`: the sandbox policy), unless a config file defines one."""
-    configured = {server.name for server in (*loaded.servers, *loaded.broken)}
+    """The built-in servers first (each with `env`: the sandbox policy), unless a file of yours defines one; a
+    project server of a built-in's name is dropped with a notice (server_names.py)."""
+    yours = {server.name for server in (*loaded.servers, *loaded.broken) if not server.project}
     builtins = tuple(
         ServerConfig(
             name,
@@ -380,6 +376,7 @@ def with_builtin_servers(
             in_process=f"sprout_agent.tools.{name}",
         )
         for name in BUILTIN_SERVERS
-        if name in wanted and name not in configured
+        if name in wanted and name not in yours
     )
-    return replace(loaded, servers=builtins + loaded.servers)
+    servers, dropped = drop_shadowed(loaded.servers, {server.name: None for server in builtins}, cwd)
+    return replace(loaded, servers=builtins + servers, notices=loaded.notices + dropped)

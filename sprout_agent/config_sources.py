@@ -67,14 +67,16 @@ def project_file(cwd: Path) -> tuple[Path | None, tuple[str, ...]]:
         candidate = directory / PROJECT_FILE
         if not candidate.is_file():
             continue
-        why = _untrusted_place(candidate)
+        why = untrusted_place(candidate)
         if why is None:
             return candidate, tuple(notices)
         notices.append(f"{candidate}: not read ({why})")
     return None, tuple(notices)
 
 
-def _untrusted_place(path: Path) -> str | None:
+def untrusted_place(path: Path) -> str | None:
+    """Why a repository file at `path` is nobody's project (its directory writable by anybody, the file owned by
+    another user), or None. The one check for `.mcp.json` and `.env` alike."""
     try:
         file_stat, dir_stat = path.stat(), path.parent.stat()
     except OSError as error:

@@ -6,8 +6,9 @@ own and need no consent.
 Answers live in the user data directory (`project-servers.json`), keyed by the config file's resolved path and
 the server's name, with a fingerprint of the definition as it would run (command, args, env and cwd after
 expanding variables; for a remote server its transport, url and headers, since they decide where your
-credentials go), so a `.env` that changes an expanded value changes the fingerprint): a changed definition
-is a new one and asks again. A yes and a no are both remembered, as Claude Code remembers both.
+credentials go), so a `.env` that changes an expanded value changes the fingerprint, credential-looking or not;
+only the credentials of your real environment are masked): a changed definition is a new one and asks again.
+A yes and a no are both remembered, as Claude Code remembers both.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any, cast
 
 from sprout_agent.config import LoadedConfig, ServerConfig
 from sprout_agent.errors import ConfigError
-from sprout_agent.tools._secrets import is_secret
+from sprout_agent.tools._secrets import is_secret, secret_name
 from sprout_agent.untrusted import printable
 
 APPROVALS_FILE = "project-servers.json"
@@ -40,23 +41,42 @@ class Verdict(enum.StrEnum):
     UNKNOWN = "not approved"  # never asked
 
 
-Secrets = Mapping[str, str]  # a credential's value -> the variable it came from
+@dataclass(frozen=True, slots=True)
+class Secrets:
+    """Credential values a definition may carry (value -> the variable it came from), by whose they are.
+
+    Yours, from the real environment, are masked as `${NAME}` in what is shown, stored and hashed: rotating a key
+    asks nothing, and no key of yours reaches the approvals file, not even hashed. The project's, from its own
+    `.env`, are the repository's values like any other in its definition: hashed as they are (a changed value
+    asks again), but never shown nor stored in clear."""
+
+    yours: Mapping[str, str] = field(default_factory=dict[str, str])
+    project: Mapping[str, str] = field(default_factory=dict[str, str])
+
+    @property
+    def hidden(self) -> dict[str, str]:
+        """Every value masked where a person reads it."""
+        return {**self.project, **self.yours}
 
 
-def secrets_in(env: Mapping[str, str]) -> dict[str, str]:
-    """The credential values of `env` (the real environment over .env), to be masked wherever shown."""
+def _credentials(env: Mapping[str, str]) -> dict[str, str]:
     return {value: name for name, value in env.items() if len(value) >= 6 and is_secret(name, value)}
 
 
-def _mask(text: str, secrets: Secrets) -> str:
+def secrets_in(env: Mapping[str, str], environ: Mapping[str, str]) -> Secrets:
+    """The credential values of `env` (what the run reads: the real environment over .env), by origin:
+    `environ` is the real environment, the rest of `env` came from the project's `.env`."""
+    return Secrets(_credentials(environ), _credentials({k: v for k, v in env.items() if k not in environ}))
+
+
+def _mask(text: str, secrets: Mapping[str, str]) -> str:
     for value in sorted(secrets, key=len, reverse=True):
         text = text.replace(value, "${" + secrets[value] + "}")
     return text
 
 
-def masked(server: ServerConfig, secrets: Secrets) -> ServerConfig:
-    """The definition with every credential value replaced by `${NAME}`: what is shown, stored and hashed,
-    so neither the question nor the approvals file ever holds a key (and rotating a key asks nothing)."""
+def masked(server: ServerConfig, secrets: Mapping[str, str]) -> ServerConfig:
+    """The definition with every value of `secrets` replaced by `${NAME}`."""
     if not secrets:
         return server
     return replace(
@@ -71,8 +91,9 @@ def masked(server: ServerConfig, secrets: Secrets) -> ServerConfig:
 
 
 def fingerprint(server: ServerConfig, secrets: Secrets) -> str:
-    """What identifies a definition: everything that decides what runs, as it would run (credentials masked)."""
-    shown = masked(server, secrets)
+    """What identifies a definition: everything that decides what runs, as it would run (your credentials
+    masked; a value from the project's `.env` is the repository's and counts as it is)."""
+    shown = masked(server, secrets.yours)
     if server.url is not None:  # where the requests go and what they carry decides what a remote server gets
         remote = {"transport": shown.transport, "url": shown.url, "headers": shown.headers}
         return hashlib.sha256(json.dumps(remote, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
@@ -134,7 +155,7 @@ class Approvals:
         """These servers' answer recorded, and written to disk (0600, atomically)."""
         records = {key: dict(value) for key, value in self.records.items()}
         for server in servers:
-            shown = masked(server, secrets)
+            shown = masked(server, secrets.hidden)
             records.setdefault(_file_key(server), {})[server.name] = {
                 "fingerprint": fingerprint(server, secrets),
                 "approved": approved,
@@ -214,24 +235,31 @@ SHOWN_LIMIT = 400  # characters of one shown value: more is said, not shown
 def describe(server: ServerConfig, secrets: Secrets) -> list[str]:
     """The lines a person needs to decide: the full command line, cwd, and the env it sets (credentials
     masked as `${NAME}`, and named, since the server would receive them)."""
-    shown = masked(server, secrets)
+    shown = masked(server, secrets.hidden)
     command = printable(_command_line(shown), SHOWN_LIMIT)
     lines = [f"  {printable(server.name)}: {command}"]
     for name, value in sorted(shown.headers.items()):
-        # A literal credential in the file is not shown either: the question is where it goes, not what it is.
-        literal = is_secret(name, value) and "${" not in value
-        value = f"(hidden, {len(value)} characters)" if literal else value
-        lines.append(f"      header: {printable(name)}: {printable(value, SHOWN_LIMIT)}")
+        lines.append(f"      header: {printable(name)}: {_value(name, value, is_secret(name, value))}")
     if shown.cwd is not None:
         lines.append(f"      cwd: {printable(shown.cwd, SHOWN_LIMIT)}")
     for name, value in sorted(shown.env.items()):
-        lines.append(f"      env: {printable(name)}={printable(value, SHOWN_LIMIT)}")
+        # By its name only: a value that merely looks like a key (a URL with a password) may be what decides what
+        # runs (NODE_OPTIONS), and is shown.
+        lines.append(f"      env: {printable(name)}={_value(name, value, secret_name(name))}")
     if server.sandbox is not None:
         lines.append(f'      runs in a {server.sandbox} OS sandbox (its "sandbox" key; not with --sandbox off)')
-    passed = sorted({name for value, name in secrets.items() if _uses(server, value)})
-    if passed:
-        lines.append(f"      it would receive your credentials: {', '.join(passed)}")
+    for whose, found in (("your credentials", secrets.yours), ("credentials from the project's .env", secrets.project)):
+        if passed := sorted({name for value, name in found.items() if _uses(server, value)}):
+            lines.append(f"      it would receive {whose}: {', '.join(passed)}")
     return lines
+
+
+def _value(name: str, value: str, secret: bool) -> str:
+    """A literal credential in the definition is not shown either: the question is where it goes, not what it
+    is. One masked as `${NAME}` already is shown so."""
+    if secret and "${" not in value:
+        return f"(hidden, {len(value)} characters)"
+    return printable(value, SHOWN_LIMIT)
 
 
 def _uses(server: ServerConfig, value: str) -> bool:
@@ -242,7 +270,7 @@ def _uses(server: ServerConfig, value: str) -> bool:
 
 def short_command(server: ServerConfig, secrets: Secrets) -> str:
     """The start of the command line, for the question line itself (the whole of it is listed above)."""
-    return printable(_command_line(masked(server, secrets)), 80)
+    return printable(_command_line(masked(server, secrets.hidden)), 80)
 
 
 def _command_line(shown: ServerConfig) -> str:

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from sprout_agent.config import ServerConfig
-from sprout_agent.consent import describe, secrets_in
+from sprout_agent.consent import describe
 from sprout_agent.doctor import Setup
 from sprout_agent.errors import EXIT_USAGE
 from sprout_agent.untrusted import printable
@@ -34,15 +34,15 @@ def _chosen(setup: Setup, names: Sequence[str], every: bool) -> list[ServerConfi
 
 
 def _list(project: Sequence[ServerConfig], setup: Setup) -> None:
-    secrets = secrets_in(setup.env)
-    sys.stderr.write("project servers:\n" + "\n".join(line for s in project for line in describe(s, secrets)) + "\n")
+    lines = (line for server in project for line in describe(server, setup.secrets))
+    sys.stderr.write("project servers:\n" + "\n".join(lines) + "\n")
 
 
 def approve_command(setup: Setup, names: Sequence[str], every: bool) -> int:
     chosen = _chosen(setup, names, every)
     if chosen is None:
         return EXIT_USAGE
-    setup.approvals.answered(chosen, approved=True, secrets=secrets_in(setup.env))
+    setup.approvals.answered(chosen, approved=True, secrets=setup.secrets)
     for server in chosen:
         print(f"approved {server.name}: it starts in runs here until its definition changes")
     return 0

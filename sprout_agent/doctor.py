@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 
 from sprout_agent.config import BrokenServer, LoadedConfig, ServerConfig, load_config, with_builtin_servers
-from sprout_agent.consent import Approvals, Verdict, held_back_notice, secrets_in, trusted_by_environment
+from sprout_agent.consent import Approvals, Secrets, Verdict, held_back_notice, secrets_in, trusted_by_environment
 from sprout_agent.dotenv_file import read_dotenv
 from sprout_agent.events import Event, Notice
 from sprout_agent.hook_contract import HOOK_POINTS, TOOL_HOOKS, is_hook, parse_allowlist
@@ -44,12 +44,13 @@ class Setup:
     trusted: bool  # --trust-project or SPROUT_AGENT_TRUST_PROJECT: project servers start without approval
     sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # as a run here would have it
     data: Path | None = None  # the user data directory: OAuth tokens when the OS has no keyring
+    secrets: Secrets = field(default_factory=Secrets)  # in the definitions, yours and the .env's (consent.py)
 
     def verdict(self, config: ServerConfig) -> Verdict | None:
         """None for a server that needs no consent (not from the project's file)."""
         if not config.project:
             return None
-        return Verdict.APPROVED if self.trusted else self.approvals.verdict(config, secrets_in(self.env))
+        return Verdict.APPROVED if self.trusted else self.approvals.verdict(config, self.secrets)
 
 
 def load_setup(
@@ -76,6 +77,7 @@ def load_setup(
         trusted,
         sandbox,
         data_dir,
+        secrets_in(env, os.environ),
     )
 
 

@@ -1,52 +1,46 @@
-"""A project's `.env`: settings for the run, never destinations. Read once, with the names a cloned repository
-may not choose (the API endpoint, proxies, PATH, the sandbox, …) refused with a notice; docs/security.md."""
+"""A project's `.env`: settings for the run, never destinations nor guards. Read once, with the names a cloned
+repository may not set (guarded_env.py: the API endpoint, proxies, PATH, hooks, consent, the sandbox, …) ignored
+with a notice; docs/security.md."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from dotenv import dotenv_values
 
+from sprout_agent.config_sources import untrusted_place
 from sprout_agent.errors import ConfigError
-
-# What a project's `.env` may not set, because a cloned repository must not choose where requests and
-# credentials go or what runs: the endpoint and every ANTHROPIC_* but the key and the model, proxies and CA
-# bundles, the hook allowlist, price overrides (they would switch off --max-budget-usd), PATH and the loader
-# and interpreter variables, nor loosen the sandbox (the SPROUT_AGENT_SANDBOX* and built-in tool variables are
-# read from the real environment only), nor choose the command a batch task runs or the file its runs write.
-# Ignored with a notice.
-_DOTENV_REFUSED = re.compile(
-    r"ANTHROPIC_(?!API_KEY$|MODEL$).*|.*_PROXY|SSL_CERT_.*|.*_CA_BUNDLE|NODE_EXTRA_CA_CERTS|NODE_OPTIONS|NODE_TLS_.*"
-    r"|MCP_HOOK_SERVERS|SPROUT_AGENT_PRICES|PATH|PYTHON.*|LD_.*|DYLD_.*|SPROUT_AGENT_SANDBOX.*|SPROUT_DEV_.*"
-    # The batch's own: the command each task runs, and the rate gate file every run writes on a 429.
-    r"|SPROUT_AGENT_BATCH_.*|SPROUT_AGENT_RATE_GATE",
-    re.IGNORECASE,
-)
+from sprout_agent.guarded_env import refused_because
 
 
 @dataclass(frozen=True, slots=True)
 class DotEnv:
     values: dict[str, str]  # what the run may use, under the real environment
     ignored: tuple[str, ...]  # names the file set that a project may not choose
+    unread: str | None = None  # the notice for a file not read at all (untrusted_place)
 
     @property
     def notices(self) -> tuple[str, ...]:
+        if self.unread is not None:
+            return (self.unread,)
         if not self.ignored:
             return ()
         names = ", ".join(self.ignored)
         return (
-            f".env: ignored {names} (a project file cannot choose the API endpoint, proxies, PATH or the sandbox; "
+            f".env: ignored {names} (a project's .env cannot choose where requests go, what runs or your guards; "
             "export them)",
         )
 
 
 def read_dotenv(cwd: Path) -> DotEnv:
-    """Values from `cwd/.env`, if present, minus the names a project may not set."""
+    """Values from `cwd/.env`, if present and in a place of its owner's, minus the names a project may not set."""
     path = cwd / ".env"
     if not path.is_file():
         return DotEnv({}, ())
+    # As for the .mcp.json beside it: in /tmp, or owned by somebody else, anybody could have put it there.
+    if why := untrusted_place(path):
+        return DotEnv({}, (), f"{path}: not read ({why})")
     try:
         values = dotenv_values(path)
     except (OSError, UnicodeDecodeError) as exc:
@@ -55,5 +49,5 @@ def read_dotenv(cwd: Path) -> DotEnv:
     for key, value in kept.items():
         if "\0" in key or "\0" in value:  # no environment can carry it: every spawn would fail
             raise ConfigError(f"{path}: {key!r} holds a NUL byte")
-    ignored = tuple(sorted(key for key in kept if _DOTENV_REFUSED.fullmatch(key)))
+    ignored = tuple(sorted(key for key in kept if refused_because(key)))
     return DotEnv({key: value for key, value in kept.items() if key not in ignored}, ignored)

@@ -140,7 +140,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     approvals = (
         consent.Approvals.load(locations.data) if has_project_servers and not trusted else consent.Approvals(None)
     )
-    gated = consent.gate(loaded, approvals, consent.secrets_in(env), trusted=trusted)
+    gated = consent.gate(loaded, approvals, consent.secrets_in(env, environ), trusted=trusted)
     notices = (
         gated.loaded.notices
         + dotenv.notices

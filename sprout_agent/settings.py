@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from sprout_agent.errors import UsageError
+from sprout_agent.guarded_env import refused_because
 from sprout_agent.tools._secrets import is_secret  # one filter for every child, shared with the tools
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # newest Sonnet in anthropic 2.15's ModelParam
@@ -306,21 +307,23 @@ class Settings:
 
 
 def render_env_example() -> str:
-    """The text of `.env.example`: every variable, its default and meaning, all commented but the key."""
+    """The text of `.env.example`: every variable, its default and meaning, all commented but the key; those a
+    project's `.env` may not set (guarded_env.py) are in the second part, to export."""
     lines = [
         "# sprout-agent reads these variables; copy this file to .env in your project to set them.",
         "# The real environment wins over .env. Blank values mean the default.",
     ]
     for var in ENV_VARS:
-        prefix = "" if var.name == "ANTHROPIC_API_KEY" else "# "
-        lines += _described(var, prefix)
+        if refused_because(var.name) is None:
+            lines += _described(var, "" if var.name == "ANTHROPIC_API_KEY" else "# ")
     lines += [
         "",
-        "# ---- Read only from the real environment (export them): these are read from os.environ, which .env",
-        "# never changes. A built-in server run standalone over stdio gets them from its .mcp.json `env` (servers",
-        "# inherit only a short list of safe variables).",
+        "# ---- Read only from the real environment (export them): a project's .env cannot set these (it is ignored",
+        "# with a notice), since they choose where requests go, what runs, or your guards (docs/security.md). A",
+        "# built-in server run standalone over stdio gets its SPROUT_DEV_* from its .mcp.json `env` (servers inherit",
+        "# only a short list of safe variables).",
     ]
-    for var in PROCESS_ENV_VARS:
+    for var in (*(v for v in ENV_VARS if refused_because(v.name) is not None), *PROCESS_ENV_VARS):
         lines += _described(var, "# ")
     return "\n".join(lines) + "\n"
 

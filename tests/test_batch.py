@@ -21,6 +21,7 @@ from sprout_agent.batch.summary import merge, summarise, table
 from sprout_agent.batch.tasks import file_name, load_tasks, parse_shard, shard_of
 from sprout_agent.errors import EXIT_BUDGET, UsageError
 from sprout_agent.tools._sandbox import WORKSPACE_WRITE, Policy, Sandbox
+from tests.guards import WEAKENING
 
 
 def tasks_file(tmp_path: Path, *lines: Any) -> Path:
@@ -63,6 +64,17 @@ def test_a_bad_line_is_refused_naming_it(tmp_path: Path, line: Any, message: str
     with pytest.raises(UsageError, match=r"tasks\.jsonl line 2: ") as caught:
         load_tasks(tasks_file(tmp_path, {"id": "ok", "prompt": "p"}, line))
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [*WEAKENING, ("ANTHROPIC_API_KEY", "sk-other"), ("anthropic_model", "m"), ("PATH", "/x")]
+)
+def test_a_task_env_cannot_weaken_a_guard_of_yours(tmp_path: Path, name: str, value: str) -> None:
+    """A task's env is its process's real environment: more than a project's .env could set there."""
+    line = {"id": "a", "prompt": "p", "env": {name: value}}
+    with pytest.raises(UsageError, match=r"tasks\.jsonl line 1: `env` may not set ") as caught:
+        load_tasks(tasks_file(tmp_path, line))
+    assert f"may not set {name} (it decides " in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_ids_that_become_the_same_file_name_are_duplicates(tmp_path: Path) -> None:

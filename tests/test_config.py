@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -26,6 +27,7 @@ from sprout_agent.settings import (
     render_env_example,
 )
 from sprout_agent.tools import _grep, _paths, _shell
+from tests.guards import WEAKENING
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -381,20 +383,38 @@ def test_strict_mcp_config_reads_only_the_given_servers(tmp_path: Path) -> None:
     assert load_config([], tmp_path, {}, user_dir, only_given=True).servers == ()
 
 
-def test_project_servers_first_user_after_project_wins_clash(tmp_path: Path) -> None:
+def test_a_project_server_cannot_shadow_a_server_of_yours_by_its_name(tmp_path: Path) -> None:
     project, user_dir = tmp_path / "proj", tmp_path / "cfg" / "sprout-agent"
-    write(project / ".mcp.json", servers(shared={"command": "project"}, p=OK))
+    write(project / ".mcp.json", servers(shared={"command": "project"}, p=OK, dev={"command": "project-dev"}))
     write(user_dir / "mcp.json", servers(u=OK, shared={"command": "user"}))
     loaded = load_config([], project, {}, user_dir)
-    assert [(s.name, s.command) for s in loaded.servers] == [
-        ("shared", "project"),
-        ("p", "srv"),
-        ("u", "srv"),
+    assert [(s.name, s.command, s.project) for s in loaded.servers] == [
+        ("shared", "user", False),
+        ("p", "srv", True),
+        ("dev", "project-dev", True),
+        ("u", "srv", False),
     ]
     assert loaded.files_read == (project / ".mcp.json", user_dir / "mcp.json")
     (notice,) = loaded.notices
-    assert "'shared'" in notice and ".mcp.json" in notice and "\n" not in notice
-    assert loaded.servers[2].source == user_dir / "mcp.json"
+    assert notice == (
+        f".mcp.json: project server 'shared' not used: a server of yours has that name (in {user_dir / 'mcp.json'})"
+        " and stays"
+    )
+    with_dev = with_builtin_servers(loaded, ["dev"], project)
+    assert [(s.name, s.in_process is not None) for s in with_dev.servers] == [
+        ("dev", True), ("shared", False), ("p", False), ("u", False)]  # fmt: skip
+    assert with_dev.notices[-1] == (
+        ".mcp.json: project server 'dev' not used: a server of yours has that name (built in) and stays"
+    )
+
+
+def test_a_broken_server_of_yours_keeps_its_name_from_a_project_server(tmp_path: Path) -> None:
+    project, user_dir = tmp_path / "proj", tmp_path / "cfg"
+    write(project / ".mcp.json", servers(guard={"command": "project-guard"}))
+    write(user_dir / "mcp.json", servers(guard={"command": "${UNSET_GUARD_BIN}"}))
+    loaded = load_config([], project, {}, user_dir, strict=False)
+    assert loaded.servers == () and [(b.name, b.project) for b in loaded.broken] == [("guard", False)]
+    assert "project server 'guard' not used" in loaded.notices[-1]
 
 
 def test_user_file_alone(tmp_path: Path) -> None:
@@ -467,6 +487,67 @@ def test_dotenv_cannot_redirect_the_api_or_proxy_the_servers(tmp_path: Path) -> 
     assert sorted(dotenv.ignored) == sorted(refused)
     (notice,) = dotenv.notices
     assert "ANTHROPIC_BASE_URL" in notice and "HTTPS_PROXY" in notice
+
+
+def test_a_dotenv_anybody_could_have_planted_is_not_read(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    write(shared / ".env", "ANTHROPIC_MODEL=planted-model\nMY_VAR=1\n")
+    shared.chmod(0o1777)  # as /tmp is: the same check as the .mcp.json beside it
+    dotenv = read_dotenv(shared)
+    assert dotenv.values == {} and dotenv.notices == (
+        f"{shared / '.env'}: not read (its directory is writable by anybody)",
+    )
+    where = Locations(tmp_path / "config", None, tmp_path / "data", None)
+    prepared = prepare(Options(prompt="hi", cwd=shared), where, {"ANTHROPIC_API_KEY": "sk-x"})
+    assert prepared.model == DEFAULT_MODEL and "MY_VAR" not in prepared.env
+    assert f"{shared / '.env'}: not read (its directory is writable by anybody)" in prepared.loaded.notices
+
+
+def test_a_dotenv_owned_by_another_user_is_not_read(tmp_path: Path) -> None:
+    path = write(tmp_path / ".env", "ANTHROPIC_MODEL=planted-model\n")
+    try:
+        os.chown(path, 4242, 4242)  # only root may give a file away
+    except PermissionError:
+        pytest.skip("needs root to make a file another user's")
+    dotenv = read_dotenv(tmp_path)
+    assert dotenv.values == {} and dotenv.notices == (f"{path}: not read (owned by another user)",)
+
+
+@pytest.mark.parametrize(("name", "value"), WEAKENING)
+def test_a_projects_dotenv_cannot_weaken_a_guard_of_yours(tmp_path: Path, name: str, value: str) -> None:
+    where = Locations(tmp_path / "config", None, tmp_path / "data", None)
+    environ = {"ANTHROPIC_API_KEY": "sk-x"}
+    (tmp_path / "repo").mkdir()
+    before = prepare(Options(prompt="hi", cwd=tmp_path / "repo"), where, environ)
+    (tmp_path / "repo" / ".env").write_text(f"{name}={value}\nMY_VAR=1\n")
+    assert read_dotenv(tmp_path / "repo").ignored == (name,)
+    after = prepare(Options(prompt="hi", cwd=tmp_path / "repo"), where, environ)
+    # Not read anywhere: neither the settings nor the real-environment-only policies see it.
+    assert name not in after.env and after.env["MY_VAR"] == "1"
+    assert after.settings == before.settings and after.web == before.web
+    assert (after.elicitation, after.allow_sampling) == (before.elicitation, before.allow_sampling)
+    assert [s.name for s in after.loaded.servers] == [s.name for s in before.loaded.servers]
+    (notice,) = [n for n in after.loaded.notices if n.startswith(".env: ")]
+    assert f"ignored {name} (" in notice and "\n" not in notice
+
+
+# Every variable we read, a repository may set (a project's .env, a batch task's env) only if it is here: a new
+# variable is refused (guarded_env.py) unless somebody decides it is harmless and adds it.
+REPOSITORY_MAY_SET = {
+    "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "SPROUT_AGENT_SERVER_START_TIMEOUT", "SPROUT_AGENT_TOOL_TIMEOUT",
+    "SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", "SPROUT_AGENT_MAX_PARALLEL_TOOLS", "SPROUT_AGENT_MAX_OUTPUT_TOKENS",
+    "SPROUT_AGENT_MAX_CONTEXT_TOKENS", "SPROUT_AGENT_THINKING", "SPROUT_AGENT_THINKING_BUDGET",
+    "SPROUT_AGENT_EFFORT", "SPROUT_AGENT_COMPACT_THRESHOLD", "SPROUT_AGENT_MAX_COMPACTIONS",
+    "SPROUT_AGENT_DEBUG", "SPROUT_AGENT_SHARD_INDEX",
+}  # fmt: skip
+
+
+def test_a_new_variable_is_one_a_repository_may_not_set_until_decided_otherwise() -> None:
+    from sprout_agent.guarded_env import refused_because
+
+    names = {var.name for var in (*ENV_VARS, *PROCESS_ENV_VARS)}
+    settable = {name for name in names if refused_because(name) is None}
+    assert settable == REPOSITORY_MAY_SET
 
 
 # ---------------------------------------------------------------- Settings

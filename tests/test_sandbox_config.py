@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sprout_agent.config import SandboxPaths, load_config
-from sprout_agent.consent import fingerprint
+from sprout_agent.consent import Secrets, fingerprint
 from sprout_agent.errors import ConfigError, UsageError
 from sprout_agent.locations import Locations
 from sprout_agent.options import Options, prepare
@@ -58,7 +58,7 @@ def test_adding_or_removing_a_servers_sandbox_changes_what_was_approved(tmp_path
     (with_key,) = load_config([boxed], tmp_path, {}, None).servers
     free = write_config(tmp_path / "b.json", {"s": {**dev_server("off"), "sandbox": "off"}})
     (without_key,) = load_config([free], tmp_path, {}, None).servers
-    assert fingerprint(with_key, {}) != fingerprint(without_key, {})
+    assert fingerprint(with_key, Secrets()) != fingerprint(without_key, Secrets())
 
 
 def test_the_user_config_adds_sandbox_paths_and_a_projects_sandbox_key_is_ignored(tmp_path: Path) -> None:

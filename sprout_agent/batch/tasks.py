@@ -11,17 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from sprout_agent.errors import UsageError
+from sprout_agent.guarded_env import task_refused_because
 
 _KNOWN = frozenset({"id", "prompt", "cwd", "repo", "config", "model", "max_turns", "max_budget_usd", "env", "timeout"})
-# A task file is often generated from data nobody vetted (an issue list): like a project's `.env`, a task's `env`
-# may not choose where requests and the key go (every ANTHROPIC_*, proxies, CA bundles), what runs (PATH, the
-# interpreter and loader variables, the hook allowlist) or loosen the sandbox; nor the batch's own rate gate.
-_ENV_REFUSED = re.compile(
-    r"ANTHROPIC_.*|.*_PROXY|SSL_CERT_.*|.*_CA_BUNDLE|NODE_EXTRA_CA_CERTS|NODE_OPTIONS|NODE_TLS_.*|MCP_HOOK_SERVERS"
-    r"|SPROUT_AGENT_PRICES|PATH|PYTHON.*|LD_.*|DYLD_.*|SPROUT_AGENT_SANDBOX.*|SPROUT_DEV_.*"
-    r"|SPROUT_AGENT_RATE_GATE|SPROUT_AGENT_BATCH_AGENT",
-    re.IGNORECASE,
-)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 SHARD_INDEX_VARIABLES = ("SPROUT_AGENT_SHARD_INDEX", "JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID")
 
@@ -150,11 +142,10 @@ def _env(where: str, value: Any) -> dict[str, str]:
     for name, text in value.items():  # pyright: ignore[reportUnknownVariableType]
         if not isinstance(name, str) or not isinstance(text, str) or not name or "=" in name or "\0" in name + text:
             raise UsageError(f"{where}: `env` must be an object of strings")
-        if _ENV_REFUSED.fullmatch(name):
-            raise UsageError(
-                f"{where}: `env` may not set {name} (a task cannot choose the API endpoint or key, proxies, PATH, "
-                "the interpreter or the sandbox; export it for the whole batch instead)"
-            )
+        # A task file is often generated from data nobody vetted (an issue list): its `env` gets the rules of a
+        # project's `.env`, and a little more (guarded_env.py).
+        if why := task_refused_because(name):
+            raise UsageError(f"{where}: `env` may not set {name} (it decides {why}; export it for the whole batch)")
         env[name] = text
     return env
 

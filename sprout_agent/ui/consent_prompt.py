@@ -1,15 +1,20 @@
 """The interactive question before a project's `.mcp.json` servers first start: each unapproved server's full
-command line, cwd and env names, answered yes, all in this file, or no (the default); answers are remembered.
+command line, cwd and env, then one question per server answered with one key like every other question
+(ui/ask.py): yes, all remaining (listed above), or no (Esc too); answers are remembered.
 
-Plain lines on stderr and one line read from stdin: it runs before the prompt_toolkit session exists, and a
-question this important should read the same on any terminal.
+The listing is plain lines on stderr: it runs before the REPL's prompt_toolkit session exists, and a question
+this important should read the same on any terminal. Each question is a small prompt_toolkit application.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
+from typing import TYPE_CHECKING, TypeAlias
+
+import anyio
 
 from sprout_agent.config import ServerConfig
 from sprout_agent.consent import Approvals, Gated, Secrets, Verdict, describe, secrets_in, short_command
@@ -17,17 +22,27 @@ from sprout_agent.errors import ConfigError
 from sprout_agent.options import Prepared
 from sprout_agent.untrusted import printable
 
+if TYPE_CHECKING:  # imported when a question is asked: most starts have none (repl.py does the same)
+    from sprout_agent.ui.ask import Choice
 
-def _read_answer(question: str) -> str | None:
-    sys.stderr.write(question)
+# Shows a question and its one-key choices; the chosen choice's answer, None when nobody answered (Ctrl-C).
+Press: TypeAlias = "Callable[[str, Sequence[Choice]], str | None]"
+
+
+def _press(question: str, choices: Sequence[Choice]) -> str | None:
+    from sprout_agent.ui.ask import choose
+
+    sys.stderr.write(question + "\n")
     sys.stderr.flush()
-    line = sys.stdin.readline()
-    return None if not line else line.strip().lower()  # None: end of input, nobody to answer
+    picked = anyio.run(partial(choose, choices, escape="no"))
+    label = next((choice.label for choice in choices if choice.answer == picked), "no answer: nothing remembered")
+    sys.stderr.write(f"  → {label}\n")
+    return picked
 
 
 def ask_about_project_servers(
     prepared: Prepared,
-    read: Callable[[str], str | None] = _read_answer,
+    press: Press = _press,
     write: Callable[[str], object] = sys.stderr.write,
 ) -> Prepared:
     """`prepared` with the servers the user approves now added; declined ones are remembered as declined."""
@@ -37,8 +52,8 @@ def ask_about_project_servers(
     to_ask = [server for server in held.pending if held.verdicts[server.name] is not Verdict.DECLINED]
     if not to_ask:
         return prepared  # every one was declined before: the face shows the notices
-    secrets = secrets_in(prepared.env)
-    approved, declined = _ask(to_ask, held, secrets, read, write)
+    secrets = secrets_in(prepared.env, prepared.environ)
+    approved, declined = _ask(to_ask, held, secrets, press, write)
     _remember(prepared, approved, declined, secrets, write)
     if not approved:
         return prepared
@@ -52,7 +67,7 @@ def _ask(
     servers: list[ServerConfig],
     held: Gated,
     secrets: Secrets,
-    read: Callable[[str], str | None],
+    press: Press,
     write: Callable[[str], object],
 ) -> tuple[list[ServerConfig], list[ServerConfig]]:
     """Every server is shown before the first question, so "all" only ever covers what the user has seen."""
@@ -62,20 +77,21 @@ def _ask(
     for server in servers:
         changed = "  (changed since you approved it)" if held.verdicts[server.name] is Verdict.CHANGED else ""
         write("\n".join(describe(server, secrets)) + f"{changed}\n")
+    from sprout_agent.ui.ask import Choice
+
     approved: list[ServerConfig] = []
     declined: list[ServerConfig] = []
     for index, server in enumerate(servers):
         rest = len(servers) - index
-        every = f"[a]ll {rest} remaining listed above, " if rest > 1 else ""
-        question = f"Start '{printable(server.name)}' ({short_command(server, secrets)})? [y]es, {every}[N]o: "
-        answer = read(question)
+        every = [Choice("a", f"all {rest} remaining, listed above", "all")] if rest > 1 else []
+        choices = [Choice("y", "yes", "yes"), *every, Choice("n", "no", "no")]
+        answer = press(f"Start '{printable(server.name)}' ({short_command(server, secrets)})?", choices)
         if answer is None:
-            write("\n")
             break  # no answer is not a "no": nothing is remembered for the rest
-        if answer in ("a", "all") and rest > 1:
+        if answer == "all":
             approved.extend(servers[index:])
             break
-        (approved if answer in ("y", "yes") else declined).append(server)
+        (approved if answer == "yes" else declined).append(server)
     return approved, declined
 
 

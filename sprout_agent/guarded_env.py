@@ -1,0 +1,54 @@
+"""The environment variables a repository may not set: one table, read by a project's `.env` (dotenv_file.py)
+and a batch task's `env` (batch/tasks.py), and by `.env.example` to say which ones must be exported.
+
+A cloned repository and a task file generated from unreviewed data are both untrusted input: neither may choose
+where requests and credentials go, what runs, or weaken a guard the user set (hooks, consent, the sandbox, the
+budget); docs/security.md says what each group protects.
+"""
+
+from __future__ import annotations
+
+import re
+
+# (what the variables decide, their names: full-match patterns, any case, separated by blanks). Stdlib only:
+# settings.py reads it for .env.example.
+REFUSED: tuple[tuple[str, str], ...] = (
+    # Every ANTHROPIC_* but the key and the model: a repository's endpoint would get your key and the whole
+    # conversation. Proxies and CA bundles route or intercept any traffic.
+    ("where requests and credentials go",
+     r"ANTHROPIC_(?!API_KEY$|MODEL$).* .*_PROXY SSL_CERT_.* .*_CA_BUNDLE NODE_EXTRA_CA_CERTS NODE_TLS_.*"),
+    # The batch's command for each task; which built-in servers start (the sandboxed dev server, or none).
+    ("what runs", "PATH PYTHON.* LD_.* DYLD_.* NODE_OPTIONS SPROUT_AGENT_BATCH_.* SPROUT_AGENT_BUILTIN_SERVERS"),
+    # Which servers' hooks run, their timeout and objection budgets: a repository must not switch off a guard the
+    # user runs as a hook, nor make it give up sooner.
+    ("your hooks",
+     "MCP_HOOK_SERVERS SPROUT_AGENT_HOOK_TIMEOUT_MS SPROUT_AGENT_PRE_TOOL_MAX_OBJECTIONS "
+     "SPROUT_AGENT_STOP_MAX_REJECTIONS SPROUT_AGENT_TOOL_HOOKS"),
+    # Trusting the project's servers, answering their questions, logging in without a browser.
+    ("what needs your consent",
+     "SPROUT_AGENT_TRUST_PROJECT SPROUT_AGENT_ELICITATION SPROUT_AGENT_OAUTH_TEST_REDIRECT"),
+    # Sampling and web search are billed to you (and fetch sends data out); zero prices defeat the budgets.
+    ("what spends your money", "SPROUT_AGENT_ALLOW_SAMPLING SPROUT_AGENT_WEB SPROUT_AGENT_PRICES"),
+    ("the sandbox", "SPROUT_AGENT_SANDBOX.* SPROUT_DEV_.*"),
+    # HOME and XDG_* locate your config, approvals and sessions; the rate gate is a file every run writes.
+    ("where your files are", "HOME XDG_.* SPROUT_AGENT_RATE_GATE"),
+)  # fmt: skip
+
+# What a batch task's `env` may not set on top of REFUSED (a task's env is its process's real environment, where
+# a project's `.env` is only a default under it): the key, so a task's requests never go to another account, and
+# the model, which has the task's own `model` field.
+TASK_ALSO_REFUSED: tuple[str, ...] = ("ANTHROPIC_API_KEY", "ANTHROPIC_MODEL")
+
+_GROUPS = tuple((why, re.compile("|".join(f"(?:{p})" for p in names.split()), re.IGNORECASE)) for why, names in REFUSED)
+
+
+def refused_because(name: str) -> str | None:
+    """What `name` decides, when a project's `.env` may not set it; None when it may."""
+    return next((why for why, pattern in _GROUPS if pattern.fullmatch(name)), None)
+
+
+def task_refused_because(name: str) -> str | None:
+    """As `refused_because`, for a batch task's `env` (which may not set TASK_ALSO_REFUSED either)."""
+    if name.upper() in TASK_ALSO_REFUSED:
+        return "which account the requests go to, and which model (a task has `model`)"
+    return refused_because(name)
