@@ -216,16 +216,19 @@ def test_with_verbose_a_logged_traceback_goes_to_the_server_log_and_an_unwritabl
     log = tmp_path / "logs" / "servers.log"
     try:
         start._route_logging(log)  # pyright: ignore[reportPrivateUsage]
-        (tmp_path / "a-file").write_text("not a folder")
-        start._route_logging(tmp_path / "a-file" / "servers.log")  # pyright: ignore[reportPrivateUsage]
         try:
             raise FileExistsError("somefile.txt")
         except FileExistsError:
             logging.getLogger("sprout_agent.tools._server").exception("tool write failed")
+        (tmp_path / "a-file").write_text("not a folder")
+        start._route_logging(tmp_path / "a-file" / "servers.log")  # pyright: ignore[reportPrivateUsage]
+        logging.getLogger("sprout_agent.tools._server").error("nowhere to write this")
+        assert len(set(root.handlers) - set(before)) == 1  # a second run in one process replaces the first route
     finally:
         for handler in set(root.handlers) - set(before):
             handler.close()
             root.removeHandler(handler)
     text = log.read_text()
     assert "tool write failed" in text and "Traceback" in text and "FileExistsError: somefile.txt" in text
+    assert "nowhere to write this" not in text
     assert capsys.readouterr().err == ""
