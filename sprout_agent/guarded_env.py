@@ -18,7 +18,9 @@ REFUSED: tuple[tuple[str, str], ...] = (
     ("where requests and credentials go",
      r"ANTHROPIC_(?!API_KEY$|MODEL$).* .*_PROXY SSL_CERT_.* .*_CA_BUNDLE NODE_EXTRA_CA_CERTS NODE_TLS_.*"),
     # The batch's command for each task; which built-in servers start (the sandboxed dev server, or none).
-    ("what runs", "PATH PYTHON.* LD_.* DYLD_.* NODE_OPTIONS SPROUT_AGENT_BATCH_.* SPROUT_AGENT_BUILTIN_SERVERS"),
+    # GIT_*: GIT_DIR, GIT_CONFIG_* and the like point the git our tools run at a repository or config of theirs.
+    ("what runs",
+     "PATH PYTHON.* LD_.* DYLD_.* NODE_OPTIONS GIT_.* TMPDIR SPROUT_AGENT_BATCH_.* SPROUT_AGENT_BUILTIN_SERVERS"),
     # Which servers' hooks run, their timeout and objection budgets: a repository must not switch off a guard the
     # user runs as a hook, nor make it give up sooner.
     ("your hooks",

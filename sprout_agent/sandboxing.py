@@ -63,7 +63,8 @@ class SandboxPlan:
         if self.active and self.mechanism == sb.LANDLOCK:
             return (
                 f"sandbox: {self.why_not_bwrap}; commands run under Landlock, which keeps their writes in the "
-                "working directory and /tmp but cannot keep its .git read-only, hide ~/.ssh or isolate processes "
+                "working directory and a private TMPDIR but cannot keep its .git read-only, hide ~/.ssh, stop unix "
+                "sockets (an ssh agent, docker) or isolate processes; run as root it is weaker still "
                 f"({INSTALL_HINT})"
             )
         return None

@@ -20,4 +20,6 @@ WEAKENING: list[tuple[str, str]] = [
     ("XDG_CONFIG_HOME", "/tmp/planted-config"),
     ("XDG_DATA_HOME", "/tmp/planted-data"),
     ("xdg_state_home", "/tmp/planted-state"),  # any case
+    ("GIT_DIR", "planted.git"),  # the git our tools run reads a repository of theirs
+    ("GIT_CONFIG_GLOBAL", "/tmp/planted-gitconfig"),
 ]

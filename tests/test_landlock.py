@@ -89,3 +89,10 @@ def test_a_machine_with_no_sandbox_at_all_says_commands_run_unsandboxed(tmp_path
     prepared = prepare(Options(prompt="hi", cwd=tmp_path), locations, environ)
     (line,) = [n for n in prepared.loaded.notices if n.startswith("sandbox unavailable:")]
     assert "UNSANDBOXED" in line and "apt install bubblewrap" in line and "--sandbox required" in line
+
+
+@needs_landlock
+@pytest.mark.anyio
+async def test_without_bubblewrap_a_command_cannot_make_a_device_node_or_reach_another_terminal(root: Path) -> None:
+    _, text = await bash(root, "mknod ./disk b 7 0 && echo MADE; ls /dev/pts >/dev/null; echo x > /dev/tty && echo TTY")
+    assert "MADE" not in text and "TTY" not in text and not (root / "disk").exists()

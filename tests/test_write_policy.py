@@ -169,3 +169,68 @@ def test_submodules_named_in_gitmodules_are_protected_but_a_path_leaving_the_roo
     assert str(root / "vendor" / "lib" / ".git") in policy.git
     assert policy.refusal(str(root / "vendor" / "lib" / "code.py")) is None
     assert not any(path.startswith("/etc") for path in policy.git)
+
+
+# ---------------------------------------------------------------- what the attack round found
+
+
+def test_core_hookspath_and_included_config_in_the_work_tree_stay_read_only(root: Path) -> None:
+    git_init(root)
+    subprocess.run(["git", "-C", str(root), "config", "core.hooksPath", ".husky"], check=True)
+    subprocess.run(["git", "-C", str(root), "config", "include.path", "../.gitconfig"], check=True)
+    (root / ".gitconfig").write_text("[user]\n\tname = x\n")
+    policy = WritePolicy.build(mode="workspace-write", root=str(root))
+    for target in (".husky/pre-commit", ".gitconfig"):  # git runs them at the user's next commit or status
+        assert policy.refusal(str(root / target)) is not None, target
+    assert policy.refusal(str(root / "src.py")) is None
+
+
+def test_the_write_tools_cannot_assemble_a_bare_repository_a_later_git_status_would_use(root: Path) -> None:
+    policy = WritePolicy.build(mode="workspace-write", root=str(root))
+    (root / "docs" / "objects" / "info").mkdir(parents=True)
+    (root / "docs" / "refs" / "heads").mkdir(parents=True)
+    refused = policy.refusal(str(root / "docs" / "HEAD"))
+    assert refused is not None and "git directory" in refused
+    (root / "docs" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert policy.refusal(str(root / "docs" / "config")) is not None  # its config: core.fsmonitor
+    assert policy.refusal(str(root / "notes" / "HEAD")) is None  # a file named HEAD elsewhere is a file
+
+
+def test_a_fifo_planted_as_a_git_pointer_or_gitmodules_does_not_block_the_policy(root: Path) -> None:
+    git_init(root)
+    (root / "sub").mkdir()
+    os.mkfifo(root / "sub" / ".git")
+    os.mkfifo(root / ".gitmodules")
+    policy = WritePolicy.build(mode="workspace-write", root=str(root))  # opened non-blocking: returns at once
+    assert str(root / ".git") in policy.git
+
+
+async def test_glob_in_a_directory_whose_git_config_names_a_command_runs_nothing(root: Path, tmp_path: Path) -> None:
+    mark = tmp_path / "pwned"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e"}  # fmt: skip
+    plant = f"""set -e
+git init -q sub && cd sub && mkdir -p a d && echo 1 > a/f && echo 2 > d/g && git add -A && git commit -qm x
+git config index.sparse true && git sparse-checkout set --cone a >/dev/null 2>&1
+t=$(git rev-parse HEAD:d) && rm -f .git/objects/${{t:0:2}}/${{t:2}}
+git config core.repositoryformatversion 1 && git config extensions.partialClone origin
+git config remote.origin.url /nonexistent && git config remote.origin.promisor true
+git config remote.origin.uploadpack 'id > {mark}; false'"""
+    subprocess.run(["bash", "-c", plant], cwd=root, env=env, check=True, capture_output=True)
+    async with Client(dev.create_server_in(str(root), {})) as client:
+        await call_tool(client, "glob", pattern="**", path="sub")  # git ls-files would fetch the missing tree
+    assert not mark.exists()
+
+
+async def test_grep_with_a_glob_of_its_own_still_leaves_the_deny_list_out(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = root / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("SECRET-KEY\n")
+    monkeypatch.setenv("HOME", str(home))
+    async with Client(dev.create_server_in(str(root), {})) as client:
+        ws_active = _sandbox.probe() is None
+        _, text = await call_tool(client, "grep", pattern="SECRET", path=str(home), glob="*")
+    if ws_active:
+        assert "SECRET-KEY" not in text and "No matches" in text

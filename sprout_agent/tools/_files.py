@@ -96,6 +96,7 @@ def _read(ws: Workspace, args: Args) -> ToolOutput:
     if offset < 1 or limit < 1:
         raise ToolError("offset and limit must be positive (offset is a 1-based line number)")
     with open_regular(real, ws.display(real)) as f:
+        ws.check_opened(f.fileno())
         mime = IMAGE_TYPES.get(os.path.splitext(real)[1].lower())
         if mime:
             return _read_image(ws, real, f, mime)
@@ -180,6 +181,7 @@ def _edit(ws: Workspace, args: Args) -> ToolOutput:
     shown = ws.display(real)
     ws.check_fresh(real)
     with open_regular(real, shown) as f:
+        ws.check_opened(f.fileno())
         if os.fstat(f.fileno()).st_size > MAX_EDIT_BYTES:
             raise ToolError(f"{shown} is over {MAX_EDIT_BYTES // 1024 // 1024} MiB; edit it with bash (sed, patch)")
         text, encoding = decode(f.read())

@@ -178,8 +178,9 @@ def _search(ws: Workspace, args: Args) -> list[str]:
     rg = ripgrep(ws)
     if rg is not None:
         cmd = [rg, *_rg_command(pattern, mode, context, ignore_case, None if single else glob)[1:]]
-        for hidden in ws.hidden_below(base):  # before the `--` that ends the options
-            cmd[1:1] = ["--glob", f"!/{hidden}", "--glob", f"!/{hidden}/**"]
+        end = cmd.index("--regexp")  # after the model's glob (later globs win in ripgrep), before the pattern
+        for hidden in ws.hidden_below(base):
+            cmd[end:end] = ["--glob", f"!/{hidden}", "--glob", f"!/{hidden}/**"]
         return _finish(_rg_lines(cmd + (single or []), base), prefix)
     names = single
     if names is None:

@@ -7,11 +7,13 @@ the command, which inherits the domain (~10 ms, against bwrap's 8; anyio cannot 
 The interpreter is the agent's own, resolved, and never one inside a writable root; the code is passed
 inline, so nothing a command can write decides how the next one is confined.
 
-What it enforces: writes only in the writable roots, the temp directory and a few devices (/dev/null, …);
-with the network off, no TCP connect or bind (ABI 4+); no signals to, or abstract sockets of, processes
-outside (ABI 6+). What it cannot (documented in docs/security.md): Landlock only adds rights, so a git
-directory inside a root stays writable, the read deny list is not enforced for commands, UDP stays open,
-and there is no private /tmp or pid namespace. Stdlib only: this file also runs as a bare script.
+What it enforces: writes only in the writable roots, the temp directory and a few devices (/dev/null, …); no
+device nodes made, no ioctl on devices (ABI 5+: TIOCSTI); with the network off, no TCP connect or bind (ABI
+4+); no signals to, or abstract sockets of, processes outside (ABI 6+). What it cannot (docs/security.md):
+Landlock only adds rights, so a git directory inside a root stays writable; the read deny list is not
+enforced for commands; unix sockets with a path (an ssh agent, a session bus, docker) stay reachable; UDP
+stays open; no private /tmp or pid namespace; root keeps its capabilities. Stdlib only: this file also runs
+as a bare script.
 """
 
 from __future__ import annotations
@@ -28,12 +30,15 @@ _VERSION = 1  # LANDLOCK_CREATE_RULESET_VERSION
 _PATH_BENEATH, _NET_PORT = 1, 2
 _PR_SET_NO_NEW_PRIVS = 38
 # Filesystem rights by ABI; reading and executing are never handled (commands may read and run anything).
-_WRITE_FILE, _TRUNCATE = 1 << 1, 1 << 14
-_FS_BY_ABI = {1: 0b1_1111_1111_0010, 2: 1 << 13, 3: _TRUNCATE}  # ABI 1: write, remove and make-*; 2: refer
+_WRITE_FILE, _TRUNCATE, _IOCTL_DEV = 1 << 1, 1 << 14, 1 << 15
+_MAKE_DEVICES = (1 << 6) | (1 << 11)  # make_char, make_block: handled, granted nowhere (root could mknod a disk)
+# ABI 1: write, remove and make-*; 2: refer; 3: truncate; 5: ioctl on devices (handled, granted nowhere: TIOCSTI
+# into another terminal, as root, would type commands there).
+_FS_BY_ABI = {1: 0b1_1111_1111_0010, 2: 1 << 13, 3: _TRUNCATE, 5: _IOCTL_DEV}
 _NET_TCP = 0b11  # bind, connect
 _SCOPE = 0b11  # abstract unix sockets, signals
-DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom")
-DEVICE_DIRS = ("/dev/shm", "/dev/pts")
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+DEVICE_DIRS = ("/dev/shm",)  # not /dev/pts or /dev/tty: another terminal is not the command's to write
 
 
 def _libc() -> ctypes.CDLL:
@@ -66,7 +71,9 @@ def restrict(writable: list[str], network: bool, version: int) -> None:
     buffer = ctypes.create_string_buffer(attr, len(attr))
     ruleset = _check(libc.syscall(_CREATE_RULESET, buffer, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)), "ruleset")
     try:
-        rules = [(p, fs) for p in (*writable, *DEVICE_DIRS)] + [(p, (_WRITE_FILE | _TRUNCATE) & fs) for p in DEVICES]
+        directory = fs & ~(_MAKE_DEVICES | _IOCTL_DEV)
+        rules = [(p, directory) for p in (*writable, *DEVICE_DIRS)]
+        rules += [(p, (_WRITE_FILE | _TRUNCATE) & fs) for p in DEVICES]
         for path, access in rules:
             _allow(libc, ruleset, path, access)
         _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")

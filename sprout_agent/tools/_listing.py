@@ -25,16 +25,25 @@ def _plain_file(path: str) -> bool:
     return os.path.isfile(path) and not os.path.islink(path)
 
 
+_NO_CODE_FROM_CONFIG = (
+    *("-c", "core.fsmonitor=false", "-c", "protocol.allow=never", "-c", "safe.bareRepository=explicit"),
+    *("-c", "core.hooksPath=/dev/null", "-c", "extensions.partialClone="),
+)
+
+
 def _git_files(base: str, git: str | None) -> list[str] | None:
     """Paths relative to `base` that git tracks or would not ignore; None outside a git work tree."""
     if git is None:
         return None
     try:
         proc = subprocess.run(
-            # A repository's .git/config could name a core.fsmonitor program, which ls-files would run.
-            [git, "-c", "core.fsmonitor=false", "ls-files", "-co", "--exclude-standard", "-z"],
+            # Outside the sandbox, in a directory the model names: git must run nothing a repository's config
+            # names. ls-files would run core.fsmonitor, and a sparse index naming a missing tree makes it fetch
+            # from a promisor remote, whose uploadpack is a command; a directory that merely looks like a git
+            # directory (bare) would be taken as one.
+            [git, *_NO_CODE_FROM_CONFIG, "ls-files", "-co", "--exclude-standard", "-z"],
             cwd=base,
-            env=command_env(),
+            env={**command_env(), "GIT_NO_LAZY_FETCH": "1", "GIT_PROTOCOL_FROM_USER": "0"},
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=30,

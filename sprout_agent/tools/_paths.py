@@ -64,6 +64,17 @@ class Workspace:
             raise ToolError(f"{real} is hidden by the sandbox's deny list ({hidden}: credentials); ask the user")
         return real
 
+    def check_opened(self, fd: int) -> None:
+        """Refuse a file that turned out, once open, to be behind the deny list: a command can swap a directory
+        for a symlink into ~/.ssh between `readable`'s check and the open (Linux names the open file)."""
+        try:
+            opened = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # no /proc: the check before the open is all there is
+            return
+        hidden = self.hidden_at_or_above(opened)
+        if hidden is not None:
+            raise ToolError(f"{opened} is hidden by the sandbox's deny list ({hidden}: credentials); ask the user")
+
     def hidden_at_or_above(self, real: str) -> str | None:
         return next((h for h in self._hidden() if under(real, h)), None)
 

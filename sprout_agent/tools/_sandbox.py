@@ -299,8 +299,9 @@ class Sandbox:
         writable = writes.roots if self.policy.mode == WORKSPACE_WRITE else ()
         for root in writable:
             args += ["--bind", root, root]
-        for path in writes.git if writable else ():  # after the binds: read-only over them
-            args += ["--ro-bind", path, path]
+        for path in writes.git if writable else ():  # after the binds: read-only over them (only what exists:
+            if os.path.lexists(path):  # a hooksPath not made yet has no mount point; the write tools refuse it)
+                args += ["--ro-bind", path, path]
         visible += writable
         for root in (self.policy.root, git_root(self.policy.root)):  # visible even when under the private /tmp
             if root is not None and root not in writable and under(root, "/tmp"):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -61,9 +62,32 @@ def git_paths(root: str) -> list[str]:
     if gitdir is not None:
         found.append(gitdir)
         common = _read_pointer(os.path.join(gitdir, "commondir"), "")
-        if common is not None:
-            found.append(os.path.realpath(os.path.join(gitdir, common)))
+        common_dir = os.path.realpath(os.path.join(gitdir, common)) if common is not None else gitdir
+        found.append(common_dir)
+        found += config_named(root, (os.path.join(gitdir, "config"), os.path.join(common_dir, "config")))
     return list(dict.fromkeys(found))
+
+
+def config_named(work_tree: str, configs: Iterable[str]) -> list[str]:
+    """What a repository's own config points git at that may lie in the work tree: `core.hooksPath` (husky puts
+    hooks in `.husky/`) and the files `include.path`/`includeIf.*.path` pull in, one level deep. Read with a
+    plain parser: running git here would read the very config in question."""
+    found: list[str] = []
+    for config in configs:
+        text = _read_small(config, 256 * 1024) or ""
+        for key, value in _CONFIG_PATH.findall(text):
+            value = value.strip().strip('"')
+            if not value:
+                continue
+            base = work_tree if key.lower() == "hookspath" else os.path.dirname(config)
+            target = os.path.realpath(os.path.join(base, os.path.expanduser(value)))
+            found.append(target)
+            if key.lower() == "path":
+                found += config_named(work_tree, (target,)) if target not in configs else []
+    return found
+
+
+_CONFIG_PATH = re.compile(r"^\s*(hooksPath|path)\s*=\s*(.+?)\s*$", re.MULTILINE | re.IGNORECASE)
 
 
 def nested_repositories(root: str) -> list[str]:
@@ -73,11 +97,9 @@ def nested_repositories(root: str) -> list[str]:
     found: list[str] = []
     with contextlib.suppress(OSError), os.scandir(root) as entries:
         found = [e.path for e in entries if e.is_dir(follow_symlinks=False) and os.path.lexists(e.path + "/.git")]
-    try:
-        with open(os.path.join(root, ".gitmodules"), "rb") as f:
-            text = f.read(256 * 1024).decode("utf-8", "replace")
-    except OSError:
-        return found
+    text = _read_small(os.path.join(root, ".gitmodules"), 256 * 1024)
+    if text is None:
+        return list(dict.fromkeys(found))
     for path in _SUBMODULE_PATH.findall(text):
         real = os.path.realpath(os.path.join(root, path.strip()))
         if under(real, root) and real != root:
@@ -93,13 +115,29 @@ def _gitdir_of_file(dot: str) -> str | None:
     return None if target is None else os.path.realpath(os.path.join(os.path.dirname(dot), target))
 
 
+def _read_small(path: str, limit: int) -> str | None:
+    """A regular file's first `limit` bytes as text; None for anything else. O_NONBLOCK and fstat: a FIFO planted
+    as `.git` or `.gitmodules` must not block the agent (this runs before every command and write)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:  # absent, unreadable: not a pointer
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _read_pointer(path: str, prefix: str) -> str | None:
     """The path a git pointer file holds (`gitdir: X`, or a `commondir` file's bare `X`), if it is one."""
-    try:
-        with open(path, "rb") as f:
-            text = f.read(4096).decode("utf-8", "replace").strip()
-    except OSError:  # absent, a directory, unreadable: not a pointer
+    raw = _read_small(path, 4096)
+    if raw is None:
         return None
+    text = raw.strip()
     if not text.startswith(prefix):
         return None
     target = text[len(prefix) :].strip()
@@ -149,6 +187,12 @@ class WritePolicy:
                 f"it is inside the git directory {where}, which stays read-only (git runs code from its config and "
                 "hooks); ask the user to make this change"
             )
+        made = _makes_git_directory(real)
+        if made is not None:
+            return (
+                f"it would make {made} a git directory (HEAD, objects/ and refs/), whose config git would run "
+                "code from; ask the user to make this change"
+            )
         hidden = next((path for path in self.denied if under(real, path)), None)
         if hidden is not None:
             return f"it is inside {hidden}, which the sandbox's deny list protects (credentials); ask the user"
@@ -166,3 +210,18 @@ def _git_component(real: str) -> str | None:
     parts = real.split(os.sep)
     index = next((i for i, part in enumerate(parts) if part.lower() == GIT), None)
     return None if index is None else os.sep.join(parts[: index + 1])
+
+
+def _makes_git_directory(real: str) -> str | None:
+    """The directory writing `real` would complete into one git takes as a repository (`HEAD`, `objects/` and
+    `refs/`, as git's is_git_directory checks), if any: a bare repository needs no `.git` name."""
+    parent = os.path.dirname(real)
+    for candidate in dict.fromkeys((parent, os.path.dirname(parent), os.path.dirname(os.path.dirname(parent)))):
+        parts = {
+            "HEAD": real == os.path.join(candidate, "HEAD") or os.path.lexists(os.path.join(candidate, "HEAD")),
+            "objects": under(real, os.path.join(candidate, "objects")) or os.path.isdir(candidate + "/objects"),
+            "refs": under(real, os.path.join(candidate, "refs")) or os.path.isdir(candidate + "/refs"),
+        }
+        if all(parts.values()):
+            return candidate
+    return None
