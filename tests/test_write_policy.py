@@ -234,3 +234,27 @@ async def test_grep_with_a_glob_of_its_own_still_leaves_the_deny_list_out(
         _, text = await call_tool(client, "grep", pattern="SECRET", path=str(home), glob="*")
     if ws_active:
         assert "SECRET-KEY" not in text and "No matches" in text
+
+
+@pytest.mark.parametrize("index_version", ["2", "4"])
+def test_a_submodule_stays_protected_when_unpopulated_or_gitmodules_is_emptied(root: Path, index_version: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e"}  # fmt: skip
+    library = root.parent / "library"
+    git_init(library)
+    subprocess.run(["git", "-C", str(library), "commit", "-q", "--allow-empty", "-m", "m"], check=True, env=env)
+    git_init(root)
+    add = ["git", "-c", "protocol.file.allow=always", "-C", str(root), "submodule", "add", "-q", str(library)]
+    subprocess.run([*add, "vendor/lib"], check=True, env=env, capture_output=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-qm", "sub"], check=True, env=env)
+    subprocess.run(["git", "-C", str(root), "update-index", "--index-version", index_version], check=True)
+    (root / ".gitmodules").write_text("")  # a command's first step: the index still names the submodule
+    populated = WritePolicy.build(mode="workspace-write", root=str(root))
+    assert str(root / "vendor" / "lib" / ".git") in populated.git
+    (root / "vendor" / "lib" / ".git").unlink()  # as a clone without --recursive leaves it: an empty directory
+    for leftover in (root / "vendor" / "lib").iterdir():
+        subprocess.run(["rm", "-rf", str(leftover)], check=True)
+    assert not (root / "vendor" / "lib" / ".git").exists() and (root / "vendor" / "lib").is_dir()
+    unpopulated = WritePolicy.build(mode="workspace-write", root=str(root))
+    assert str(root / "vendor" / "lib") in unpopulated.git  # `git init` there would plant a config
+    assert unpopulated.refusal(str(root / "vendor" / "lib" / "config")) is not None

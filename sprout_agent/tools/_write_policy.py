@@ -21,6 +21,8 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sprout_agent.tools._git_index import gitlinks
+
 READ_ONLY_MODE = "read-only"
 GIT = ".git"
 
@@ -51,12 +53,14 @@ def writable_roots(root: str, more: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(r for r in (root, found, *more) if r is not None and os.path.isdir(r)))
 
 
-def git_paths(root: str) -> list[str]:
+def git_paths(root: str, submodule: bool = False) -> list[str]:
     """What git reads for the repository at `root`: `.git`, and the directories it points to (a symlink's
-    target, a `gitdir:` file's target and that directory's `commondir`), all as real paths."""
+    target, a `gitdir:` file's target and that directory's `commondir`), all as real paths. An unpopulated
+    submodule (no `.git` yet) is the directory itself: a command could `git init` it and plant a config the
+    superproject's `git status` would run."""
     dot = os.path.join(root, GIT)
     if not os.path.lexists(dot):
-        return []
+        return [root] if submodule and os.path.isdir(root) else []
     found = [dot]
     gitdir = os.path.realpath(dot) if os.path.isdir(dot) else _gitdir_of_file(dot)
     if gitdir is not None:
@@ -97,14 +101,22 @@ def nested_repositories(root: str) -> list[str]:
     found: list[str] = []
     with contextlib.suppress(OSError), os.scandir(root) as entries:
         found = [e.path for e in entries if e.is_dir(follow_symlinks=False) and os.path.lexists(e.path + "/.git")]
-    text = _read_small(os.path.join(root, ".gitmodules"), 256 * 1024)
-    if text is None:
-        return list(dict.fromkeys(found))
-    for path in _SUBMODULE_PATH.findall(text):
+    named = list(_SUBMODULE_PATH.findall(_read_small(os.path.join(root, ".gitmodules"), 256 * 1024) or ""))
+    gitdir = _git_dir(root)
+    if gitdir is not None:  # the index's gitlinks: what git status visits, in a file commands cannot write
+        named += gitlinks(os.path.join(gitdir, "index"))
+    for path in named:
         real = os.path.realpath(os.path.join(root, path.strip()))
         if under(real, root) and real != root:
             found.append(real)
     return list(dict.fromkeys(found))
+
+
+def _git_dir(root: str) -> str | None:
+    dot = os.path.join(root, GIT)
+    if os.path.isdir(dot):
+        return os.path.realpath(dot)
+    return _gitdir_of_file(dot) if os.path.lexists(dot) else None
 
 
 _SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE)
@@ -166,7 +178,8 @@ class WritePolicy:
         anywhere: bool = False,
     ) -> WritePolicy:
         roots = writable_roots(root, (*allow_write, *add_dirs))
-        git = [path for r in roots for repo in (r, *nested_repositories(r)) for path in git_paths(repo)]
+        git = [path for r in roots for path in git_paths(r)]
+        git += [path for r in roots for repo in nested_repositories(r) for path in git_paths(repo, submodule=True)]
         git = [path for path in git if path not in allow_write]
         inside = [path for path in git if any(under(path, r) for r in roots)]
         hidden = [path for path in denied if any(under(path, r) for r in roots)]
