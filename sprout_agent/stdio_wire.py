@@ -41,12 +41,17 @@ class Oversized:
     tail: bytes
 
 
+_GATHER = 64 * 1024  # pieces smaller than this are gathered into one before they are kept
+
+
 class LineSplitter:
     """Turns chunks into complete lines (without the newline) or `Oversized` markers; memory stays under the cap."""
 
     def __init__(self, limit: int = MAX_MESSAGE_BYTES) -> None:
         self._limit = limit
         self._parts: list[bytes] = []
+        # Small pieces gather here first: a line fed in 2-byte reads made each its own object (~35x the bytes).
+        self._pending = bytearray()
         self._size = 0
         self._head: bytes | None = None  # set once the current line is over the limit
         self._tail = b""
@@ -63,20 +68,33 @@ class LineSplitter:
     def _add(self, piece: bytes) -> None:
         self._size += len(piece)
         if self._head is None and self._size <= self._limit:
-            self._parts.append(piece)
+            if len(piece) >= _GATHER:
+                self._flush()
+                self._parts.append(piece)
+                return
+            self._pending += piece
+            if len(self._pending) >= _GATHER:
+                self._flush()
             return
         if self._head is None:  # just went over: one join of at most the limit plus a chunk, then only edges
+            self._flush()
             joined = b"".join([*self._parts, piece])
             self._head, self._tail = joined[:EDGE_BYTES], joined[-EDGE_BYTES:]
             self._parts.clear()
             return
         self._tail = (self._tail + piece[-EDGE_BYTES:])[-EDGE_BYTES:]
 
+    def _flush(self) -> None:
+        if self._pending:
+            self._parts.append(bytes(self._pending))
+            self._pending = bytearray()
+
     def end(self) -> bytes | Oversized | None:
         """At the end of input: the last line if it had no newline (None if there was nothing after one)."""
-        return self._finish() if self._size or self._parts else None
+        return self._finish() if self._size or self._parts or self._pending else None
 
     def _finish(self) -> bytes | Oversized:
+        self._flush()
         line = b"".join(self._parts) if self._head is None else Oversized(self._size, self._head, self._tail)
         self._parts, self._size, self._head, self._tail = [], 0, None, b""
         return line

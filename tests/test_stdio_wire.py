@@ -152,3 +152,17 @@ def test_a_tool_with_an_invalid_input_schema_is_dropped_from_its_page_with_the_r
     assert isinstance(reply, types.JSONRPCResponse)
     assert [tool["name"] for tool in reply.result["tools"]] == ["good"]
     assert skipped == ["skipped tool 'bad': invalid inputSchema.type: Input should be 'object'"]
+
+
+def test_a_line_fed_in_two_byte_reads_is_held_at_about_its_size_not_per_piece() -> None:
+    # Each tiny read was kept as its own bytes object (~35 bytes of object per 2 bytes of line).
+    splitter = LineSplitter()
+    size = 4 * 1024 * 1024
+    tracemalloc.start()
+    try:
+        seen = [line for _ in range(size // 2) for line in splitter.feed(b"ab")]
+        seen += list(splitter.feed(b"\n"))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert seen == [b"ab" * (size // 2)] and peak < 3 * size
