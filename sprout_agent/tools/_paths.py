@@ -14,9 +14,8 @@ from dataclasses import dataclass, field, replace
 
 from sprout_agent.tools._sandbox import Policy, Sandbox, trusted_which
 from sprout_agent.tools._server import ToolError
-from sprout_agent.tools._write_policy import WritePolicy, under
+from sprout_agent.tools._write_policy import ALLOW_OUTSIDE_ENV, WritePolicy, under
 
-ALLOW_OUTSIDE_ENV = "SPROUT_DEV_ALLOW_OUTSIDE"
 ADD_DIRS_ENV = "SPROUT_DEV_ADD_DIRS"  # --add-dir: more directories write and edit may reach (os.pathsep-separated)
 
 Stamp = tuple[int, int]  # (mtime_ns, size)
@@ -111,8 +110,7 @@ class Workspace:
         policy = self.write_policy()
         why = policy.refusal(real)
         if why is not None:
-            hint = f"; set {ALLOW_OUTSIDE_ENV}=1 to allow it" if "outside the writable" in why else ""
-            raise ToolError(f"refusing to write {real}: {why}{hint}")
+            raise ToolError(f"refusing to write {real}: {why}")
         start = next((root for root in sorted(policy.roots, key=len) if under(real, root)), os.sep)
         return real, start
 

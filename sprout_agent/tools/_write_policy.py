@@ -3,13 +3,16 @@
 Roots are the working directory, its git root (unless that holds the home directory), `--add-dir` and the
 allow-write directories; nothing in a read-only sandbox. Inside them these stay read-only:
 - every root's git directory as git finds it: `.git` itself (directory, `gitdir:` file or symlink), the
-  directory a `gitdir:` file or symlink names, and that directory's `commondir`; the same for the
-  repositories just below a root and the submodules `.gitmodules` names. Git runs code from its config
-  (`core.fsmonitor`, `core.hooksPath`, filters) and hooks outside any sandbox, at the user's next `git status`;
+  directory a `gitdir:` file or symlink names, that directory's `commondir`, and what its config points at
+  (`core.hooksPath`, included files); the same for the repositories just below a root and the submodules
+  the index's gitlinks and `.gitmodules` name (an unpopulated one whole). Git runs code from its config
+  (`core.fsmonitor`, filters) and hooks outside any sandbox, at the user's next `git status` or commit;
 - the deny list (credential paths such as ~/.ssh, the agent's own data) where the sandbox is active.
 A path the user names in allow-write itself stays writable (`--sandbox-allow-write .git`).
-The write tools also never write inside any directory named `.git`, existing or not (a nested repository's
-config is as dangerous); mounts can only cover what exists, so the sandbox cannot add that rule. Stdlib only.
+The write tools also never write inside any directory named `.git`, existing or not, nor complete a bare
+repository (HEAD, objects/, refs/): mounts can only cover what exists, so the sandbox cannot add these rules.
+Files read here are opened non-blocking and only when regular (a planted FIFO must not wedge the agent).
+Stdlib only.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from sprout_agent.tools._git_index import gitlinks
 
 READ_ONLY_MODE = "read-only"
+ALLOW_OUTSIDE_ENV = "SPROUT_DEV_ALLOW_OUTSIDE"  # 1: the write tools may leave the roots (`anywhere`)
 GIT = ".git"
 
 
@@ -213,7 +217,7 @@ class WritePolicy:
             shown = ", ".join(self.roots) or "none"
             return (
                 f"it is outside the working directory and the other writable directories ({shown}), after "
-                "resolving '..' and symlinks"
+                f"resolving '..' and symlinks; set {ALLOW_OUTSIDE_ENV}=1 to allow it"
             )
         return None
 
