@@ -12,6 +12,7 @@ from pathlib import Path
 
 from sprout_agent.processes import die_with_us
 from sprout_agent.tools._sandbox import git_root
+from sprout_agent.tools._write_policy import GIT_RUNS_NO_HOOKS
 
 GIT_TIMEOUT = 300.0  # a clone of a large repository; every git call is bounded
 MAX_DIFF_BYTES = 1 << 20
@@ -19,7 +20,7 @@ MAX_DIFF_BYTES = 1 << 20
 # what their config names. Hooks (post-checkout on worktree add, post-index-change on add), the fsmonitor (any
 # index refresh) and `ext::` remote helpers (clone) are switched off here; `-c` beats every config file and
 # reaches the git processes git starts itself.
-GIT = ("git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.ext.allow=never")
+GIT = ("git", *GIT_RUNS_NO_HOOKS, "-c", "protocol.ext.allow=never")
 # No external diff or textconv program, and no `git status` inside a nested repository the task made (it would
 # run that repository's filter drivers).
 DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all")

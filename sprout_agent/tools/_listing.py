@@ -12,6 +12,7 @@ import anyio.to_thread
 from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._secrets import command_env
 from sprout_agent.tools._server import Args, ToolError, ToolOutput
+from sprout_agent.tools._write_policy import GIT_RUNS_NO_HOOKS
 
 # Never worth listing, whether or not a .gitignore says so; grep passes the same list to ripgrep.
 SKIP_DIRS = (".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
@@ -26,8 +27,8 @@ def _plain_file(path: str) -> bool:
 
 
 _NO_CODE_FROM_CONFIG = (
-    *("-c", "core.fsmonitor=false", "-c", "protocol.allow=never", "-c", "safe.bareRepository=explicit"),
-    *("-c", "core.hooksPath=/dev/null", "-c", "extensions.partialClone="),
+    *GIT_RUNS_NO_HOOKS,
+    *("-c", "protocol.allow=never", "-c", "safe.bareRepository=explicit", "-c", "extensions.partialClone="),
 )
 
 
