@@ -256,10 +256,10 @@ async def pool_figures() -> tuple[float, float, float, float]:
     SIGTERM-ignoring one (with a grandchild). These are what tests/test_servers.py proves without timing."""
     from functools import partial
 
-    import sprout_agent.mcp_link  # noqa: F401  (loaded once here, so no start below pays for it)
-    from sprout_agent.config import ServerConfig
-    from sprout_agent.servers import ServerPool
-    from sprout_agent.settings import child_environment
+    import sprout_agent.mcp.link  # noqa: F401  (loaded once here, so no start below pays for it)
+    from sprout_agent.config.files import ServerConfig
+    from sprout_agent.config.settings import child_environment
+    from sprout_agent.mcp.pool import ServerPool
 
     def config(name: str, **knobs: str) -> ServerConfig:
         env = {"FAKE_MCP_TOOLS": "echo,spawn_grandchild", **{f"FAKE_MCP_{k.upper()}": v for k, v in knobs.items()}}
@@ -351,11 +351,11 @@ async def tool_hook_call_seconds(calls: int) -> dict[str, list[float]]:
     """Per-call wall time of a stdio echo call, alone and behind a `_PreToolUse` answering "" (interleaved)."""
     from functools import partial
 
-    import sprout_agent.mcp_link  # noqa: F401
-    from sprout_agent.config import ServerConfig
-    from sprout_agent.hooks import Hooks, parse_allowlist
-    from sprout_agent.servers import ServerPool
-    from sprout_agent.settings import child_environment
+    import sprout_agent.mcp.link  # noqa: F401
+    from sprout_agent.config.files import ServerConfig
+    from sprout_agent.config.settings import child_environment
+    from sprout_agent.core.hooks import Hooks, parse_allowlist
+    from sprout_agent.mcp.pool import ServerPool
 
     env = {"FAKE_MCP_TOOLS": "echo", "FAKE_MCP_HOOKS": json.dumps({"_PreToolUse": ""})}
     pool = ServerPool(
@@ -439,9 +439,9 @@ def render_figures(rounds: int) -> tuple[list[float], float, float]:
 
     from rich.console import Console
 
-    from sprout_agent import events as ev
-    from sprout_agent.messages import Text
-    from sprout_agent.ui.live_view import LiveView
+    from sprout_agent.core import events as ev
+    from sprout_agent.core.messages import Text
+    from sprout_agent.faces.terminal.live_view import LiveView
 
     console = Console(file=io.StringIO(), force_terminal=True, width=100, height=30, color_system="truecolor")
     view = LiveView(console, verbose=False)
@@ -744,7 +744,7 @@ class Bench:
         """14. dev__bash per call, OS sandbox (bubblewrap, Landlock) vs off; dev__write/edit; in-process dev server"""
         import anyio
 
-        from sprout_agent.tools._sandbox import probe
+        from sprout_agent.trust.sandbox import probe
 
         if (why := probe()) is not None:
             raise RuntimeError(f"no sandbox here: {why}")

@@ -1,5 +1,5 @@
 """`python -m sprout_agent` runs the CLI."""
 
-from sprout_agent.launch import main
+from sprout_agent.faces.cli.launch import main
 
 main()

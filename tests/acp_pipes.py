@@ -14,9 +14,9 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from sprout_agent.acp.lines import MAX_LINE_BYTES, LineReader, Writer
-from sprout_agent.acp.options import AcpOptions
-from sprout_agent.acp.server import run
+from sprout_agent.faces.acp.lines import MAX_LINE_BYTES, LineReader, Writer
+from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.faces.acp.server import run
 from tests.fake_anthropic import FakeAnthropic
 from tests.harness import API_KEY
 

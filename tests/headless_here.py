@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from sprout_agent.headless import run_headless
-from sprout_agent.locations import Locations
-from sprout_agent.options import Options, prepare
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.options import Options
+from sprout_agent.faces.headless.run import run_headless
+from sprout_agent.session.prepared import prepare
 from tests.fake_anthropic import FakeAnthropic
 from tests.harness import Run, agent_env, write_config
 

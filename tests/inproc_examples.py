@@ -1,6 +1,6 @@
 """The example hook servers of examples/ (and a deliberately bad one) as in-process MCP servers, for the real
 server pool: a config with `in_process="tests.inproc_examples"` and env {"EXAMPLE": name} runs that server
-over in-memory MCP streams (sprout_agent/in_process.py), so a test pays no interpreter start."""
+over in-memory MCP streams (sprout_agent/mcp/transports/in_process.py), so a test pays no interpreter start."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from sprout_agent.config import ServerConfig
+from sprout_agent.config.files import ServerConfig
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

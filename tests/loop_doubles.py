@@ -24,15 +24,13 @@ from typing import Any
 
 import anyio
 
-from sprout_agent import server_tools
-from sprout_agent.agent import Agent, TurnResult
-from sprout_agent.api_messages import EPHEMERAL, to_api_messages, to_api_tools
-from sprout_agent.compaction import Compactor
-from sprout_agent.events import Event
-from sprout_agent.hooks import Hooks, parse_allowlist
-from sprout_agent.ledger import Ledger
-from sprout_agent.messages import Block, Image, Message, Text, Thinking, ToolResult, ToolUse, Usage
-from sprout_agent.protocols import (
+from sprout_agent.core.agent import Agent, TurnResult
+from sprout_agent.core.compaction import Compactor
+from sprout_agent.core.events import Event
+from sprout_agent.core.hooks import Hooks, parse_allowlist
+from sprout_agent.core.ledger import Ledger
+from sprout_agent.core.messages import Block, Image, Message, Text, Thinking, ToolResult, ToolUse, Usage
+from sprout_agent.core.protocols import (
     Escalate,
     HookCallFailed,
     ModelReply,
@@ -42,7 +40,9 @@ from sprout_agent.protocols import (
     ToolOutcome,
     ToolSpec,
 )
-from sprout_agent.tool_names import model_tool_name
+from sprout_agent.core.tool_names import model_tool_name
+from sprout_agent.model import web_tools as server_tools
+from sprout_agent.model.api_messages import EPHEMERAL, to_api_messages, to_api_tools
 from tests.api_rules import assert_valid_request, sign
 
 MODEL = "claude-sonnet-test"  # priced as Sonnet: $3 in, $15 out per million tokens
@@ -604,9 +604,9 @@ async def builtin_pool(
 ) -> AsyncIterator[ToolHost]:
     """The real server pool running built-in servers inside this process (in-memory MCP, no subprocess);
     `before`: more server configs (ServerConfig), in config order ahead of the built-in ones."""
-    from sprout_agent.config import LoadedConfig, with_builtin_servers
-    from sprout_agent.servers import ServerPool
-    from sprout_agent.settings import child_environment
+    from sprout_agent.config.files import LoadedConfig, with_builtin_servers
+    from sprout_agent.config.settings import child_environment
+    from sprout_agent.mcp.pool import ServerPool
 
     configs = [*before, *with_builtin_servers(LoadedConfig((), (), ()), names, cwd).servers]
     pool = ServerPool(

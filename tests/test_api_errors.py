@@ -8,12 +8,12 @@ from collections.abc import Sequence
 import anyio
 import pytest
 
-from sprout_agent.api_errors import Failure, explain
-from sprout_agent.errors import ApiError
-from sprout_agent.events import Event
-from sprout_agent.ledger import Ledger
-from sprout_agent.messages import user_text
-from sprout_agent.protocols import ModelRequest
+from sprout_agent.core.errors import ApiError
+from sprout_agent.core.events import Event
+from sprout_agent.core.ledger import Ledger
+from sprout_agent.core.messages import user_text
+from sprout_agent.core.protocols import ModelRequest
+from sprout_agent.model.api_errors import Failure, explain
 from tests.fake_anthropic import FakeAnthropic, Step, error, reply
 from tests.harness import API_KEY
 from tests.loop_doubles import MODEL
@@ -24,7 +24,7 @@ REQUEST = ModelRequest("system", (user_text("hi"),), ())
 
 async def failure_text(steps: Sequence[Step], base_url: str | None = None, ledger: Ledger | None = None) -> str:
     """What the user reads when the real client gives up (one retry allowed, to count attempts)."""
-    from sprout_agent.llm import AnthropicModel
+    from sprout_agent.model.client import AnthropicModel
 
     events: list[Event] = []
     with FakeAnthropic(list(steps)) as fake:
@@ -82,7 +82,7 @@ def test_the_default_endpoint_is_not_named() -> None:
 
 
 async def test_an_answered_request_counts_once_in_the_summary() -> None:
-    from sprout_agent.llm import AnthropicModel
+    from sprout_agent.model.client import AnthropicModel
 
     ledger = Ledger(MODEL)
     with FakeAnthropic([error(529), reply("ok")]) as fake:

@@ -10,18 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from sprout_agent import model_facts, store
-from sprout_agent.acp.options import AcpOptions
-from sprout_agent.acp.prompt_content import image_input, prompt_content
-from sprout_agent.acp.wire import INVALID_PARAMS, RpcError
-from sprout_agent.events import Event
-from sprout_agent.images import PDF, attachment, sniff
-from sprout_agent.llm import AnthropicModel
-from sprout_agent.locations import Locations
-from sprout_agent.messages import Image, Message, Text
-from sprout_agent.prompt_attach import attach_mentions
-from sprout_agent.protocols import ModelRequest
-from sprout_agent.ui.jsonl import parse_user_message
+from sprout_agent.config.locations import Locations
+from sprout_agent.core.events import Event
+from sprout_agent.core.images import PDF, attachment, sniff
+from sprout_agent.core.messages import Image, Message, Text
+from sprout_agent.core.protocols import ModelRequest
+from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.faces.acp.prompt_content import image_input, prompt_content
+from sprout_agent.faces.acp.wire import INVALID_PARAMS, RpcError
+from sprout_agent.faces.headless.jsonl import parse_user_message
+from sprout_agent.faces.terminal.prompt_attach import attach_mentions
+from sprout_agent.model import facts as model_facts
+from sprout_agent.model.client import AnthropicModel
+from sprout_agent.session import store
 from tests.api_rules import request_problems
 from tests.fake_anthropic import FakeAnthropic, model_info, reply
 from tests.loop_doubles import build_loop

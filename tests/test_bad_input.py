@@ -12,14 +12,15 @@ from typing import Any
 
 import pytest
 
-from sprout_agent import config, settings
-from sprout_agent.compaction import parse_threshold
-from sprout_agent.config import load_config
-from sprout_agent.dotenv_file import read_dotenv
-from sprout_agent.errors import ConfigError, UsageError
-from sprout_agent.ledger import parse_prices
-from sprout_agent.settings import Settings
-from sprout_agent.ui.jsonl import parse_user_line
+from sprout_agent.config import files as config
+from sprout_agent.config import settings
+from sprout_agent.config.dotenv_file import read_dotenv
+from sprout_agent.config.files import load_config
+from sprout_agent.config.settings import Settings
+from sprout_agent.core.compaction import parse_threshold
+from sprout_agent.core.errors import ConfigError, UsageError
+from sprout_agent.core.ledger import parse_prices
+from sprout_agent.faces.headless.jsonl import parse_user_line
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import agent_command, agent_env, run_agent
 
@@ -209,7 +210,7 @@ def test_with_verbose_a_logged_traceback_goes_to_the_server_log_and_an_unwritabl
 ) -> None:
     import logging
 
-    from sprout_agent import start
+    from sprout_agent.faces.cli import start
 
     root = logging.getLogger()
     before = list(root.handlers)

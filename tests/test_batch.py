@@ -19,8 +19,8 @@ from sprout_agent.batch.outdir import OutDir, read_records, to_run
 from sprout_agent.batch.runner import BatchOptions, run_batch
 from sprout_agent.batch.summary import merge, summarise, table
 from sprout_agent.batch.tasks import file_name, load_tasks, parse_shard, shard_of
-from sprout_agent.errors import EXIT_BUDGET, UsageError
-from sprout_agent.tools._sandbox import WORKSPACE_WRITE, Policy, Sandbox
+from sprout_agent.core.errors import EXIT_BUDGET, UsageError
+from sprout_agent.trust.sandbox import WORKSPACE_WRITE, Policy, Sandbox
 from tests.guards import WEAKENING
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from sprout_agent.tools import _sandbox
+from sprout_agent.trust import sandbox as _sandbox
 from tests.fake_anthropic import FakeAnthropic, error, reply, tool_use
 from tests.harness import (
     ROOT,

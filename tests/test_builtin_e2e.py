@@ -14,7 +14,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from sprout_agent.options import Options
+from sprout_agent.config.options import Options
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import (
     agent_command,

@@ -14,19 +14,21 @@ from typing import Any
 import pytest
 from typer.main import get_command
 
-from sprout_agent.claude_flags import rewrite
-from sprout_agent.claude_rules import translate
-from sprout_agent.cli import app
-from sprout_agent.cli_argv import POSITIONAL
-from sprout_agent.errors import UsageError
-from sprout_agent.locations import Locations
-from sprout_agent.mcp_import import import_command
-from sprout_agent.messages import ToolUse
-from sprout_agent.options import Options, prepare
-from sprout_agent.permissions import Policy
-from sprout_agent.protocols import ToolSpec
-from sprout_agent.tools._paths import ADD_DIRS_ENV, Workspace
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.mcp_import import import_command
+from sprout_agent.config.options import Options
+from sprout_agent.core.claude_rules import translate
+from sprout_agent.core.errors import UsageError
+from sprout_agent.core.messages import ToolUse
+from sprout_agent.core.permissions import Policy
+from sprout_agent.core.protocols import ToolSpec
+from sprout_agent.faces.cli.app import app
+from sprout_agent.faces.cli.argv import POSITIONAL
+from sprout_agent.faces.cli.claude_flags import rewrite
+from sprout_agent.session.prepared import prepare
+from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._server import ToolError
+from sprout_agent.trust.write_policy import ADD_DIRS_ENV
 from tests.fake_anthropic import FakeAnthropic, error, reply
 from tests.harness import agent_env, fake_server, run_agent, write_config
 from tests.headless_here import headless

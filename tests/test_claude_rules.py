@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from sprout_agent.claude_rules import translate
-from sprout_agent.locations import Locations
-from sprout_agent.messages import ToolUse
-from sprout_agent.options import SDK_MARK, Options, prepare
-from sprout_agent.permissions import Decision, Policy
-from sprout_agent.protocols import ToolSpec
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.options import SDK_MARK, Options
+from sprout_agent.core.claude_rules import translate
+from sprout_agent.core.messages import ToolUse
+from sprout_agent.core.permissions import Decision, Policy
+from sprout_agent.core.protocols import ToolSpec
+from sprout_agent.session.prepared import prepare
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import agent_env, result_text, run_agent, tool_results
 from tests.stream_schema import valid_lines

@@ -14,18 +14,19 @@ from typing import Any
 import anyio
 import pytest
 
-from sprout_agent.acp.sessions import AcpSession
-from sprout_agent.client_features import ClientFeatures, Roots, roots_for
-from sprout_agent.config import ServerConfig
-from sprout_agent.elicitation import Answer, Elicitor, FormQuestion, Question, Unattended
-from sprout_agent.events import Event, ServerAsked
-from sprout_agent.ledger import Ledger
-from sprout_agent.locations import Locations
-from sprout_agent.messages import Usage, user_text
-from sprout_agent.options import Options, Prepared, prepare
-from sprout_agent.runtime import open_runtime
-from sprout_agent.sampling import Approve, Sampler, SamplingRequest, always
-from sprout_agent.servers import ServerPool
+from sprout_agent.config.files import ServerConfig
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.options import Options
+from sprout_agent.core.events import Event, ServerAsked
+from sprout_agent.core.ledger import Ledger
+from sprout_agent.core.messages import Usage, user_text
+from sprout_agent.faces.acp.sessions import AcpSession
+from sprout_agent.mcp.client_features import ClientFeatures, Roots, roots_for
+from sprout_agent.mcp.elicitation import Answer, Elicitor, FormQuestion, Question, Unattended
+from sprout_agent.mcp.pool import ServerPool
+from sprout_agent.mcp.sampling import Approve, Sampler, SamplingRequest, always
+from sprout_agent.session.prepared import Prepared, prepare
+from sprout_agent.session.runtime import open_runtime
 from tests.fake_anthropic import FakeAnthropic, tool_use
 from tests.fake_anthropic import reply as reply_api
 from tests.harness import API_KEY

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from sprout_agent.compaction import (
+from sprout_agent.core.compaction import (
     SUMMARY_SYSTEM,
     Compactor,
     drop_oldest,
@@ -20,9 +20,9 @@ from sprout_agent.compaction import (
     parse_threshold,
     summary_request,
 )
-from sprout_agent.errors import ApiError, UsageError
-from sprout_agent.events import Event, Notice
-from sprout_agent.messages import Message, Text, ToolResult, ToolUse, Usage, user_text
+from sprout_agent.core.errors import ApiError, UsageError
+from sprout_agent.core.events import Event, Notice
+from sprout_agent.core.messages import Message, Text, ToolResult, ToolUse, Usage, user_text
 from tests.loop_doubles import ScriptedModel, reply
 
 pytestmark = pytest.mark.anyio
@@ -132,7 +132,7 @@ def test_dropping_oldest_turns_keeps_the_history_valid() -> None:
 
 
 def test_a_request_without_tools_carries_no_tool_blocks() -> None:
-    from sprout_agent.llm import to_api_messages
+    from sprout_agent.model.client import to_api_messages
 
     history = long_history(2)
     with_tools = to_api_messages(history)

@@ -12,13 +12,11 @@ from typing import Any
 
 import pytest
 
-from sprout_agent.config import LoadedConfig, ServerConfig, load_config, with_builtin_servers
-from sprout_agent.dotenv_file import read_dotenv
-from sprout_agent.errors import EXIT_USAGE, ConfigError, UsageError
-from sprout_agent.locations import Locations
-from sprout_agent.messages import text_of
-from sprout_agent.options import Options, prepare
-from sprout_agent.settings import (
+from sprout_agent.config.dotenv_file import read_dotenv
+from sprout_agent.config.files import LoadedConfig, ServerConfig, load_config, with_builtin_servers
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.options import Options
+from sprout_agent.config.settings import (
     DEFAULT_MODEL,
     ENV_VARS,
     PROCESS_ENV_VARS,
@@ -26,6 +24,9 @@ from sprout_agent.settings import (
     child_environment,
     render_env_example,
 )
+from sprout_agent.core.errors import EXIT_USAGE, ConfigError, UsageError
+from sprout_agent.core.messages import text_of
+from sprout_agent.session.prepared import prepare
 from sprout_agent.tools import _grep, _paths, _shell
 from tests.guards import WEAKENING
 
@@ -543,7 +544,7 @@ REPOSITORY_MAY_SET = {
 
 
 def test_a_new_variable_is_one_a_repository_may_not_set_until_decided_otherwise() -> None:
-    from sprout_agent.guarded_env import refused_because
+    from sprout_agent.config.guarded_env import refused_because
 
     names = {var.name for var in (*ENV_VARS, *PROCESS_ENV_VARS)}
     settable = {name for name in names if refused_because(name) is None}
@@ -644,7 +645,7 @@ def test_settings_malformed(var: str, value: str, fragment: str) -> None:
 def test_env_table_names_every_variable_settings_reads() -> None:
     names = {var.name for var in ENV_VARS}
     assert {"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "MCP_HOOK_SERVERS"} <= names
-    source = (REPO / "sprout_agent" / "settings.py").read_text()
+    source = (REPO / "sprout_agent" / "config" / "settings.py").read_text()
     settings_src = source[source.index("class Settings") : source.index("def render_env_example")]
     read = {n for n in names if f'"{n}"' in settings_src}
     assert read == names

@@ -11,15 +11,16 @@ from typing import Any
 
 import pytest
 
-from sprout_agent.acp.options import AcpOptions
-from sprout_agent.acp.setup import prepare_session
-from sprout_agent.config import ServerConfig, load_config
-from sprout_agent.consent import Approvals, Secrets, Verdict, describe, fingerprint, gate
-from sprout_agent.errors import ConfigError
-from sprout_agent.locations import Locations
-from sprout_agent.options import Options, Prepared, prepare
-from sprout_agent.ui.ask import Choice
-from sprout_agent.ui.consent_prompt import Press, ask_about_project_servers
+from sprout_agent.config.consent import Approvals, Secrets, Verdict, describe, fingerprint, gate
+from sprout_agent.config.files import ServerConfig, load_config
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.options import Options
+from sprout_agent.core.errors import ConfigError
+from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.faces.acp.setup import prepare_session
+from sprout_agent.faces.terminal.ask import Choice
+from sprout_agent.faces.terminal.consent_prompt import Press, ask_about_project_servers
+from sprout_agent.session.prepared import Prepared, prepare
 from tests.fake_anthropic import FakeAnthropic, reply
 from tests.harness import FAKE_MCP, agent_command, agent_env, run_agent
 from tests.screen import PtyScreen
@@ -260,8 +261,8 @@ def test_cloned_repo_mcp_json_does_not_start_headless_even_read_only(tmp_path: P
 def test_mcp_list_doctor_approve_and_revoke_show_and_change_the_state(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from sprout_agent import doctor
-    from sprout_agent.consent_commands import approve_command, revoke_command
+    from sprout_agent.faces.cli.commands import doctor
+    from sprout_agent.faces.cli.commands.consent import approve_command, revoke_command
 
     monkeypatch.setenv("SPROUT_AGENT_BUILTIN_SERVERS", "none")
     repo = hostile_repo(tmp_path)
@@ -437,8 +438,8 @@ def test_a_projects_dotenv_cannot_name_the_rate_gate_file_or_a_batch_tasks_comma
 def test_a_servers_stderr_reaches_the_terminal_with_its_escape_sequences_shown_not_obeyed(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from sprout_agent.events import Notice, ServerFailed
-    from sprout_agent.ui.render import TerminalRenderer
+    from sprout_agent.core.events import Notice, ServerFailed
+    from sprout_agent.faces.terminal.render import TerminalRenderer
 
     renderer = TerminalRenderer(interactive=False, verbose=False)
     hostile = "boom\x1b]0;PWNED\x07\x1b[2J\x1b[31mfake ok"
@@ -522,7 +523,7 @@ def test_a_remote_server_is_described_by_its_url_and_header_names_with_credentia
 def test_acp_http_and_sse_servers_from_the_editor_are_accepted_and_a_plain_http_remote_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sprout_agent.acp.wire import RpcError
+    from sprout_agent.faces.acp.wire import RpcError
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from sprout_agent.diffs import MAX_PREVIEW_BYTES, preview, sides
 from sprout_agent.tools import dev
 from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._server import DIFF_META
+from sprout_agent.trust.diffs import MAX_PREVIEW_BYTES, preview, sides
 
 OLD = "one\ntwo\nthree\n"
 

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from sprout_agent import doctor as doctor_module
-from sprout_agent.errors import UsageError, exit_code_of
-from sprout_agent.locations import Locations
-from sprout_agent.options import Options, prepare
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.options import Options
+from sprout_agent.core.errors import UsageError, exit_code_of
+from sprout_agent.faces.cli.commands import doctor as doctor_module
+from sprout_agent.session.prepared import prepare
 from tests.harness import ROOT, Run, agent_env, fake_server, pid_alive, write_config
 
 pytestmark = pytest.mark.e2e
@@ -196,5 +197,5 @@ def test_doctor_needs_no_api_key_and_never_imports_anthropic(tmp_path: Path) -> 
         )
         assert done.returncode == 0, done.stderr[-2000:]
         imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
-        assert "sprout_agent.doctor" in imported
+        assert "sprout_agent.faces.cli.commands.doctor" in imported
         assert not any(name.split(".")[0] == "anthropic" for name in imported), command

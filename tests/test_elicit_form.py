@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from sprout_agent import elicitation as el
-from sprout_agent.errors import UsageError
-from sprout_agent.settings import elicitation_policy, sampling_allowed
-from sprout_agent.ui.elicit_form import field_label, fill
+from sprout_agent.config.settings import elicitation_policy, sampling_allowed
+from sprout_agent.core.errors import UsageError
+from sprout_agent.faces.terminal.elicit_form import field_label, fill
+from sprout_agent.mcp import elicitation as el
 from tests.asking_server import FORM
 
 pytestmark = pytest.mark.anyio

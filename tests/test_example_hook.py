@@ -13,7 +13,7 @@ from mcp import StdioServerParameters
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
-from sprout_agent.options import Options
+from sprout_agent.config.options import Options
 from tests.fake_anthropic import FakeAnthropic, reply
 from tests.harness import assert_history_valid, result_text, run_agent, tool_results
 from tests.headless_here import headless

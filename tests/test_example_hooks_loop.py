@@ -12,8 +12,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sprout_agent.events import Event, HookObjected
-from sprout_agent.options import Options
+from sprout_agent.config.options import Options
+from sprout_agent.core.events import Event, HookObjected
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_anthropic import reply as api_reply
 from tests.harness import assert_history_valid

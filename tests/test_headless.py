@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from sprout_agent.compaction import SUMMARY_SYSTEM
-from sprout_agent.options import Options
+from sprout_agent.config.options import Options
+from sprout_agent.core.compaction import SUMMARY_SYSTEM
 from tests.api_rules import assert_valid_request
 from tests.fake_anthropic import FakeAnthropic, error, reply, tool_use
 from tests.harness import fake_server, result_text, tool_results

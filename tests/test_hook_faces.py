@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from sprout_agent import store
-from sprout_agent.messages import ToolResult
-from sprout_agent.options import Options
+from sprout_agent.config.options import Options
+from sprout_agent.core.messages import ToolResult
+from sprout_agent.session import store
 from tests.acp_pipes import pipe_agent, prompt_line, session_env
 from tests.fake_anthropic import FakeAnthropic, reply
 from tests.harness import FAKE_MCP, fake_server, read_log

@@ -12,11 +12,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sprout_agent.doctor import load_setup
-from sprout_agent.hook_kit import HookReport, as_record, probe, report_lines
-from sprout_agent.hooks_test_command import hooks_test_command
-from sprout_agent.servers import ServerPool
-from sprout_agent.settings import child_environment
+from sprout_agent.config.settings import child_environment
+from sprout_agent.faces.cli.commands.doctor import load_setup
+from sprout_agent.faces.cli.commands.hook_kit import HookReport, as_record, probe, report_lines
+from sprout_agent.faces.cli.commands.hooks_test import hooks_test_command
+from sprout_agent.mcp.pool import ServerPool
 from tests.harness import fake_server, write_config
 from tests.inproc_examples import config
 from tests.loop_doubles import MemoryHost, answers, server, tool

@@ -11,8 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from sprout_agent.acp import commands
-from sprout_agent.events import (
+from sprout_agent.core.events import (
     HookAnswered,
     HookBudgetSpent,
     HookInjected,
@@ -20,7 +19,8 @@ from sprout_agent.events import (
     HookServerKilled,
     HookTimedOut,
 )
-from sprout_agent.messages import ToolResult, ToolUse
+from sprout_agent.core.messages import ToolResult, ToolUse
+from sprout_agent.faces.acp import commands
 from tests.loop_doubles import (
     CWD,
     SESSION_ID,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from sprout_agent.errors import EXIT_USAGE, UsageError
-from sprout_agent.hooks import Allowlist, parse_allowlist
-from sprout_agent.settings import Settings
+from sprout_agent.config.settings import Settings
+from sprout_agent.core.errors import EXIT_USAGE, UsageError
+from sprout_agent.core.hooks import Allowlist, parse_allowlist
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import fake_server, pid_alive, result_text, run_agent, tool_results
 

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from sprout_agent.locations import Locations
-from sprout_agent.options import Options, prepare
-from sprout_agent.tools import _landlock, dev
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.options import Options
+from sprout_agent.session.prepared import prepare
+from sprout_agent.tools import dev
+from sprout_agent.trust import landlock as _landlock
 from tests.harness import call_tool
 
 needs_landlock = pytest.mark.skipif(_landlock.abi() < 1, reason="no Landlock in this kernel")

@@ -14,9 +14,9 @@ from typing import Any
 import anyio
 import pytest
 
-from sprout_agent.agent import TurnResult
-from sprout_agent.compaction import SUMMARY_SYSTEM, estimate_tokens, parse_threshold
-from sprout_agent.errors import (
+from sprout_agent.core.agent import TurnResult
+from sprout_agent.core.compaction import SUMMARY_SYSTEM, estimate_tokens, parse_threshold
+from sprout_agent.core.errors import (
     EXIT_BUDGET,
     EXIT_MAX_TURNS,
     EXIT_OK,
@@ -24,7 +24,7 @@ from sprout_agent.errors import (
     ApiError,
     PromptTooLongError,
 )
-from sprout_agent.events import (
+from sprout_agent.core.events import (
     CompactionFinished,
     CompactionStarted,
     HookCalled,
@@ -40,11 +40,11 @@ from sprout_agent.events import (
     ToolRunning,
     ToolStarted,
 )
-from sprout_agent.hook_contract import CONTEXT_FIELDS, HOOK_TEXT_MAX_CHARS
-from sprout_agent.images import checked
-from sprout_agent.messages import Image, Message, Text, ToolResult, ToolUse, Usage, user_text
-from sprout_agent.permissions import Decision, Policy
-from sprout_agent.protocols import HookCallFailed, ModelRequest, ToolSpec
+from sprout_agent.core.hook_contract import CONTEXT_FIELDS, HOOK_TEXT_MAX_CHARS
+from sprout_agent.core.images import checked
+from sprout_agent.core.messages import Image, Message, Text, ToolResult, ToolUse, Usage, user_text
+from sprout_agent.core.permissions import Decision, Policy
+from sprout_agent.core.protocols import HookCallFailed, ModelRequest, ToolSpec
 from tests.loop_doubles import (
     CWD,
     HANG,
@@ -561,7 +561,7 @@ async def test_the_cost_budget_ends_the_turn_with_stop_reason_budget() -> None:
     ],
 )
 def test_stop_reasons_map_to_the_documented_exit_codes(stop_reason: str, code: int) -> None:
-    from sprout_agent.errors import exit_code_for_stop
+    from sprout_agent.core.errors import exit_code_for_stop
 
     assert exit_code_for_stop(TurnResult(stop_reason, "", 1).stop_reason) == code
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sprout_agent.events import Event, ToolFinished, ToolRunning
+from sprout_agent.core.events import Event, ToolFinished, ToolRunning
 from tests.loop_doubles import build_loop, builtin_pool, call, reply
 
 pytestmark = pytest.mark.anyio

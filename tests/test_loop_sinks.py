@@ -10,11 +10,11 @@ import typing
 import anyio
 import pytest
 
-from sprout_agent import events as ev
-from sprout_agent.events import Event
-from sprout_agent.messages import Text, Usage
-from sprout_agent.protocols import HookCallFailed, ToolOutcome
-from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
+from sprout_agent.core import events as ev
+from sprout_agent.core.events import Event
+from sprout_agent.core.messages import Text, Usage
+from sprout_agent.core.protocols import HookCallFailed, ToolOutcome
+from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
 from tests.loop_doubles import (
     CWD,
     MODEL,
@@ -205,7 +205,7 @@ def test_json_output_holds_back_every_event_and_writes_only_the_result() -> None
 def test_a_person_reads_each_event_as_one_line_on_stderr(
     capsys: pytest.CaptureFixture[str], event: Event, verbose: bool, line: str
 ) -> None:
-    from sprout_agent.ui.render import TerminalRenderer
+    from sprout_agent.faces.terminal.render import TerminalRenderer
 
     renderer = TerminalRenderer(interactive=False, verbose=verbose)
     renderer(event)
@@ -215,7 +215,7 @@ def test_a_person_reads_each_event_as_one_line_on_stderr(
 
 
 def test_a_finished_tool_is_one_compact_line_with_its_arguments_and_status(capsys: pytest.CaptureFixture[str]) -> None:
-    from sprout_agent.ui.render import TerminalRenderer
+    from sprout_agent.faces.terminal.render import TerminalRenderer
 
     renderer = TerminalRenderer(interactive=False, verbose=False)
     renderer(ev.ToolStarted("t1", "fake__echo", "fake", "echo", {"text": "one"}))
@@ -229,7 +229,7 @@ def test_a_finished_tool_is_one_compact_line_with_its_arguments_and_status(capsy
 
 
 def test_the_model_cost_per_response_is_the_ledger_price() -> None:
-    from sprout_agent.ledger import Ledger
+    from sprout_agent.core.ledger import Ledger
 
     # Sonnet prices: 1000 × $3 + 100 × $15 + 2000 × $0.30 per million tokens = $0.0051.
     assert Ledger(MODEL).add(Usage(1000, 100, 2000, 0)) == pytest.approx(0.0051)
@@ -244,7 +244,7 @@ def test_the_model_cost_per_response_is_the_ledger_price() -> None:
     ],
 )
 def test_a_stdin_json_line_in_each_accepted_form_is_the_users_text(line: str, text: str) -> None:
-    from sprout_agent.ui.jsonl import parse_user_line
+    from sprout_agent.faces.headless.jsonl import parse_user_line
 
     assert parse_user_line(line) == text
 
@@ -261,7 +261,7 @@ def test_a_stdin_json_line_in_each_accepted_form_is_the_users_text(line: str, te
     ],
 )
 def test_a_malformed_stdin_json_line_says_what_is_wrong(line: str, problem: str) -> None:
-    from sprout_agent.ui.jsonl import parse_user_line
+    from sprout_agent.faces.headless.jsonl import parse_user_line
 
     with pytest.raises(ValueError, match=problem):
         parse_user_line(line)

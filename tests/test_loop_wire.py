@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
-from sprout_agent.compaction import SUMMARY_SYSTEM
-from sprout_agent.errors import ApiError, PromptTooLongError
-from sprout_agent.events import ApiRetry, Event
-from sprout_agent.messages import Message, ToolUse, user_text
-from sprout_agent.protocols import ModelRequest, ToolSpec
+from sprout_agent.core.compaction import SUMMARY_SYSTEM
+from sprout_agent.core.errors import ApiError, PromptTooLongError
+from sprout_agent.core.events import ApiRetry, Event
+from sprout_agent.core.messages import Message, ToolUse, user_text
+from sprout_agent.core.protocols import ModelRequest, ToolSpec
 from tests.fake_anthropic import FakeAnthropic, Step, cut, error, reply, stream_error, tool_use
 from tests.harness import API_KEY
 from tests.loop_doubles import MODEL, Loop, MemoryHost, build_loop, image, server
 
 if TYPE_CHECKING:
-    from sprout_agent.llm import AnthropicModel
+    from sprout_agent.model.client import AnthropicModel
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +39,7 @@ async def over_the_wire(fake: FakeAnthropic, host: MemoryHost | None = None, **o
 
 @asynccontextmanager
 async def real_model(fake: FakeAnthropic, events: list[Event]) -> AsyncIterator[AnthropicModel]:
-    from sprout_agent.llm import AnthropicModel
+    from sprout_agent.model.client import AnthropicModel
 
     model = AnthropicModel(model=MODEL, max_tokens=32_000, emit=events.append, api_key=API_KEY, base_url=fake.base_url)
     try:

@@ -7,16 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from sprout_agent import model_facts
-from sprout_agent.acp.options import AcpOptions
-from sprout_agent.acp.setup import prepare_session
-from sprout_agent.events import Event
-from sprout_agent.llm import AnthropicModel
-from sprout_agent.locations import Locations
-from sprout_agent.model_switch import effort_command, fitted_window, switch_model
-from sprout_agent.options import Options, prepare
-from sprout_agent.runtime import facts_for
-from sprout_agent.settings import Settings
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.options import Options
+from sprout_agent.config.settings import Settings
+from sprout_agent.core.events import Event
+from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.faces.acp.setup import prepare_session
+from sprout_agent.model import facts as model_facts
+from sprout_agent.model.client import AnthropicModel
+from sprout_agent.model.switch import effort_command, fitted_window, switch_model
+from sprout_agent.session.prepared import prepare
+from sprout_agent.session.runtime import facts_for
 from tests.fake_anthropic import FakeAnthropic, model_info
 
 THINKER = "claude-thinker-test"

@@ -13,13 +13,13 @@ import anyio
 import httpx2
 import pytest
 
-from sprout_agent.config import ServerConfig, load_config
-from sprout_agent.errors import ConfigError
-from sprout_agent.events import Event
-from sprout_agent.messages import text_of
-from sprout_agent.oauth_login import login
-from sprout_agent.oauth_store import FileTokens, KeyringTokens, OAuthSetup, canonical, oauth_setup
-from sprout_agent.servers import ServerPool
+from sprout_agent.config.files import ServerConfig, load_config
+from sprout_agent.core.errors import ConfigError
+from sprout_agent.core.events import Event
+from sprout_agent.core.messages import text_of
+from sprout_agent.mcp.oauth.login import login
+from sprout_agent.mcp.oauth.store import FileTokens, KeyringTokens, OAuthSetup, canonical, oauth_setup
+from sprout_agent.mcp.pool import ServerPool
 from tests.oauth_server import AuthServer, oauth_server
 
 pytestmark = pytest.mark.anyio

@@ -15,10 +15,10 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from sprout_agent.events import Event
-from sprout_agent.messages import ToolUse
-from sprout_agent.permissions import Decision, Policy
-from sprout_agent.protocols import ToolSpec
+from sprout_agent.core.events import Event
+from sprout_agent.core.messages import ToolUse
+from sprout_agent.core.permissions import Decision, Policy
+from sprout_agent.core.protocols import ToolSpec
 from tests.api_rules import assert_valid_request
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import (

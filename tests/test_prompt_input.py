@@ -7,9 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from sprout_agent.errors import UsageError
-from sprout_agent.prompt_attach import FILE_MAX_BYTES, attach_mentions, command_candidates, file_candidates
-from sprout_agent.stdin_prompt import STDIN_MAX_BYTES, attach_stdin, read_piped
+from sprout_agent.core.errors import UsageError
+from sprout_agent.faces.cli.stdin_prompt import STDIN_MAX_BYTES, attach_stdin, read_piped
+from sprout_agent.faces.terminal.prompt_attach import (
+    FILE_MAX_BYTES,
+    attach_mentions,
+    command_candidates,
+    file_candidates,
+)
 
 
 def test_piped_text_follows_the_prompt_inside_a_stdin_element() -> None:

@@ -1,4 +1,4 @@
-"""The batch's shared 429 back-off (sprout_agent/rate_gate.py) through the real client against the fake API: a 429
+"""The batch's shared 429 back-off (sprout_agent/model/rate_gate.py) through the real client against the fake API: a 429
 closes the gate file for the API's retry-after; a run that finds it closed waits before sending."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sprout_agent.messages import user_text
-from sprout_agent.protocols import ModelRequest
-from sprout_agent.rate_gate import MAX_WAIT_SECONDS, RateGate
+from sprout_agent.core.messages import user_text
+from sprout_agent.core.protocols import ModelRequest
+from sprout_agent.model.rate_gate import MAX_WAIT_SECONDS, RateGate
 from tests.fake_anthropic import FakeAnthropic, Step, error, reply
 from tests.harness import API_KEY
 from tests.loop_doubles import MODEL
@@ -21,7 +21,7 @@ REQUEST = ModelRequest("system", (user_text("hi"),), ())
 
 
 async def complete(fake: FakeAnthropic, gate: Path) -> str:
-    from sprout_agent.llm import AnthropicModel
+    from sprout_agent.model.client import AnthropicModel
 
     model = AnthropicModel(
         model=MODEL, max_tokens=100, emit=lambda _: None, api_key=API_KEY, base_url=fake.base_url, rate_gate=gate

@@ -17,8 +17,8 @@ import pytest
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 
-from sprout_agent.config import ServerConfig, load_config
-from sprout_agent.messages import text_of
+from sprout_agent.config.files import ServerConfig, load_config
+from sprout_agent.core.messages import text_of
 from tests.test_servers import Pool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

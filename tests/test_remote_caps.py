@@ -13,10 +13,10 @@ import pytest
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 
-from sprout_agent.config import ServerConfig
-from sprout_agent.http_cap import BodyRefused, cap_body
-from sprout_agent.messages import text_of
-from sprout_agent.stdio_wire import MAX_MESSAGE_BYTES
+from sprout_agent.config.files import ServerConfig
+from sprout_agent.core.messages import text_of
+from sprout_agent.mcp.transports.http_cap import BodyRefused, cap_body
+from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
 from tests.raw_http_server import RawHttpServer, serving
 from tests.test_servers import Pool
 

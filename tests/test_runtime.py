@@ -14,11 +14,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sprout_agent.errors import ServerStartError
-from sprout_agent.events import Event, TurnFinished
-from sprout_agent.locations import Locations
-from sprout_agent.options import Options, Prepared, prepare
-from sprout_agent.runtime import open_runtime
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.options import Options
+from sprout_agent.core.errors import ServerStartError
+from sprout_agent.core.events import Event, TurnFinished
+from sprout_agent.session.prepared import Prepared, prepare
+from sprout_agent.session.runtime import open_runtime
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import API_KEY, FAKE_MCP, pid_alive
 

@@ -14,13 +14,15 @@ import anyio
 import pytest
 from mcp import Client
 
-from sprout_agent.errors import UsageError
-from sprout_agent.locations import Locations
-from sprout_agent.messages import ToolUse
-from sprout_agent.options import Options, prepare
-from sprout_agent.permissions import Policy
-from sprout_agent.protocols import ToolSpec
-from sprout_agent.tools import _sandbox, dev
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.options import Options
+from sprout_agent.core.errors import UsageError
+from sprout_agent.core.messages import ToolUse
+from sprout_agent.core.permissions import Policy
+from sprout_agent.core.protocols import ToolSpec
+from sprout_agent.session.prepared import prepare
+from sprout_agent.tools import dev
+from sprout_agent.trust import sandbox as _sandbox
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import API_KEY, call_tool, result_text, run_agent, tool_results
 from tests.stream_schema import valid_lines

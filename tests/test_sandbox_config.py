@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from sprout_agent.config import SandboxPaths, load_config
-from sprout_agent.consent import Secrets, fingerprint
-from sprout_agent.errors import ConfigError, UsageError
-from sprout_agent.locations import Locations
-from sprout_agent.options import Options, prepare
-from sprout_agent.sandboxing import ServerSandboxes
-from sprout_agent.servers import ServerPool
-from sprout_agent.settings import child_environment
-from sprout_agent.tools import _sandbox
+from sprout_agent.config.consent import Secrets, fingerprint
+from sprout_agent.config.files import SandboxPaths, load_config
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.options import Options
+from sprout_agent.config.sandboxing import ServerSandboxes
+from sprout_agent.config.settings import child_environment
+from sprout_agent.core.errors import ConfigError, UsageError
+from sprout_agent.mcp.pool import ServerPool
+from sprout_agent.session.prepared import prepare
+from sprout_agent.trust import sandbox as _sandbox
 
 needs_bwrap = pytest.mark.skipif(_sandbox.probe() is not None, reason=f"no sandbox here: {_sandbox.probe()}")
 ENV = {"ANTHROPIC_API_KEY": "sk-test-sandbox-config", "SPROUT_AGENT_BUILTIN_SERVERS": "none"}

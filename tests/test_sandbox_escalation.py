@@ -14,12 +14,13 @@ import anyio
 import pytest
 from mcp import Client
 
-from sprout_agent.acp.options import AcpOptions
-from sprout_agent.events import Event
-from sprout_agent.messages import ToolUse
-from sprout_agent.permissions import Decision, Policy
-from sprout_agent.protocols import ToolSpec
-from sprout_agent.tools import _sandbox, dev
+from sprout_agent.core.events import Event
+from sprout_agent.core.messages import ToolUse
+from sprout_agent.core.permissions import Decision, Policy
+from sprout_agent.core.protocols import ToolSpec
+from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.tools import dev
+from sprout_agent.trust import sandbox as _sandbox
 from tests import fake_anthropic as fa
 from tests.acp_pipes import new_session, pipe_agent, prompt_line, session_env
 from tests.harness import call_tool, result_text, tool_results

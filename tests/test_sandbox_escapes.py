@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from sprout_agent.config import ServerConfig
-from sprout_agent.sandboxing import SandboxPlan, ServerSandboxes
-from sprout_agent.tools import _sandbox, dev
+from sprout_agent.config.files import ServerConfig
+from sprout_agent.config.sandboxing import SandboxPlan, ServerSandboxes
+from sprout_agent.tools import dev
+from sprout_agent.trust import sandbox as _sandbox
 from tests.harness import call_tool
 
 pytestmark = [

@@ -16,11 +16,11 @@ import anyio
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from sprout_agent.config import load_config
-from sprout_agent.control import Control, ControlError, LineWriter, Skipped, prompts_of, stdin_lines
-from sprout_agent.errors import ConfigError
-from sprout_agent.options import Options
-from sprout_agent.stdio_wire import MAX_MESSAGE_BYTES, Oversized
+from sprout_agent.config.files import load_config
+from sprout_agent.config.options import Options
+from sprout_agent.core.errors import ConfigError
+from sprout_agent.faces.headless.control import Control, ControlError, LineWriter, Skipped, prompts_of, stdin_lines
+from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, Oversized
 from tests.fake_anthropic import FakeAnthropic, hang, model_info, reply, tool_use
 from tests.fake_sdk import FakeSdk, Json, mentions, run_with_sdk
 from tests.harness import API_KEY, assert_history_valid, result_text, tool_results

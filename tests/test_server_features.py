@@ -14,15 +14,15 @@ import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from sprout_agent.acp.commands import available_commands, prompt_turn
-from sprout_agent.config import ServerConfig
-from sprout_agent.events import Event, ListChanged, ServerLog, ToolProgress
-from sprout_agent.messages import Image, ToolResult
-from sprout_agent.prompt_attach import attach_mentions, mentions
-from sprout_agent.server_prompts import PromptFailed, attach_resources, command_name, mention, prompt_text
-from sprout_agent.servers import ServerPool
-from sprout_agent.settings import child_environment
-from sprout_agent.ui.input import MentionCompleter
+from sprout_agent.config.files import ServerConfig
+from sprout_agent.config.settings import child_environment
+from sprout_agent.core.events import Event, ListChanged, ServerLog, ToolProgress
+from sprout_agent.core.messages import Image, ToolResult
+from sprout_agent.faces.acp.commands import available_commands, prompt_turn
+from sprout_agent.faces.terminal.input import MentionCompleter
+from sprout_agent.faces.terminal.prompt_attach import attach_mentions, mentions
+from sprout_agent.mcp.pool import ServerPool
+from sprout_agent.mcp.prompts import PromptFailed, attach_resources, command_name, mention, prompt_text
 from tests.feature_server import HUGE
 from tests.loop_doubles import build_loop, call, reply
 

@@ -12,15 +12,15 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sprout_agent.config import ServerConfig
-from sprout_agent.events import Event, Notice, ServerFailed, ServerStarted
-from sprout_agent.mcp_link import MAX_TOOL_PAGES
-from sprout_agent.messages import Image, Text, text_of
-from sprout_agent.protocols import HookCallFailed, ToolSpec
-from sprout_agent.server_state import ServerStatus
-from sprout_agent.servers import ServerPool
-from sprout_agent.stdio_wire import MAX_MESSAGE_BYTES
-from sprout_agent.tool_names import MAX_TOOL_NAME
+from sprout_agent.config.files import ServerConfig
+from sprout_agent.core.events import Event, Notice, ServerFailed, ServerStarted
+from sprout_agent.core.messages import Image, Text, text_of
+from sprout_agent.core.protocols import HookCallFailed, ToolSpec
+from sprout_agent.core.tool_names import MAX_TOOL_NAME
+from sprout_agent.mcp.link import MAX_TOOL_PAGES
+from sprout_agent.mcp.pool import ServerPool
+from sprout_agent.mcp.state import ServerStatus
+from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import (
     FAKE_MCP,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sprout_agent.messages import Message, Text, ToolResult, ToolUse
-from sprout_agent.session_view import REPLAY_MESSAGES, replay_lines
+from sprout_agent.core.messages import Message, Text, ToolResult, ToolUse
+from sprout_agent.faces.repl.view import REPLAY_MESSAGES, replay_lines
 
 
 def test_a_resumed_conversation_replays_prompts_answers_and_one_line_per_tool_call() -> None:

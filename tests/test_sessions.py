@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from sprout_agent import store
-from sprout_agent.messages import Message, Text
-from sprout_agent.options import Options
+from sprout_agent.config.options import Options
+from sprout_agent.core.messages import Message, Text
+from sprout_agent.session import store
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import (
     agent_env,

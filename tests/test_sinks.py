@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from sprout_agent import events as ev
-from sprout_agent.acp.lines import encode
-from sprout_agent.acp.updates import Updates
-from sprout_agent.messages import Image, RedactedThinking, Text, Thinking, ToolUse, Usage
-from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo
-from sprout_agent.ui.render import TerminalRenderer
+from sprout_agent.core import events as ev
+from sprout_agent.core.messages import Image, RedactedThinking, Text, Thinking, ToolUse, Usage
+from sprout_agent.faces.acp.lines import encode
+from sprout_agent.faces.acp.updates import Updates
+from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo
+from sprout_agent.faces.terminal.render import TerminalRenderer
 from tests.stream_schema import kind, valid_lines
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="

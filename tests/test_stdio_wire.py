@@ -9,7 +9,7 @@ from typing import Any
 import mcp.types as types
 import pytest
 
-from sprout_agent.stdio_wire import (
+from sprout_agent.mcp.transports.stdio_wire import (
     EDGE_BYTES,
     MAX_MESSAGE_BYTES,
     Fatal,

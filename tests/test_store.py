@@ -12,11 +12,11 @@ from typing import Any
 import anyio
 import pytest
 
-from sprout_agent import store
-from sprout_agent.errors import StoreError, UsageError
-from sprout_agent.events import ToolFinished
-from sprout_agent.messages import Message, Text, ToolResult, ToolUse, user_text
-from sprout_agent.protocols import ModelRequest
+from sprout_agent.core.errors import StoreError, UsageError
+from sprout_agent.core.events import ToolFinished
+from sprout_agent.core.messages import Message, Text, ToolResult, ToolUse, user_text
+from sprout_agent.core.protocols import ModelRequest
+from sprout_agent.session import store
 from tests.api_rules import assert_valid_request
 from tests.loop_doubles import Loop, MemoryHost, api_body, build_loop, call, echo, hangs, reply, server
 

@@ -10,10 +10,10 @@ from typing import Any
 import anyio
 import pytest
 
-from sprout_agent import events as ev
-from sprout_agent.messages import Image, Text, Thinking, ToolUse, Usage, user_text
-from sprout_agent.protocols import ModelRequest
-from sprout_agent.ui.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
+from sprout_agent.core import events as ev
+from sprout_agent.core.messages import Image, Text, Thinking, ToolUse, Usage, user_text
+from sprout_agent.core.protocols import ModelRequest
+from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
 from tests.fake_anthropic import FakeAnthropic, reply
 from tests.harness import API_KEY
 from tests.loop_doubles import MODEL
@@ -278,7 +278,7 @@ def test_every_line_is_one_the_python_agent_sdk_reads() -> None:
 
 @pytest.mark.anyio
 async def test_the_model_client_emits_raw_events_only_for_the_loops_requests_when_asked() -> None:
-    from sprout_agent.llm import AnthropicModel
+    from sprout_agent.model.client import AnthropicModel
 
     loops = ModelRequest("system", (user_text("hi"),), (), partial=True)
     summary = ModelRequest("system", (user_text("summarise"),), ())  # compaction and sampling: never streamed
@@ -307,7 +307,7 @@ async def test_the_model_client_emits_raw_events_only_for_the_loops_requests_whe
 
 @pytest.mark.anyio
 async def test_the_calls_the_permission_policy_refused_are_the_turns_permission_denials() -> None:
-    from sprout_agent.permissions import Policy
+    from sprout_agent.core.permissions import Policy
     from tests.loop_doubles import build_loop, call
     from tests.loop_doubles import reply as model_reply
 
@@ -329,7 +329,7 @@ async def test_the_calls_the_permission_policy_refused_are_the_turns_permission_
 
 @pytest.mark.parametrize("raw", ['{"x": NaN}', '{"x": -Infinity}', "[1, 2]", '"text"'])
 def test_a_tool_input_that_is_not_a_json_object_is_kept_as_text_so_every_line_stays_json(raw: str) -> None:
-    from sprout_agent.reply_stream import tool_input
+    from sprout_agent.model.reply_stream import tool_input
 
     assert tool_input(raw) == {"_invalid": raw}
     out = io.StringIO()

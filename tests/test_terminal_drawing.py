@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from rich.console import Console, RenderableType
 
-from sprout_agent import events as ev
-from sprout_agent.messages import Text, ToolUse
-from sprout_agent.permissions import Decision, Policy
-from sprout_agent.protocols import ToolSpec
-from sprout_agent.ui import ask, tool_view
-from sprout_agent.ui.calls import Call
-from sprout_agent.ui.checklist import checklist
-from sprout_agent.ui.diff_view import diff_lines, view
-from sprout_agent.ui.live_view import LiveView
-from sprout_agent.ui.md_blocks import CHUNK_LINES, BlockSplitter
+from sprout_agent.core import events as ev
+from sprout_agent.core.messages import Text, ToolUse
+from sprout_agent.core.permissions import Decision, Policy
+from sprout_agent.core.protocols import ToolSpec
+from sprout_agent.faces.terminal import ask, tool_view
+from sprout_agent.faces.terminal.calls import Call
+from sprout_agent.faces.terminal.checklist import checklist
+from sprout_agent.faces.terminal.diff_view import diff_lines, view
+from sprout_agent.faces.terminal.live_view import LiveView
+from sprout_agent.faces.terminal.md_blocks import CHUNK_LINES, BlockSplitter
 
 DIFF = """--- a/calc.py
 +++ b/calc.py

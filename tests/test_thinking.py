@@ -9,11 +9,12 @@ from typing import Any
 import anyio
 import pytest
 
-from sprout_agent import model_facts, store
-from sprout_agent.events import Event, ThinkingDelta
-from sprout_agent.llm import AnthropicModel, retrieve_model_info
-from sprout_agent.messages import Message, RedactedThinking, Text, Thinking, user_text
-from sprout_agent.protocols import ModelRequest, ToolSpec
+from sprout_agent.core.events import Event, ThinkingDelta
+from sprout_agent.core.messages import Message, RedactedThinking, Text, Thinking, user_text
+from sprout_agent.core.protocols import ModelRequest, ToolSpec
+from sprout_agent.model import facts as model_facts
+from sprout_agent.model.client import AnthropicModel, retrieve_model_info
+from sprout_agent.session import store
 from tests.api_rules import request_problems, sealed, sign
 from tests.fake_anthropic import FakeAnthropic, model_info, redacted, reply, thinking, tool_use
 from tests.loop_doubles import MODEL, MemoryHost, answers, build_loop, call, default_server, server, thought
@@ -175,7 +176,7 @@ async def test_thinking_streams_as_events_and_comes_back_verbatim_through_the_sd
         history = [user_text("go")]
         first = await model.complete(ModelRequest("sys", history, (ECHO,)), lambda _t: None)
         assert [type(b).__name__ for b in first.content] == ["Thinking", "RedactedThinking", "ToolUse"]
-        from sprout_agent.messages import ToolResult
+        from sprout_agent.core.messages import ToolResult
 
         history += [Message("assistant", first.content), Message("user", (ToolResult("t1", (Text("ok"),)),))]
         await model.complete(ModelRequest("sys", history, (ECHO,)), lambda _t: None)
@@ -219,8 +220,8 @@ async def test_a_model_unknown_to_the_models_api_is_a_404_and_none() -> None:
 
 @pytest.mark.parametrize("bad", ["sometimes", "ON!"])
 def test_a_misspelt_thinking_setting_is_a_usage_error(bad: str) -> None:
-    from sprout_agent.errors import UsageError
-    from sprout_agent.settings import Settings
+    from sprout_agent.config.settings import Settings
+    from sprout_agent.core.errors import UsageError
 
     with pytest.raises(UsageError, match="SPROUT_AGENT_THINKING must be one of adaptive, on, off"):
         Settings.from_env({"ANTHROPIC_API_KEY": "k", "SPROUT_AGENT_THINKING": bad})

@@ -11,10 +11,10 @@ from typing import Any
 import anyio
 import pytest
 
-from sprout_agent.acp.updates import Updates
-from sprout_agent.events import Event, ToolFinished, ToolProgress
+from sprout_agent.core.events import Event, ToolFinished, ToolProgress
+from sprout_agent.faces.acp.updates import Updates
+from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink
 from sprout_agent.tools._shell import PROGRESS_CHARS, live_tail
-from sprout_agent.ui.jsonl import InitInfo, JsonlSink
 from tests.loop_doubles import SESSION_ID, build_loop, builtin_pool, call, reply
 from tests.stream_schema import of_type, valid_lines
 

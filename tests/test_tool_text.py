@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sprout_agent.mcp_results import cut_middle
-from sprout_agent.tool_names import MAX_TOOL_NAME, model_tool_name
+from sprout_agent.core.tool_names import MAX_TOOL_NAME, model_tool_name
+from sprout_agent.mcp.results import cut_middle
 
 
 def test_model_tool_names_are_api_safe_and_at_most_64_characters() -> None:

@@ -1,10 +1,10 @@
-"""The one credential filter every child environment goes through (sprout_agent/tools/_secrets.py)."""
+"""The one credential filter every child environment goes through (sprout_agent/trust/secrets.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from sprout_agent.tools._secrets import is_secret, name_parts, without_secrets
+from sprout_agent.trust.secrets import is_secret, name_parts, without_secrets
 
 DROPPED = [
     ("GITHUB_PAT", "x"),

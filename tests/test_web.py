@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from sprout_agent import store
-from sprout_agent.api_messages import to_api_messages
-from sprout_agent.events import Event, ModelReplied, Notice, ToolFinished, ToolStarted
-from sprout_agent.ledger import Ledger
-from sprout_agent.llm import AnthropicModel
-from sprout_agent.messages import Message, ServerToolResult, ServerToolUse, Text, Usage, user_text
-from sprout_agent.model_facts import from_info
-from sprout_agent.protocols import ModelRequest, ToolSpec
+from sprout_agent.core.events import Event, ModelReplied, Notice, ToolFinished, ToolStarted
+from sprout_agent.core.ledger import Ledger
+from sprout_agent.core.messages import Message, ServerToolResult, ServerToolUse, Text, Usage, user_text
+from sprout_agent.core.protocols import ModelRequest, ToolSpec
+from sprout_agent.model.api_messages import to_api_messages
+from sprout_agent.model.client import AnthropicModel
+from sprout_agent.model.facts import from_info
+from sprout_agent.session import store
 from tests.api_rules import request_problems
 from tests.api_rules_web import encrypted
 from tests.fake_anthropic import FakeAnthropic, model_info, reply, web_fetch, web_search
@@ -181,7 +181,7 @@ async def test_context_counts_are_none_when_the_endpoint_is_missing_so_the_estim
 
 
 async def test_the_context_line_shows_the_counted_parts_and_the_estimate_without_a_counter() -> None:
-    from sprout_agent.status import counted_context_line
+    from sprout_agent.core.status import counted_context_line
 
     loop = build_loop([])
     assert (await counted_context_line(loop.agent)).startswith("context: ~")

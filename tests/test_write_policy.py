@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from sprout_agent.tools import _sandbox, dev
+from sprout_agent.tools import dev
 from sprout_agent.tools._fileio import replace_file
 from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._server import ToolError
-from sprout_agent.tools._write_policy import WritePolicy, git_paths
+from sprout_agent.trust import sandbox as _sandbox
+from sprout_agent.trust.write_policy import WritePolicy, git_paths
 from tests.harness import call_tool
 
 pytestmark = pytest.mark.anyio

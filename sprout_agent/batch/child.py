@@ -17,7 +17,7 @@ from typing import Any
 from sprout_agent.batch import workdir
 from sprout_agent.batch.outcome import last_result, read_result, status_of
 from sprout_agent.batch.tasks import Task
-from sprout_agent.processes import die_with_us
+from sprout_agent.core.processes import die_with_us
 
 GRACE_SECONDS = 15.0  # after SIGINT or SIGTERM the agent reports and ends its servers; then SIGKILL
 POLL_SECONDS = 0.25  # how often a waiting runner looks at the stop request and the clock (the wait ends at exit)

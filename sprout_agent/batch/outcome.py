@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
-from sprout_agent.errors import EXIT_OK
+from sprout_agent.core.errors import EXIT_OK
 
 # ok: exit 0. failed: any other exit. timeout: the batch ended it at its time limit. interrupted: Ctrl-C (or
 # SIGTERM) ended it; an interrupted task is not finished, so the next run with the same --out runs it again.

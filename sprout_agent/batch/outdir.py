@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from sprout_agent.batch.outcome import FINISHED, as_object
 from sprout_agent.batch.tasks import Task, file_name
-from sprout_agent.errors import UsageError
+from sprout_agent.core.errors import UsageError
 
 RESULTS = "results.jsonl"
 

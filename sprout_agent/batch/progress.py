@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any, TextIO
 
-from sprout_agent.untrusted import printable
+from sprout_agent.trust.untrusted import printable
 
 
 class Progress:

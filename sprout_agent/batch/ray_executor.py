@@ -9,7 +9,7 @@ from typing import Any
 
 from sprout_agent.batch.child import Finished, Job, run_task
 from sprout_agent.batch.outcome import interrupted_record
-from sprout_agent.errors import UsageError
+from sprout_agent.core.errors import UsageError
 
 
 class RayExecutor:

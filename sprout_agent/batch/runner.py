@@ -21,7 +21,7 @@ from sprout_agent.batch.outdir import OutDir, to_run
 from sprout_agent.batch.progress import Progress
 from sprout_agent.batch.summary import summarise, table
 from sprout_agent.batch.tasks import Task, load_tasks, parse_shard, shard_of
-from sprout_agent.errors import EXIT_BUDGET, EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, UsageError
+from sprout_agent.core.errors import EXIT_BUDGET, EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, UsageError
 
 RATE_GATE_VARIABLE = "SPROUT_AGENT_RATE_GATE"
 AGENT_VARIABLE = "SPROUT_AGENT_BATCH_AGENT"  # the command a task runs instead of this interpreter's sprout_agent

@@ -11,7 +11,7 @@ from typing import Any
 
 from sprout_agent.batch.outcome import STATUSES, USAGE_KEYS
 from sprout_agent.batch.outdir import RESULTS, OutDir, read_records
-from sprout_agent.errors import UsageError
+from sprout_agent.core.errors import UsageError
 
 ROW_KEYS = ("id", "status", "exit_code", "stop_reason", "turns", "cost_usd", "duration_ms", "session_id")
 

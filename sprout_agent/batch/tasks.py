@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sprout_agent.errors import UsageError
-from sprout_agent.guarded_env import task_refused_because
+from sprout_agent.config.guarded_env import task_refused_because
+from sprout_agent.core.errors import UsageError
 
 _KNOWN = frozenset({"id", "prompt", "cwd", "repo", "config", "model", "max_turns", "max_budget_usd", "env", "timeout"})
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")

@@ -10,9 +10,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from sprout_agent.processes import die_with_us
-from sprout_agent.tools._sandbox import git_root
-from sprout_agent.tools._write_policy import GIT_RUNS_NO_HOOKS
+from sprout_agent.core.processes import die_with_us
+from sprout_agent.trust.sandbox import git_root
+from sprout_agent.trust.write_policy import GIT_RUNS_NO_HOOKS
 
 GIT_TIMEOUT = 300.0  # a clone of a large repository; every git call is bounded
 MAX_DIFF_BYTES = 1 << 20

@@ -11,10 +11,10 @@ from typing import BinaryIO, Literal
 
 import anyio.to_thread
 
-from sprout_agent.tools._edits import MAX_DIFF_LINES, decode, replaced, unified
 from sprout_agent.tools._fileio import count_lines, kind_of, open_regular, read_line, replace_file
 from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._server import DIFF_META, Args, Image, Marked, ToolError, ToolOutput
+from sprout_agent.trust.edits import MAX_DIFF_LINES, decode, replaced, unified
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000

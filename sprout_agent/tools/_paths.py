@@ -12,11 +12,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from sprout_agent.tools._sandbox import Policy, Sandbox, trusted_which
 from sprout_agent.tools._server import ToolError
-from sprout_agent.tools._write_policy import ALLOW_OUTSIDE_ENV, WritePolicy, under
-
-ADD_DIRS_ENV = "SPROUT_DEV_ADD_DIRS"  # --add-dir: more directories write and edit may reach (os.pathsep-separated)
+from sprout_agent.trust.sandbox import Policy, Sandbox, trusted_which
+from sprout_agent.trust.write_policy import ADD_DIRS_ENV, ALLOW_OUTSIDE_ENV, WritePolicy, under
 
 Stamp = tuple[int, int]  # (mtime_ns, size)
 

@@ -1,0 +1,87 @@
+"""What a run is asked to do: `Options`, one field per flag, as every face builds them.
+
+`session.prepared.prepare` turns them into a `Prepared` (or fails with exit 2) before anything starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from sprout_agent.core.errors import UsageError
+from sprout_agent.trust.write_policy import ADD_DIRS_ENV
+
+
+@dataclass(frozen=True)
+class Options:
+    prompt: str | None  # headless: the one prompt (piped stdin already attached)
+    first_prompt: str | None = None  # interactive: `sprout-agent "PROMPT"` runs this first
+    config_files: tuple[Path, ...] = ()
+    model: str | None = None
+    system_prompt: str | None = None
+    append_system_prompt: str | None = None
+    max_turns: int | None = None
+    cwd: Path = field(default_factory=Path.cwd)
+    verbose: bool = False
+    mcp_configs: tuple[str, ...] = ()  # --mcp-config: paths or inline JSON, added to the lookup (Claude Code's)
+    strict_mcp_config: bool = False  # --strict-mcp-config: only --config/--mcp-config servers (Claude Code's)
+    require_servers: bool = False  # --require-servers: a server that fails to start (or is broken) fails the run
+    max_budget_usd: float | None = None
+    output_format: str = "text"  # text | json | stream-json
+    input_format: str = "text"  # text | stream-json
+    resume_id: str | None = None  # --resume ID
+    continue_latest: bool = False  # --continue
+    session_id: str | None = None  # --session-id UUID: the new session's id
+    fork_session: bool = False  # --fork-session: the resumed history goes on under a new id
+    permission_mode: str = "auto"  # ours (auto | ask | read-only) or Claude Code's name, as given
+    permission_mode_given: bool = True  # False: no --permission-mode; `prepare` picks as `claude -p` would
+    claude_rules: bool = False  # --allowedTools / --disallowedTools given (Claude Code's rule flags)
+    allow_tools: tuple[str, ...] = ()  # patterns such as dev__bash or git__*
+    deny_tools: tuple[str, ...] = ()
+    trust_project: bool = False  # --trust-project: the project's .mcp.json servers start without asking, this run
+    permission_prompt_tool: str | None = None  # "stdio": the SDK's can_use_tool callback is the one asked
+    sandbox: str | None = None  # --sandbox off | read-only | workspace-write | required; None = env or default
+    sandbox_network: str | None = None  # --sandbox-network on | off
+    sandbox_allow_write: tuple[Path, ...] = ()  # --sandbox-allow-write PATH (repeatable)
+    thinking: str | None = None  # --thinking adaptive | on | off; None = SPROUT_AGENT_THINKING or the model's
+    effort: str | None = None  # --effort LEVEL; None = SPROUT_AGENT_EFFORT or the API's default
+    elicitation: str | None = None  # --elicitation decline | accept-defaults; None = SPROUT_AGENT_ELICITATION
+    allow_sampling: bool = False  # --allow-sampling: headless, servers may sample the model without asking
+    web: bool | None = None  # --web / --no-web; None = SPROUT_AGENT_WEB (off by default)
+    add_dirs: tuple[Path, ...] = ()  # --add-dir: more directories the built-in tools may write
+    fallback_model: str | None = None  # --fallback-model: used when the model is overloaded or unavailable
+    include_partial_messages: bool = False  # stream-json: raw stream events as `stream_event` lines
+
+
+SDK_MARK = "CLAUDE_AGENT_SDK_VERSION"
+
+
+def as_claude_code(options: Options, environ: Mapping[str, str]) -> Options:
+    """A run that says it is a Claude Code script (its rule flags, or an Agent SDK driving it) and names no mode
+    gets Claude Code's `default` mode, so its restrictions hold: what no rule allows is asked, or refused when
+    nobody can be asked. Our own command lines keep our default, `auto`. `environ` is the real environment: a
+    project's .env cannot choose."""
+    if options.permission_mode_given:
+        return options
+    sdk = options.input_format == "stream-json" and SDK_MARK in environ
+    return replace(options, permission_mode="default") if options.claude_rules or sdk else options
+
+
+def asking_sdk(options: Options) -> Options:
+    """With the SDK's can_use_tool callback to ask, our `auto` mode (the default) becomes `ask`, as Claude Code's
+    default mode asks: a callback that is never called would be a surprise. The SDK's bypassPermissions runs
+    everything unasked."""
+    if options.permission_prompt_tool == "stdio" and options.permission_mode == "auto":
+        return replace(options, permission_mode="ask")
+    return options
+
+
+def add_dirs_env(add_dirs: tuple[Path, ...], cwd: Path) -> dict[str, str]:
+    """The built-in dev server's variable for --add-dir: more directories its write and edit may reach (its
+    bash gets them from the sandbox's writable directories)."""
+    for path in add_dirs:
+        if not (cwd / path).is_dir():
+            raise UsageError(f"--add-dir {path}: not a directory")
+    return {ADD_DIRS_ENV: os.pathsep.join(str((cwd / path).resolve()) for path in add_dirs)} if add_dirs else {}

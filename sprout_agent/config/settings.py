@@ -1,0 +1,361 @@
+"""SPROUT_AGENT_* and related environment settings: one table, parsed and checked once; the child env."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from sprout_agent.config.guarded_env import refused_because
+from sprout_agent.core.errors import UsageError
+from sprout_agent.trust.secrets import is_secret  # one filter for every child, shared with the tools
+
+DEFAULT_MODEL = "claude-sonnet-5-5"  # newest Sonnet in anthropic 2.15's ModelParam
+
+
+# ---------------------------------------------------------------- environment variables
+
+
+@dataclass(frozen=True, slots=True)
+class EnvVar:
+    name: str
+    default: str  # "" = unset by default
+    meaning: str
+
+
+# The one list of variables the agent reads: Settings.from_env and .env.example both come from it.
+ENV_VARS: tuple[EnvVar, ...] = (
+    EnvVar("ANTHROPIC_API_KEY", "", "Anthropic API key (required unless ANTHROPIC_AUTH_TOKEN is set)"),
+    EnvVar("ANTHROPIC_AUTH_TOKEN", "", "bearer token, instead of ANTHROPIC_API_KEY"),
+    EnvVar("ANTHROPIC_BASE_URL", "", "API endpoint; unset = https://api.anthropic.com"),
+    EnvVar("ANTHROPIC_MODEL", DEFAULT_MODEL, "model id"),
+    EnvVar("MCP_HOOK_SERVERS", "", "servers whose hooks run: * or comma-separated names; unset = no hooks"),
+    EnvVar("SPROUT_AGENT_HOOK_TIMEOUT_MS", "2500", "per hook call timeout, milliseconds, at least 1"),
+    EnvVar("SPROUT_AGENT_STOP_MAX_REJECTIONS", "3", "session-wide _Stop objection budget (0 = off)"),
+    EnvVar("SPROUT_AGENT_TOOL_HOOKS", "", "1 = call _PreToolUse and _PostToolUse hooks (off: see docs/hooks.md)"),
+    EnvVar(
+        "SPROUT_AGENT_PRE_TOOL_MAX_OBJECTIONS",
+        "",
+        "session-wide _PreToolUse objection budget; unset = unlimited, 0 = off",
+    ),
+    EnvVar("SPROUT_AGENT_SERVER_START_TIMEOUT", "30", "MCP server start-up timeout, seconds"),
+    EnvVar("SPROUT_AGENT_TOOL_TIMEOUT", "600", "per tool call timeout, seconds"),
+    EnvVar("SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", "51200", "tool result text kept for the model, bytes"),
+    EnvVar("SPROUT_AGENT_MAX_PARALLEL_TOOLS", "8", "tool calls run at once (1 = one at a time)"),
+    EnvVar("SPROUT_AGENT_MAX_OUTPUT_TOKENS", "32000", "max_tokens per model response"),
+    EnvVar("SPROUT_AGENT_MAX_CONTEXT_TOKENS", "", "context window, tokens; unset = the model's known window"),
+    EnvVar(
+        "SPROUT_AGENT_THINKING", "", "extended thinking: adaptive, on (a budget) or off; unset = the model's default"
+    ),
+    EnvVar("SPROUT_AGENT_THINKING_BUDGET", "16000", "thinking budget_tokens with thinking on (at least 1024)"),
+    EnvVar("SPROUT_AGENT_EFFORT", "", "effort: low, medium, high, xhigh or max; unset = the API's default"),
+    EnvVar("SPROUT_AGENT_WEB", "off", "web search and fetch run by the API (on or off; --web); $10 per 1000 searches"),
+    EnvVar("SPROUT_AGENT_COMPACT_THRESHOLD", "", "when to compact; unset = built-in default"),
+    EnvVar("SPROUT_AGENT_MAX_COMPACTIONS", "10", "compactions per session (0 = never compact)"),
+    EnvVar(
+        "SPROUT_AGENT_PRICES",
+        "",
+        'price overrides, $/MTok: {"model-prefix": [in, out, cache_read, cache_write]}',
+    ),
+    EnvVar("SPROUT_AGENT_BUILTIN_SERVERS", "dev,todo", "built-in MCP servers to start: comma-separated, or none"),
+)
+_DEFAULTS = {var.name: var.default for var in ENV_VARS}
+
+# Read from the process environment where they are used, never through Settings, so a .env line does not
+# set them (.env is merged into a dict, never into os.environ). The SPROUT_DEV_* ones belong to the built-in
+# tools, which never import the core (they are an MCP server like any other, run in our process or
+# standalone over stdio) and so cannot share ENV_VARS; SPROUT_AGENT_DEBUG is read by launch.py's last-resort
+# error handler. Listed here so that .env.example names every variable; tests/test_config.py checks that
+# every such name in sprout_agent/ is in one of the two tables.
+PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
+    EnvVar("SPROUT_DEV_ALLOW_OUTSIDE", "", "dev tools: 1 lets write and edit reach outside the working directory"),
+    EnvVar("SPROUT_DEV_ADD_DIRS", "", "dev tools: more directories write and edit may reach, :-separated (--add-dir)"),
+    EnvVar("SPROUT_DEV_BASH_TIMEOUT", "120", "dev tools: bash's timeout when the model gives none, seconds (1 to 600)"),
+    EnvVar("SPROUT_DEV_NO_RG", "", "dev tools: 1 makes grep use its pure-Python search even when rg is on PATH"),
+    EnvVar(
+        "SPROUT_AGENT_TRUST_PROJECT",
+        "",
+        "1: start the project's .mcp.json servers without approval (as --trust-project); never read from .env",
+    ),
+    EnvVar(
+        "SPROUT_AGENT_ELICITATION",
+        "decline",
+        "a server's question with nobody to ask (headless, ACP): decline, or accept-defaults (as --elicitation)",
+    ),
+    EnvVar(
+        "SPROUT_AGENT_ALLOW_SAMPLING",
+        "",
+        "1: headless runs let servers sample the model, on your bill (as --allow-sampling); never read from .env",
+    ),
+    EnvVar("SPROUT_AGENT_DEBUG", "", "any value: an internal error raises with its traceback instead of one line"),
+    EnvVar(
+        "SPROUT_AGENT_SANDBOX",
+        "workspace-write",
+        "OS sandbox for dev__bash (as --sandbox): off, read-only, workspace-write, required (must work, else exit 2)",
+    ),
+    EnvVar("SPROUT_AGENT_SANDBOX_NETWORK", "on", "network for sandboxed commands: on or off (read-only: always off)"),
+    EnvVar("SPROUT_AGENT_SANDBOX_ALLOW_WRITE", "", "more directories sandboxed commands may write, :-separated"),
+    EnvVar("SPROUT_AGENT_SANDBOX_DENY_READ", "", "more paths hidden from sandboxed commands, :-separated"),
+    EnvVar("SPROUT_DEV_SANDBOX", "workspace-write", "dev tools standalone: the sandbox mode (as SPROUT_AGENT_SANDBOX)"),
+    EnvVar("SPROUT_DEV_SANDBOX_REQUIRED", "", "dev tools standalone: 1 refuses to run commands unsandboxed"),
+    EnvVar("SPROUT_DEV_SANDBOX_NETWORK", "on", "dev tools standalone: network for sandboxed commands, on or off"),
+    EnvVar("SPROUT_DEV_SANDBOX_ALLOW_WRITE", "", "dev tools standalone: more writable directories, :-separated"),
+    EnvVar("SPROUT_DEV_SANDBOX_DENY_READ", "", "dev tools standalone: more hidden paths, :-separated"),
+    EnvVar("SPROUT_DEV_SANDBOX_BWRAP", "", "the bubblewrap binary; unset = bwrap on PATH (agent and dev tools)"),
+    EnvVar(
+        "SPROUT_AGENT_SANDBOX_MECHANISM",
+        "auto",
+        "what confines commands: auto (bubblewrap, else Landlock), bubblewrap or landlock (only that one)",
+    ),
+    EnvVar("SPROUT_DEV_SANDBOX_MECHANISM", "auto", "dev tools standalone: as SPROUT_AGENT_SANDBOX_MECHANISM"),
+    EnvVar(
+        "SPROUT_AGENT_RATE_GATE",
+        "",
+        "a file the runs of a batch share: each waits on it before a request, a 429 closes it (set by batch)",
+    ),
+    EnvVar("SPROUT_AGENT_BATCH_AGENT", "", "batch: the command each task runs; unset = this sprout-agent (python -m)"),
+    EnvVar(
+        "SPROUT_AGENT_SHARD_INDEX", "", "batch --shard COUNT: this shard's index, from 0 (before JOB_COMPLETION_INDEX)"
+    ),
+    EnvVar(
+        "SPROUT_AGENT_OAUTH_TEST_REDIRECT",
+        "",
+        "tests only: 1 finishes OAuth logins without a browser (GETs the authorization URL itself); never from .env",
+    ),
+)
+
+
+def _raw(env: Mapping[str, str], name: str) -> str | None:
+    """The value, or the table default; set-but-blank counts as unset."""
+    value = env.get(name, "").strip()
+    return value or _DEFAULTS[name] or None
+
+
+THINKING_SETTINGS = ("adaptive", "on", "off")  # model_facts.py reads the same words
+EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
+
+
+def choice(value: str | None, allowed: tuple[str, ...], name: str) -> str | None:
+    """One of `allowed` (any case), None when unset; anything else is a UsageError naming the choices."""
+    if value is None or not value.strip():
+        return None
+    word = value.strip().lower()
+    if word not in allowed:
+        raise UsageError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+    return word
+
+
+ELICITATION_POLICIES = ("decline", "accept-defaults")  # elicitation.Unattended reads the same words
+
+
+def elicitation_policy(flag: str | None, environ: Mapping[str, str]) -> str:
+    """--elicitation, else SPROUT_AGENT_ELICITATION from the real environment (a project's .env must not make
+    the agent answer its servers' questions), else decline."""
+    chosen = choice(flag, ELICITATION_POLICIES, "--elicitation")
+    return (
+        chosen
+        or choice(environ.get("SPROUT_AGENT_ELICITATION"), ELICITATION_POLICIES, "SPROUT_AGENT_ELICITATION")
+        or "decline"
+    )
+
+
+def sampling_allowed(flag: bool, environ: Mapping[str, str]) -> bool:
+    """--allow-sampling, or SPROUT_AGENT_ALLOW_SAMPLING=1 in the real environment (never .env: it spends money)."""
+    return flag or environ.get("SPROUT_AGENT_ALLOW_SAMPLING", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _int(env: Mapping[str, str], name: str, minimum: int) -> int:
+    value = _raw(env, name)
+    # Beyond 18 digits `int()` may refuse the string (CPython's 4300-digit limit) and no setting means it.
+    if value is None or not (value.isascii() and value.isdigit() and len(value) <= 18) or int(value) < minimum:
+        kind = "non-negative" if minimum == 0 else "positive"
+        raise UsageError(f"{name} must be a {kind} integer, got {value!r}")
+    return int(value)
+
+
+def _seconds(env: Mapping[str, str], name: str) -> float:
+    value = _raw(env, name) or ""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise UsageError(f"{name} must be a positive number of seconds, got {value!r}")
+    return number
+
+
+# config.BUILTIN_SERVERS (config imports dotenv, which this module has no need of); a test checks they agree.
+BUILTIN_NAMES = ("dev", "todo")
+
+
+def _builtin_names(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    value = _raw(env, name) or ""
+    if value.lower() == "none":
+        return ()
+    names = tuple(part.strip() for part in value.split(",") if part.strip())
+    unknown = [part for part in names if part not in BUILTIN_NAMES]
+    if unknown:  # a typo would otherwise start no built-in server, silently
+        raise UsageError(f"{name}: unknown server {unknown[0]!r} (give {', '.join(BUILTIN_NAMES)} or none)")
+    return names
+
+
+# Model ids and credentials travel in a JSON body and HTTP headers: printable ASCII, no spaces. A key pasted
+# with a newline or read from a non-UTF-8 environment otherwise fails far from here (a connection error
+# retried four times, or an encoding crash).
+_TOKEN = re.compile(r"[\x21-\x7e]+")
+
+
+def model_id(value: str, where: str) -> str:
+    """`value` if it can be a model id; a UsageError naming `where` (the flag or variable) otherwise."""
+    if not _TOKEN.fullmatch(value):
+        raise UsageError(f"{where} must be a model id (printable ASCII, no spaces), got {value!r}")
+    return value
+
+
+def _credential(env: Mapping[str, str], name: str) -> bool:
+    """Whether the key or token is set; a value that cannot be an HTTP header is a UsageError (never echoed)."""
+    value = env.get(name, "")
+    if value and not _TOKEN.fullmatch(value):
+        raise UsageError(f"{name} must be printable ASCII without spaces or line breaks (it is sent as a header)")
+    return bool(value)
+
+
+def _base_url(env: Mapping[str, str], name: str) -> str | None:
+    """ANTHROPIC_BASE_URL checked before anything starts: an http(s) URL with a host and a valid port."""
+    value = _raw(env, name)
+    if value is None:
+        return None
+    try:
+        parts = urlsplit(value)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # an unclosed IPv6 bracket, a port that is not a number or out of range
+        valid = False
+    if not valid or not value.isprintable() or " " in value or not is_unicode(value):
+        raise UsageError(f"{name} must be an http:// or https:// URL with a host (and a valid port), got {value!r}")
+    return value
+
+
+def is_unicode(text: str) -> bool:
+    """False for text holding lone surrogates (how Python keeps argv or environment bytes that are not UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Every environment setting the agent reads, parsed and checked once at start-up."""
+
+    hook_servers: str | None = None  # raw MCP_HOOK_SERVERS; hooks.py parses it
+    hook_timeout_ms: int = 2500
+    stop_max_rejections: int = 3
+    tool_hooks: bool = False  # SPROUT_AGENT_TOOL_HOOKS=1
+    pre_tool_max_objections: int | None = None  # None = unlimited
+    server_start_timeout: float = 30.0
+    tool_timeout: float = 600.0
+    tool_result_max_bytes: int = 51200
+    max_parallel_tools: int = 8
+    model: str = DEFAULT_MODEL
+    max_output_tokens: int = 32000
+    max_context_tokens: int | None = None  # None = from the model table
+    compact_threshold: str | None = None  # raw; compaction parses it
+    max_compactions: int = 10
+    api_key_present: bool = False
+    base_url: str | None = None
+    builtin_servers: tuple[str, ...] = ("dev", "todo")
+    prices: str | None = None  # raw; ledger.parse_prices reads it
+    thinking: str | None = None  # adaptive | on | off; None = from the model's capabilities
+    thinking_budget: int = 16000
+    effort: str | None = None
+    web: bool = False  # the API's web search and fetch offered to the model
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        """Read `env` (process environment over .env); a malformed value is a UsageError."""
+        context = _raw(env, "SPROUT_AGENT_MAX_CONTEXT_TOKENS")
+        has_key, has_token = _credential(env, "ANTHROPIC_API_KEY"), _credential(env, "ANTHROPIC_AUTH_TOKEN")
+        return cls(
+            hook_servers=env.get("MCP_HOOK_SERVERS"),
+            hook_timeout_ms=_int(env, "SPROUT_AGENT_HOOK_TIMEOUT_MS", 1),
+            stop_max_rejections=_int(env, "SPROUT_AGENT_STOP_MAX_REJECTIONS", 0),
+            tool_hooks=choice(_raw(env, "SPROUT_AGENT_TOOL_HOOKS"), ("0", "1"), "SPROUT_AGENT_TOOL_HOOKS") == "1",
+            pre_tool_max_objections=None
+            if _raw(env, "SPROUT_AGENT_PRE_TOOL_MAX_OBJECTIONS") is None
+            else _int(env, "SPROUT_AGENT_PRE_TOOL_MAX_OBJECTIONS", 0),
+            server_start_timeout=_seconds(env, "SPROUT_AGENT_SERVER_START_TIMEOUT"),
+            tool_timeout=_seconds(env, "SPROUT_AGENT_TOOL_TIMEOUT"),
+            tool_result_max_bytes=_int(env, "SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", 1),
+            max_parallel_tools=_int(env, "SPROUT_AGENT_MAX_PARALLEL_TOOLS", 1),
+            model=model_id(_raw(env, "ANTHROPIC_MODEL") or DEFAULT_MODEL, "ANTHROPIC_MODEL"),
+            max_output_tokens=_int(env, "SPROUT_AGENT_MAX_OUTPUT_TOKENS", 1),
+            max_context_tokens=None if context is None else _int(env, "SPROUT_AGENT_MAX_CONTEXT_TOKENS", 1),
+            compact_threshold=_raw(env, "SPROUT_AGENT_COMPACT_THRESHOLD"),
+            max_compactions=_int(env, "SPROUT_AGENT_MAX_COMPACTIONS", 0),
+            api_key_present=has_key or has_token,
+            base_url=_base_url(env, "ANTHROPIC_BASE_URL"),
+            builtin_servers=_builtin_names(env, "SPROUT_AGENT_BUILTIN_SERVERS"),
+            prices=_raw(env, "SPROUT_AGENT_PRICES"),
+            thinking=choice(_raw(env, "SPROUT_AGENT_THINKING"), THINKING_SETTINGS, "SPROUT_AGENT_THINKING"),
+            thinking_budget=_int(env, "SPROUT_AGENT_THINKING_BUDGET", 1024),
+            effort=choice(_raw(env, "SPROUT_AGENT_EFFORT"), EFFORT_LEVELS, "SPROUT_AGENT_EFFORT"),
+            web=choice(_raw(env, "SPROUT_AGENT_WEB"), ("on", "off"), "SPROUT_AGENT_WEB") == "on",
+        )
+
+
+def render_env_example() -> str:
+    """The text of `.env.example`: every variable, its default and meaning, all commented but the key; those a
+    project's `.env` may not set (guarded_env.py) are in the second part, to export."""
+    lines = [
+        "# sprout-agent reads these variables; copy this file to .env in your project to set them.",
+        "# The real environment wins over .env. Blank values mean the default.",
+    ]
+    for var in ENV_VARS:
+        if refused_because(var.name) is None:
+            lines += _described(var, "" if var.name == "ANTHROPIC_API_KEY" else "# ")
+    lines += [
+        "",
+        "# ---- Read only from the real environment (export them): a project's .env cannot set these (it is ignored",
+        "# with a notice), since they choose where requests go, what runs, or your guards (docs/security.md). A",
+        "# built-in server run standalone over stdio gets its SPROUT_DEV_* from its .mcp.json `env` (servers inherit",
+        "# only a short list of safe variables).",
+    ]
+    for var in (*(v for v in ENV_VARS if refused_because(v.name) is not None), *PROCESS_ENV_VARS):
+        lines += _described(var, "# ")
+    return "\n".join(lines) + "\n"
+
+
+def _described(var: EnvVar, prefix: str) -> list[str]:
+    default = f". Default: {var.default}" if var.default else ""
+    return ["", f"# {var.meaning}{default}", f"{prefix}{var.name}={var.default}"]
+
+
+# ---------------------------------------------------------------- MCP child environment
+
+# What an MCP server inherits from us. Enough to find programs, home, locale, temp dirs and proxies,
+# on POSIX and Windows. VIRTUAL_ENV is left out on purpose: our venv is not the server's (uv and
+# python tools misbehave when it points elsewhere); PATH still carries an activated venv's bin.
+_INHERITED = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TMPDIR", "TMP", "TEMP", "TZ",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR",
+    "APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATHEXT", "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE", "SYSTEMROOT", "USERNAME", "USERPROFILE", "COMSPEC", "WINDIR",
+})  # fmt: skip
+_INHERITED_PREFIXES = ("LC_", "XDG_")
+
+
+def child_environment(parent: Mapping[str, str], server_env: Mapping[str, str]) -> dict[str, str]:
+    """The environment an MCP server starts with: the `_INHERITED` part of `parent` (never a
+    secret-looking name such as ANTHROPIC_API_KEY or *TOKEN*) plus the server's own `env`, which wins."""
+    inherited = {
+        key: value
+        for key, value in parent.items()
+        if (key in _INHERITED or key.startswith(_INHERITED_PREFIXES))
+        and not is_secret(key, value)
+        and not value.startswith("()")  # exported bash functions
+    }
+    return inherited | dict(server_env)

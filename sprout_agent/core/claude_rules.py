@@ -1,0 +1,184 @@
+"""Claude Code's permission rules (`--allowedTools`, `--disallowedTools`) as our tool patterns, and the
+`dev__bash(git:*)` command rules a `Policy` checks against a call's `command` argument.
+
+`mcp__server__tool` → `server__tool`; `mcp__server` and `mcp__server__*` → `server__*`; Claude Code's built-in
+tool names → the built-in dev and todo tools; `Bash(git:*)`, `Bash(git diff *)`, `Bash(npm test)` → command
+rules; a prefix rule never covers the options through which its program runs other programs (`git -c`,
+`find -exec`: command_escapes.py). A rule we cannot honour is warned about: an allow rule is dropped (nothing
+runs unasked that would not have), a deny rule with a specifier we cannot check denies the whole tool (never
+silently wider).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sprout_agent.core.command_escapes import escape
+
+# Claude Code's tools → ours (tools with no counterpart here are absent: a rule naming one is a warning).
+BUILTIN_TOOLS = {
+    "Bash": "dev__bash",
+    "Read": "dev__read",
+    "Write": "dev__write",
+    "Edit": "dev__edit",
+    "MultiEdit": "dev__edit",
+    "Glob": "dev__glob",
+    "Grep": "dev__grep",
+    "LS": "dev__glob",
+    "TodoWrite": "todo__todo_write",
+}
+NOT_HERE = frozenset(
+    {"WebFetch", "WebSearch", "Task", "Agent", "NotebookEdit", "NotebookRead", "BashOutput", "KillShell"}
+    | {"KillBash", "ExitPlanMode", "SlashCommand", "Skill", "ToolSearch", "AskUserQuestion"}
+)
+BASH = "dev__bash"
+# Not allowed in a rule's words, nor outside quotes in a command an allow rule matches: `git status; rm -rf /` is
+# not "git". A quoted word is one word, as bash reads it (`git commit -m "fix: it; now"`).
+SHELL_META = frozenset(";&|<>$`(){}\\\n\r\"'*?[]~!#")
+QUOTES = frozenset("\"'")
+_RULE = re.compile(r"(?P<tool>[A-Za-z0-9_*-]+)(?:\((?P<spec>.*)\))?", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Translated:
+    patterns: tuple[str, ...]  # our patterns, command rules (`dev__bash(git:*)`) included
+    warnings: tuple[str, ...]
+
+
+def split_rules(values: Iterable[str]) -> list[str]:
+    """Comma- or space-separated, repeatable; a `Bash(npm run test:*)` rule keeps its spaces and commas."""
+    rules: list[str] = []
+    for value in values:
+        rules.extend(part for part in re.findall(r"[^\s,(]+(?:\([^)]*\))?", value) if part)
+    return rules
+
+
+def translate(values: Iterable[str], *, deny: bool) -> Translated:
+    flag = "--disallowedTools" if deny else "--allowedTools"
+    patterns: list[str] = []
+    warnings: list[str] = []
+    for rule in split_rules(values):
+        pattern, warning = _one(rule, deny)
+        if pattern is not None:
+            patterns.append(pattern)
+        if warning is not None:
+            warnings.append(f"warning: {flag} {rule}: {warning}")
+    return Translated(tuple(patterns), tuple(warnings))
+
+
+def _one(rule: str, deny: bool) -> tuple[str | None, str | None]:
+    found = _RULE.fullmatch(rule)
+    if found is None:
+        return (None, "not a rule sprout-agent reads; ignored")
+    tool, spec = found["tool"], found["spec"]
+    if tool.startswith("mcp__"):
+        parts = tool.split("__")
+        if len(parts) == 2 or parts[2] in ("", "*"):
+            return (f"{parts[1]}__*", None)
+        return ("__".join(parts[1:]), None)
+    if tool in NOT_HERE:
+        return (None, "sprout-agent has no such tool; ignored")
+    ours = BUILTIN_TOOLS.get(tool, tool)
+    if spec is None or spec.strip() in ("", "*"):
+        return (ours, None)
+    if ours == BASH and command_rule(spec) is not None:
+        return (f"{BASH}({spec.strip()})", None)
+    if deny:
+        return (ours, f"the ({spec}) part cannot be checked here: all of {ours} is denied")
+    return (None, f"the ({spec}) part cannot be checked here; the rule is ignored (the tool still asks)")
+
+
+def command_rule(spec: str) -> tuple[str, bool] | None:
+    """`git:*` / `git diff *` → ("git diff", prefix=True); `npm test` → ("npm test", exact); None for a
+    pattern with a wildcard elsewhere."""
+    text = spec.strip()
+    prefix = text.endswith((":*", " *"))
+    words = text[:-2].strip() if prefix else text
+    if not words or any(char in SHELL_META for char in words):
+        return None
+    return (" ".join(words.split()), prefix)
+
+
+def command_rules(patterns: Sequence[str]) -> tuple[tuple[str, bool], ...]:
+    """The `dev__bash(…)` command rules among our patterns."""
+    found: list[tuple[str, bool]] = []
+    for pattern in patterns:
+        if pattern.startswith(f"{BASH}(") and pattern.endswith(")"):
+            rule = command_rule(pattern[len(BASH) + 1 : -1])
+            if rule is not None:
+                found.append(rule)
+    return tuple(found)
+
+
+def check(rules: Sequence[tuple[str, bool]], command: object) -> tuple[bool, str | None]:
+    """Whether an allow rule covers the command, and when a prefix rule matched but an option of the program keeps
+    it out (`git -c …` under `git:*`), a note saying so. Only a plain command is covered: its words (shlex, as
+    bash splits them; quotes are fine) and no other shell syntax. An exact rule covers exactly what it says."""
+    argv = plain_words(command)
+    if argv is None:
+        return (False, None)
+    note: str | None = None
+    for words, prefix in rules:
+        named = words.split()
+        if argv == named:
+            return (True, None)
+        if prefix and argv[: len(named)] == named:
+            why = escape(argv, len(named))
+            if why is None:
+                return (True, None)
+            note = note or f"the rule {BASH}({words}:*) does not cover it: {why}"
+    return (False, note)
+
+
+def allows(rules: Sequence[tuple[str, bool]], command: object) -> bool:
+    return check(rules, command)[0]
+
+
+def plain_words(command: object) -> list[str] | None:
+    """The command's words when it is nothing but words (shlex, as bash splits them), else None."""
+    if not isinstance(command, str) or not _plain(command):
+        return None
+    try:
+        return shlex.split(command) or None
+    except ValueError:
+        return None
+
+
+def _plain(command: str) -> bool:
+    """No shell syntax but quotes: no metacharacter outside them, no `$`, backquote, backslash or `!` inside double
+    quotes (single quotes keep everything literal), no newline anywhere, every quote closed."""
+    quote: str | None = None
+    for char in command:
+        if quote is None and char in QUOTES:
+            quote = char
+        elif char == quote:
+            quote = None
+        elif char in "\n\r" or (quote is None and char in SHELL_META) or (quote == '"' and char in "$`\\!"):
+            return False
+    return quote is None
+
+
+def denies(rules: Sequence[tuple[str, bool]], command: object) -> bool:
+    """A deny rule matches the command or any part of a compound one (split at ; & | ( ) ` $ and newlines), its
+    words unquoted as bash would (`'rm' -rf x` is rm). A command that runs it another way (env, sudo, a script)
+    is not caught: the README says so."""
+    if not isinstance(command, str):
+        return False
+    parts = re.split(r"[;&|()`$\n\r{}]+", command)
+    return any(_matches(rule, _words(part)) for part in parts for rule in rules)
+
+
+def _words(part: str) -> list[str]:
+    try:
+        return shlex.split(part)
+    except ValueError:  # a quote the split cut in two: the plain words still count
+        return part.split()
+
+
+def _matches(rule: tuple[str, bool], argv: list[str]) -> bool:
+    words, prefix = rule
+    named = words.split()
+    return argv == named or (prefix and len(argv) > len(named) and argv[: len(named)] == named)

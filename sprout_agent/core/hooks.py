@@ -1,0 +1,232 @@
+"""MCP-driven lifecycle hooks: `_`-prefixed tools called at every hook point of the loop.
+
+The sovereignty rules live here: the allowlist, the per-call timeout and kill-on-second-timeout, the
+session-wide `_Stop` and `_PreToolUse` objection budgets, context on request, and the JSON-encoded
+injection. The names and the context each hook may declare are in hook_contract.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import anyio
+
+from sprout_agent.core.events import (
+    Event,
+    HookAnswered,
+    HookBudgetSpent,
+    HookCalled,
+    HookFailed,
+    HookInjected,
+    HookObjected,
+    HookServerKilled,
+    HookTimedOut,
+    StopBudgetSpent,
+)
+from sprout_agent.core.hook_contract import (
+    CONSECUTIVE_TIMEOUTS_TO_KILL,
+    HOOK_CALL_ID_PREFIX,
+    POST_COMPACT,
+    POST_TOOL_USE,
+    PRE_TOOL_USE,
+    SESSION_END,
+    SESSION_START,
+    STOP,
+    TOOL_HOOKS,
+    USER_PROMPT_SUBMIT,
+    Allowlist,
+    fill_context,
+    truncate,
+)
+from sprout_agent.core.hook_contract import is_hook as is_hook
+from sprout_agent.core.hook_contract import parse_allowlist as parse_allowlist
+from sprout_agent.core.messages import Message, Text, ToolResult, ToolUse, text_of
+from sprout_agent.core.protocols import HookCallFailed, ToolHost, ToolSpec
+
+
+@dataclass(frozen=True, slots=True)
+class HookOutput:
+    server: str
+    text: str
+
+
+class Hooks:
+    """Calls hooks on allowlisted servers and keeps the session's hook state (budgets, timeout counts)."""
+
+    def __init__(
+        self,
+        host: ToolHost,
+        *,
+        allowlist: Allowlist | None,
+        timeout_ms: int,
+        stop_max_rejections: int,
+        emit: Callable[[Event], None],
+        tool_hooks: bool = False,
+        pre_tool_max_objections: int | None = None,
+    ) -> None:
+        self._host = host
+        self._allowlist = allowlist
+        self.timeout = timeout_ms / 1000
+        self._max_rejections = stop_max_rejections
+        self._emit = emit
+        self.tool_hooks = tool_hooks  # SPROUT_AGENT_TOOL_HOOKS=1
+        self._pre_tool_max = pre_tool_max_objections  # None: unlimited
+        self._rejections = 0
+        self._pre_tool_objections = 0
+        self._budget_reported: set[str] = set()
+        self._consecutive_timeouts: dict[str, int] = {}
+        self._ids = itertools.count()
+        self._id_salt = uuid.uuid4().hex[:8]
+
+    @property
+    def rejections_left(self) -> int:
+        return max(0, self._max_rejections - self._rejections)
+
+    def allows(self, server: str) -> bool:
+        """Whether `server`'s hooks are called under MCP_HOOK_SERVERS."""
+        return self._allowlist is not None and self._allowlist.allows(server)
+
+    def active(self) -> list[ToolSpec]:
+        """Every hook the agent will call, in config order."""
+        return [spec for spec in self._host.tools() if is_hook(spec) and self.allows(spec.server)]
+
+    def targets(self, hook: str) -> list[ToolSpec]:
+        """Allowlisted servers exposing `hook`, in config order (none for tool hooks unless opted in)."""
+        if hook in TOOL_HOOKS and not self.tool_hooks:
+            return []
+        return [spec for spec in self.active() if spec.tool == hook]
+
+    async def on_stop(self, context: Mapping[str, object]) -> list[Message]:
+        """Runs the `_Stop` gate; returns the objection messages to append (empty = the agent may stop)."""
+        if self._max_rejections == 0 or not self.targets(STOP):
+            return []
+        if self._rejections >= self._max_rejections:
+            self._spent(STOP, self._rejections)
+            return []
+        context = {**context, "objections_so_far": self._rejections, "rejections_left": self.rejections_left}
+        outputs = await self.call(STOP, context)
+        for output in outputs:
+            self._emit(HookObjected(STOP, output.server, output.text))
+        if outputs:
+            self._rejections += 1  # one round counts once, however many servers objected
+        return self.as_messages(STOP, outputs)
+
+    async def inject(self, hook: str, context: Mapping[str, object]) -> list[Message]:
+        """Runs an injecting hook (`_PostCompact`, `_SessionStart`, `_UserPromptSubmit`): its tool-result pairs."""
+        outputs = await self.call(hook, context)
+        for output in outputs:
+            self._emit(HookInjected(hook, output.server, output.text))
+        return self.as_messages(hook, outputs)
+
+    async def on_post_compact(self, context: Mapping[str, object]) -> list[Message]:
+        return await self.inject(POST_COMPACT, context)
+
+    async def on_session_start(self, context: Mapping[str, object]) -> list[HookOutput]:
+        """`_SessionStart`'s answers, kept by the agent until the next prompt: see `enter_session_start`."""
+        return await self.call(SESSION_START, context)
+
+    def enter_session_start(self, outputs: Sequence[HookOutput]) -> list[Message]:
+        """The held `_SessionStart` answers as they enter the history (reported then, inside the turn)."""
+        for output in outputs:
+            self._emit(HookInjected(SESSION_START, output.server, output.text))
+        return self.as_messages(SESSION_START, outputs)
+
+    async def on_prompt(self, context: Mapping[str, object]) -> list[Message]:
+        return await self.inject(USER_PROMPT_SUBMIT, context)
+
+    async def on_pre_tool(self, context: Mapping[str, object]) -> str | None:
+        """`_PreToolUse`: the error text the model gets instead of the call's result, or None (the call runs)."""
+        if self._pre_tool_max == 0 or not self.targets(PRE_TOOL_USE):
+            return None
+        if self._pre_tool_max is not None and self._pre_tool_objections >= self._pre_tool_max:
+            self._spent(PRE_TOOL_USE, self._pre_tool_objections)
+            return None
+        outputs = await self.call(PRE_TOOL_USE, context)
+        if not outputs:
+            return None
+        self._pre_tool_objections += 1  # one call counts once, however many servers objected
+        for output in outputs:
+            self._emit(HookObjected(PRE_TOOL_USE, output.server, output.text))
+        lines = [f"not run: a {PRE_TOOL_USE} hook objected to this call"]
+        return "\n".join([*lines, *(_encoded(PRE_TOOL_USE, output) for output in outputs)])
+
+    async def on_post_tool(self, context: Mapping[str, object]) -> list[Text]:
+        """`_PostToolUse`: extra JSON-encoded text blocks for the tool's result (none: nothing to add)."""
+        outputs = await self.call(POST_TOOL_USE, context)
+        for output in outputs:
+            self._emit(HookInjected(POST_TOOL_USE, output.server, output.text))
+        return [Text(_encoded(POST_TOOL_USE, output)) for output in outputs]
+
+    async def on_session_end(self, context: Mapping[str, object]) -> None:
+        """`_SessionEnd`: its answers are logged, nothing else; a timeout kills nobody (the session is ending)."""
+        for output in await self.call(SESSION_END, context, kill=False):
+            self._emit(HookAnswered(SESSION_END, output.server, output.text))
+
+    async def call(self, hook: str, context: Mapping[str, object], *, kill: bool = True) -> list[HookOutput]:
+        """Calls `hook` on every target at once; returns the non-empty answers in config order."""
+        targets = self.targets(hook)
+        if not targets:
+            return []
+        self._emit(HookCalled(hook, tuple(spec.server for spec in targets)))
+        answers: list[str | None] = [None] * len(targets)
+
+        async def call_one(index: int, spec: ToolSpec) -> None:
+            answers[index] = await self._call_bounded(hook, spec, fill_context(spec, context), kill)
+
+        async with anyio.create_task_group() as group:
+            for index, spec in enumerate(targets):
+                group.start_soon(call_one, index, spec)
+        return [HookOutput(spec.server, text) for spec, text in zip(targets, answers, strict=True) if text]
+
+    async def _call_bounded(self, hook: str, spec: ToolSpec, arguments: dict[str, object], kill: bool) -> str | None:
+        server = spec.server
+        with anyio.move_on_after(self.timeout):
+            try:
+                outcome = await self._host.call_hook(spec, arguments)
+            except HookCallFailed as error:
+                self._emit(HookFailed(hook, server, str(error)))
+                return None
+            self._consecutive_timeouts.pop(server, None)  # any answer resets the count
+            if outcome.is_error:
+                self._emit(HookFailed(hook, server, truncate(text_of(outcome.content))))
+                return None
+            return truncate(text_of(outcome.content).strip()) or None
+        await self._timed_out(hook, server, kill)
+        return None
+
+    async def _timed_out(self, hook: str, server: str, kill: bool) -> None:
+        count = self._consecutive_timeouts.get(server, 0) + 1
+        self._consecutive_timeouts[server] = count
+        self._emit(HookTimedOut(hook, server, count))
+        if kill and count >= CONSECUTIVE_TIMEOUTS_TO_KILL:
+            del self._consecutive_timeouts[server]
+            reason = f"hook {hook} timed out {count} times in a row"
+            await self._host.kill(server, reason)
+            self._emit(HookServerKilled(server, reason))
+
+    def _spent(self, hook: str, objections: int) -> None:
+        """Reports a spent budget once per session."""
+        if hook in self._budget_reported:
+            return
+        self._budget_reported.add(hook)
+        self._emit(StopBudgetSpent(objections) if hook == STOP else HookBudgetSpent(hook, objections))
+
+    def as_messages(self, hook: str, outputs: Sequence[HookOutput]) -> list[Message]:
+        """Each output as an assistant tool_use `<server>__<hook>` plus a user tool_result of JSON data.
+
+        The text is JSON-encoded so nothing in it can pose as the agent, the user or the system.
+        """
+        messages: list[Message] = []
+        for output in outputs:
+            call_id = f"{HOOK_CALL_ID_PREFIX}{self._id_salt}_{next(self._ids)}"
+            messages.append(Message("assistant", (ToolUse(call_id, f"{output.server}__{hook}", {}),)))
+            messages.append(Message("user", (ToolResult(call_id, (Text(_encoded(hook, output)),)),)))
+        return messages
+
+
+def _encoded(hook: str, output: HookOutput) -> str:
+    return json.dumps({"hook": hook, "server": output.server, "text": output.text}, ensure_ascii=False)

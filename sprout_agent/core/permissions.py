@@ -1,0 +1,168 @@
+"""The permission policy for tool calls: `--permission-mode`, `--allow-tools`, `--deny-tools`.
+
+In ask mode, tools their server annotates read-only (readOnlyHint) run without a question, as Claude Code's
+default mode does for reads. In read-only mode, tools that run in the read-only OS sandbox (the built-in dev
+server's bash, when the sandbox works) run there instead of being refused.
+
+A `Policy` is the loop's `Permit`: None lets a call run, a string refuses it with a reason the model reads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Collection, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Literal, Protocol
+
+import anyio
+
+from sprout_agent.core.claude_rules import BASH, check, command_rules, denies
+from sprout_agent.core.messages import ToolUse
+from sprout_agent.core.protocols import ToolSpec
+
+AUTO, ASK, READ_ONLY = "auto", "ask", "read-only"
+MODES = (AUTO, ASK, READ_ONLY)
+# The edit tools Claude Code's acceptEdits mode lets run unasked: the built-in dev server's writes.
+EDIT_TOOLS = ("dev__write", "dev__edit")
+# Claude Code's `--permission-mode` names (and the SDK's set_permission_mode) → (our mode, tools allowed on top).
+# default asks for what is not a read, as our ask mode does; plan may only read; dontAsk refuses what is not
+# allowed beforehand, which is our ask mode with nobody to ask (an SDK that answers can_use_tool asks on).
+CLAUDE_MODES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "default": (ASK, ()),
+    "acceptEdits": (ASK, EDIT_TOOLS),
+    "plan": (READ_ONLY, ()),
+    "bypassPermissions": (AUTO, ()),
+    "dontAsk": (ASK, ()),
+}
+
+
+def resolve_mode(name: str) -> tuple[str, tuple[str, ...]]:
+    """Our mode and the tools it allows on top, for one of our mode names or one of Claude Code's."""
+    if name in MODES:
+        return name, ()
+    if name in CLAUDE_MODES:
+        return CLAUDE_MODES[name]
+    known = ", ".join((*MODES, *CLAUDE_MODES))
+    raise ValueError(f"unknown permission mode {name!r} (known: {known})")
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A person's answer to "may this call run?"."""
+
+    kind: Literal["once", "always", "deny", "cancel"]  # cancel: Ctrl-C, the turn is being cancelled
+    reason: str = ""  # with deny: passed on to the model
+
+
+class Ask(Protocol):
+    """Asks a person about one call; only the interactive session (and an ACP editor) has one.
+
+    `outside_sandbox` set: the OS sandbox stopped the call (it says what) and the question is whether to run
+    it again outside the sandbox; "always" then means this exact call (same arguments), for the session."""
+
+    def __call__(self, spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Awaitable[Decision]: ...
+
+
+def matching(patterns: Sequence[str], spec: ToolSpec) -> str | None:
+    """The first pattern matching the model-facing name (or the raw `server__tool`), if any."""
+    names = (spec.name, f"{spec.server}__{spec.tool}")
+    return next((p for p in patterns if any(fnmatchcase(name, p) for name in names)), None)
+
+
+class Policy:
+    """Deny patterns win over allow patterns, which win over the mode; `always` answers last the session."""
+
+    def __init__(
+        self,
+        mode: str,
+        *,
+        allow: Sequence[str] = (),
+        deny: Sequence[str] = (),
+        ask: Ask | None = None,
+        sandboxed: Collection[tuple[str, str]] = (),
+    ) -> None:
+        self.mode, self.mode_allows = resolve_mode(mode)
+        self.mode_name = mode  # as given (Claude Code's name, say): the refusal names it
+        self.allow = tuple(allow)
+        self.deny = tuple(deny)
+        # `dev__bash(git:*)` rules (Claude Code's `Bash(git:*)`): checked against the call's command.
+        self.allow_commands, self.deny_commands = command_rules(self.allow), command_rules(self.deny)
+        self.ask = ask
+        # (server, tool) pairs that run in the OS sandbox (dev's bash): read-only mode lets them run there.
+        self.sandboxed = frozenset(sandboxed)
+        self.always: set[str] = set()  # tools approved "always" in this session
+        self.always_outside_sandbox: set[str] = set()  # calls (tool and exact arguments) re-run "always"
+        self._asking = anyio.Lock()  # parallel calls ask one question at a time
+
+    async def __call__(self, spec: ToolSpec, use: ToolUse) -> str | None:
+        if (pattern := matching(self.deny, spec)) is not None:
+            return f"refused: {spec.name} is denied by --deny-tools {pattern}; do not call it again, find another way"
+        command = use.input.get("command") if f"{spec.server}__{spec.tool}" == BASH else None
+        if command is not None and denies(self.deny_commands, command):
+            return f"refused: this command is denied by a {BASH}(…) rule; do not run it, find another way"
+        allowed, note = self._allowed(spec, command)
+        if allowed or spec.name in self.always or self.mode == AUTO:
+            return None
+        if self.mode == READ_ONLY:
+            sandboxed = (spec.server, spec.tool) in self.sandboxed
+            return None if spec.read_only is True or sandboxed else _read_only_refusal(spec)
+        if spec.read_only is True:  # ask mode: a read is not worth a person's keypress
+            return None
+        if self.ask is None:
+            why = f" ({note})" if note is not None else ""
+            return (
+                f"not approved: sprout-agent runs with --permission-mode {self.mode_name} and no terminal to ask{why}; "
+                f"allow it with --allow-tools {spec.name}"
+            )
+        return await self._ask(spec, use)
+
+    def _allowed(self, spec: ToolSpec, command: object) -> tuple[bool, str | None]:
+        """Whether an allow pattern, the mode or a command rule lets the call run; with a note when a command
+        rule matched the command's start but an option keeps the command out (`git -c …` under `git:*`)."""
+        if matching(self.allow, spec) is not None or matching(self.mode_allows, spec) is not None:
+            return (True, None)
+        return check(self.allow_commands, command) if command is not None else (False, None)
+
+    def set_mode(self, name: str) -> None:
+        """Switches the mode (ours or Claude Code's name) from the next call on; ValueError for an unknown one."""
+        self.mode, self.mode_allows = resolve_mode(name)
+        self.mode_name = name
+
+    async def _ask(self, spec: ToolSpec, use: ToolUse) -> str | None:
+        assert self.ask is not None
+        async with self._asking:
+            if spec.name in self.always:  # approved while this call waited for the question
+                return None
+            decision = await self.ask(spec, use)
+        if decision.kind == "always":
+            self.always.add(spec.name)
+        if decision.kind in ("once", "always"):
+            return None
+        why = f": {decision.reason.strip()}" if decision.reason.strip() else ""
+        return f"denied by the user{why}"
+
+    async def escalate(self, spec: ToolSpec, use: ToolUse, why: str) -> bool:
+        """Whether a call the sandbox stopped runs again outside it: only in ask mode, only when a person is
+        there to say so, only for the tools that run in our sandbox (the re-run is theirs to honour)."""
+        if self.mode != ASK or self.ask is None or (spec.server, spec.tool) not in self.sandboxed:
+            return False
+        # "Always" is for this exact call only: for any command it would let a model run anything unsandboxed
+        # by printing what a denied write prints.
+        key = f"{spec.name} {json.dumps(use.input, sort_keys=True)}"
+        async with self._asking:
+            if key in self.always_outside_sandbox:
+                return True
+            decision = await self.ask(spec, use, outside_sandbox=why)
+        if decision.kind == "always":
+            self.always_outside_sandbox.add(key)
+        return decision.kind in ("once", "always")
+
+
+def _read_only_refusal(spec: ToolSpec) -> str:
+    why = "may write or execute" if spec.read_only is False else "is not declared read-only by its server"
+    return (
+        f"refused: sprout-agent runs with --permission-mode read-only and {spec.name} {why} "
+        f"(only tools annotated readOnlyHint run); the user can allow it with --allow-tools {spec.name} "
+        "or run with --permission-mode auto"
+    )

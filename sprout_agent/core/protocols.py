@@ -1,0 +1,146 @@
+"""The seams between the loop and its collaborators, as Protocols and the plain data that crosses them."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from sprout_agent.core.events import Event
+from sprout_agent.core.messages import Block, Image, Message, Text, ToolResult, ToolUse, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One MCP tool as offered to the model (`name`) and as known to its server (`server`, `tool`)."""
+
+    name: str
+    server: str
+    tool: str
+    description: str
+    input_schema: dict[str, object]
+    read_only: bool | None = None  # from MCP annotations; None = unknown
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    content: tuple[Text | Image, ...]
+    is_error: bool = False
+    sandbox_denied: str | None = None  # what the OS sandbox stopped, as the server marked it (may be escalated)
+    diff: str = ""  # the unified diff of a file the call changed (faces show it; the model reads `content`)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceInfo:
+    """One resource a server lists (its text is the server's: untrusted)."""
+
+    server: str
+    uri: str
+    name: str
+    description: str = ""
+    mime_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PromptInfo:
+    """One prompt a server offers; `arguments` are (name, required) in the server's order."""
+
+    server: str
+    name: str
+    description: str = ""
+    arguments: tuple[tuple[str, bool], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    system: str
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec] = ()
+    max_tokens: int | None = None
+    web: bool = True  # the API's web search and fetch may be offered (with --web); not to a compaction summary
+    partial: bool = False  # the loop's own request: its raw stream events go out when a face asked for them
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply:
+    content: tuple[Block, ...]
+    stop_reason: str
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    id: str = ""  # the API's message id (msg_…)
+
+
+class Model(Protocol):
+    """Streams one model response; calls `on_text` with each text delta as it arrives."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def complete(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply: ...
+
+
+class ToolHost(Protocol):
+    """The MCP servers as the loop and the hooks see them."""
+
+    def tools(self) -> Sequence[ToolSpec]:
+        """Every live tool, hooks included, in config order then server order."""
+        ...
+
+    async def call(
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, object],
+        on_progress: Callable[[str], None] | None = None,
+        *,
+        outside_sandbox: bool = False,
+    ) -> ToolOutcome:
+        """Calls a tool; a tool error or a dead server is an `is_error` outcome, never an exception.
+
+        `on_progress` gets the server's progress messages (untrusted text) while the call runs.
+        `outside_sandbox`: a person approved running this call outside the OS sandbox (escalation)."""
+        ...
+
+    async def call_hook(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:
+        """Calls a hook tool; the caller bounds the wait (cancellation must end it promptly).
+
+        Raises `HookCallFailed` for a transport or protocol failure or a dead server.
+        """
+        ...
+
+    async def kill(self, server: str, reason: str) -> None:
+        """Ends a server's whole process group and marks it dead."""
+        ...
+
+    async def refresh(self) -> bool:
+        """Re-lists what servers said changed (`list_changed`); True when `tools()` changed.
+
+        The loop calls it only between requests, so the tools block changes only there."""
+        ...
+
+
+class HookCallFailed(Exception):
+    """A hook call failed below the tool level (transport, crash, dead server)."""
+
+
+EventSink = Callable[[Event], None]
+
+# Decides whether a tool call may run: None = allowed, a string = refused, with a reason the model reads.
+# It gets the call itself (id and input), so a face can match the question to the call it already shows.
+Permit = Callable[[ToolSpec, ToolUse], Awaitable[str | None]]
+
+# Decides whether a call the OS sandbox stopped (`why`) runs again outside it: only a person can say yes.
+Escalate = Callable[[ToolSpec, ToolUse, str], Awaitable[bool]]
+
+
+class Recorder(Protocol):
+    """Receives the conversation as it grows (the session store)."""
+
+    def appended(self, message: Message) -> None: ...
+
+    def result(self, result: ToolResult) -> None:
+        """One result of the tool batch in flight, as soon as it is known; the batch's message follows."""
+        ...
+
+    def reset(self, history: Sequence[Message], reason: str) -> None:
+        """The history was replaced (compaction, truncation, /clear): a new base to resume from."""
+        ...

@@ -1,0 +1,201 @@
+"""The ACP (protocol version 1) request handler and `serve`: initialize, session/new, session/load,
+session/prompt and session/cancel, each session with its own servers; stdin closed ends them all."""
+
+from __future__ import annotations
+
+import re
+import signal
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+from anyio.abc import TaskGroup
+
+from sprout_agent import __version__
+from sprout_agent.core.errors import EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM
+from sprout_agent.faces.acp.lines import LineReader, Writer, guard_stdio
+from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.faces.acp.prompt_content import image_input, prompt_content
+from sprout_agent.faces.acp.wire import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
+    Connection,
+    Json,
+    Reply,
+    RpcError,
+)
+
+if TYPE_CHECKING:
+    from sprout_agent.faces.acp.sessions import AcpSession
+    from sprout_agent.session.prepared import Prepared
+
+# Importing the sessions' machinery (the loop, config, settings) waits for the first session:
+# `initialize` is answered before any of it loads.
+
+PROTOCOL_VERSION = 1  # version 2 is an incompatible draft: never claim it
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+class AcpServer:
+    """Handlers that answer at once are plain functions, run in wire order (wire.Connection): the session a
+    `session/load` opens exists for a prompt sent right behind it, and that prompt for the cancel behind it."""
+
+    def __init__(self, options: AcpOptions, writer: Writer, group: TaskGroup) -> None:
+        self.options = options
+        self.sessions: dict[str, AcpSession] = {}
+        self._group = group  # the sessions' runtimes live here, so end-of-input ends them all
+        self.conn = Connection(
+            writer,
+            {
+                "initialize": self.initialize,
+                "session/new": self.new_session,
+                "session/load": self.load_session,
+                "session/prompt": self.prompt,
+            },
+            {"session/cancel": self.cancel},
+        )
+
+    def initialize(self, params: Json) -> Json:
+        version = params.get("protocolVersion")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be a non-negative integer")
+        capabilities: Json = {
+            "loadSession": self.options.locations.sessions is not None,
+            "promptCapabilities": {"image": image_input(self.options), "audio": False, "embeddedContext": True},
+            "mcpCapabilities": {"http": True, "sse": True},
+        }
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": capabilities,
+            "authMethods": [],
+            "agentInfo": {"name": "sprout-agent", "title": "sprout-agent", "version": __version__},
+        }
+
+    def new_session(self, params: Json) -> Reply:
+        from sprout_agent.faces.acp.commands import available_commands
+        from sprout_agent.faces.acp.setup import prepare_session
+
+        cwd = _absolute_dir(params.get("cwd"))
+        session = self._start(prepare_session(self.options, cwd, params.get("mcpServers"), None))
+        answer = {"sessionId": session.session_id, "_meta": _meta(session.prepared)}
+        return Reply(answer, lambda: session.updates.send(available_commands()))
+
+    def load_session(self, params: Json) -> Reply:
+        from sprout_agent.faces.acp.commands import available_commands
+        from sprout_agent.faces.acp.replay import replay
+        from sprout_agent.faces.acp.setup import prepare_session
+
+        directory = self.options.locations.sessions
+        if directory is None:
+            raise RpcError(METHOD_NOT_FOUND, "Method not found: session/load (loadSession is not advertised)")
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a session id string")
+        if session_id in self.sessions:
+            raise RpcError(INVALID_PARAMS, f"session {session_id} is already open")
+        cwd = _absolute_dir(params.get("cwd"))
+        if not (directory / f"{session_id}.jsonl").is_file():  # an exact id: no prefix matching here
+            raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: no stored session {session_id}")
+        prepared = prepare_session(self.options, cwd, params.get("mcpServers"), session_id)
+        session = self._start(prepared)
+        if prepared.resume is not None:  # the spec: the whole history before the response
+            replay(prepared.resume.history, session.updates, str(cwd))
+        return Reply({"_meta": _meta(prepared)}, lambda: session.updates.send(available_commands()))
+
+    def prompt(self, params: Json) -> Awaitable[Json]:
+        """Claims the session now (a cancel right behind the prompt cancels it), then runs the turn."""
+        session = self._session(params)
+        text, images = prompt_content(params.get("prompt"))
+        return _stop_reason(session.prompt(text, images))
+
+    def cancel(self, params: Json) -> None:
+        """A notification has no answer to carry an error: a cancel for no session (or a malformed one) is ignored."""
+        session_id = params.get("sessionId")
+        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
+        if session is not None:
+            session.cancel()
+
+    async def close_sessions(self) -> None:
+        """End of input: every session ends (`_SessionEnd`, bounded by its hook timeout), then its servers."""
+        sessions = list(self.sessions.values())
+        for session in sessions:
+            session.close()
+        bound = max((s.prepared.settings.hook_timeout_ms for s in sessions), default=0) / 1000
+        with anyio.move_on_after(bound + 0.5):  # what is left then is cancelled with the group, as before
+            for session in sessions:
+                await session.closed.wait()
+
+    def _session(self, params: Json) -> AcpSession:
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: no session {session_id}")
+        return session
+
+    def _start(self, prepared: Prepared) -> AcpSession:
+        from sprout_agent.core.events import Notice
+        from sprout_agent.faces.acp.sessions import AcpSession
+
+        session = AcpSession(prepared, self.conn)
+        for notice in prepared.loaded.notices:  # shown when the first prompt starts
+            session.updates.emit(Notice(notice, "warning"))
+        self.sessions[session.session_id] = session
+        self._group.start_soon(session.own)
+        return session
+
+
+async def _stop_reason(turn: Awaitable[str]) -> Json:
+    return {"stopReason": await turn}
+
+
+def _meta(prepared: Prepared) -> Json:
+    """Ours, under ACP's extension field: the sandbox the session's commands run under (as stream-json `init`)."""
+    return {"sprout-agent": {"sandbox": prepared.sandbox.record()}}
+
+
+def _absolute_dir(raw: object) -> Path:
+    if not isinstance(raw, str) or not raw:
+        raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be a string")
+    path = Path(raw)
+    if not path.is_absolute():
+        raise RpcError(INVALID_PARAMS, f"Invalid params: cwd must be an absolute path, got {raw!r}")
+    if not path.is_dir():
+        raise RpcError(INVALID_PARAMS, f"Invalid params: cwd {raw} is not a directory")
+    return path
+
+
+def serve(options: AcpOptions) -> int:
+    """Runs until the client closes our stdin (or a signal); every session's servers end with it."""
+    read_fd, write_fd = guard_stdio()
+    return anyio.run(_main, options, read_fd, write_fd)
+
+
+async def run(options: AcpOptions, reader: LineReader, writer: Writer) -> None:
+    """Serves one client until end-of-input; the sessions (and their servers) end with it."""
+    async with anyio.create_task_group() as group:
+        server = AcpServer(options, writer, group)
+        await server.conn.serve(reader)
+        await server.close_sessions()
+        group.cancel_scope.cancel()
+
+
+async def _main(options: AcpOptions, read_fd: int, write_fd: int) -> int:
+    received: list[int] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(_watch_signals, group, received)
+        await run(options, LineReader(read_fd), Writer(write_fd))
+        group.cancel_scope.cancel()
+    if not received:
+        return EXIT_OK
+    return EXIT_SIGTERM if received[0] == signal.SIGTERM else EXIT_SIGINT
+
+
+async def _watch_signals(group: TaskGroup, received: list[int]) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            received.append(signum)
+            group.cancel_scope.cancel()

@@ -1,0 +1,315 @@
+"""The `sprout-agent` command (Typer): parses flags and picks the mode; heavy libraries load lazily."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sprout_agent import __version__
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.settings import EFFORT_LEVELS, THINKING_SETTINGS, choice, model_id
+from sprout_agent.core.errors import UsageError
+from sprout_agent.faces.cli import options as o
+from sprout_agent.faces.cli.argv import POSITIONAL, PromptOrCommand
+from sprout_agent.faces.cli.commands.batch import batch_app
+from sprout_agent.faces.cli.commands.servers import hooks_app, mcp_app
+from sprout_agent.faces.cli.exits import exit_now, fail, fail_as
+from sprout_agent.faces.cli.options import (
+    ConfigOption as _ConfigOption,
+)
+from sprout_agent.faces.cli.options import (
+    EffortOption,
+    InputFormat,
+    OutputFormat,
+    ThinkingOption,
+    WebOption,
+)
+from sprout_agent.faces.cli.options import (
+    MaxTurnsOption as _MaxTurnsOption,
+)
+from sprout_agent.faces.cli.options import (
+    ModelOption as _ModelOption,
+)
+from sprout_agent.faces.cli.options import (
+    SandboxAllowWriteOption as _SandboxAllowWriteOption,
+)
+from sprout_agent.faces.cli.options import (
+    SandboxNetworkOption as _SandboxNetworkOption,
+)
+from sprout_agent.faces.cli.options import (
+    SandboxOption as _SandboxOption,
+)
+
+app = typer.Typer(
+    cls=PromptOrCommand,
+    subcommand_metavar="[PROMPT] | COMMAND [ARGS]...",
+    add_completion=False,
+    no_args_is_help=False,
+    help="sprout-agent: a coding agent with MCP tools and MCP-driven lifecycle hooks.\n\n"
+    'In a terminal it is an interactive session (`sprout-agent "PROMPT"` starts it with that prompt); with -p '
+    "or piped stdin it runs one prompt to completion (answer on stdout, progress on stderr). "
+    '`cat log | sprout-agent -p "explain this"` attaches the piped text to the prompt. '
+    "Claude Code's other flags are accepted: mapped onto ours, or ignored with a warning (README).",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+def _patterns(values: list[str] | None) -> tuple[str, ...]:
+    """Repeatable and comma-separated alike: `--allow-tools a,b --allow-tools c`."""
+    return tuple(part.strip() for value in values or () for part in value.split(",") if part.strip())
+
+
+def _prompt_tool(value: str | None, input_format: InputFormat, output_format: OutputFormat) -> str | None:
+    """`--permission-prompt-tool stdio` (what the SDKs pass with a can_use_tool callback): only with stream-json
+    input, the channel the SDK answers on. Claude Code's other form, an MCP tool's name, is not supported."""
+    if value is not None and (value != "stdio" or input_format is not InputFormat.stream_json):
+        fail_as(output_format.value, "--permission-prompt-tool takes stdio, with --input-format stream-json")
+    return value
+
+
+def _rules(ours: list[str] | None, claude: list[str] | None, *, deny: bool) -> tuple[str, ...]:
+    """Our patterns plus Claude Code's rules translated (claude_rules.py); a rule not honoured is a warning."""
+    from sprout_agent.core.claude_rules import translate
+
+    translated = translate(claude or (), deny=deny)
+    for warning in translated.warnings:
+        sys.stderr.write(f"sprout-agent: {warning}\n")
+    return _patterns(ours) + translated.patterns
+
+
+def _mode(name: str, output_format: str) -> str:
+    """A --permission-mode name, ours or Claude Code's, kept as given; a wrong one exits 2."""
+    from sprout_agent.core.permissions import resolve_mode
+
+    try:
+        resolve_mode(name)
+    except ValueError as error:
+        fail_as(output_format, f"--permission-mode: {error}")
+    return name
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"sprout-agent {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(invoke_without_command=True)
+def main_command(
+    ctx: typer.Context,
+    print_mode: Annotated[
+        bool, typer.Option("--print", "-p", help="Run the prompt (argument or piped stdin) to completion and exit.")
+    ] = False,
+    prompt: Annotated[
+        str | None, typer.Option("--prompt", metavar="TEXT", help="The prompt, as an option (implies --print).")
+    ] = None,
+    config: _ConfigOption = None,
+    mcp_config: o.McpConfigOption = None,
+    model: _ModelOption = None,
+    fallback_model: o.FallbackModelOption = None,
+    system_prompt: Annotated[str | None, typer.Option(metavar="TEXT", help="Replace the system prompt.")] = None,
+    append_system_prompt: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="Append to the system prompt.")
+    ] = None,
+    max_turns: _MaxTurnsOption = None,
+    cwd: Annotated[
+        Path | None, typer.Option(metavar="PATH", help="Working directory for the agent and its tools.")
+    ] = None,
+    add_dir: o.AddDirOption = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show requests, usage and hooks.")] = False,
+    strict_mcp_config: o.StrictMcpConfigOption = False,
+    require_servers: o.RequireServersOption = False,
+    max_budget_usd: Annotated[
+        float | None, typer.Option(min=0, metavar="USD", help="End the session once this much is spent (exit 4).")
+    ] = None,
+    output_format: Annotated[
+        OutputFormat, typer.Option(help="text, json (one object at the end) or stream-json (one event per line).")
+    ] = OutputFormat.text,
+    input_format: Annotated[
+        InputFormat, typer.Option(help="stream-json: user messages as JSON lines on stdin.")
+    ] = InputFormat.text,
+    continue_latest: Annotated[
+        bool, typer.Option("--continue", "-c", help="Resume the latest session of this directory.")
+    ] = False,
+    resume: Annotated[
+        str | None, typer.Option("--resume", "-r", metavar="ID", help="Resume the session with this id.")
+    ] = None,
+    session_id: o.SessionIdOption = None,
+    fork_session: o.ForkSessionOption = False,
+    permission_mode: o.PermissionModeOption = None,
+    allow_tools: Annotated[
+        list[str] | None,
+        typer.Option(metavar="PATTERN", help="Tool patterns that always run (dev__bash, git__*); repeatable."),
+    ] = None,
+    deny_tools: Annotated[
+        list[str] | None, typer.Option(metavar="PATTERN", help="Tool patterns that never run; repeatable.")
+    ] = None,
+    allowed_tools: o.AllowedToolsOption = None,
+    disallowed_tools: o.DisallowedToolsOption = None,
+    trust_project: Annotated[
+        bool, typer.Option(help="Start the project's .mcp.json servers without approval, for this run (CI).")
+    ] = False,
+    sandbox: _SandboxOption = None,
+    sandbox_network: _SandboxNetworkOption = None,
+    sandbox_allow_write: _SandboxAllowWriteOption = None,
+    thinking: ThinkingOption = None,
+    effort: EffortOption = None,
+    web: WebOption = None,
+    elicitation: Annotated[
+        str | None,
+        typer.Option(metavar="POLICY", help="A server's question with nobody to ask: decline or accept-defaults."),
+    ] = None,
+    allow_sampling: Annotated[
+        bool, typer.Option(help="Headless: let MCP servers sample the model (sampling/createMessage), billed to you.")
+    ] = False,
+    permission_prompt_tool: Annotated[
+        str | None,
+        typer.Option(
+            metavar="stdio",
+            help="stdio: the Claude Agent SDK driving this run answers the permission questions (can_use_tool).",
+        ),
+    ] = None,
+    include_partial_messages: Annotated[
+        bool, typer.Option(help="stream-json: also each raw Messages API stream event, as `stream_event` lines.")
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
+    work_dir = (cwd or Path.cwd()).resolve()
+    if not work_dir.is_dir():
+        fail_as(output_format.value, f"--cwd {work_dir}: not a directory")
+    from sprout_agent.faces.cli.stdin_prompt import check_texts, headless_prompt
+
+    positional: str | None = ctx.meta.get(POSITIONAL)
+    if positional is not None and prompt is not None:
+        fail_as(output_format.value, "give the prompt once: as an argument or with --prompt")
+    scripted = output_format is not OutputFormat.text or input_format is InputFormat.stream_json
+    headless = print_mode or prompt is not None or scripted or not sys.stdin.isatty()
+    prompt = prompt if positional is None else positional
+    texts = {"-p": prompt, "--system-prompt": system_prompt, "--append-system-prompt": append_system_prompt}
+    check_texts(output_format.value, texts, model)
+    first_prompt = None if headless else prompt
+    if not headless:
+        prompt = None
+    elif input_format is InputFormat.text:
+        prompt = headless_prompt(output_format.value, prompt)
+    from sprout_agent.config.options import Options
+    from sprout_agent.faces.cli import start
+
+    options = Options(
+        prompt=prompt,
+        first_prompt=first_prompt,
+        config_files=tuple(config or ()),
+        mcp_configs=tuple(mcp_config or ()),
+        model=model,
+        fallback_model=fallback_model,
+        system_prompt=system_prompt,
+        append_system_prompt=append_system_prompt,
+        max_turns=max_turns,
+        cwd=work_dir,
+        add_dirs=tuple(path.resolve() for path in add_dir or ()),
+        verbose=verbose,
+        strict_mcp_config=strict_mcp_config,
+        require_servers=require_servers,
+        max_budget_usd=max_budget_usd,
+        output_format=output_format.value,
+        input_format=input_format.value,
+        resume_id=resume,
+        continue_latest=continue_latest,
+        session_id=session_id,
+        fork_session=fork_session,
+        permission_mode=_mode(permission_mode or "auto", output_format.value),
+        permission_mode_given=permission_mode is not None,
+        allow_tools=_rules(allow_tools, allowed_tools, deny=False),
+        deny_tools=_rules(deny_tools, disallowed_tools, deny=True),
+        claude_rules=allowed_tools is not None or disallowed_tools is not None,
+        trust_project=trust_project,
+        thinking=thinking,
+        effort=effort,
+        elicitation=elicitation,
+        allow_sampling=allow_sampling,
+        web=web,
+        sandbox=sandbox.value if sandbox is not None else None,
+        sandbox_network=sandbox_network.value if sandbox_network is not None else None,
+        sandbox_allow_write=tuple(sandbox_allow_write or ()),
+        permission_prompt_tool=_prompt_tool(permission_prompt_tool, input_format, output_format),
+        include_partial_messages=include_partial_messages,
+    )
+    exit_now(start.run(options, not headless))
+
+
+# The `mcp` and `hooks` subcommands live in cli_servers.py.
+app.add_typer(mcp_app, name="mcp")
+app.add_typer(hooks_app, name="hooks")
+app.add_typer(batch_app, name="batch")  # cli_batch.py
+
+
+@app.command("sessions")
+def sessions_list(
+    here: Annotated[bool, typer.Option("--here", help="Only sessions started in the current directory.")] = False,
+    limit: Annotated[int | None, typer.Option(min=1, metavar="N", help="Show at most this many.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="A JSON array on stdout.")] = False,
+) -> None:
+    """List recorded sessions, newest activity first: id, directory, last activity, turns, first prompt."""
+    from sprout_agent.faces.cli.commands.sessions import list_command
+
+    exit_now(list_command(here=here, limit=limit, as_json=as_json))
+
+
+@app.command("acp")
+def acp_command(
+    config: _ConfigOption = None,
+    model: _ModelOption = None,
+    max_turns: _MaxTurnsOption = None,
+    permission_mode: o.PermissionModeOption = None,
+    allow_tools: Annotated[
+        list[str] | None, typer.Option(metavar="PATTERN", help="Tool patterns that always run; repeatable.")
+    ] = None,
+    deny_tools: Annotated[
+        list[str] | None, typer.Option(metavar="PATTERN", help="Tool patterns that never run; repeatable.")
+    ] = None,
+    trust_project: Annotated[
+        bool, typer.Option(help="Start each session's project .mcp.json servers without approval.")
+    ] = False,
+    sandbox: _SandboxOption = None,
+    sandbox_network: _SandboxNetworkOption = None,
+    sandbox_allow_write: _SandboxAllowWriteOption = None,
+    thinking: ThinkingOption = None,
+    effort: EffortOption = None,
+    web: WebOption = None,
+) -> None:
+    """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, any ACP client)."""
+    from sprout_agent.faces.acp.options import AcpOptions
+    from sprout_agent.faces.acp.server import serve
+
+    try:
+        if model is not None:
+            model_id(model, "--model")
+        choice(thinking, THINKING_SETTINGS, "--thinking")  # misspelt: exit 2 now, not at each session/new
+        choice(effort, EFFORT_LEVELS, "--effort")
+    except UsageError as error:
+        fail(str(error), error.exit_code)
+    options = AcpOptions(
+        config_files=tuple(path.resolve() for path in config or ()),
+        model=model,
+        max_turns=max_turns,
+        permission_mode=_mode(permission_mode or "auto", "text"),
+        allow_tools=_patterns(allow_tools),
+        deny_tools=_patterns(deny_tools),
+        trust_project=trust_project,
+        sandbox=sandbox.value if sandbox is not None else None,
+        sandbox_network=sandbox_network.value if sandbox_network is not None else None,
+        sandbox_allow_write=tuple(path.resolve() for path in sandbox_allow_write or ()),
+        thinking=thinking,
+        effort=effort,
+        web=web,
+        locations=Locations.for_user(),
+    )
+    exit_now(serve(options))

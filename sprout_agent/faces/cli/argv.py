@@ -1,0 +1,52 @@
+"""How argv reaches Typer: Claude Code's flags rewritten first (claude_flags.py), and the main command's
+positional prompt told apart from a subcommand, with options allowed after it (`sprout-agent -p "q" --model m`)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+from typer.core import TyperGroup, TyperOption
+from typer.main import get_command
+
+from sprout_agent.faces.cli.claude_flags import rewrite
+
+POSITIONAL = "sprout_agent.prompt"
+
+
+class PromptOrCommand(TyperGroup):
+    """`sprout-agent "fix the test"`: a first argument that names no subcommand is the prompt (Claude Code's
+    form); with -p/--print it is always the prompt. A positional parameter on the callback would swallow the
+    subcommand names instead. Options may follow the prompt, as in Claude Code."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # Any: typer's vendored click Context
+        given = list(args)  # the parser consumes the list it is given
+        rest = super().parse_args(ctx, args)
+        protected: list[str] = ctx._protected_args  # pyright: ignore[reportPrivateUsage]
+        if not protected or (protected[0] in self.commands and not ctx.params.get("print_mode")):
+            return rest
+        # The prompt: parse again with options allowed anywhere (a group stops at its first argument).
+        ctx.allow_interspersed_args = True
+        ctx.params.clear()
+        more = super().parse_args(ctx, given)
+        positional = [*ctx._protected_args, *more]  # pyright: ignore[reportPrivateUsage]
+        ctx._protected_args = []  # pyright: ignore[reportPrivateUsage]
+        ctx.args = []
+        if len(positional) > 1:
+            ctx.fail(f"unexpected argument {positional[1]!r} after the prompt: quote a prompt of several words")
+        ctx.meta[POSITIONAL] = positional[0] if positional else None
+        return []
+
+
+def run(app: typer.Typer, argv: list[str]) -> None:
+    """Runs `app` on argv with Claude Code's flags rewritten; each dropped flag is one warning line on stderr."""
+    command = get_command(app)
+    options = [param for param in command.params if isinstance(param, TyperOption)]
+    known = {name for param in options for name in (*param.opts, *param.secondary_opts)}
+    takes_value = {name for param in options if not param.is_flag for name in param.opts}
+    commands = set(getattr(command, "commands", {}))
+    rewritten = rewrite(argv, takes_value=takes_value, known=known, commands=commands)
+    for warning in rewritten.warnings:
+        sys.stderr.write(f"sprout-agent: {warning}\n")
+    app(args=rewritten.argv, prog_name="sprout-agent")

@@ -1,0 +1,130 @@
+"""The `batch` subcommand (Typer): `batch TASKS.jsonl` (the same as `batch run TASKS.jsonl`) and `batch merge DIR…`.
+The work is in sprout_agent/batch/; docs/batch.md."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from sprout_agent.core.errors import UsageError
+from sprout_agent.faces.cli.exits import exit_now, fail
+from sprout_agent.faces.cli.options import ConfigOption, MaxTurnsOption, ModelOption, OutputFormat
+
+
+class _RunByDefault(TyperGroup):
+    """`batch TASKS.jsonl --jobs 4` means `batch run TASKS.jsonl --jobs 4`: a first argument that names no
+    subcommand (and is not --help) goes to `run`, options included."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # Any: typer's vendored click Context
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+batch_app = typer.Typer(
+    cls=_RunByDefault,
+    no_args_is_help=True,
+    help="Run one `sprout-agent -p` session per line of a JSONL task file, --jobs at a time, results in --out "
+    "(docs/batch.md). `batch TASKS.jsonl` is `batch run TASKS.jsonl`.",
+)
+
+_BATCH_OWNED = frozenset(
+    {"-p", "--prompt", "--output-format", "--input-format", "--cwd", "-c", "--continue", "-r", "--resume"}
+)
+_OutputOption = Annotated[OutputFormat, typer.Option(help="text (a table) or json (one summary object).")]
+
+
+@batch_app.command("run")
+def batch_run(
+    tasks: Annotated[Path, typer.Argument(metavar="TASKS.jsonl", help="One JSON task per line.")],
+    out: Annotated[Path, typer.Option(metavar="DIR", help="Results, transcripts and trees; resumable.")],
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="N", help="Tasks at once.")] = 4,
+    timeout: Annotated[
+        float | None, typer.Option(min=0.1, metavar="SECONDS", help="Per-task time limit (a task's `timeout` wins).")
+    ] = None,
+    max_budget_usd: Annotated[
+        float | None, typer.Option(min=0, metavar="USD", help="For the whole batch: no task starts once it is spent.")
+    ] = None,
+    retry_failed: Annotated[bool, typer.Option(help="Run failed and timed-out tasks again.")] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(metavar="INDEX/COUNT", help="Only this slice (by task id); COUNT alone reads INDEX from the env."),
+    ] = None,
+    executor: Annotated[str, typer.Option(metavar="NAME", help="local (default) or ray.")] = "local",
+    address: Annotated[str | None, typer.Option(metavar="ADDR", help="Ray cluster address (--executor ray).")] = None,
+    output_format: _OutputOption = OutputFormat.text,
+    config: ConfigOption = None,
+    model: ModelOption = None,
+    max_turns: MaxTurnsOption = None,
+    permission_mode: Annotated[str | None, typer.Option(metavar="MODE", help="For every task.")] = None,
+    allow_tools: Annotated[list[str] | None, typer.Option(metavar="PATTERN", help="For every task.")] = None,
+    deny_tools: Annotated[list[str] | None, typer.Option(metavar="PATTERN", help="For every task.")] = None,
+    trust_project: Annotated[bool, typer.Option(help="For every task (CI).")] = False,
+    passed: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[-- -p FLAGS...]", help="After --: more flags for every task's sprout-agent -p."),
+    ] = None,
+) -> None:
+    """Run the tasks of TASKS.jsonl (finished ones in --out are skipped)."""
+    from sprout_agent.batch import runner
+
+    owned = sorted({arg.split("=", 1)[0] for arg in passed or ()} & _BATCH_OWNED)
+    if owned:
+        fail(f"batch: {owned[0]} is the batch's to set for each task (the prompt, output, directory, session)", 2)
+    agent_args: list[str] = [arg for path in config or () for arg in ("--config", str(path.resolve()))]
+    agent_args += ["--model", model] if model else []
+    agent_args += ["--max-turns", str(max_turns)] if max_turns else []
+    agent_args += ["--permission-mode", _checked_mode(permission_mode)] if permission_mode else []
+    agent_args += [arg for p in allow_tools or () for arg in ("--allow-tools", p)]
+    agent_args += [arg for p in deny_tools or () for arg in ("--deny-tools", p)]
+    agent_args += ["--trust-project"] if trust_project else []
+    agent_args += passed or []
+    options = runner.BatchOptions(
+        tasks_file=tasks,
+        out=out,
+        jobs=jobs,
+        timeout=timeout,
+        max_budget_usd=max_budget_usd,
+        retry_failed=retry_failed,
+        shard=shard,
+        executor=executor,
+        address=address,
+        output_format=output_format.value,
+        agent_args=tuple(agent_args),
+    )
+    try:
+        exit_now(runner.run_batch(options, os.environ, runner.executor_for(options)))
+    except UsageError as error:
+        fail(str(error), error.exit_code)
+
+
+def _checked_mode(name: str) -> str:
+    """Ours or Claude Code's mode names, as the main command takes them; a wrong one exits 2 before any task."""
+    from sprout_agent.core.permissions import resolve_mode
+
+    try:
+        resolve_mode(name)
+    except ValueError as error:
+        fail(f"--permission-mode: {error}", 2)
+    return name
+
+
+@batch_app.command("merge")
+def batch_merge(
+    directories: Annotated[list[Path], typer.Argument(metavar="DIR...", help="The shards' --out directories.")],
+    out: Annotated[Path | None, typer.Option(metavar="DIR", help="Also write the merged results here.")] = None,
+    output_format: _OutputOption = OutputFormat.text,
+) -> None:
+    """One summary (and with --out, one results directory) from the shards' --out directories."""
+    from sprout_agent.batch import runner, summary
+
+    try:
+        merged = summary.merge(directories, out)
+    except (UsageError, OSError, ValueError, KeyError) as error:
+        fail(f"batch merge: {error}", 2)
+    runner.report(merged, output_format.value)
+    exit_now(0)

@@ -1,0 +1,75 @@
+"""`sprout-agent hooks test [SERVER…]`: starts the servers as a run here would, then runs hook_kit's probe."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import partial
+
+import anyio
+
+from sprout_agent.config.consent import Verdict, held_back_notice
+from sprout_agent.config.files import ServerConfig
+from sprout_agent.config.sandboxing import ServerSandboxes
+from sprout_agent.config.settings import child_environment
+from sprout_agent.core.events import Event
+from sprout_agent.faces.cli.commands.doctor import Setup, missing_command
+from sprout_agent.faces.cli.commands.hook_kit import HookReport, as_record, probe, report_lines
+from sprout_agent.trust.untrusted import printable
+
+
+def hooks_test_command(setup: Setup, names: Sequence[str], timeout: float | None, as_json: bool) -> int:
+    """Exit 0 when every hook keeps the contract, 1 when one breaks it or a server fails, 2 for a bad name."""
+    known = {config.name for config in setup.loaded.servers}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        sys.stderr.write(f"sprout-agent: no configured server named {printable(', '.join(unknown))} (see mcp list)\n")
+        return 2
+    reports, failed = anyio.run(_run, setup, tuple(names), timeout)
+    record = as_record(reports, failed)
+    if as_json:
+        print(json.dumps(record, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(printable(line) for line in report_lines(reports, failed)))
+    return 0 if record["ok"] else 1
+
+
+async def _run(setup: Setup, names: tuple[str, ...], timeout: float | None) -> tuple[list[HookReport], dict[str, str]]:
+    from sprout_agent.mcp.pool import ServerPool  # loads mcp itself, in a thread, after spawning
+
+    failed: dict[str, str] = {}
+    startable: list[ServerConfig] = []
+    for config in setup.loaded.servers:
+        if names and config.name not in names:
+            continue
+        verdict = setup.verdict(config)
+        problem = missing_command(config, child_environment(os.environ, config.env))
+        if verdict not in (None, Verdict.APPROVED):
+            failed[config.name] = held_back_notice(config, verdict)
+        elif problem is not None:
+            failed[config.name] = problem
+        else:
+            startable.append(replace(config, start_timeout=timeout) if timeout else config)
+
+    def ignore(event: Event) -> None:  # start-up notices are mcp doctor's business
+        del event
+
+    settings = setup.settings
+    pool = ServerPool(
+        startable,
+        emit=ignore,
+        start_timeout=settings.server_start_timeout,
+        tool_timeout=settings.tool_timeout,
+        result_max_bytes=settings.tool_result_max_bytes,
+        child_env=partial(child_environment, os.environ),  # never .env, as in a run
+        sandbox=ServerSandboxes(setup.sandbox, setup.cwd).wrap,
+    )
+    async with pool:
+        for status in pool.status():
+            if status.state != "running":
+                failed[status.name] = status.last_error or status.state
+        reports = await probe(pool, settings.hook_timeout_ms, str(setup.cwd), names)
+    return reports, failed

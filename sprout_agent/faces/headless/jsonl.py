@@ -1,0 +1,347 @@
+"""`--output-format json|stream-json` and `--input-format stream-json`: the contract for scripts.
+
+One JSON object per line on stdout in Claude Code's shapes (stream_lines.py builds them), described in
+docs/stream-json.md and docs/stream-json.schema.json. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, TextIO, assert_never, cast
+
+from sprout_agent.core import events as ev
+from sprout_agent.core.errors import EXIT_USAGE, exit_code_for_stop
+from sprout_agent.core.events import Event
+from sprout_agent.core.images import MAX_PDF_BASE64_BYTES, attachment
+from sprout_agent.core.messages import Image, Text, Usage
+from sprout_agent.core.tool_names import sdk_tool_name
+from sprout_agent.faces.headless.stream_lines import (
+    SCHEMA_VERSION,
+    InitInfo,
+    Record,
+    ResultInfo,
+    ServerInfo,
+    add_model_usage,
+    assistant_record,
+    hook_record,
+    init_record,
+    ms,
+    new_uuid,
+    result_record,
+    system_record,
+    tool_result_record,
+    write_record,
+)
+
+__all__ = ["SCHEMA_VERSION", "InitInfo", "JsonlSink", "ResultInfo", "ServerInfo", "parse_user_message"]
+
+API_SERVER = "anthropic"  # the `server` of the API's own tools (web search and fetch): no MCP name
+INTERRUPTED = "interrupted: the run ended before this tool call finished"
+
+
+def report_early_error(output_format: str, message: str, exit_code: int, out: TextIO) -> None:
+    """A usage or config error before any session started: json and stream-json still get a `result`."""
+    if output_format in ("json", "stream-json"):
+        write_record(out, result_record(ResultInfo("", "error", None, 0, Usage(), 0.0, 0, exit_code, [message])))
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """A tool call between its start and its end."""
+
+    name: str  # SDK-facing
+    server: str
+    started: float
+    arguments: Mapping[str, object]
+
+
+# Events whose content init already carries (server start-up).
+_FOLDED_INTO_INIT = (ev.ServerStarted, ev.ServerFailed)
+
+
+class JsonlSink:
+    """Event sink for scripts. stream-json: `system/init`, the lines of each event, a `result` per user turn.
+    json: only the final `result`.
+
+    Events that arrive before `init` (servers starting, config notices) wait and follow it, so a
+    reader can rely on `init` being the first line whenever a session started.
+    """
+
+    def __init__(self, out: TextIO, *, stream: bool, progress: bool = False) -> None:
+        self.out = out
+        self.stream = stream
+        self.progress = progress  # `tool_progress` lines (--verbose): a live view wants them, a script does not
+        self.session_id: str | None = None
+        self._initialised = False
+        self._pending: list[Event] = []
+        self._open_calls: dict[str, _Call] = {}  # until finished
+        self._denials: list[Record] = []  # the permission policy's refusals in this user turn
+        self._model_usage: dict[str, Record] = {}  # per model, the session's running totals
+        self._limits = (0, 0)  # the context window and max output tokens, from init
+        self._finished = False
+        self._api_seconds = 0.0  # model requests' time, this run
+        self._turn_api_seconds = 0.0  # … this user turn
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ev.ModelReplied):
+            self._api_seconds += event.seconds
+            self._turn_api_seconds += event.seconds
+        elif isinstance(event, ev.AssistantMessage):
+            add_model_usage(self._model_usage, event, *self._limits)
+        if not self.stream:
+            if isinstance(event, ev.ToolStarted | ev.ToolFinished):
+                self._track(event)  # for the result's permission_denials
+            return
+        if self._finished:
+            return
+        if not self._initialised:
+            if not isinstance(event, _FOLDED_INTO_INIT):
+                self._pending.append(event)
+            return
+        for record in self._records(event):
+            self._write(record)
+
+    def write_raw(self, record: Record) -> None:
+        """A line of another protocol (a control_response) on the same stdout: one whole line, never interleaved."""
+        write_record(self.out, record)
+
+    def init(self, info: InitInfo) -> None:
+        self.session_id = info.session_id
+        self._limits = (info.context_window, info.max_output_tokens)
+        if not self.stream or self._initialised:
+            return
+        self._initialised = True
+        self._write(init_record(info))
+        pending, self._pending = self._pending, []
+        for event in pending:
+            self(event)
+
+    def result(self, info: ResultInfo, *, reported: bool = False) -> None:
+        """The run's outcome, written once. `reported`: the last user turn's `result` already said it (stream-json
+        writes no second one). A stream that never reached `init` gets only this line."""
+        if self._finished:
+            return
+        self._close_open_calls()
+        self._finished = True
+        if not (reported and self.stream):
+            totals = {"duration_api_ms": ms(self._api_seconds), "model_usage": self._model_usage}
+            final = replace(info, **totals, permission_denials=self._denials)
+            write_record(self.out, result_record(final))
+
+    def skipped(self, reason: str, cost_usd: float) -> None:
+        """A stdin message that was not run (over the size cap): an error `result` of its own (stream-json), so an
+        SDK waiting for its message's result goes on. The run goes on too: it is not the run's outcome."""
+        if not self.stream or self._finished:
+            return
+        info = ResultInfo("", "error", self.session_id, 0, Usage(), cost_usd, 0, EXIT_USAGE, [reason])
+        write_record(self.out, result_record(replace(info, model_usage=dict(self._model_usage))))
+
+    def _close_open_calls(self) -> None:
+        """A call cut short (a signal, an error, the SDK's interrupt) never finished on its own: every tool_use
+        gets its result (in stream-json; json reports only the result)."""
+        for call_id, call in list(self._open_calls.items()) if self.stream else []:
+            if call.server != API_SERVER:
+                self._write(tool_result_record(call_id, (Text(INTERRUPTED),), True))
+            self._write(_tool_finished(call_id, call.name, call.server, True, time.monotonic() - call.started))
+        self._open_calls.clear()
+
+    def _write(self, record: Record) -> None:
+        write_record(self.out, {**record, "session_id": self.session_id, "uuid": new_uuid()})
+
+    def _turn_result(self, event: ev.TurnFinished) -> Record:
+        api, self._turn_api_seconds = self._turn_api_seconds, 0.0
+        denials, self._denials = self._denials, []
+        code = exit_code_for_stop(event.stop_reason)
+        info = ResultInfo(
+            event.text, event.stop_reason, self.session_id, event.turns, event.usage, event.cost_usd,
+            ms(event.seconds), code, [], ms(api), denials, dict(self._model_usage),
+        )  # fmt: skip
+        return result_record(info)
+
+    def _track(self, event: ev.ToolStarted | ev.ToolFinished) -> _Call:
+        """A call from its start to its end (the SDK-facing name, the server); a refused one is a denial."""
+        if isinstance(event, ev.ToolStarted):
+            name = sdk_tool_name(event.server, event.tool) if event.server not in ("", API_SERVER) else event.name
+            self._open_calls[event.call_id] = call = _Call(name, event.server, time.monotonic(), event.arguments)
+            return call
+        call = self._open_calls.pop(event.call_id, _Call(event.name, "", 0.0, {}))
+        if event.denied:
+            self._denials.append({"tool_name": call.name, "tool_use_id": event.call_id, "tool_input": call.arguments})
+        return call
+
+    def _records(self, event: Event) -> list[Record]:
+        match event:
+            case ev.ToolStarted():
+                name = self._track(event).name
+                fields = {"id": event.call_id, "name": name, "server": event.server, "tool": event.tool}
+                return [system_record("tool_started", **fields, arguments=event.arguments)]
+            case ev.ToolFinished():
+                call = self._track(event)
+                name, server = call.name, call.server
+                finished = _tool_finished(event.call_id, name, server, event.is_error, event.seconds)
+                if event.diff:
+                    finished["diff"] = event.diff
+                if server == API_SERVER:  # a web search's result is in the `assistant` line, as the API sent it
+                    return [finished]
+                return [tool_result_record(event.call_id, event.content, event.is_error), finished]
+            case ev.TurnFinished():
+                if event.stop_reason == "interrupted":
+                    self._close_open_calls()
+                return [self._turn_result(event)]
+            case _:
+                record = self._record(event)
+                return [record] if record is not None else []
+
+    def _record(self, event: Event) -> Record | None:  # noqa: C901 - one arm per event type, checked exhaustive
+        match event:
+            case (
+                ev.ModelWaiting()
+                | ev.TextDelta()
+                | ev.ToolRunning()
+                | ev.ThinkingDelta()
+                | ev.AssistantText()
+                | ev.ModelReplied()
+                | ev.ToolStarted()
+                | ev.ToolFinished()
+                | ev.TurnFinished()
+            ):
+                return None  # `assistant` carries the reply whole; the last three are _records'
+            case ev.AssistantMessage():
+                return assistant_record(event)
+            case ev.StreamEvent():
+                return {"type": "stream_event", "event": dict(event.event), "parent_tool_use_id": None}
+            case ev.Notice():
+                return system_record("notice", level=event.level, text=event.text)
+            case ev.ServerStarted():
+                fields = {"tools": event.tool_count, "hooks": event.hook_count, "duration_ms": ms(event.seconds)}
+                return system_record("server_started", server=event.server, **fields)
+            case ev.ServerFailed():
+                return system_record(
+                    "server_failed", server=event.server, reason=event.reason, stderr_tail=event.stderr_tail
+                )
+            case ev.ListChanged():
+                fields = {"count": event.count, "added": list(event.added), "removed": list(event.removed)}
+                return system_record("list_changed", server=event.server, kind=event.kind, **fields)
+            case ev.ServerLog():
+                return system_record("server_log", server=event.server, level=event.level, text=event.text)
+            case ev.ApiRetry():
+                delay = ms(event.delay)
+                return system_record(
+                    "api_retry", attempt=event.attempt, reason=event.reason, delay_ms=delay, retry_delay_ms=delay
+                )
+            case ev.ToolProgress():
+                return system_record("tool_progress", id=event.call_id, tail=event.tail) if self.progress else None
+            case (
+                ev.HookCalled()
+                | ev.HookObjected()
+                | ev.HookInjected()
+                | ev.HookTimedOut()
+                | ev.HookFailed()
+                | ev.HookServerKilled()
+                | ev.StopBudgetSpent()
+                | ev.HookAnswered()
+                | ev.HookBudgetSpent()
+            ):
+                return hook_record(event)
+            case ev.CompactionStarted():
+                return system_record("compaction_started", reason=event.reason, tokens_before=event.tokens_before)
+            case ev.CompactionFinished():
+                tokens = {"tokens_before": event.tokens_before, "tokens_after": event.tokens_after}
+                return system_record("compaction_finished", ok=event.ok, **tokens, detail=event.detail)
+            case ev.ServerAsked():
+                said = {"message": event.message, "outcome": event.outcome, "detail": event.detail}
+                return system_record("server_request", server=event.server, kind=event.kind, **said)
+            case _:
+                assert_never(event)
+
+
+def _tool_finished(call_id: str, name: str, server: str, is_error: bool, seconds: float) -> Record:
+    return system_record(
+        "tool_finished", id=call_id, name=name, server=server, is_error=is_error, duration_ms=ms(seconds)
+    )
+
+
+# --- input ------------------------------------------------------------------------------------------------
+def parse_user_line(line: str | bytes) -> str:
+    """One stdin line of `--input-format stream-json` → the user's text; ValueError says what is wrong."""
+    return parse_user_message(line)[0]
+
+
+def parse_user_message(line: str | bytes) -> tuple[str, tuple[Image, ...]]:
+    """One stdin line → the user's text and attached images/PDFs; ValueError says what is wrong.
+
+    Accepts Claude Code's `{"type": "user", "message": {"role": "user", "content": "…" | [blocks]}}` (text,
+    image and document blocks with a base64 source, checked as the API checks them) and the shorter
+    `{"type": "user", "text": "…"}`.
+    """
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"not UTF-8 text (byte {error.start} is 0x{line[error.start]:02x})") from None
+    try:
+        data = json.loads(line)
+    except ValueError as error:
+        raise ValueError(f"not JSON: {error}") from None
+    except RecursionError:  # json's parser recurses per `[` or `{`
+        raise ValueError("not JSON: nested too deeply") from None
+    if not isinstance(data, dict) or cast(dict[str, Any], data).get("type") != "user":
+        raise ValueError('expected an object with "type": "user"')
+    record = cast(dict[str, Any], data)
+    images: tuple[Image, ...] = ()
+    if isinstance(record.get("text"), str):
+        text: str = record["text"]
+    else:
+        message = record.get("message")
+        if not isinstance(message, dict):
+            raise ValueError('expected "text" or "message"')
+        text, images = _content(cast(dict[str, Any], message).get("content"))
+    if not text.strip() and not images:
+        raise ValueError("the user message is empty")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a \ud800 escape: neither the API nor the transcript can carry it
+        raise ValueError("the user message is not valid Unicode (a lone surrogate)") from None
+    return text, images
+
+
+def _content(content: object) -> tuple[str, tuple[Image, ...]]:
+    if isinstance(content, str):
+        return content, ()
+    if not isinstance(content, list):
+        raise ValueError('"message.content" must be a string or a list of text, image and document blocks')
+    parts: list[str] = []
+    images: list[Image] = []
+    for index, item in enumerate(cast(list[object], content)):
+        block = cast(dict[str, Any], item) if isinstance(item, dict) else {}
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind in ("image", "document"):
+            images.append(_attached(block, f"message.content.{index}"))
+        else:
+            raise ValueError("only text, image and document blocks are supported in message.content")
+    return "\n".join(parts), tuple(images)
+
+
+def _attached(block: dict[str, Any], where: str) -> Image:
+    """An image or document block with a base64 source, its bytes checked against the declared type."""
+    raw_source = block.get("source")
+    source = cast(dict[str, Any], raw_source) if isinstance(raw_source, dict) else {}
+    data, declared = source.get("data"), source.get("media_type")
+    if source.get("type") != "base64" or not isinstance(data, str) or not isinstance(declared, str):
+        raise ValueError(f"{where}: a base64 source with media_type and data is required")
+    if len(data) > MAX_PDF_BASE64_BYTES:
+        raise ValueError(f"{where}: over the API's 32 MB request limit")
+    try:
+        raw = binascii.a2b_base64("".join(data.split()), strict_mode=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"{where}: the data is not valid base64") from None
+    checked = attachment(raw, declared)
+    if isinstance(checked, str):
+        raise ValueError(f"{where}: {checked}")
+    return checked

@@ -1,0 +1,283 @@
+"""Non-interactive runs: prompts from -p, stdin or JSON lines; the outcome as text, json or stream-json.
+
+Whatever ends the run (an answer, an API error, a signal), `finish` reports it and picks the exit code.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+
+from sprout_agent.config.consent import held_back_notice
+from sprout_agent.core.agent import TurnResult
+from sprout_agent.core.errors import (
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    SproutError,
+    UsageError,
+    exit_code_for_stop,
+    sprout_error_in,
+)
+from sprout_agent.core.events import Event, Notice, TurnFinished
+from sprout_agent.core.messages import Image, Usage
+from sprout_agent.core.tool_names import sdk_tool_name
+from sprout_agent.faces.headless.control import Control, LineWriter, Skipped, prompts_of, stdin_lines
+from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
+from sprout_agent.faces.headless.sdk_session import SdkAsk, SdkRelay, SdkSession
+from sprout_agent.faces.signals import SignalWatch
+from sprout_agent.faces.terminal.render import TerminalRenderer
+from sprout_agent.session.prepared import Prepared
+from sprout_agent.session.runtime import Runtime, new_session_id, open_runtime
+from sprout_agent.trust.untrusted import printable
+
+
+class Headless:
+    """One non-interactive session; collects what `finish` reports."""
+
+    def __init__(self, prepared: Prepared) -> None:
+        options = prepared.options
+        self.prepared = prepared
+        self.started = time.monotonic()
+        self.session_id = new_session_id(prepared)
+        self.text_mode = options.output_format == "text"
+        self.lines = LineWriter(sys.stdout)  # the sink and the control channel share it: whole lines, never mixed
+        self.jsonl = (
+            None
+            if self.text_mode
+            else JsonlSink(
+                self.lines.as_text_io(), stream=options.output_format == "stream-json", progress=options.verbose
+            )
+        )
+        # Progress goes to stderr: always for text, only with -v for json and stream-json (stdout is theirs).
+        # In text mode the same sink prints each turn's answer on stdout.
+        show_progress = self.text_mode or options.verbose
+        answers = sys.stdout if self.text_mode else None
+        self.renderer = (
+            TerminalRenderer(interactive=False, verbose=options.verbose, stdout=sys.stderr, answers=answers)
+            if show_progress
+            else None
+        )
+        self.runtime: Runtime | None = None
+        self.code = EXIT_OK
+        self.stop_reason = "end_turn"
+        self.text = ""
+        self.turns = 0
+        self.errors: list[str] = []
+        self.fatal: str | None = None  # the one line for stderr
+        self.ran_a_turn = False
+        self.reported = False  # the last thing the run did was answer a turn (stream-json wrote its result)
+        # stream-json input: stdin is read while a turn runs, and the SDKs' control requests are answered.
+        self.sdk: SdkSession | None = None
+        self.control: Control | None = None
+        if options.input_format == "stream-json":
+            self.sdk = SdkSession(prepared, self.emit)
+            self.control = Control(self.lines, self.sdk.handlers(), note=_say)
+
+    def emit(self, event: Event) -> None:
+        if self.renderer is not None:
+            self.renderer(event)
+        if self.jsonl is not None:
+            self.jsonl(event)
+
+    async def main(self) -> None:
+        watch = SignalWatch()
+        self._config_notices()
+        async with anyio.create_task_group() as group:
+            watch.everything = group.cancel_scope
+            group.start_soon(watch.watch)
+            if self.control is not None:
+                group.start_soon(self.control.run, stdin_lines(_stdin_chunk))
+            try:
+                async with open_runtime(
+                    self.prepared, self.emit, session_id=self.session_id, **self._sdk_parts()
+                ) as runtime:
+                    self.runtime = runtime
+                    if self.sdk is not None:
+                        self.sdk.attach(runtime)
+                    # A signal ends the turns, not the servers: `_SessionEnd` still reaches them (bounded).
+                    with anyio.CancelScope() as turns:
+                        watch.everything = turns
+                        await self._turns(runtime)
+                    watch.everything = group.cancel_scope  # a second signal ends everything at once
+                    if watch.received is not None:
+                        await runtime.agent.end_session("signal")
+            except Exception as error:
+                found = sprout_error_in(error)  # task groups wrap what they raise (e.g. --require-servers)
+                if found is None:
+                    raise
+                self.failed(found)
+            group.cancel_scope.cancel()
+        if watch.exit_code is not None:
+            self.interrupted(watch.exit_code)
+
+    def _config_notices(self) -> None:
+        if self.prepared.options.verbose:
+            read = ", ".join(str(p) for p in self.prepared.loaded.files_read) or "none"
+            self.emit(Notice(f"config files read: {read}"))
+        for notice in (*self.prepared.loaded.notices, *self.prepared.held_back_notices()):
+            self.emit(Notice(notice, "warning"))
+
+    def _sdk_parts(self) -> dict[str, Any]:
+        """The SDK's permission callback (with `--permission-prompt-tool stdio`) and its in-process servers."""
+        if self.control is None or self.sdk is None:
+            return {}
+        sdk_servers = [s.name for s in self.prepared.loaded.servers if s.transport == "sdk"]
+        parts: dict[str, Any] = {"sdk": SdkRelay(self.control, sdk_servers)}
+        if self.prepared.options.permission_prompt_tool == "stdio":
+            parts["ask"] = SdkAsk(self.control, self.sdk.cancel_turn)
+        return parts
+
+    async def _turns(self, runtime: Runtime) -> None:
+        self._init(runtime)
+        async for queued in self._prompts():
+            if isinstance(queued, Skipped):
+                self._skipped(queued.reason, runtime)
+                continue
+            prompt, attachments = queued
+            result = await self._turn(runtime, prompt, attachments)
+            self.ran_a_turn = True
+            if result is None:  # the SDK's interrupt: the session goes on with the next prompt
+                self.text, self.stop_reason, self.reported = "", "interrupted", True
+                continue
+            self.turns += result.turns
+            self.text, self.stop_reason = result.text, result.stop_reason
+            self.code = exit_code_for_stop(result.stop_reason)
+            self.reported = True  # the turn's own `result` line said it; a later failure says more
+            if self.code != EXIT_OK:
+                break  # the rest of a stream-json input is left unread: the session cannot go on
+
+    def _skipped(self, reason: str, runtime: Runtime) -> None:
+        """A stdin line over the cap: not run, its own error `result`, and the session goes on."""
+        self.errors.append(reason)
+        self.reported = False  # the run's last result must still say how it ended
+        if self.jsonl is not None:
+            self.jsonl.skipped(reason, runtime.agent.ledger.cost)
+
+    async def _turn(self, runtime: Runtime, prompt: str, attachments: tuple[Image, ...]) -> TurnResult | None:
+        """One turn; None when the SDK interrupted it (its `result` line says "interrupted")."""
+        result, ledger, started = None, runtime.agent.ledger, time.monotonic()
+        before = ledger.usage
+        with anyio.CancelScope() as scope:
+            if self.sdk is not None:
+                self.sdk.turn = scope
+            result = await runtime.agent.run_turn(prompt, attachments)
+        if self.sdk is not None:
+            self.sdk.turn = None
+        if scope.cancelled_caught:
+            seconds = time.monotonic() - started
+            self.emit(TurnFinished("interrupted", "", 0, ledger.usage - before, ledger.cost, seconds))
+        return result
+
+    async def _prompts(self) -> AsyncIterator[tuple[str, tuple[Image, ...]] | Skipped]:
+        options = self.prepared.options
+        if options.prompt is not None:
+            yield options.prompt, ()
+        if options.input_format != "stream-json":
+            return
+        assert self.control is not None
+        given = options.prompt is not None
+        async for message in prompts_of(self.control):
+            given = given or not isinstance(message, Skipped)
+            yield message
+        if not given:
+            raise UsageError("no user message on stdin (--input-format stream-json)")
+
+    def _init(self, runtime: Runtime) -> None:
+        if self.jsonl is None:
+            return
+        agent = runtime.agent
+        hooks = [(spec.server, spec.tool) for spec in agent.hooks.active()]
+        statuses = runtime.pool.status()
+        servers = [ServerInfo(s.name, s.state, s.tool_count, s.hook_count, s.last_error, s.transport) for s in statuses]
+        held_back = self.prepared.held_back
+        if held_back is not None:
+            for server in held_back.pending:
+                notice = held_back_notice(server, held_back.verdicts[server.name])
+                servers.append(ServerInfo(server.name, "not approved", 0, 0, notice, server.transport))
+        self.jsonl.init(
+            InitInfo(
+                session_id=runtime.session_id,
+                model=agent.model.name,
+                cwd=str(self.prepared.options.cwd),
+                servers=servers,
+                tools=[sdk_tool_name(spec.server, spec.tool) for spec in agent.tools],
+                model_tools=[spec.name for spec in agent.tools],
+                permission_mode=self.prepared.options.permission_mode,
+                api_key_source="ANTHROPIC_API_KEY" if self.prepared.env.get("ANTHROPIC_API_KEY") else "none",
+                hooks=hooks,
+                resumed=self.prepared.resume is not None,
+                sandbox=self.prepared.sandbox.record(),
+                context_window=agent.compactor.window if agent.compactor is not None else 0,
+                max_output_tokens=self.prepared.settings.max_output_tokens,
+            )
+        )
+
+    def failed(self, error: SproutError) -> None:
+        self.code, self.stop_reason, self.text, self.reported = error.exit_code, "error", "", False
+        self.errors.append(str(error))
+        self.fatal = str(error)
+
+    def interrupted(self, code: int) -> None:
+        self.code, self.stop_reason, self.text, self.reported = code, "interrupted", "", False
+        self.errors.append("interrupted by " + ("SIGTERM" if code == EXIT_SIGTERM else "SIGINT"))
+
+    def finish(self) -> int:
+        """Reports the outcome (text: answer already out, summary on stderr; json: the result object)."""
+        agent = self.runtime.agent if self.runtime is not None else None
+        if self.renderer is not None:
+            self.renderer.close()
+            if self.code != EXIT_OK and self.ran_a_turn and self.stop_reason not in ("error", "interrupted"):
+                self.renderer.say(f"stopped: {self.stop_reason}", "yellow")
+            if agent is not None and self.text_mode:
+                self.renderer.say(agent.ledger.summary(), "dim")
+        if self.jsonl is not None:
+            self.jsonl.result(
+                ResultInfo(
+                    text=self.text,
+                    stop_reason=self.stop_reason,
+                    session_id=self.session_id,
+                    # The agent counts requests as they are made: a turn cut short by a signal still made them.
+                    turns=agent.requests if agent is not None else self.turns,
+                    usage=agent.ledger.usage if agent is not None else Usage(),
+                    cost_usd=agent.ledger.cost if agent is not None else 0.0,
+                    duration_ms=round((time.monotonic() - self.started) * 1000),
+                    exit_code=self.code,
+                    errors=self.errors,
+                ),
+                reported=self.reported,
+            )
+        if self.fatal is not None:
+            sys.stderr.write(f"sprout-agent: {printable(self.fatal)}\n")
+        return self.code
+
+
+def _stdin_chunk(size: int) -> bytes:
+    """What stdin has, up to `size` bytes, as soon as it has any (read1: one read of the pipe, not a wait for all)."""
+    stream = sys.stdin.buffer
+    return stream.read1(size) if isinstance(stream, io.BufferedIOBase) else stream.read(size)
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(f"sprout-agent: {line}\n")
+
+
+def run_headless(prepared: Prepared) -> int:
+    """Runs the prompt(s) to completion; a result is reported however the run ends."""
+    headless = Headless(prepared)
+    try:
+        anyio.run(headless.main)
+    except KeyboardInterrupt:  # before the signal watch is listening
+        headless.interrupted(EXIT_SIGINT)
+    except Exception as error:
+        headless.errors.append(f"internal error: {type(error).__name__}: {error}")
+        headless.code, headless.stop_reason, headless.reported = EXIT_RUNTIME, "error", False
+        headless.finish()
+        raise
+    return headless.finish()

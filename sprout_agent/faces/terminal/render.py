@@ -1,0 +1,263 @@
+"""Loop events as terminal output (rich). Interactive: one console on stderr, a live region at the bottom
+(ui/board.py) and everything final printed above it once; otherwise plain progress lines on stderr and the
+answer on stdout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TextIO, assert_never
+
+from rich.console import Console
+from rich.text import Text
+
+if TYPE_CHECKING:  # loaded when first needed: a -p run never renders Markdown, tables or spinners
+    from rich.console import RenderableType
+
+    from sprout_agent.faces.terminal.live_view import LiveView
+
+from sprout_agent.core import events as ev
+from sprout_agent.core.events import Event
+from sprout_agent.faces.terminal.calls import short_arguments
+from sprout_agent.trust.untrusted import printable, visible
+
+
+class TerminalRenderer:
+    """Event sink for people. Interactive: live tool calls, answers as Markdown. Otherwise: plain stderr lines."""
+
+    def __init__(
+        self, *, interactive: bool, verbose: bool, stdout: TextIO | None = None, answers: TextIO | None = None
+    ) -> None:
+        """`stdout` takes the rendered Markdown (interactive); `answers` gets each turn's final text as is."""
+        self.interactive = interactive
+        self.verbose = verbose
+        # No fixed file: the consoles write to whatever sys.stderr/sys.stdout are at the time, so that while the
+        # prompt shows (prompt_toolkit's patch_stdout) output goes above it and the prompt is redrawn. Lines wrap
+        # at word boundaries (soft_wrap off): a terminal's own wrap cuts words in two.
+        self.err = Console(stderr=True, highlight=False)
+        self.out = Console(file=stdout, highlight=False)
+        self.answers = answers
+        self._view: LiveView | None = None
+        self._pending_tools: dict[str, str] = {}
+
+    @property
+    def view(self) -> LiveView:
+        """The interactive drawing, built on first use (a -p run never loads it)."""
+        if self._view is None:
+            from sprout_agent.faces.terminal.live_view import LiveView
+
+            self._view = LiveView(self.err, verbose=self.verbose)
+        return self._view
+
+    def __call__(self, event: Event) -> None:  # noqa: C901 - one arm per event type, checked exhaustive
+        match event:
+            case ev.ModelWaiting():
+                self._on_model_waiting(event)
+            case ev.TextDelta():
+                self._on_text_delta(event)
+            case ev.ThinkingDelta():
+                self._on_thinking_delta(event)
+            case ev.AssistantText():
+                self._on_assistant_text(event)
+            case ev.ModelReplied():
+                self._on_model_replied(event)
+            case ev.AssistantMessage() | ev.StreamEvent():
+                pass  # the text and the calls were shown as they came
+            case ev.ApiRetry():
+                self._line(f"[yellow]API error ({event.reason}); retry {event.attempt} in {event.delay:.1f}s[/]")
+            case ev.ToolStarted() | ev.ToolRunning() | ev.ToolProgress() | ev.ToolFinished():
+                self._on_tool(event)
+            case ev.ServerStarted() | ev.ServerFailed() | ev.Notice():
+                self._on_server_or_notice(event)
+            case ev.ListChanged():
+                self._line(Text(visible(event.line()), style="dim"))
+            case ev.ServerLog():
+                if self.verbose:
+                    self._line(Text(visible(f"[{event.server} {event.level}] {event.text}"), style="dim"))
+            case (
+                ev.HookCalled()
+                | ev.HookObjected()
+                | ev.HookInjected()
+                | ev.HookTimedOut()
+                | ev.HookFailed()
+                | ev.HookServerKilled()
+                | ev.StopBudgetSpent()
+                | ev.HookAnswered()
+                | ev.HookBudgetSpent()
+            ):
+                self._on_hook(event)
+            case ev.CompactionStarted() | ev.CompactionFinished():
+                self._on_compaction(event)
+            case ev.TurnFinished():
+                self._on_turn_finished(event)
+            case ev.ServerAsked():
+                self._line(Text(printable(event.line()), style="magenta"))
+            case _:
+                assert_never(event)
+
+    def close(self) -> None:
+        """The turn ended (or was cancelled): the live region goes, what was final stays."""
+        if self._view is not None:
+            self._view.close()
+
+    def pause(self) -> None:
+        """Before a question: the live region is erased so it cannot draw over it; the next event redraws it."""
+        if self._view is not None:
+            self._view.pause()
+
+    # --- model output -----------------------------------------------------------------------------
+    def _on_model_waiting(self, event: ev.ModelWaiting) -> None:
+        if self.verbose:
+            self._line(f"[dim]→ request {event.request_number}, ~{event.context_tokens} context tokens[/]")
+        if self.interactive:
+            self.view.model_waiting()
+
+    def _on_text_delta(self, event: ev.TextDelta) -> None:
+        if self.interactive:
+            self.view.text_delta(event.text)
+
+    def _on_thinking_delta(self, event: ev.ThinkingDelta) -> None:
+        if self.interactive:
+            self.view.thinking_delta(event.text)
+        elif self.verbose:  # a -p run shows no live view; --verbose puts the reasoning on stderr as it comes
+            self.err.print(Text(visible(event.text), style="dim italic"), end="")
+
+    def _on_assistant_text(self, event: ev.AssistantText) -> None:
+        if self.interactive:
+            self.view.assistant_text(event.text)
+        elif self.verbose:
+            self.err.print(Text(visible(event.text), style="dim"))
+
+    def _on_model_replied(self, event: ev.ModelReplied) -> None:
+        if self.interactive:
+            self.view.model_replied()
+        if self.verbose:
+            u = event.usage
+            self._line(
+                f"[dim]← {event.stop_reason} in {event.seconds:.2f}s: in {u.input_tokens}, "
+                f"cache read {u.cache_read_tokens}, cache write {u.cache_write_tokens}, out {u.output_tokens}, "
+                f"${event.cost_usd:.4f}[/]"
+            )
+
+    # --- tools ------------------------------------------------------------------------------------
+    def _on_tool(self, event: ev.ToolStarted | ev.ToolRunning | ev.ToolProgress | ev.ToolFinished) -> None:
+        if self.interactive:
+            view = self.view
+            match event:
+                case ev.ToolStarted():
+                    view.tool_started(event)
+                case ev.ToolRunning():
+                    view.tool_running(event.call_id)
+                case ev.ToolProgress():
+                    view.tool_progress(event)
+                case ev.ToolFinished():
+                    view.tool_finished(event)
+        elif isinstance(event, ev.ToolStarted):
+            self._pending_tools[event.call_id] = short_arguments(event.arguments)
+        elif isinstance(event, ev.ToolFinished):
+            arguments = self._pending_tools.pop(event.call_id, "")
+            status = f"[red]error[/] {_escape(event.summary)}" if event.is_error else "[green]ok[/]"
+            self._line(
+                f"[cyan]⏺ {_escape(event.name)}[/] [dim]{_escape(arguments)}[/] {status} [dim]{event.seconds:.2f}s[/]"
+            )
+
+    # --- servers, hooks, compaction -------------------------------------------------------------------
+    def _on_server_or_notice(self, event: ev.ServerStarted | ev.ServerFailed | ev.Notice) -> None:
+        if isinstance(event, ev.ServerStarted):
+            if self.verbose:
+                self._line(
+                    f"[dim]server {event.server}: {event.tool_count} tools, {event.hook_count} hooks, "
+                    f"{event.seconds:.2f}s[/]"
+                )
+        elif isinstance(event, ev.ServerFailed):
+            self._line(f"[red]server {_escape(event.server)} failed:[/] {_escape(event.reason)}")
+            if event.stderr_tail:
+                self._line(Text(_indent(visible(event.stderr_tail)), style="dim"))
+        else:
+            style = {"warning": "yellow", "error": "red"}.get(event.level, "dim")
+            self._line(Text(visible(event.text), style=style))
+
+    def _on_hook(self, event: ev.HookEvent) -> None:
+        match event:
+            case ev.HookCalled():
+                if self.verbose:
+                    self._line(f"[dim]hook {event.hook} → {', '.join(event.servers)}[/]")
+            case ev.HookObjected():
+                first = event.text.strip().split("\n", 1)[0][:120]
+                self._line(f"[magenta]hook {event.hook} from {_escape(event.server)} objected:[/] {_escape(first)}")
+            case ev.HookInjected():
+                self._line(f"[magenta]hook {event.hook} from {_escape(event.server)} added context[/]")
+            case ev.HookTimedOut():
+                self._line(f"[yellow]hook {event.hook} on {event.server} timed out ({event.consecutive} in a row)[/]")
+            case ev.HookFailed():
+                if self.verbose:
+                    self._line(f"[yellow]hook {event.hook} on {event.server} failed: {_escape(event.reason[:200])}[/]")
+            case ev.HookServerKilled():
+                self._line(f"[red]server {event.server} killed: {_escape(event.reason)}[/]")
+            case ev.StopBudgetSpent() | ev.HookAnswered() | ev.HookBudgetSpent():
+                self._on_hook_said(event)
+            case _:
+                assert_never(event)
+
+    def _on_hook_said(self, event: ev.StopBudgetSpent | ev.HookAnswered | ev.HookBudgetSpent) -> None:
+        if isinstance(event, ev.StopBudgetSpent):
+            self._line(
+                f"[yellow]_Stop budget spent ({event.rejections} objections this session): stopping regardless[/]"
+            )
+        elif isinstance(event, ev.HookAnswered):
+            first = event.text.strip().split("\n", 1)[0][:120]
+            self._line(f"[dim]hook {event.hook} from {_escape(event.server)} said:[/] {_escape(first)}")
+        else:
+            spent = f"{event.hook} budget spent ({event.objections} objections this session): calls run unchecked"
+            self._line(f"[yellow]{spent}[/]")
+
+    def _on_compaction(self, event: ev.CompactionStarted | ev.CompactionFinished) -> None:
+        if isinstance(event, ev.CompactionStarted):
+            self._line(f"[blue]compacting ({event.reason}) at ~{event.tokens_before} tokens…[/]")
+        elif event.ok:
+            self._line(f"[blue]compacted: ~{event.tokens_before} → ~{event.tokens_after} tokens[/]")
+        else:
+            self._line(f"[yellow]compaction failed: {_escape(event.detail)}[/]")
+
+    def _on_turn_finished(self, event: ev.TurnFinished) -> None:
+        self.close()
+        if self.answers is not None:  # a script's stdout: the final answer, plain
+            text = event.text if not self.answers.isatty() else visible(event.text)  # raw for a pipe
+            self.answers.write(text if text.endswith("\n") or not text else text + "\n")
+            self.answers.flush()
+        elif self.interactive and event.stop_reason not in ("end_turn", "stop_sequence"):
+            self.say(f"stopped: {event.stop_reason}", "yellow")
+
+    # --- helpers ------------------------------------------------------------------------------------
+    def _line(self, line: str | RenderableType) -> None:
+        if self._view is not None:
+            self._view.print(line)  # above the live region, which stays where it is
+        else:
+            self.err.print(line)
+
+    # --- REPL views -------------------------------------------------------------------------------
+    def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        from rich.table import Table
+
+        table = Table(title=title, title_justify="left", show_edge=False)
+        for column in columns:
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*row)
+        self._line(table)
+
+    def show(self, renderable: RenderableType) -> None:
+        """Anything rich can draw, printed like a progress line (above the live region when there is one)."""
+        self._line(renderable)
+
+    def say(self, text: str, style: str = "") -> None:
+        self._line(Text(visible(text), style=style))
+
+
+def _escape(text: str) -> str:
+    """Safe inside rich markup: no markup of its own, no terminal controls."""
+    return visible(text).replace("[", "\\[")
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.rstrip().splitlines()[-10:])

@@ -1,0 +1,158 @@
+"""One configured MCP server's state as the pool tracks it (owned by its runner task), its status for
+`/servers` and `mcp doctor`, and the one line that says why it stopped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, cast
+
+import anyio
+
+from sprout_agent.config.files import ServerConfig
+from sprout_agent.core.errors import NeedsLogin, ServerGone
+from sprout_agent.core.events import Event, Notice
+from sprout_agent.core.hooks import is_hook
+from sprout_agent.core.processes import ServerProcess
+from sprout_agent.core.protocols import PromptInfo, ResourceInfo, ToolSpec
+from sprout_agent.core.tool_names import model_tool_name, with_hash
+
+if TYPE_CHECKING:
+    from sprout_agent.mcp.link import Link
+
+# How a session sees a server that died: its exit code then says more than the exception.
+_CONNECTION_LOST = (ServerGone, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    """One server as `/servers` shows it."""
+
+    name: str
+    state: str  # starting | running | failed | dead | needs login
+    tool_count: int
+    hook_count: int
+    started_at: datetime | None
+    start_seconds: float | None
+    last_error: str
+    stderr_tail: str
+    pid: int | None
+    initialize_seconds: float | None = None  # spawn + initialize handshake (`mcp doctor`)
+    list_seconds: float | None = None  # tools/list, every page
+    transport: str = "stdio"  # stdio | http | sse | sdk
+    url: str | None = None  # a remote server's
+
+
+class ServerState:
+    """The mutable state of one configured server; owned by its runner task."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.state = "starting"
+        self.last_error = ""
+        self.tools: list[ToolSpec] = []
+        self.resources: list[ResourceInfo] = []
+        self.prompts: list[PromptInfo] = []
+        # The lists (tools, prompts, resources) the server said changed: re-read at the next request boundary.
+        self.stale: set[str] = set()
+        self.link: Link | None = None
+        self.proc: ServerProcess | None = None
+        self.started_at: datetime | None = None
+        self.start_seconds: float | None = None
+        self.initialize_seconds: float | None = None
+        self.list_seconds: float | None = None
+        self.scope = anyio.CancelScope()
+        self.calls: set[anyio.CancelScope] = set()
+        self.ready = anyio.Event()  # running, failed or dead: the pool's enter waits for this
+        self.done = anyio.Event()
+
+    def gone(self, state: str, reason: str) -> None:
+        if self.state in ("failed", "dead", "needs login"):
+            return
+        self.state, self.last_error, self.link = state, reason, None
+        for call in self.calls:
+            call.cancel()
+
+    def spawned(self, proc: ServerProcess) -> None:
+        self.proc = proc
+
+    def unavailable(self) -> str:
+        return f"server '{self.config.name}' is unavailable: {self.last_error or self.state}"
+
+    def status(self) -> ServerStatus:
+        hooks = sum(is_hook(spec) for spec in self.tools)
+        return ServerStatus(
+            name=self.config.name,
+            state=self.state,
+            tool_count=len(self.tools) - hooks,
+            hook_count=hooks,
+            started_at=self.started_at,
+            start_seconds=self.start_seconds,
+            last_error=self.last_error,
+            stderr_tail=self.proc.stderr_tail() if self.proc is not None else "",
+            pid=self.proc.pid if self.proc is not None else None,
+            initialize_seconds=self.initialize_seconds,
+            list_seconds=self.list_seconds,
+            transport=self.config.transport,
+            url=self.config.url,
+        )
+
+
+def describe_end(exc: BaseException | None, server: ServerState) -> str:
+    """One line for why a server stopped: what went wrong, else how its process ended.
+
+    The exit code beats only a lost connection: after any other failure we stop the server ourselves, so its
+    "exited with code 0" would hide the reason.
+    """
+    while isinstance(exc, BaseExceptionGroup):
+        exc = cast("BaseExceptionGroup[BaseException]", exc).exceptions[0]
+    proc = server.proc
+    if proc is not None and proc.failure:
+        return proc.failure
+    code = proc.returncode if proc is not None else None
+    if isinstance(exc, TimeoutError):
+        return str(exc) or "timed out"
+    if isinstance(exc, OSError) and proc is None:
+        what = exc.filename if exc.filename is not None else server.config.command
+        return f"cannot start '{what}': {exc.strerror or exc}"
+    if exc is not None and not isinstance(exc, _CONNECTION_LOST):
+        return str(exc) or type(exc).__name__
+    if code is not None and code >= 0:
+        return f"exited with code {code}"
+    if exc is not None:
+        return str(exc) or type(exc).__name__
+    if code is None:
+        return "the connection closed" if server.config.url is not None else "closed its output"
+    return f"ended by signal {-code}"
+
+
+def needs_login(exc: BaseException) -> bool:
+    """Whether a start failed for want of an OAuth login, however deep the SDK's task groups wrapped it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, NeedsLogin):
+            return True
+        if isinstance(seen, BaseExceptionGroup):
+            seen = cast("BaseExceptionGroup[BaseException]", seen).exceptions[0]
+        else:
+            seen = seen.__cause__
+    return False
+
+
+def name_tools(servers: Iterable[ServerState], emit: Callable[[Event], None]) -> list[ToolSpec]:
+    """Gives every tool a model-safe, unique, stable name, in config order then listing order."""
+    named: list[ToolSpec] = []
+    used: set[str] = set()
+    for server in servers:
+        for spec in server.tools:
+            name = model_tool_name(spec.server, spec.tool)
+            if name in used:
+                name = with_hash(name, spec.server, spec.tool)
+            if name in used:
+                emit(Notice(f"skipped tool '{spec.tool}' of '{spec.server}': its name collides", "warning"))
+                continue
+            used.add(name)
+            named.append(ToolSpec(name, spec.server, spec.tool, spec.description, spec.input_schema, spec.read_only))
+        server.tools = [spec for spec in named if spec.server == server.config.name]
+    return named

@@ -1,0 +1,3 @@
+"""A session's life: `prepared` (everything decided from the options, the session to resume included),
+`runtime` (one async context manager owns the servers, the model client and the agent), the transcript store
+and the session index. Imports mcp/, model/, config/, trust/ and core/."""

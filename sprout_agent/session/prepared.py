@@ -1,0 +1,191 @@
+"""Everything decided from the options before any server or import starts (`Prepared`), the session to resume
+included: a bad flag, file or session id fails here with exit 2. The REPL, the headless runner and ACP sessions
+hand a `Prepared` to `runtime.open_runtime`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from sprout_agent.config import consent
+from sprout_agent.config import files as cfg
+from sprout_agent.config import settings as st
+from sprout_agent.config.dotenv_file import read_dotenv
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.options import Options, add_dirs_env, as_claude_code, asking_sdk
+from sprout_agent.config.sandboxing import SandboxPlan, plan, server_notices
+from sprout_agent.core.compaction import context_window, parse_threshold
+from sprout_agent.core.errors import ConfigError, UsageError
+from sprout_agent.core.ledger import Price, parse_prices
+from sprout_agent.session import index as session_index
+from sprout_agent.session import store
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything that can be decided before any server or import: fails fast with exit code 2."""
+
+    options: Options
+    settings: st.Settings
+    loaded: cfg.LoadedConfig
+    env: dict[str, str]
+    model: str  # --model, else ANTHROPIC_MODEL, else the default
+    prices: dict[str, Price]  # SPROUT_AGENT_PRICES overrides
+    window: int  # context window, tokens
+    threshold: int | None  # compaction threshold, tokens; None = off
+    locations: Locations
+    resume: store.LoadedSession | None = None  # --continue / --resume
+    environ: Mapping[str, str] = field(default_factory=dict[str, str])  # the real environment: what children inherit
+    held_back: consent.Gated | None = None  # project servers waiting for consent; None = none
+    sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # what dev__bash commands run under
+
+    @property
+    def thinking(self) -> str | None:
+        return st.choice(self.options.thinking, st.THINKING_SETTINGS, "--thinking") or self.settings.thinking
+
+    @property
+    def effort(self) -> str | None:
+        return st.choice(self.options.effort, st.EFFORT_LEVELS, "--effort") or self.settings.effort
+
+    @property
+    def elicitation(self) -> str:
+        """How a face with nobody to ask answers a server's question: decline | accept-defaults."""
+        return st.elicitation_policy(self.options.elicitation, self.environ)
+
+    @property
+    def allow_sampling(self) -> bool:
+        return st.sampling_allowed(self.options.allow_sampling, self.environ)
+
+    @property
+    def web(self) -> bool:
+        return self.settings.web if self.options.web is None else self.options.web
+
+    def held_back_notices(self) -> tuple[str, ...]:
+        """One line per project server this run does not start, for a face with nobody to ask."""
+        gated = self.held_back
+        if gated is None:
+            return ()
+        return tuple(consent.held_back_notice(server, gated.verdicts[server.name]) for server in gated.pending)
+
+
+def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) -> Prepared:
+    """Reads `.env`, settings and config files; `environ` (the real environment) wins over `.env`.
+
+    Project servers the user has not approved are held back (`held_back`); the faces ask or say so."""
+    options = asking_sdk(as_claude_code(options, environ))
+    dotenv = read_dotenv(options.cwd)
+    env = {**dotenv.values, **environ}
+    settings = st.Settings.from_env(env)
+    if not settings.api_key_present and not settings.base_url:
+        raise UsageError("ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run again")
+    model = options.model or settings.model
+    st.choice(options.thinking, st.THINKING_SETTINGS, "--thinking")  # a misspelt flag fails here, with exit 2
+    st.choice(options.effort, st.EFFORT_LEVELS, "--effort")
+    st.elicitation_policy(options.elicitation, environ)
+    window = context_window(model, settings.max_context_tokens)
+    threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
+    prices = parse_prices(settings.prices)
+    _check_session_id(options, locations.sessions)
+    added_dirs = add_dirs_env(options.add_dirs, options.cwd)
+    loaded = _loaded(options, env, environ, locations)
+    sandbox = _sandbox(options, locations, environ, loaded.sandbox)
+    tools_env = {**sandbox.server_env(), **added_dirs}
+    loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, tools_env)
+    trusted = options.trust_project or consent.trusted_by_environment(environ)
+    has_project_servers = any(server.project for server in loaded.servers)
+    approvals = (
+        consent.Approvals.load(locations.data) if has_project_servers and not trusted else consent.Approvals(None)
+    )
+    gated = consent.gate(loaded, approvals, consent.secrets_in(env, environ), trusted=trusted)
+    notices = (
+        gated.loaded.notices
+        + dotenv.notices
+        + tuple(n for n in (sandbox.notice(),) if n is not None)
+        + server_notices(sandbox, gated.loaded.servers)
+    )
+    loaded = replace(gated.loaded, notices=notices)
+    resume = _resumed(options, locations.sessions)
+    return Prepared(
+        options,
+        settings,
+        loaded,
+        env,
+        model,
+        prices,
+        window,
+        threshold,
+        locations,
+        resume,
+        environ=dict(environ),
+        held_back=gated if gated.pending else None,
+        sandbox=sandbox,
+    )
+
+
+# Both Agent SDKs (Python and TypeScript) set it on the CLI process they start, which they drive over stream-json.
+def _sandbox(
+    options: Options, locations: Locations, environ: Mapping[str, str], configured: cfg.SandboxPaths
+) -> SandboxPlan:
+    """The sandbox policy; the agent's own directories (sessions, history, config) are hidden from commands."""
+    own = tuple(p for p in (locations.data, locations.sessions, locations.config, locations.logs) if p is not None)
+    return plan(
+        options.sandbox,
+        options.sandbox_network,
+        (*options.sandbox_allow_write, *options.add_dirs, *configured.allow_write),
+        permission_mode=options.permission_mode,
+        cwd=options.cwd,
+        hidden=(*own, *configured.deny_read),
+        environ=environ,
+    )
+
+
+def _loaded(
+    options: Options, env: Mapping[str, str], environ: Mapping[str, str], locations: Locations
+) -> cfg.LoadedConfig:
+    """The config files; a server with a bad definition is skipped with a notice, not the run (unless
+    --require-servers). A bad file (unreadable, not JSON) still fails the run, except the project's own."""
+    loaded = cfg.load_config(
+        options.config_files,
+        options.cwd,
+        env,
+        locations.config,
+        strict=False,
+        user_env=environ,
+        mcp_configs=options.mcp_configs,
+        only_given=options.strict_mcp_config,
+    )
+    if loaded.broken and options.require_servers:
+        raise ConfigError(loaded.broken[0].error)
+    skipped = tuple(f"{entry.error} (server '{entry.name}' skipped)" for entry in loaded.broken)
+    return replace(loaded, notices=loaded.notices + skipped)
+
+
+def _check_session_id(options: Options, sessions_dir: Path | None) -> None:
+    """--session-id names a new session: a UUID no recorded session has; --fork-session needs a session to fork."""
+    resuming = options.resume_id is not None or options.continue_latest
+    if options.fork_session and not resuming:
+        raise UsageError("--fork-session goes with --resume ID or --continue")
+    if options.session_id is None:
+        return
+    if resuming and not options.fork_session:
+        raise UsageError("--session-id names a new session: with --resume/--continue, add --fork-session")
+    if not session_index.valid_id(options.session_id):
+        raise UsageError(f"--session-id must be a UUID (such as {uuid.UUID(int=0)}), got {options.session_id!r}")
+    if sessions_dir is not None and session_index.exists(sessions_dir, options.session_id):
+        raise UsageError(f"--session-id {options.session_id}: a session with this id exists already (use --resume)")
+
+
+def _resumed(options: Options, sessions_dir: Path | None) -> store.LoadedSession | None:
+    """The session --continue or --resume names, loaded and repaired; a bad id fails here with exit 2."""
+    if options.resume_id is None and not options.continue_latest:
+        return None
+    if options.resume_id is not None and options.continue_latest:
+        raise UsageError("give --continue or --resume ID, not both")
+    if sessions_dir is None:
+        raise UsageError("sessions are not recorded here: nothing to resume")
+    if options.resume_id is not None:
+        return store.load(session_index.find(sessions_dir, options.resume_id))
+    return store.load(session_index.latest_for(sessions_dir, str(options.cwd)))

@@ -1,1 +1,0 @@
-"""Faces of the loop: terminal rendering (rich) and REPL input (prompt_toolkit)."""
