@@ -15,7 +15,7 @@ import anyio.to_thread
 import pytest
 
 from sprout_agent.faces.acp.lines import MAX_LINE_BYTES, LineReader, Writer
-from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.faces.acp.options import AcpSetup
 from sprout_agent.faces.acp.server import run
 from tests.fake_anthropic import FakeAnthropic
 from tests.harness import API_KEY
@@ -92,7 +92,7 @@ class PipeClient:
 
 @asynccontextmanager
 async def pipe_agent(
-    options: AcpOptions | None = None, max_line_bytes: int = MAX_LINE_BYTES
+    options: AcpSetup | None = None, max_line_bytes: int = MAX_LINE_BYTES
 ) -> AsyncIterator[PipeClient]:
     """A served client; leaving closes its input, and the server (with every session) must end within 10 s.
 
@@ -105,7 +105,7 @@ async def pipe_agent(
 
     async def serve() -> None:
         try:
-            await run(options or AcpOptions(), LineReader(in_read, max_line_bytes), Writer(out_write))
+            await run(options or AcpSetup(), LineReader(in_read, max_line_bytes), Writer(out_write))
         finally:
             os.close(out_write)
             ended.set()

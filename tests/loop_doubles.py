@@ -29,6 +29,7 @@ from sprout_agent.core.compaction import Compactor
 from sprout_agent.core.events import Event
 from sprout_agent.core.hooks import Hooks, parse_allowlist
 from sprout_agent.core.ledger import Ledger
+from sprout_agent.core.limits import Limits
 from sprout_agent.core.messages import Block, Image, Message, Text, Thinking, ToolResult, ToolUse, Usage
 from sprout_agent.core.protocols import (
     Escalate,
@@ -586,9 +587,7 @@ def build_loop(
         system=system,
         ledger=ledger,
         compactor=compactor,
-        max_turns=max_turns,
-        max_budget_usd=max_budget_usd,
-        max_parallel_tools=max_parallel_tools,
+        limits=Limits(max_turns, max_budget_usd, max_parallel_tools),
         session_id=SESSION_ID,
         cwd=cwd,
         permit=permit,

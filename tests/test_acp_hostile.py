@@ -10,7 +10,7 @@ import pytest
 
 from sprout_agent.config.locations import Locations
 from sprout_agent.faces.acp.lines import decode, encode
-from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.faces.acp.options import AcpSetup
 from tests.acp_pipes import PipeClient, new_session, notification, pipe_agent, prompt_line, session_env
 from tests.fake_anthropic import FakeAnthropic, hang, reply
 from tests.harness import fake_server, wait_until
@@ -190,7 +190,7 @@ async def test_a_cancel_request_right_behind_its_request_cancels_it(
 async def test_a_prompt_and_a_cancel_pipelined_behind_session_load_find_the_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    options = AcpOptions(locations=Locations(None, tmp_path / "sessions", tmp_path / "data", None))
+    options = AcpSetup(locations=Locations(None, tmp_path / "sessions", tmp_path / "data", None))
     with FakeAnthropic([reply("first"), reply("after the load")]) as fake:
         session_env(monkeypatch, fake)
         async with pipe_agent(options) as client:

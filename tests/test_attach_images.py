@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from sprout_agent.config.locations import Locations
+from sprout_agent.config.options import Options
 from sprout_agent.core.events import Event
 from sprout_agent.core.images import PDF, attachment, sniff
 from sprout_agent.core.messages import Image, Message, Text
 from sprout_agent.core.protocols import ModelRequest
-from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.faces.acp.options import AcpSetup
 from sprout_agent.faces.acp.prompt_content import image_input, prompt_content
 from sprout_agent.faces.acp.wire import INVALID_PARAMS, RpcError
 from sprout_agent.faces.headless.jsonl import parse_user_message
@@ -131,8 +132,8 @@ def test_acp_image_prompts_are_attachments_and_a_bad_one_is_invalid_params() -> 
 
 def test_acp_advertises_image_prompts_unless_the_cached_facts_say_the_model_takes_none(tmp_path: Path) -> None:
     where = Locations(None, None, None, None, tmp_path)
-    assert image_input(AcpOptions(model="claude-seer", locations=where))
+    assert image_input(AcpSetup(Options(model="claude-seer"), locations=where))
     blind = model_info("claude-blind")
     blind["capabilities"]["image_input"] = {"supported": False}
     model_facts.resolve("claude-blind", None, tmp_path / "models", lambda: blind)  # cached as a start would
-    assert not image_input(AcpOptions(model="claude-blind", locations=where))
+    assert not image_input(AcpSetup(Options(model="claude-blind"), locations=where))

@@ -64,7 +64,7 @@ def test_print_is_a_flag_and_options_may_follow_the_prompt() -> None:
     params, prompt, _ = parsed("fix the test", "--max-turns", "3")  # interactive, options after the prompt too
     assert (params["print_mode"], prompt, params["max_turns"]) == (False, "fix the test", 3)
     params, prompt, _ = parsed("--config", "a.json", "-p", "q", "--permission-mode", "plan")
-    assert (params["config"], prompt, params["permission_mode"]) == ([Path("a.json")], "q", "plan")
+    assert (params["config_files"], prompt, params["permission_mode"]) == ([Path("a.json")], "q", "plan")
 
 
 def test_a_subcommand_is_a_subcommand_unless_p_makes_it_the_prompt() -> None:
@@ -101,10 +101,10 @@ def test_the_agent_sdks_command_line_parses_with_one_warning_per_ignored_flag() 
     params, prompt, warnings = parsed(*argv)
     assert prompt is None
     assert params["allowed_tools"] == ["Read,mcp__calc__add"] and params["disallowed_tools"] == ["Bash(rm:*)"]
-    assert params["mcp_config"] == [servers] and params["strict_mcp_config"] and params["fork_session"]
-    assert params["resume"] == "abc" and params["session_id"] == str(uuid.UUID(int=1))
+    assert params["mcp_configs"] == [servers] and params["strict_mcp_config"] and params["fork_session"]
+    assert params["resume_id"] == "abc" and params["session_id"] == str(uuid.UUID(int=1))
     assert params["thinking"] == "on"  # --max-thinking-tokens came after --thinking adaptive
-    assert params["system_prompt"] == "" and params["add_dir"] == [Path("/tmp")]
+    assert params["system_prompt"] == "" and params["add_dirs"] == [Path("/tmp")]
     assert params["include_partial_messages"]  # an option now: the table never drops a flag Typer knows
     ignored = [w.split()[1] for w in warnings if "is ignored" in w]
     assert ignored == [
@@ -360,4 +360,4 @@ def test_debug_takes_a_filter_when_one_follows_as_claude_codes_parser_does() -> 
 
 def test_a_value_given_with_equals_stays_bound_to_its_flag() -> None:
     params, prompt, _ = parsed("--resume=-p", "--session-id=--debug", "-p", "q")
-    assert (params["resume"], params["session_id"], prompt) == ("-p", "--debug", "q")
+    assert (params["resume_id"], params["session_id"], prompt) == ("-p", "--debug", "q")

@@ -500,7 +500,7 @@ def test_a_dotenv_anybody_could_have_planted_is_not_read(tmp_path: Path) -> None
     )
     where = Locations(tmp_path / "config", None, tmp_path / "data", None)
     prepared = prepare(Options(prompt="hi", cwd=shared), where, {"ANTHROPIC_API_KEY": "sk-x"})
-    assert prepared.model == DEFAULT_MODEL and "MY_VAR" not in prepared.env
+    assert prepared.model == DEFAULT_MODEL and "MY_VAR" not in prepared.settings_env
     assert f"{shared / '.env'}: not read (its directory is writable by anybody)" in prepared.loaded.notices
 
 
@@ -524,7 +524,7 @@ def test_a_projects_dotenv_cannot_weaken_a_guard_of_yours(tmp_path: Path, name: 
     assert read_dotenv(tmp_path / "repo").ignored == (name,)
     after = prepare(Options(prompt="hi", cwd=tmp_path / "repo"), where, environ)
     # Not read anywhere: neither the settings nor the real-environment-only policies see it.
-    assert name not in after.env and after.env["MY_VAR"] == "1"
+    assert name not in after.settings_env and after.settings_env["MY_VAR"] == "1"
     assert after.settings == before.settings and after.web == before.web
     assert (after.elicitation, after.allow_sampling) == (before.elicitation, before.allow_sampling)
     assert [s.name for s in after.loaded.servers] == [s.name for s in before.loaded.servers]

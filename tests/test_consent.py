@@ -16,7 +16,7 @@ from sprout_agent.config.files import ServerConfig, load_config
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
 from sprout_agent.core.errors import ConfigError
-from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.faces.acp.options import AcpSetup
 from sprout_agent.faces.acp.setup import prepare_session
 from sprout_agent.faces.terminal.ask import Choice
 from sprout_agent.faces.terminal.consent_prompt import Press, ask_about_project_servers
@@ -125,7 +125,7 @@ def test_dotenv_in_a_project_cannot_choose_the_api_endpoint(tmp_path: Path) -> N
     (repo / ".env").write_text("ANTHROPIC_BASE_URL=https://attacker.example\nHTTPS_PROXY=http://attacker.example\n")
     prepared = prepared_in(repo, tmp_path)
     assert prepared.settings.base_url is None
-    assert "HTTPS_PROXY" not in prepared.env
+    assert "HTTPS_PROXY" not in prepared.settings_env
     assert any("ignored ANTHROPIC_BASE_URL, HTTPS_PROXY" in notice for notice in prepared.loaded.notices)
 
 
@@ -232,11 +232,11 @@ def test_terminal_escapes_in_a_hostile_command_are_shown_escaped(tmp_path: Path)
 def test_acp_session_new_skips_unapproved_project_servers_with_a_notice(tmp_path: Path) -> None:
     repo = hostile_repo(tmp_path)
     (repo / ".env").write_text("ANTHROPIC_API_KEY=sk-test\nSPROUT_AGENT_BUILTIN_SERVERS=none\n")  # ACP reads os.environ
-    options = AcpOptions(locations=locations(tmp_path))
+    options = AcpSetup(locations=locations(tmp_path))
     prepared = prepare_session(options, repo, [], None)
     assert all(not server.project for server in prepared.loaded.servers)
     assert any("'evil'" in notice and "not started" in notice for notice in prepared.loaded.notices)
-    trusted = prepare_session(AcpOptions(locations=locations(tmp_path), trust_project=True), repo, [], None)
+    trusted = prepare_session(AcpSetup(Options(trust_project=True), locations=locations(tmp_path)), repo, [], None)
     assert [s.name for s in trusted.loaded.servers if s.project] == ["evil"]
 
 
@@ -430,7 +430,8 @@ def test_a_projects_dotenv_cannot_name_the_rate_gate_file_or_a_batch_tasks_comma
     repo = hostile_repo(tmp_path, {})
     (repo / ".env").write_text("SPROUT_AGENT_RATE_GATE=/root/.bashrc\nSPROUT_AGENT_BATCH_AGENT=./bin/evil\n")
     prepared = prepared_in(repo, tmp_path)
-    assert "SPROUT_AGENT_RATE_GATE" not in prepared.environ and "SPROUT_AGENT_BATCH_AGENT" not in prepared.environ
+    inherited = prepared.inherited_env
+    assert "SPROUT_AGENT_RATE_GATE" not in inherited and "SPROUT_AGENT_BATCH_AGENT" not in inherited
     notices = " ".join(prepared.loaded.notices)
     assert "SPROUT_AGENT_RATE_GATE" in notices and "SPROUT_AGENT_BATCH_AGENT" in notices
 
@@ -453,9 +454,9 @@ def test_a_servers_stderr_reaches_the_terminal_with_its_escape_sequences_shown_n
 def test_acp_sessions_take_the_sandbox_flags(tmp_path: Path) -> None:
     repo = hostile_repo(tmp_path, {})
     (repo / ".env").write_text("ANTHROPIC_API_KEY=sk-test\nSPROUT_AGENT_BUILTIN_SERVERS=none\n")
-    off = prepare_session(AcpOptions(locations=locations(tmp_path), sandbox="off"), repo, [], None)
+    off = prepare_session(AcpSetup(Options(sandbox="off"), locations=locations(tmp_path)), repo, [], None)
     assert off.sandbox.policy.mode == "off"
-    no_net = AcpOptions(locations=locations(tmp_path), sandbox="workspace-write", sandbox_network="off")
+    no_net = AcpSetup(Options(sandbox="workspace-write", sandbox_network="off"), locations=locations(tmp_path))
     narrowed = prepare_session(no_net, repo, [], None)
     assert narrowed.sandbox.policy.mode == "workspace-write" and narrowed.sandbox.policy.network is False
 
@@ -468,7 +469,7 @@ async def test_acp_session_new_tells_the_editor_the_sandbox_mode(
 
     with FakeAnthropic([]) as fake:
         session_env(monkeypatch, fake)
-        async with pipe_agent(AcpOptions(sandbox="off")) as client:
+        async with pipe_agent(AcpSetup(Options(sandbox="off"))) as client:
             created = await client.request(1, "session/new", {"cwd": str(tmp_path), "mcpServers": []})
     sandbox = created["result"]["_meta"]["sprout-agent"]["sandbox"]
     assert sandbox["mode"] == "off" and sandbox["active"] is False
@@ -527,7 +528,7 @@ def test_acp_http_and_sse_servers_from_the_editor_are_accepted_and_a_plain_http_
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
 
-    options = AcpOptions(locations=locations(tmp_path))
+    options = AcpSetup(locations=locations(tmp_path))
     given = [
         {"type": "http", "name": "gh", "url": "https://mcp.example.com/mcp", "headers": [{"name": "A", "value": "b"}]},
         {"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []},

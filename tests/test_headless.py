@@ -12,6 +12,7 @@ import pytest
 
 from sprout_agent.config.options import Options
 from sprout_agent.core.compaction import SUMMARY_SYSTEM
+from sprout_agent.core.limits import Limits
 from tests.api_rules import assert_valid_request
 from tests.fake_anthropic import FakeAnthropic, error, reply, tool_use
 from tests.harness import fake_server, result_text, tool_results
@@ -83,7 +84,7 @@ def test_budget_is_exit_4_in_the_result(tmp_path: Path, monkeypatch: pytest.Monk
     big = {"input_tokens": 1_000_000, "output_tokens": 10}
     script = [reply(tool_use("fake__echo", {"text": "x"}), usage=big), reply("never")]
     with FakeAnthropic(script) as fake:
-        options = Options("go", cwd=tmp_path, output_format="stream-json", max_budget_usd=1.0)
+        options = Options("go", cwd=tmp_path, output_format="stream-json", limits=Limits(max_budget_usd=1.0))
         run = headless(tmp_path, monkeypatch, options, fake=fake, servers={"fake": fake_server()})
     assert run.code == 4
     result = stream(run.stdout)[-1]

@@ -20,7 +20,7 @@ from sprout_agent.core.events import (
     HookTimedOut,
 )
 from sprout_agent.core.messages import ToolResult, ToolUse
-from sprout_agent.faces.acp import commands
+from sprout_agent.faces.commands import clear_command
 from tests.loop_doubles import (
     CWD,
     SESSION_ID,
@@ -253,7 +253,7 @@ async def test_clear_in_acp_and_the_repl_ends_the_session_and_starts_one_with_so
     host = with_hooks(_SessionStart=answers("fresh"), _SessionEnd=answers(""))
     loop = build_loop([], host=host, hook_servers="*")
     await loop.agent.start_session("startup")
-    assert await commands.run(loop.agent, "clear", "") == "New conversation."
+    assert await clear_command(loop.agent) == [("new conversation", "dim")]  # the command both faces run
     made = [(c.tool, c.arguments.get("source", c.arguments.get("reason"))) for c in loop.host.calls]
     assert made == [("_SessionStart", "startup"), ("_SessionEnd", "clear"), ("_SessionStart", "clear")]
     assert loop.history == []

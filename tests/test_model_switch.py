@@ -11,7 +11,7 @@ from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
 from sprout_agent.config.settings import Settings
 from sprout_agent.core.events import Event
-from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.faces.acp.options import AcpSetup
 from sprout_agent.faces.acp.setup import prepare_session
 from sprout_agent.model import facts as model_facts
 from sprout_agent.model.client import AnthropicModel
@@ -105,5 +105,5 @@ def test_acp_sessions_take_the_servers_thinking_and_effort_flags(
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     monkeypatch.setenv("SPROUT_AGENT_BUILTIN_SERVERS", "")
-    prepared = prepare_session(AcpOptions(thinking="off", effort="low"), tmp_path, [], None)
+    prepared = prepare_session(AcpSetup(Options(thinking="off", effort="low")), tmp_path, [], None)
     assert (prepared.thinking, prepared.effort) == ("off", "low")

@@ -9,6 +9,7 @@ import pytest
 
 from sprout_agent.core.errors import UsageError
 from sprout_agent.faces.cli.stdin_prompt import STDIN_MAX_BYTES, attach_stdin, read_piped
+from sprout_agent.faces.commands import names_for
 from sprout_agent.faces.terminal.prompt_attach import (
     FILE_MAX_BYTES,
     attach_mentions,
@@ -93,5 +94,5 @@ def test_tab_candidates_list_one_directory_level_without_git_or_hidden_files(tmp
 
 
 def test_tab_candidates_for_slash_commands() -> None:
-    assert command_candidates("/c") == ["/clear", "/compact", "/context", "/cost"]
-    assert command_candidates("/mo") == ["/model"]
+    assert command_candidates("/c", names_for("repl")) == ["/clear", "/compact", "/context", "/cost"]
+    assert command_candidates("/mo", names_for("repl")) == ["/model"]

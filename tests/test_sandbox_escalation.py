@@ -14,11 +14,12 @@ import anyio
 import pytest
 from mcp import Client
 
+from sprout_agent.config.options import Options
 from sprout_agent.core.events import Event
 from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
-from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.faces.acp.options import AcpSetup
 from sprout_agent.tools import dev
 from sprout_agent.trust import sandbox as _sandbox
 from tests import fake_anthropic as fa
@@ -147,7 +148,7 @@ async def test_an_acp_editor_is_asked_to_run_it_outside_the_sandbox_and_the_mode
     with fa.FakeAnthropic(script) as fake:
         session_env(monkeypatch, fake)
         monkeypatch.setenv("SPROUT_AGENT_BUILTIN_SERVERS", "dev")
-        options = AcpOptions(permission_mode="ask", allow_tools=("dev__bash",))
+        options = AcpSetup(Options(permission_mode="ask", allow_tools=("dev__bash",)))
         async with pipe_agent(options) as client:
             await client.request(1, "initialize", {"protocolVersion": 1})
             session_id = await new_session(client, tmp_path)

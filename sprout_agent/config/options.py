@@ -11,24 +11,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sprout_agent.core.errors import UsageError
+from sprout_agent.core.limits import Limits
 from sprout_agent.trust.write_policy import ADD_DIRS_ENV
 
 
 @dataclass(frozen=True)
 class Options:
-    prompt: str | None  # headless: the one prompt (piped stdin already attached)
+    prompt: str | None = None  # headless: the one prompt (piped stdin already attached)
     first_prompt: str | None = None  # interactive: `sprout-agent "PROMPT"` runs this first
     config_files: tuple[Path, ...] = ()
     model: str | None = None
     system_prompt: str | None = None
     append_system_prompt: str | None = None
-    max_turns: int | None = None
     cwd: Path = field(default_factory=Path.cwd)
     verbose: bool = False
     mcp_configs: tuple[str, ...] = ()  # --mcp-config: paths or inline JSON, added to the lookup (Claude Code's)
     strict_mcp_config: bool = False  # --strict-mcp-config: only --config/--mcp-config servers (Claude Code's)
     require_servers: bool = False  # --require-servers: a server that fails to start (or is broken) fails the run
-    max_budget_usd: float | None = None
+    limits: Limits = field(default_factory=Limits)  # --max-turns, --max-budget-usd: the loop's bounds
     output_format: str = "text"  # text | json | stream-json
     input_format: str = "text"  # text | stream-json
     resume_id: str | None = None  # --resume ID

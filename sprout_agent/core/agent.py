@@ -31,6 +31,7 @@ from sprout_agent.core.hook_contract import RESULT_TEXT_MAX_CHARS, truncate
 from sprout_agent.core.hooks import HookOutput, Hooks, is_hook
 from sprout_agent.core.images import checked
 from sprout_agent.core.ledger import Ledger
+from sprout_agent.core.limits import Limits
 from sprout_agent.core.messages import INVALID_INPUT_KEY, Image, Message, Text, ToolResult, ToolUse, text_of, user_text
 from sprout_agent.core.protocols import (
     Escalate,
@@ -66,9 +67,7 @@ class Agent:
         system: str,
         ledger: Ledger,
         compactor: Compactor | None = None,
-        max_turns: int | None = None,
-        max_budget_usd: float | None = None,
-        max_parallel_tools: int = 8,
+        limits: Limits = Limits(),  # noqa: B008 (frozen: one shared default is safe)
         session_id: str = "",
         cwd: str = "",
         permit: Permit | None = None,
@@ -82,15 +81,14 @@ class Agent:
         self.system = system
         self.ledger = ledger
         self.compactor = compactor
-        self.max_turns = max_turns
-        self.max_budget_usd = max_budget_usd
+        self.limits = limits
         self.session_id = session_id
         self.cwd = cwd
         self.permit = permit
         self.escalate = escalate
         self.recorder = recorder
         self.history: list[Message] = []
-        self._limiter = anyio.CapacityLimiter(max_parallel_tools)
+        self._limiter = anyio.CapacityLimiter(limits.max_parallel_tools)
         self.tools: tuple[ToolSpec, ...] = ()
         self._by_name: dict[str, ToolSpec] = {}
         self.fixed_tokens = 0
@@ -141,9 +139,9 @@ class Agent:
         after_objection = False
         turns = 0
         while True:
-            if self.max_turns is not None and turns >= self.max_turns:
+            if self.limits.max_turns is not None and turns >= self.limits.max_turns:
                 return TurnResult("max_turns", self._last_text(), turns)
-            if self.max_budget_usd is not None and self.ledger.cost >= self.max_budget_usd:
+            if self.limits.max_budget_usd is not None and self.ledger.cost >= self.limits.max_budget_usd:
                 return TurnResult("budget", self._last_text(), turns)
             turns += 1
             reply = await self._ask()

@@ -26,19 +26,24 @@ from sprout_agent.session import store
 
 @dataclass(frozen=True)
 class Prepared:
-    """Everything that can be decided before any server or import: fails fast with exit code 2."""
+    """Everything that can be decided before any server or import: fails fast with exit code 2.
+
+    Two environments, for two jobs. `settings_env` is what the run's settings are read from: the real environment
+    over the project's `.env` (the API key may come from either). `inherited_env` is the real environment alone:
+    what MCP servers and commands inherit (through the secrets filter), and what decides the settings a project
+    must not choose (sampling, elicitation, OAuth storage, the rate gate). A project's `.env` never reaches it."""
 
     options: Options
     settings: st.Settings
     loaded: cfg.LoadedConfig
-    env: dict[str, str]
+    settings_env: dict[str, str]
     model: str  # --model, else ANTHROPIC_MODEL, else the default
     prices: dict[str, Price]  # SPROUT_AGENT_PRICES overrides
     window: int  # context window, tokens
     threshold: int | None  # compaction threshold, tokens; None = off
     locations: Locations
     resume: store.LoadedSession | None = None  # --continue / --resume
-    environ: Mapping[str, str] = field(default_factory=dict[str, str])  # the real environment: what children inherit
+    inherited_env: Mapping[str, str] = field(default_factory=dict[str, str])
     held_back: consent.Gated | None = None  # project servers waiting for consent; None = none
     sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # what dev__bash commands run under
 
@@ -53,11 +58,11 @@ class Prepared:
     @property
     def elicitation(self) -> str:
         """How a face with nobody to ask answers a server's question: decline | accept-defaults."""
-        return st.elicitation_policy(self.options.elicitation, self.environ)
+        return st.elicitation_policy(self.options.elicitation, self.inherited_env)
 
     @property
     def allow_sampling(self) -> bool:
-        return st.sampling_allowed(self.options.allow_sampling, self.environ)
+        return st.sampling_allowed(self.options.allow_sampling, self.inherited_env)
 
     @property
     def web(self) -> bool:
@@ -119,7 +124,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
         threshold,
         locations,
         resume,
-        environ=dict(environ),
+        inherited_env=dict(environ),
         held_back=gated if gated.pending else None,
         sandbox=sandbox,
     )

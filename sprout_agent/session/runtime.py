@@ -11,7 +11,7 @@ import uuid
 from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -118,11 +118,11 @@ def _make_pool(prepared: Prepared, emit: Callable[[Event], None], client: Client
         start_timeout=prepared.settings.server_start_timeout,
         tool_timeout=prepared.settings.tool_timeout,
         result_max_bytes=prepared.settings.tool_result_max_bytes,
-        child_env=partial(st.child_environment, prepared.environ),  # never .env: a project file
+        child_env=partial(st.child_environment, prepared.inherited_env),  # never .env: a project file
         stderr_log=_server_log(prepared, emit),
         sandbox=ServerSandboxes(prepared.sandbox, prepared.options.cwd).wrap,
         client=client,
-        oauth=oauth_setup(prepared.locations.data, prepared.environ),
+        oauth=oauth_setup(prepared.locations.data, prepared.inherited_env),
     )
 
 
@@ -144,7 +144,7 @@ def _client_features(
             emit=emit,
             approve=approve,
             max_output_tokens=prepared.settings.max_output_tokens,
-            max_budget_usd=prepared.options.max_budget_usd,
+            max_budget_usd=prepared.options.limits.max_budget_usd,
         )
     answer = elicit or Unattended(prepared.elicitation)
     return ClientFeatures(Roots(roots_for(prepared.options.cwd)), emit, answer, sampler)
@@ -183,13 +183,13 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
         web=prepared.web,
         fallback_model=prepared.options.fallback_model,
         partial_messages=prepared.options.include_partial_messages and prepared.options.output_format == "stream-json",
-        rate_gate=Path(gate) if (gate := prepared.environ.get("SPROUT_AGENT_RATE_GATE")) else None,
+        rate_gate=Path(gate) if (gate := prepared.inherited_env.get("SPROUT_AGENT_RATE_GATE")) else None,
     )
     return model, facts
 
 
 def _api_key(prepared: Prepared) -> str:
-    key = prepared.env.get("ANTHROPIC_API_KEY") or prepared.env.get("ANTHROPIC_AUTH_TOKEN")
+    key = prepared.settings_env.get("ANTHROPIC_API_KEY") or prepared.settings_env.get("ANTHROPIC_AUTH_TOKEN")
     return key or "none"  # a keyless local server behind ANTHROPIC_BASE_URL
 
 
@@ -295,9 +295,7 @@ def _build_agent(
         ),
         ledger=ledger,
         compactor=compactor,
-        max_turns=p.options.max_turns,
-        max_budget_usd=p.options.max_budget_usd,
-        max_parallel_tools=p.settings.max_parallel_tools,
+        limits=replace(p.options.limits, max_parallel_tools=p.settings.max_parallel_tools),
         cwd=str(p.options.cwd),
         session_id=session_id,
         recorder=transcript,

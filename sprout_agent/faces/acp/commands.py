@@ -1,24 +1,24 @@
-"""Slash commands for editors: announced with `available_commands_update`, run when a prompt names one."""
+"""Slash commands for editors (the table in faces/commands.py): announced with `available_commands_update`, run
+when a prompt names one."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sprout_agent.core.agent import Agent
 from sprout_agent.core.protocols import PromptInfo
-from sprout_agent.core.status import context_line
+from sprout_agent.faces import commands as shared
 from sprout_agent.faces.acp.wire import Json
-from sprout_agent.mcp.prompts import FeatureSource, command_name, prompt_text
-
-# name, description, input hint (None: the command takes no argument)
-COMMANDS: tuple[tuple[str, str, str | None], ...] = (
-    ("compact", "Summarise the conversation now to free context", "optional focus for the summary"),
-    ("context", "How full the context window is", None),
-    ("cost", "Tokens and cost so far in this session", None),
-    ("clear", "Start a new conversation (the _Stop budget spans the whole session)", None),
-    ("tools", "The tools the model sees, by server", None),
+from sprout_agent.faces.commands import (
+    Command,
+    commands_for,
+    markdown_table,
+    server_notes,
+    server_rows,
+    shared_command,
+    tool_rows,
 )
-_NAMES = frozenset(name for name, _, _ in COMMANDS)
+from sprout_agent.mcp.prompts import FeatureSource, command_name, prompt_text
+from sprout_agent.session.runtime import Runtime
 
 
 def available_commands(prompts: Sequence[PromptInfo] = ()) -> Json:
@@ -27,8 +27,9 @@ def available_commands(prompts: Sequence[PromptInfo] = ()) -> Json:
         (command_name(prompt), prompt.description[:200] or f"{prompt.server}'s prompt {prompt.name}", _hint(prompt))
         for prompt in prompts
     ]
+    ours = [(c.name, c.summary[:1].upper() + c.summary[1:], c.argument) for c in commands_for("acp")]
     commands: list[Json] = []
-    for name, description, hint in (*COMMANDS, *shown):
+    for name, description, hint in (*ours, *shown):
         command: Json = {"name": name, "description": description}
         if hint is not None:
             command["input"] = {"hint": hint}
@@ -51,29 +52,18 @@ async def prompt_turn(source: FeatureSource, text: str) -> str | None:
     return await prompt_text(source, head, argument.strip())
 
 
-def parse(text: str) -> tuple[str, str] | None:
-    """(name, argument) when the prompt is one of our commands; anything else goes to the model as typed."""
-    stripped = text.strip()
-    if not stripped.startswith("/"):
-        return None
-    head, _, argument = stripped[1:].partition(" ")
-    return (head, argument.strip()) if head in _NAMES else None
+def parse(text: str) -> tuple[Command, str] | None:
+    """(command, argument) when the prompt is one of our commands; anything else goes to the model as typed."""
+    return shared.parse(text, "acp")
 
 
-async def run(agent: Agent, name: str, argument: str) -> str:
-    """Runs a command; returns the text shown to the user as the agent's message."""
-    if name == "cost":
-        return agent.ledger.summary()
-    if name == "context":
-        return context_line(agent)
-    if name == "clear":
-        await agent.clear_session()
-        return "New conversation."
-    if name == "tools":
-        return "\n".join(f"- `{spec.name}` ({spec.server}): {_first_line(spec.description)}" for spec in agent.tools)
-    await agent.compact("manual", focus=argument or None)
-    return f"Compacted. {context_line(agent)}"
-
-
-def _first_line(text: str) -> str:
-    return (text or "").split("\n", 1)[0][:100]
+async def run(runtime: Runtime, command: Command, argument: str) -> str:
+    """Runs a command; returns the text shown to the user as the agent's message (Markdown)."""
+    if command.name == "tools":
+        return markdown_table(("server", "tool", "description"), tool_rows(runtime.agent))
+    if command.name == "servers":
+        header = ("server", "state", "tools", "hooks", "start", "last error")
+        notes = "\n\n".join(text for text, _ in server_notes(runtime))
+        return markdown_table(header, server_rows(runtime)) + "\n\n" + notes
+    lines = await shared_command(runtime, command, argument)
+    return "\n".join(text for text, _ in lines or [(f"/{command.name} is not available here", "")])

@@ -11,7 +11,7 @@ from typing import cast
 from sprout_agent.config.settings import DEFAULT_MODEL
 from sprout_agent.core.images import MAX_PDF_BASE64_BYTES, attachment
 from sprout_agent.core.messages import Image
-from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.faces.acp.options import AcpSetup
 from sprout_agent.faces.acp.wire import INVALID_PARAMS, Json, RpcError
 from sprout_agent.model import facts as model_facts
 
@@ -81,10 +81,10 @@ def _block_text(item: Json) -> str:
     raise RpcError(INVALID_PARAMS, f"Invalid params: unsupported content block {kind!r} (text, images, resources)")
 
 
-def image_input(options: AcpOptions) -> bool:
+def image_input(options: AcpSetup) -> bool:
     """Whether to advertise image prompts: unless the model's cached facts say it takes none. Never fetches
     (initialize answers at once); unknown is yes, as every current Claude model takes images."""
-    model = options.model or os.environ.get("ANTHROPIC_MODEL") or DEFAULT_MODEL
+    model = options.template.model or os.environ.get("ANTHROPIC_MODEL") or DEFAULT_MODEL
     cache = options.locations.cache / "models" if options.locations.cache is not None else None
 
     def cache_only() -> None:

@@ -4,8 +4,8 @@ session/prompt and session/cancel, each session with its own servers; stdin clos
 from __future__ import annotations
 
 import re
-import signal
 from collections.abc import Awaitable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,9 +13,9 @@ import anyio
 from anyio.abc import TaskGroup
 
 from sprout_agent import __version__
-from sprout_agent.core.errors import EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM
+from sprout_agent.core.errors import EXIT_OK
 from sprout_agent.faces.acp.lines import LineReader, Writer, guard_stdio
-from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.faces.acp.options import AcpSetup
 from sprout_agent.faces.acp.prompt_content import image_input, prompt_content
 from sprout_agent.faces.acp.wire import (
     INVALID_PARAMS,
@@ -26,6 +26,7 @@ from sprout_agent.faces.acp.wire import (
     Reply,
     RpcError,
 )
+from sprout_agent.faces.lifecycle import open_face
 
 if TYPE_CHECKING:
     from sprout_agent.faces.acp.sessions import AcpSession
@@ -42,7 +43,7 @@ class AcpServer:
     """Handlers that answer at once are plain functions, run in wire order (wire.Connection): the session a
     `session/load` opens exists for a prompt sent right behind it, and that prompt for the cancel behind it."""
 
-    def __init__(self, options: AcpOptions, writer: Writer, group: TaskGroup) -> None:
+    def __init__(self, options: AcpSetup, writer: Writer, group: TaskGroup) -> None:
         self.options = options
         self.sessions: dict[str, AcpSession] = {}
         self._group = group  # the sessions' runtimes live here, so end-of-input ends them all
@@ -117,11 +118,12 @@ class AcpServer:
         if session is not None:
             session.cancel()
 
-    async def close_sessions(self) -> None:
-        """End of input: every session ends (`_SessionEnd`, bounded by its hook timeout), then its servers."""
+    async def close_sessions(self, reason: str = "close") -> None:
+        """End of input (or a signal): every session ends (`_SessionEnd`, bounded by its hook timeout), then its
+        servers."""
         sessions = list(self.sessions.values())
         for session in sessions:
-            session.close()
+            session.close(reason)
         bound = max((s.prepared.settings.hook_timeout_ms for s in sessions), default=0) / 1000
         with anyio.move_on_after(bound + 0.5):  # what is left then is cancelled with the group, as before
             for session in sessions:
@@ -168,34 +170,22 @@ def _absolute_dir(raw: object) -> Path:
     return path
 
 
-def serve(options: AcpOptions) -> int:
+def serve(options: AcpSetup) -> int:
     """Runs until the client closes our stdin (or a signal); every session's servers end with it."""
     read_fd, write_fd = guard_stdio()
     return anyio.run(_main, options, read_fd, write_fd)
 
 
-async def run(options: AcpOptions, reader: LineReader, writer: Writer) -> None:
-    """Serves one client until end-of-input; the sessions (and their servers) end with it."""
-    async with anyio.create_task_group() as group:
-        server = AcpServer(options, writer, group)
-        await server.conn.serve(reader)
-        await server.close_sessions()
-        group.cancel_scope.cancel()
+async def run(options: AcpSetup, reader: LineReader, writer: Writer, *, signals: bool = False) -> int:
+    """Serves one client until end-of-input or a signal; the sessions (and their servers) end with it, each with
+    its `_SessionEnd` (bounded), as the other faces end theirs. Returns the exit code."""
+    async with open_face(signals=signals) as life:
+        server = AcpServer(options, writer, life.group)
+        await life.turns(partial(server.conn.serve, reader), partial(server.close_sessions, "signal"))
+        if not life.signalled:
+            await server.close_sessions()
+    return life.exit_code or EXIT_OK
 
 
-async def _main(options: AcpOptions, read_fd: int, write_fd: int) -> int:
-    received: list[int] = []
-    async with anyio.create_task_group() as group:
-        group.start_soon(_watch_signals, group, received)
-        await run(options, LineReader(read_fd), Writer(write_fd))
-        group.cancel_scope.cancel()
-    if not received:
-        return EXIT_OK
-    return EXIT_SIGTERM if received[0] == signal.SIGTERM else EXIT_SIGINT
-
-
-async def _watch_signals(group: TaskGroup, received: list[int]) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for signum in signals:
-            received.append(signum)
-            group.cancel_scope.cancel()
+async def _main(options: AcpSetup, read_fd: int, write_fd: int) -> int:
+    return await run(options, LineReader(read_fd), Writer(write_fd), signals=True)

@@ -52,6 +52,7 @@ class AcpSession:
         self._failure = ""
         self._turn: anyio.CancelScope | None = None
         self._open = anyio.CancelScope()  # cancelled by `close`: the runtime then ends in order
+        self._end_reason = "close"  # what `_SessionEnd` is told: close, or signal when the agent was signalled
         self.closed = anyio.Event()
         self.busy = False
         self._samplings = 0  # numbers the sampling questions' tool call ids
@@ -74,7 +75,7 @@ class AcpSession:
                     self.updates.send(commands.available_commands(prompts))
                 with self._open:
                     await anyio.sleep_forever()
-                await rt.agent.end_session("close")
+                await rt.agent.end_session(self._end_reason)
         except Exception as error:  # reported to the next prompt; the other sessions go on
             self._failure = _describe(error)
         finally:
@@ -82,8 +83,10 @@ class AcpSession:
             self._settled.set()
             self.closed.set()
 
-    def close(self) -> None:
-        """Ends the session with `_SessionEnd`, then its servers; `closed` is set once they are gone."""
+    def close(self, reason: str = "close") -> None:
+        """Ends the session with `_SessionEnd` (told `reason`), then its servers; `closed` is set once they are
+        gone."""
+        self._end_reason = reason
         self._open.cancel()
 
     async def agent(self) -> Agent:
@@ -118,8 +121,8 @@ class AcpSession:
 
     async def _run(self, agent: Agent, text: str, images: tuple[Image, ...]) -> str:
         command = commands.parse(text) if not images else None
-        if command is not None:
-            self.updates.message(await commands.run(agent, *command))
+        if command is not None and self._runtime is not None:
+            self.updates.message(await commands.run(self._runtime, *command))
             return "end_turn"
         if self._runtime is not None:
             try:

@@ -11,36 +11,18 @@ from typing import cast
 
 from sprout_agent.config.expansion import os_string_problem
 from sprout_agent.config.files import ServerConfig
-from sprout_agent.config.options import Options
 from sprout_agent.config.remote import check_url, header_name, header_value
 from sprout_agent.core.errors import ConfigError, SproutError
-from sprout_agent.faces.acp.options import AcpOptions
+from sprout_agent.faces.acp.options import AcpSetup
 from sprout_agent.faces.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Json, RpcError
 from sprout_agent.session.prepared import Prepared, prepare
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
 
-def prepare_session(o: AcpOptions, cwd: Path, raw_servers: object, resume_id: str | None) -> Prepared:
+def prepare_session(o: AcpSetup, cwd: Path, raw_servers: object, resume_id: str | None) -> Prepared:
     client = _client_servers(raw_servers, cwd)
-    options = Options(
-        prompt=None,
-        config_files=o.config_files,
-        model=o.model,
-        max_turns=o.max_turns,
-        cwd=cwd,
-        permission_mode=o.permission_mode,
-        allow_tools=o.allow_tools,
-        deny_tools=o.deny_tools,
-        resume_id=resume_id,
-        trust_project=o.trust_project,
-        sandbox=o.sandbox,
-        sandbox_network=o.sandbox_network,
-        sandbox_allow_write=o.sandbox_allow_write,
-        thinking=o.thinking,
-        effort=o.effort,
-        web=o.web,
-    )
+    options = replace(o.template, cwd=cwd, resume_id=resume_id)
     try:
         prepared = prepare(options, o.locations, os.environ)
     except SproutError as error:

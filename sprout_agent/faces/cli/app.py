@@ -17,31 +17,7 @@ from sprout_agent.faces.cli.argv import POSITIONAL, PromptOrCommand
 from sprout_agent.faces.cli.commands.batch import batch_app
 from sprout_agent.faces.cli.commands.servers import hooks_app, mcp_app
 from sprout_agent.faces.cli.exits import exit_now, fail, fail_as
-from sprout_agent.faces.cli.options import (
-    ConfigOption as _ConfigOption,
-)
-from sprout_agent.faces.cli.options import (
-    EffortOption,
-    InputFormat,
-    OutputFormat,
-    ThinkingOption,
-    WebOption,
-)
-from sprout_agent.faces.cli.options import (
-    MaxTurnsOption as _MaxTurnsOption,
-)
-from sprout_agent.faces.cli.options import (
-    ModelOption as _ModelOption,
-)
-from sprout_agent.faces.cli.options import (
-    SandboxAllowWriteOption as _SandboxAllowWriteOption,
-)
-from sprout_agent.faces.cli.options import (
-    SandboxNetworkOption as _SandboxNetworkOption,
-)
-from sprout_agent.faces.cli.options import (
-    SandboxOption as _SandboxOption,
-)
+from sprout_agent.faces.cli.options import InputFormat, OutputFormat
 
 app = typer.Typer(
     cls=PromptOrCommand,
@@ -107,25 +83,21 @@ def main_command(
     prompt: Annotated[
         str | None, typer.Option("--prompt", metavar="TEXT", help="The prompt, as an option (implies --print).")
     ] = None,
-    config: _ConfigOption = None,
-    mcp_config: o.McpConfigOption = None,
-    model: _ModelOption = None,
+    config_files: o.ConfigOption = None,
+    mcp_configs: o.McpConfigOption = None,
+    model: o.ModelOption = None,
     fallback_model: o.FallbackModelOption = None,
-    system_prompt: Annotated[str | None, typer.Option(metavar="TEXT", help="Replace the system prompt.")] = None,
-    append_system_prompt: Annotated[
-        str | None, typer.Option(metavar="TEXT", help="Append to the system prompt.")
-    ] = None,
-    max_turns: _MaxTurnsOption = None,
+    system_prompt: o.SystemPromptOption = None,
+    append_system_prompt: o.AppendSystemPromptOption = None,
+    max_turns: o.MaxTurnsOption = None,
     cwd: Annotated[
         Path | None, typer.Option(metavar="PATH", help="Working directory for the agent and its tools.")
     ] = None,
-    add_dir: o.AddDirOption = None,
+    add_dirs: o.AddDirOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show requests, usage and hooks.")] = False,
     strict_mcp_config: o.StrictMcpConfigOption = False,
     require_servers: o.RequireServersOption = False,
-    max_budget_usd: Annotated[
-        float | None, typer.Option(min=0, metavar="USD", help="End the session once this much is spent (exit 4).")
-    ] = None,
+    max_budget_usd: o.MaxBudgetOption = None,
     output_format: Annotated[
         OutputFormat, typer.Option(help="text, json (one object at the end) or stream-json (one event per line).")
     ] = OutputFormat.text,
@@ -135,47 +107,27 @@ def main_command(
     continue_latest: Annotated[
         bool, typer.Option("--continue", "-c", help="Resume the latest session of this directory.")
     ] = False,
-    resume: Annotated[
+    resume_id: Annotated[
         str | None, typer.Option("--resume", "-r", metavar="ID", help="Resume the session with this id.")
     ] = None,
     session_id: o.SessionIdOption = None,
     fork_session: o.ForkSessionOption = False,
     permission_mode: o.PermissionModeOption = None,
-    allow_tools: Annotated[
-        list[str] | None,
-        typer.Option(metavar="PATTERN", help="Tool patterns that always run (dev__bash, git__*); repeatable."),
-    ] = None,
-    deny_tools: Annotated[
-        list[str] | None, typer.Option(metavar="PATTERN", help="Tool patterns that never run; repeatable.")
-    ] = None,
+    allow_tools: o.AllowToolsOption = None,
+    deny_tools: o.DenyToolsOption = None,
     allowed_tools: o.AllowedToolsOption = None,
     disallowed_tools: o.DisallowedToolsOption = None,
-    trust_project: Annotated[
-        bool, typer.Option(help="Start the project's .mcp.json servers without approval, for this run (CI).")
-    ] = False,
-    sandbox: _SandboxOption = None,
-    sandbox_network: _SandboxNetworkOption = None,
-    sandbox_allow_write: _SandboxAllowWriteOption = None,
-    thinking: ThinkingOption = None,
-    effort: EffortOption = None,
-    web: WebOption = None,
-    elicitation: Annotated[
-        str | None,
-        typer.Option(metavar="POLICY", help="A server's question with nobody to ask: decline or accept-defaults."),
-    ] = None,
-    allow_sampling: Annotated[
-        bool, typer.Option(help="Headless: let MCP servers sample the model (sampling/createMessage), billed to you.")
-    ] = False,
-    permission_prompt_tool: Annotated[
-        str | None,
-        typer.Option(
-            metavar="stdio",
-            help="stdio: the Claude Agent SDK driving this run answers the permission questions (can_use_tool).",
-        ),
-    ] = None,
-    include_partial_messages: Annotated[
-        bool, typer.Option(help="stream-json: also each raw Messages API stream event, as `stream_event` lines.")
-    ] = False,
+    trust_project: o.TrustProjectOption = False,
+    sandbox: o.SandboxOption = None,
+    sandbox_network: o.SandboxNetworkOption = None,
+    sandbox_allow_write: o.SandboxAllowWriteOption = None,
+    thinking: o.ThinkingOption = None,
+    effort: o.EffortOption = None,
+    web: o.WebOption = None,
+    elicitation: o.ElicitationOption = None,
+    allow_sampling: o.AllowSamplingOption = False,
+    permission_prompt_tool: o.PermissionPromptToolOption = None,
+    include_partial_messages: o.IncludePartialMessagesOption = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -200,47 +152,20 @@ def main_command(
         prompt = None
     elif input_format is InputFormat.text:
         prompt = headless_prompt(output_format.value, prompt)
-    from sprout_agent.config.options import Options
     from sprout_agent.faces.cli import start
 
-    options = Options(
+    options = o.options_from(
+        ctx.params,
         prompt=prompt,
         first_prompt=first_prompt,
-        config_files=tuple(config or ()),
-        mcp_configs=tuple(mcp_config or ()),
-        model=model,
-        fallback_model=fallback_model,
-        system_prompt=system_prompt,
-        append_system_prompt=append_system_prompt,
-        max_turns=max_turns,
         cwd=work_dir,
-        add_dirs=tuple(path.resolve() for path in add_dir or ()),
-        verbose=verbose,
-        strict_mcp_config=strict_mcp_config,
-        require_servers=require_servers,
-        max_budget_usd=max_budget_usd,
-        output_format=output_format.value,
-        input_format=input_format.value,
-        resume_id=resume,
-        continue_latest=continue_latest,
-        session_id=session_id,
-        fork_session=fork_session,
+        add_dirs=tuple(path.resolve() for path in add_dirs or ()),
         permission_mode=_mode(permission_mode or "auto", output_format.value),
         permission_mode_given=permission_mode is not None,
         allow_tools=_rules(allow_tools, allowed_tools, deny=False),
         deny_tools=_rules(deny_tools, disallowed_tools, deny=True),
         claude_rules=allowed_tools is not None or disallowed_tools is not None,
-        trust_project=trust_project,
-        thinking=thinking,
-        effort=effort,
-        elicitation=elicitation,
-        allow_sampling=allow_sampling,
-        web=web,
-        sandbox=sandbox.value if sandbox is not None else None,
-        sandbox_network=sandbox_network.value if sandbox_network is not None else None,
-        sandbox_allow_write=tuple(sandbox_allow_write or ()),
         permission_prompt_tool=_prompt_tool(permission_prompt_tool, input_format, output_format),
-        include_partial_messages=include_partial_messages,
     )
     exit_now(start.run(options, not headless))
 
@@ -265,28 +190,23 @@ def sessions_list(
 
 @app.command("acp")
 def acp_command(
-    config: _ConfigOption = None,
-    model: _ModelOption = None,
-    max_turns: _MaxTurnsOption = None,
+    ctx: typer.Context,
+    config_files: o.ConfigOption = None,
+    model: o.ModelOption = None,
+    max_turns: o.MaxTurnsOption = None,
     permission_mode: o.PermissionModeOption = None,
-    allow_tools: Annotated[
-        list[str] | None, typer.Option(metavar="PATTERN", help="Tool patterns that always run; repeatable.")
-    ] = None,
-    deny_tools: Annotated[
-        list[str] | None, typer.Option(metavar="PATTERN", help="Tool patterns that never run; repeatable.")
-    ] = None,
-    trust_project: Annotated[
-        bool, typer.Option(help="Start each session's project .mcp.json servers without approval.")
-    ] = False,
-    sandbox: _SandboxOption = None,
-    sandbox_network: _SandboxNetworkOption = None,
-    sandbox_allow_write: _SandboxAllowWriteOption = None,
-    thinking: ThinkingOption = None,
-    effort: EffortOption = None,
-    web: WebOption = None,
+    allow_tools: o.AllowToolsOption = None,
+    deny_tools: o.DenyToolsOption = None,
+    trust_project: o.TrustProjectOption = False,
+    sandbox: o.SandboxOption = None,
+    sandbox_network: o.SandboxNetworkOption = None,
+    sandbox_allow_write: o.SandboxAllowWriteOption = None,
+    thinking: o.ThinkingOption = None,
+    effort: o.EffortOption = None,
+    web: o.WebOption = None,
 ) -> None:
     """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, any ACP client)."""
-    from sprout_agent.faces.acp.options import AcpOptions
+    from sprout_agent.faces.acp.options import AcpSetup
     from sprout_agent.faces.acp.server import serve
 
     try:
@@ -296,20 +216,14 @@ def acp_command(
         choice(effort, EFFORT_LEVELS, "--effort")
     except UsageError as error:
         fail(str(error), error.exit_code)
-    options = AcpOptions(
-        config_files=tuple(path.resolve() for path in config or ()),
-        model=model,
-        max_turns=max_turns,
+    # The sessions' template: each session/new or session/load sets its own directory (and session to load).
+    # Paths are resolved here, against the directory the editor started us in, not each session's.
+    template = o.options_from(
+        ctx.params,
+        config_files=tuple(path.resolve() for path in config_files or ()),
         permission_mode=_mode(permission_mode or "auto", "text"),
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
-        trust_project=trust_project,
-        sandbox=sandbox.value if sandbox is not None else None,
-        sandbox_network=sandbox_network.value if sandbox_network is not None else None,
         sandbox_allow_write=tuple(path.resolve() for path in sandbox_allow_write or ()),
-        thinking=thinking,
-        effort=effort,
-        web=web,
-        locations=Locations.for_user(),
     )
-    exit_now(serve(options))
+    exit_now(serve(AcpSetup(template, Locations.for_user())))

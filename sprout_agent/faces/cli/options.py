@@ -1,12 +1,24 @@
-"""The choices and shared option types of the `sprout-agent` command line (Typer), apart from the commands."""
+"""Every flag that reaches a run, declared once as an `Annotated` type, and `options_from`, which builds the run's
+`Options` from a command's parameters by name.
+
+A command's parameter takes the name of the `Options` (or `Limits`) field it fills: `config_files: ConfigOption`
+is `--config`. So the main command, `acp` and `batch` share each declaration, and a new flag that reaches the loop
+touches its declaration here, one parameter line per command that takes it, the record's field and the code that
+uses it.
+"""
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
+
+if TYPE_CHECKING:  # the record is imported when a run is built, not for --help or a subcommand
+    from sprout_agent.config.options import Options
 
 
 class OutputFormat(enum.StrEnum):
@@ -44,7 +56,10 @@ SandboxNetworkOption = Annotated[
     OnOff | None, typer.Option(help="Network for sandboxed commands (default on; always off in read-only).")
 ]
 SandboxAllowWriteOption = Annotated[
-    list[Path] | None, typer.Option(metavar="PATH", help="Another directory sandboxed commands may write; repeatable.")
+    list[Path] | None,
+    typer.Option(
+        "--sandbox-allow-write", metavar="PATH", help="Another directory sandboxed commands may write; repeatable."
+    ),
 ]
 
 # Flags more than one command takes (the main command, `acp`, the `mcp` commands).
@@ -53,9 +68,32 @@ ConfigOption = Annotated[
     typer.Option("--config", metavar="PATH", help="MCP config file (repeatable); replaces the lookup."),
 ]
 ModelOption = Annotated[
-    str | None, typer.Option(metavar="NAME", help="Model name (default: $ANTHROPIC_MODEL or built in).")
+    str | None, typer.Option("--model", metavar="NAME", help="Model name (default: $ANTHROPIC_MODEL or built in).")
 ]
-MaxTurnsOption = Annotated[int | None, typer.Option(min=1, metavar="N", help="Most model requests per prompt.")]
+MaxTurnsOption = Annotated[
+    int | None, typer.Option("--max-turns", min=1, metavar="N", help="Most model requests per prompt.")
+]
+MaxBudgetOption = Annotated[
+    float | None,
+    typer.Option("--max-budget-usd", min=0, metavar="USD", help="End the session once this much is spent (exit 4)."),
+]
+AllowToolsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-tools", metavar="PATTERN", help="Tool patterns that always run (dev__bash, git__*); repeatable."
+    ),
+]
+DenyToolsOption = Annotated[
+    list[str] | None,
+    typer.Option("--deny-tools", metavar="PATTERN", help="Tool patterns that never run; repeatable."),
+]
+TrustProjectOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-project/--no-trust-project",
+        help="Start the project's .mcp.json servers without approval (CI).",
+    ),
+]
 ThinkingOption = Annotated[
     str | None,
     typer.Option(metavar="MODE", help="Extended thinking: adaptive, on (a budget) or off (default: the model's)."),
@@ -70,6 +108,26 @@ WebOption = Annotated[
         help="Offer the API's web search and fetch to the model, where it supports them ($10 per 1000 searches; "
         "default off; env SPROUT_AGENT_WEB).",
     ),
+]
+
+SystemPromptOption = Annotated[str | None, typer.Option(metavar="TEXT", help="Replace the system prompt.")]
+AppendSystemPromptOption = Annotated[str | None, typer.Option(metavar="TEXT", help="Append to the system prompt.")]
+ElicitationOption = Annotated[
+    str | None,
+    typer.Option(metavar="POLICY", help="A server's question with nobody to ask: decline or accept-defaults."),
+]
+AllowSamplingOption = Annotated[
+    bool, typer.Option(help="Headless: let MCP servers sample the model (sampling/createMessage), billed to you.")
+]
+PermissionPromptToolOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="stdio",
+        help="stdio: the Claude Agent SDK driving this run answers the permission questions (can_use_tool).",
+    ),
+]
+IncludePartialMessagesOption = Annotated[
+    bool, typer.Option(help="stream-json: also each raw Messages API stream event, as `stream_event` lines.")
 ]
 
 # Claude Code's flags (README: "Claude Code's headless flags → sprout-agent").
@@ -116,8 +174,55 @@ ForkSessionOption = Annotated[
 ]
 AddDirOption = Annotated[
     list[Path] | None,
-    typer.Option(metavar="DIR", help="Another directory the built-in tools may read and write; repeatable."),
+    typer.Option(
+        "--add-dir", metavar="DIR", help="Another directory the built-in tools may read and write; repeatable."
+    ),
 ]
 FallbackModelOption = Annotated[
-    str | None, typer.Option(metavar="NAME", help="The model to use when the main one is overloaded.")
+    str | None,
+    typer.Option("--fallback-model", metavar="NAME", help="The model to use when the main one is overloaded."),
 ]
+
+
+def options_from(params: Mapping[str, object], **decided: object) -> Options:
+    """The run's `Options` from a command's parameters, by name: a parameter named as a field of `Options` fills
+    it, one named as a field of `Limits` fills `limits`; lists become tuples, choices their value, a flag not
+    given (None) keeps the record's default. `decided` (what the command worked out: the prompt, the checked
+    permission mode, the translated rules) wins over the parameters."""
+    from sprout_agent.config.options import Options
+    from sprout_agent.core.limits import Limits
+
+    option_names = {f.name for f in fields(Options)}
+    limit_names = {f.name for f in fields(Limits)}
+    given = {name: _plain(value) for name, value in params.items() if value is not None}
+    limits = {name: value for name, value in given.items() if name in limit_names}
+    chosen = {name: value for name, value in given.items() if name in option_names}
+    # Typer checked each value against its declaration above, which has the field's type.
+    return Options(**cast(dict[str, Any], {**chosen, "limits": Limits(**cast(dict[str, Any], limits)), **decided}))
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, list):  # click gives tuples for repeatable options, lists for variadic arguments
+        return tuple(cast(list[object], value))
+    return value
+
+
+def agent_argv(params: Mapping[str, object], declared: Sequence[Any], names: Sequence[str]) -> list[str]:
+    """The `sprout-agent -p` flags that pass a command's shared options on (batch tasks): each of `names` that was
+    given, as its own flag. `declared`: the command's click parameters (typer's vendored click `Parameter`s, hence
+    Any), whose first long name is the flag."""
+    argv: list[str] = []
+    for parameter in declared:
+        value = params.get(parameter.name)
+        if parameter.name not in names or value is None:
+            continue
+        if value is False:  # given as --no-x only where not giving it means something else (--web/--no-web)
+            argv += parameter.secondary_opts[:1] if parameter.default is None else []
+            continue
+        flag = next(name for name in parameter.opts if name.startswith("--"))
+        for item in cast(Sequence[object], value) if isinstance(value, list | tuple) else [value]:
+            text = str(item.resolve()) if isinstance(item, Path) else str(_plain(item))
+            argv += [flag] if item is True else [flag, text]
+    return argv

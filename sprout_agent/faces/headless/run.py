@@ -9,6 +9,8 @@ import io
 import sys
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import anyio
@@ -31,15 +33,71 @@ from sprout_agent.core.tool_names import sdk_tool_name
 from sprout_agent.faces.headless.control import Control, LineWriter, Skipped, prompts_of, stdin_lines
 from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
 from sprout_agent.faces.headless.sdk_session import SdkAsk, SdkRelay, SdkSession
-from sprout_agent.faces.signals import SignalWatch
+from sprout_agent.faces.lifecycle import open_face
 from sprout_agent.faces.terminal.render import TerminalRenderer
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.session.runtime import Runtime, new_session_id, open_runtime
 from sprout_agent.trust.untrusted import printable
 
 
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How the run has ended so far: what `finish` reports. Each step of the run replaces it whole."""
+
+    code: int = EXIT_OK
+    stop_reason: str = "end_turn"
+    text: str = ""  # the last turn's answer
+    turns: int = 0  # model requests, while no agent exists to count them
+    errors: tuple[str, ...] = ()
+    fatal: str | None = None  # the one line for stderr
+    ran_a_turn: bool = False
+    reported: bool = False  # the last thing the run did was answer a turn (stream-json wrote its result)
+
+    def answered(self, result: TurnResult) -> Outcome:
+        """A turn ran to its end; its own `result` line said so (a later failure says more)."""
+        code = exit_code_for_stop(result.stop_reason)
+        turns = self.turns + result.turns
+        return replace(
+            self,
+            code=code,
+            stop_reason=result.stop_reason,
+            text=result.text,
+            turns=turns,
+            ran_a_turn=True,
+            reported=True,
+        )
+
+    def sdk_interrupted(self) -> Outcome:
+        """The SDK's interrupt ended a turn; the session goes on with the next prompt."""
+        return replace(self, text="", stop_reason="interrupted", ran_a_turn=True, reported=True)
+
+    def skipped(self, reason: str) -> Outcome:
+        """A stdin line was not run: the run's last result must still say how it ended."""
+        return replace(self, errors=(*self.errors, reason), reported=False)
+
+    def failed(self, error: SproutError) -> Outcome:
+        line = str(error)
+        return replace(
+            self,
+            code=error.exit_code,
+            stop_reason="error",
+            text="",
+            reported=False,
+            errors=(*self.errors, line),
+            fatal=line,
+        )
+
+    def interrupted(self, code: int) -> Outcome:
+        why = "interrupted by " + ("SIGTERM" if code == EXIT_SIGTERM else "SIGINT")
+        return replace(self, code=code, stop_reason="interrupted", text="", reported=False, errors=(*self.errors, why))
+
+    def crashed(self, error: Exception) -> Outcome:
+        why = f"internal error: {type(error).__name__}: {error}"
+        return replace(self, code=EXIT_RUNTIME, stop_reason="error", reported=False, errors=(*self.errors, why))
+
+
 class Headless:
-    """One non-interactive session; collects what `finish` reports."""
+    """One non-interactive session; its `outcome` is what `finish` reports."""
 
     def __init__(self, prepared: Prepared) -> None:
         options = prepared.options
@@ -65,14 +123,7 @@ class Headless:
             else None
         )
         self.runtime: Runtime | None = None
-        self.code = EXIT_OK
-        self.stop_reason = "end_turn"
-        self.text = ""
-        self.turns = 0
-        self.errors: list[str] = []
-        self.fatal: str | None = None  # the one line for stderr
-        self.ran_a_turn = False
-        self.reported = False  # the last thing the run did was answer a turn (stream-json wrote its result)
+        self.outcome = Outcome()
         # stream-json input: stdin is read while a turn runs, and the SDKs' control requests are answered.
         self.sdk: SdkSession | None = None
         self.control: Control | None = None
@@ -87,13 +138,10 @@ class Headless:
             self.jsonl(event)
 
     async def main(self) -> None:
-        watch = SignalWatch()
         self._config_notices()
-        async with anyio.create_task_group() as group:
-            watch.everything = group.cancel_scope
-            group.start_soon(watch.watch)
+        async with open_face() as life:
             if self.control is not None:
-                group.start_soon(self.control.run, stdin_lines(_stdin_chunk))
+                life.group.start_soon(self.control.run, stdin_lines(_stdin_chunk))
             try:
                 async with open_runtime(
                     self.prepared, self.emit, session_id=self.session_id, **self._sdk_parts()
@@ -101,21 +149,14 @@ class Headless:
                     self.runtime = runtime
                     if self.sdk is not None:
                         self.sdk.attach(runtime)
-                    # A signal ends the turns, not the servers: `_SessionEnd` still reaches them (bounded).
-                    with anyio.CancelScope() as turns:
-                        watch.everything = turns
-                        await self._turns(runtime)
-                    watch.everything = group.cancel_scope  # a second signal ends everything at once
-                    if watch.received is not None:
-                        await runtime.agent.end_session("signal")
+                    await life.turns(partial(self._turns, runtime), partial(runtime.agent.end_session, "signal"))
             except Exception as error:
                 found = sprout_error_in(error)  # task groups wrap what they raise (e.g. --require-servers)
                 if found is None:
                     raise
-                self.failed(found)
-            group.cancel_scope.cancel()
-        if watch.exit_code is not None:
-            self.interrupted(watch.exit_code)
+                self.outcome = self.outcome.failed(found)
+        if life.exit_code is not None:
+            self.outcome = self.outcome.interrupted(life.exit_code)
 
     def _config_notices(self) -> None:
         if self.prepared.options.verbose:
@@ -142,21 +183,16 @@ class Headless:
                 continue
             prompt, attachments = queued
             result = await self._turn(runtime, prompt, attachments)
-            self.ran_a_turn = True
             if result is None:  # the SDK's interrupt: the session goes on with the next prompt
-                self.text, self.stop_reason, self.reported = "", "interrupted", True
+                self.outcome = self.outcome.sdk_interrupted()
                 continue
-            self.turns += result.turns
-            self.text, self.stop_reason = result.text, result.stop_reason
-            self.code = exit_code_for_stop(result.stop_reason)
-            self.reported = True  # the turn's own `result` line said it; a later failure says more
-            if self.code != EXIT_OK:
+            self.outcome = self.outcome.answered(result)
+            if self.outcome.code != EXIT_OK:
                 break  # the rest of a stream-json input is left unread: the session cannot go on
 
     def _skipped(self, reason: str, runtime: Runtime) -> None:
         """A stdin line over the cap: not run, its own error `result`, and the session goes on."""
-        self.errors.append(reason)
-        self.reported = False  # the run's last result must still say how it ended
+        self.outcome = self.outcome.skipped(reason)
         if self.jsonl is not None:
             self.jsonl.skipped(reason, runtime.agent.ledger.cost)
 
@@ -210,7 +246,7 @@ class Headless:
                 tools=[sdk_tool_name(spec.server, spec.tool) for spec in agent.tools],
                 model_tools=[spec.name for spec in agent.tools],
                 permission_mode=self.prepared.options.permission_mode,
-                api_key_source="ANTHROPIC_API_KEY" if self.prepared.env.get("ANTHROPIC_API_KEY") else "none",
+                api_key_source="ANTHROPIC_API_KEY" if self.prepared.settings_env.get("ANTHROPIC_API_KEY") else "none",
                 hooks=hooks,
                 resumed=self.prepared.resume is not None,
                 sandbox=self.prepared.sandbox.record(),
@@ -219,43 +255,34 @@ class Headless:
             )
         )
 
-    def failed(self, error: SproutError) -> None:
-        self.code, self.stop_reason, self.text, self.reported = error.exit_code, "error", "", False
-        self.errors.append(str(error))
-        self.fatal = str(error)
-
-    def interrupted(self, code: int) -> None:
-        self.code, self.stop_reason, self.text, self.reported = code, "interrupted", "", False
-        self.errors.append("interrupted by " + ("SIGTERM" if code == EXIT_SIGTERM else "SIGINT"))
-
     def finish(self) -> int:
         """Reports the outcome (text: answer already out, summary on stderr; json: the result object)."""
-        agent = self.runtime.agent if self.runtime is not None else None
+        agent, outcome = (self.runtime.agent if self.runtime is not None else None), self.outcome
         if self.renderer is not None:
             self.renderer.close()
-            if self.code != EXIT_OK and self.ran_a_turn and self.stop_reason not in ("error", "interrupted"):
-                self.renderer.say(f"stopped: {self.stop_reason}", "yellow")
+            if outcome.code != EXIT_OK and outcome.ran_a_turn and outcome.stop_reason not in ("error", "interrupted"):
+                self.renderer.say(f"stopped: {outcome.stop_reason}", "yellow")
             if agent is not None and self.text_mode:
                 self.renderer.say(agent.ledger.summary(), "dim")
         if self.jsonl is not None:
             self.jsonl.result(
                 ResultInfo(
-                    text=self.text,
-                    stop_reason=self.stop_reason,
+                    text=outcome.text,
+                    stop_reason=outcome.stop_reason,
                     session_id=self.session_id,
                     # The agent counts requests as they are made: a turn cut short by a signal still made them.
-                    turns=agent.requests if agent is not None else self.turns,
+                    turns=agent.requests if agent is not None else outcome.turns,
                     usage=agent.ledger.usage if agent is not None else Usage(),
                     cost_usd=agent.ledger.cost if agent is not None else 0.0,
                     duration_ms=round((time.monotonic() - self.started) * 1000),
-                    exit_code=self.code,
-                    errors=self.errors,
+                    exit_code=outcome.code,
+                    errors=list(outcome.errors),
                 ),
-                reported=self.reported,
+                reported=outcome.reported,
             )
-        if self.fatal is not None:
-            sys.stderr.write(f"sprout-agent: {printable(self.fatal)}\n")
-        return self.code
+        if outcome.fatal is not None:
+            sys.stderr.write(f"sprout-agent: {printable(outcome.fatal)}\n")
+        return outcome.code
 
 
 def _stdin_chunk(size: int) -> bytes:
@@ -274,10 +301,9 @@ def run_headless(prepared: Prepared) -> int:
     try:
         anyio.run(headless.main)
     except KeyboardInterrupt:  # before the signal watch is listening
-        headless.interrupted(EXIT_SIGINT)
+        headless.outcome = headless.outcome.interrupted(EXIT_SIGINT)
     except Exception as error:
-        headless.errors.append(f"internal error: {type(error).__name__}: {error}")
-        headless.code, headless.stop_reason, headless.reported = EXIT_RUNTIME, "error", False
+        headless.outcome = headless.outcome.crashed(error)
         headless.finish()
         raise
     return headless.finish()

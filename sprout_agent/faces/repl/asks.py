@@ -8,7 +8,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 
 import anyio
 
-from sprout_agent.faces.signals import SignalWatch
+from sprout_agent.faces.lifecycle import SignalWatch
 from sprout_agent.faces.terminal.input import TurnKeys
 from sprout_agent.faces.terminal.render import TerminalRenderer
 from sprout_agent.mcp.elicitation import Answer, Elicitor, Question

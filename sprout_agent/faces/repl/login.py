@@ -36,7 +36,7 @@ async def login_command(runtime: Runtime, renderer: TerminalRenderer, argument: 
         return
     from sprout_agent.mcp.oauth.login import login  # the SDK's auth pieces and httpx2 only for a login
 
-    oauth = oauth_setup(prepared.locations.data, prepared.environ, flow="browser")
+    oauth = oauth_setup(prepared.locations.data, prepared.inherited_env, flow="browser")
     renderer.say(f"logging in to {server.name}: finish in the browser (Esc cancels)", "dim")
     try:
         await login(server, oauth, lambda text: renderer.say(text, "dim"))

@@ -52,7 +52,7 @@ def ask_about_project_servers(
     to_ask = [server for server in held.pending if held.verdicts[server.name] is not Verdict.DECLINED]
     if not to_ask:
         return prepared  # every one was declined before: the face shows the notices
-    secrets = secrets_in(prepared.env, prepared.environ)
+    secrets = secrets_in(prepared.settings_env, prepared.inherited_env)
     approved, declined = _ask(to_ask, held, secrets, press, write)
     _remember(prepared, approved, declined, secrets, write)
     if not approved:

@@ -39,7 +39,7 @@ class MentionCompleter(Completer):
 
     def __init__(self, cwd: Path) -> None:
         self.cwd = cwd
-        # The servers' prompt commands (`/server:prompt`) and resource mentions (`server:uri`); the REPL sets them.
+        # Ours, then the servers' `/server:prompt` commands; the resource mentions (`server:uri`). The REPL sets them.
         self.commands: Callable[[], Sequence[str]] = lambda: ()
         self.resources: Callable[[], Sequence[str]] = lambda: ()
 

@@ -22,18 +22,6 @@ from sprout_agent.trust.untrusted import printable
 FILE_MAX_BYTES = 256 * 1024
 MAX_FILES = 10  # mentions attached per prompt; the rest get a note
 LISTING_MAX = 200  # Tab candidates per directory read
-SLASH_COMMANDS = (
-    "/help",
-    "/tools",
-    "/servers",
-    "/clear",
-    "/compact",
-    "/context",
-    "/cost",
-    "/model",
-    "/effort",
-    "/exit",
-)
 
 # `@` at the start or after whitespace; the path runs to the next whitespace.
 _MENTION = re.compile(r"(?:(?<=\s)|^)@(\S+)")
@@ -185,6 +173,6 @@ def file_candidates(partial: str, cwd: Path) -> list[str]:
     return sorted(found)
 
 
-def command_candidates(partial: str, extra: Sequence[str] = ()) -> list[str]:
-    """Our commands, then `extra` (the servers' prompt commands), that start with `partial`."""
-    return [name for name in (*SLASH_COMMANDS, *extra) if name.startswith(partial)]
+def command_candidates(partial: str, names: Sequence[str]) -> list[str]:
+    """The commands (ours from faces/commands.py, then the servers' prompts) that start with `partial`."""
+    return [name for name in names if name.startswith(partial)]

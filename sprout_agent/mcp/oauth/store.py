@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import tempfile
 import urllib.parse
@@ -17,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
+
+_log = logging.getLogger(__name__)  # the -v log: why the keyring was passed over
 
 SERVICE = "sprout-agent MCP OAuth"
 FILE_NAME = "mcp-oauth.json"
@@ -124,7 +127,8 @@ class KeyringTokens:
     def load(self, url: str) -> dict[str, Any] | None:
         try:
             text = self._keyring.get_password(SERVICE, canonical(url))
-        except Exception:
+        except Exception as error:  # keyring backends raise their own types: any failure means "not there"
+            _log.warning("OAuth tokens: the OS keyring could not be read (%s: %s)", type(error).__name__, error)
             return self._fallback.load(url) if self._fallback is not None else None
         try:
             record = json.loads(text) if isinstance(text, str) else None
@@ -138,6 +142,7 @@ class KeyringTokens:
         except Exception as error:
             if self._fallback is None:
                 raise
+            _log.warning("OAuth tokens: the OS keyring refused them (%s: %s)", type(error).__name__, error)
             self._fallback.save(url, record)
             # Said wherever `where` is shown (after a login): the user must not believe they are in the keyring.
             self.where = f"{self._fallback.where} (the OS keyring refused them: {type(error).__name__})"
@@ -147,8 +152,8 @@ class KeyringTokens:
         try:
             self._keyring.delete_password(SERVICE, canonical(url))
             deleted = True
-        except Exception:  # keyring raises PasswordDeleteError for a missing entry
-            pass
+        except Exception as error:  # keyring raises PasswordDeleteError for a missing entry
+            _log.info("OAuth tokens: nothing deleted from the OS keyring (%s: %s)", type(error).__name__, error)
         if self._fallback is not None:
             deleted = self._fallback.delete(url) or deleted
         return deleted
@@ -196,12 +201,14 @@ def _usable_keyring() -> Any:
     try:
         import keyring
         from keyring.backends import fail, null
-    except Exception:  # a broken install or a backend that fails to import: the file still works
+    except Exception as error:  # a broken install or a backend that fails to import: the file still works
+        _log.warning("OAuth tokens: no OS keyring (%s: %s); a private file holds them", type(error).__name__, error)
         return None
     try:
         backend: Any = keyring.get_keyring()
         priority = float(backend.priority)
-    except Exception:
+    except Exception as error:
+        _log.warning("OAuth tokens: the OS keyring is unusable (%s: %s)", type(error).__name__, error)
         return None
     if isinstance(backend, (fail.Keyring, null.Keyring)) or priority <= 0:
         return None

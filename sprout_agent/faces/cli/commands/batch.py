@@ -11,8 +11,9 @@ import typer
 from typer.core import TyperGroup
 
 from sprout_agent.core.errors import UsageError
+from sprout_agent.faces.cli import options as o
 from sprout_agent.faces.cli.exits import exit_now, fail
-from sprout_agent.faces.cli.options import ConfigOption, MaxTurnsOption, ModelOption, OutputFormat
+from sprout_agent.faces.cli.options import OutputFormat
 
 
 class _RunByDefault(TyperGroup):
@@ -35,11 +36,14 @@ batch_app = typer.Typer(
 _BATCH_OWNED = frozenset(
     {"-p", "--prompt", "--output-format", "--input-format", "--cwd", "-c", "--continue", "-r", "--resume"}
 )
+# The main command's options `batch run` takes for every task, passed on by name (the rest are the batch's own).
+_PASSED_ON = ("config_files", "model", "max_turns", "permission_mode", "allow_tools", "deny_tools", "trust_project")
 _OutputOption = Annotated[OutputFormat, typer.Option(help="text (a table) or json (one summary object).")]
 
 
 @batch_app.command("run")
 def batch_run(
+    ctx: typer.Context,
     tasks: Annotated[Path, typer.Argument(metavar="TASKS.jsonl", help="One JSON task per line.")],
     out: Annotated[Path, typer.Option(metavar="DIR", help="Results, transcripts and trees; resumable.")],
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="N", help="Tasks at once.")] = 4,
@@ -57,13 +61,14 @@ def batch_run(
     executor: Annotated[str, typer.Option(metavar="NAME", help="local (default) or ray.")] = "local",
     address: Annotated[str | None, typer.Option(metavar="ADDR", help="Ray cluster address (--executor ray).")] = None,
     output_format: _OutputOption = OutputFormat.text,
-    config: ConfigOption = None,
-    model: ModelOption = None,
-    max_turns: MaxTurnsOption = None,
-    permission_mode: Annotated[str | None, typer.Option(metavar="MODE", help="For every task.")] = None,
-    allow_tools: Annotated[list[str] | None, typer.Option(metavar="PATTERN", help="For every task.")] = None,
-    deny_tools: Annotated[list[str] | None, typer.Option(metavar="PATTERN", help="For every task.")] = None,
-    trust_project: Annotated[bool, typer.Option(help="For every task (CI).")] = False,
+    # For every task's `sprout-agent -p`, as the main command takes them (passed on by name: agent_argv).
+    config_files: o.ConfigOption = None,
+    model: o.ModelOption = None,
+    max_turns: o.MaxTurnsOption = None,
+    permission_mode: o.PermissionModeOption = None,
+    allow_tools: o.AllowToolsOption = None,
+    deny_tools: o.DenyToolsOption = None,
+    trust_project: o.TrustProjectOption = False,
     passed: Annotated[
         list[str] | None,
         typer.Argument(metavar="[-- -p FLAGS...]", help="After --: more flags for every task's sprout-agent -p."),
@@ -75,14 +80,9 @@ def batch_run(
     owned = sorted({arg.split("=", 1)[0] for arg in passed or ()} & _BATCH_OWNED)
     if owned:
         fail(f"batch: {owned[0]} is the batch's to set for each task (the prompt, output, directory, session)", 2)
-    agent_args: list[str] = [arg for path in config or () for arg in ("--config", str(path.resolve()))]
-    agent_args += ["--model", model] if model else []
-    agent_args += ["--max-turns", str(max_turns)] if max_turns else []
-    agent_args += ["--permission-mode", _checked_mode(permission_mode)] if permission_mode else []
-    agent_args += [arg for p in allow_tools or () for arg in ("--allow-tools", p)]
-    agent_args += [arg for p in deny_tools or () for arg in ("--deny-tools", p)]
-    agent_args += ["--trust-project"] if trust_project else []
-    agent_args += passed or []
+    if permission_mode is not None:
+        _checked_mode(permission_mode)
+    agent_args = [*o.agent_argv(ctx.params, ctx.command.params, _PASSED_ON), *(passed or [])]
     options = runner.BatchOptions(
         tasks_file=tasks,
         out=out,
