@@ -112,7 +112,7 @@ def load_config(
     servers come first, but on a name clash your own server stays and the project's is dropped, with a notice
     (server_names.py).
     `mcp_configs` (--mcp-config: paths or inline JSON) come last and replace servers of the same name;
-    `only_given` (--strict-mcp-config) reads only `explicit` and `mcp_configs` (config_sources.py).
+    `only_given` (--strict-mcp-config) reads only `explicit` and `mcp_configs` (sources.py).
     `${VAR}` / `${VAR:-default}` in command, args, env values and cwd expand from `env`, except in files
     outside `cwd` (the user file, a --config file elsewhere), which expand from `user_env` when given (the
     real environment: a project's `.env` must not choose what the user's own servers run); `${PWD}` is `cwd`

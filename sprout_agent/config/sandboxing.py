@@ -1,6 +1,6 @@
 """The sandbox a run asks for (`--sandbox*` flags, `SPROUT_AGENT_SANDBOX*`), decided once at start-up.
 
-The mechanism lives with the tools (tools/_sandbox.py, stdlib only); this side picks the policy, probes once,
+The mechanism is trust/sandbox.py (stdlib only, shared with the tools); this side picks the policy, probes once,
 fails with exit 2 for `required` when it cannot work, and hands the policy to the built-in dev server as the
 SPROUT_DEV_SANDBOX* variables of its config `env`: the same variables a standalone dev server reads.
 The variables are read from the real environment only: a project's `.env` cannot loosen the sandbox.

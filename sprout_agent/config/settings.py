@@ -133,7 +133,7 @@ def _raw(env: Mapping[str, str], name: str) -> str | None:
     return value or _DEFAULTS[name] or None
 
 
-THINKING_SETTINGS = ("adaptive", "on", "off")  # model_facts.py reads the same words
+THINKING_SETTINGS = ("adaptive", "on", "off")  # model/facts.py reads the same words
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
 
 

@@ -164,7 +164,7 @@ def _plain(command: str) -> bool:
 def denies(rules: Sequence[tuple[str, bool]], command: object) -> bool:
     """A deny rule matches the command or any part of a compound one (split at ; & | ( ) ` $ and newlines), its
     words unquoted as bash would (`'rm' -rf x` is rm). A command that runs it another way (env, sudo, a script)
-    is not caught: the README says so."""
+    is not caught: docs/permissions.md says so."""
     if not isinstance(command, str):
         return False
     parts = re.split(r"[;&|()`$\n\r{}]+", command)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# Documented exit codes (README "Exit codes").
+# Documented exit codes (README and docs/cli.md, "Exit codes").
 EXIT_OK = 0
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
@@ -76,7 +76,7 @@ def exit_code_for_stop(stop_reason: str) -> int:
     return EXIT_RUNTIME
 
 
-# Below the SproutError tree: one MCP server's failures, raised by mcp_link and handled inside the pool,
+# Below the SproutError tree: one MCP server's failures, raised by mcp/link.py and handled inside the pool,
 # which turns them into tool results or a server state. They never reach the CLI.
 class ServerGone(Exception):
     """The server died, closed the connection, or was killed while we were talking to it."""

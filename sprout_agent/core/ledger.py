@@ -20,7 +20,7 @@ class Price:
     cache_write: float
 
 
-# By model-name prefix, first match wins (README "Cost"). Cache reads bill at 0.1x input, 5-minute
+# By model-name prefix, first match wins (docs/models.md "Cost"). Cache reads bill at 0.1x input, 5-minute
 # cache writes at 1.25x input, as Anthropic prices prompt caching.
 PRICES: tuple[tuple[str, Price], ...] = (
     ("claude-opus", Price(5.0, 25.0, 0.50, 6.25)),

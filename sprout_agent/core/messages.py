@@ -1,4 +1,4 @@
-"""The conversation as plain frozen data: what the loop keeps, the store writes and llm.py translates."""
+"""The conversation as plain frozen data: what the loop keeps, the store writes and model/client.py translates."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class Thinking:
     """The model's reasoning with its signature; sent back byte-identical (the API verifies the signature).
 
     `model` is ours, never sent: a signature binds the block to the model that wrote it, so a request to
-    another model leaves the block out (llm.py) instead of earning a 400."""
+    another model leaves the block out (model/client.py) instead of earning a 400."""
 
     thinking: str
     signature: str

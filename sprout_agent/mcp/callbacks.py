@@ -1,6 +1,6 @@
 """The SDK callbacks a ClientSession answers a server's own requests with: roots/list, elicitation/create and
 sampling/createMessage, translated between mcp's types and ours (client_features.py, elicitation.py,
-sampling.py). The SDK declares each capability because its callback is given (mcp_link._session).
+sampling.py). The SDK declares each capability because its callback is given (link._session).
 """
 
 from __future__ import annotations

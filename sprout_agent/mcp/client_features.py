@@ -1,7 +1,7 @@
 """What the client offers the servers it connects to: roots (the session's directories), elicitation (a
 server's question to the user) and sampling (a server's model call), as one value the pool hands each session.
 
-Stdlib only, like the pool: mcp_callbacks.py turns these into the SDK's callbacks, and the SDK declares the
+Stdlib only, like the pool: callbacks.py turns these into the SDK's callbacks, and the SDK declares the
 capabilities from them (roots with `listChanged`; elicitation in form and URL modes; sampling only when the
 face has a way to approve it).
 """

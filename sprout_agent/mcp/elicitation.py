@@ -1,7 +1,7 @@
 """A server's question to the user (MCP elicitation): the form its schema asks for, the answer's checks, and
 the unattended policies (decline, or accept the defaults when every required field has one, SEP-1034).
 
-Stdlib only: the MCP side (mcp_callbacks.py) turns the request into a `FormQuestion` or `UrlQuestion`, a face
+Stdlib only: the MCP side (callbacks.py) turns the request into a `FormQuestion` or `UrlQuestion`, a face
 answers it with an `Answer`. A schema is the server's text: it is parsed defensively, never trusted.
 """
 

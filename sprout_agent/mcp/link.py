@@ -1,6 +1,6 @@
 """One MCP client session to one server, stdio, in-process or remote: handshake, tool listing, tool calls.
 
-The pool (servers.py) owns every server's life and state and never imports mcp; it loads this module in a
+The pool (pool.py) owns every server's life and state and never imports mcp; it loads this module in a
 thread once its processes are spawned, so mcp's import (~1 s) overlaps their start-up. MCP errors leave
 here as `ServerGone` (the connection closed) or `ServerAnswered` (an error answer), never as mcp types.
 """

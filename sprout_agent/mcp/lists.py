@@ -1,7 +1,7 @@
 """A server's resources and prompts over its MCP session: listed page by page (bounded), read, fetched; and the
 notifications that say a list changed or carry the server's log, turned into plain callbacks.
 
-The pool (servers.py) never imports mcp: it gets `ResourceInfo`, `PromptInfo`, `ToolOutcome` and text from here.
+The pool (pool.py) never imports mcp: it gets `ResourceInfo`, `PromptInfo`, `ToolOutcome` and text from here.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The MCP servers as one `ToolHost`: spawn them all at once, hand-shake, list, call, kill, end every group.
 
 The pool owns each server process's life, from the spawn to the end of its process group. It imports no mcp:
-it spawns the subprocess servers first, then loads `mcp_link` (the mcp client side) in a thread while they
-boot on the other core. Modules importing mcp: `mcp_link`, `mcp_callbacks`, `mcp_lists`, `stdio_transport`,
-`stdio_wire`, `in_process`, `mcp_results` and the built-in servers in `tools/`.
+it spawns the subprocess servers first, then loads `link` (the mcp client side) in a thread while they boot
+on the other core. Modules importing mcp: `link`, `callbacks`, `lists`, `results`, `transports/` (`stdio`,
+`stdio_wire`, `in_process`, `sdk`, `remote`; `http_cap` imports httpx2 only), `oauth/` (`provider`, `login`) and
+the built-in servers in `tools/`.
 """
 
 from __future__ import annotations

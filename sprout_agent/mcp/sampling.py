@@ -1,7 +1,7 @@
 """A server's `sampling/createMessage` run through the session's own model: only once approved, within the
 request's `max_tokens` and our output cap, with no tools, counted in the ledger and the budget.
 
-Stdlib only (the MCP side, mcp_callbacks.py, turns the request into a `SamplingRequest`). The model arrives
+Stdlib only (the MCP side, callbacks.py, turns the request into a `SamplingRequest`). The model arrives
 after the servers have started (anthropic loads meanwhile): a request before that is refused.
 """
 

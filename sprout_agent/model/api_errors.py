@@ -1,6 +1,6 @@
 """A failed model request in words a person can act on: what happened, what to check, how often we tried.
 
-Pure text (no anthropic import): llm.py extracts the status, the error type and the API's own message.
+Pure text (no anthropic import): client.py extracts the status, the error type and the API's own message.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """What llm.py knows about the last attempt."""
+    """What client.py knows about the last attempt."""
 
     status: int | None  # HTTP status; None for a connection error or a cut stream; 200 for a mid-stream error
     error_type: str  # the API's `error.type` ("overloaded_error", …), or "connection", "timeout", "cut"

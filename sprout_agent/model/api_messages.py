@@ -1,6 +1,6 @@
 """Our messages and tools as the Messages API's JSON: merging, the blocks each request may carry, cache breakpoints.
 
-Stdlib only (llm.py sends what this builds). Thinking and server tool result blocks go back verbatim.
+Stdlib only (client.py sends what this builds). Thinking and server tool result blocks go back verbatim.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import platform
 from pathlib import Path
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
-INSTRUCTIONS_MAX_CHARS = 32 * 1024  # per file; documented in the README
+INSTRUCTIONS_MAX_CHARS = 32 * 1024  # per file; documented in docs/models.md
 
 BASE_PROMPT = """You are sprout-agent, a command-line coding agent. You help the user with software engineering \
 tasks in their working directory, using the tools offered to you (tools are named `server__tool`).

@@ -1,7 +1,7 @@
 """Web search and web fetch, the tools the API runs itself (`--web`): their definitions, their blocks as the
 faces show them, and their blocks as text for a request that does not offer them. Stdlib only.
 
-Off by default: every search costs money (README "Cost") and fetched pages are untrusted text the model reads.
+Off by default: every search costs money (docs/models.md "Cost") and fetched pages are untrusted text the model reads.
 """
 
 from __future__ import annotations

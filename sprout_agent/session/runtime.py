@@ -2,7 +2,7 @@
 
 `open_runtime` spawns the servers, builds the model client (anthropic loads in a thread while the servers
 hand-shake), the transcript store, the hooks and the `Agent`; leaving it ends all of them, in reverse order.
-The faces (repl.py, headless.py, acp/) enter it and get the agent; nothing else hands the agent around.
+The faces (repl/, headless/, acp/) enter it and get the agent; nothing else hands the agent around.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Where the dev tools may act: path resolution, the write boundary and "last read" records.
 
 Reads may go anywhere but the sandbox's deny list (bash can read the rest anyway); writes follow the one
-write policy the sandbox's mounts follow too (tools/_write_policy.py): inside the working directory, its git
+write policy the sandbox's mounts follow too (trust/write_policy.py): inside the working directory, its git
 root, an --add-dir (SPROUT_DEV_ADD_DIRS) or allow-write directory after symlinks are resolved, never in a git
 directory or the deny list. SPROUT_DEV_ALLOW_OUTSIDE=1 lifts only the first rule.
 """

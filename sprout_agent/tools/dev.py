@@ -2,7 +2,7 @@
 
 Run as `python -m sprout_agent.tools.dev` (stdio); the working directory is the process's cwd.
 SPROUT_DEV_ALLOW_OUTSIDE=1 allows writes outside it; SPROUT_DEV_BASH_TIMEOUT sets bash's default timeout;
-SPROUT_DEV_SANDBOX* choose the sandbox bash's commands run in (tools/_sandbox.py).
+SPROUT_DEV_SANDBOX* choose the sandbox bash's commands run in (trust/sandbox.py).
 """
 
 from __future__ import annotations

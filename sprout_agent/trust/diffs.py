@@ -1,7 +1,7 @@
 """Unified diffs of the built-in dev server's file changes, on the agent's side: the diff an edit or write
 would make (for an approval prompt, before it runs), and a diff read back into old and new text (for ACP).
 
-Pure and stdlib only; the replace logic is the dev server's own (tools/_edits.py), so the preview is the
+Pure and stdlib only; the replace logic is the dev server's own (edits.py, which it imports too), so the preview is the
 change the tool will make.
 """
 

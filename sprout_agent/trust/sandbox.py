@@ -17,9 +17,9 @@ plain mounts:
   (directories) or /dev/null (files); root is bound by this too, unlike file modes;
 - network off: a new network namespace with only loopback (no route out, no host listeners).
 Where bubblewrap cannot run (not installed, no user namespaces), commands run under Landlock instead
-(tools/_landlock.py: writes and TCP only, weaker, said so at start-up); where neither works `probe`/`choose`
+(landlock.py: writes and TCP only, weaker, said so at start-up); where neither works `probe`/`choose`
 say why and commands run unsandboxed unless the policy is `required`. What may be written is decided by
-tools/_write_policy.py, for these mounts and the in-process write tools alike. macOS (`sandbox-exec`) is not
+write_policy.py, for these mounts and the in-process write tools alike. macOS (`sandbox-exec`) is not
 done. Stdlib only.
 """
 

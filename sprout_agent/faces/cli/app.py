@@ -28,7 +28,7 @@ app = typer.Typer(
     'In a terminal it is an interactive session (`sprout-agent "PROMPT"` starts it with that prompt); with -p '
     "or piped stdin it runs one prompt to completion (answer on stdout, progress on stderr). "
     '`cat log | sprout-agent -p "explain this"` attaches the piped text to the prompt. '
-    "Claude Code's other flags are accepted: mapped onto ours, or ignored with a warning (README).",
+    "Claude Code's other flags are accepted: mapped onto ours, or ignored with a warning (docs/cli.md).",
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
@@ -170,10 +170,10 @@ def main_command(
     exit_now(start.run(options, not headless))
 
 
-# The `mcp` and `hooks` subcommands live in cli_servers.py.
+# The `mcp` and `hooks` subcommands live in commands/servers.py.
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(hooks_app, name="hooks")
-app.add_typer(batch_app, name="batch")  # cli_batch.py
+app.add_typer(batch_app, name="batch")  # commands/batch.py
 
 
 @app.command("sessions")

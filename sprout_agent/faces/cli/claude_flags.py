@@ -1,7 +1,7 @@
 """Claude Code's command-line flags that sprout-agent has no option for: rewritten onto ours, or dropped with one
 warning line, before Typer parses argv. A script or an SDK written for `claude -p` runs instead of exiting 2.
 
-The tables are the documentation (README: "Claude Code's headless flags → sprout-agent"); each entry knows how
+The tables are the documentation (docs/cli.md: "Claude Code's command line"); each entry knows how
 many values the flag takes, so its value is never taken for the prompt.
 """
 

@@ -130,14 +130,14 @@ IncludePartialMessagesOption = Annotated[
     bool, typer.Option(help="stream-json: also each raw Messages API stream event, as `stream_event` lines.")
 ]
 
-# Claude Code's flags (README: "Claude Code's headless flags → sprout-agent").
+# Claude Code's flags (docs/cli.md: "Claude Code's command line").
 PermissionModeOption = Annotated[
     str | None,
     typer.Option(
         metavar="MODE",
         help="auto, ask (approve each call) or read-only; or Claude Code's default, acceptEdits, plan, "
         "bypassPermissions, dontAsk (mapped onto ours). Not given: auto, or Claude Code's default for a Claude Code "
-        "script (--allowedTools/--disallowedTools, an Agent SDK; README).",
+        "script (--allowedTools/--disallowedTools, an Agent SDK; docs/permissions.md).",
     ),
 ]
 AllowedToolsOption = Annotated[

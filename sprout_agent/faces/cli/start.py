@@ -1,6 +1,6 @@
 """From parsed options to a running face: prepare (exit 2 on bad config), then the REPL or the headless run.
 
-The entry point (launch.py) and the Typer app (cli.py) both end here; neither calls the other.
+The entry point (launch.py) and the Typer app (app.py) both end here; neither calls the other.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 read bounded, decoded strictly, assembled in one format.
 
 `cat log | sprout-agent -p "explain this"` sends the prompt, a blank line, then the piped text inside a
-`<stdin>` element (README "Piped input"). A pipe that stays silent is never waited on for long: harnesses
+`<stdin>` element (docs/cli.md "Piped input"). A pipe that stays silent is never waited on for long: harnesses
 and CI runners often leave stdin open with nobody writing, and a run must not hang on it.
 """
 

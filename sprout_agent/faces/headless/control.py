@@ -10,7 +10,7 @@ stdin is read in chunks and split by stdio_wire's `LineSplitter`, so a line is h
 is counted to its newline, not kept, and skipped with one line on stderr; the run goes on. Where the protocol
 has a place for the error, it goes there too: a `control_request` gets an error answer, a `control_response`
 fails our request it answers (their ids are read from the line's first or last bytes, where the SDKs'
-serialisers put them), and any other line, taken for a user message, gets an error `result` (headless.py).
+serialisers put them), and any other line, taken for a user message, gets an error `result` (run.py).
 """
 
 from __future__ import annotations

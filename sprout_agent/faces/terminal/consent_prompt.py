@@ -1,6 +1,6 @@
 """The interactive question before a project's `.mcp.json` servers first start: each unapproved server's full
 command line, cwd and env, then one question per server answered with one key like every other question
-(ui/ask.py): yes, all remaining (listed above), or no (Esc too); answers are remembered.
+(ask.py): yes, all remaining (listed above), or no (Esc too); answers are remembered.
 
 The listing is plain lines on stderr: it runs before the REPL's prompt_toolkit session exists, and a question
 this important should read the same on any terminal. Each question is a small prompt_toolkit application.

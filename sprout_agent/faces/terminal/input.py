@@ -1,5 +1,5 @@
 """REPL input (prompt_toolkit): the prompt line (multi-line keys, Tab completion, history, status toolbar, Ctrl-C
-twice to leave), the keys read while a turn runs (Esc cancels); questions are in ui/ask.py."""
+twice to leave), the keys read while a turn runs (Esc cancels); questions are in ask.py."""
 
 from __future__ import annotations
 

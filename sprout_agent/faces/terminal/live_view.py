@@ -1,5 +1,5 @@
 """The interactive terminal's model output and tool calls: each answer rendered once, block by block as it
-streams, and each tool call live until it ends (rich, through ui/board.py's live region)."""
+streams, and each tool call live until it ends (rich, through board.py's live region)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """`@path` mentions in an interactive prompt: the files they attach (bounded) and the Tab candidates for them.
 
 Allowed: a regular UTF-8 text file inside the working directory (symlinks resolved; nothing under `.git`).
-Each attached file follows the prompt as `<file path="…">…</file>` (README "Mentions"); an image (PNG, JPEG,
-GIF, WebP) or a PDF, known by its bytes and not its name, goes as an image or document block instead. What is
-not attached (missing, other binary, outside, a directory, too big) gets a note and the mention stays text.
+Each attached file follows the prompt as `<file path="…">…</file>` (docs/interactive.md "Mentions"); an image
+(PNG, JPEG, GIF, WebP) or a PDF, known by its bytes and not its name, goes as an image or document block
+instead. What is not attached (missing, other binary, outside, a directory, too big) gets a note and the
+mention stays text.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Loop events as terminal output (rich). Interactive: one console on stderr, a live region at the bottom
-(ui/board.py) and everything final printed above it once; otherwise plain progress lines on stderr and the
+(board.py) and everything final printed above it once; otherwise plain progress lines on stderr and the
 answer on stdout.
 """
 

@@ -1,2 +1,2 @@
 """How a server is reached: a stdio child (our own wire, process group and caps), in-process (the built-in
-servers in tests and bench), the Agent SDKs' servers over the control protocol, Streamable HTTP and SSE."""
+servers), the Agent SDKs' servers over the control protocol, Streamable HTTP and SSE."""

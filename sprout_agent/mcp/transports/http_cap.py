@@ -3,7 +3,7 @@
 Why ours: the mcp SDK (2.3.0, checked in mcp/client/streamable_http.py `_handle_json_response` and
 mcp/shared/_httpx_utils.py `request_within_origin`, which the SSE transport's POSTs use) reads an answer that
 is not an event stream whole, with `response.aread()` and no limit: a 400 MB answer took 2.1 GB. Event
-streams are the SDK's to cap: its SSE parser stops at `max_sse_event_size` bytes per event (remote_link sets it).
+streams are the SDK's to cap: its SSE parser stops at `max_sse_event_size` bytes per event (remote.py sets it).
 
 `cap_body` is a response event hook (httpx2 2.16.2 runs those for every response, whichever transport or
 proxy mount sends it, before the body is read). It gives the response a body that reads at most the cap,

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 """The largest message we read from others: a JSON-RPC message of a stdio server, the body of a remote server's
-answer or one event of its stream (http_cap.py, remote_link.py), one `--input-format stream-json` line
+answer or one event of its stream (http_cap.py, remote.py), one `--input-format stream-json` line
 (control.py). Room for several images at the API's limit; a tool result is cut to
 SPROUT_AGENT_TOOL_RESULT_MAX_BYTES for the model anyway, so more would only cost memory."""
 

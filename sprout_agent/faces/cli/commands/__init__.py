@@ -1,2 +1,2 @@
 """The subcommands that are not a session: mcp (list, doctor, import, approve/revoke, login/logout), sessions,
-hooks (list, test, new), batch."""
+hooks (list, test), batch."""

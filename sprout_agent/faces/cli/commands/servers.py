@@ -1,5 +1,5 @@
 """The `mcp` and `hooks` subcommands (Typer): the configured servers listed, checked, approved, logged in to,
-and their hooks listed or tested. Split from cli.py to keep each under the module cap; bodies live elsewhere."""
+and their hooks listed or tested. Split from app.py to keep each under the module cap; bodies live elsewhere."""
 
 from __future__ import annotations
 
