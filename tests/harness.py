@@ -206,7 +206,11 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 
 
 class Terminal:
-    """The CLI on a pty; `expect` reads (bounded) until a text appears in the screen output."""
+    """The CLI on a pty; `expect` reads (bounded) until a text appears in the screen output.
+
+    Like a real terminal it answers the cursor-position queries prompt_toolkit sends (ESC [ 6 n): unanswered,
+    each one held the agent about a second before it gave up on them (tests/screen.py's emulator answers them
+    with the real position; here the top row is as good an answer, as nothing is drawn from it)."""
 
     def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
         self.master, slave = os.openpty()
@@ -215,6 +219,7 @@ class Terminal:
         )
         os.close(slave)
         self.seen = ""
+        self._answered = 0  # cursor-position queries answered so far
 
     def screen(self) -> str:
         return ANSI.sub("", self.seen)
@@ -239,6 +244,10 @@ class Terminal:
                 self.seen += os.read(self.master, 65536).decode(errors="replace")
             except OSError:
                 return False
+            asked = self.seen.count("\x1b[6n")
+            for _ in range(asked - self._answered):
+                os.write(self.master, b"\x1b[1;1R")
+            self._answered = asked
         return True
 
     def send(self, keys: str) -> None:

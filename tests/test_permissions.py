@@ -5,8 +5,6 @@ tests/test_loop.py; here the policy on its own, the built-in servers' annotation
 
 from __future__ import annotations
 
-import os
-import select
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -76,13 +74,7 @@ class Screen:
         return self.text.count(text)
 
     def wait(self, predicate: Callable[[str], bool], what: str, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate(self.text):
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, f"never saw {what}; screen:\n{self.text[-2000:]}"
-            ready, _, _ = select.select([self.term.master], [], [], remaining)
-            if ready:
-                self.term.seen += os.read(self.term.master, 65536).decode(errors="replace")
+        self.term.wait_until(lambda: predicate(self.text), f"seeing {what}", timeout)  # the terminal answers CPRs
 
     def question(self, tool: str, times: int) -> None:
         """Waits until the `times`-th "Run <tool>?" is on screen with its answer prompt (raw mode is on then)."""
