@@ -19,6 +19,7 @@ from acp.schema import (
     RequestPermissionResponse,
 )
 
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic
 from tests.harness import agent_env, fake_server
 
@@ -50,8 +51,8 @@ class EditorClient:
         return [u for s, u in self.updates if s == session_id and (kind is None or u.session_update == kind)]
 
     async def wait_for(self, predicate: Callable[[Any], bool], timeout: float = 30) -> Any:
-        """The first update that matches, waiting (bounded) for it to arrive."""
-        with anyio.fail_after(timeout):
+        """The first update that matches, waiting (bounded: `timeout`, scaled) for it to arrive."""
+        with anyio.fail_after(bounded(timeout)):
             while True:
                 for _, update in self.updates:
                     if predicate(update):
@@ -119,8 +120,8 @@ class RawAgent:
         return await self.answer(ident)
 
     async def answer(self, ident: object, timeout: float = 30) -> dict[str, Any]:
-        """Reads messages until the one answering `ident`; every line must be JSON (stdout stays clean)."""
-        with anyio.fail_after(timeout):
+        """Reads messages (bounded) until the one answering `ident`; every line must be JSON (stdout stays clean)."""
+        with anyio.fail_after(bounded(timeout)):
             while True:
                 message = await self.message()
                 if "method" not in message and message.get("id") == ident:

@@ -17,6 +17,7 @@ import pytest
 from sprout_agent.faces.acp.lines import MAX_LINE_BYTES, LineReader, Writer
 from sprout_agent.faces.acp.options import AcpSetup
 from sprout_agent.faces.acp.server import run
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic
 from tests.harness import API_KEY
 
@@ -48,8 +49,8 @@ class PipeClient:
         return await self.answer(ident)
 
     async def answer(self, ident: object, timeout: float = 10) -> dict[str, Any]:
-        """The first answer to `ident` (None: an error about a message whose id could not be read)."""
-        with anyio.fail_after(timeout):
+        """The first answer to `ident` (None: an error about a message whose id could not be read), bounded."""
+        with anyio.fail_after(bounded(timeout)):
             while True:
                 for message in self.messages:
                     if "method" not in message and message.get("id") == ident:
@@ -59,7 +60,7 @@ class PipeClient:
 
     async def question(self, method: str, timeout: float = 30) -> dict[str, Any]:
         """The first request from the agent named `method` (e.g. session/request_permission), taken off the list."""
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(bounded(timeout)):
             while True:
                 for message in self.messages:
                     if message.get("method") == method and "id" in message:
@@ -119,7 +120,7 @@ async def pipe_agent(
                 assert client.input_closed or not ended.is_set(), "the server stopped before its input ended"
             finally:
                 client.close_input()
-                with anyio.fail_after(10):
+                with anyio.fail_after(bounded(10)):
                     await ended.wait()
     finally:
         os.close(in_read)

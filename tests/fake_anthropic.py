@@ -98,7 +98,8 @@ class Recorded:
     headers: dict[str, str]
     body: Any
     arrived: float = field(default_factory=time.monotonic)  # when the body was read (time.monotonic)
-    sent: float | None = None  # when a streamed reply finished sending
+    arrived_at: float = field(default_factory=time.time)  # the same, on the wall clock (a rate gate's)
+    sent: float | None = None  # when a streamed reply finished sending (scripts/bench.py)
 
 
 def text(s: str) -> Json:

@@ -17,10 +17,12 @@ FAKE_MCP_TOOLS             comma list of tools to expose ("" = none; unset = all
                            image() -> a 1x1 PNG, spawn_grandchild(hold_stdout=false) -> pid of a
                            `sleep 1000` in our process group, env(name) -> os.environ[name] or
                            "<unset>", dotted.name() -> "dotted", read_only() (readOnlyHint=true)
+FAKE_MCP_SLOW_GATE         a path: `slow` also ends as soon as that file exists (the test holds the call open)
 FAKE_MCP_PAGE_SIZE         list tools in pages of this many (default: one page)
 FAKE_MCP_LIST_BARRIER      "N:DIR": the first tools/list waits until N servers with this knob are all in theirs
-                           (each leaves its pid in DIR); after 15 s it fails instead. Proves a concurrent start
-                           without timing: servers started one after another never get past it
+                           (each leaves its pid in DIR); after FAKE_MCP_LIST_BARRIER_SECONDS (default 15) it fails
+                           instead. Proves a concurrent start without timing: servers started one after another
+                           never get past it
 FAKE_MCP_STOP              text the `_Stop` hook returns; unset = no `_Stop` tool; "" = empty
 FAKE_MCP_STOP_MODE         ok | hang (spawns a grandchild, then never answers) | freeze (blocks the
                            whole server) | crash | error (is_error result) | huge | sequence
@@ -230,12 +232,13 @@ def list_tools(params: dict[str, Any]) -> dict[str, Any]:
 def meet(barrier: str) -> None:
     count, directory = barrier.split(":", 1)
     open(os.path.join(directory, str(os.getpid())), "w").close()
-    deadline = time.monotonic() + 15
+    seconds = float(knob("LIST_BARRIER_SECONDS") or 15)
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if len(os.listdir(directory)) >= int(count):
             return
         time.sleep(0.01)
-    raise Error(f"barrier: {len(os.listdir(directory))} of {count} servers reached tools/list within 15 s")
+    raise Error(f"barrier: {len(os.listdir(directory))} of {count} servers reached tools/list within {seconds:g} s")
 
 
 def text(value: str, is_error: bool = False) -> dict[str, Any]:
@@ -251,7 +254,13 @@ def call_tool(name: str, arguments: dict[str, Any], cancel: threading.Event) -> 
     if name == "add":
         return text(str(arguments["a"] + arguments["b"]))
     if name == "slow":
-        cancel.wait(float(arguments.get("seconds", 1)))
+        seconds, gate = float(arguments.get("seconds", 1)), knob("SLOW_GATE")
+        if gate is None:
+            cancel.wait(seconds)
+        else:
+            deadline = time.monotonic() + seconds
+            while not os.path.exists(gate) and not cancel.wait(0.01) and time.monotonic() < deadline:
+                pass
         return text("done")
     if name == "crash":
         os._exit(1)

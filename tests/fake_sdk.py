@@ -27,6 +27,7 @@ from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
 from sprout_agent.faces.headless.run import run_headless
 from sprout_agent.session.prepared import prepare
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic
 from tests.harness import agent_env, write_config
 from tests.stream_schema import valid_lines
@@ -81,12 +82,13 @@ class FakeSdk:
         self.send({"type": "control_response", "response": body})
 
     def expect(self, match: Callable[[Json], bool], timeout: float = 30) -> Json:
-        """The next stdout line `match` accepts; the lines before it are kept in `seen`."""
-        deadline = time.monotonic() + timeout
+        """The next stdout line `match` accepts (bounded: `timeout`, scaled); the lines before it are kept in `seen`."""
+        limit = bounded(timeout)
+        deadline = time.monotonic() + limit
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AssertionError(f"no matching line within {timeout} s; seen: {self.seen[-5:]}")
+                raise AssertionError(f"no matching line within {limit:.3g} s; seen: {self.seen[-5:]}")
             try:
                 record = self.out.lines.get(timeout=left)
             except queue.Empty:
@@ -143,7 +145,7 @@ def run_with_sdk(
     player.start()
     with contextlib.redirect_stdout(sdk.out), contextlib.redirect_stderr(err):  # type: ignore[type-var]
         code = run_headless(prepared)
-    player.join(timeout=30)
+    player.join(timeout=bounded(30))
     if failures:
         raise failures[0]
     valid_lines("\n".join(sdk.out.raw))  # control lines included: every stdout line is in the schema

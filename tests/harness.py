@@ -1,5 +1,7 @@
 """Shared test helpers: the real `sprout-agent` CLI as a subprocess against the fake API and fake MCP servers,
-process checks (alive, pids from a pidfile), bounded polling, and tool calls through an MCP client."""
+process checks (alive, pids from a pidfile), bounded polling, and tool calls through an MCP client.
+
+Every `timeout` here is the bound on an idle machine: the helpers scale it by the load factor (tests/bounds.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic
 
 if TYPE_CHECKING:
@@ -80,7 +83,7 @@ def run_agent(
     stdin: str | None = None,
     timeout: float = 60,
 ) -> Run:
-    """Runs the CLI to completion (bounded) and returns its exit code and output."""
+    """Runs the CLI to completion (bounded: `timeout`, scaled) and returns its exit code and output."""
     config_args = ["--config", str(write_config(tmp_path, servers))] if servers is not None else []
     completed = subprocess.run(
         agent_command([*config_args, *args]),
@@ -89,7 +92,7 @@ def run_agent(
         text=True,
         env=agent_env(tmp_path, fake, env),
         cwd=tmp_path,
-        timeout=timeout,
+        timeout=bounded(timeout),
     )
     return Run(completed.returncode, completed.stdout, completed.stderr)
 
@@ -109,10 +112,11 @@ def pids_in(pidfile: Path) -> list[int]:
 
 
 async def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    """Polls (bounded) until `condition` holds; fails saying `what` never happened."""
-    deadline = anyio.current_time() + timeout
+    """Polls (bounded: `timeout`, scaled) until `condition` holds; fails saying `what` never happened."""
+    limit = bounded(timeout)
+    deadline = anyio.current_time() + limit
     while not condition():
-        assert anyio.current_time() < deadline, f"{what} did not happen within {timeout:g} s"
+        assert anyio.current_time() < deadline, f"{what} did not happen within {limit:.3g} s"
         await anyio.sleep(0.01)
 
 
@@ -134,8 +138,8 @@ def kill_pid(pid: int) -> None:
 
 
 async def call_tool(client: Client, name: str, **args: object) -> tuple[bool, str]:
-    """(is_error, text) of one tool call through an MCP client, bounded by 60 s."""
-    with anyio.fail_after(60):
+    """(is_error, text) of one tool call through an MCP client, bounded by 60 s (scaled by tests/bounds.py)."""
+    with anyio.fail_after(bounded(60)):
         result = await client.call_tool(name, args)
     text = "".join(getattr(block, "text", "") for block in result.content if block.type == "text")
     return bool(result.is_error), text
@@ -194,11 +198,13 @@ def start_agent(
 
 
 def wait_for(condition: Callable[[], bool], what: str, process: subprocess.Popen[Any], timeout: float = 60) -> None:
-    """Polls (bounded) until `condition` holds; fails saying `what` never happened or the agent exited."""
-    deadline = time.monotonic() + timeout
+    """Polls (bounded: `timeout`, scaled) until `condition` holds; fails saying `what` never happened or the agent
+    exited."""
+    limit = bounded(timeout)
+    deadline = time.monotonic() + limit
     while not condition():
         assert process.poll() is None, f"the agent exited ({process.returncode}) before {what}"
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:g} s"
+        assert time.monotonic() < deadline, f"{what} did not happen within {limit:.3g} s"
         time.sleep(0.05)
 
 
@@ -228,11 +234,13 @@ class Terminal:
         self.wait_until(lambda: text in self.screen(), f"the text {text!r}", timeout)
 
     def wait_until(self, condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
-        """Reads the screen (bounded) until `condition` holds, so the agent never blocks on a full pty."""
-        deadline = time.monotonic() + timeout
+        """Reads the screen (bounded: `timeout`, scaled) until `condition` holds, so the agent never blocks on a
+        full pty."""
+        limit = bounded(timeout)
+        deadline = time.monotonic() + limit
         while not condition():
             remaining = deadline - time.monotonic()
-            assert remaining > 0, f"{what} did not happen within {timeout:g} s; screen:\n{self.screen()[-2000:]}"
+            assert remaining > 0, f"{what} did not happen within {limit:.3g} s; screen:\n{self.screen()[-2000:]}"
             if not self._read(min(remaining, 0.05)):
                 assert condition(), f"the terminal closed before {what}; screen:\n{self.screen()[-2000:]}"
 
@@ -254,10 +262,11 @@ class Terminal:
         os.write(self.master, keys.encode())
 
     def close(self, timeout: float = 20) -> int:
-        deadline = time.monotonic() + timeout
+        """Reads until the agent exits (bounded: `timeout` scaled); kills it if it does not."""
+        deadline = time.monotonic() + bounded(timeout)
         while self.process.poll() is None and time.monotonic() < deadline and self._read(0.1):
             pass
         if self.process.poll() is None:
             self.process.kill()
         os.close(self.master)
-        return self.process.wait(timeout=5)
+        return self.process.wait(timeout=bounded(5))

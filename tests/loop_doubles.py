@@ -45,6 +45,7 @@ from sprout_agent.core.tool_names import model_tool_name
 from sprout_agent.model import web_tools as server_tools
 from sprout_agent.model.api_messages import EPHEMERAL, to_api_messages, to_api_tools
 from tests.api_rules import assert_valid_request, sign
+from tests.bounds import bounded
 
 MODEL = "claude-sonnet-test"  # priced as Sonnet: $3 in, $15 out per million tokens
 MAX_OUTPUT_TOKENS = 32_000
@@ -501,7 +502,8 @@ class Loop:
     events: list[Event]
 
     async def turn(self, prompt: str = "go", timeout: float = 10) -> TurnResult:
-        with anyio.fail_after(timeout):
+        """One turn, bounded (`timeout`, scaled by tests/bounds.py)."""
+        with anyio.fail_after(bounded(timeout)):
             return await self.agent.run_turn(prompt)
 
     def of(self, kind: type[Any]) -> list[Any]:
@@ -611,8 +613,8 @@ async def builtin_pool(
     pool = ServerPool(
         configs,
         emit=events.append,
-        start_timeout=30,
-        tool_timeout=60,
+        start_timeout=bounded(30),
+        tool_timeout=bounded(60),
         result_max_bytes=51_200,
         child_env=lambda env: child_environment(dict(os.environ), env),
     )

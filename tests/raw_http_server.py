@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.bounds import bounded
+
 _PIECE = 1 << 20
 TOOLS = [
     {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
@@ -149,7 +151,7 @@ def serving() -> Iterator[RawHttpServer]:
     finally:
         server.shutdown()
         server.server_close()
-        thread.join(timeout=10)
+        thread.join(timeout=bounded(10))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ from types import TracebackType
 
 import pyte
 
+from tests.bounds import bounded
+
 
 class PtyScreen:
     """A child on a `rows`×`columns` pty; pyte answers its cursor-position queries as a terminal would."""
@@ -81,16 +83,15 @@ class PtyScreen:
         where = self.history if anywhere else self.display
         self.wait_for(lambda: text in where(), f"{text!r} on the screen", timeout)
 
-    def wait_for(self, condition: Callable[[], bool], what: str, timeout: float = 30) -> float:
-        """Reads (bounded) until `condition` holds; returns the seconds it took."""
-        began = time.monotonic()
-        deadline = began + timeout
+    def wait_for(self, condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
+        """Reads (bounded: `timeout`, scaled by tests/bounds.py) until `condition` holds."""
+        limit = bounded(timeout)
+        deadline = time.monotonic() + limit
         while not condition():
             remaining = deadline - time.monotonic()
-            assert remaining > 0, f"{what} did not happen within {timeout:g} s; screen:\n{self.history()[-3000:]}"
+            assert remaining > 0, f"{what} did not happen within {limit:.3g} s; screen:\n{self.history()[-3000:]}"
             if not self.pump(min(remaining, 0.05)):
                 assert condition(), f"the terminal closed before {what}; screen:\n{self.history()[-3000:]}"
-        return time.monotonic() - began
 
     def pump(self, timeout: float) -> bool:
         """Feeds the emulator whatever arrives within `timeout`; False once the pty is closed."""
@@ -109,7 +110,8 @@ class PtyScreen:
         return True
 
     def close(self, timeout: float = 20) -> int:
-        """Waits (bounded) for the child to exit, reading its last output; kills it if it does not."""
+        """Waits (bounded: `timeout`, scaled) for the child to exit, reading its last output; else kills it."""
+        timeout = bounded(timeout)
         if self.master < 0:
             return self.process.wait(timeout)
         deadline = time.monotonic() + timeout

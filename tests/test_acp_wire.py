@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from tests.acp_harness import raw_agent
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import ROOT, fake_server, pid_alive, read_log, wait_until
 
@@ -104,7 +105,7 @@ async def test_stdin_closed_ends_the_agent_and_every_server(tmp_path: Path) -> N
             assert (await agent.answer(None))["error"]["code"] == -32700
             assert agent.process.stdin is not None
             await agent.process.stdin.aclose()
-            with anyio.fail_after(15):
+            with anyio.fail_after(bounded(15)):
                 code = await agent.process.wait()
     assert code == 0
     pids = [read_log(log)[0]["pid"] for log in logs] + [int(p) for p in pidfile.read_text().split()]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import ROOT, agent_command, agent_env
 
@@ -33,7 +34,7 @@ def test_acpx_runs_a_tool_turn_end_to_end(tmp_path: Path) -> None:
             cwd=tmp_path,
             capture_output=True,
             text=True,
-            timeout=90,
+            timeout=bounded(90),
         )
     assert completed.returncode == 0, completed.stderr[-2000:]
     wire = [json.loads(line) for line in completed.stdout.splitlines() if line.strip()]

@@ -14,6 +14,7 @@ from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.messages import user_text
 from sprout_agent.core.protocols import ModelRequest
 from sprout_agent.model.api_errors import Failure, explain
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, Step, error, reply
 from tests.harness import API_KEY
 from tests.loop_doubles import MODEL
@@ -38,7 +39,7 @@ async def failure_text(steps: Sequence[Step], base_url: str | None = None, ledge
             on_attempt=ledger.attempted if ledger is not None else None,
         )
         try:
-            with pytest.raises(ApiError) as raised, anyio.fail_after(20):
+            with pytest.raises(ApiError) as raised, anyio.fail_after(bounded(20)):
                 await model.complete(REQUEST, lambda _: None)
         finally:
             await model.aclose()

@@ -21,6 +21,7 @@ from sprout_agent.core.compaction import parse_threshold
 from sprout_agent.core.errors import ConfigError, UsageError
 from sprout_agent.core.ledger import parse_prices
 from sprout_agent.faces.headless.jsonl import parse_user_line
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import agent_command, agent_env, run_agent
 
@@ -171,7 +172,7 @@ def run_bytes(tmp_path: Path, args: list[str | bytes], stdin: bytes = b"") -> su
         a if isinstance(a, bytes) else a.encode() for a in args
     ]
     env = agent_env(tmp_path, None)
-    return subprocess.run(argv, input=stdin, capture_output=True, env=env, cwd=tmp_path, timeout=60)
+    return subprocess.run(argv, input=stdin, capture_output=True, env=env, cwd=tmp_path, timeout=bounded(60))
 
 
 pytest_e2e = pytest.mark.e2e

@@ -21,6 +21,7 @@ from sprout_agent.batch.summary import merge, summarise, table
 from sprout_agent.batch.tasks import file_name, load_tasks, parse_shard, shard_of
 from sprout_agent.core.errors import EXIT_BUDGET, UsageError
 from sprout_agent.trust.sandbox import WORKSPACE_WRITE, Policy, Sandbox
+from tests.bounds import bounded
 from tests.guards import WEAKENING
 
 
@@ -215,8 +216,8 @@ def test_a_repo_git_would_read_as_an_option_is_refused(tmp_path: Path, repo: str
 
 
 def git(*args: str, cwd: Path) -> None:
-    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd, check=True, timeout=30,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd, check=True,
+                   timeout=bounded(30), capture_output=True)  # fmt: skip
 
 
 def committed_repo(path: Path) -> Path:

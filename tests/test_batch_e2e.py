@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from sprout_agent.trust import sandbox as _sandbox
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, error, reply, tool_use
 from tests.harness import (
     ROOT,
@@ -44,7 +45,7 @@ def write_tasks(path: Path, tasks: list[dict[str, Any]]) -> Path:
 def batch(tmp_path: Path, args: list[str], extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     env = agent_env(tmp_path, None, {"SPROUT_AGENT_BATCH_AGENT": STUB, **(extra or {})})
     return subprocess.run(
-        agent_command(["batch", *args]), capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+        agent_command(["batch", *args]), capture_output=True, text=True, env=env, cwd=tmp_path, timeout=bounded(120)
     )
 
 
@@ -54,7 +55,7 @@ def git_repo(path: Path) -> Path:
         ["init", "-q"],
         ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "x"],
     ):
-        subprocess.run(["git", *args], cwd=path, check=True, timeout=30)
+        subprocess.run(["git", *args], cwd=path, check=True, timeout=bounded(30))
     return path
 
 
@@ -105,7 +106,7 @@ def test_a_second_run_after_ctrl_c_runs_only_what_was_not_finished(tmp_path: Pat
     process = start_agent(tmp_path, args, fake=None, env=extra)  # type: ignore[arg-type]
     wait_for(lambda: len(read_log(results)) == 3, "the three quick tasks", process)
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
+    out, err = process.communicate(timeout=bounded(60))
     assert process.returncode == 130, err
     first = {r["id"]: r for r in read_log(results)}
     assert {r["status"] for i, r in first.items() if i.startswith("h")} == {"interrupted"}
@@ -135,7 +136,7 @@ def test_three_shards_cover_every_task_once_and_merge_gives_the_single_machine_s
         for i, (args, env) in enumerate(ways)
     ]
     single = batch(tmp_path, ["tasks.jsonl", "--out", "single", "-j", "3", "--output-format", "json"])
-    assert [shard.wait(timeout=120) for shard in shards] == [0, 0, 0]
+    assert [shard.wait(timeout=bounded(120)) for shard in shards] == [0, 0, 0]
     ids = [r["id"] for i in range(3) for r in read_log(tmp_path / f"shard{i}" / "results.jsonl")]
     assert sorted(ids) == [f"s{n}" for n in range(9)]  # each task in exactly one shard
     merged = batch(tmp_path, ["merge", "shard0", "shard1", "shard2", "--out", "merged", "--output-format", "json"])
@@ -160,7 +161,7 @@ def test_the_real_cli_against_the_fake_api(tmp_path: Path) -> None:
         env = agent_env(tmp_path, fake)
         run = subprocess.run(
             agent_command(["batch", "tasks.jsonl", "--out", "out", "-j", "2", "--model", "claude-sonnet-4-5"]),
-            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=bounded(120),
         )  # fmt: skip
     assert run.returncode == 1, run.stderr
     records = {r["id"]: r for r in read_log(tmp_path / "out" / "results.jsonl")}
@@ -246,14 +247,14 @@ def hooked_repo(path: Path, marker: Path) -> Path:
         for hook in ("post-checkout", "post-index-change", "reference-transaction"):
             (hooks / hook).symlink_to(program)
     for key, value in (("core.hooksPath", str(named)), ("core.fsmonitor", str(program))):
-        subprocess.run(["git", "config", key, value], cwd=repo, check=True, timeout=30)
+        subprocess.run(["git", "config", key, value], cwd=repo, check=True, timeout=bounded(30))
     return repo
 
 
 def test_a_task_repositorys_hooks_and_fsmonitor_do_not_run_in_the_batchs_git_calls(tmp_path: Path) -> None:
     marker = tmp_path / "hooks-ran"
     hooked_repo(tmp_path / "repo", marker)
-    subprocess.run(["git", "status"], cwd=tmp_path / "repo", check=True, timeout=30, capture_output=True)
+    subprocess.run(["git", "status"], cwd=tmp_path / "repo", check=True, timeout=bounded(30), capture_output=True)
     assert marker.exists(), "the planted fsmonitor does run for a plain git call"
     marker.unlink()
     write_tasks(tmp_path / "tasks.jsonl", [{"id": "w", "prompt": "edit", "repo": "repo"}])
@@ -288,7 +289,7 @@ async def test_sigkill_of_the_batch_leaves_no_task_agent_running(tmp_path: Path)
         await wait_until(lambda: len(children_running(process.pid, "stub_agent.py")) == 2, "both tasks' agents", 60)
         agents = children_running(process.pid, "stub_agent.py")
         process.kill()
-        process.wait(timeout=10)
+        process.wait(timeout=bounded(10))
         await wait_dead(*agents, timeout=10)
     finally:
         process.kill()
@@ -320,7 +321,7 @@ def test_a_task_without_repo_or_cwd_cannot_write_the_repository_holding_out_its_
     with FakeAnthropic([route] * 3) as fake:
         run = subprocess.run(
             agent_command(["batch", "tasks.jsonl", "--out", str(out), "-j", "1", "--", "--sandbox", "required"]),
-            capture_output=True, text=True, cwd=tmp_path, timeout=120,
+            capture_output=True, text=True, cwd=tmp_path, timeout=bounded(120),
             env=agent_env(tmp_path, fake, {"SPROUT_AGENT_BUILTIN_SERVERS": "dev"}),
         )  # fmt: skip
         write_result = result_text(tool_results(fake.requests[-1].body)[1])

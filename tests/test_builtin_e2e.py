@@ -15,6 +15,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from sprout_agent.config.options import Options
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import (
     agent_command,
@@ -122,7 +123,7 @@ async def test_dev_server_over_stdio_answers_initialize_and_works_in_its_cwd(roo
         args=["-m", "sprout_agent.tools.dev"],
         cwd=str(root),
     )
-    with anyio.fail_after(60):
+    with anyio.fail_after(bounded(60)):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             init = await session.initialize()
             assert init.server_info.name == "dev"
@@ -148,7 +149,7 @@ async def test_dev_server_over_stdio_kills_a_cancelled_bash_calls_grandchildren(
         # Sandbox off: the pid is read from the host (inside the sandbox's pid namespace it means another process).
         env={"ANTHROPIC_API_KEY": "sk-must-not-leak", "SPROUT_DEV_SANDBOX": "off"},
     )
-    with anyio.fail_after(60):
+    with anyio.fail_after(bounded(60)):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             pid = 0
@@ -167,7 +168,7 @@ async def test_dev_server_over_stdio_kills_a_cancelled_bash_calls_grandchildren(
 @pytest.mark.anyio
 async def test_todo_server_over_stdio_keeps_the_list_and_objects_to_stopping() -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "sprout_agent.tools.todo"])
-    with anyio.fail_after(60):
+    with anyio.fail_after(bounded(60)):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             init = await session.initialize()
             assert init.server_info.name == "todo"
@@ -213,12 +214,12 @@ async def test_a_sigkilled_agent_leaves_no_bash_call_processes_alive(tmp_path: P
         )
         pids: list[int] = []
         try:
-            with anyio.fail_after(60):
+            with anyio.fail_after(bounded(60)):
                 sleeps = (("sleep", "300.25"), ("sleep", "301.25"))
                 await wait_until(lambda: all(host_pids_running(argv) for argv in sleeps), "both sleeps")
                 pids = [pid for argv in sleeps for pid in host_pids_running(argv)]
             process.kill()
-            process.wait(timeout=10)
+            process.wait(timeout=bounded(10))
             await wait_dead(*pids, timeout=10)
         finally:
             process.kill()

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, error, reply, tool_use
 from tests.harness import (
     API_KEY,
@@ -49,7 +50,7 @@ def test_one_shot_answers_on_stdout_progress_on_stderr_and_never_reads_an_open_s
         # stdin is left open and never written: reading the prompt or asking a question on it would block.
         process = start_agent(tmp_path, args, fake=fake, stdin=subprocess.PIPE, stdout=out, stderr=err)
         try:
-            code = process.wait(timeout=60)
+            code = process.wait(timeout=bounded(60))
         finally:
             process.kill()
             assert process.stdin is not None

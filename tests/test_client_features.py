@@ -27,6 +27,7 @@ from sprout_agent.mcp.pool import ServerPool
 from sprout_agent.mcp.sampling import Approve, Sampler, SamplingRequest, always
 from sprout_agent.session.prepared import Prepared, prepare
 from sprout_agent.session.runtime import open_runtime
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, tool_use
 from tests.fake_anthropic import reply as reply_api
 from tests.harness import API_KEY
@@ -61,13 +62,13 @@ async def asking(
     pool = ServerPool(
         [config],
         emit=events.append,
-        start_timeout=20,
-        tool_timeout=20,
+        start_timeout=bounded(20),
+        tool_timeout=bounded(20),
         result_max_bytes=50_000,
         child_env=dict,
         client=features,
     )
-    with anyio.fail_after(30):
+    with anyio.fail_after(bounded(30)):
         async with pool:
             yield Asking(pool, events, features)
 
@@ -99,7 +100,7 @@ async def test_a_change_of_roots_reaches_the_server_as_list_changed_and_a_new_li
         assert (await a.call("roots"))["heard"] == []
         await a.features.roots.change(roots_for(other))
         await a.features.roots.change(roots_for(other))  # the same roots again: nothing to tell
-        with anyio.fail_after(5):
+        with anyio.fail_after(bounded(5)):
             while not (found := await a.call("roots"))["heard"]:
                 await anyio.lowlevel.checkpoint()
     assert found["heard"] == ["roots/list_changed"]
@@ -220,7 +221,7 @@ def prepared_with_asking_server(tmp_path: Path, base_url: str, **options: Any) -
 async def test_headless_allow_sampling_runs_on_the_sessions_model_and_counts_in_its_ledger(tmp_path: Path) -> None:
     steps = [reply_api(tool_use("asking__sample", {"max_tokens": 64})), reply_api("sampled words"), reply_api("done")]
     events: list[Event] = []
-    with FakeAnthropic(steps) as fake, anyio.fail_after(30):
+    with FakeAnthropic(steps) as fake, anyio.fail_after(bounded(30)):
         prepared = prepared_with_asking_server(tmp_path, fake.base_url, allow_sampling=True)
         async with open_runtime(prepared, events.append) as runtime:
             result = await runtime.agent.run_turn("go")

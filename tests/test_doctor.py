@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from sprout_agent.config.options import Options
 from sprout_agent.core.errors import UsageError, exit_code_of
 from sprout_agent.faces.cli.commands import doctor as doctor_module
 from sprout_agent.session.prepared import prepare
+from tests.bounds import bounded
 from tests.harness import ROOT, Run, agent_env, fake_server, pid_alive, write_config
 
 pytestmark = pytest.mark.e2e
@@ -101,10 +103,11 @@ def test_doctor_bounds_a_hanging_server_by_the_timeout_and_kills_it(
 ) -> None:
     pidfile = tmp_path / "grandchildren.txt"
     servers = {"hang": fake_server(hang_on_start=1, grandchild_pidfile=str(pidfile))}
-    run = doctor(tmp_path, monkeypatch, servers, timeout=2)
+    limit = math.ceil(bounded(2))  # 2 s, scaled: its stderr must have come by then
+    run = doctor(tmp_path, monkeypatch, servers, timeout=limit)
     assert run.code == 1
     assert "[FAIL] hang" in run.stdout
-    assert "failed: no answer within 2 s" in run.stdout  # --timeout ended it, not the 30 s default
+    assert f"failed: no answer within {limit} s" in run.stdout  # --timeout ended it, not the 30 s default
     assert "| fake: hanging before the handshake" in run.stdout  # the tail of its stderr
     grandchild = int(pidfile.read_text().split()[0])
     assert not pid_alive(grandchild)  # its whole process group went with it
@@ -193,7 +196,7 @@ def test_doctor_needs_no_api_key_and_never_imports_anthropic(tmp_path: Path) -> 
             text=True,
             env=env,
             cwd=ROOT,
-            timeout=60,
+            timeout=bounded(60),
         )
         assert done.returncode == 0, done.stderr[-2000:]
         imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}

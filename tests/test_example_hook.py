@@ -14,6 +14,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
 from sprout_agent.config.options import Options
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply
 from tests.harness import assert_history_valid, result_text, run_agent, tool_results
 from tests.headless_here import headless
@@ -42,7 +43,7 @@ async def test_stop_objects_with_the_failing_test_until_the_suite_is_green(tmp_p
     project.mkdir()
     (project / "test_sums.py").write_text(RED)
     command = f"{sys.executable} -m pytest -q -x -p no:cacheprovider"
-    with (tmp_path / "server.log").open("w") as errlog, anyio.fail_after(60):
+    with (tmp_path / "server.log").open("w") as errlog, anyio.fail_after(bounded(60)):
         async with (
             stdio_client(server(EXAMPLE, project, command), errlog=errlog) as (read, write),
             ClientSession(read, write) as session,
@@ -63,7 +64,7 @@ async def test_stop_objects_with_the_failing_test_until_the_suite_is_green(tmp_p
 
 async def test_a_test_command_that_cannot_start_is_an_error_result_not_an_objection(tmp_path: Path) -> None:
     missing = str(tmp_path / "no-such-program")
-    with (tmp_path / "server.log").open("w") as errlog, anyio.fail_after(30):
+    with (tmp_path / "server.log").open("w") as errlog, anyio.fail_after(bounded(30)):
         async with (
             stdio_client(server(EXAMPLE, tmp_path, missing), errlog=errlog) as (read, write),
             ClientSession(read, write) as session,
@@ -82,7 +83,7 @@ async def test_the_example_server_in_the_docs_runs(tmp_path: Path) -> None:
     assert len(source.strip().splitlines()) <= 25
     (tmp_path / "TODO.md").write_text("- [x] parse the config\n- [ ] write the docs\n")
     params = StdioServerParameters(command=sys.executable, args=[str(script)], cwd=str(tmp_path))
-    with (tmp_path / "server.log").open("w") as errlog, anyio.fail_after(30):
+    with (tmp_path / "server.log").open("w") as errlog, anyio.fail_after(bounded(30)):
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
             ClientSession(read, write) as session,
@@ -112,7 +113,7 @@ def test_through_the_agent_the_model_sees_the_failing_test_as_hook_data(
         "env": {"TEST_RUNNER_COMMAND": f"{sys.executable} -m pytest -q -x -p no:cacheprovider"},
     }
     # A pytest run takes about a second: far more than a tight budget, so the timeout is raised as advised.
-    env = {"MCP_HOOK_SERVERS": "tests", "SPROUT_AGENT_HOOK_TIMEOUT_MS": "30000"}
+    env = {"MCP_HOOK_SERVERS": "tests", "SPROUT_AGENT_HOOK_TIMEOUT_MS": str(int(bounded(30_000)))}
     # As a user runs it, with a built-in server on: a request without tools may not carry tool blocks.
     env["SPROUT_AGENT_BUILTIN_SERVERS"] = "todo"
     with FakeAnthropic([reply("Done."), reply("I will leave it red.")]) as fake:

@@ -14,6 +14,7 @@ import pytest
 
 from sprout_agent.config.options import Options
 from sprout_agent.core.events import Event, HookObjected
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_anthropic import reply as api_reply
 from tests.harness import assert_history_valid
@@ -36,7 +37,7 @@ async def test_the_guard_stops_a_destructive_command_and_a_write_to_env_and_lets
         reply("done"),
     ]
     (tmp_path / "precious.txt").write_text("still here")
-    with anyio.fail_after(30):
+    with anyio.fail_after(bounded(30)):
         async with builtin_pool(tmp_path, events, ["dev"], before=[config("pre_tool_guard", tmp_path)]) as pool:
             loop = build_loop(script, host=pool, hook_servers="pre_tool_guard", tool_hooks=True)
             assert (await loop.turn("clean up")).text == "done"
@@ -72,7 +73,7 @@ async def test_the_guard_refuses_dev_writes_and_edits_of_env_and_mcp_json_named_
         reply("done"),
     ]
     events: list[Event] = []
-    with anyio.fail_after(30):
+    with anyio.fail_after(bounded(30)):
         async with builtin_pool(tmp_path, events, ["dev"], before=[config("pre_tool_guard", tmp_path)]) as pool:
             loop = build_loop(script, host=pool, hook_servers="pre_tool_guard", tool_hooks=True, cwd=str(tmp_path))
             assert (await loop.turn("tidy the config")).text == "done"
@@ -92,7 +93,7 @@ def test_session_start_git_puts_the_branch_and_status_before_the_first_answer(
     project = tmp_path / "project"
     project.mkdir()
     git = ["git", "-C", str(project), "-c", "user.email=t@example.com", "-c", "user.name=t"]
-    subprocess.run([*git, "init", "-q", "-b", "feature/login"], check=True, timeout=30)
+    subprocess.run([*git, "init", "-q", "-b", "feature/login"], check=True, timeout=bounded(30))
     (project / "notes.txt").write_text("draft\n")
     entry = {"command": sys.executable, "args": [str(EXAMPLES / "session_start_git.py")]}
     options = Options(prompt="what am I working on?", cwd=project)

@@ -14,6 +14,7 @@ import anyio
 import pytest
 from anthropic import AsyncAnthropic
 
+from tests.bounds import bounded
 from tests.fake_anthropic import (
     FakeAnthropic,
     cut,
@@ -39,7 +40,7 @@ def client(fake: FakeAnthropic | str, **kw: Any) -> AsyncAnthropic:
 async def ask(fake: FakeAnthropic | str, messages: list[Any] = USER, **kw: Any) -> tuple[Any, list[str]]:
     """One streamed request; returns the final message and the text deltas seen."""
     deltas: list[str] = []
-    with anyio.fail_after(10):
+    with anyio.fail_after(bounded(10)):
         async with (
             client(fake, **kw.pop("client", {})) as api,
             api.messages.stream(model="claude-test", max_tokens=1024, messages=messages, **kw) as stream,
@@ -102,7 +103,7 @@ def test_error_responses_ask_for_an_immediate_retry_by_default() -> None:
         for _ in range(2):
             req = urllib.request.Request(fake.base_url + "/v1/messages", data=b"{}", method="POST")
             with pytest.raises(urllib.error.HTTPError) as err:
-                urllib.request.urlopen(req, timeout=5)
+                urllib.request.urlopen(req, timeout=bounded(5))
             statuses.append((err.value.code, err.value.headers.get("retry-after-ms"), json.load(err.value)))
     assert statuses[0][:2] == (503, "1") and statuses[0][2]["error"]["type"] == "api_error"
     assert statuses[1][:2] == (429, None) and statuses[1][2] == {
@@ -134,7 +135,7 @@ async def test_requests_are_recorded_with_body_and_headers() -> None:
         req = urllib.request.Request(
             fake.base_url + "/v1/messages/count_tokens", data=body, headers={"x-api-key": "k2"}
         )
-        with urllib.request.urlopen(req, timeout=5) as resp:
+        with urllib.request.urlopen(req, timeout=bounded(5)) as resp:
             raw = json.load(resp)
     first, second, third = fake.requests
     assert first.path == "/v1/messages" and first.headers["authorization"] == "Bearer test"
@@ -175,8 +176,11 @@ async def test_hang_and_delay_hold_the_reply_until_the_client_gives_up() -> None
         seen: list[str] = []
         async with client(fake) as api:
             stream = await api.messages.create(model="m", max_tokens=10, messages=USER, stream=True)
-            with anyio.move_on_after(0.3) as scope:
-                async for ev in stream:
+            events = aiter(stream)
+            with anyio.fail_after(bounded(10)):
+                seen.append((await anext(events)).type)
+            with anyio.move_on_after(0.3) as scope:  # then nothing: the hang, not a bound on the above
+                async for ev in events:
                     seen.append(ev.type)
             await stream.close()
     assert scope.cancelled_caught and seen == ["message_start"] and len(fake.requests) == 4
@@ -225,7 +229,7 @@ async def test_subprocess_mode_serves_a_json_script_and_records_requests(tmp_pat
     cwd = Path(__file__).resolve().parent.parent
     async with await anyio.open_process(argv, cwd=cwd) as proc:
         try:
-            with anyio.fail_after(10):
+            with anyio.fail_after(bounded(10)):
                 assert proc.stdout is not None
                 port = int((await proc.stdout.receive()).decode().strip())
             assert port_file.read_text() == str(port)
@@ -240,7 +244,7 @@ async def test_subprocess_mode_serves_a_json_script_and_records_requests(tmp_pat
             assert last.content[0].text == "done" and last.usage.output_tokens == 7
         finally:
             proc.terminate()
-            with anyio.fail_after(5):
+            with anyio.fail_after(bounded(5)):
                 assert await proc.wait() == 0
     lines = [json.loads(line) for line in rec.read_text().splitlines()]
     assert len(lines) == 5 and lines[0]["path"] == "/v1/messages"

@@ -17,6 +17,7 @@ from sprout_agent.faces.cli.commands.doctor import load_setup
 from sprout_agent.faces.cli.commands.hook_kit import HookReport, as_record, probe, report_lines
 from sprout_agent.faces.cli.commands.hooks_test import hooks_test_command
 from sprout_agent.mcp.pool import ServerPool
+from tests.bounds import bounded
 from tests.harness import fake_server, write_config
 from tests.inproc_examples import config
 from tests.loop_doubles import MemoryHost, answers, server, tool
@@ -24,18 +25,19 @@ from tests.loop_doubles import MemoryHost, answers, server, tool
 pytestmark = pytest.mark.anyio
 
 
-async def probed(cwd: Path, names: Sequence[str], timeout_ms: int = 2500) -> dict[tuple[str, str], HookReport]:
+async def probed(cwd: Path, names: Sequence[str], timeout_ms: float = 2500) -> dict[tuple[str, str], HookReport]:
+    """The kit's probe of `names`; each answer is awaited `timeout_ms` (scaled: a bound for the answering hooks)."""
     pool = ServerPool(
         [config(name, cwd) for name in names],
         emit=lambda event: None,
-        start_timeout=30,
-        tool_timeout=60,
+        start_timeout=bounded(30),
+        tool_timeout=bounded(60),
         result_max_bytes=51_200,
         child_env=lambda env: child_environment(dict(os.environ), env),
     )
-    with anyio.fail_after(30):
+    with anyio.fail_after(bounded(30)):
         async with pool:
-            reports = await probe(pool, timeout_ms, str(cwd))
+            reports = await probe(pool, int(bounded(timeout_ms)), str(cwd))
     return {(r.server, r.hook): r for r in reports}
 
 

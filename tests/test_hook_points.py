@@ -5,7 +5,6 @@ Every request the scripted model sees is checked against the API's rules (tests/
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import anyio
@@ -21,6 +20,7 @@ from sprout_agent.core.events import (
 )
 from sprout_agent.core.messages import ToolResult, ToolUse
 from sprout_agent.faces.commands import clear_command
+from tests.bounds import bounded
 from tests.loop_doubles import (
     CWD,
     SESSION_ID,
@@ -64,7 +64,7 @@ def without_cache_marks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 async def test_session_start_text_enters_right_after_the_first_prompt_as_a_json_tool_result_pair() -> None:
     loop = build_loop([reply("hi")], host=with_hooks(_SessionStart=answers("branch main, CI green")), hook_servers="*")
-    with anyio.fail_after(5):
+    with anyio.fail_after(bounded(5)):
         await loop.agent.start_session("startup")
     assert loop.history == []  # the history must open with a user turn: it waits for the prompt
     await loop.turn("what now?")
@@ -79,7 +79,7 @@ async def test_session_start_text_enters_right_after_the_first_prompt_as_a_json_
 async def test_clear_ends_the_session_then_starts_one_with_source_clear_and_drops_what_was_pending() -> None:
     host = with_hooks(_SessionStart=answers("first", "second"), _SessionEnd=answers("bye"))
     loop = build_loop([reply("ok")], host=host, hook_servers="*")
-    with anyio.fail_after(5):
+    with anyio.fail_after(bounded(5)):
         await loop.agent.start_session("startup")
         await loop.agent.clear_session()
     assert [c.arguments["source"] for c in loop.host.calls_of("_SessionStart")] == ["startup", "clear"]
@@ -165,7 +165,7 @@ async def test_a_pre_tool_use_timeout_lets_the_call_run_and_the_second_in_a_row_
         reply(call("fake__echo", text="3")),
         reply("ok"),
     ]
-    loop = build_loop(script, host=host, hook_servers="*", tool_hooks=True, hook_timeout_ms=50)
+    loop = build_loop(script, host=host, hook_servers="*", tool_hooks=True, hook_timeout_ms=int(bounded(50)))
     await loop.turn()
     assert [c.arguments["text"] for c in loop.host.calls_of("echo")] == ["1", "2", "3"]
     assert [e.consecutive for e in loop.of(HookTimedOut)] == [1, 2]
@@ -223,7 +223,7 @@ async def test_session_end_is_logged_once_and_adds_nothing_to_the_history() -> N
     await loop.agent.start_session("startup")
     await loop.turn()
     before = list(loop.history)
-    with anyio.fail_after(5):
+    with anyio.fail_after(bounded(5)):
         await loop.agent.end_session("exit")
         await loop.agent.end_session("exit")
     assert [c.arguments["reason"] for c in loop.host.calls_of("_SessionEnd")] == ["exit"]
@@ -233,13 +233,13 @@ async def test_session_end_is_logged_once_and_adds_nothing_to_the_history() -> N
 
 async def test_a_hanging_session_end_costs_the_timeout_at_most_and_kills_nobody() -> None:
     host = MemoryHost({"slow": server(_SessionEnd=hangs()), "fake": default_server()})
-    loop = build_loop([], host=host, hook_servers="*", hook_timeout_ms=100)
+    loop = build_loop([], host=host, hook_servers="*", hook_timeout_ms=int(bounded(100)))
     await loop.agent.start_session("startup")
-    started = time.monotonic()
-    with anyio.fail_after(5):
+    with anyio.fail_after(bounded(5)):  # the hang never answers: only its timeout ends the wait
         await loop.agent.end_session("exit")
-    assert time.monotonic() - started < 1.0  # the 100 ms timeout plus scheduling, never the hang
     assert [e.hook for e in loop.of(HookTimedOut)] == ["_SessionEnd"] and loop.host.kills == []
+    (hung,) = loop.host.calls_of("_SessionEnd")
+    assert hung.cancelled  # given up on at the timeout, not waited for
 
 
 async def test_without_session_end_hooks_ending_a_session_costs_nothing() -> None:

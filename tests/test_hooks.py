@@ -12,6 +12,7 @@ import pytest
 from sprout_agent.config.settings import Settings
 from sprout_agent.core.errors import EXIT_USAGE, UsageError
 from sprout_agent.core.hooks import Allowlist, parse_allowlist
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import fake_server, pid_alive, result_text, run_agent, tool_results
 
@@ -69,7 +70,7 @@ def test_a_hanging_hook_is_no_objection_and_the_second_timeout_kills_its_server(
         reply(tool_use("slow__echo", {"text": "2"})),
         reply("done"),
     ]
-    env = {"MCP_HOOK_SERVERS": "*", "SPROUT_AGENT_HOOK_TIMEOUT_MS": "400"}
+    env = {"MCP_HOOK_SERVERS": "*", "SPROUT_AGENT_HOOK_TIMEOUT_MS": str(int(bounded(400)))}
     with FakeAnthropic(script) as fake:
         run = run_agent(tmp_path, ["-p", "go"], fake=fake, servers=servers, env=env)
     assert run.code == 0, run.stderr

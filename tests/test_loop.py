@@ -45,6 +45,7 @@ from sprout_agent.core.images import checked
 from sprout_agent.core.messages import Image, Message, Text, ToolResult, ToolUse, Usage, user_text
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import HookCallFailed, ModelRequest, ToolSpec
+from tests.bounds import bounded
 from tests.loop_doubles import (
     CWD,
     HANG,
@@ -70,6 +71,7 @@ from tests.loop_doubles import (
 )
 
 pytestmark = pytest.mark.anyio
+HOOK_MS = int(bounded(50))  # a hook timeout that a hang must trip, and the bound for the hooks that answer
 
 INVALID_INPUT = "tool input must be a JSON object of valid Unicode text (no lone surrogates); got:"
 
@@ -370,7 +372,7 @@ async def test_a_timed_out_hook_is_no_objection_and_the_second_consecutive_timeo
         reply(call("slow__echo", "t_dead", text="2")),
         reply("done"),
     ]
-    loop = build_loop(script, host=host, hook_servers="*", hook_timeout_ms=50)
+    loop = build_loop(script, host=host, hook_servers="*", hook_timeout_ms=HOOK_MS)
     assert (await loop.turn()).stop_reason == "end_turn"
     assert hook_data(loop.model.bodies[1]) == [{"hook": "_Stop", "server": "judge", "text": "first"}]
     assert [(e.server, e.consecutive) for e in loop.of(HookTimedOut)] == [("slow", 1), ("slow", 2)]
@@ -388,7 +390,7 @@ async def test_a_timed_out_hook_is_no_objection_and_the_second_consecutive_timeo
 async def test_an_answer_resets_the_timeout_count() -> None:
     host = with_stop(HANG, "", HANG)
     loop = build_loop(
-        [reply("done 1"), reply("done 2"), reply("done 3")], host=host, hook_servers="*", hook_timeout_ms=50
+        [reply("done 1"), reply("done 2"), reply("done 3")], host=host, hook_servers="*", hook_timeout_ms=HOOK_MS
     )
     for prompt in ("one", "two", "three"):
         assert (await loop.turn(prompt)).stop_reason == "end_turn"  # a timeout is no objection
@@ -579,7 +581,7 @@ async def test_cancelling_a_turn_mid_tool_answers_every_tool_use_and_the_next_tu
     host = MemoryHost({"fake": server(hang=hangs(), echo=quick)})
     script = [reply(call("fake__hang", "t_hang"), call("fake__echo", "t_echo", text="x")), reply("after")]
     loop = build_loop(script, host=host)
-    with anyio.fail_after(10):
+    with anyio.fail_after(bounded(10)):
         async with anyio.create_task_group() as group:
             group.start_soon(loop.agent.run_turn, "go")
             await host.started("hang").wait()
@@ -595,7 +597,7 @@ async def test_cancelling_a_turn_mid_tool_answers_every_tool_use_and_the_next_tu
 async def test_cancelling_a_turn_while_the_model_thinks_leaves_a_history_the_next_turn_can_send() -> None:
     thinking = anyio.Event()
     loop = build_loop([Hang(thinking), reply("ok")])
-    with anyio.fail_after(10):
+    with anyio.fail_after(bounded(10)):
         async with anyio.create_task_group() as group:
             group.start_soon(loop.agent.run_turn, "first")
             await thinking.wait()
@@ -719,6 +721,9 @@ async def test_the_scripted_model_refuses_a_history_the_api_would_refuse() -> No
     model = ScriptedModel([reply("never")])
     unanswered = (user_text("go"), Message("assistant", (ToolUse("t1", "fake__echo", {}),)))
     spec = ToolSpec("fake__echo", "fake", "echo", "", {"type": "object"})
-    with pytest.raises(AssertionError, match="tool_use ids \\['t1'\\] are never answered"), anyio.fail_after(10):
+    with (
+        pytest.raises(AssertionError, match="tool_use ids \\['t1'\\] are never answered"),
+        anyio.fail_after(bounded(10)),
+    ):
         await model.complete(ModelRequest("system", unanswered, (spec,)), lambda _: None)
     assert model.remaining == 1

@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from sprout_agent.core.events import Event, ToolFinished, ToolRunning
+from tests.bounds import bounded
 from tests.loop_doubles import build_loop, builtin_pool, call, reply
 
 pytestmark = pytest.mark.anyio
@@ -30,7 +31,7 @@ async def test_parallel_calls_through_the_real_pool_overlap_and_answer_in_call_o
         reply("both ran"),
     ]
     events: list[Event] = []
-    with anyio.fail_after(60):
+    with anyio.fail_after(bounded(60)):
         async with builtin_pool(tmp_path, events, ("dev",)) as pool:
             loop = build_loop(script, host=pool)
             assert (await loop.turn()).text == "both ran"

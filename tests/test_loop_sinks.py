@@ -15,6 +15,7 @@ from sprout_agent.core.events import Event
 from sprout_agent.core.messages import Text, Usage
 from sprout_agent.core.protocols import HookCallFailed, ToolOutcome
 from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
+from tests.bounds import bounded
 from tests.loop_doubles import (
     CWD,
     MODEL,
@@ -69,11 +70,11 @@ async def events_of_a_busy_session() -> list[Event]:
         billed("the summary"),
         billed("after compaction"),
     ]
-    loop = build_loop(script, host=host, hook_servers="*", hook_timeout_ms=50, stop_max_rejections=1)
+    loop = build_loop(script, host=host, hook_servers="*", hook_timeout_ms=int(bounded(50)), stop_max_rejections=1)
     await loop.agent.start_session("startup")
     await loop.turn("one")
     await loop.turn("two")
-    with anyio.fail_after(10):
+    with anyio.fail_after(bounded(10)):
         await loop.agent.compact("manual")
     await loop.turn("three")
     await loop.agent.end_session("exit")

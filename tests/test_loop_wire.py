@@ -17,6 +17,7 @@ from sprout_agent.core.errors import ApiError, PromptTooLongError
 from sprout_agent.core.events import ApiRetry, Event
 from sprout_agent.core.messages import Message, ToolUse, user_text
 from sprout_agent.core.protocols import ModelRequest, ToolSpec
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, Step, cut, error, reply, stream_error, tool_use
 from tests.harness import API_KEY
 from tests.loop_doubles import MODEL, Loop, MemoryHost, build_loop, image, server
@@ -121,7 +122,7 @@ async def test_the_fake_api_refuses_a_history_the_real_one_would_refuse_without_
     spec = ToolSpec("fake__echo", "fake", "echo", "echo", {"type": "object"})
     with serve(reply("never sent")) as fake:
         async with real_model(fake, events) as model:
-            with pytest.raises(ApiError, match="invalid_request_error") as raised, anyio.fail_after(10):
+            with pytest.raises(ApiError, match="invalid_request_error") as raised, anyio.fail_after(bounded(10)):
                 await model.complete(ModelRequest("system", unanswered, (spec,)), lambda _: None)
         assert fake.remaining == 1
     assert not isinstance(raised.value, PromptTooLongError)

@@ -20,6 +20,7 @@ from sprout_agent.core.messages import text_of
 from sprout_agent.mcp.oauth.login import login
 from sprout_agent.mcp.oauth.store import FileTokens, KeyringTokens, OAuthSetup, canonical, oauth_setup
 from sprout_agent.mcp.pool import ServerPool
+from tests.bounds import bounded
 from tests.oauth_server import AuthServer, oauth_server
 
 pytestmark = pytest.mark.anyio
@@ -29,8 +30,8 @@ def _pool(config: ServerConfig, setup: OAuthSetup, events: list[Event]) -> Serve
     return ServerPool(
         [config],
         emit=events.append,
-        start_timeout=10.0,
-        tool_timeout=10.0,
+        start_timeout=bounded(10.0),
+        tool_timeout=bounded(10.0),
         result_max_bytes=100_000,
         child_env=dict,
         oauth=setup,
@@ -99,7 +100,7 @@ async def test_mcp_login_catches_the_browsers_redirect_on_localhost_then_a_headl
 
         async def person() -> None:
             """The browser: opens the URL printed, follows the redirect to our callback."""
-            with anyio.fail_after(10):
+            with anyio.fail_after(bounded(10)):
                 await printed.wait()
             url = said[0].removeprefix("open this URL to log in: ")
             async with httpx2.AsyncClient(follow_redirects=True) as browser:
@@ -108,7 +109,7 @@ async def test_mcp_login_catches_the_browsers_redirect_on_localhost_then_a_headl
 
         async with anyio.create_task_group() as group:
             group.start_soon(person)
-            with anyio.fail_after(10):
+            with anyio.fail_after(bounded(10)):
                 await login(config, OAuthSetup(store, "browser", open_browser=False), say, wait=10)
         async with _pool(config, OAuthSetup(store, "stored"), []) as pool:
             assert pool.status()[0].state == "running"

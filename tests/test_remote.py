@@ -19,6 +19,7 @@ from mcp.server.mcpserver import MCPServer
 
 from sprout_agent.config.files import ServerConfig, load_config
 from sprout_agent.core.messages import text_of
+from tests.bounds import bounded
 from tests.test_servers import Pool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -36,7 +37,7 @@ def free_port() -> int:
 
 
 async def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
-    with anyio.fail_after(timeout):
+    with anyio.fail_after(bounded(timeout)):
         while True:
             assert proc.poll() is None, "server-everything exited before it listened"
             try:
@@ -61,7 +62,7 @@ async def everything(mode: str) -> AsyncGenerator[int]:
         yield port
     finally:
         proc.kill()
-        proc.wait(timeout=5)
+        proc.wait(timeout=bounded(5))
 
 
 async def test_server_everything_over_streamable_http_and_sse_and_a_dead_url_fails_alone() -> None:

@@ -17,6 +17,7 @@ from sprout_agent.config.files import ServerConfig
 from sprout_agent.core.messages import text_of
 from sprout_agent.mcp.transports.http_cap import BodyRefused, cap_body
 from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
+from tests.bounds import bounded
 from tests.raw_http_server import RawHttpServer, serving
 from tests.test_servers import Pool
 
@@ -32,7 +33,7 @@ def remote(server: RawHttpServer) -> ServerConfig:
 async def huge_then_echo(server: RawHttpServer, **shape: object) -> tuple[bool, str]:
     """Calls huge with `shape`, then echo: the huge call's (is_error, text); the server must still serve."""
     async with Pool(remote(server)) as pool:
-        with anyio.fail_after(60):
+        with anyio.fail_after(bounded(60)):
             outcome = await pool.pool.call(pool.spec("raw", "huge"), dict(shape))
             after = await pool.pool.call(pool.spec("raw", "echo"), {"text": "still here"})
         assert (after.is_error, text_of(after.content)) == (False, "still here")
@@ -55,7 +56,7 @@ async def test_a_remote_json_answer_over_the_cap_is_an_error_for_its_call_not_a_
     # Was read whole by the SDK: 400 MB took 2.1 GB, and gzipped it crossed the wire as 0.4 MB.
     with serving() as server:
         assert await huge_then_echo(server, bytes=64 * MIB, **shape) == (True, error)
-        assert server.finished.wait(timeout=30)
+        assert server.finished.wait(timeout=bounded(30))
     if not shape.get("gzip"):  # the client stopped reading: what the server got out is short of the whole
         assert server.sent < 48 * MIB
 
@@ -115,7 +116,7 @@ async def test_an_sse_transport_event_over_the_sdks_1_mib_fails_its_call_and_end
         group.start_soon(lambda: web.serve(sockets=[sock]))
         try:
             async with Pool(config) as pool:
-                with anyio.fail_after(30):
+                with anyio.fail_after(bounded(30)):
                     small = await pool.pool.call(pool.spec("legacy", "big"), {"n": 1000})
                     over = await pool.pool.call(pool.spec("legacy", "big"), {"n": 2 * MIB})
                 state, reason = pool.status("legacy").state, pool.status("legacy").last_error

@@ -20,8 +20,9 @@ from sprout_agent.core.errors import ServerStartError
 from sprout_agent.core.events import Event, TurnFinished
 from sprout_agent.session.prepared import Prepared, prepare
 from sprout_agent.session.runtime import open_runtime
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
-from tests.harness import API_KEY, FAKE_MCP, pid_alive
+from tests.harness import API_KEY, FAKE_MCP, pid_alive, pids_in, wait_dead, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]  # MCP server subprocesses
 
@@ -51,7 +52,7 @@ async def test_leaving_the_runtime_ends_its_servers_and_keeps_the_transcript(tmp
     events: list[Event] = []
     with FakeAnthropic([reply(tool_use("fake__echo", {"text": "hi"})), reply("done")]) as fake:
         prepared = prepared_for(tmp_path, fake, {"fake": fake_server(tools="echo")})
-        with anyio.fail_after(60):
+        with anyio.fail_after(bounded(60)):
             async with open_runtime(prepared, events.append) as runtime:
                 assert [s.name for s in runtime.pool.status()] == ["todo", "fake"]  # built-in servers first
                 pid = next(s.pid for s in runtime.pool.status() if s.name == "fake")
@@ -72,23 +73,25 @@ async def test_cancelling_while_servers_start_ends_every_spawned_process(tmp_pat
         prepared = prepared_for(
             tmp_path, fake, {"silent": fake_server(hang_on_start="1", grandchild_pidfile=str(pidfile))}
         )
-        with anyio.move_on_after(0.5):
+        async with anyio.create_task_group() as group:
+
+            async def cancel_once_it_hangs() -> None:
+                # The server writes its grandchild's pid, then hangs before the handshake: the runtime is starting.
+                await wait_until(lambda: bool(pids_in(pidfile)), "the server's grandchild")
+                group.cancel_scope.cancel()
+
+            group.start_soon(cancel_once_it_hangs)
             async with open_runtime(prepared, lambda event: None):
                 pytest.fail("the runtime cannot have opened: its server never answers")
     assert fake.requests == []
-    with anyio.fail_after(10):
-        while not pidfile.exists():  # the server wrote its grandchild's pid before it hung
-            await anyio.sleep(0.02)
-        grandchildren = [int(line) for line in pidfile.read_text().split()]
-        while any(pid_alive(pid) for pid in grandchildren):
-            await anyio.sleep(0.02)
+    await wait_dead(*pids_in(pidfile))
 
 
 async def test_strict_config_fails_the_open_and_ends_the_servers_that_did_start(tmp_path: Path) -> None:
     servers = {"ok": fake_server(tools="echo"), "crashy": fake_server(crash_on_start="1")}
     with FakeAnthropic([]) as fake:
         prepared = prepared_for(tmp_path, fake, servers, require_servers=True)
-        with pytest.raises(ServerStartError, match="crashy"), anyio.fail_after(60):
+        with pytest.raises(ServerStartError, match="crashy"), anyio.fail_after(bounded(60)):
             async with open_runtime(prepared, lambda event: None):
                 pytest.fail("a strict config with a failed server must not open")
     assert fake.requests == []

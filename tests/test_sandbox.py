@@ -23,6 +23,7 @@ from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.session.prepared import prepare
 from sprout_agent.tools import dev
 from sprout_agent.trust import sandbox as _sandbox
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import API_KEY, call_tool, result_text, run_agent, tool_results
 from tests.stream_schema import valid_lines
@@ -111,7 +112,7 @@ async def test_background_processes_started_in_the_sandbox_die_with_the_call(cli
                 continue
         return False
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(bounded(10)):
         while sleeping():
             await anyio.sleep(0.01)
 

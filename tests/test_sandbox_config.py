@@ -20,6 +20,7 @@ from sprout_agent.core.errors import ConfigError, UsageError
 from sprout_agent.mcp.pool import ServerPool
 from sprout_agent.session.prepared import prepare
 from sprout_agent.trust import sandbox as _sandbox
+from tests.bounds import bounded
 
 needs_bwrap = pytest.mark.skipif(_sandbox.probe() is not None, reason=f"no sandbox here: {_sandbox.probe()}")
 ENV = {"ANTHROPIC_API_KEY": "sk-test-sandbox-config", "SPROUT_AGENT_BUILTIN_SERVERS": "none"}
@@ -108,8 +109,8 @@ async def test_a_server_with_a_sandbox_key_cannot_write_outside_its_directory_or
     pool = ServerPool(
         prepared.loaded.servers,
         emit=lambda event: None,
-        start_timeout=20.0,
-        tool_timeout=30.0,
+        start_timeout=bounded(20.0),
+        tool_timeout=bounded(30.0),
         result_max_bytes=50_000,
         child_env=lambda own: child_environment({**os.environ, **ENV}, own),
         sandbox=ServerSandboxes(prepared.sandbox, tmp_path).wrap,

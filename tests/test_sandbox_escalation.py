@@ -24,6 +24,7 @@ from sprout_agent.tools import dev
 from sprout_agent.trust import sandbox as _sandbox
 from tests import fake_anthropic as fa
 from tests.acp_pipes import new_session, pipe_agent, prompt_line, session_env
+from tests.bounds import bounded
 from tests.harness import call_tool, result_text, tool_results
 from tests.loop_doubles import build_loop, builtin_pool, call, reply
 
@@ -59,7 +60,7 @@ async def run(tmp_path: Path, person: ScriptedPerson, *commands: str, mode: str 
     script = [reply(call("dev__bash", f"t{i}", command=command)) for i, command in enumerate(commands)]
     policy = Policy(mode, allow=["dev__bash"], ask=person, sandboxed=[("dev", "bash")])
     events: list[Event] = []
-    with anyio.fail_after(60):
+    with anyio.fail_after(bounded(60)):
         async with builtin_pool(tmp_path, events, ("dev",)) as pool:
             loop = build_loop([*script, reply("done")], host=pool, permit=policy, escalate=policy.escalate)
             await loop.turn()
@@ -131,7 +132,7 @@ async def test_the_model_cannot_ask_the_dev_server_to_run_outside_the_sandbox(tm
             client, "bash", command=f"touch {outside}", **{"sprout-agent/outside-sandbox": True, "_meta": {}}
         )
         assert error and "unknown argument(s) for bash" in text
-        with anyio.fail_after(60):
+        with anyio.fail_after(bounded(60)):
             result = await client.call_tool("bash", {"command": f"touch {outside}"})
         assert (result.meta or {}).get("sprout-agent/sandbox-denied", "").startswith("sandbox: write outside")
     assert not outside.exists() and os.path.exists(tmp_path)

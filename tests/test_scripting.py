@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import (
     API_KEY,
@@ -141,13 +142,13 @@ def test_max_turns_is_exit_3_in_the_result(tmp_path: Path) -> None:
 
 
 def wait_until_gone(pid: int, timeout: float = 10) -> bool:
-    """Blocks (bounded) until `pid` has exited: its pidfd turns readable then; no polling."""
+    """Blocks (bounded: `timeout`, scaled) until `pid` has exited: its pidfd turns readable then; no polling."""
     try:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:
         return True
     try:
-        ready, _, _ = select.select([fd], [], [], timeout)
+        ready, _, _ = select.select([fd], [], [], bounded(timeout))
         return bool(ready)
     finally:
         os.close(fd)
@@ -174,7 +175,7 @@ def test_a_signal_mid_turn_flushes_the_result_and_leaves_no_process(
             grandchild = int(pidfile.read_text())
             assert pid_alive(grandchild)
             process.send_signal(signum)
-            out, err = process.communicate(timeout=20)
+            out, err = process.communicate(timeout=bounded(20))
         finally:
             process.kill()
     assert process.returncode == code, err
@@ -249,9 +250,9 @@ def test_json_output_piped_to_jq_gives_the_cost_the_turns_and_the_subtype(tmp_pa
                 stdin=agent.stdout,
                 capture_output=True,
                 text=True,
-                timeout=60,
+                timeout=bounded(60),
             )
-            assert agent.wait(timeout=30) == 0
+            assert agent.wait(timeout=bounded(30)) == 0
         finally:
             agent.kill()
             agent.stdout.close()

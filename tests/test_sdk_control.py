@@ -21,6 +21,7 @@ from sprout_agent.config.options import Options
 from sprout_agent.core.errors import ConfigError
 from sprout_agent.faces.headless.control import Control, ControlError, LineWriter, Skipped, prompts_of, stdin_lines
 from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, Oversized
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, hang, model_info, reply, tool_use
 from tests.fake_sdk import FakeSdk, Json, mentions, run_with_sdk
 from tests.harness import API_KEY, assert_history_valid, result_text, tool_results
@@ -276,16 +277,16 @@ async def test_a_request_cancelled_while_waiting_is_withdrawn_and_stdin_ending_f
 
     async def ask_and_fail() -> None:
         try:
-            await control.request("can_use_tool", {}, timeout=30)
+            await control.request("can_use_tool", {}, timeout=bounded(30))
         except ControlError as error:
             failures.append(str(error))
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(bounded(10)):
         async with anyio.create_task_group() as group:
             group.start_soon(control.run, lines_from(receive))
             with anyio.CancelScope() as scope:
                 scope.cancel()
-                await control.request("can_use_tool", {}, timeout=30)
+                await control.request("can_use_tool", {}, timeout=bounded(30))
             group.start_soon(ask_and_fail)
             await send.send(b'{"type": "control_request", "request_id": "r", "request": {"subtype": "broken"}}\n')
             await anyio.wait_all_tasks_blocked()
@@ -303,7 +304,7 @@ def test_interrupt_during_the_model_request_and_the_next_prompt_still_runs(
 
     def script(sdk: FakeSdk) -> None:
         sdk.user("first")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + bounded(30)
         while not fake.requests:  # bounded polling: a hanging request writes no line
             assert time.monotonic() < deadline, "the first request never came"
             time.sleep(0.05)
@@ -375,11 +376,11 @@ async def test_an_over_cap_control_line_is_answered_in_its_protocol_and_any_othe
 
     async def ask() -> None:
         try:
-            await control.request("can_use_tool", {}, timeout=30)
+            await control.request("can_use_tool", {}, timeout=bounded(30))
         except ControlError as error:
             failures.append(str(error))
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(bounded(10)):
         async with anyio.create_task_group() as group:
             group.start_soon(control.run, lines_or_markers(receive))
             group.start_soon(ask)

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import ROOT, agent_env, result_text, tool_results
 
@@ -58,7 +59,7 @@ async def test_python_query_runs_an_allowed_tool_call_and_denies_the_rest_in_per
     ]
     with FakeAnthropic(script) as fake:
         options = sdk_options(tmp_path, fake, allowed_tools=["Bash(echo:*)"])
-        with anyio.fail_after(60):
+        with anyio.fail_after(bounded(60)):
             messages = [m async for m in sdk.query(prompt="run it", options=options)]
     uses = [b for m in messages if isinstance(m, sdk.AssistantMessage) for b in m.content]
     assert any(isinstance(b, sdk.ToolUseBlock) for b in uses)
@@ -81,7 +82,7 @@ async def test_python_query_without_permission_options_no_longer_runs_a_shell_co
     sdk = pytest.importorskip("claude_agent_sdk")
     script = [reply(tool_use("dev__bash", {"command": "touch made"}, id="t_touch")), reply("could not")]
     with FakeAnthropic(script) as fake:
-        with anyio.fail_after(60):
+        with anyio.fail_after(bounded(60)):
             messages = [m async for m in sdk.query(prompt="run it", options=sdk_options(tmp_path, fake))]
     init = next(m for m in messages if isinstance(m, sdk.SystemMessage) and m.subtype == "init")
     assert init.data["permissionMode"] == "default"
@@ -113,7 +114,7 @@ async def test_python_client_two_prompts_an_interrupt_mid_tool_and_a_denied_call
     ]
     with FakeAnthropic(script) as fake:
         options = sdk_options(tmp_path, fake, can_use_tool=can_use_tool)
-        with anyio.fail_after(90):
+        with anyio.fail_after(bounded(90)):
             async with sdk.ClaudeSDKClient(options) as client:
                 await client.query("first")
                 await bash_allowed.wait()  # the call is past its permission question: the interrupt finds it running
@@ -142,7 +143,7 @@ async def test_python_sdk_in_process_mcp_tool(tmp_path: Path) -> None:
     script = [reply(tool_use("calc__add", {"a": 2, "b": 3})), reply("five")]
     with FakeAnthropic(script) as fake:
         options = sdk_options(tmp_path, fake, mcp_servers={"calc": server}, allowed_tools=["mcp__calc__add"])
-        with anyio.fail_after(60):
+        with anyio.fail_after(bounded(60)):
             messages = [m async for m in sdk.query(prompt="add", options=options)]
     assert isinstance(messages[-1], sdk.ResultMessage) and messages[-1].result == "five"
     assert result_text(tool_results(fake.requests[1].body)[0]) == "sum is 5"
@@ -189,7 +190,7 @@ def test_typescript_query_with_a_tool_call_and_a_denied_call(tmp_path: Path) -> 
             "SPROUT_WORK": str(work),
             "SPROUT_ENV": json.dumps(agent_env(tmp_path, fake, DEV)),
         }
-        done = subprocess.run([node, str(script_path)], env=env, capture_output=True, text=True, timeout=90)
+        done = subprocess.run([node, str(script_path)], env=env, capture_output=True, text=True, timeout=bounded(90))
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["asked"] == ["mcp__dev__bash", "mcp__dev__write"]

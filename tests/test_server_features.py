@@ -23,6 +23,7 @@ from sprout_agent.faces.terminal.input import MentionCompleter
 from sprout_agent.faces.terminal.prompt_attach import attach_mentions, mentions
 from sprout_agent.mcp.pool import ServerPool
 from sprout_agent.mcp.prompts import PromptFailed, attach_resources, command_name, mention, prompt_text
+from tests.bounds import bounded
 from tests.feature_server import HUGE
 from tests.loop_doubles import build_loop, call, reply
 
@@ -36,12 +37,12 @@ async def feature_pool(tmp_path: Path, events: list[Event]) -> AsyncIterator[Ser
     pool = ServerPool(
         [config],
         emit=events.append,
-        start_timeout=10,
-        tool_timeout=10,
+        start_timeout=bounded(10),
+        tool_timeout=bounded(10),
         result_max_bytes=MAX_BYTES,
         child_env=lambda env: child_environment(dict(os.environ), env),
     )
-    with anyio.fail_after(20):
+    with anyio.fail_after(bounded(20)):
         async with pool:
             yield pool
 
@@ -129,7 +130,7 @@ async def test_a_cancelled_call_sends_notifications_cancelled_to_its_server(tmp_
         assert turn.cancelled_caught
         # The server's handler was interrupted by the client's notifications/cancelled, the session still up.
         spec = next(spec for spec in pool.tools() if spec.tool == "cancelled")
-        with anyio.fail_after(5):
+        with anyio.fail_after(bounded(5)):
             outcome = await pool.call(spec, {})
     assert not outcome.is_error and outcome.content[0].text.startswith("cancelled request ")  # type: ignore[union-attr]
 

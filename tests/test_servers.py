@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sys
@@ -21,6 +22,7 @@ from sprout_agent.mcp.link import MAX_TOOL_PAGES
 from sprout_agent.mcp.pool import ServerPool
 from sprout_agent.mcp.state import ServerStatus
 from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import (
     FAKE_MCP,
@@ -67,7 +69,7 @@ class Pool:
     def __init__(
         self,
         *configs: ServerConfig,
-        tool_timeout: float = 20.0,
+        tool_timeout: float | None = None,
         result_max_bytes: int = 100_000,
         stderr_log: Path | None = None,
     ) -> None:
@@ -75,8 +77,8 @@ class Pool:
         self.pool = ServerPool(
             configs,
             emit=self.events.append,
-            start_timeout=20.0,
-            tool_timeout=tool_timeout,
+            start_timeout=bounded(20.0),
+            tool_timeout=bounded(20.0) if tool_timeout is None else tool_timeout,
             result_max_bytes=result_max_bytes,
             child_env=scrubbed_env,
             stderr_log=stderr_log,
@@ -106,11 +108,11 @@ async def test_servers_start_concurrently_and_tools_keep_config_then_listing_ord
     # would never get past it and fail, so three running servers prove the starts overlapped.
     barrier = tmp_path / "listing"
     barrier.mkdir()
-    meet = f"3:{barrier}"
+    meet, within = f"3:{barrier}", str(bounded(15))
     configs = [
-        fake("b", tools="add,echo", list_barrier=meet),
-        fake("a", tools="echo", list_barrier=meet),
-        fake("c", tools="slow,add,echo", list_barrier=meet),
+        fake("b", tools="add,echo", list_barrier=meet, list_barrier_seconds=within),
+        fake("a", tools="echo", list_barrier=meet, list_barrier_seconds=within),
+        fake("c", tools="slow,add,echo", list_barrier=meet, list_barrier_seconds=within),
     ]
     async with Pool(*configs) as p:
         assert not [e for e in p.events if isinstance(e, ServerFailed)]
@@ -142,10 +144,11 @@ async def test_a_crash_on_start_reports_the_exit_code_and_the_stderr_tail() -> N
 
 async def test_a_hang_on_start_is_bounded_by_its_start_timeout_and_killed(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchildren"
-    # The pool's own start timeout is 20 s: the reason names the server's 1 s, so that is what ended it.
-    async with Pool(fake("silent", start_timeout=1, hang_on_start="1", grandchild_pidfile=str(pidfile))) as p:
+    # The pool's own start timeout is 20 s: the reason names the server's (1 s, scaled), so that is what ended it.
+    limit = math.ceil(bounded(1))  # and until then its stderr must have come: a bound
+    async with Pool(fake("silent", start_timeout=limit, hang_on_start="1", grandchild_pidfile=str(pidfile))) as p:
         failed = p.failed("silent")
-        assert "no answer within 1 s" in failed.reason
+        assert f"no answer within {limit} s" in failed.reason
         assert "hanging before the handshake" in failed.stderr_tail
         pid = p.status("silent").pid
         assert pid is not None
@@ -461,7 +464,7 @@ async def test_an_oversized_result_is_an_error_for_its_call_and_the_server_keeps
 async def test_a_reply_that_fails_to_parse_answers_its_call_at_once_not_after_the_tool_timeout() -> None:
     # Was a hang for the whole tool timeout: the SDK drops what it cannot parse.
     async with Pool(raw("raw"), tool_timeout=600) as p:
-        with anyio.fail_after(10):
+        with anyio.fail_after(bounded(10)):
             version = await p.pool.call(p.spec("raw", "bad_version"), {})
             surrogate = await p.pool.call(p.spec("raw", "surrogate"), {})
         assert version.is_error and '"jsonrpc" is "1.0", not "2.0"' in text_of(version.content)
@@ -471,7 +474,7 @@ async def test_a_reply_that_fails_to_parse_answers_its_call_at_once_not_after_th
 
 async def test_a_reply_whose_id_cannot_be_read_fails_the_server_with_the_reason_at_once() -> None:
     async with Pool(raw("raw"), tool_timeout=600) as p:
-        with anyio.fail_after(10):
+        with anyio.fail_after(bounded(10)):
             outcome = await p.pool.call(p.spec("raw", "garbage"), {})
         reason = "sent a line that is not JSON: 'this is not json'"
         assert outcome.is_error and text_of(outcome.content) == f"server 'raw' is unavailable: {reason}"
@@ -512,10 +515,10 @@ async def test_mcp_servers_die_with_a_sigkilled_agent(tmp_path: Path) -> None:
             server = await read_pid(pidfile)
             await wait_until(lambda: calls.exists() and calls.read_text() == "hang\n", "the call reaching the server")
             process.kill()
-            process.wait(timeout=10)
+            process.wait(timeout=bounded(10))
             await wait_dead(server, timeout=10)
         finally:
             process.kill()
-            process.communicate(timeout=10)
+            process.communicate(timeout=bounded(10))
             if server:
                 kill_pid(server)

@@ -18,6 +18,7 @@ import pytest
 from sprout_agent.config.options import Options
 from sprout_agent.core.messages import Message, Text
 from sprout_agent.session import store
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import (
     agent_env,
@@ -162,7 +163,7 @@ def test_a_session_killed_mid_tool_call_resumes_with_a_valid_history(tmp_path: P
                 process,
             )
             process.send_signal(signal.SIGKILL)
-            process.wait(timeout=10)
+            process.wait(timeout=bounded(10))
         finally:
             process.kill()
     assert process.returncode == -signal.SIGKILL
@@ -223,7 +224,7 @@ def test_sessions_never_loads_the_sdks(tmp_path: Path) -> None:
         text=True,
         env=agent_env(tmp_path, None),
         cwd=tmp_path,
-        timeout=60,
+        timeout=bounded(60),
     )
     assert completed.returncode == 0
     imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in completed.stderr.splitlines() if "|" in line}

@@ -18,6 +18,7 @@ from sprout_agent.core.messages import Message, Text, ToolResult, ToolUse, user_
 from sprout_agent.core.protocols import ModelRequest
 from sprout_agent.session import store
 from tests.api_rules import assert_valid_request
+from tests.bounds import bounded
 from tests.loop_doubles import Loop, MemoryHost, api_body, build_loop, call, echo, hangs, reply, server
 
 
@@ -100,7 +101,7 @@ async def test_a_kill_while_one_call_runs_keeps_the_results_of_the_calls_that_fi
     loop.agent.emit = lambda event: finished.append(event.call_id) if isinstance(event, ToolFinished) else None
     async with anyio.create_task_group() as group:
         group.start_soon(loop.turn)
-        with anyio.fail_after(10):
+        with anyio.fail_after(bounded(10)):
             while len(finished) < 2:  # both echoes are done, the slow call still runs
                 await anyio.sleep(0)
         # The file as a SIGKILL now would leave it: the finished results are in, in call order.

@@ -14,6 +14,7 @@ from sprout_agent.core import events as ev
 from sprout_agent.core.messages import Image, Text, Thinking, ToolUse, Usage, user_text
 from sprout_agent.core.protocols import ModelRequest
 from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply
 from tests.harness import API_KEY
 from tests.loop_doubles import MODEL
@@ -293,7 +294,7 @@ async def test_the_model_client_emits_raw_events_only_for_the_loops_requests_whe
             partial_messages=True,
         )
         try:
-            with anyio.fail_after(20):
+            with anyio.fail_after(bounded(20)):
                 answer = await model.complete(loops, lambda _: None)
                 await model.complete(summary, lambda _: None)
         finally:
@@ -316,7 +317,7 @@ async def test_the_calls_the_permission_policy_refused_are_the_turns_permission_
         model_reply("the echo was refused"),
     ]
     loop = build_loop(script, permit=Policy("auto", deny=["fake__echo"]))
-    with anyio.fail_after(10):
+    with anyio.fail_after(bounded(10)):
         await loop.turn("go")
     sink, out = streamed(*loop.events)
     result = final(valid_lines(out.getvalue()))

@@ -16,6 +16,7 @@ from sprout_agent.model import facts as model_facts
 from sprout_agent.model.client import AnthropicModel, retrieve_model_info
 from sprout_agent.session import store
 from tests.api_rules import request_problems, sealed, sign
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, model_info, redacted, reply, thinking, tool_use
 from tests.loop_doubles import MODEL, MemoryHost, answers, build_loop, call, default_server, server, thought
 from tests.loop_doubles import reply as step
@@ -66,7 +67,7 @@ async def test_a_post_compact_injection_under_thinking_goes_as_text_since_no_thi
     ]
     loop = build_loop(script, host=host, hook_servers="*", thinking=True)
     await loop.turn()
-    with anyio.fail_after(10):
+    with anyio.fail_after(bounded(10)):
         await loop.agent.compact("manual")
     await loop.turn("next")
     after = loop.model.bodies[-1]["messages"]

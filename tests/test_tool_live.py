@@ -15,6 +15,7 @@ from sprout_agent.core.events import Event, ToolFinished, ToolProgress
 from sprout_agent.faces.acp.updates import Updates
 from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink
 from sprout_agent.tools._shell import PROGRESS_CHARS, live_tail
+from tests.bounds import bounded
 from tests.loop_doubles import SESSION_ID, build_loop, builtin_pool, call, reply
 from tests.stream_schema import of_type, valid_lines
 
@@ -38,7 +39,7 @@ async def test_bash_output_arrives_as_progress_while_the_command_still_waits(tmp
     ]
     events: list[Event] = []
     try:
-        with anyio.fail_after(30):
+        with anyio.fail_after(bounded(30)):
             async with builtin_pool(tmp_path, events, ("dev",)) as pool:
                 loop = build_loop(script, host=pool, on_event=release)
                 await loop.turn(timeout=30)
@@ -53,7 +54,7 @@ async def test_bash_output_arrives_as_progress_while_the_command_still_waits(tmp
 async def test_a_failing_command_is_a_failed_call_for_the_faces_and_the_model(tmp_path: Path) -> None:
     script = [reply(call("dev__bash", "t1", command="echo 1 failed; exit 1")), reply("it failed")]
     events: list[Event] = []
-    with anyio.fail_after(30):
+    with anyio.fail_after(bounded(30)):
         async with builtin_pool(tmp_path, events, ("dev",)) as pool:
             loop = build_loop(script, host=pool)
             await loop.turn(timeout=30)
@@ -81,7 +82,7 @@ async def test_edit_and_write_diffs_reach_tool_finished_stream_json_and_acp(tmp_
         reply("fixed"),
     ]
     events: list[Event] = []
-    with anyio.fail_after(30):
+    with anyio.fail_after(bounded(30)):
         async with builtin_pool(tmp_path, events, ("dev",)) as pool:
             loop = build_loop(script, host=pool)
             await loop.turn(timeout=30)

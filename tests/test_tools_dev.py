@@ -17,6 +17,7 @@ from mcp.types import ImageContent
 from sprout_agent.tools import dev
 from sprout_agent.tools._grep import NO_RG_ENV
 from sprout_agent.tools._paths import Workspace
+from tests.bounds import bounded
 from tests.harness import call_tool
 
 pytestmark = pytest.mark.anyio
@@ -79,7 +80,7 @@ async def test_read_failures_are_clear_tool_errors(client: Client, root: Path) -
 
 async def test_read_returns_images_as_image_content(client: Client, root: Path) -> None:
     (root / "dot.png").write_bytes(PNG)
-    with anyio.fail_after(30):
+    with anyio.fail_after(bounded(30)):
         result = await client.call_tool("read", {"file_path": "dot.png"})
     assert not result.is_error
     [image] = result.content
@@ -205,7 +206,7 @@ async def test_edit_keeps_crlf_line_endings_and_latin1(client: Client, root: Pat
 
 
 def _git_repo(root: Path) -> None:
-    subprocess.run(["git", "init", "-q", str(root)], check=True, timeout=30)
+    subprocess.run(["git", "init", "-q", str(root)], check=True, timeout=bounded(30))
 
 
 def _touch(path: Path, mtime: int, text: str = "x\n") -> None:

@@ -15,6 +15,7 @@ from mcp import Client
 from sprout_agent.tools import dev
 from sprout_agent.tools._grep import NO_RG_ENV
 from sprout_agent.tools._paths import Workspace
+from tests.bounds import bounded
 from tests.harness import call_tool
 
 pytestmark = pytest.mark.anyio
@@ -128,7 +129,7 @@ async def test_non_utf8_file_names_come_back_escaped_from_every_tool(
 
 async def test_read_of_a_fifo_is_refused_at_once_instead_of_blocking(client: Client, root: Path) -> None:
     os.mkfifo(root / "pipe")
-    with anyio.fail_after(10):
+    with anyio.fail_after(bounded(10)):
         assert await call_tool(client, "read", file_path="pipe") == (
             True,
             "pipe is a FIFO (named pipe), not a regular file",
@@ -150,7 +151,7 @@ async def test_grep_fallback_skips_a_fifo_instead_of_blocking(
     os.mkfifo(root / "pipe")
     (root / "a.txt").write_text("needle\n")
     monkeypatch.setenv(NO_RG_ENV, "1")
-    with anyio.fail_after(10):
+    with anyio.fail_after(bounded(10)):
         assert await call_tool(client, "grep", pattern="needle") == (False, "a.txt")
         error, _ = await call_tool(client, "grep", pattern="needle", path="pipe")
         assert error
@@ -161,7 +162,7 @@ async def test_read_with_a_limit_stops_reading_a_2_gb_file_at_the_limit(client: 
     with open(big, "wb") as f:
         f.write(b"".join(b"line %d\n" % i for i in range(1, 2001)))
         f.truncate(2 * 1024**3)  # sparse: no disk used, and ~2 GB of NULs on one last "line"
-    with anyio.fail_after(10):
+    with anyio.fail_after(bounded(10)):
         error, text = await call_tool(client, "read", file_path="big.log", limit=10)
     assert not error
     assert text.splitlines()[-1] == (
