@@ -7,21 +7,16 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
-from acp import Client, spawn_agent_process
-from acp.schema import (
-    AllowedOutcome,
-    DeniedOutcome,
-    EnvVariable,
-    McpServerStdio,
-    RequestPermissionResponse,
-)
 
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic
 from tests.harness import agent_env, fake_server
+
+if TYPE_CHECKING:
+    from acp.schema import McpServerStdio, RequestPermissionResponse
 
 
 class EditorClient:
@@ -41,6 +36,8 @@ class EditorClient:
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
     ) -> RequestPermissionResponse:
+        from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+
         self.permission_requests.append((tool_call, options))
         answer = self.answers.pop(0) if self.answers else None
         if answer is None:
@@ -62,6 +59,8 @@ class EditorClient:
 
 def stdio_server(name: str, **knobs: Any) -> McpServerStdio:
     """The fault-knob MCP server as an ACP `mcpServers` entry."""
+    from acp.schema import EnvVariable, McpServerStdio
+
     entry = fake_server(**knobs)
     env = [EnvVariable(name=k, value=v) for k, v in entry["env"].items()]
     return McpServerStdio(name=name, command=entry["command"], args=entry["args"], env=env)
@@ -76,6 +75,8 @@ async def acp_agent(
     env: dict[str, str] | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """(connection, process); stderr goes to the test's stderr (the SDK never drains a pipe)."""
+    from acp import Client, spawn_agent_process
+
     # The SDK's Client protocol lists every client method (files, terminals, elicitation); its router looks each up
     # with getattr and answers "method not found" for a missing one. sprout-agent only ever sends
     # session/update and session/request_permission, the two EditorClient has.

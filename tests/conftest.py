@@ -1,6 +1,12 @@
-"""Shared pytest fixtures; shared helpers are in tests/harness.py."""
+"""Shared pytest fixtures; shared helpers are in tests/harness.py.
+
+No test module imports anthropic, mcp or acp at module level, directly or through our modules that do: collecting
+the suite (each xdist worker collects all of it before its first test, e2e modules included) stays cheap, and a test
+that needs one of them imports it inside the test or its helper. `pytest_collection_finish` holds that rule.
+"""
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +26,17 @@ def root(tmp_path: Path) -> Path:
     work = tmp_path / "work"
     work.mkdir()
     return work.resolve()
+
+
+SDKS = ("anthropic", "mcp", "acp")  # ~0.9 s, ~0.35 s and ~0.35 s of imports
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if loaded := [name for name in SDKS if name in sys.modules]:
+        raise pytest.UsageError(
+            f"collecting the tests imported {', '.join(loaded)}: a test module imports it (or one of our modules "
+            "that does) at module level; import it inside the test or helper that uses it (tests/conftest.py)"
+        )
 
 
 def _timeout(config: pytest.Config) -> float:

@@ -25,7 +25,6 @@ import pytest
 
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
-from sprout_agent.faces.headless.run import run_headless
 from sprout_agent.session.prepared import prepare
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic
@@ -118,6 +117,8 @@ def run_with_sdk(
     env: dict[str, str] | None = None,
 ) -> tuple[int, FakeSdk, str]:
     """Runs a stream-json session driven by `script`; (exit code, the fake SDK, stderr)."""
+    from sprout_agent.faces.headless.run import run_headless  # the face reads stdin through the mcp SDK's types
+
     environ = agent_env(tmp_path, fake, env)
     for name, value in environ.items():
         monkeypatch.setenv(name, value)

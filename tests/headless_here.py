@@ -18,7 +18,6 @@ import pytest
 
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
-from sprout_agent.faces.headless.run import run_headless
 from sprout_agent.session.prepared import prepare
 from tests.fake_anthropic import FakeAnthropic
 from tests.harness import Run, agent_env, write_config
@@ -35,6 +34,8 @@ def headless(
     stdin: str = "",
 ) -> Run:
     """Like `run_agent(tmp_path, ...)`: the same isolated environment and user directories under tmp_path."""
+    from sprout_agent.faces.headless.run import run_headless  # the face reads stdin through the mcp SDK's types
+
     environ = agent_env(tmp_path, fake, env)
     for name, value in environ.items():  # Locations.for_user reads the XDG variables, as in the CLI
         monkeypatch.setenv(name, value)

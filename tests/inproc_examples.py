@@ -7,13 +7,14 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 
 from sprout_agent.config.files import ServerConfig
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -39,6 +40,9 @@ def _load(name: str) -> Any:
 
 def bad_server() -> MCPServer:
     """Breaks the contract every way the kit must catch: slow, an error result, an error on {}, odd names."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
     mcp = MCPServer("bad")
 
     @mcp.tool(name="_Stop", description="Always fails.")

@@ -8,7 +8,6 @@ from typing import Any
 
 import anyio
 import pytest
-from acp import PROTOCOL_VERSION, RequestError, text_block
 
 from tests.acp_harness import EditorClient, acp_agent, statuses, stdio_server, texts
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
@@ -18,12 +17,16 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
 async def open_session(conn: Any, cwd: Path, *servers: Any) -> str:
+    from acp import PROTOCOL_VERSION
+
     await conn.initialize(protocol_version=PROTOCOL_VERSION)
     session = await conn.new_session(cwd=str(cwd), mcp_servers=list(servers))
     return session.session_id
 
 
 async def test_initialize_answers_version_1_with_our_capabilities(tmp_path: Path) -> None:
+    from acp import PROTOCOL_VERSION
+
     client = EditorClient()  # how fast it answers is scripts/bench's business (group acp)
     async with acp_agent(tmp_path, None, client) as (conn, _):
         answer = await conn.initialize(protocol_version=PROTOCOL_VERSION)
@@ -37,6 +40,8 @@ async def test_initialize_answers_version_1_with_our_capabilities(tmp_path: Path
 
 
 async def test_a_multi_tool_prompt_streams_every_update_in_order(tmp_path: Path) -> None:
+    from acp import text_block
+
     log = tmp_path / "calls.jsonl"
     script: list[Step] = [
         reply("Looking.", tool_use("fake__echo", {"text": "one"}, id="t1"), tool_use("fake__fail", id="t2")),
@@ -75,6 +80,8 @@ async def test_a_multi_tool_prompt_streams_every_update_in_order(tmp_path: Path)
 
 
 async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path) -> None:
+    from acp import text_block
+
     (tmp_path / "notes.txt").write_text("alpha\nbeta\n")
     todos = [{"content": "Edit notes", "status": "completed"}, {"content": "Check", "status": "in_progress"}]
     script: list[Step] = [
@@ -112,6 +119,8 @@ async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path) -
 
 
 async def test_cancel_mid_tool_answers_cancelled_and_keeps_history_valid(tmp_path: Path) -> None:
+    from acp import text_block
+
     script: list[Step] = [reply(tool_use("fake__slow", {"seconds": 30}, id="s")), reply("after cancel")]
     client = EditorClient()
     with FakeAnthropic(script) as fake:
@@ -140,6 +149,8 @@ async def test_cancel_mid_tool_answers_cancelled_and_keeps_history_valid(tmp_pat
 
 
 async def test_a_second_prompt_on_a_busy_session_is_refused(tmp_path: Path) -> None:
+    from acp import RequestError, text_block
+
     script: list[Step] = [reply(tool_use("fake__slow", {"seconds": 30}, id="s"))]
     client = EditorClient()
     with FakeAnthropic(script) as fake:
@@ -162,6 +173,8 @@ async def test_a_second_prompt_on_a_busy_session_is_refused(tmp_path: Path) -> N
 
 
 async def test_sessions_run_at_once_each_with_its_own_servers(tmp_path: Path) -> None:
+    from acp import PROTOCOL_VERSION, text_block
+
     logs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
 
     def step(body: dict[str, Any]) -> Any:
@@ -197,6 +210,7 @@ async def test_sessions_run_at_once_each_with_its_own_servers(tmp_path: Path) ->
 
 
 async def test_an_unreachable_http_server_fails_alone_with_a_notice_and_relative_cwd_is_refused(tmp_path: Path) -> None:
+    from acp import PROTOCOL_VERSION, RequestError, text_block
     from acp.schema import HttpMcpServer
 
     client = EditorClient()
@@ -215,6 +229,8 @@ async def test_an_unreachable_http_server_fails_alone_with_a_notice_and_relative
 
 
 async def test_load_replays_the_stored_conversation_before_answering(tmp_path: Path) -> None:
+    from acp import PROTOCOL_VERSION, RequestError, text_block
+
     script: list[Step] = [
         reply("Echo first.", tool_use("fake__echo", {"text": "kept"}, id="k")),
         reply("First answer."),
@@ -247,6 +263,8 @@ async def test_load_replays_the_stored_conversation_before_answering(tmp_path: P
 
 
 async def test_permission_ask_goes_to_the_editor(tmp_path: Path) -> None:
+    from acp import text_block
+
     log = tmp_path / "calls.jsonl"
     script: list[Step] = [
         reply(tool_use("fake__echo", {"text": "a"}, id="p1")),
@@ -282,6 +300,8 @@ async def test_permission_ask_goes_to_the_editor(tmp_path: Path) -> None:
 
 
 async def test_a_hook_objection_is_shown_as_a_think_tool_call(tmp_path: Path) -> None:
+    from acp import text_block
+
     client = EditorClient()
     server = stdio_server("fake", stop_mode="sequence", stop_sequence=["Run the tests first."])
     with FakeAnthropic([reply("Done?"), reply("Tests pass. Done.")]) as fake:
@@ -298,6 +318,8 @@ async def test_a_hook_objection_is_shown_as_a_think_tool_call(tmp_path: Path) ->
 
 
 async def test_slash_commands_run_as_prompts_without_the_model(tmp_path: Path) -> None:
+    from acp import text_block
+
     client = EditorClient()
     with FakeAnthropic([reply("hello")]) as fake:
         async with acp_agent(tmp_path, fake, client) as (conn, _):
@@ -316,6 +338,8 @@ async def test_slash_commands_run_as_prompts_without_the_model(tmp_path: Path) -
 
 
 async def test_stop_reasons_map_to_acp_and_an_api_failure_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    from acp import RequestError, text_block
+
     from tests.fake_anthropic import error
 
     script: list[Step] = [

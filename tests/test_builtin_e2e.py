@@ -11,8 +11,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from sprout_agent.config.options import Options
 from tests.bounds import bounded
@@ -118,6 +116,9 @@ def test_a_scripted_session_fixes_a_failing_test_in_a_git_repository(tmp_path: P
 
 @pytest.mark.anyio
 async def test_dev_server_over_stdio_answers_initialize_and_works_in_its_cwd(root: Path) -> None:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "sprout_agent.tools.dev"],
@@ -142,6 +143,9 @@ async def test_dev_server_over_stdio_answers_initialize_and_works_in_its_cwd(roo
 
 @pytest.mark.anyio
 async def test_dev_server_over_stdio_kills_a_cancelled_bash_calls_grandchildren(root: Path) -> None:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "sprout_agent.tools.dev"],
@@ -167,6 +171,9 @@ async def test_dev_server_over_stdio_kills_a_cancelled_bash_calls_grandchildren(
 
 @pytest.mark.anyio
 async def test_todo_server_over_stdio_keeps_the_list_and_objects_to_stopping() -> None:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     params = StdioServerParameters(command=sys.executable, args=["-m", "sprout_agent.tools.todo"])
     with anyio.fail_after(bounded(60)):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -26,8 +26,6 @@ from sprout_agent.faces.cli.app import app
 from sprout_agent.faces.cli.argv import POSITIONAL
 from sprout_agent.faces.cli.claude_flags import rewrite
 from sprout_agent.session.prepared import prepare
-from sprout_agent.tools._paths import Workspace
-from sprout_agent.tools._server import ToolError
 from sprout_agent.trust.write_policy import ADD_DIRS_ENV
 from tests.fake_anthropic import FakeAnthropic, error, reply
 from tests.harness import agent_env, fake_server, run_agent, write_config
@@ -247,6 +245,9 @@ def test_fork_session_goes_on_in_a_new_session(tmp_path: Path, monkeypatch: pyte
 
 
 def test_add_dir_lets_the_dev_tools_write_there_and_only_there(tmp_path: Path) -> None:
+    from sprout_agent.tools._paths import Workspace
+    from sprout_agent.tools._server import ToolError
+
     work, extra, other = tmp_path / "work", tmp_path / "extra", tmp_path / "other"
     for directory in (work, extra, other):
         directory.mkdir()

@@ -27,7 +27,6 @@ from sprout_agent.config.settings import (
 from sprout_agent.core.errors import EXIT_USAGE, ConfigError, UsageError
 from sprout_agent.core.messages import text_of
 from sprout_agent.session.prepared import prepare
-from sprout_agent.tools import _grep, _paths, _shell
 from tests.guards import WEAKENING
 
 REPO = Path(__file__).resolve().parent.parent
@@ -683,6 +682,8 @@ def test_every_variable_the_code_reads_is_in_one_of_the_two_tables() -> None:
 
 
 def test_the_process_env_table_matches_the_tools_constants() -> None:
+    from sprout_agent.tools import _grep, _paths, _shell
+
     process = {var.name: var.default for var in PROCESS_ENV_VARS}
     assert process[_shell.TIMEOUT_ENV] == f"{_shell.DEFAULT_TIMEOUT:g}"
     assert {_paths.ALLOW_OUTSIDE_ENV, _grep.NO_RG_ENV} <= set(process)

@@ -8,11 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from mcp import Client
 
-from sprout_agent.tools import dev
-from sprout_agent.tools._paths import Workspace
-from sprout_agent.tools._server import DIFF_META
 from sprout_agent.trust.diffs import MAX_PREVIEW_BYTES, preview, sides
 
 OLD = "one\ntwo\nthree\n"
@@ -94,6 +90,12 @@ def test_sides_reads_each_hunk_back_into_old_and_new_text() -> None:
 
 @pytest.mark.anyio
 async def test_the_preview_is_the_diff_the_dev_server_then_reports(tmp_path: Path) -> None:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+    from sprout_agent.tools._paths import Workspace
+    from sprout_agent.tools._server import DIFF_META
+
     (tmp_path / "a.txt").write_text(OLD)
     edit = {"file_path": "a.txt", "old_string": "two", "new_string": "2"}
     write = {"file_path": "a.txt", "content": "fresh\n"}

@@ -12,7 +12,6 @@ from sprout_agent.config.settings import elicitation_policy, sampling_allowed
 from sprout_agent.core.errors import UsageError
 from sprout_agent.faces.terminal.elicit_form import field_label, fill
 from sprout_agent.mcp import elicitation as el
-from tests.asking_server import FORM
 
 pytestmark = pytest.mark.anyio
 
@@ -35,6 +34,8 @@ class Typist:
 
 
 async def test_the_form_is_pre_filled_with_defaults_and_re_asks_until_an_answer_fits() -> None:
+    from tests.asking_server import FORM
+
     form = el.parse_form(FORM)
     typist = Typist("Ada", "two hundred", "200", "41", "0.25", "n", "1", "")  # city (optional) left empty
     content = await fill(form, typist.read, typist.say)

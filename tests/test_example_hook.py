@@ -5,19 +5,20 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
-import mcp.types as types
 import pytest
-from mcp import StdioServerParameters
-from mcp.client.session import ClientSession
-from mcp.client.stdio import stdio_client
 
 from sprout_agent.config.options import Options
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply
 from tests.harness import assert_history_valid, result_text, run_agent, tool_results
 from tests.headless_here import headless
+
+if TYPE_CHECKING:
+    import mcp.types as types
+    from mcp import StdioServerParameters
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -28,17 +29,24 @@ GREEN = "def test_addition_is_right():\n    assert 1 + 1 == 2\n"
 
 
 def text(result: types.CallToolResult) -> str:
+    import mcp.types as types
+
     assert not result.is_error, result.content
     return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
 def server(script: Path, project: Path, command: str) -> StdioServerParameters:
+    from mcp import StdioServerParameters
+
     return StdioServerParameters(
         command=sys.executable, args=[str(script)], cwd=str(project), env={"TEST_RUNNER_COMMAND": command}
     )
 
 
 async def test_stop_objects_with_the_failing_test_until_the_suite_is_green(tmp_path: Path) -> None:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import stdio_client
+
     project = tmp_path / "project"
     project.mkdir()
     (project / "test_sums.py").write_text(RED)
@@ -63,6 +71,10 @@ async def test_stop_objects_with_the_failing_test_until_the_suite_is_green(tmp_p
 
 
 async def test_a_test_command_that_cannot_start_is_an_error_result_not_an_objection(tmp_path: Path) -> None:
+    import mcp.types as types
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import stdio_client
+
     missing = str(tmp_path / "no-such-program")
     with (tmp_path / "server.log").open("w") as errlog, anyio.fail_after(bounded(30)):
         async with (
@@ -77,6 +89,10 @@ async def test_a_test_command_that_cannot_start_is_an_error_result_not_an_object
 
 async def test_the_example_server_in_the_docs_runs(tmp_path: Path) -> None:
     """The ~20-line server in docs/hooks.md, extracted from the page and run as written."""
+    from mcp import StdioServerParameters
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import stdio_client
+
     source = DOCS.read_text().split("```python\n# todo_gate.py\n", 1)[1].split("```", 1)[0]
     script = tmp_path / "todo_gate.py"
     script.write_text(source)

@@ -7,12 +7,10 @@ import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 import anyio
 import pytest
-from anthropic import AsyncAnthropic
 
 from tests.bounds import bounded
 from tests.fake_anthropic import (
@@ -26,6 +24,9 @@ from tests.fake_anthropic import (
     tool_use,
 )
 
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
 pytestmark = pytest.mark.anyio
 
 USER: list[Any] = [{"role": "user", "content": "hello"}]
@@ -33,6 +34,8 @@ TOOLS = [{"name": "x__echo", "description": "echo", "input_schema": {"type": "ob
 
 
 def client(fake: FakeAnthropic | str, **kw: Any) -> AsyncAnthropic:
+    from anthropic import AsyncAnthropic
+
     url = fake if isinstance(fake, str) else fake.base_url
     return AsyncAnthropic(base_url=url, api_key="test", max_retries=kw.pop("max_retries", 0), **kw)
 
@@ -85,6 +88,8 @@ async def test_usage_figures_given_in_the_script_reach_the_final_message() -> No
 
 
 async def test_error_status_raises_the_sdk_error_and_is_retried_fast() -> None:
+    import anthropic
+
     with FakeAnthropic([error(529), error(429, message="slow down"), error(400)]) as fake:
         with pytest.raises(anthropic.OverloadedError):
             await ask(fake)
@@ -119,6 +124,8 @@ async def test_cut_stream_gives_no_stop_reason_and_partial_content() -> None:
 
 
 async def test_mid_stream_error_event_raises_api_status_error() -> None:
+    import anthropic
+
     with (
         FakeAnthropic([stream_error("partial", message="Overloaded now")]) as fake,
         pytest.raises(anthropic.APIStatusError, match="Overloaded now"),
@@ -146,6 +153,8 @@ async def test_requests_are_recorded_with_body_and_headers() -> None:
 
 
 async def test_exhausted_script_fails_loudly_without_retries() -> None:
+    import anthropic
+
     with FakeAnthropic([reply("only one")]) as fake:
         await ask(fake)
         with pytest.raises(anthropic.InternalServerError, match="fake script exhausted"):
@@ -167,6 +176,8 @@ async def test_callable_step_answers_from_the_request_body() -> None:
 
 
 async def test_hang_and_delay_hold_the_reply_until_the_client_gives_up() -> None:
+    import anthropic
+
     script = [hang(), reply("late", delay=5), reply("soon", delay=0.05), hang(mid_stream=True)]
     with FakeAnthropic(script) as fake:
         for _ in range(2):
@@ -215,6 +226,8 @@ async def test_auto_usage_reads_the_prefix_cached_by_an_earlier_request() -> Non
 
 @pytest.mark.e2e  # the one test here that starts a process (the fake API's own CLI)
 async def test_subprocess_mode_serves_a_json_script_and_records_requests(tmp_path: Path) -> None:
+    import anthropic
+
     script = [
         {"error": 529},
         {"text": "calling", "tool_uses": [{"name": "x__echo", "input": {"a": 1}, "id": "toolu_J"}]},

@@ -8,12 +8,10 @@ import socket
 from pathlib import Path
 
 import pytest
-from mcp import Client
 
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
 from sprout_agent.session.prepared import prepare
-from sprout_agent.tools import dev
 from sprout_agent.trust import landlock as _landlock
 from tests.harness import call_tool
 
@@ -23,6 +21,10 @@ OUTSIDE = "/etc/sprout-landlock-test-write"  # writable by root without a sandbo
 
 
 async def bash(root: Path, command: str, **env: str) -> tuple[bool, str]:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+
     async with Client(dev.create_server_in(str(root), {**LANDLOCK, **env})) as client:
         return await call_tool(client, "bash", command=command)
 

@@ -8,6 +8,7 @@ import json
 import logging
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import httpx2
@@ -17,11 +18,12 @@ from sprout_agent.config.files import ServerConfig, load_config
 from sprout_agent.core.errors import ConfigError
 from sprout_agent.core.events import Event
 from sprout_agent.core.messages import text_of
-from sprout_agent.mcp.oauth.login import login
 from sprout_agent.mcp.oauth.store import FileTokens, KeyringTokens, OAuthSetup, canonical, oauth_setup
 from sprout_agent.mcp.pool import ServerPool
 from tests.bounds import bounded
-from tests.oauth_server import AuthServer, oauth_server
+
+if TYPE_CHECKING:
+    from tests.oauth_server import AuthServer
 
 pytestmark = pytest.mark.anyio
 
@@ -45,6 +47,8 @@ def _config(server: AuthServer) -> ServerConfig:
 async def test_the_test_redirect_logs_in_with_pkce_and_resource_and_an_expired_token_is_refreshed_next_start(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    from tests.oauth_server import oauth_server
+
     caplog.set_level(logging.DEBUG)
     store, events = FileTokens(tmp_path / "data" / "mcp-oauth.json"), list[Event]()
     async with oauth_server() as server:
@@ -73,6 +77,9 @@ async def test_the_test_redirect_logs_in_with_pkce_and_resource_and_an_expired_t
 async def test_a_start_without_a_stored_token_needs_login_registers_nothing_and_starts_after_a_login(
     tmp_path: Path,
 ) -> None:
+    from sprout_agent.mcp.oauth.login import login
+    from tests.oauth_server import oauth_server
+
     store, events = FileTokens(tmp_path / "mcp-oauth.json"), list[Event]()
     async with oauth_server() as server, _pool(_config(server), OAuthSetup(store, "stored"), events) as pool:
         status = pool.status()[0]
@@ -89,6 +96,9 @@ async def test_a_start_without_a_stored_token_needs_login_registers_nothing_and_
 async def test_mcp_login_catches_the_browsers_redirect_on_localhost_then_a_headless_start_connects(
     tmp_path: Path,
 ) -> None:
+    from sprout_agent.mcp.oauth.login import login
+    from tests.oauth_server import oauth_server
+
     store, said, printed = FileTokens(tmp_path / "mcp-oauth.json"), list[str](), anyio.Event()
 
     def say(text: str) -> None:

@@ -15,7 +15,6 @@ from typing import Any
 import anyio
 import pytest
 import uvicorn
-from mcp.server.mcpserver import MCPServer
 
 from sprout_agent.config.files import ServerConfig, load_config
 from sprout_agent.core.messages import text_of
@@ -100,6 +99,8 @@ def header_checked(app: Asgi, name: str, value: str) -> Asgi:
 @asynccontextmanager
 async def sdk_server(header: str, value: str) -> AsyncGenerator[int]:
     """An mcp-SDK server over Streamable HTTP, in this process, that needs `header: value`."""
+    from mcp.server.mcpserver import MCPServer
+
     server = MCPServer("checked")
 
     @server.tool()

@@ -11,12 +11,9 @@ import anyio
 import httpx2
 import pytest
 import uvicorn
-from mcp.server.mcpserver import MCPServer
 
 from sprout_agent.config.files import ServerConfig
 from sprout_agent.core.messages import text_of
-from sprout_agent.mcp.transports.http_cap import BodyRefused, cap_body
-from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
 from tests.bounds import bounded
 from tests.raw_http_server import RawHttpServer, serving
 from tests.test_servers import Pool
@@ -44,18 +41,20 @@ async def huge_then_echo(server: RawHttpServer, **shape: object) -> tuple[bool, 
 @pytest.mark.parametrize(
     ("shape", "error"),
     [
-        ({"length": True}, f"result too large: {64 * MIB} bytes, limit {MAX_MESSAGE_BYTES}"),
-        ({"length": False}, f"result too large: over the limit of {MAX_MESSAGE_BYTES} bytes"),
-        ({"gzip": True}, f"result too large: over the limit of {MAX_MESSAGE_BYTES} bytes"),
+        ({"length": True}, f"result too large: {64 * MIB} bytes, limit {{cap}}"),
+        ({"length": False}, "result too large: over the limit of {cap} bytes"),
+        ({"gzip": True}, "result too large: over the limit of {cap} bytes"),
     ],
     ids=["declared by its length", "ended by the connection", "a gzip bomb"],
 )
 async def test_a_remote_json_answer_over_the_cap_is_an_error_for_its_call_not_a_whole_body_in_memory(
     shape: dict[str, object], error: str
 ) -> None:
+    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
+
     # Was read whole by the SDK: 400 MB took 2.1 GB, and gzipped it crossed the wire as 0.4 MB.
     with serving() as server:
-        assert await huge_then_echo(server, bytes=64 * MIB, **shape) == (True, error)
+        assert await huge_then_echo(server, bytes=64 * MIB, **shape) == (True, error.format(cap=MAX_MESSAGE_BYTES))
         assert server.finished.wait(timeout=bounded(30))
     if not shape.get("gzip"):  # the client stopped reading: what the server got out is short of the whole
         assert server.sent < 48 * MIB
@@ -63,6 +62,8 @@ async def test_a_remote_json_answer_over_the_cap_is_an_error_for_its_call_not_a_
 
 @pytest.mark.parametrize("gzip", [False, True], ids=["plain", "a gzip bomb"])
 async def test_an_answer_event_over_the_cap_is_an_error_for_its_call_and_the_server_stays_up(gzip: bool) -> None:
+    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
+
     # Was "connection closed" and the server marked gone: the SDK fails the call with that code. Gzipped, httpx2
     # would inflate each network chunk whole before the SDK's parser could count it.
     with serving() as server:
@@ -83,6 +84,9 @@ async def test_an_answer_that_does_not_inflate_is_an_error_for_its_call_and_the_
 
 
 async def test_an_over_cap_answer_to_a_json_rpc_request_becomes_its_error_and_to_anything_else_a_failed_read() -> None:
+    from sprout_agent.mcp.transports.http_cap import BodyRefused, cap_body
+    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
+
     async def body() -> AsyncIterator[bytes]:  # streamed, as an answer off the network is
         yield b"{" + b" " * MAX_MESSAGE_BYTES + b"}"
 
@@ -99,6 +103,8 @@ async def test_an_over_cap_answer_to_a_json_rpc_request_becomes_its_error_and_to
 
 
 async def test_an_sse_transport_event_over_the_sdks_1_mib_fails_its_call_and_ends_that_server_saying_why() -> None:
+    from mcp.server.mcpserver import MCPServer
+
     # mcp 2.3.0's sse_client sets no event limit of its own: httpx2's 1 MiB default holds, and over it the SDK's
     # transport ends. When the SDK lets us pass the cap there too, this test will say so.
     server = MCPServer("legacy")

@@ -9,10 +9,10 @@ import socket
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
-from mcp import Client
 
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
@@ -21,12 +21,14 @@ from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permissions import Policy
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.session.prepared import prepare
-from sprout_agent.tools import dev
 from sprout_agent.trust import sandbox as _sandbox
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import API_KEY, call_tool, result_text, run_agent, tool_results
 from tests.stream_schema import valid_lines
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 needs_bwrap = pytest.mark.skipif(
     _sandbox.probe() is not None, reason=f"no sandbox here: {_sandbox.probe()} (.ci/run installs bubblewrap)"
@@ -36,6 +38,10 @@ ENV = {"ANTHROPIC_API_KEY": "sk-test", "SPROUT_AGENT_BUILTIN_SERVERS": "dev"}
 
 
 async def sandboxed(root: Path, **env: str) -> AsyncIterator[Client]:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+
     async with Client(dev.create_server_in(str(root), env)) as client:
         yield client
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client
 
 from sprout_agent.config.options import Options
 from sprout_agent.core.events import Event
@@ -20,7 +19,6 @@ from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.faces.acp.options import AcpSetup
-from sprout_agent.tools import dev
 from sprout_agent.trust import sandbox as _sandbox
 from tests import fake_anthropic as fa
 from tests.acp_pipes import new_session, pipe_agent, prompt_line, session_env
@@ -127,6 +125,10 @@ async def test_only_a_person_in_ask_mode_and_only_our_sandboxed_tool_can_escalat
 
 @needs_bwrap
 async def test_the_model_cannot_ask_the_dev_server_to_run_outside_the_sandbox(tmp_path: Path, outside: Path) -> None:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+
     async with Client(dev.create_server_in(str(tmp_path), {})) as client:
         error, text = await call_tool(
             client, "bash", command=f"touch {outside}", **{"sprout-agent/outside-sandbox": True, "_meta": {}}

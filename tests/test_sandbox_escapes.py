@@ -8,11 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from mcp import Client
 
 from sprout_agent.config.files import ServerConfig
 from sprout_agent.config.sandboxing import SandboxPlan, ServerSandboxes
-from sprout_agent.tools import dev
 from sprout_agent.trust import sandbox as _sandbox
 from tests.harness import call_tool
 
@@ -23,6 +21,10 @@ pytestmark = [
 
 
 async def bash(root: Path, command: str, **env: str) -> str:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+
     async with Client(dev.create_server_in(str(root), env)) as client:
         return (await call_tool(client, "bash", command=command))[1]
 
@@ -35,6 +37,10 @@ async def test_a_command_run_by_root_has_no_capabilities_to_unmount_the_sandbox(
 async def test_a_bwrap_planted_in_a_writable_directory_on_path_is_never_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+
     planted = tmp_path / "tools" / "bin"
     planted.mkdir(parents=True)
     monkeypatch.setenv("PATH", f"{planted}{os.pathsep}{os.environ['PATH']}")
@@ -65,6 +71,10 @@ async def test_git_metadata_cannot_be_moved_aside_or_rewritten_and_commits_need_
 
 
 async def test_read_grep_and_glob_cannot_read_around_the_deny_list(tmp_path: Path) -> None:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY MATERIAL\n")

@@ -10,7 +10,7 @@ import time
 import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -19,13 +19,14 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from sprout_agent.config.files import load_config
 from sprout_agent.config.options import Options
 from sprout_agent.core.errors import ConfigError
-from sprout_agent.faces.headless.control import Control, ControlError, LineWriter, Skipped, prompts_of, stdin_lines
-from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, Oversized
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, hang, model_info, reply, tool_use
 from tests.fake_sdk import FakeSdk, Json, mentions, run_with_sdk
 from tests.harness import API_KEY, assert_history_valid, result_text, tool_results
 from tests.headless_here import headless
+
+if TYPE_CHECKING:
+    from sprout_agent.mcp.transports.stdio_wire import Oversized
 
 DEV = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
 ASKED = Options(prompt=None, permission_prompt_tool="stdio")  # the mode becomes ask
@@ -266,6 +267,8 @@ async def lines_from(receive: MemoryObjectReceiveStream[bytes]) -> AsyncIterator
 
 @pytest.mark.anyio
 async def test_a_request_cancelled_while_waiting_is_withdrawn_and_stdin_ending_fails_the_rest() -> None:
+    from sprout_agent.faces.headless.control import Control, ControlError, LineWriter
+
     out = io.StringIO()
 
     async def broken(request: Json) -> Json:
@@ -328,6 +331,8 @@ def test_interrupt_during_the_model_request_and_the_next_prompt_still_runs(
 def test_a_stdin_line_over_the_cap_is_skipped_with_one_error_and_the_next_message_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
+
     # Was read whole by readline (one 300 MB line took 1.2 GB) and then sent to the model as a prompt.
     line = b'{"type": "user", "message": {"role": "user", "content": "' + b"x" * MAX_MESSAGE_BYTES + b'"}}'
 
@@ -359,6 +364,9 @@ async def lines_or_markers(receive: MemoryObjectReceiveStream[bytes | Oversized]
 
 @pytest.mark.anyio
 async def test_an_over_cap_control_line_is_answered_in_its_protocol_and_any_other_line_queues_its_error() -> None:
+    from sprout_agent.faces.headless.control import Control, ControlError, LineWriter, Skipped, prompts_of
+    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, Oversized
+
     out, notes, failures = io.StringIO(), list[str](), list[str]()
     control = Control(LineWriter(out), {}, note=notes.append)
     send, receive = anyio.create_memory_object_stream[bytes | Oversized](10)
@@ -401,6 +409,9 @@ async def test_an_over_cap_control_line_is_answered_in_its_protocol_and_any_othe
 
 @pytest.mark.anyio
 async def test_a_100_mb_stdin_line_is_counted_not_kept_and_the_lines_around_it_arrive_whole() -> None:
+    from sprout_agent.faces.headless.control import stdin_lines
+    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, Oversized
+
     chunk = b"x" * 65536
     reads = iter([b'{"a": 1}\n', *([chunk] * 1600), b'\n{"b": 2}\n{"c"', b": 3}"])  # the last line has no newline
 

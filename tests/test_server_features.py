@@ -24,7 +24,6 @@ from sprout_agent.faces.terminal.prompt_attach import attach_mentions, mentions
 from sprout_agent.mcp.pool import ServerPool
 from sprout_agent.mcp.prompts import PromptFailed, attach_resources, command_name, mention, prompt_text
 from tests.bounds import bounded
-from tests.feature_server import HUGE
 from tests.loop_doubles import build_loop, call, reply
 
 pytestmark = pytest.mark.anyio
@@ -69,6 +68,8 @@ async def test_a_tool_list_change_reaches_the_next_request_and_the_one_after_kee
 
 
 async def test_a_server_with_resources_gives_the_model_the_list_and_read_tools(tmp_path: Path) -> None:
+    from tests.feature_server import HUGE
+
     async with feature_pool(tmp_path, []) as pool:
         names = [spec.name for spec in pool.tools()]
         assert names[-2:] == ["ListMcpResourcesTool", "ReadMcpResourceTool"]  # after every server tool

@@ -18,10 +18,8 @@ from sprout_agent.core.events import Event, Notice, ServerFailed, ServerStarted
 from sprout_agent.core.messages import Image, Text, text_of
 from sprout_agent.core.protocols import HookCallFailed, ToolSpec
 from sprout_agent.core.tool_names import MAX_TOOL_NAME
-from sprout_agent.mcp.link import MAX_TOOL_PAGES
 from sprout_agent.mcp.pool import ServerPool
 from sprout_agent.mcp.state import ServerStatus
-from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import (
@@ -452,6 +450,8 @@ async def test_real_peer_server_everything() -> None:
 
 
 async def test_an_oversized_result_is_an_error_for_its_call_and_the_server_keeps_serving() -> None:
+    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
+
     async with Pool(raw("raw")) as p:
         size = MAX_MESSAGE_BYTES + 1000
         outcome = await p.pool.call(p.spec("raw", "huge"), {"bytes": size})
@@ -497,6 +497,8 @@ async def test_a_server_failing_on_an_invalid_listing_shows_the_reason_not_exite
 
 
 async def test_an_endless_tools_list_cursor_stops_at_the_page_cap_with_a_notice() -> None:
+    from sprout_agent.mcp.link import MAX_TOOL_PAGES
+
     async with Pool(raw("raw", endless="1")) as p:
         assert len(p.pool.tools()) == MAX_TOOL_PAGES and p.status("raw").state == "running"
         notice = f"stopped listing tools after {MAX_TOOL_PAGES} pages ({MAX_TOOL_PAGES} tools); its cursor never ended"

@@ -14,7 +14,6 @@ import pytest
 from sprout_agent.core.events import Event, ToolFinished, ToolProgress
 from sprout_agent.faces.acp.updates import Updates
 from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink
-from sprout_agent.tools._shell import PROGRESS_CHARS, live_tail
 from tests.bounds import bounded
 from tests.loop_doubles import SESSION_ID, build_loop, builtin_pool, call, reply
 from tests.stream_schema import of_type, valid_lines
@@ -65,6 +64,8 @@ async def test_a_failing_command_is_a_failed_call_for_the_faces_and_the_model(tm
 
 
 def test_the_live_tail_is_the_last_lines_as_a_terminal_leaves_them() -> None:
+    from sprout_agent.tools._shell import PROGRESS_CHARS, live_tail
+
     assert live_tail(b"".join(b"line %d\n" % i for i in range(10))) == "line 5\nline 6\nline 7\nline 8\nline 9"
     assert live_tail(b"building\n 10%\r 50%\r 90%") == "building\n 90%"  # a progress bar: its latest state
     assert live_tail(b"crlf\r\nend\r\n") == "crlf\nend"

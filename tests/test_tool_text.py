@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from sprout_agent.core.tool_names import MAX_TOOL_NAME, model_tool_name
-from sprout_agent.mcp.results import cut_middle
 
 
 def test_model_tool_names_are_api_safe_and_at_most_64_characters() -> None:
@@ -17,6 +16,8 @@ def test_model_tool_names_are_api_safe_and_at_most_64_characters() -> None:
 
 
 def test_cut_middle_keeps_head_and_tail_and_never_exceeds_the_cap() -> None:
+    from sprout_agent.mcp.results import cut_middle
+
     text = "début " + "€" * 5000 + " fin"
     for cap in (10, 50, 333, 1000, 4096):
         cut = cut_middle(text, cap)

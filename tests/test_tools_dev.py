@@ -8,17 +8,16 @@ import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
-from mcp import Client
-from mcp.types import ImageContent
 
-from sprout_agent.tools import dev
-from sprout_agent.tools._grep import NO_RG_ENV
-from sprout_agent.tools._paths import Workspace
 from tests.bounds import bounded
 from tests.harness import call_tool
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 pytestmark = pytest.mark.anyio
 
@@ -29,6 +28,11 @@ PNG = base64.b64decode(
 
 @pytest.fixture
 async def client(root: Path) -> AsyncIterator[Client]:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+    from sprout_agent.tools._paths import Workspace
+
     async with Client(dev.create_server(Workspace(str(root)))) as c:
         yield c
 
@@ -79,6 +83,8 @@ async def test_read_failures_are_clear_tool_errors(client: Client, root: Path) -
 
 
 async def test_read_returns_images_as_image_content(client: Client, root: Path) -> None:
+    from mcp.types import ImageContent
+
     (root / "dot.png").write_bytes(PNG)
     with anyio.fail_after(bounded(30)):
         result = await client.call_tool("read", {"file_path": "dot.png"})
@@ -149,6 +155,11 @@ async def test_writes_cannot_escape_through_dotdot_or_symlinks(client: Client, r
 
 
 async def test_allow_outside_permits_writes_elsewhere(root: Path) -> None:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+    from sprout_agent.tools._paths import Workspace
+
     target = root.parent / "elsewhere.txt"
     async with Client(dev.create_server(Workspace(str(root), allow_outside=True))) as c:
         assert not (await call_tool(c, "write", file_path="../elsewhere.txt", content="ok\n"))[0]
@@ -283,6 +294,8 @@ GREP_CASES: list[dict[str, object]] = [
 
 
 async def test_grep_fallback_output_format(client: Client, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sprout_agent.tools._grep import NO_RG_ENV
+
     _grep_tree(root)
     monkeypatch.setenv(NO_RG_ENV, "1")
     assert await call_tool(client, "grep", pattern="foo") == (
@@ -307,6 +320,8 @@ async def test_grep_fallback_output_format(client: Client, root: Path, monkeypat
 async def test_grep_ripgrep_and_fallback_give_identical_output(
     client: Client, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from sprout_agent.tools._grep import NO_RG_ENV
+
     _grep_tree(root)
     for case in GREP_CASES:
         monkeypatch.delenv(NO_RG_ENV, raising=False)
@@ -321,6 +336,8 @@ async def test_grep_ripgrep_and_fallback_give_identical_output(
 
 
 async def test_grep_caps_its_output(client: Client, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sprout_agent.tools._grep import NO_RG_ENV
+
     (root / "many.txt").write_text("hit\n" * 1000)
     for no_rg in ("0", "1"):
         monkeypatch.setenv(NO_RG_ENV, no_rg)

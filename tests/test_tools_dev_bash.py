@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from mcp import Client
 
-from sprout_agent.tools import dev
-from sprout_agent.tools._paths import Workspace
 from tests.harness import call_tool, kill_pid, read_pid, wait_dead
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 pytestmark = pytest.mark.anyio
 
@@ -20,6 +21,11 @@ GRANDCHILD = "bash -c 'sleep 300 & echo $! > sleeper.pid; wait'"
 
 @pytest.fixture
 async def client(root: Path) -> AsyncIterator[Client]:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+    from sprout_agent.tools._paths import Workspace
+
     async with Client(dev.create_server(Workspace(str(root)))) as c:
         yield c
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import pytest
-from mcp import Client
 
-from sprout_agent.tools import todo
 from tests.harness import call_tool
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 pytestmark = pytest.mark.anyio
 
@@ -21,6 +23,10 @@ PLAN = [
 
 @pytest.fixture
 async def client() -> AsyncIterator[Client]:
+    from mcp import Client
+
+    from sprout_agent.tools import todo
+
     async with Client(todo.create_server()) as c:
         yield c
 
@@ -87,6 +93,10 @@ async def test_post_compact_hook_returns_the_list(client: Client) -> None:
 
 
 async def test_each_server_keeps_its_own_list() -> None:
+    from mcp import Client
+
+    from sprout_agent.tools import todo
+
     async with Client(todo.create_server()) as first, Client(todo.create_server()) as second:
         await call_tool(first, "todo_write", todos=PLAN)
         assert await call_tool(second, "todo_read") == (False, "The todo list is empty.")

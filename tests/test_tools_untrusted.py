@@ -7,16 +7,16 @@ import shutil
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
-from mcp import Client
 
-from sprout_agent.tools import dev
-from sprout_agent.tools._grep import NO_RG_ENV
-from sprout_agent.tools._paths import Workspace
 from tests.bounds import bounded
 from tests.harness import call_tool
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 pytestmark = pytest.mark.anyio
 
@@ -27,6 +27,11 @@ EVIL = '#!/bin/sh\ntouch "$SPROUT_TEST_MARK"\ncat "$1"\n'
 
 @pytest.fixture
 async def client(root: Path) -> AsyncIterator[Client]:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+    from sprout_agent.tools._paths import Workspace
+
     async with Client(dev.create_server(Workspace(str(root)))) as c:
         yield c
 
@@ -34,6 +39,8 @@ async def client(root: Path) -> AsyncIterator[Client]:
 @pytest.fixture
 def evil(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A program `sprout-evil` on PATH; the returned path exists once it has run."""
+    from sprout_agent.tools._grep import NO_RG_ENV
+
     bin_dir = tmp_path / "evil-bin"
     bin_dir.mkdir()
     (bin_dir / "sprout-evil").write_text(EVIL)
@@ -73,6 +80,8 @@ async def test_grep_ignores_a_ripgrep_config_that_adds_flags(
 async def test_grep_runs_ripgrep_without_the_agents_secrets(
     client: Client, root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from sprout_agent.tools._grep import NO_RG_ENV
+
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "rg").write_text(f'#!/bin/sh\nenv > {tmp_path}/rg.env\nprintf "%s\\n" "$@" > {tmp_path}/rg.args\n')
@@ -101,6 +110,8 @@ def _utf8(text: str) -> str:
 async def test_non_utf8_file_names_come_back_escaped_from_every_tool(
     client: Client, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from sprout_agent.tools._grep import NO_RG_ENV
+
     base = os.fsencode(root)
     with open(base + b"/bad\xff.txt", "wb") as f:
         f.write(b"needle\n")
@@ -148,6 +159,8 @@ async def test_read_of_a_fifo_is_refused_at_once_instead_of_blocking(client: Cli
 async def test_grep_fallback_skips_a_fifo_instead_of_blocking(
     client: Client, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from sprout_agent.tools._grep import NO_RG_ENV
+
     os.mkfifo(root / "pipe")
     (root / "a.txt").write_text("needle\n")
     monkeypatch.setenv(NO_RG_ENV, "1")

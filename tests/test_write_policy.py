@@ -9,12 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from mcp import Client
 
-from sprout_agent.tools import dev
-from sprout_agent.tools._fileio import replace_file
-from sprout_agent.tools._paths import Workspace
-from sprout_agent.tools._server import ToolError
 from sprout_agent.trust import sandbox as _sandbox
 from sprout_agent.trust.write_policy import WritePolicy, git_paths
 from tests.harness import call_tool
@@ -29,6 +24,10 @@ def git_init(path: Path) -> None:
 
 
 async def write(root: Path, file_path: str, **env: str) -> tuple[bool, str]:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+
     async with Client(dev.create_server_in(str(root), env)) as client:
         return await call_tool(client, "write", file_path=file_path, content=FSMONITOR)
 
@@ -44,6 +43,10 @@ async def test_the_write_tool_cannot_plant_a_git_hook_or_an_fsmonitor_in_the_rep
 
 
 async def test_the_edit_tool_cannot_turn_on_core_fsmonitor(root: Path) -> None:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+
     git_init(root)
     async with Client(dev.create_server_in(str(root), {})) as client:
         await call_tool(client, "read", file_path=".git/config")
@@ -89,6 +92,10 @@ async def test_the_write_tools_cannot_write_hooks_through_a_gitdir_file_or_its_c
 async def test_a_sandboxed_command_cannot_write_hooks_through_a_gitdir_file_its_commondir_or_a_git_symlink(
     root: Path,
 ) -> None:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+
     subprocess.run(["git", "init", "-q", "--bare", str(root / ".bare")], check=True)
     (root / ".git").write_text("gitdir: ./.bare\n")  # the bare-repository-with-worktrees layout
     work = linked_worktree(root)  # root/work/.git: a gitdir: file into root/store/.git/worktrees/work
@@ -117,6 +124,10 @@ async def test_a_sandboxed_command_cannot_write_hooks_through_a_gitdir_file_its_
 
 @needs_bwrap
 async def test_the_write_tools_and_sandboxed_commands_agree_on_what_may_be_written(root: Path) -> None:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+
     git_init(root)
     git_init(root / "clone")  # a folder of clones: each one's git directory is protected too
     (root / "sub").mkdir()
@@ -140,6 +151,9 @@ async def test_a_read_only_sandbox_refuses_the_write_tools_too(root: Path) -> No
 async def test_the_write_tool_cannot_write_a_deny_listed_file_inside_the_working_directory(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from sprout_agent.tools._paths import Workspace
+    from sprout_agent.tools._server import ToolError
+
     monkeypatch.setenv("HOME", str(root))  # the working directory is the home directory: ~/.bashrc is inside it
     ws = Workspace.from_environment(str(root), {})
     if not ws.sandbox.active():
@@ -149,6 +163,9 @@ async def test_the_write_tool_cannot_write_a_deny_listed_file_inside_the_working
 
 
 def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_written_through(root: Path) -> None:
+    from sprout_agent.tools._fileio import replace_file
+    from sprout_agent.tools._server import ToolError
+
     git_init(root)
     (root / "sub").mkdir()
     policy = WritePolicy.build(mode="workspace-write", root=str(root))
@@ -207,6 +224,10 @@ def test_a_fifo_planted_as_a_git_pointer_or_gitmodules_does_not_block_the_policy
 
 
 async def test_glob_in_a_directory_whose_git_config_names_a_command_runs_nothing(root: Path, tmp_path: Path) -> None:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+
     mark = tmp_path / "pwned"
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@e"}  # fmt: skip
@@ -226,6 +247,10 @@ git config remote.origin.uploadpack 'id > {mark}; false'"""
 async def test_grep_with_a_glob_of_its_own_still_leaves_the_deny_list_out(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from mcp import Client
+
+    from sprout_agent.tools import dev
+
     home = root / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_rsa").write_text("SECRET-KEY\n")
