@@ -8,7 +8,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
@@ -125,6 +125,51 @@ async def pipe_agent(
     finally:
         os.close(in_read)
         os.close(out_read)
+
+
+@asynccontextmanager
+async def sdk_agent(client: Any, setup: AcpSetup | None = None) -> AsyncIterator[Any]:
+    """The official ACP Python SDK as the editor (`acp.connect_to_agent`, the connection `spawn_agent_process`
+    gives), speaking to the server in this process over two pipes: what an editor sends and reads, without an
+    interpreter start. Leaving closes the agent's input; the server (with every session) must end, bounded."""
+    import asyncio
+
+    from acp import Client, connect_to_agent
+
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    ended = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            await run(setup or AcpSetup(), LineReader(in_read), Writer(out_write))
+        finally:
+            os.close(out_write)
+            ended.set()
+
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=MAX_LINE_BYTES * 2)
+    read_pipe, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(out_read, "rb", buffering=0)
+    )
+    write_pipe, protocol = await loop.connect_write_pipe(
+        lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), os.fdopen(in_write, "wb", buffering=0)
+    )
+    writer = asyncio.StreamWriter(write_pipe, protocol, None, loop)
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(serve)
+            conn = connect_to_agent(cast(Client, client), writer, reader)
+            try:
+                yield conn
+            finally:
+                await conn.close()
+                write_pipe.close()  # end of input: the server ends its sessions and returns
+                with anyio.fail_after(bounded(10)):
+                    await ended.wait()
+    finally:
+        read_pipe.close()
+        os.close(in_read)
 
 
 def session_env(monkeypatch: pytest.MonkeyPatch, fake: FakeAnthropic) -> None:

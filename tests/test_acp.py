@@ -1,19 +1,52 @@
-"""`sprout-agent acp` through the official ACP Python SDK as the editor: turns, tools, cancel, sessions."""
+"""`sprout-agent acp` through the official ACP Python SDK as the editor: turns, tools, cancel, sessions.
+
+The server runs in this process (tests/acp_pipes.py's `sdk_agent`: the SDK's own connection over two pipes), with
+the built-in servers for tools; a hook shown as a `think` call is the session's events through the translator.
+What only a process shows is marked e2e: a real client over a real `sprout-agent acp`, the cancel reaching an MCP
+server process, one server process per session, the editor's permission answers through the SDK's callback.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from sprout_agent.config.locations import Locations
+from sprout_agent.config.options import Options
+from sprout_agent.core.limits import Limits
+from sprout_agent.faces.acp.options import AcpSetup
 from tests.acp_harness import EditorClient, acp_agent, statuses, stdio_server, texts
-from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
-from tests.harness import assert_history_valid, read_log, result_text, tool_results, write_config
+from tests.acp_pipes import sdk_agent
+from tests.fake_anthropic import FakeAnthropic, Step, hang, reply, tool_use
+from tests.harness import agent_env, assert_history_valid, read_log, result_text, tool_results, wait_until, write_config
+from tests.loop_doubles import SESSION_ID, MemoryHost, answers, build_loop, default_server, server
+from tests.loop_doubles import reply as model_reply
 
-pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def editor(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake: FakeAnthropic | None,
+    client: EditorClient,
+    env: dict[str, str] | None = None,
+    template: Options | None = None,
+) -> AsyncIterator[Any]:
+    """The SDK's connection to the server in this process, set up as `acp_agent` sets up the process: the
+    environment of `agent_env` (the fake API, no built-in servers unless `env` says), transcripts under tmp_path."""
+    for name, value in agent_env(tmp_path, fake, env).items():
+        monkeypatch.setenv(name, value)
+    locations = Locations(None, tmp_path / "data" / "sessions", tmp_path / "data", None)
+    async with sdk_agent(client, AcpSetup(template or Options(), locations)) as conn:
+        yield conn
 
 
 async def open_session(conn: Any, cwd: Path, *servers: Any) -> str:
@@ -24,11 +57,13 @@ async def open_session(conn: Any, cwd: Path, *servers: Any) -> str:
     return session.session_id
 
 
-async def test_initialize_answers_version_1_with_our_capabilities(tmp_path: Path) -> None:
+async def test_initialize_answers_version_1_with_our_capabilities(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from acp import PROTOCOL_VERSION
 
     client = EditorClient()  # how fast it answers is scripts/bench's business (group acp)
-    async with acp_agent(tmp_path, None, client) as (conn, _):
+    async with editor(tmp_path, monkeypatch, None, client) as conn:
         answer = await conn.initialize(protocol_version=PROTOCOL_VERSION)
         assert answer.protocol_version == 1
         assert answer.agent_info is not None and answer.agent_info.name == "sprout-agent"
@@ -39,6 +74,7 @@ async def test_initialize_answers_version_1_with_our_capabilities(tmp_path: Path
         assert (await conn.initialize(protocol_version=2)).protocol_version == 1
 
 
+@pytest.mark.e2e  # the real client over a real `sprout-agent acp`, with a real MCP server: all of it as shipped
 async def test_a_multi_tool_prompt_streams_every_update_in_order(tmp_path: Path) -> None:
     from acp import text_block
 
@@ -79,7 +115,7 @@ async def test_a_multi_tool_prompt_streams_every_update_in_order(tmp_path: Path)
     assert sorted(entry["tool"] for entry in read_log(log)) == ["echo", "fail"]  # run at once: either may log first
 
 
-async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path) -> None:
+async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from acp import text_block
 
     (tmp_path / "notes.txt").write_text("alpha\nbeta\n")
@@ -94,7 +130,7 @@ async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path) -
     client = EditorClient()
     env = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev,todo"}
     with FakeAnthropic(script) as fake:
-        async with acp_agent(tmp_path, fake, client, env=env) as (conn, _):
+        async with editor(tmp_path, monkeypatch, fake, client, env) as conn:
             session_id = await open_session(conn, tmp_path)
             result = await conn.prompt(session_id=session_id, prompt=[text_block("edit it")])
     assert result.stop_reason == "end_turn"
@@ -118,6 +154,7 @@ async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path) -
     assert statuses(updates, "e") == ["pending", "in_progress", "completed"]
 
 
+@pytest.mark.e2e  # the cancel reaches a call running in an MCP server process
 async def test_cancel_mid_tool_answers_cancelled_and_keeps_history_valid(tmp_path: Path) -> None:
     from acp import text_block
 
@@ -148,14 +185,13 @@ async def test_cancel_mid_tool_answers_cancelled_and_keeps_history_valid(tmp_pat
     assert "interrupted" in result_text(tool_results(body)[-1])
 
 
-async def test_a_second_prompt_on_a_busy_session_is_refused(tmp_path: Path) -> None:
+async def test_a_second_prompt_on_a_busy_session_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from acp import RequestError, text_block
 
-    script: list[Step] = [reply(tool_use("fake__slow", {"seconds": 30}, id="s"))]
     client = EditorClient()
-    with FakeAnthropic(script) as fake:
-        async with acp_agent(tmp_path, fake, client) as (conn, _):
-            session_id = await open_session(conn, tmp_path, stdio_server("fake"))
+    with FakeAnthropic([hang()]) as fake:  # the first prompt's model call never answers: the session stays busy
+        async with editor(tmp_path, monkeypatch, fake, client) as conn:
+            session_id = await open_session(conn, tmp_path)
             answers: list[Any] = []
             async with anyio.create_task_group() as group:
 
@@ -163,7 +199,7 @@ async def test_a_second_prompt_on_a_busy_session_is_refused(tmp_path: Path) -> N
                     answers.append(await conn.prompt(session_id=session_id, prompt=[text_block("one")]))
 
                 group.start_soon(run)
-                await client.wait_for(lambda u: u.session_update == "tool_call_update" and u.status == "in_progress")
+                await wait_until(lambda: len(fake.requests) == 1, "the first prompt's model call")
                 with pytest.raises(RequestError) as refused:
                     await conn.prompt(session_id=session_id, prompt=[text_block("two")])
                 assert refused.value.code == -32602
@@ -172,6 +208,7 @@ async def test_a_second_prompt_on_a_busy_session_is_refused(tmp_path: Path) -> N
     assert len(fake.requests) == 1  # the refused prompt never reached the model
 
 
+@pytest.mark.e2e  # each session starts its own MCP server process
 async def test_sessions_run_at_once_each_with_its_own_servers(tmp_path: Path) -> None:
     from acp import PROTOCOL_VERSION, text_block
 
@@ -209,13 +246,15 @@ async def test_sessions_run_at_once_each_with_its_own_servers(tmp_path: Path) ->
     assert first[0]["pid"] != second[0]["pid"]
 
 
-async def test_an_unreachable_http_server_fails_alone_with_a_notice_and_relative_cwd_is_refused(tmp_path: Path) -> None:
+async def test_an_unreachable_http_server_fails_alone_with_a_notice_and_relative_cwd_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from acp import PROTOCOL_VERSION, RequestError, text_block
     from acp.schema import HttpMcpServer
 
     client = EditorClient()
     with FakeAnthropic([reply("hello")]) as fake:
-        async with acp_agent(tmp_path, fake, client) as (conn, _):
+        async with editor(tmp_path, monkeypatch, fake, client) as conn:
             await conn.initialize(protocol_version=PROTOCOL_VERSION)
             with pytest.raises(RequestError) as relative:
                 await conn.new_session(cwd="relative/dir", mcp_servers=[])
@@ -228,23 +267,27 @@ async def test_an_unreachable_http_server_fails_alone_with_a_notice_and_relative
     assert any("remote" in t and "cannot reach" in t for t in thoughts), thoughts
 
 
-async def test_load_replays_the_stored_conversation_before_answering(tmp_path: Path) -> None:
+async def test_load_replays_the_stored_conversation_before_answering(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from acp import PROTOCOL_VERSION, RequestError, text_block
 
     script: list[Step] = [
-        reply("Echo first.", tool_use("fake__echo", {"text": "kept"}, id="k")),
+        reply("Echo first.", tool_use("dev__bash", {"command": "echo kept"}, id="k")),
         reply("First answer."),
         reply("Second."),
     ]
     first, second = EditorClient(), EditorClient()
+    env = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev"}
     with FakeAnthropic(script) as fake:
-        async with acp_agent(tmp_path, fake, first) as (conn, _):
-            session_id = await open_session(conn, tmp_path, stdio_server("fake"))
+        async with editor(tmp_path, monkeypatch, fake, first, env) as conn:
+            session_id = await open_session(conn, tmp_path)
             await conn.prompt(session_id=session_id, prompt=[text_block("remember this")])
-        async with acp_agent(tmp_path, fake, second) as (conn, _):  # a new process: only the store remembers
+        kept = result_text(tool_results(fake.requests[1].body)[0])  # what the model read of the call
+        async with editor(tmp_path, monkeypatch, fake, second, env) as conn:  # a new server: only the store remembers
             answer = await conn.initialize(protocol_version=PROTOCOL_VERSION)
             assert answer.agent_capabilities.load_session is True
-            await conn.load_session(session_id=session_id, cwd=str(tmp_path), mcp_servers=[stdio_server("fake")])
+            await conn.load_session(session_id=session_id, cwd=str(tmp_path), mcp_servers=[])
             replayed = list(second.of(session_id))  # everything that arrived before the response
             result = await conn.prompt(session_id=session_id, prompt=[text_block("and now?")])
             with pytest.raises(RequestError) as missing:
@@ -254,7 +297,8 @@ async def test_load_replays_the_stored_conversation_before_answering(tmp_path: P
     assert kinds[:3] == ["user_message_chunk", "agent_message_chunk", "tool_call"]
     assert replayed[0].content.text == "remember this"
     call = replayed[2]
-    assert (call.tool_call_id, call.status, call.content[0].content.text) == ("k", "completed", "kept")
+    assert (call.tool_call_id, call.status, call.content[0].content.text) == ("k", "completed", kept)
+    assert kept.startswith("kept\n")
     assert texts(replayed) == "Echo first.First answer."
     assert result.stop_reason == "end_turn"
     body = fake.requests[-1].body  # the resumed conversation went to the model
@@ -262,6 +306,7 @@ async def test_load_replays_the_stored_conversation_before_answering(tmp_path: P
     assert_history_valid(body)
 
 
+@pytest.mark.e2e  # the real client's permission callback, over a real process
 async def test_permission_ask_goes_to_the_editor(tmp_path: Path) -> None:
     from acp import text_block
 
@@ -300,29 +345,32 @@ async def test_permission_ask_goes_to_the_editor(tmp_path: Path) -> None:
 
 
 async def test_a_hook_objection_is_shown_as_a_think_tool_call(tmp_path: Path) -> None:
-    from acp import text_block
+    from sprout_agent.faces.acp.updates import Updates
 
-    client = EditorClient()
-    server = stdio_server("fake", stop_mode="sequence", stop_sequence=["Run the tests first."])
-    with FakeAnthropic([reply("Done?"), reply("Tests pass. Done.")]) as fake:
-        async with acp_agent(tmp_path, fake, client, env={"MCP_HOOK_SERVERS": "fake"}) as (conn, _):
-            session_id = await open_session(conn, tmp_path, server)
-            result = await conn.prompt(session_id=session_id, prompt=[text_block("work")])
-    assert result.stop_reason == "end_turn"
-    assert len(fake.requests) == 2
-    updates = client.of(session_id)
-    thinks = [u for u in updates if u.session_update == "tool_call" and u.kind == "think"]
-    assert len(thinks) == 1 and "_Stop" in thinks[0].title and thinks[0].status == "completed"
-    assert thinks[0].content[0].content.text == "Run the tests first."
-    assert texts(updates) == "Done?Tests pass. Done."
+    host = MemoryHost({"fake": {**default_server(), **server(_Stop=answers("Run the tests first."))}})
+    loop = build_loop([model_reply("Done?"), model_reply("Tests pass. Done.")], host=host, hook_servers="fake")
+    assert (await loop.turn("work")).stop_reason == "end_turn"
+    assert len(loop.model.requests) == 2
+    sent: list[dict[str, Any]] = []
+    translator = Updates(SESSION_ID, sent.append, str(tmp_path))  # what the ACP session renders the events into
+    translator.begin()
+    for event in loop.events:
+        translator.emit(event)
+    translator.end()
+    updates = [u["update"] for u in sent]
+    thinks = [u for u in updates if u["sessionUpdate"] == "tool_call" and u["kind"] == "think"]
+    assert len(thinks) == 1 and "_Stop" in thinks[0]["title"] and thinks[0]["status"] == "completed"
+    assert thinks[0]["content"][0]["content"]["text"] == "Run the tests first."
+    chunks = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+    assert "".join(chunks) == "Done?Tests pass. Done."
 
 
-async def test_slash_commands_run_as_prompts_without_the_model(tmp_path: Path) -> None:
+async def test_slash_commands_run_as_prompts_without_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from acp import text_block
 
     client = EditorClient()
     with FakeAnthropic([reply("hello")]) as fake:
-        async with acp_agent(tmp_path, fake, client) as (conn, _):
+        async with editor(tmp_path, monkeypatch, fake, client) as conn:
             session_id = await open_session(conn, tmp_path)
             await conn.prompt(session_id=session_id, prompt=[text_block("hi")])
             seen = len(client.of(session_id))
@@ -337,7 +385,9 @@ async def test_slash_commands_run_as_prompts_without_the_model(tmp_path: Path) -
     assert [r.path for r in fake.requests if r.path == "/v1/messages"] == ["/v1/messages"]  # the model: once
 
 
-async def test_stop_reasons_map_to_acp_and_an_api_failure_is_an_error_not_a_crash(tmp_path: Path) -> None:
+async def test_stop_reasons_map_to_acp_and_an_api_failure_is_an_error_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from acp import RequestError, text_block
 
     from tests.fake_anthropic import error
@@ -345,14 +395,15 @@ async def test_stop_reasons_map_to_acp_and_an_api_failure_is_an_error_not_a_cras
     script: list[Step] = [
         reply("cut short", stop_reason="max_tokens"),
         reply("no", stop_reason="refusal"),
-        reply(tool_use("fake__echo", {"text": "x"})),
+        reply(tool_use("todo__todo_read", {})),
         error(400, message="bad request on purpose"),
         reply("recovered"),
     ]
     client = EditorClient()
+    env = {"SPROUT_AGENT_BUILTIN_SERVERS": "todo"}
     with FakeAnthropic(script) as fake:
-        async with acp_agent(tmp_path, fake, client, "--max-turns", "1") as (conn, _):
-            session_id = await open_session(conn, tmp_path, stdio_server("fake"))
+        async with editor(tmp_path, monkeypatch, fake, client, env, Options(limits=Limits(max_turns=1))) as conn:
+            session_id = await open_session(conn, tmp_path)
 
             async def ask(text: str) -> str:
                 return (await conn.prompt(session_id=session_id, prompt=[text_block(text)])).stop_reason

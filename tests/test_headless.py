@@ -1,10 +1,12 @@
-"""The headless face's contract in-process (tests/headless_here.py): json and stream-json results, exit codes in
-the result, stdin JSON lines as turns, progress on stderr. What only a process shows (the CLI's flags, signals,
-exit paths) is in tests/test_scripting.py."""
+"""The headless face's contract in-process (tests/headless_here.py): json and stream-json results (every line checked
+against the schema), exit codes in the result, stdin JSON lines as turns, progress on stderr; tools and hooks from
+an MCP server in this process (tests/inproc_fake.py). What only a process shows (the CLI's flags, signals, exit
+paths, a pipe to jq) is in tests/test_scripting.py."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,12 @@ from sprout_agent.core.compaction import SUMMARY_SYSTEM
 from sprout_agent.core.limits import Limits
 from tests.api_rules import assert_valid_request
 from tests.fake_anthropic import FakeAnthropic, error, reply, tool_use
-from tests.harness import fake_server, result_text, tool_results
+from tests.harness import API_KEY, result_text, tool_results
 from tests.headless_here import headless
-from tests.stream_schema import of_type, stream, types, valid_lines
+from tests.inproc_fake import fake_in_process
+from tests.stream_schema import of_type, stream, texts, types, valid_lines
+from tests.stream_schema import result_text as line_text
+from tests.stream_schema import tool_results as line_results
 
 
 def stream_in(cwd: Path) -> Options:
@@ -43,10 +48,10 @@ def test_json_output_is_one_object_and_verbose_progress_goes_to_stderr(
         "SPROUT_AGENT_MAX_OUTPUT_TOKENS": "1000",
         "MCP_HOOK_SERVERS": "fake, ghost",
     }
-    servers = {"fake": fake_server(postcompact="open: write tests")}
+    server = fake_in_process(postcompact="open: write tests")
     with FakeAnthropic(script) as fake:
         options = Options("please echo", cwd=tmp_path, output_format="json", verbose=True)
-        run = headless(tmp_path, monkeypatch, options, fake=fake, servers=servers, env=env)
+        run = headless(tmp_path, monkeypatch, options, fake=fake, servers={}, env=env, in_process=[server])
     assert run.code == 0, run.stderr
     (result,) = valid_lines(run.stdout)
     assert result["type"] == "result" and result["result"] == "The answer is 42."
@@ -85,7 +90,7 @@ def test_budget_is_exit_4_in_the_result(tmp_path: Path, monkeypatch: pytest.Monk
     script = [reply(tool_use("fake__echo", {"text": "x"}), usage=big), reply("never")]
     with FakeAnthropic(script) as fake:
         options = Options("go", cwd=tmp_path, output_format="stream-json", limits=Limits(max_budget_usd=1.0))
-        run = headless(tmp_path, monkeypatch, options, fake=fake, servers={"fake": fake_server()})
+        run = headless(tmp_path, monkeypatch, options, fake=fake, servers={}, in_process=[fake_in_process()])
     assert run.code == 4
     result = stream(run.stdout)[-1]
     assert result["exit_code"] == 4 and result["stop_reason"] == "budget"
@@ -125,3 +130,128 @@ def test_stream_json_input_without_any_message_is_exit_2(tmp_path: Path, monkeyp
     lines: list[dict[str, Any]] = stream(run.stdout)
     assert "no user message" in lines[-1]["errors"][0]
     assert fake.requests == []
+
+
+def test_stream_json_is_init_then_events_then_result_through_tools_and_a_hook_objection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = [
+        reply("Echoing.", tool_use("fake__echo", {"text": "one"}, id="toolu_1")),
+        reply(tool_use("fake__add", {"a": 2, "b": 3}, id="toolu_2"), tool_use("fake__fail", id="toolu_3")),
+        reply("All done."),
+        reply("Second try."),
+    ]
+    server = fake_in_process(stop="tests are still red")  # echo, add, fail and a _Stop hook, in this process
+    with FakeAnthropic(script) as fake:
+        options = Options("go", cwd=tmp_path.resolve(), output_format="stream-json")
+        env = {"MCP_HOOK_SERVERS": "fake"}
+        run = headless(tmp_path, monkeypatch, options, fake=fake, servers={}, env=env, in_process=[server])
+    assert run.code == 0, run.stderr
+    lines = stream(run.stdout)
+    init, result = lines[0], lines[-1]
+    assert len({line["uuid"] for line in lines}) == len(lines)  # every line its own uuid
+    assert API_KEY not in run.stdout  # init names where the key came from, never the key
+    assert (init["type"], init["subtype"]) == ("system", "init")
+    assert init["schema_version"] == 2 and init["cwd"] == str(tmp_path.resolve())
+    assert init["mcp_servers"] == [
+        {
+            "name": "fake",
+            "status": "connected",
+            "state": "running",
+            "transport": "stdio",
+            "tools": 3,
+            "hooks": 1,
+            "error": "",
+        }
+    ]
+    # The SDKs' names for MCP tools; the model keeps seeing ours.
+    assert "mcp__fake__echo" in init["tools"] and "fake__echo" in init["model_tools"] and init["resumed"] is False
+    assert init["permissionMode"] == "bypassPermissions" and init["apiKeySource"] == "ANTHROPIC_API_KEY"
+    assert init["hooks"] == [{"server": "fake", "hook": "_Stop"}]
+    started = of_type(lines, "tool_started")
+    assert [(s["id"], s["name"], s["server"], s["tool"]) for s in started] == [
+        ("toolu_1", "mcp__fake__echo", "fake", "echo"),
+        ("toolu_2", "mcp__fake__add", "fake", "add"),
+        ("toolu_3", "mcp__fake__fail", "fake", "fail"),
+    ]
+    assert started[1]["arguments"] == {"a": 2, "b": 3}
+    results = line_results(lines)
+    assert line_text(results["toolu_1"]) == "one" and results["toolu_1"]["is_error"] is False
+    assert line_text(results["toolu_2"]) == "5" and results["toolu_3"]["is_error"] is True
+    finished = {f["id"]: f for f in of_type(lines, "tool_finished")}
+    assert finished["toolu_2"]["server"] == "fake" and finished["toolu_3"]["is_error"] is True
+    (called,) = of_type(lines, "hook_called")
+    assert called.pop("uuid")
+    assert called == {
+        "type": "system",
+        "subtype": "hook_called",
+        "session_id": init["session_id"],
+        "hook": "_Stop",
+        "servers": ["fake"],
+    }
+    (objected,) = of_type(lines, "hook_objected")
+    assert objected["server"] == "fake" and objected["text"] == "tests are still red"
+    assert texts(lines) == ["Echoing.", "All done.", "Second try."]
+    replies = of_type(lines, "assistant")
+    assert len(replies) == 4 and [r["message"]["stop_reason"] for r in replies][-1] == "end_turn"
+    assert all(r["message"]["id"].startswith("msg_") and r["message"]["usage"]["output_tokens"] > 0 for r in replies)
+    assert types(lines).index("hook_objected") < types(lines).index("result")
+    assert types(lines).count("result") == 1  # one prompt: its turn's result is the run's
+    assert result["result"] == "Second try." and result["stop_reason"] == "end_turn" and result["subtype"] == "success"
+    assert result["exit_code"] == 0 and result["is_error"] is False and result["errors"] == []
+    assert result["session_id"] == init["session_id"] and result["num_turns"] == 4
+    assert result["usage"]["input_tokens"] > 0 and result["usage"]["output_tokens"] > 0
+    assert result["total_cost_usd"] > 0 and result["duration_ms"] > 0 and result["permission_denials"] == []
+    (per_model,) = result["modelUsage"].values()
+    assert per_model["costUSD"] == pytest.approx(result["total_cost_usd"])  # no compaction here: the same spend
+    assert per_model["outputTokens"] == sum(r["message"]["usage"]["output_tokens"] for r in replies)
+    assert "⏺" not in run.stderr  # progress stays off unless -v
+
+
+def test_max_turns_is_exit_3_in_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = [reply(tool_use("fake__echo", {"text": str(i)})) for i in range(3)]
+    with FakeAnthropic(script) as fake:
+        options = Options("go", cwd=tmp_path, output_format="json", verbose=True, limits=Limits(max_turns=2))
+        run = headless(tmp_path, monkeypatch, options, fake=fake, servers={}, in_process=[fake_in_process()])
+    assert run.code == 3
+    (result,) = valid_lines(run.stdout)
+    assert result["exit_code"] == 3 and result["stop_reason"] == "max_turns" and result["num_turns"] == 2
+    assert result["subtype"] == "error_max_turns" and result["is_error"] is True
+    assert "fake__echo" in run.stderr and "⏺" in run.stderr  # -v: progress on stderr
+
+
+def test_partial_messages_stream_the_raw_events_that_make_up_each_reply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options = Options("go", cwd=tmp_path, output_format="stream-json")
+    with FakeAnthropic([reply("Hello from the stream."), reply("Again.")]) as fake:
+        partial = replace(options, include_partial_messages=True)
+        run = headless(tmp_path, monkeypatch, partial, fake=fake, servers={})
+        without = headless(tmp_path, monkeypatch, options, fake=fake, servers={})
+    assert run.code == 0, run.stderr
+    lines = stream(run.stdout)
+    events = [line["event"] for line in of_type(lines, "stream_event")]
+    kinds = [event["type"] for event in events]
+    assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
+    assert {"content_block_start", "content_block_delta", "content_block_stop", "message_delta"} <= set(kinds)
+    deltas = "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta")
+    assert deltas == texts(lines)[0] == "Hello from the stream."
+    (assistant,) = of_type(lines, "assistant")
+    assert events[0]["message"]["id"] == assistant["message"]["id"]  # the same response, whole after its events
+    assert types(lines).index("assistant") > types(lines).index("stream_event")
+    assert without.code == 0 and "stream_event" not in without.stdout  # off unless asked
+
+
+def test_stream_json_in_and_out_gives_each_turn_its_result_and_a_bad_line_one_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stdin = "\n".join([user_line("one"), "{nope", user_line("never read")])
+    with FakeAnthropic([reply("answer one")]) as fake:
+        run = headless(tmp_path, monkeypatch, stream_in(tmp_path), fake=fake, servers={}, stdin=stdin)
+    assert run.code == 2
+    lines = stream(run.stdout)
+    first, last = of_type(lines, "result")
+    assert first["result"] == "answer one" and first["subtype"] == "success" and first["exit_code"] == 0
+    assert last is lines[-1] and last["subtype"] == "error_during_execution" and last["exit_code"] == 2
+    assert last["errors"][0].startswith("stdin line 2: not JSON")
+    assert len(fake.requests) == 1

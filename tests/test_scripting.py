@@ -1,7 +1,8 @@
-"""The scripting contract through the real CLI: stream-json and json output (every line checked against the
-schema), stdin JSON lines, exit codes, and signals. Each event's record is checked in-process in
-tests/test_loop_sinks.py, the headless face's rules (results, exit codes, stdin turns) in tests/test_headless.py;
-these runs show what a real process writes, and where, through the CLI's own flags.
+"""The scripting contract where only a real CLI process shows it: the exit status of a config error, of empty
+stdin, of a malformed stdin line and of servers that never came up; a signal mid-turn (the result flushed, no
+process left); stdout and stderr kept apart; the json result piped to jq. The shapes of the stream-json and json
+lines (init, events, results, partial messages, stdin turns) are checked in-process: each event's record in
+tests/test_loop_sinks.py and tests/test_stream_shapes.py, whole runs of the headless face in tests/test_headless.py.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import pytest
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import (
-    API_KEY,
     agent_command,
     agent_env,
     fake_server,
@@ -30,84 +30,12 @@ from tests.harness import (
     wait_for,
     write_config,
 )
-from tests.stream_schema import of_type, result_text, stream, texts, tool_results, types, valid_lines
+from tests.stream_schema import of_type, result_text, stream, tool_results, types, valid_lines
 
 pytestmark = pytest.mark.e2e
 
 STREAM = ["--output-format", "stream-json"]
 JSON = ["--output-format", "json"]
-
-
-def test_stream_json_is_init_then_events_then_result_through_tools_and_a_hook_objection(tmp_path: Path) -> None:
-    script = [
-        reply("Echoing.", tool_use("fake__echo", {"text": "one"}, id="toolu_1")),
-        reply(tool_use("fake__add", {"a": 2, "b": 3}, id="toolu_2"), tool_use("fake__fail", id="toolu_3")),
-        reply("All done."),
-        reply("Second try."),
-    ]
-    servers = {"fake": fake_server(stop="tests are still red")}
-    with FakeAnthropic(script) as fake:
-        run = run_agent(tmp_path, [*STREAM, "-p", "go"], fake=fake, servers=servers, env={"MCP_HOOK_SERVERS": "fake"})
-    assert run.code == 0, run.stderr
-    lines = stream(run.stdout)
-    init, result = lines[0], lines[-1]
-    assert len({line["uuid"] for line in lines}) == len(lines)  # every line its own uuid
-    assert API_KEY not in run.stdout  # init names where the key came from, never the key
-    assert (init["type"], init["subtype"]) == ("system", "init")
-    assert init["schema_version"] == 2 and init["cwd"] == str(tmp_path.resolve())
-    assert init["mcp_servers"] == [
-        {
-            "name": "fake",
-            "status": "connected",
-            "state": "running",
-            "transport": "stdio",
-            "tools": 11,
-            "hooks": 1,
-            "error": "",
-        }
-    ]
-    # The SDKs' names for MCP tools; the model keeps seeing ours.
-    assert "mcp__fake__echo" in init["tools"] and "fake__echo" in init["model_tools"] and init["resumed"] is False
-    assert init["permissionMode"] == "bypassPermissions" and init["apiKeySource"] == "ANTHROPIC_API_KEY"
-    assert init["hooks"] == [{"server": "fake", "hook": "_Stop"}]
-    started = of_type(lines, "tool_started")
-    assert [(s["id"], s["name"], s["server"], s["tool"]) for s in started] == [
-        ("toolu_1", "mcp__fake__echo", "fake", "echo"),
-        ("toolu_2", "mcp__fake__add", "fake", "add"),
-        ("toolu_3", "mcp__fake__fail", "fake", "fail"),
-    ]
-    assert started[1]["arguments"] == {"a": 2, "b": 3}
-    results = tool_results(lines)
-    assert result_text(results["toolu_1"]) == "one" and results["toolu_1"]["is_error"] is False
-    assert result_text(results["toolu_2"]) == "5" and results["toolu_3"]["is_error"] is True
-    finished = {f["id"]: f for f in of_type(lines, "tool_finished")}
-    assert finished["toolu_2"]["server"] == "fake" and finished["toolu_3"]["is_error"] is True
-    (called,) = of_type(lines, "hook_called")
-    assert called.pop("uuid")
-    assert called == {
-        "type": "system",
-        "subtype": "hook_called",
-        "session_id": init["session_id"],
-        "hook": "_Stop",
-        "servers": ["fake"],
-    }
-    (objected,) = of_type(lines, "hook_objected")
-    assert objected["server"] == "fake" and objected["text"] == "tests are still red"
-    assert texts(lines) == ["Echoing.", "All done.", "Second try."]
-    replies = of_type(lines, "assistant")
-    assert len(replies) == 4 and [r["message"]["stop_reason"] for r in replies][-1] == "end_turn"
-    assert all(r["message"]["id"].startswith("msg_") and r["message"]["usage"]["output_tokens"] > 0 for r in replies)
-    assert types(lines).index("hook_objected") < types(lines).index("result")
-    assert types(lines).count("result") == 1  # one prompt: its turn's result is the run's
-    assert result["result"] == "Second try." and result["stop_reason"] == "end_turn" and result["subtype"] == "success"
-    assert result["exit_code"] == 0 and result["is_error"] is False and result["errors"] == []
-    assert result["session_id"] == init["session_id"] and result["num_turns"] == 4
-    assert result["usage"]["input_tokens"] > 0 and result["usage"]["output_tokens"] > 0
-    assert result["total_cost_usd"] > 0 and result["duration_ms"] > 0 and result["permission_denials"] == []
-    (per_model,) = result["modelUsage"].values()
-    assert per_model["costUSD"] == pytest.approx(result["total_cost_usd"])  # no compaction here: the same spend
-    assert per_model["outputTokens"] == sum(r["message"]["usage"]["output_tokens"] for r in replies)
-    assert "⏺" not in run.stderr  # progress stays off unless -v
 
 
 @pytest.mark.parametrize("fmt", ["json", "stream-json"])
@@ -127,18 +55,6 @@ def test_empty_stdin_in_json_mode_is_exit_2_with_a_result(tmp_path: Path) -> Non
     assert run.code == 2
     (result,) = valid_lines(run.stdout)
     assert result["exit_code"] == 2 and "no prompt" in result["errors"][0]
-
-
-def test_max_turns_is_exit_3_in_the_result(tmp_path: Path) -> None:
-    script = [reply(tool_use("fake__echo", {"text": str(i)})) for i in range(3)]
-    with FakeAnthropic(script) as fake:
-        args = [*JSON, "-v", "--max-turns", "2", "-p", "go"]
-        run = run_agent(tmp_path, args, fake=fake, servers={"fake": fake_server()})
-    assert run.code == 3
-    (result,) = valid_lines(run.stdout)
-    assert result["exit_code"] == 3 and result["stop_reason"] == "max_turns" and result["num_turns"] == 2
-    assert result["subtype"] == "error_max_turns" and result["is_error"] is True
-    assert "fake__echo" in run.stderr and "⏺" in run.stderr  # -v: progress on stderr (its rule: test_headless.py)
 
 
 def wait_until_gone(pid: int, timeout: float = 10) -> bool:
@@ -259,34 +175,3 @@ def test_json_output_piped_to_jq_gives_the_cost_the_turns_and_the_subtype(tmp_pa
     assert jq.returncode == 0, jq.stderr
     cost, turns, subtype, is_error = jq.stdout.split()
     assert float(cost) > 0 and turns == "2" and subtype == "success" and is_error == "false"
-
-
-def test_partial_messages_stream_the_raw_events_that_make_up_each_reply(tmp_path: Path) -> None:
-    with FakeAnthropic([reply("Hello from the stream."), reply("Again.")]) as fake:
-        run = run_agent(tmp_path, [*STREAM, "--include-partial-messages", "-p", "go"], fake=fake, servers={})
-        without = run_agent(tmp_path, [*STREAM, "-p", "go"], fake=fake, servers={})
-    assert run.code == 0, run.stderr
-    lines = stream(run.stdout)
-    events = [line["event"] for line in of_type(lines, "stream_event")]
-    kinds = [event["type"] for event in events]
-    assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
-    assert {"content_block_start", "content_block_delta", "content_block_stop", "message_delta"} <= set(kinds)
-    deltas = "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta")
-    assert deltas == texts(lines)[0] == "Hello from the stream."
-    (assistant,) = of_type(lines, "assistant")
-    assert events[0]["message"]["id"] == assistant["message"]["id"]  # the same response, whole after its events
-    assert types(lines).index("assistant") > types(lines).index("stream_event")
-    assert without.code == 0 and "stream_event" not in without.stdout  # off unless asked
-
-
-def test_stream_json_in_and_out_gives_each_turn_its_result_and_a_bad_line_one_more(tmp_path: Path) -> None:
-    stdin = "\n".join([user_line("one"), "{nope", user_line("never read")])
-    with FakeAnthropic([reply("answer one")]) as fake:
-        run = run_agent(tmp_path, [*STREAM, "--input-format", "stream-json"], fake=fake, servers={}, stdin=stdin)
-    assert run.code == 2
-    lines = stream(run.stdout)
-    first, last = of_type(lines, "result")
-    assert first["result"] == "answer one" and first["subtype"] == "success" and first["exit_code"] == 0
-    assert last is lines[-1] and last["subtype"] == "error_during_execution" and last["exit_code"] == 2
-    assert last["errors"][0].startswith("stdin line 2: not JSON")
-    assert len(fake.requests) == 1
