@@ -20,7 +20,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def config(name: str, cwd: Path) -> ServerConfig:
-    return ServerConfig(name, "", env={"EXAMPLE": name}, cwd=str(cwd), in_process=__name__)
+    return ServerConfig(name, "", env={"EXAMPLE": name}, cwd=str(cwd), transport="in-process", in_process=__name__)
 
 
 def create_server_in(cwd: str, env: Mapping[str, str] | None = None) -> Any:

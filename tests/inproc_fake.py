@@ -19,7 +19,7 @@ from sprout_agent.config.files import ServerConfig
 def fake_in_process(name: str = "fake", **knobs: str) -> ServerConfig:
     """A server config for this module; knobs become FAKE_MCP_* entries of its env."""
     env = {f"FAKE_MCP_{key.upper()}": value for key, value in knobs.items()}
-    return ServerConfig(name, "", env=env, in_process=__name__)
+    return ServerConfig(name, "", env=env, transport="in-process", in_process=__name__)
 
 
 def create_server_in(cwd: str, env: Mapping[str, str] | None = None) -> Any:

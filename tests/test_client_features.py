@@ -58,7 +58,9 @@ async def asking(
 ) -> AsyncIterator[Asking]:
     events = events if events is not None else []
     features = ClientFeatures(Roots(roots_for(cwd)), events.append, elicit or Unattended(), sampler)
-    config = ServerConfig(name="asking", command="", in_process="tests.asking_server", cwd=str(cwd))
+    config = ServerConfig(
+        name="asking", command="", transport="in-process", in_process="tests.asking_server", cwd=str(cwd)
+    )
     pool = ServerPool(
         [config],
         emit=events.append,
@@ -214,7 +216,9 @@ def prepared_with_asking_server(tmp_path: Path, base_url: str, **options: Any) -
     env = {"ANTHROPIC_API_KEY": API_KEY, "ANTHROPIC_BASE_URL": base_url, "SPROUT_AGENT_BUILTIN_SERVERS": "none"}
     locations = Locations(None, None, tmp_path / "data", None)
     prepared = prepare(Options(prompt="go", cwd=tmp_path, **options), locations, env)
-    asking_config = ServerConfig(name="asking", command="", in_process="tests.asking_server", cwd=str(tmp_path))
+    asking_config = ServerConfig(
+        name="asking", command="", transport="in-process", in_process="tests.asking_server", cwd=str(tmp_path)
+    )
     return replace(prepared, loaded=replace(prepared.loaded, servers=(asking_config,)))
 
 

@@ -249,6 +249,21 @@ def test_remote_entries_are_read_with_their_transport(tmp_path: Path, entry: dic
     assert (remote.transport, remote.url, remote.command) == (transport, entry["url"], "")
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"transport": "http"},  # a remote transport without its URL
+        {"url": "https://example.com/mcp"},  # a URL that a stdio server would ignore
+        {"transport": "in-process"},  # no module to run
+        {"in_process": "tests.inproc_fake"},  # a module that a stdio server would ignore
+        {"transport": "sdk", "url": "https://example.com/mcp"},
+    ],
+)
+def test_a_server_record_holds_its_url_and_module_to_its_transport(fields: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="exactly when the transport is"):
+        ServerConfig("s", "", **fields)
+
+
 def test_url_and_headers_expand_variables_like_command_and_args(tmp_path: Path) -> None:
     entry = {
         "type": "http",
@@ -401,7 +416,7 @@ def test_a_project_server_cannot_shadow_a_server_of_yours_by_its_name(tmp_path: 
         " and stays"
     )
     with_dev = with_builtin_servers(loaded, ["dev"], project)
-    assert [(s.name, s.in_process is not None) for s in with_dev.servers] == [
+    assert [(s.name, s.transport == "in-process") for s in with_dev.servers] == [
         ("dev", True), ("shared", False), ("p", False), ("u", False)]  # fmt: skip
     assert with_dev.notices[-1] == (
         ".mcp.json: project server 'dev' not used: a server of yours has that name (built in) and stays"

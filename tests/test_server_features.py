@@ -32,7 +32,7 @@ MAX_BYTES = 51_200
 
 @asynccontextmanager
 async def feature_pool(tmp_path: Path, events: list[Event]) -> AsyncIterator[ServerPool]:
-    config = ServerConfig("feat", "", in_process="tests.feature_server", cwd=str(tmp_path))
+    config = ServerConfig("feat", "", cwd=str(tmp_path), transport="in-process", in_process="tests.feature_server")
     pool = ServerPool(
         [config],
         emit=events.append,

@@ -94,7 +94,7 @@ def fingerprint(server: ServerConfig, secrets: Secrets) -> str:
     """What identifies a definition: everything that decides what runs, as it would run (your credentials
     masked; a value from the project's `.env` is the repository's and counts as it is)."""
     shown = masked(server, secrets.yours)
-    if server.url is not None:  # where the requests go and what they carry decides what a remote server gets
+    if server.remote:  # where the requests go and what they carry decides what a remote server gets
         remote = {"transport": shown.transport, "url": shown.url, "headers": shown.headers}
         return hashlib.sha256(json.dumps(remote, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
     definition: dict[str, object] = {
@@ -275,6 +275,6 @@ def short_command(server: ServerConfig, secrets: Secrets) -> str:
 
 def _command_line(shown: ServerConfig) -> str:
     """What starts it: the command line, or for a remote server its transport and URL."""
-    if shown.url is not None:
+    if shown.remote:
         return f"{shown.transport} {shown.url}"
     return shlex.join([shown.command, *shown.args])

@@ -8,20 +8,43 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import cast
+from typing import Literal, cast
 
 from sprout_agent.config.compat import call_timeout, unknown_key_notices
 from sprout_agent.config.expansion import env_name, expand_vars, os_string, unset_vars
-from sprout_agent.config.remote import REMOTE_KEYS, OAuthSettings, oauth_settings, remote_parts, transport_of
+from sprout_agent.config.remote import (
+    HTTP_TYPES,
+    REMOTE_KEYS,
+    SSE_TYPES,
+    OAuthSettings,
+    oauth_settings,
+    remote_parts,
+)
 from sprout_agent.config.server_names import claim, drop_shadowed
 from sprout_agent.config.server_names import shown as _display
 from sprout_agent.config.sources import find_sources
 from sprout_agent.core.errors import ConfigError
 
+Transport = Literal["stdio", "in-process", "sdk", "http", "sse"]
+"""How the agent reaches a server, decided once when its entry is read and the one thing every other module
+matches on: "stdio" spawns `command` and speaks over its pipes; "in-process" runs a built-in server's module
+(`in_process`) inside the agent over memory streams; "sdk" relays to a server the Claude Agent SDK driving the run
+hosts; "http" (Streamable HTTP) and "sse" (the older HTTP+SSE) reach `url`."""
+
+REMOTE: tuple[Transport, ...] = ("http", "sse")  # reached at `url`
+
+ListedTransport = Literal["stdio", "sdk", "http", "sse"]  # what `listed_transport` gives
+
+
+def listed_transport(transport: Transport) -> ListedTransport:
+    """The transport as stream-json's init line and `mcp list --json` name it: their values (stdio, http, sse,
+    sdk) came before "in-process", and a built-in server is "stdio" there (it also runs standalone over stdio)."""
+    return "stdio" if transport == "in-process" else transport
+
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
-    """One MCP server (stdio, in-process, or remote over http/sse), with every `${VAR}` already expanded."""
+    """One MCP server (stdio, in-process, sdk, or remote over http/sse), with every `${VAR}` already expanded."""
 
     name: str
     command: str  # "" for a remote server
@@ -40,14 +63,26 @@ class ServerConfig:
     # Ours (Claude Code ignores it): the OS sandbox the server process runs in, "read-only" or
     # "workspace-write" (sandboxing.ServerSandboxes); None or "off" = unsandboxed, as Claude Code runs it.
     sandbox: str | None = None
-    # A remote server: "http" (Streamable HTTP) or "sse" (the older HTTP+SSE), its URL and the headers every
-    # request carries; "sdk": hosted by the Claude Agent SDK driving this run (no command, no URL). One type
-    # rather than several: consent, the pool and the faces handle every server alike.
-    transport: str = "stdio"
-    url: str | None = None
+    # One type rather than one per transport: consent, the pool and the faces handle every server alike; the
+    # fields a transport does not use stay empty (`__post_init__` holds `in_process` and `url` to it).
+    transport: Transport = "stdio"
+    url: str | None = None  # a remote server's ("http", "sse"), with the headers every request carries
     headers: dict[str, str] = field(default_factory=dict[str, str])
     oauth: OAuthSettings | None = None  # the entry's `oauth` key (a pre-registered client, scopes, …)
     call_timeout: float | None = None  # seconds, each tool call's bound (the entry's `timeout`); None = the global
+
+    def __post_init__(self) -> None:
+        # The transport alone decides how a server is reached: a module path or URL it would ignore is a mistake
+        # of whoever built the record, caught here rather than as a server started the wrong way.
+        if (self.transport == "in-process") != (self.in_process is not None):
+            raise ValueError(f"server '{self.name}': in_process is set exactly when the transport is in-process")
+        if (self.transport in REMOTE) != (self.url is not None):
+            raise ValueError(f"server '{self.name}': url is set exactly when the transport is http or sse")
+
+    @property
+    def remote(self) -> bool:
+        """Reached over HTTP at `url` (then `command` is "")."""
+        return self.transport in REMOTE
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +298,7 @@ def _parse_server(
     kind = raw.get("type")
     if kind == "sdk":
         return _build_sdk(name, raw, path, where, notices)
-    transport = transport_of(kind, "url" in raw)
+    transport = _remote_transport(kind, "url" in raw)
     if kind == "ws" or (transport is None and "url" in raw):
         notices.append(f"{shown}: skipping server '{name}': type {kind!r} is not supported (stdio, http, sse)")
         return None
@@ -286,8 +321,18 @@ def _parse_server(
     return replace(server, call_timeout=call_timeout(raw.get("timeout"), where, notices))
 
 
+def _remote_transport(kind: object, has_url: bool) -> Transport | None:
+    """ "http" or "sse" for a remote entry, None for a stdio one. A `url` without a `type` is Streamable HTTP,
+    as Cursor and VS Code files write it."""
+    if isinstance(kind, str) and kind in HTTP_TYPES:
+        return "http"
+    if isinstance(kind, str) and kind in SSE_TYPES:
+        return "sse"
+    return "http" if has_url and kind is None else None
+
+
 def _build_remote(
-    name: str, raw: dict[str, object], path: Path, where: str, env: Mapping[str, str], transport: str
+    name: str, raw: dict[str, object], path: Path, where: str, env: Mapping[str, str], transport: Transport
 ) -> ServerConfig:
     def expand(text: str, key: str) -> str:
         return expand_vars(text, env, f"{where}.{key}")
@@ -373,6 +418,7 @@ def with_builtin_servers(
             ("-m", f"sprout_agent.tools.{name}"),
             env=dict(env or {}),
             cwd=str(cwd),
+            transport="in-process",
             in_process=f"sprout_agent.tools.{name}",
         )
         for name in BUILTIN_SERVERS

@@ -63,16 +63,6 @@ def oauth_settings(raw: object, where: str, expand: Callable[[str, str], str]) -
     return OAuthSettings(**values)  # pyright: ignore[reportArgumentType]
 
 
-def transport_of(kind: object, has_url: bool) -> str | None:
-    """ "http" or "sse" for a remote entry, None for a stdio one. A `url` without a `type` is Streamable HTTP,
-    as Cursor and VS Code files write it."""
-    if isinstance(kind, str) and kind in HTTP_TYPES:
-        return "http"
-    if isinstance(kind, str) and kind in SSE_TYPES:
-        return "sse"
-    return "http" if has_url and kind is None else None
-
-
 def remote_parts(raw: dict[str, object], where: str, expand: Callable[[str, str], str]) -> tuple[str, dict[str, str]]:
     """The entry's checked, expanded URL and headers."""
     url, headers = raw.get("url"), raw.get("headers", {})

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from sprout_agent.config.files import REMOTE
 from sprout_agent.config.settings import model_id
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.errors import UsageError
@@ -97,7 +98,7 @@ def server_rows(runtime: Runtime) -> list[tuple[str, str, str, str, str, str]]:
         active = "active" if agent.hooks.allows(status.name) else "off"
         rows.append(
             (
-                status.name if status.url is None else f"{status.name} ({status.transport} {status.url})",
+                f"{status.name} ({status.transport} {status.url})" if status.transport in REMOTE else status.name,
                 status.state,
                 str(status.tool_count),
                 f"{hooks} ({active})" if hooks != "-" else "-",

@@ -1,4 +1,5 @@
-"""One MCP client session to one server, stdio, in-process or remote: handshake, tool listing, tool calls.
+"""One MCP client session to one server, whatever its transport (stdio, in-process, sdk, http, sse): handshake,
+tool listing, tool calls.
 
 The pool (pool.py) owns every server's life and state and never imports mcp; it loads this module in a
 thread once its processes are spawned, so mcp's import (~1 s) overlaps their start-up. MCP errors leave
@@ -11,9 +12,9 @@ import math
 import os
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, assert_never, cast
 
 import anyio
 import mcp.types as types
@@ -38,6 +39,9 @@ from sprout_agent.mcp.transports.sdk import open_sdk
 from sprout_agent.mcp.transports.stdio import ReadStream, WriteStream, open_stdio
 from sprout_agent.mcp.transports.stdio_wire import too_large
 from sprout_agent.trust.sandbox import OUTSIDE_SANDBOX_META
+
+if TYPE_CHECKING:  # the module itself loads only when a remote server is configured (connect)
+    from sprout_agent.mcp.transports.remote import Streams as RemoteStreams
 
 Streams = tuple[ReadStream, WriteStream] | MessageStream  # stdio, or in-process memory streams
 
@@ -168,69 +172,94 @@ async def connect(
     event set when the server ends. Leaving closes the session and ends the server (its whole group).
     `client`: the roots, elicitation and sampling offered to the server (None: nothing)."""
     try:
-        if config.url is not None:
-            async with _remote(config, timeout, max_bytes, client, oauth, on_note) as connected:
-                yield connected
-            return
-        if config.in_process is not None or config.transport == "sdk":
-            began = time.monotonic()
-            opened = (
-                open_sdk(config.name, client.sdk if client is not None else None)
-                if config.transport == "sdk"
-                else open_in_process(cast(str, config.in_process), config.cwd or os.getcwd(), config.env)
-            )
-            async with (
-                opened as (ended, streams),
-                _session(config, streams, began, timeout, max_bytes, [], client=client, on_note=on_note) as (
-                    link,
-                    listed,
-                ),
-            ):
-                yield link, listed, ended
-            return
-        began = spawned.spawned_at if isinstance(spawned, ServerProcess) else time.monotonic()
-        async with (
-            open_stdio(
-                config.command,
-                config.args,
-                env=env,
-                cwd=config.cwd,
-                on_spawn=on_spawn,
-                on_stderr=on_stderr,
-                spawned=spawned,
-            ) as (proc, read, write),
-            _session(
-                config, (read, write), began, timeout, max_bytes, proc.notices, client=client, on_note=on_note
-            ) as (link, listed),
-        ):
-            yield link, listed, proc.ended
+        match config.transport:
+            case "stdio":
+                began = spawned.spawned_at if isinstance(spawned, ServerProcess) else time.monotonic()
+                async with (
+                    open_stdio(
+                        config.command,
+                        config.args,
+                        env=env,
+                        cwd=config.cwd,
+                        on_spawn=on_spawn,
+                        on_stderr=on_stderr,
+                        spawned=spawned,
+                    ) as (proc, read, write),
+                    _session(
+                        config, (read, write), began, timeout, max_bytes, proc.notices, client=client, on_note=on_note
+                    ) as (link, listed),
+                ):
+                    yield link, listed, proc.ended
+            case "in-process":
+                assert config.in_process is not None  # ServerConfig holds this transport to its module
+                opened = open_in_process(config.in_process, config.cwd or os.getcwd(), config.env)
+                async with _local(config, opened, timeout, max_bytes, client, on_note) as connected:
+                    yield connected
+            case "sdk":
+                opened = open_sdk(config.name, client.sdk if client is not None else None)
+                async with _local(config, opened, timeout, max_bytes, client, on_note) as connected:
+                    yield connected
+            case "http":
+                # httpx2 and the SDK's HTTP clients only when a remote server is set
+                from sprout_agent.mcp.transports.remote import open_http
+
+                async with _remote(config, open_http, timeout, max_bytes, client, oauth, on_note) as connected:
+                    yield connected
+            case "sse":
+                from sprout_agent.mcp.transports.remote import open_sse
+
+                async with _remote(config, open_sse, timeout, max_bytes, client, oauth, on_note) as connected:
+                    yield connected
+            case _:
+                assert_never(config.transport)
     except Exception as exc:  # the SDK's task groups wrap its errors: the first leaf says what happened
-        ours = _translated(exc, remote=config.url is not None)
+        ours = _translated(exc, remote=config.remote)
         if ours is exc:
             raise
         raise ours from exc
 
 
 @asynccontextmanager
+async def _local(
+    config: ServerConfig,
+    opened: AbstractAsyncContextManager[tuple[anyio.Event, MessageStream]],
+    timeout: float,
+    max_bytes: int,
+    client: ClientFeatures | None,
+    on_note: NoteSink | None,
+) -> AsyncGenerator[tuple[Link, Listed, anyio.Event]]:
+    """A server inside this process (built in, or the SDK's): memory streams, nothing spawned."""
+    began = time.monotonic()
+    async with (
+        opened as (ended, streams),
+        _session(config, streams, began, timeout, max_bytes, [], client=client, on_note=on_note) as (link, listed),
+    ):
+        yield link, listed, ended
+
+
+# open_http or open_sse (transports/remote.py): the config, the start timeout, the refusals it collects, the OAuth.
+RemoteOpener = Callable[
+    [ServerConfig, float, list[Exception], OAuthSetup | None], AbstractAsyncContextManager["RemoteStreams"]
+]
+
+
+@asynccontextmanager
 async def _remote(
     config: ServerConfig,
+    open_remote: RemoteOpener,
     timeout: float,
     max_bytes: int,
     client: ClientFeatures | None,
     oauth: OAuthSetup | None,
     on_note: NoteSink | None,
 ) -> AsyncGenerator[tuple[Link, Listed, anyio.Event]]:
-    from sprout_agent.mcp.transports import (
-        remote as remote_link,  # httpx2 and the SDK's HTTP clients only when a remote server is set
-    )
-
     began, ended, refused, started = time.monotonic(), anyio.Event(), list[Exception](), False
     # The start-up bound covers connecting too (an SSE endpoint that never sends its first event), then is
     # lifted: the scope stays around the session, since it must be left in the task that entered it.
     with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
         try:
             async with (
-                remote_link.open_remote(config, timeout, refused, oauth) as streams,
+                open_remote(config, timeout, refused, oauth) as streams,
                 _session(config, streams, began, timeout, max_bytes, [], ended, client=client, on_note=on_note) as (
                     link,
                     listed,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from types import ModuleType, TracebackType
-from typing import IO
+from types import TracebackType
+from typing import IO, TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
@@ -30,6 +30,9 @@ from sprout_agent.mcp import features as server_features
 from sprout_agent.mcp.client_features import ClientFeatures
 from sprout_agent.mcp.oauth.store import OAuthSetup
 from sprout_agent.mcp.state import ServerState, ServerStatus, describe_end, name_tools, needs_login
+
+if TYPE_CHECKING:  # for its types only: loading it imports mcp, which the pool leaves to `spawn`'s thread
+    from sprout_agent.mcp.lists import NoteSink
 
 # Turns a server's command line and environment into the ones that start it in its OS sandbox (or leaves them).
 SandboxWrap = Callable[[ServerConfig, list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
@@ -61,7 +64,7 @@ class ServerPool:
         self._client = client
         self._servers = {config.name: ServerState(config) for config in configs}
         self._spawned: dict[str, ServerProcess | OSError] = {}
-        self._link: ModuleType | None = None  # sprout_agent.mcp.link, once loaded
+        self._linked = False  # sprout_agent.mcp.link is loaded (by `spawn`)
         self._emit = emit
         self._start_timeout = start_timeout
         self._tool_timeout = tool_timeout
@@ -80,9 +83,9 @@ class ServerPool:
             self._log = self._stderr_log.open("ab")
         await self._tg.__aenter__()
         try:
-            link = await self.spawn()
+            await self.spawn()
             for server in self._servers.values():
-                self._tg.start_soon(self._run, server, link)
+                self._tg.start_soon(self._run, server)
             for server in self._servers.values():
                 await server.ready.wait()
         except BaseException:
@@ -116,21 +119,21 @@ class ServerPool:
             if server.proc is not None:
                 server.proc.kill_now()
 
-    async def spawn(self) -> ModuleType:
+    async def spawn(self) -> None:
         """Spawns the subprocess servers, then loads the mcp client side (~1 s) in a thread while they boot.
 
         Entering the pool does this if nobody did it first; a caller that spawns early (to overlap its own
         work with the servers' start) must call `kill_all_now` if it never enters the pool.
         """
-        if self._link is None:
+        if not self._linked:
             await self._spawn_processes()
-            self._link = await anyio.to_thread.run_sync(_import_link, abandon_on_cancel=True)
-        return self._link
+            await anyio.to_thread.run_sync(_import_link, abandon_on_cancel=True)
+            self._linked = True
 
     async def _spawn_processes(self) -> None:
         for server in self._servers.values():
             config = server.config
-            if config.in_process is not None or config.url is not None or config.transport == "sdk":  # nothing to spawn
+            if config.transport != "stdio":  # nothing to spawn: the others run in here, in the SDK, or remotely
                 continue
             argv, env = [config.command, *config.args], self._child_env(config.env)
             try:
@@ -239,11 +242,11 @@ class ServerPool:
     async def restart(self, name: str) -> ServerStatus | None:
         """Starts a server that is not running again (after a login); its tools join at the next request."""
         old = self._servers.get(name)
-        if old is None or old.state in ("starting", "running") or self._link is None:
+        if old is None or old.state in ("starting", "running") or not self._linked:
             return None
         fresh = ServerState(old.config)
         self._servers[name] = fresh
-        self._tg.start_soon(self._run, fresh, self._link)
+        self._tg.start_soon(self._run, fresh)
         await fresh.ready.wait()  # bounded: the runner's connect is under the start timeout
         self._tools = name_tools(self._servers.values(), self._emit)
         return fresh.status()
@@ -280,10 +283,10 @@ class ServerPool:
         server.gone("dead", "connection closed")
         raise ServerGone
 
-    async def _run(self, server: ServerState, link: ModuleType) -> None:
+    async def _run(self, server: ServerState) -> None:
         try:
             with server.scope:
-                await self._serve(server, link)
+                await self._serve(server)
         except Exception as exc:  # every way a server can fail becomes a reported reason
             if server.state == "starting" and needs_login(exc):
                 server.gone("needs login", describe_end(exc, server))
@@ -297,11 +300,16 @@ class ServerPool:
             server.ready.set()
             server.done.set()
 
-    async def _serve(self, server: ServerState, mcp_link: ModuleType) -> None:
+    async def _serve(self, server: ServerState) -> None:
         """Hand-shake and list within the start timeout; then serve calls until the server ends."""
+        # Imported here, not at the top, so that the pool loads without mcp; `spawn` has already loaded the
+        # module in a thread, so this costs a dictionary lookup and, unlike a module kept in an attribute, the
+        # checker sees the call.
+        from sprout_agent.mcp.link import connect
+
         config = server.config
         wall = datetime.now().astimezone()
-        async with mcp_link.connect(
+        async with connect(
             config,
             spawned=self._spawned.pop(config.name, None),
             env=self._child_env(config.env),
@@ -335,7 +343,7 @@ class ServerPool:
             server.gone("dead", reason)
             self._emit(Notice(f"MCP server '{server.config.name}' stopped: {reason}", "warning"))
 
-    def _note_taker(self, server: ServerState) -> Callable[[str, str], None]:
+    def _note_taker(self, server: ServerState) -> NoteSink:
         def take(kind: str, text: str = "") -> None:
             if kind == "log":
                 level, _, message = text.partition(": ")
@@ -361,10 +369,9 @@ class ServerPool:
         return write
 
 
-def _import_link() -> ModuleType:
-    from sprout_agent.mcp import link as mcp_link
-
-    return mcp_link
+def _import_link() -> None:
+    """Loads the mcp client side (~1 s of imports), for `spawn`'s thread."""
+    import sprout_agent.mcp.link  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
 
 def _error_outcome(text: str) -> ToolOutcome:

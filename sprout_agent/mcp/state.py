@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, cast
 
 import anyio
 
-from sprout_agent.config.files import ServerConfig
+from sprout_agent.config.files import ServerConfig, Transport
 from sprout_agent.core.errors import NeedsLogin, ServerGone
 from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.hooks import is_hook
@@ -40,7 +40,7 @@ class ServerStatus:
     pid: int | None
     initialize_seconds: float | None = None  # spawn + initialize handshake (`mcp doctor`)
     list_seconds: float | None = None  # tools/list, every page
-    transport: str = "stdio"  # stdio | http | sse | sdk
+    transport: Transport = "stdio"
     url: str | None = None  # a remote server's
 
 
@@ -123,7 +123,7 @@ def describe_end(exc: BaseException | None, server: ServerState) -> str:
     if exc is not None:
         return str(exc) or type(exc).__name__
     if code is None:
-        return "the connection closed" if server.config.url is not None else "closed its output"
+        return "the connection closed" if server.config.remote else "closed its output"
     return f"ended by signal {-code}"
 
 

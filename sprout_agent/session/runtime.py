@@ -307,5 +307,5 @@ def _build_agent(
 def _sandboxed(p: Prepared) -> tuple[tuple[str, str], ...]:
     """dev's bash, when it is the built-in server's and the sandbox works: read-only mode runs it there, and ask
     mode may re-run what the sandbox stopped outside it."""
-    builtin_dev = any(s.name == "dev" and s.in_process is not None for s in p.loaded.servers)
+    builtin_dev = any(s.name == "dev" and s.transport == "in-process" for s in p.loaded.servers)
     return (("dev", "bash"),) if builtin_dev and p.sandbox.active else ()

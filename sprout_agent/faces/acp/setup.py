@@ -7,7 +7,7 @@ import os
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import cast
+from typing import Literal, cast
 
 from sprout_agent.config.expansion import os_string_problem
 from sprout_agent.config.files import ServerConfig
@@ -52,13 +52,16 @@ def _client_servers(raw: object, cwd: Path) -> tuple[ServerConfig, ...]:
         if not isinstance(entry, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: each mcpServers entry must be an object")
         item = cast(Json, entry)
-        name, kind = item.get("name"), item.get("type", "stdio")
+        name = item.get("name")
         if not isinstance(name, str) or not name:
             raise RpcError(INVALID_PARAMS, "Invalid params: each mcpServers entry needs a name")
-        if kind in ("http", "sse"):
-            servers.append(_remote_server(name, cast(str, kind), item))
-            continue
-        servers.append(_stdio_server(name, item, cwd))
+        match item.get("type", "stdio"):
+            case "http":
+                servers.append(_remote_server(name, "http", item))
+            case "sse":
+                servers.append(_remote_server(name, "sse", item))
+            case _:
+                servers.append(_stdio_server(name, item, cwd))
     return tuple(servers)
 
 
@@ -82,7 +85,7 @@ def _stdio_server(name: str, item: Json, cwd: Path) -> ServerConfig:
     return ServerConfig(_safe_name(name), command, tuple(cast(list[str], args)), variables, cwd=str(cwd))
 
 
-def _remote_server(name: str, kind: str, item: Json) -> ServerConfig:
+def _remote_server(name: str, kind: Literal["http", "sse"], item: Json) -> ServerConfig:
     """`{"type": "http" | "sse", "name", "url", "headers": [{name, value}]}`, checked as a config file's is."""
     url, pairs = item.get("url"), item.get("headers", [])
     if not isinstance(url, str) or not isinstance(pairs, list):

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO, assert_never, cast
 
+from sprout_agent.config.files import Transport, listed_transport
 from sprout_agent.config.sandboxing import SandboxPlan
 from sprout_agent.core import events as ev
 from sprout_agent.core.messages import (
@@ -59,7 +60,7 @@ class ServerInfo:
     tools: int
     hooks: int
     error: str
-    transport: str = "stdio"  # stdio | http | sse | sdk
+    transport: Transport = "stdio"
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +136,7 @@ def init_record(info: InitInfo) -> Record:
                 "name": s.name,
                 "status": MCP_STATUS.get(s.status, "failed"),
                 "state": s.status,
-                "transport": s.transport,
+                "transport": listed_transport(s.transport),
                 "tools": s.tools,
                 "hooks": s.hooks,
                 "error": s.error,

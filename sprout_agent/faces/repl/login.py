@@ -27,7 +27,7 @@ def _needs(status: ServerStatus) -> bool:
 
 async def login_command(runtime: Runtime, renderer: TerminalRenderer, argument: str) -> None:
     prepared = runtime.prepared
-    by_name = {server.name: server for server in prepared.loaded.servers if server.url is not None}
+    by_name = {server.name: server for server in prepared.loaded.servers if server.remote}
     waiting = [s.name for s in runtime.pool.status() if _needs(s)]
     server = by_name.get(argument)
     if server is None:

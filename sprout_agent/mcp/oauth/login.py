@@ -12,6 +12,7 @@ import sys
 import urllib.parse
 import webbrowser
 from collections.abc import Callable
+from typing import assert_never
 
 import anyio
 import anyio.abc
@@ -148,15 +149,20 @@ async def _touch(config: ServerConfig, auth: httpx2.Auth) -> None:
     async with httpx2.AsyncClient(
         headers=capped_headers(config.headers), timeout=_HTTP_SECONDS, auth=auth, event_hooks=hooks
     ) as client:
-        if config.transport == "sse":
-            async with client.stream("GET", config.url, headers={"Accept": "text/event-stream"}) as answer:
+        match config.transport:
+            case "sse":
+                async with client.stream("GET", config.url, headers={"Accept": "text/event-stream"}) as answer:
+                    status = answer.status_code
+            case "http":
+                answer = await client.post(config.url, json=_INITIALIZE, headers={"Accept": _ACCEPT})
                 status = answer.status_code
-        else:
-            answer = await client.post(config.url, json=_INITIALIZE, headers={"Accept": _ACCEPT})
-            status = answer.status_code
-            session = answer.headers.get("mcp-session-id")
-            if session is not None and status < 400:  # end the session the handshake opened
-                await client.delete(config.url, headers={"mcp-session-id": session})
+                session = answer.headers.get("mcp-session-id")
+                if session is not None and status < 400:  # end the session the handshake opened
+                    await client.delete(config.url, headers={"mcp-session-id": session})
+            case "stdio" | "in-process" | "sdk":
+                raise AssertionError(f"server '{config.name}' is not remote: it has no login")
+            case _:
+                assert_never(config.transport)
     if status >= 400:
         raise SproutError(f"the server still answers HTTP {status} after the login")
 

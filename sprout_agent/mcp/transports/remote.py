@@ -8,7 +8,7 @@ body by http_cap.py, each event of a Streamable HTTP stream by the SDK's own lim
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -31,21 +31,64 @@ _READ_SECONDS = 300.0
 
 
 @asynccontextmanager
-async def open_remote(
+async def open_http(
     config: ServerConfig, timeout: float, refused: list[Exception], oauth: OAuthSetup | None = None
 ) -> AsyncGenerator[Streams]:
-    """The session streams for `config.url`; connecting and each request's send are bounded by `timeout`.
-    `refused` gets the error for each HTTP error answer of the endpoint: the Streamable HTTP client turns a 401
-    into a JSON-RPC error that no longer says so. With `oauth`, stored tokens authorize the requests."""
-    assert config.url is not None
+    """The session streams of a Streamable HTTP server at `config.url`; connecting and each request's send are
+    bounded by `timeout`. `refused` gets the error for each HTTP error answer of the endpoint: the Streamable HTTP
+    client turns a 401 into a JSON-RPC error that no longer says so. With `oauth`, stored tokens authorize the
+    requests."""
+    url, headers, auth, note = await _endpoint(config, refused, oauth)
+    limits = httpx2.Timeout(timeout, read=_READ_SECONDS)
+    # Redirects stay off (httpx2's default): the SDK follows only those that keep to the endpoint's origin.
+    client = httpx2.AsyncClient(headers=headers, timeout=limits, auth=auth, event_hooks={"response": [note, cap_body]})
+    async with (
+        client,
+        streamable_http_client(url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES) as (read, write),
+    ):
+        yield read, write
+
+
+@asynccontextmanager
+async def open_sse(
+    config: ServerConfig, timeout: float, refused: list[Exception], oauth: OAuthSetup | None = None
+) -> AsyncGenerator[Streams]:
+    """The session streams of an HTTP+SSE server at `config.url`, as `open_http` gives them."""
+    url, headers, auth, note = await _endpoint(config, refused, oauth)
+
+    def factory(
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        hooks = {"response": [note, cap_body]}
+        return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
+
+    # Its events are capped by the SDK at 1 MiB (mcp 2.3.0's sse_client passes no limit of its own to
+    # httpx2's parser), and one over it ends the connection: docs/security.md says so.
+    async with sse_client(
+        url,
+        headers=headers,
+        timeout=timeout,
+        sse_read_timeout=_READ_SECONDS,
+        httpx_client_factory=factory,
+        auth=auth,
+    ) as (read, write):
+        yield read, write
+
+
+async def _endpoint(
+    config: ServerConfig, refused: list[Exception], oauth: OAuthSetup | None
+) -> tuple[str, dict[str, str], httpx2.Auth | None, Callable[[httpx2.Response], Awaitable[None]]]:
+    """What both transports send to: the URL, the capped headers, the auth (with `oauth`), and the response hook
+    that fills `refused`."""
+    assert config.url is not None  # ServerConfig holds a remote transport to its url
     auth: httpx2.Auth | None = None
     if oauth is not None:
         from sprout_agent.mcp.oauth import provider as oauth_flow  # the SDK's auth pieces only when tokens can exist
 
         auth = await oauth_flow.for_session(config, oauth, refused)
-    limits = httpx2.Timeout(timeout, read=_READ_SECONDS)
     endpoint = httpx2.URL(config.url)
-    headers = capped_headers(config.headers)
 
     # Only the endpoint's own answers: the OAuth discovery's 404s on the way are no reason to report.
     async def note(response: httpx2.Response) -> None:
@@ -58,36 +101,7 @@ async def open_remote(
             challenge = response.headers.get("www-authenticate", "")
             refused.append(refusal(config, response.status_code, response.reason_phrase, challenge))
 
-    if config.transport == "sse":
-
-        def factory(
-            headers: dict[str, str] | None = None,
-            timeout: httpx2.Timeout | None = None,
-            auth: httpx2.Auth | None = None,
-        ) -> httpx2.AsyncClient:
-            hooks = {"response": [note, cap_body]}
-            return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
-
-        # Its events are capped by the SDK at 1 MiB (mcp 2.3.0's sse_client passes no limit of its own to
-        # httpx2's parser), and one over it ends the connection: docs/security.md says so.
-        async with sse_client(
-            config.url,
-            headers=headers,
-            timeout=timeout,
-            sse_read_timeout=_READ_SECONDS,
-            httpx_client_factory=factory,
-            auth=auth,
-        ) as (read, write):
-            yield read, write
-        return
-
-    # Redirects stay off (httpx2's default): the SDK follows only those that keep to the endpoint's origin.
-    client = httpx2.AsyncClient(headers=headers, timeout=limits, auth=auth, event_hooks={"response": [note, cap_body]})
-    async with (
-        client,
-        streamable_http_client(config.url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES) as (read, write),
-    ):
-        yield read, write
+    return config.url, capped_headers(config.headers), auth, note
 
 
 def refusal(config: ServerConfig, status: int, phrase: str, challenge: str = "") -> ServerGone:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from typing import assert_never
 
 import anyio
 
@@ -25,7 +26,15 @@ from sprout_agent.config.consent import (
     trusted_by_environment,
 )
 from sprout_agent.config.dotenv_file import read_dotenv
-from sprout_agent.config.files import BrokenServer, LoadedConfig, ServerConfig, load_config, with_builtin_servers
+from sprout_agent.config.files import (
+    BrokenServer,
+    ListedTransport,
+    LoadedConfig,
+    ServerConfig,
+    listed_transport,
+    load_config,
+    with_builtin_servers,
+)
 from sprout_agent.config.sandboxing import SandboxPlan, ServerSandboxes, plan
 from sprout_agent.config.settings import Settings, child_environment
 from sprout_agent.core.events import Event, Notice
@@ -106,7 +115,7 @@ class ServerReport:
     stderr_tail: str = ""
     approval: str = ""  # project servers only: approved | not approved | declined | changed
     sandbox: str = ""  # the OS sandbox it starts in (its "sandbox" key, as this run would apply it); "" = none
-    transport: str = "stdio"  # stdio | http | sse | sdk
+    transport: ListedTransport = "stdio"  # a built-in server is "stdio" here (config/files.py listed_transport)
     url: str | None = None  # a remote server's (its command is then "<transport> <url>")
 
 
@@ -120,10 +129,17 @@ def _source(path: Path | None, cwd: Path) -> str:
 
 
 def _report(config: ServerConfig, setup: Setup) -> ServerReport:
-    command = config.command if config.url is None else f"{config.transport} {config.url}"
-    command = "sdk (hosted by the Claude Agent SDK driving a run)" if config.transport == "sdk" else command
+    match config.transport:
+        case "stdio" | "in-process":
+            command = config.command
+        case "sdk":
+            command = "sdk (hosted by the Claude Agent SDK driving a run)"
+        case "http" | "sse":
+            command = f"{config.transport} {config.url}"
+        case _:
+            assert_never(config.transport)
     report = ServerReport(config.name, _source(config.source, setup.cwd), command, list(config.args))
-    report.transport, report.url = config.transport, config.url
+    report.transport, report.url = listed_transport(config.transport), config.url
     verdict = setup.verdict(config)
     report.approval = "" if verdict is None else verdict.value
     if config.sandbox is not None:
@@ -144,7 +160,7 @@ def _broken_report(entry: BrokenServer, cwd: Path) -> ServerReport:
 def missing_command(config: ServerConfig, env: Mapping[str, str]) -> str | None:
     """Why the command cannot be started, checked before spawning; None when it can be found."""
     command = config.command
-    if config.url is not None or config.transport == "sdk":  # nothing to find: connecting says whether it is there
+    if config.transport in ("sdk", "http", "sse"):  # nothing to find: connecting says whether it is there
         return None
     if os.sep in command or (os.altsep is not None and os.altsep in command):
         path = Path(config.cwd or ".") / command  # an absolute command path ignores the left side

@@ -21,10 +21,10 @@ def _remote(setup: Setup, name: str) -> ServerConfig | None:
     by_name = {server.name: server for server in setup.loaded.servers}
     server = by_name.get(name)
     if server is None:
-        known = ", ".join(s.name for s in setup.loaded.servers if s.url is not None) or "none"
+        known = ", ".join(s.name for s in setup.loaded.servers if s.remote) or "none"
         sys.stderr.write(f"sprout-agent: no server named {printable(name)} (remote servers here: {known})\n")
         return None
-    if server.url is None:
+    if not server.remote:
         sys.stderr.write(f"sprout-agent: server {server.name} is not remote (http or sse): it has no login\n")
         return None
     return server
