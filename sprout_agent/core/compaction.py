@@ -10,10 +10,12 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import assert_never
 
 from sprout_agent.core.errors import SproutError, UsageError
 from sprout_agent.core.events import CompactionFinished, CompactionStarted, Event, Notice
 from sprout_agent.core.messages import (
+    Block,
     Image,
     Message,
     RedactedThinking,
@@ -83,22 +85,34 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
     images = 0
     for message in messages:
         for block in message.content:
-            if isinstance(block, Image):
-                images += 1
-            elif isinstance(block, ToolResult):
-                images += sum(1 for part in block.content if isinstance(part, Image))
-                chars += sum(len(part.text) for part in block.content if isinstance(part, Text)) + 40
-            elif isinstance(block, ToolUse):
-                chars += len(block.name) + len(json.dumps(block.input)) + 40
-            elif isinstance(block, Thinking):  # sent back, so it takes room (the signature too)
-                chars += len(block.thinking) + len(block.signature)
-            elif isinstance(block, RedactedThinking):
-                chars += len(block.data)
-            elif isinstance(block, ServerToolUse | ServerToolResult):
-                chars += len(block.raw) if isinstance(block, ServerToolResult) else len(json.dumps(block.input)) + 40
-            else:
-                chars += len(block.text)
+            block_chars, block_images = _size(block)
+            chars += block_chars
+            images += block_images
     return chars // CHARS_PER_TOKEN + images * IMAGE_TOKENS
+
+
+def _size(block: Block) -> tuple[int, int]:
+    """(characters, images) the block puts in a request."""
+    match block:
+        case Text():
+            return len(block.text), 0
+        case Image():
+            return 0, 1
+        case ToolResult():
+            images = sum(1 for part in block.content if isinstance(part, Image))
+            return sum(len(part.text) for part in block.content if isinstance(part, Text)) + 40, images
+        case ToolUse():
+            return len(block.name) + len(json.dumps(block.input)) + 40, 0
+        case Thinking():  # sent back, so it takes room (the signature too)
+            return len(block.thinking) + len(block.signature), 0
+        case RedactedThinking():
+            return len(block.data), 0
+        case ServerToolUse():
+            return len(json.dumps(block.input)) + 40, 0
+        case ServerToolResult():
+            return len(block.raw), 0
+        case _:
+            assert_never(block)
 
 
 def render_transcript(history: Sequence[Message], budget_tokens: int) -> tuple[str, int]:
@@ -119,24 +133,38 @@ def render_transcript(history: Sequence[Message], budget_tokens: int) -> tuple[s
 def _render(message: Message) -> str:
     parts: list[str] = []
     for block in message.content:
-        if isinstance(block, Text):
-            parts.append(block.text)
-        elif isinstance(block, Image):
-            parts.append("[image]")
-        elif isinstance(block, ToolUse):
-            parts.append(f"[tool call {block.name} {json.dumps(block.input, ensure_ascii=False)}]")
-        elif isinstance(block, Thinking | RedactedThinking):
-            continue  # the summary is of what was said and done; reasoning is the model's own scratch space
-        elif isinstance(block, ServerToolUse):
-            parts.append(f"[{block.name} {json.dumps(block.input, ensure_ascii=False)}]")
-        elif isinstance(block, ServerToolResult):
-            parts.append(f"[{block.kind}]")  # search results are encrypted; the reply that used them says what mattered
-        else:
-            body = "\n".join(p.text if isinstance(p, Text) else "[image]" for p in block.content)
-            if len(body) > TRANSCRIPT_RESULT_MAX_CHARS:
-                body = body[:TRANSCRIPT_RESULT_MAX_CHARS] + f"\n[… {len(body) - TRANSCRIPT_RESULT_MAX_CHARS} chars cut]"
-            parts.append(f"[tool result{' (error)' if block.is_error else ''}]\n{body}")
+        match block:
+            case Text():
+                parts.append(block.text)
+            case Image():
+                parts.append("[image]")
+            case ToolUse():
+                parts.append(f"[tool call {block.name} {json.dumps(block.input, ensure_ascii=False)}]")
+            case Thinking() | RedactedThinking():
+                continue  # the summary is of what was said and done; reasoning is the model's own scratch space
+            case ServerToolUse():
+                parts.append(f"[{block.name} {json.dumps(block.input, ensure_ascii=False)}]")
+            case ServerToolResult():  # search results are encrypted; the reply that used them says what mattered
+                parts.append(f"[{block.kind}]")
+            case ToolResult():
+                body = "\n".join(_render_part(part) for part in block.content)
+                if len(body) > TRANSCRIPT_RESULT_MAX_CHARS:
+                    cut = len(body) - TRANSCRIPT_RESULT_MAX_CHARS
+                    body = body[:TRANSCRIPT_RESULT_MAX_CHARS] + f"\n[… {cut} chars cut]"
+                parts.append(f"[tool result{' (error)' if block.is_error else ''}]\n{body}")
+            case _:
+                assert_never(block)
     return f"{message.role.capitalize()}: " + "\n".join(parts)
+
+
+def _render_part(part: Text | Image) -> str:
+    match part:
+        case Text():
+            return part.text
+        case Image():
+            return "[image]"
+        case _:
+            assert_never(part)
 
 
 def user_prompts(history: Sequence[Message]) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, assert_never
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +103,13 @@ def text_of(content: tuple[Text | Image, ...]) -> str:
     """Joins the text parts of a tool result; images are described, not dropped."""
     parts: list[str] = []
     for block in content:
-        if isinstance(block, Text):
-            parts.append(block.text)
-        else:
-            parts.append(f"[image: {block.media_type}, {len(block.data)} base64 bytes]")
+        match block:
+            case Text():
+                parts.append(block.text)
+            case Image():
+                parts.append(f"[image: {block.media_type}, {len(block.data)} base64 bytes]")
+            case _:
+                assert_never(block)
     return "\n".join(parts)
 
 

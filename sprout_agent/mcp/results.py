@@ -4,6 +4,7 @@ a file change's diff from the result's `_meta`, and progress messages cut to wha
 from __future__ import annotations
 
 import json
+from typing import assert_never
 
 import mcp.types as types
 
@@ -72,20 +73,31 @@ def progress_text(message: str) -> str:
 
 
 def _block(item: types.ContentBlock) -> Text | Image:
-    if isinstance(item, types.TextContent):
-        return Text(item.text)
-    if isinstance(item, types.ImageContent):
-        return checked(Image(item.mime_type, item.data))  # one the API would refuse would poison the session
-    if isinstance(item, types.AudioContent):
-        return Text(f"[audio: {item.mime_type}, {len(item.data)} base64 bytes]")
-    if isinstance(item, types.ResourceLink):
-        about = f" - {item.description}" if item.description else ""
-        return Text(f"[resource link {item.name}: {item.uri}{about}]")
-    resource = item.resource
-    if isinstance(resource, types.TextResourceContents):
-        return Text(f"{resource.uri}\n{resource.text}")
-    size = len(resource.blob) * 3 // 4
-    return Text(f"[resource {resource.uri}, {resource.mime_type or 'unknown type'}, {size} bytes]")
+    match item:
+        case types.TextContent():
+            return Text(item.text)
+        case types.ImageContent():
+            return checked(Image(item.mime_type, item.data))  # one the API would refuse would poison the session
+        case types.AudioContent():
+            return Text(f"[audio: {item.mime_type}, {len(item.data)} base64 bytes]")
+        case types.ResourceLink():
+            about = f" - {item.description}" if item.description else ""
+            return Text(f"[resource link {item.name}: {item.uri}{about}]")
+        case types.EmbeddedResource():
+            return _embedded(item.resource)
+        case _:
+            assert_never(item)
+
+
+def _embedded(resource: types.TextResourceContents | types.BlobResourceContents) -> Text:
+    match resource:
+        case types.TextResourceContents():
+            return Text(f"{resource.uri}\n{resource.text}")
+        case types.BlobResourceContents():
+            size = len(resource.blob) * 3 // 4
+            return Text(f"[resource {resource.uri}, {resource.mime_type or 'unknown type'}, {size} bytes]")
+        case _:
+            assert_never(resource)
 
 
 def cut_middle(text: str, max_bytes: int) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, assert_never
 
 from sprout_agent.core.images import PDF
 from sprout_agent.core.messages import (
@@ -118,15 +118,18 @@ def _unsigned_hook_turn(history: Sequence[Message]) -> int:
 def _tool_blocks_as_text(content: tuple[Block, ...]) -> tuple[Block, ...]:
     blocks: list[Block] = []
     for block in content:
-        if isinstance(block, ToolUse):
-            blocks.append(Text(f"[tool call {block.name} {json.dumps(block.input, ensure_ascii=False)}]"))
-        elif isinstance(block, ToolResult):
-            blocks.append(Text(f"[tool result{' (error)' if block.is_error else ''}]"))
-            blocks.extend(block.content)
-        elif isinstance(block, Thinking | RedactedThinking):
-            continue  # thinking may only precede real tool calls; with them as text it has no place
-        else:
-            blocks.append(block)
+        match block:
+            case ToolUse():
+                blocks.append(Text(f"[tool call {block.name} {json.dumps(block.input, ensure_ascii=False)}]"))
+            case ToolResult():
+                blocks.append(Text(f"[tool result{' (error)' if block.is_error else ''}]"))
+                blocks.extend(block.content)
+            case Thinking() | RedactedThinking():
+                continue  # thinking may only precede real tool calls; with them as text it has no place
+            case Text() | Image() | ServerToolUse() | ServerToolResult():
+                blocks.append(block)
+            case _:
+                assert_never(block)
     return tuple(blocks)
 
 
@@ -135,26 +138,30 @@ def _is_empty_text(block: Block) -> bool:
 
 
 def _to_api_block(block: Block) -> dict[str, Any]:
-    if isinstance(block, Text):
-        return {"type": "text", "text": block.text}
-    if isinstance(block, Image) and block.media_type == PDF:
-        return {"type": "document", "source": {"type": "base64", "media_type": PDF, "data": block.data}}
-    if isinstance(block, Image):
-        return {
-            "type": "image",
-            "source": {"type": "base64", "media_type": block.media_type, "data": block.data},
-        }
-    if isinstance(block, ToolUse):
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    if isinstance(block, Thinking):
-        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-    if isinstance(block, RedactedThinking):
-        return {"type": "redacted_thinking", "data": block.data}
-    if isinstance(block, ServerToolUse):
-        return {"type": "server_tool_use", "id": block.id, "name": block.name, "input": block.input}
-    if isinstance(block, ServerToolResult):
-        return server_tools.result_json(block)
-    return _tool_result_block(block)
+    match block:
+        case Text():
+            return {"type": "text", "text": block.text}
+        case Image() if block.media_type == PDF:
+            return {"type": "document", "source": {"type": "base64", "media_type": PDF, "data": block.data}}
+        case Image():
+            return {
+                "type": "image",
+                "source": {"type": "base64", "media_type": block.media_type, "data": block.data},
+            }
+        case ToolUse():
+            return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+        case Thinking():
+            return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+        case RedactedThinking():
+            return {"type": "redacted_thinking", "data": block.data}
+        case ServerToolUse():
+            return {"type": "server_tool_use", "id": block.id, "name": block.name, "input": block.input}
+        case ServerToolResult():
+            return server_tools.result_json(block)
+        case ToolResult():
+            return _tool_result_block(block)
+        case _:
+            assert_never(block)
 
 
 def _tool_result_block(block: ToolResult) -> dict[str, Any]:

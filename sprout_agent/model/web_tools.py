@@ -9,10 +9,20 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, assert_never, cast
 
 from sprout_agent.core.events import Event, ToolFinished, ToolRunning, ToolStarted
-from sprout_agent.core.messages import Block, ServerToolResult, ServerToolUse, Text
+from sprout_agent.core.messages import (
+    Block,
+    Image,
+    RedactedThinking,
+    ServerToolResult,
+    ServerToolUse,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+)
 
 # The versions every current model takes; newer ones (dynamic filtering) need code execution alongside.
 DEFINITIONS: tuple[dict[str, Any], ...] = (
@@ -49,12 +59,16 @@ def outcome(block: ServerToolResult) -> tuple[bool, str]:
 def as_text(block: Block) -> Block:
     """A server tool's block as text, for a request without the tools (the API wants them defined for
     their blocks); other blocks as they are."""
-    if isinstance(block, ServerToolUse):
-        return Text(f"[{block.name} {json.dumps(block.input, ensure_ascii=False)}]")
-    if isinstance(block, ServerToolResult):
-        failed, summary = outcome(block)
-        return Text(f"[{block.kind}{' (error)' if failed else ''}: {summary}]")
-    return block
+    match block:
+        case ServerToolUse():
+            return Text(f"[{block.name} {json.dumps(block.input, ensure_ascii=False)}]")
+        case ServerToolResult():
+            failed, summary = outcome(block)
+            return Text(f"[{block.kind}{' (error)' if failed else ''}: {summary}]")
+        case Text() | Image() | ToolUse() | ToolResult() | Thinking() | RedactedThinking():
+            return block
+        case _:
+            assert_never(block)
 
 
 class CallLines:
@@ -65,11 +79,15 @@ class CallLines:
         self._open: dict[str, tuple[str, float]] = {}
 
     def seen(self, block: ServerToolUse | ServerToolResult) -> None:
-        if isinstance(block, ServerToolUse):
-            self._open[block.id] = (block.name, time.monotonic())
-            self._emit(ToolStarted(block.id, block.name, SERVER, block.name, block.input))
-            self._emit(ToolRunning(block.id))
-            return
-        name, started = self._open.pop(block.tool_use_id, (block.kind.removesuffix("_tool_result"), time.monotonic()))
-        failed, summary = outcome(block)
-        self._emit(ToolFinished(block.tool_use_id, name, failed, time.monotonic() - started, summary))
+        match block:
+            case ServerToolUse():
+                self._open[block.id] = (block.name, time.monotonic())
+                self._emit(ToolStarted(block.id, block.name, SERVER, block.name, block.input))
+                self._emit(ToolRunning(block.id))
+            case ServerToolResult():
+                kind = block.kind.removesuffix("_tool_result")
+                name, started = self._open.pop(block.tool_use_id, (kind, time.monotonic()))
+                failed, summary = outcome(block)
+                self._emit(ToolFinished(block.tool_use_id, name, failed, time.monotonic() - started, summary))
+            case _:
+                assert_never(block)

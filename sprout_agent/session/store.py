@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any, TextIO, assert_never, cast
 
 from sprout_agent.core.errors import StoreError, UsageError
 from sprout_agent.core.images import checked
@@ -46,22 +46,41 @@ INTERRUPTED = "interrupted: the session ended before this tool call finished"
 
 # --- messages as JSON ---------------------------------------------------------------------------------
 def encode_block(block: Block) -> dict[str, object]:
-    if isinstance(block, Text):
-        return {"type": "text", "text": block.text}
-    if isinstance(block, Image):
-        return {"type": "image", "media_type": block.media_type, "data": block.data}
-    if isinstance(block, ToolUse):
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    if isinstance(block, Thinking):  # verbatim: a resumed session sends it back and the API checks the signature
-        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature, "model": block.model}
-    if isinstance(block, RedactedThinking):
-        return {"type": "redacted_thinking", "data": block.data, "model": block.model}
-    if isinstance(block, ServerToolUse):
-        return {"type": "server_tool_use", "id": block.id, "name": block.name, "input": block.input}
-    if isinstance(block, ServerToolResult):  # the JSON text as it came: a resumed session sends it back unchanged
-        return {"type": "server_tool_result", "tool_use_id": block.tool_use_id, "kind": block.kind, "raw": block.raw}
-    content = [encode_block(part) for part in block.content]
-    return {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": content, "is_error": block.is_error}
+    match block:
+        case Text():
+            return {"type": "text", "text": block.text}
+        case Image():
+            return {"type": "image", "media_type": block.media_type, "data": block.data}
+        case ToolUse():
+            return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+        case Thinking():  # verbatim: a resumed session sends it back and the API checks the signature
+            return {
+                "type": "thinking",
+                "thinking": block.thinking,
+                "signature": block.signature,
+                "model": block.model,
+            }
+        case RedactedThinking():
+            return {"type": "redacted_thinking", "data": block.data, "model": block.model}
+        case ServerToolUse():
+            return {"type": "server_tool_use", "id": block.id, "name": block.name, "input": block.input}
+        case ServerToolResult():  # the JSON text as it came: a resumed session sends it back unchanged
+            return {
+                "type": "server_tool_result",
+                "tool_use_id": block.tool_use_id,
+                "kind": block.kind,
+                "raw": block.raw,
+            }
+        case ToolResult():
+            content = [encode_block(part) for part in block.content]
+            return {
+                "type": "tool_result",
+                "tool_use_id": block.tool_use_id,
+                "content": content,
+                "is_error": block.is_error,
+            }
+        case _:
+            assert_never(block)
 
 
 def encode_message(message: Message) -> dict[str, object]:

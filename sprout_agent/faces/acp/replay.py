@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import assert_never
 
 from sprout_agent.core.hooks import HOOK_CALL_ID_PREFIX
-from sprout_agent.core.messages import Message, Text, ToolResult, ToolUse, text_of
+from sprout_agent.core.messages import (
+    Image,
+    Message,
+    RedactedThinking,
+    ServerToolResult,
+    ServerToolUse,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    text_of,
+)
 from sprout_agent.faces.acp import toolview
 from sprout_agent.faces.acp.updates import Updates
 from sprout_agent.faces.acp.wire import Json
@@ -22,16 +34,24 @@ def replay(history: Sequence[Message], updates: Updates, cwd: str) -> None:
     plan: list[Json] | None = None
     for message in history:
         for block in message.content:
-            if isinstance(block, Text) and block.text:
-                kind = "user_message_chunk" if message.role == "user" else "agent_message_chunk"
-                updates.send({"sessionUpdate": kind, "content": {"type": "text", "text": block.text}})
-            elif isinstance(block, ToolUse):
-                result = results.get(block.id)
-                updates.send(_tool_call(block, result, cwd))
-                server, _, tool = block.name.partition("__")
-                entries = toolview.plan_entries(server, tool, block.input)
-                if entries is not None and result is not None and not result.is_error:
-                    plan = entries
+            match block:
+                case Text():
+                    if block.text:
+                        kind = "user_message_chunk" if message.role == "user" else "agent_message_chunk"
+                        updates.send({"sessionUpdate": kind, "content": {"type": "text", "text": block.text}})
+                case ToolUse():
+                    result = results.get(block.id)
+                    updates.send(_tool_call(block, result, cwd))
+                    server, _, tool = block.name.partition("__")
+                    entries = toolview.plan_entries(server, tool, block.input)
+                    if entries is not None and result is not None and not result.is_error:
+                        plan = entries
+                case ToolResult():
+                    pass  # shown with its call, above
+                case Image() | Thinking() | RedactedThinking() | ServerToolUse() | ServerToolResult():
+                    pass  # not replayed
+                case _:
+                    assert_never(block)
     if plan is not None:  # the plan as it stood last: ACP replaces the whole plan on each update
         updates.send({"sessionUpdate": "plan", "entries": plan})
 

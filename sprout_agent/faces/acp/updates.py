@@ -280,9 +280,12 @@ def _text_content(text: str) -> Json:
 def _outcome_content(blocks: tuple[Text | Image, ...]) -> list[Json]:
     content: list[Json] = []
     for block in blocks:
-        if isinstance(block, Text):
-            content.append(_text_content(block.text))
-        else:
-            image: Json = {"type": "image", "data": block.data, "mimeType": block.media_type}
-            content.append({"type": "content", "content": image})
+        match block:
+            case Text():
+                content.append(_text_content(block.text))
+            case Image():
+                image: Json = {"type": "image", "data": block.data, "mimeType": block.media_type}
+                content.append({"type": "content", "content": image})
+            case _:
+                assert_never(block)
     return content

@@ -6,9 +6,20 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import assert_never
 
 from sprout_agent.core.agent import Agent
-from sprout_agent.core.messages import Message, Text, ToolResult, ToolUse
+from sprout_agent.core.messages import (
+    Image,
+    Message,
+    RedactedThinking,
+    ServerToolResult,
+    ServerToolUse,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+)
 from sprout_agent.core.permissions import resolve_mode
 from sprout_agent.mcp.state import ServerStatus
 from sprout_agent.session.prepared import Prepared
@@ -56,14 +67,21 @@ def replay_lines(history: Sequence[Message]) -> list[tuple[str, str]]:
         lines.append((f"… {len(history) - len(shown)} earlier messages", "dim"))
     for message in shown:
         for block in message.content:
-            if isinstance(block, Text) and block.text.strip():
-                text = _clip(block.text)
-                lines.append((f"› {text}", "bold") if message.role == "user" else (text, ""))
-            elif isinstance(block, ToolUse):
-                arguments = " ".join(json.dumps(block.input, ensure_ascii=False).split())
-                lines.append((f"⏺ {block.name} {_clip(arguments, 80)}", "cyan"))
-            elif isinstance(block, ToolResult) and block.is_error:
-                lines.append(("  ✗ failed", "red"))
+            match block:
+                case Text():
+                    if block.text.strip():
+                        text = _clip(block.text)
+                        lines.append((f"› {text}", "bold") if message.role == "user" else (text, ""))
+                case ToolUse():
+                    arguments = " ".join(json.dumps(block.input, ensure_ascii=False).split())
+                    lines.append((f"⏺ {block.name} {_clip(arguments, 80)}", "cyan"))
+                case ToolResult():
+                    if block.is_error:
+                        lines.append(("  ✗ failed", "red"))
+                case Image() | Thinking() | RedactedThinking() | ServerToolUse() | ServerToolResult():
+                    pass  # a compact replay: what was said and which tools ran
+                case _:
+                    assert_never(block)
     return lines
 
 
