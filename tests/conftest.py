@@ -14,6 +14,10 @@ import pytest
 
 from tests.bounds import bounded
 
+# Agents the tests start run cold (each in its own process, no zygote left behind), whatever environment they
+# inherit; tests/test_warm.py runs them through the warm interpreter, in a runtime directory of its own.
+os.environ["SPROUT_AGENT_WARM"] = "0"
+
 
 @pytest.fixture
 def anyio_backend() -> str:

@@ -56,6 +56,7 @@ def agent_env(home: Path, fake: FakeAnthropic | None, extra: dict[str, str] | No
         "ANTHROPIC_API_KEY": API_KEY,
         "SPROUT_AGENT_BUILTIN_SERVERS": "none",
         "PYTHONPATH": str(ROOT),
+        "SPROUT_AGENT_WARM": "0",  # each run in its own process; tests/test_warm.py runs them warm
     }
     if fake is not None:
         env["ANTHROPIC_BASE_URL"] = fake.base_url

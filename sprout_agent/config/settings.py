@@ -70,6 +70,12 @@ _DEFAULTS = {var.name: var.default for var in ENV_VARS}
 # error handler. Listed here so that .env.example names every variable; tests/test_config.py checks that
 # every such name in sprout_agent/ is in one of the two tables.
 PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
+    EnvVar(
+        "SPROUT_AGENT_WARM",
+        "1",
+        "0: never hand a -p run to the warm interpreter, nor start one (as --no-warm; docs/cli.md, Start-up)",
+    ),
+    EnvVar("SPROUT_AGENT_WARM_IDLE_SECONDS", "600", "the warm interpreter ends after this long without a run"),
     EnvVar("SPROUT_DEV_ALLOW_OUTSIDE", "", "dev tools: 1 lets write and edit reach outside the working directory"),
     EnvVar("SPROUT_DEV_ADD_DIRS", "", "dev tools: more directories write and edit may reach, :-separated (--add-dir)"),
     EnvVar("SPROUT_DEV_BASH_TIMEOUT", "120", "dev tools: bash's timeout when the model gives none, seconds (1 to 600)"),

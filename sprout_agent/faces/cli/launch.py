@@ -13,9 +13,31 @@ from pathlib import Path
 
 from sprout_agent.core.errors import EXIT_RUNTIME, exit_code_of, sprout_error_in
 from sprout_agent.faces.cli.exits import exit_now, fail
+from sprout_agent.faces.cli.warm import place as warm_place
 
 
 def main() -> None:
+    """`sprout-agent`: a run that goes to completion goes to a warm interpreter when one can take it
+    (faces/cli/warm); otherwise, and for everything else, it runs here."""
+    if warm_place.wanted(sys.argv[1:], os.environ, _is_terminal(0)):
+        from sprout_agent.faces.cli.warm.client import hand_over
+
+        try:
+            hand_over()  # returns only when the run is to happen here
+        except KeyboardInterrupt as error:
+            exit_now(exit_code_of(error))
+    run()
+
+
+def _is_terminal(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+def run() -> None:
+    """The run itself, in this process (cold) or in a warm child (faces/cli/warm/child.py)."""
     from sprout_agent.config.settings import is_secret
     from sprout_agent.trust import secrecy
 

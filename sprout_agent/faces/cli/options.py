@@ -129,6 +129,16 @@ PermissionPromptToolOption = Annotated[
 IncludePartialMessagesOption = Annotated[
     bool, typer.Option(help="stream-json: also each raw Messages API stream event, as `stream_event` lines.")
 ]
+# Read by faces/cli/launch.py before parsing (the warm interpreter is chosen before Typer loads); declared here so
+# that it is listed and accepted.
+NoWarmOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-warm",
+        help="Run in this process, not in the warm interpreter (also SPROUT_AGENT_WARM=0).",
+        show_default=False,
+    ),
+]
 
 # Claude Code's flags (docs/cli.md: "Claude Code's command line").
 PermissionModeOption = Annotated[

@@ -1,0 +1,138 @@
+"""A forked child of the zygote becoming one run: the caller's descriptors, directory, umask, environment and
+argv, then `launch.main` as a cold run would call it.
+
+Until the client says `go`, nothing of the run has happened (stdin unread, nothing written), so a child that
+cannot take the request on simply exits and the client runs cold. After `go`, a thread relays the client's
+signals (each raised on this process, so the run's own handlers see it as they would from a terminal), and
+the end of the client's connection (killed, or its terminal gone) is a SIGTERM: a run is never left behind
+without the process that stands for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import NoReturn
+
+from sprout_agent.faces.cli.warm.wire import RELAYED, Lines, line, receive_request
+
+REQUEST_TIMEOUT = 10.0  # seconds for the client to send its request and its `go`: it does so at once
+
+
+def become_the_run(conn: socket.socket) -> NoReturn:
+    code = 70  # EX_SOFTWARE: something below failed before the run could say anything
+    try:
+        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.set_wakeup_fd(-1)
+        os.setsid()  # a session of its own: the zygote's group is not this run's
+        conn.settimeout(REQUEST_TIMEOUT)
+        lines = _take_on(conn)
+        if lines is None:
+            os._exit(0)
+        conn.settimeout(None)
+        threading.Thread(target=_relay, args=(lines,), daemon=True, name="warm-signals").start()
+        code = _run()
+    except BaseException:  # the child must never return into the zygote's loop
+        with contextlib.suppress(BaseException):
+            import traceback
+
+            traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(BaseException):
+                stream.flush()
+        os._exit(code)
+
+
+def _take_on(conn: socket.socket) -> Lines | None:
+    """Reads the request and makes this process the caller's; None when the run must not happen here."""
+    try:
+        received = receive_request(conn)
+    except OSError:
+        return None
+    if received is None:
+        return None
+    request, fds = received
+    argv, cwd, env, umask = request.get("argv"), request.get("cwd"), request.get("env"), request.get("umask")
+    if not (
+        isinstance(argv, list)
+        and all(isinstance(a, str) for a in argv)  # pyright: ignore[reportUnknownVariableType]
+        and isinstance(cwd, str)
+        and isinstance(env, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())  # pyright: ignore[reportUnknownVariableType]
+        and isinstance(umask, int)
+    ):
+        return None
+    try:
+        os.chdir(cwd)
+    except OSError:
+        return None
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.umask(umask)
+    os.environ.clear()
+    os.environ.update(env)  # pyright: ignore[reportUnknownArgumentType]
+    time.tzset()
+    sys.argv = list(argv)  # pyright: ignore[reportUnknownArgumentType]
+    _standard_streams()
+    lines = Lines(conn)
+    try:
+        conn.sendall(line(ready=True))
+        answer = lines.next()
+    except OSError:
+        return None
+    return lines if answer is not None and answer.get("go") is True else None
+
+
+def _standard_streams() -> None:
+    """sys.stdin, stdout and stderr over the caller's descriptors, made as Python makes them at start-up: the
+    zygote's were over /dev/null, and whether stdout is line-buffered depends on what it is now."""
+    made: list[io.TextIOWrapper] = []
+    for fd, old in ((0, sys.stdin), (1, sys.stdout), (2, sys.stderr)):
+        raw = io.FileIO(fd, "rb" if fd == 0 else "wb", closefd=False)
+        buffered = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
+        interactive = fd == 2 or (fd == 1 and os.isatty(fd))
+        made.append(
+            io.TextIOWrapper(
+                buffered,  # pyright: ignore[reportArgumentType]
+                encoding=old.encoding,
+                errors=old.errors,
+                newline="\n",
+                line_buffering=interactive,
+            )
+        )
+    sys.stdin = sys.__stdin__ = made[0]
+    sys.stdout = sys.__stdout__ = made[1]
+    sys.stderr = sys.__stderr__ = made[2]
+
+
+def _relay(lines: Lines) -> None:
+    while (message := lines.next()) is not None:
+        signum = message.get("signal")
+        if isinstance(signum, int) and signum in RELAYED:
+            os.kill(os.getpid(), signum)
+    os.kill(os.getpid(), signal.SIGTERM)  # the client is gone: so is the run, as it would be with it
+
+
+def _run() -> int:
+    """`launch.run`, which leaves through `exit_now` (os._exit) or SystemExit; returns the exit code."""
+    from sprout_agent.faces.cli.launch import run
+
+    try:
+        run()
+    except SystemExit as leaving:
+        status = leaving.code
+        if status is None or isinstance(status, int):
+            return status or 0
+        sys.stderr.write(f"{status}\n")
+        return 1
+    return 0

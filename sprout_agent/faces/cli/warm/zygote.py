@@ -1,0 +1,218 @@
+"""The warm interpreter's own process: import what a run needs, then fork a child per connection.
+
+Started by `start` from a cold run (its own session, a minimal environment, `/` as its directory, no terminal,
+`python -P` so no directory of the caller's lands on the import path). It holds a lock for its whole life (one
+per fingerprint: a second one started meanwhile leaves at once), binds its socket only once the imports are
+done (a run that comes earlier goes cold rather than wait), and leaves after the idle time with no child
+running, or at SIGTERM once its children have ended. It never reads a request: the child does, after the fork
+(`child.py`), so nothing a run sends (its key, its environment) is ever in the memory later children copy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib
+import os
+import selectors
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from sprout_agent.faces.cli.warm import place
+from sprout_agent.faces.cli.warm.wire import line
+
+# What a `-p` run imports, from the command line to the model client and the built-in servers (measured with
+# `python -X importtime`); whatever a run imports beyond these it imports itself, as a cold run would.
+PRELOAD = (
+    "sprout_agent.faces.cli.app",
+    "sprout_agent.faces.cli.argv",
+    "sprout_agent.faces.cli.start",
+    "sprout_agent.faces.headless.run",
+    "sprout_agent.session.runtime",
+    "sprout_agent.mcp.link",
+    "sprout_agent.mcp.transports.in_process",
+    "sprout_agent.model.client",
+    "sprout_agent.tools.dev",
+    "sprout_agent.tools.todo",
+    "anthropic.lib.streaming",
+    "httpx2",
+)
+# What the zygote keeps of the environment of the run that started it: what Python and its locale need, never
+# a credential (each child gets its own run's environment).
+_KEPT = ("PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "XDG_RUNTIME_DIR", "TZ", "LANG", "LC_ALL", "LC_CTYPE")
+
+
+def start(base: Path, print_: str, env: Mapping[str, str]) -> None:
+    """Starts a zygote in the background unless one holds the lock (starting or serving); never fails a run."""
+    lock = place.lock_path(base, print_)
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # one is there
+    finally:
+        os.close(fd)  # the zygote takes the lock itself
+    import subprocess
+
+    # From the environment this process started with: Python adds LC_CTYPE to os.environ when it coerces a C
+    # locale, and a zygote given that would start in another mode (UTF-8 mode off) than the runs it serves.
+    kept = {k: v for k, v in place.startup_environment(env).items() if k in _KEPT or k.startswith(("PYTHON", "LC_"))}
+    code = "from sprout_agent.faces.cli.warm.zygote import main; main()"
+    argv = [sys.executable, "-P", "-c", code, str(base), print_, str(place.idle_seconds(env))]
+    with contextlib.suppress(OSError):
+        # Its stderr (a traceback if it fails to start) goes to a log beside the socket, truncated each start.
+        log = os.open(
+            base / f"w-{print_}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
+        )
+        try:
+            subprocess.Popen(
+                argv,
+                env=kept,
+                cwd="/",
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
+        finally:
+            os.close(log)
+
+
+def main() -> None:
+    base, print_, idle = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+    lock = os.open(place.lock_path(base, print_), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # another zygote got there first
+    if place.fingerprint(sys.path) != print_:
+        return  # started by an interpreter unlike this one: it would never be asked
+    for name in PRELOAD:
+        importlib.import_module(name)
+    if threading.active_count() != 1:
+        return  # an import started a thread: forking would copy it half-way through
+    zygote = _Zygote(place.socket_path(base, print_), idle, lock)
+    try:
+        zygote.run()
+    finally:
+        zygote.stop_listening()
+
+
+def _ignore(_signum: int, _frame: object) -> None:
+    return None
+
+
+def _bind(path: Path) -> socket.socket:
+    """Listens at `path`, replacing a stale socket atomically (bound under another name, then renamed)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    fresh = path.with_name(f"{path.name}.{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(fresh)
+    with place.address(fresh) as bound:
+        listener.bind(bound)
+    os.rename(fresh, path)
+    listener.listen(64)
+    return listener
+
+
+class _Zygote:
+    def __init__(self, path: Path, idle: float, lock: int) -> None:
+        self.path = path
+        self.lock = lock  # a child closes it: a run in flight must not keep the next zygote from starting
+        self.listener: socket.socket | None = _bind(path)
+        self.bound = os.stat(path).st_ino  # to remove our socket only, not one a newer zygote put there
+        self.idle = idle
+        self.children: dict[int, socket.socket] = {}
+        self.last = time.monotonic()
+        self.stopping = False
+        self.wake_read, self.wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.selector = selectors.DefaultSelector()
+
+    def run(self) -> None:
+        signal.set_wakeup_fd(self.wake_write)
+        signal.signal(signal.SIGCHLD, _ignore)  # its byte on the wakeup pipe is the news
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, self._stop)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        assert self.listener is not None
+        self.selector.register(self.listener, selectors.EVENT_READ)
+        self.selector.register(self.wake_read, selectors.EVENT_READ)
+        while self.children or not self.stopping:
+            timeout = None if self.children else max(0.0, self.last + self.idle - time.monotonic())
+            ready = self.selector.select(timeout)
+            for key, _events in ready:
+                if key.fileobj is self.listener:
+                    self._accept()
+                else:
+                    with contextlib.suppress(OSError):
+                        os.read(self.wake_read, 4096)
+            self._reap()
+            if not ready and not self.children and time.monotonic() - self.last >= self.idle:
+                break
+            if self.stopping:
+                self.stop_listening()
+
+    def _stop(self, _signum: int, _frame: object) -> None:
+        self.stopping = True
+
+    def stop_listening(self) -> None:
+        """No new runs: the socket goes (if it is still ours), the children in flight go on."""
+        if self.listener is None:
+            return
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(self.listener)
+        self.listener.close()
+        self.listener = None
+        with contextlib.suppress(OSError):
+            if os.stat(self.path).st_ino == self.bound:
+                os.unlink(self.path)
+
+    def _accept(self) -> None:
+        assert self.listener is not None
+        try:
+            conn, _address = self.listener.accept()
+        except OSError:
+            return
+        if not place.peer_is_like_us(conn):
+            conn.close()
+            return
+        self.last = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            from sprout_agent.faces.cli.warm.child import become_the_run
+
+            self.selector.close()
+            self.listener.close()
+            os.close(self.wake_read)
+            os.close(self.wake_write)
+            os.close(self.lock)
+            become_the_run(conn)
+        self.children[pid] = conn
+
+    def _reap(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.children.pop(pid, None)
+            if conn is None:
+                continue
+            if os.WIFSIGNALED(status):
+                ended = line(signal=os.WTERMSIG(status))
+            else:
+                ended = line(exit=os.waitstatus_to_exitcode(status))
+            with contextlib.suppress(OSError):
+                conn.sendall(ended)
+            conn.close()
+            self.last = time.monotonic()
