@@ -17,10 +17,12 @@ REFUSED: tuple[tuple[str, str], ...] = (
     # conversation. Proxies and CA bundles route or intercept any traffic.
     ("where requests and credentials go",
      r"ANTHROPIC_(?!API_KEY$|MODEL$).* .*_PROXY SSL_CERT_.* .*_CA_BUNDLE NODE_EXTRA_CA_CERTS NODE_TLS_.*"),
-    # The batch's command for each task; which built-in servers start (the sandboxed dev server, or none).
+    # The batch's command for each task; which built-in servers start (the sandboxed dev server, or none); which
+    # process runs the session (the warm interpreter).
     # GIT_*: GIT_DIR, GIT_CONFIG_* and the like point the git our tools run at a repository or config of theirs.
     ("what runs",
-     "PATH PYTHON.* LD_.* DYLD_.* NODE_OPTIONS GIT_.* TMPDIR SPROUT_AGENT_BATCH_.* SPROUT_AGENT_BUILTIN_SERVERS"),
+     "PATH PYTHON.* LD_.* DYLD_.* NODE_OPTIONS GIT_.* TMPDIR SPROUT_AGENT_BATCH_.* SPROUT_AGENT_BUILTIN_SERVERS "
+     "SPROUT_AGENT_WARM.*"),
     # Which servers' hooks run, their timeout and objection budgets: a repository must not switch off a guard the
     # user runs as a hook, nor make it give up sooner.
     ("your hooks",
