@@ -1,7 +1,8 @@
 """Measures sprout-agent's speed and memory on this machine against the import floor and a minimal loop.
 
-Run as `scripts/bench [--runs N] [--only GROUP...] [--json]`. Every figure comes from real processes: the fake Anthropic
-API (tests/fake_anthropic.py) timestamps request arrivals and reply ends; the bench times spawn and exit.
+Run as `scripts/bench [--runs N] [--only GROUP...] [--json] [--claude PATH]`. Every figure comes from real processes:
+the fake Anthropic API (tests/fake_anthropic.py) timestamps request arrivals and reply ends; the bench times spawn and
+exit. `--claude PATH` adds a Claude Code binary's figures beside ours in the `startup` group.
 """
 
 from __future__ import annotations
@@ -482,12 +483,24 @@ def fmt(value: list[float] | float | str, unit: str) -> str:
 
 med = statistics.median
 
+# The self time (-X importtime, summed by library) of importing what a `-p` run imports, in ms: today's figure
+# on the 2-core box, rounded up ~10%, so that a change is held against it (`scripts/bench --only startup`).
+IMPORT_BUDGET_MS = {  # medians of 9 imports on 2026-12-05 (load ~0.9): 682, 244, 32, 19, 58, 151; 1185
+    "anthropic": 750,
+    "mcp": 270,  # mcp and mcp_types
+    "pydantic": 35,  # pydantic, pydantic_core, annotated_types, typing_inspection (building models is their importer's)
+    "httpx2": 22,  # httpx2, httpcore2, h11
+    "ours": 65,  # sprout_agent.*
+    "other": 165,  # the standard library, typer, rich, anyio, and what mcp drags in (starlette, uvicorn, ...)
+    "total": 1300,
+}
+
 
 class Bench:
     """Each method measures one group of figures and appends rows (metric, value, target, pass)."""
 
-    def __init__(self, runs: int, only: list[str]) -> None:
-        self.runs, self.rows, self.only = runs, list[dict[str, Any]](), only
+    def __init__(self, runs: int, only: list[str], claude: str | None = None) -> None:
+        self.runs, self.rows, self.only, self.claude = runs, list[dict[str, Any]](), only, claude
         self.floor: list[float] = []
         self.mini: list[Run] = []
 
@@ -508,7 +521,7 @@ class Bench:
             self.toolhooks,
         ]
         steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render, self.remote, self.thinking]
-        steps += [self.batch, self.caps]
+        steps += [self.batch, self.caps, self.startup]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -809,6 +822,43 @@ class Bench:
         self.add("stream-json, a 300 MB line then a normal one: peak RSS", peak, "MB", "< 200 MB", peak < 200)
         self.add("  … exit code, stderr", f"{code}: {stderr}", "s")
 
+    def startup(self) -> None:
+        """19. start-up: CPU and wall of the light paths, one -p reply, start → 1st request (beside Claude Code with
+        --claude); the import cost of what -p loads, by library, against its budget"""
+        from scripts.bench_startup import claude_paths, import_ms, measure, p_import_set, scratch_home, sprout_paths
+
+        with scratch_home() as ours, scratch_home() as theirs:
+            paths = {f"sprout-agent {name}": path for name, path in sprout_paths(ours).items()}
+            if self.claude:
+                paths |= {f"claude {name}": path for name, path in claude_paths(self.claude, theirs).items()}
+            results = measure(paths, self.runs)
+        for name, runs in results.items():
+            light = name.startswith("sprout-agent") and "-p 'Say" not in name
+            cpu = [r.cpu for r in runs]
+            target, ok = ("< 0.3 s", med(cpu) < 0.3) if light else ("", None)
+            self.add(f"{name}: CPU", cpu, "s", target, ok)
+            self.add("  … wall", [r.wall for r in runs], "s")
+            if all(r.first_wall is not None for r in runs):
+                self.add("  … start → 1st request", [r.first_wall or 0 for r in runs], "s")
+                if all(r.first_cpu is not None for r in runs):
+                    self.add("  … CPU by the 1st request", [r.first_cpu or 0 for r in runs], "s")
+            expected = 2 if "no key" in name else 0
+            codes = sorted({r.code for r in runs})
+            if name.startswith("claude") or codes != [expected]:
+                said = f"{runs[-1].requests} requests; {runs[-1].tail}" if runs[-1].requests else runs[-1].tail
+                ok = None if name.startswith("claude") else False
+                self.add("  … exit", f"{'/'.join(map(str, codes))}: {said}"[:110], "s", "", ok)
+        modules = p_import_set()
+        figures = [import_ms(modules) for _ in range(self.runs)]
+        for group, budget in IMPORT_BUDGET_MS.items():
+            values = [f[0][group] if group != "total" else sum(f[0].values()) for f in figures]
+            label = group
+            if group == "other":
+                label += f" (most: {', '.join(name for name, _ in figures[-1][1].most_common(4))})"
+            values_s = [v / 1000 for v in values]
+            ok = med(values) <= budget
+            self.add(f"import of what -p loads: {label}", values_s, "ms", f"≤ {budget} ms", ok)
+
     def acp(self) -> None:
         """13. sprout-agent acp through the ACP SDK"""
         import anyio
@@ -823,11 +873,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     groups = "imports minimal ours facts builtins flags repl hooks toolhooks compaction servers acp sandbox render"
-    groups += " remote thinking batch caps"
+    groups += " remote thinking batch caps startup"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
+    parser.add_argument(
+        "--claude", metavar="PATH", help="startup: measure this Claude Code binary beside sprout-agent (fake API)"
+    )
     args = parser.parse_args()
     load = os.getloadavg()[0]
-    rows = Bench(args.runs, args.only).all()
+    rows = Bench(args.runs, args.only, args.claude).all()
     if args.json:
         print(json.dumps(rows, indent=1, ensure_ascii=False))
         return

@@ -53,6 +53,8 @@ async def _run(setup: Setup, names: tuple[str, ...], timeout: float | None) -> t
             failed[config.name] = problem
         else:
             startable.append(replace(config, start_timeout=timeout) if timeout else config)
+    if not startable:  # nothing to probe: no pool, whose first start loads the mcp SDK (~1 s here)
+        return [], failed
 
     def ignore(event: Event) -> None:  # start-up notices are mcp doctor's business
         del event

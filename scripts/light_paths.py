@@ -1,0 +1,185 @@
+"""The paths that need no SDK load none: `--version`, `--help`, usage and config errors, a missing key, `mcp list`,
+`mcp approve`/`revoke`, `sessions`, `hooks`. Fails when one of them imports anthropic, mcp or acp.
+
+Run by scripts/check. Each path is a real `python -X importtime -m sprout_agent …` process in a scratch home (its
+own XDG directories, no key unless the path needs one, the API on a closed port) and a scratch project, so the
+user's config cannot change what it does; its stderr names every module it imported, and the importer chain of
+an SDK found is printed. The CPU each path took (user+sys, from wait4) is printed for reading, never judged:
+timings belong to scripts/bench (`--only startup`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+SDKS = ("anthropic", "mcp", "acp")
+TIMEOUT = 60  # seconds per process: only a path gone wrong (say, one calling the API) comes near it
+
+
+@dataclass(frozen=True)
+class LightPath:
+    args: tuple[str, ...]
+    code: int  # the exit code the path ends with; another one means it is not the path we meant
+    where: str = "project"  # the scratch directory it runs in
+    env: dict[str, str] = field(default_factory=dict[str, str])
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or " ".join(self.args)
+
+
+# With a key, the API on a port nobody listens on: a path gone wrong fails here, not at api.anthropic.com. (Not
+# for the no-key path: a base URL alone lets a run go on without a key, for a proxy that holds it.)
+KEY = {"ANTHROPIC_API_KEY": "sk-ant-light-paths-0123456789", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+NO_BUILTINS = {"SPROUT_AGENT_BUILTIN_SERVERS": "none"}  # `hooks` starts the built-in servers, which are MCP servers
+
+# Each inner tuple runs in order (approve, then revoke; `hooks` once the project server is held back again, or it
+# would start it); the tuples run side by side.
+PATHS: tuple[tuple[LightPath, ...], ...] = (
+    (LightPath(("--version",), 0),),
+    (LightPath(("--help",), 0),),
+    (LightPath(("--no-such-flag",), 2, name="an unknown flag"),),
+    (LightPath(("-p", "hi"), 2, name="-p hi, no ANTHROPIC_API_KEY"),),
+    (LightPath(("-p", "hi", "--mcp-config", "../malformed.json"), 2, env=KEY, name="a malformed --mcp-config file"),),
+    (LightPath(("-p", "hi", "--config", "../malformed.json"), 2, env=KEY, name="a malformed --config file"),),
+    (LightPath(("mcp", "list"), 0, where="bad-project", name="mcp list, a bad .mcp.json"),),
+    (
+        LightPath(("mcp", "list"), 0),
+        LightPath(("mcp", "approve", "t"), 0),
+        LightPath(("mcp", "revoke", "t"), 0),
+        LightPath(("hooks",), 0, env=NO_BUILTINS, name="hooks (lists them; the one server held back)"),
+        LightPath(("hooks", "test"), 1, env=NO_BUILTINS, name="hooks test (nothing to start: exit 1, held back)"),
+    ),
+    (LightPath(("sessions",), 0),),
+    (LightPath(("hooks", "--help"), 0),),
+    (LightPath(("acp", "--thinking", "wrong"), 2, name="acp, a bad flag value"),),
+)
+
+
+@dataclass
+class Outcome:
+    path: LightPath
+    code: int
+    cpu: float
+    sdk_chain: list[str]  # the first SDK module imported, then who imported it, up to the top; empty: none
+    stderr_tail: str
+
+
+def scratch(root: Path) -> dict[str, str]:
+    """A home with its XDG directories and one recorded session, a project with a server needing consent, a
+    project whose .mcp.json is broken, a malformed config file; returns the environment every path shares."""
+    home = root / "home"
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_STATE_HOME": str(home / "state"),
+        "XDG_CACHE_HOME": str(home / "cache"),
+        "PYTHONPATH": str(ROOT),
+        "LANG": "C.UTF-8",
+    }
+    for name in ("project", "bad-project"):
+        (root / name).mkdir(mode=0o700)
+    (root / "project" / ".mcp.json").write_text(json.dumps({"mcpServers": {"t": {"command": "true"}}}))
+    (root / "bad-project" / ".mcp.json").write_text('{"mcpServers": {"t": {"command": ')
+    (root / "malformed.json").write_text("{nope")
+    _record_session(home / "data" / "sprout-agent" / "sessions", root / "project")
+    return env
+
+
+def _record_session(directory: Path, cwd: Path) -> None:
+    from sprout_agent.core.messages import Message, Text
+    from sprout_agent.session.store import SessionStore
+
+    store = SessionStore.new(directory, "00000000-0000-4000-8000-000000000001", str(cwd), "claude-light-paths")
+    store.appended(Message("user", (Text("hi"),)))
+    store.appended(Message("assistant", (Text("hello"),)))
+    store.close()
+
+
+def run(path: LightPath, root: Path, env: dict[str, str]) -> Outcome:
+    argv = [sys.executable, "-X", "importtime", "-m", "sprout_agent", *path.args]
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, cwd=root / path.where, env=env
+        )
+        watchdog = threading.Timer(TIMEOUT, proc.kill)
+        watchdog.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        watchdog.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+    imports = [line for line in stderr.splitlines() if line.startswith("import time:")]
+    said = [line for line in stderr.splitlines() if not line.startswith("import time:") and line.strip()]
+    cpu = usage.ru_utime + usage.ru_stime
+    return Outcome(path, proc.returncode, cpu, sdk_chain(imports), said[-1] if said else "")
+
+
+def sdk_chain(lines: list[str]) -> list[str]:
+    """From `-X importtime` lines: the first SDK module imported and its importers, outermost last.
+
+    Each line is `import time: self | cumulative | <2 spaces per level>name`, printed when that import ends:
+    a module's importer is the next line one level up."""
+    parsed: list[tuple[int, str]] = []
+    for line in lines:
+        column = line.rsplit("|", 1)[-1]
+        name = column.strip()
+        if name == "imported package":
+            continue
+        parsed.append(((len(column) - len(column.lstrip()) - 1) // 2, name))
+    for index, (depth, name) in enumerate(parsed):
+        if name.split(".")[0] in SDKS:
+            chain = [name]
+            for later_depth, later in parsed[index + 1 :]:
+                if later_depth < depth:
+                    chain.append(later)
+                    depth = later_depth
+            ours = [n for n in chain if n.split(".")[0] not in SDKS]  # `mcp.types` <- `mcp` <- `mcp.types`: one
+            sdk = [n for n in chain[: chain.index(ours[0])] if n.split(".")[0] in SDKS] if ours else chain
+            return [sdk[-1], *ours]
+    return []
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="light-paths-") as tmp:
+        root = Path(tmp)
+        env = scratch(root)
+
+        def chain(paths: tuple[LightPath, ...]) -> list[Outcome]:
+            return [run(path, root, env | path.env) for path in paths]
+
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            outcomes = [outcome for group in pool.map(chain, PATHS) for outcome in group]
+    print(f"light paths (no {', '.join(SDKS)}); CPU is user+sys of the process, for reading, not judged:")
+    failed = 0
+    for o in outcomes:
+        problems: list[str] = []
+        if o.sdk_chain:
+            problems.append(f"imported {' <- '.join(o.sdk_chain)}")
+        if o.code != o.path.code:
+            problems.append(f"exit {o.code}, not {o.path.code}: {o.stderr_tail[-200:]}")
+        failed += bool(problems)
+        verdict = "FAIL" if problems else "ok"
+        print(f"  {verdict:<4}  {o.cpu:5.2f} s CPU  exit {o.code}  {o.path.label}")
+        for problem in problems:
+            print(f"          {problem}")
+    if failed:
+        print(f"light_paths: {failed} path(s) failed", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
