@@ -129,7 +129,45 @@ def sprout_paths(home: Path) -> Paths:
         "-p hi, no key": (agent_command(["-p", "hi"]), no_key, False, work),
         "mcp list": (agent_command(["mcp", "list"]), env, False, work),
         f"-p {PROMPT!r}": (agent_command(["-p", PROMPT]), env, True, work),
+        f"-p {PROMPT!r}, warm": (agent_command(["-p", PROMPT]), warm_env(home, env), True, work),
     }
+
+
+def warm_env(home: Path, env: dict[str, str]) -> dict[str, str]:
+    """Runs that go to the warm interpreter (faces/cli/warm), in a runtime directory of this home's."""
+    runtime = home / "run"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    return env | {"SPROUT_AGENT_WARM": "1", "XDG_RUNTIME_DIR": str(runtime), "SPROUT_AGENT_WARM_IDLE_SECONDS": "60"}
+
+
+def zygote_of(env: dict[str, str]) -> int | None:
+    """The zygote serving `env`'s runtime directory, once its socket is up (waits for it, bounded)."""
+    base = Path(env["XDG_RUNTIME_DIR"]) / "sprout-agent"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if any(base.glob("*.sock")):
+            for entry in Path("/proc").iterdir():
+                try:
+                    argv = (entry / "cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if any(b"warm.zygote" in a for a in argv) and str(base).encode() in argv:
+                    return int(entry.name)
+        time.sleep(0.05)
+    return None
+
+
+def reaped_cpu(pid: int) -> float:
+    """The CPU of the children `pid` has waited for (cutime+cstime): a warm run's, once the zygote reaped it."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return sum(int(v) for v in fields[13:15]) / _TICK
+
+
+def stop_zygotes(paths: Paths) -> None:
+    for _argv, env, _faked, _cwd in paths.values():
+        if env.get("SPROUT_AGENT_WARM") == "1" and (zygote := zygote_of(env)) is not None:
+            os.kill(zygote, 15)
 
 
 def claude_paths(binary: str, home: Path) -> Paths:
@@ -157,9 +195,17 @@ def measure(paths: Paths, runs: int) -> dict[str, list[Started]]:
         for round_ in range(runs + 1):
             for name, (argv, env, faked, cwd) in paths.items():
                 full = env | {"ANTHROPIC_BASE_URL": fake.base_url} if faked else env
+                # A warm run's CPU is its caller's plus its own, which the zygote collects when it reaps it. The
+                # warm-up round is the cold run that starts the zygote.
+                zygote = zygote_of(env) if round_ and env.get("SPROUT_AGENT_WARM") == "1" else None
+                before = reaped_cpu(zygote) if zygote is not None else 0.0
                 started = run(argv, full, cwd, fake if faked else None)
+                if zygote is not None:
+                    started.cpu += reaped_cpu(zygote) - before
+                    started.first_cpu = None  # the caller's alone would flatter it
                 if round_:
                     results[name].append(started)
+    stop_zygotes(paths)
     return results
 
 
