@@ -786,11 +786,13 @@ class Bench:
 
         tasks = 6
         bare, one, walls = [], [], {1: [], 2: [], 4: []}
+        warm: dict[int, list[float]] = {1: [], 2: [], 4: []}
         for _ in range(self.runs):  # interleaved, so that a change in the machine's load hits every side alike
             bare.append(bare_wall())
             one.append(batch_wall(1, 1))
             for jobs, values in walls.items():
                 values.append(batch_wall(tasks, jobs))
+                warm[jobs].append(batch_wall(tasks, jobs, warm=True))
         self.add("bare -p, one reply", bare, "s")
         self.add("batch of 1 task (batch start + the task)", one, "s")
         self.add("  … over the bare -p run", med(one) - med(bare), "s")
@@ -800,6 +802,12 @@ class Bench:
         for jobs, values in walls.items():
             self.add(
                 f"batch --jobs {jobs}, {tasks} tasks: tasks per minute", med([60 * tasks / w for w in values]), "x"
+            )
+        for jobs, values in warm.items():
+            self.add(
+                f"batch --jobs {jobs}, {tasks} tasks, warm (its start included): tasks per minute",
+                med([60 * tasks / w for w in values]),
+                "x",
             )
 
     def caps(self) -> None:

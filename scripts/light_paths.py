@@ -89,6 +89,9 @@ def scratch(root: Path) -> dict[str, str]:
         "XDG_CACHE_HOME": str(home / "cache"),
         "PYTHONPATH": str(ROOT),
         "LANG": "C.UTF-8",
+        # The paths as they run in this process: a warm interpreter would hide what a cold start imports (and the
+        # check would leave one running).
+        "SPROUT_AGENT_WARM": "0",
     }
     for name in ("project", "bad-project"):
         (root / name).mkdir(mode=0o700)

@@ -242,10 +242,13 @@ def test_a_confined_peer_gets_nothing_and_a_confined_run_goes_cold(tmp_path: Pat
     probe = f"""
 import ctypes, socket, sys
 ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS, as Landlock needs
+from pathlib import Path
+from sprout_agent.faces.cli.warm.place import address
 from sprout_agent.faces.cli.warm.wire import send_request, Lines
 conn = socket.socket(socket.AF_UNIX)
 conn.settimeout(10)
-conn.connect({str(sock)!r})
+with address(Path({str(sock)!r})) as listening:
+    conn.connect(listening)
 try:
     send_request(conn, b'{{}}', [0, 1, 2])
 except OSError:

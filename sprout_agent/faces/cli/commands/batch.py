@@ -4,8 +4,9 @@ The work is in sprout_agent/batch/; docs/batch.md."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -14,6 +15,10 @@ from sprout_agent.core.errors import UsageError
 from sprout_agent.faces.cli import options as o
 from sprout_agent.faces.cli.exits import exit_now, fail
 from sprout_agent.faces.cli.options import OutputFormat
+from sprout_agent.faces.cli.warm import place as warm_place
+
+if TYPE_CHECKING:  # the batch loads when the command runs
+    from sprout_agent.batch.runner import BatchOptions, Executor
 
 
 class _RunByDefault(TyperGroup):
@@ -97,7 +102,7 @@ def batch_run(
         agent_args=tuple(agent_args),
     )
     try:
-        exit_now(runner.run_batch(options, os.environ, runner.executor_for(options)))
+        exit_now(runner.run_batch(options, os.environ, _warmed(runner.executor_for(options), options)))
     except UsageError as error:
         fail(str(error), error.exit_code)
 
@@ -128,3 +133,19 @@ def batch_merge(
         fail(f"batch merge: {error}", 2)
     runner.report(merged, output_format.value)
     exit_now(0)
+
+
+def _warmed(make_executor: Callable[[], Executor], options: BatchOptions) -> Callable[[], Executor]:
+    """The local executor's tasks start from the warm interpreter (faces/cli/warm): it is started, and awaited,
+    when the tasks are known and about to run, not before (a bad task file fails at once)."""
+    custom = bool(os.environ.get("SPROUT_AGENT_BATCH_AGENT"))
+    if options.executor != "local" or custom or not warm_place.wanted(["-p", *options.agent_args], os.environ, True):
+        return make_executor
+
+    def make() -> Executor:
+        from sprout_agent.faces.cli.warm.starting import warm_up
+
+        warm_up(os.environ)
+        return make_executor()
+
+    return make

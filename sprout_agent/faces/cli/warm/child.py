@@ -1,5 +1,5 @@
 """A forked child of the zygote becoming one run: the caller's descriptors, directory, umask, environment and
-argv, then `launch.main` as a cold run would call it.
+argv, then the run (`in_process.run`) as a cold `launch.main` would call it.
 
 Until the client says `go`, nothing of the run has happened (stdin unread, nothing written), so a child that
 cannot take the request on simply exits and the client runs cold. After `go`, a thread relays the client's
@@ -124,8 +124,8 @@ def _relay(lines: Lines) -> None:
 
 
 def _run() -> int:
-    """`launch.run`, which leaves through `exit_now` (os._exit) or SystemExit; returns the exit code."""
-    from sprout_agent.faces.cli.launch import run
+    """`in_process.run`, which leaves through `exit_now` (os._exit) or SystemExit; returns the exit code."""
+    from sprout_agent.faces.cli.in_process import run
 
     try:
         run()

@@ -15,7 +15,7 @@ import sys
 from types import FrameType
 from typing import NoReturn
 
-from sprout_agent.faces.cli.warm import place, zygote
+from sprout_agent.faces.cli.warm import place, starting
 from sprout_agent.faces.cli.warm.wire import RELAYED, Lines, line, send_request
 
 READY_TIMEOUT = 5.0  # seconds from connecting to the child's `ready`: a fork and a few system calls
@@ -40,7 +40,7 @@ def hand_over() -> None:
             conn.connect(listening)
     except OSError:
         conn.close()
-        zygote.start(base, print_, env)
+        starting.start(base, print_, env)
         return
     lines = _committed(conn, body)
     if lines is None:

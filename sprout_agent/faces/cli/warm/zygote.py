@@ -1,6 +1,6 @@
 """The warm interpreter's own process: import what a run needs, then fork a child per connection.
 
-Started by `start` from a cold run (its own session, a minimal environment, `/` as its directory, no terminal,
+Started by `starting.start` from a cold run (its own session, a minimal environment, `/` as its directory, no terminal,
 `python -P` so no directory of the caller's lands on the import path). It holds a lock for its whole life (one
 per fingerprint: a second one started meanwhile leaves at once), binds its socket only once the imports are
 done (a run that comes earlier goes cold rather than wait), and leaves after the idle time with no child
@@ -20,7 +20,6 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
 
 from sprout_agent.faces.cli.warm import place
@@ -42,48 +41,6 @@ PRELOAD = (
     "anthropic.lib.streaming",
     "httpx2",
 )
-# What the zygote keeps of the environment of the run that started it: what Python and its locale need, never
-# a credential (each child gets its own run's environment).
-_KEPT = ("PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "XDG_RUNTIME_DIR", "TZ", "LANG", "LC_ALL", "LC_CTYPE")
-
-
-def start(base: Path, print_: str, env: Mapping[str, str]) -> None:
-    """Starts a zygote in the background unless one holds the lock (starting or serving); never fails a run."""
-    lock = place.lock_path(base, print_)
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-    except OSError:
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return  # one is there
-    finally:
-        os.close(fd)  # the zygote takes the lock itself
-    import subprocess
-
-    # From the environment this process started with: Python adds LC_CTYPE to os.environ when it coerces a C
-    # locale, and a zygote given that would start in another mode (UTF-8 mode off) than the runs it serves.
-    kept = {k: v for k, v in place.startup_environment(env).items() if k in _KEPT or k.startswith(("PYTHON", "LC_"))}
-    code = "from sprout_agent.faces.cli.warm.zygote import main; main()"
-    argv = [sys.executable, "-P", "-c", code, str(base), print_, str(place.idle_seconds(env))]
-    with contextlib.suppress(OSError):
-        # Its stderr (a traceback if it fails to start) goes to a log beside the socket, truncated each start.
-        log = os.open(
-            base / f"w-{print_}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
-        )
-        try:
-            subprocess.Popen(
-                argv,
-                env=kept,
-                cwd="/",
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-                start_new_session=True,
-            )
-        finally:
-            os.close(log)
 
 
 def main() -> None:
