@@ -58,6 +58,8 @@ def agent_env(home: Path, fake: FakeAnthropic | None, extra: dict[str, str] | No
         "PYTHONPATH": str(ROOT),
         "SPROUT_AGENT_WARM": "0",  # each run in its own process; tests/test_warm.py runs them warm
     }
+    if warm_dir := os.environ.get("SPROUT_TEST_WARM_DIR"):  # the whole suite through the warm interpreter
+        env |= {"SPROUT_AGENT_WARM": "1", "XDG_RUNTIME_DIR": warm_dir}
     if fake is not None:
         env["ANTHROPIC_BASE_URL"] = fake.base_url
     env.update(extra or {})

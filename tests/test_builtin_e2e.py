@@ -93,7 +93,9 @@ def test_a_scripted_session_fixes_a_failing_test_in_a_git_repository(tmp_path: P
     (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     (repo / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    pytest_command = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+    # No bytecode: the edit keeps calc.py's size, and within the same second as the first run its .pyc would
+    # still look fresh to Python (a warm run gets there that fast).
+    pytest_command = f"PYTHONDONTWRITEBYTECODE=1 {sys.executable} -m pytest -q -p no:cacheprovider"
     script: list[Step] = [
         reply("Let me run the tests.", tool_use("dev__bash", {"command": pytest_command})),
         reply(tool_use("dev__read", {"file_path": "calc.py"})),

@@ -21,6 +21,9 @@ def test_bash_cannot_read_the_key_from_its_env_or_the_agents_proc_environ(tmp_pa
         "SPROUT_AGENT_BUILTIN_SERVERS": "dev",
         "GITHUB_TOKEN": "ghp_secret_value_123",
         "SPROUT_AGENT_SANDBOX": "off",
+        # Cold: the agent's own block is what is scrubbed here (a warm run's parent block is the warm
+        # interpreter's, which never held a key: tests/test_warm.py).
+        "SPROUT_AGENT_WARM": "0",
     }
     with FakeAnthropic(script) as fake:
         run = run_agent(tmp_path, ["-p", "look around"], fake=fake, env=extra)

@@ -4,8 +4,8 @@ argv, then the run (`in_process.run`) as a cold `launch.main` would call it.
 Until the client says `go`, nothing of the run has happened (stdin unread, nothing written), so a child that
 cannot take the request on simply exits and the client runs cold. After `go`, a thread relays the client's
 signals (each raised on this process, so the run's own handlers see it as they would from a terminal), and
-the end of the client's connection (killed, or its terminal gone) is a SIGTERM: a run is never left behind
-without the process that stands for it.
+the end of the client's connection without a signal (it was killed) kills the run as it would have killed a
+cold one: a run is never left behind without the process that stands for it.
 """
 
 from __future__ import annotations
@@ -120,7 +120,9 @@ def _relay(lines: Lines) -> None:
         signum = message.get("signal")
         if isinstance(signum, int) and signum in RELAYED:
             os.kill(os.getpid(), signum)
-    os.kill(os.getpid(), signal.SIGTERM)  # the client is gone: so is the run, as it would be with it
+    # The client is gone without relaying a signal: it was killed (SIGKILL) or crashed. A cold run would be gone
+    # with it, at once: so is this one (a script that kills and then resumes the session must not race it).
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _run() -> int:
