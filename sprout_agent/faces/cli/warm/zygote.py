@@ -56,7 +56,7 @@ def main() -> None:
         importlib.import_module(name)
     if threading.active_count() != 1:
         return  # an import started a thread: forking would copy it half-way through
-    zygote = _Zygote(place.socket_path(base, print_), idle, lock)
+    zygote = _Zygote(place.socket_path(base, print_), print_, idle, lock)
     try:
         zygote.run()
     finally:
@@ -80,9 +80,15 @@ def _bind(path: Path) -> socket.socket:
     return listener
 
 
+# How often an idle zygote checks that the code it imported is still what is installed (an edit or an upgrade
+# changes the fingerprint, and runs then look for another socket): a stale one leaves instead of idling out.
+STALE_CHECK_SECONDS = 30.0
+
+
 class _Zygote:
-    def __init__(self, path: Path, idle: float, lock: int) -> None:
+    def __init__(self, path: Path, print_: str, idle: float, lock: int) -> None:
         self.path = path
+        self.print_ = print_
         self.lock = lock  # a child closes it: a run in flight must not keep the next zygote from starting
         self.listener: socket.socket | None = _bind(path)
         self.bound = os.stat(path).st_ino  # to remove our socket only, not one a newer zygote put there
@@ -103,8 +109,8 @@ class _Zygote:
         self.selector.register(self.listener, selectors.EVENT_READ)
         self.selector.register(self.wake_read, selectors.EVENT_READ)
         while self.children or not self.stopping:
-            timeout = None if self.children else max(0.0, self.last + self.idle - time.monotonic())
-            ready = self.selector.select(timeout)
+            left = max(0.0, self.last + self.idle - time.monotonic())
+            ready = self.selector.select(None if self.children else min(left, STALE_CHECK_SECONDS))
             for key, _events in ready:
                 if key.fileobj is self.listener:
                     self._accept()
@@ -114,6 +120,8 @@ class _Zygote:
             self._reap()
             if not ready and not self.children and time.monotonic() - self.last >= self.idle:
                 break
+            if not ready and place.fingerprint(sys.path) != self.print_:
+                self.stopping = True  # the code changed under it: no run will ask for it again
             if self.stopping:
                 self.stop_listening()
 
