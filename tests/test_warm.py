@@ -5,6 +5,7 @@ its zygote is ended at teardown."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -282,3 +283,16 @@ def test_an_idle_zygote_leaves_and_takes_its_socket(tmp_path: Path, warm: Warm) 
     warm.env["SPROUT_AGENT_WARM_IDLE_SECONDS"] = "0.5"
     zygote = warm.started(tmp_path)
     settle(lambda: not pid_alive(zygote) and not warm.sockets(), "the idle zygote leaving with its socket")
+
+
+@pytest.mark.e2e
+def test_a_batch_starts_the_zygote_its_tasks_use(tmp_path: Path, warm: Warm) -> None:
+    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps({"id": f"t{n}", "prompt": "go"}) + "\n" for n in range(3)))
+    with FakeAnthropic([reply("done")] * 3) as fake:
+        ran = run_agent(tmp_path, ["batch", "tasks.jsonl", "--out", "out", "--jobs", "2"], fake=fake, env=warm.env)
+    assert ran.code == 0, ran.stderr
+    records = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["status"] for r in records) == ["ok"] * 3
+    # One zygote: the one the batch started before its first task is the one every task found (a task that came
+    # to a socket of another fingerprint would have started a second).
+    assert len(warm.sockets()) == 1 and len(warm.zygotes()) == 1

@@ -3,6 +3,7 @@ The work is in sprout_agent/batch/; docs/batch.md."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -137,15 +138,20 @@ def batch_merge(
 
 def _warmed(make_executor: Callable[[], Executor], options: BatchOptions) -> Callable[[], Executor]:
     """The local executor's tasks start from the warm interpreter (faces/cli/warm): it is started, and awaited,
-    when the tasks are known and about to run, not before (a bad task file fails at once)."""
+    when the tasks are known and about to run, not before (a bad task file fails at once). By a process started
+    as the tasks are (`python -m`, this environment): Python may have changed its own environment as it started
+    (a coerced C locale adds LC_CTYPE), so the tasks' interpreter, and so their zygote, can differ from this one."""
     custom = bool(os.environ.get("SPROUT_AGENT_BATCH_AGENT"))
     if options.executor != "local" or custom or not warm_place.wanted(["-p", *options.agent_args], os.environ, True):
         return make_executor
 
     def make() -> Executor:
-        from sprout_agent.faces.cli.warm.starting import warm_up
+        import subprocess
+        import sys
 
-        warm_up(os.environ)
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            warm_up = [sys.executable, "-m", "sprout_agent.faces.cli.warm.starting"]
+            subprocess.run(warm_up, env=os.environ, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
         return make_executor()
 
     return make

@@ -34,9 +34,6 @@ NO_WARM = "--no-warm"
 SUBCOMMANDS = frozenset({"mcp", "hooks", "batch", "sessions", "acp"})
 _ANSWERS_AT_ONCE = frozenset({"--help", "-h", "--version"})
 _OFF = frozenset({"0", "off", "false", "no"})
-# What Python reads from the environment as it starts (and the zygote cannot change later): runs that differ in
-# these get different zygotes.
-_STARTUP_NAMES = ("LANG", "LC_ALL", "LC_CTYPE")
 _NAMESPACES = ("mnt", "pid", "user", "net", "ipc", "uts", "cgroup")
 
 
@@ -69,16 +66,22 @@ def fingerprint(import_path: Sequence[str]) -> str:
         os.path.realpath(sys.executable),
         sys.version,
         (sys.flags.optimize, sys.flags.utf8_mode, sys.flags.dev_mode, sys.flags.isolated, sys.flags.no_user_site),
-        sorted(
-            (k, v)
-            for k, v in startup_environment(os.environ).items()
-            if k.startswith(("PYTHON", "LC_")) or k in _STARTUP_NAMES
-        ),
+        sorted((k, v) for k, v in startup_environment(os.environ).items() if k.startswith("PYTHON")),
+        _text_settings(),
         str(package),
         _newest(package),
         [(entry, _mtime(entry)) for entry in import_path],
     ]
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:20]
+
+
+def _text_settings() -> tuple[str, ...]:
+    """How Python set itself up for text: the C locale it chose (after any coercion of a C locale, which also
+    adds LC_CTYPE to os.environ, so a run started by one with that in its environment ends up the same) and the
+    encodings that follow from it."""
+    import locale
+
+    return (locale.setlocale(locale.LC_CTYPE), sys.getfilesystemencoding(), locale.getpreferredencoding(False))
 
 
 def startup_environment(fallback: Mapping[str, str]) -> dict[str, str]:
