@@ -251,7 +251,7 @@ conn.settimeout(10)
 with address(Path({str(sock)!r})) as listening:
     conn.connect(listening)
 try:
-    send_request(conn, b'{{}}', [0, 1, 2])
+    send_request(conn, b'{{}}')
 except OSError:
     pass
 print(Lines(conn).next())
@@ -296,3 +296,55 @@ def test_a_batch_starts_the_zygote_its_tasks_use(tmp_path: Path, warm: Warm) -> 
     # One zygote: the one the batch started before its first task is the one every task found (a task that came
     # to a socket of another fingerprint would have started a second).
     assert len(warm.sockets()) == 1 and len(warm.zygotes()) == 1
+
+
+@pytest.mark.e2e
+def test_a_run_under_no_new_privs_neither_uses_nor_starts_one(tmp_path: Path, warm: Warm) -> None:
+    """Landlock needs no_new_privs and shows nowhere else: a zygote started by such a run would serve the
+    commands it confines, so such a run stays cold (place.no_new_privs)."""
+    confined = (
+        "import ctypes, runpy, sys; ctypes.CDLL(None).prctl(38, 1, 0, 0, 0); "
+        "sys.argv = ['sprout-agent', '-p', 'hi']; runpy.run_module('sprout_agent', run_name='__main__')"
+    )
+    with FakeAnthropic([reply("cold"), reply("cold again")]) as fake:
+        env = agent_env(tmp_path, fake, warm.env)
+        for _ in range(2):
+            ran = subprocess.run(
+                [sys.executable, "-c", confined], env=env, cwd=tmp_path, capture_output=True, text=True
+            )
+            assert ran.returncode == 0, ran.stderr
+    assert warm.sockets() == [] and warm.zygotes() == []
+
+
+@pytest.mark.e2e
+def test_a_stopped_zygote_costs_a_bounded_wait_and_holds_no_pipe(tmp_path: Path, warm: Warm) -> None:
+    zygote = warm.started(tmp_path)
+    os.kill(zygote, signal.SIGSTOP)
+    try:
+        with FakeAnthropic([reply("cold after all")]) as fake:
+            ran = run_agent(tmp_path, ["-p", "hi"], fake=fake, env=warm.env, timeout=60)  # output read to its end
+        assert ran.code == 0 and ran.stdout == "cold after all\n", ran.stderr
+    finally:
+        os.kill(zygote, signal.SIGCONT)
+    assert warm.children(zygote) == []  # the child it forked late saw the caller gone and ran nothing
+
+
+@pytest.mark.e2e
+def test_a_signal_the_caller_ignores_is_ignored_by_the_run(tmp_path: Path, warm: Warm) -> None:
+    zygote = warm.started(tmp_path)
+    log = tmp_path / "calls.jsonl"
+    config = write_config(tmp_path, {"fake": fake_server(log=str(log))})
+    script = [reply(tool_use("fake__slow", {"seconds": 1}, id="t_slow")), reply("survived")]
+    with FakeAnthropic(script) as fake:
+        args = ["--config", str(config), "-p", "go"]
+        ignore_hup = lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)  # noqa: E731 - as nohup starts it
+        process = start_agent(tmp_path, args, fake=fake, env=warm.env, text=True, preexec_fn=ignore_hup)
+        try:
+            wait_for(lambda: len(read_log(log)) == 1, "the slow call reaching its server", process)
+            assert len(warm.children(zygote)) == 1
+            process.send_signal(signal.SIGHUP)
+            out, err = process.communicate(timeout=bounded(20))
+        finally:
+            process.kill()
+    assert process.returncode == 0, err
+    assert out == "survived\n"

@@ -7,6 +7,7 @@ the client has said `go`, it never returns: it exits with the run's code or dies
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,8 +16,8 @@ import sys
 from types import FrameType
 from typing import NoReturn
 
-from sprout_agent.faces.cli.warm import place, starting
-from sprout_agent.faces.cli.warm.wire import RELAYED, Lines, line, send_request
+from sprout_agent.faces.cli.warm import inherited, place, starting
+from sprout_agent.faces.cli.warm.wire import RELAYED, Lines, line, send_go, send_request
 
 READY_TIMEOUT = 5.0  # seconds from connecting to the child's `ready`: a fork and a few system calls
 
@@ -24,6 +25,8 @@ READY_TIMEOUT = 5.0  # seconds from connecting to the child's `ready`: a fork an
 def hand_over() -> None:
     """Runs this invocation in a warm child if one can take it; returns when it must run cold here."""
     env = os.environ
+    if place.no_new_privs():  # confined (a sandbox, a container's no-new-privileges): see place.py
+        return
     base = place.directory(env)
     if base is None:
         return
@@ -31,10 +34,12 @@ def hand_over() -> None:
     try:
         umask = os.umask(0o077)
         os.umask(umask)
-        body = json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "env": dict(env), "umask": umask}).encode()
+        request = {"argv": sys.argv, "cwd": os.getcwd(), "env": dict(env), "umask": umask}
+        body = json.dumps(request | inherited.of_this_process(RELAYED)).encode()
     except (OSError, ValueError):  # a deleted working directory, an environment JSON cannot carry
         return
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    conn.settimeout(READY_TIMEOUT)  # a stopped zygote's full backlog must not hold connect() either
     try:
         with place.address(place.socket_path(base, print_)) as listening:
             conn.connect(listening)
@@ -42,42 +47,53 @@ def hand_over() -> None:
         conn.close()
         starting.start(base, print_, env)
         return
-    lines = _committed(conn, body)
-    if lines is None:
-        conn.close()  # the child sees the end and runs nothing
+    child = _committed(conn, body)
+    if child is None:
+        conn.close()  # the child sees the end and runs nothing; our descriptors never left this process
         return
-    _relay_until_the_end(conn, lines)
+    _relay_until_the_end(conn, *child)
 
 
-def _committed(conn: socket.socket, body: bytes) -> Lines | None:
-    """Sends the request and waits for the child's `ready`; after our `go`, the run is the child's."""
+def _committed(conn: socket.socket, body: bytes) -> tuple[Lines, int] | None:
+    """Sends the request and waits for the child's `ready`; with our `go` (and our descriptors), the run is the
+    child's. Returns the lines to read and the child's pid."""
     try:
-        conn.settimeout(READY_TIMEOUT)
         if not place.peer_is_like_us(conn):
             return None
-        send_request(conn, body, [0, 1, 2])
+        send_request(conn, body)
         lines = Lines(conn)
         ready = lines.next()
-        if ready is None or ready.get("ready") is not True:
+        pid = ready.get("pid") if ready is not None else None
+        if ready is None or ready.get("ready") is not True or not isinstance(pid, int) or pid <= 0:
             return None
-        conn.sendall(line(go=True))
+        send_go(conn, [0, 1, 2])
         conn.settimeout(None)
     except OSError:
         return None
-    return lines
+    return lines, pid
 
 
-def _relay_until_the_end(conn: socket.socket, lines: Lines) -> NoReturn:
+def _relay_until_the_end(conn: socket.socket, lines: Lines, child: int) -> NoReturn:
     def relay(signum: int, _frame: FrameType | None) -> None:
-        try:
+        with contextlib.suppress(OSError):
             conn.sendall(line(signal=signum))
-        except OSError:
-            return
-        if signum == signal.SIGTSTP:  # stop with the run, as the shell expects of its job
-            os.kill(os.getpid(), signal.SIGSTOP)
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        # Ctrl-Z: the child, in a session of its own, would not be stopped by the terminal; stop it, then us
+        with contextlib.suppress(OSError):
+            os.kill(child, signal.SIGSTOP)
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+    def resume(_signum: int, _frame: FrameType | None) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(child, signal.SIGCONT)
 
     for signum in RELAYED:
-        signal.signal(signum, relay)
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # ignored here: ignored there too (nohup)
+            signal.signal(signum, relay)
+    if signal.getsignal(signal.SIGTSTP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGTSTP, stop)
+    signal.signal(signal.SIGCONT, resume)
     while (message := lines.next()) is not None:
         if isinstance(code := message.get("exit"), int):
             os._exit(code)
@@ -88,7 +104,7 @@ def _relay_until_the_end(conn: socket.socket, lines: Lines) -> NoReturn:
 
 
 def _die_of(signum: int) -> NoReturn:
-    for relayed in RELAYED:
+    for relayed in (*RELAYED, signal.SIGTSTP, signal.SIGCONT):
         signal.signal(relayed, signal.SIG_DFL)
     signal.signal(signum, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})

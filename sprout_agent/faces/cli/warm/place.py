@@ -168,7 +168,17 @@ def peer_is_like_us(conn: socket.socket) -> bool:
         return False
     if uid != os.getuid() or pid <= 0:
         return False
-    return confinement(pid) == confinement(os.getpid()) is not None
+    ours = confinement(os.getpid())
+    return ours is not None and ours[len(_NAMESPACES)] == "0" and confinement(pid) == ours
+
+
+def no_new_privs() -> bool:
+    """This process runs with no_new_privs, as every Landlock-confined process does, and as a container or a
+    service started with no-new-privileges does. No warm interpreter then: Landlock shows nowhere in /proc, so a
+    command confined by it would look like any other process of such a run and could ask the zygote, which is
+    not confined, for a session of its choosing."""
+    status = confinement(os.getpid())
+    return status is None or status[len(_NAMESPACES)] != "0"
 
 
 def confinement(pid: int) -> tuple[object, ...] | None:
@@ -177,7 +187,9 @@ def confinement(pid: int) -> tuple[object, ...] | None:
     try:
         spaces = tuple(os.readlink(f"/proc/{pid}/ns/{name}") for name in _NAMESPACES)
         with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as status:
-            flags = tuple(line.split()[1] for line in status if line.startswith(("NoNewPrivs:", "Seccomp:")))
+            flags = tuple(
+                line.split()[1] for line in status if line.startswith(("NoNewPrivs:", "Seccomp:", "Seccomp_filters:"))
+            )
     except (OSError, IndexError):
         return None
     return (*spaces, *flags)

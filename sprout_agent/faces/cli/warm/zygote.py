@@ -50,6 +50,8 @@ def main() -> None:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return  # another zygote got there first
+    if place.no_new_privs():
+        return  # it would serve commands confined by Landlock as readily as their runs: place.no_new_privs
     if place.fingerprint(sys.path) != print_:
         return  # started by an interpreter unlike this one: it would never be asked
     for name in PRELOAD:
@@ -159,6 +161,8 @@ class _Zygote:
             os.close(self.wake_read)
             os.close(self.wake_write)
             os.close(self.lock)
+            for other in self.children.values():  # the other runs' status channels are not this run's
+                other.close()
             become_the_run(conn)
         self.children[pid] = conn
 
