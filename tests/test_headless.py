@@ -143,7 +143,8 @@ def test_stream_json_is_init_then_events_then_result_through_tools_and_a_hook_ob
     ]
     server = fake_in_process(stop="tests are still red")  # echo, add, fail and a _Stop hook, in this process
     with FakeAnthropic(script) as fake:
-        options = Options("go", cwd=tmp_path.resolve(), output_format="stream-json")
+        # --verbose, as the SDKs always pass it: stream-json still keeps progress off stderr
+        options = Options("go", cwd=tmp_path.resolve(), output_format="stream-json", verbose=True)
         env = {"MCP_HOOK_SERVERS": "fake"}
         run = headless(tmp_path, monkeypatch, options, fake=fake, servers={}, env=env, in_process=[server])
     assert run.code == 0, run.stderr
@@ -205,7 +206,7 @@ def test_stream_json_is_init_then_events_then_result_through_tools_and_a_hook_ob
     (per_model,) = result["modelUsage"].values()
     assert per_model["costUSD"] == pytest.approx(result["total_cost_usd"])  # no compaction here: the same spend
     assert per_model["outputTokens"] == sum(r["message"]["usage"]["output_tokens"] for r in replies)
-    assert "⏺" not in run.stderr  # progress stays off unless -v
+    assert "⏺" not in run.stderr and "server" not in run.stderr  # no progress on stderr, --verbose or not
 
 
 def test_max_turns_is_exit_3_in_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

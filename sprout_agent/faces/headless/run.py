@@ -113,9 +113,11 @@ class Headless:
                 self.lines.as_text_io(), stream=options.output_format == "stream-json", progress=options.verbose
             )
         )
-        # Progress goes to stderr: always for text, only with -v for json and stream-json (stdout is theirs).
-        # In text mode the same sink prints each turn's answer on stdout.
-        show_progress = self.text_mode or options.verbose
+        # Progress goes to stderr: always for text, only with -v for json (stdout is theirs). Never for stream-json:
+        # there --verbose is what Claude Code requires of it and the SDKs always pass, and whoever reads the lines
+        # has every event already (an SDK's stderr callback must not get our progress). In text mode the same
+        # sink prints each turn's answer on stdout.
+        show_progress = self.text_mode or (options.verbose and options.output_format == "json")
         answers = sys.stdout if self.text_mode else None
         self.renderer = (
             TerminalRenderer(interactive=False, verbose=options.verbose, stdout=sys.stderr, answers=answers)
