@@ -222,10 +222,52 @@ def test_claude_p_with_allowed_tools_denies_what_no_rule_allows_and_lists_it_in_
     assert (result["type"], result["result"]) == ("result", "done")
     denied = ["t_config", "t_touch", "t_write"]
     assert [d["tool_use_id"] for d in result["permission_denials"]] == denied
-    assert [d["tool_name"] for d in result["permission_denials"]] == ["mcp__dev__bash"] * 2 + ["mcp__dev__write"]
+    assert [d["tool_name"] for d in result["permission_denials"]] == ["Bash"] * 2 + ["Write"]
     assert [d["tool_input"] for d in result["permission_denials"]] == [calls[i] for i in denied]
     assert not (tmp_path / "made-by-bash").exists() and not (tmp_path / "made-by-write.txt").exists()
     results = {r["tool_use_id"]: (bool(r.get("is_error")), result_text(r)) for r in tool_results(fake.requests[1].body)}
     assert results["t_version"][1].startswith("git version"), results["t_version"]
     assert all(results[i][0] and results[i][1].startswith("not approved") for i in denied)
     assert "'-c' makes git run a program" in results["t_config"][1]
+
+
+# ---------------------------------------------------------------- --tools: the built-in tools offered
+
+
+@pytest.mark.parametrize(
+    ("value", "offered", "warned"),
+    [
+        pytest.param("Bash,Read", {"dev": {"bash", "read"}}, [], id="claude_codes_names_were_ignored"),
+        pytest.param("TodoWrite dev__grep", {"dev": {"grep"}, "todo": {"todo_write"}}, [], id="ours_or_theirs"),
+        pytest.param("", {}, [], id="an_empty_list_offered_everything"),
+        pytest.param("WebFetch,Glob", {"dev": {"glob"}}, ["WebFetch"], id="an_unknown_name_went_unsaid"),
+        pytest.param("default", None, [], id="the_sdks_preset_dropped_every_tool"),
+    ],
+)
+def test_tools_flag_chooses_the_built_in_tools_offered_and_starts_no_server_left_without_one(
+    tmp_path: Path, value: str, offered: dict[str, set[str]] | None, warned: list[str]
+) -> None:
+    environ = agent_env(tmp_path, None, {"SPROUT_AGENT_BUILTIN_SERVERS": "dev,todo"})
+    prepared = prepare(Options("q", cwd=tmp_path, builtin_tools=value), Locations.nowhere(), environ)
+    builtins = {s.name: s.only_tools for s in prepared.loaded.servers if s.transport == "in-process"}
+    if offered is None:
+        assert builtins == {"dev": None, "todo": None}
+    else:
+        assert builtins == {name: frozenset(tools) for name, tools in offered.items()}
+    assert [n for n in prepared.loaded.notices if n.startswith("--tools")] == [
+        f"--tools {name}: not one of the built-in tools here; ignored" for name in warned
+    ]
+
+
+def test_tools_flag_offers_the_model_only_those_tools_and_the_stream_names_them_as_claude_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.headless_here import headless
+
+    options = Options("go", cwd=tmp_path, output_format="stream-json", builtin_tools="Bash,TodoWrite")
+    with FakeAnthropic([reply("done")]) as fake:
+        env = {"SPROUT_AGENT_SANDBOX": "off", "SPROUT_AGENT_BUILTIN_SERVERS": "dev,todo"}
+        run = headless(tmp_path, monkeypatch, options, fake=fake, servers={}, env=env)
+    assert run.code == 0, run.stderr
+    assert [t["name"] for t in fake.requests[0].body["tools"]] == ["dev__bash", "todo__todo_write"]
+    assert valid_lines(run.stdout)[0]["tools"] == ["Bash", "TodoWrite"]

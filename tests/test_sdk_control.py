@@ -148,7 +148,7 @@ def test_can_use_tool_asks_the_sdk_which_denies_one_call_and_allows_the_other(
     with FakeAnthropic([reply(*calls), reply("both handled")]) as fake:
         code, _, err = run_with_sdk(tmp_path, monkeypatch, script, fake=fake, env=DEV, options=ASKED)
     assert code == 0, err
-    assert {a["tool_name"] for a in asked} == {"mcp__dev__write"}
+    assert {a["tool_name"] for a in asked} == {"Write"}
     assert all(a["subtype"] == "can_use_tool" and a["tool_use_id"] for a in asked)
     results = {json.dumps(r["tool_use_id"]): result_text(r) for r in tool_results(fake.requests[1].body)}
     assert any("denied by the user: not that one" in text for text in results.values())

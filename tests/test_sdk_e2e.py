@@ -67,8 +67,8 @@ async def test_python_query_runs_an_allowed_tool_call_and_denies_the_rest_in_per
     assert isinstance(result, sdk.ResultMessage) and result.result == "all done" and not result.is_error
     denials = result.permission_denials or []
     assert [(d["tool_name"], d["tool_use_id"]) for d in denials] == [
-        ("mcp__dev__write", "t_write"),
-        ("mcp__dev__bash", "t_redirect"),
+        ("Write", "t_write"),
+        ("Bash", "t_redirect"),
     ]
     assert denials[0]["tool_input"] == write
     results = tool_results(fake.requests[1].body)
@@ -125,7 +125,7 @@ async def test_python_client_two_prompts_an_interrupt_mid_tool_and_a_denied_call
     assert any(isinstance(b, sdk.ToolUseBlock) for m in first if isinstance(m, sdk.AssistantMessage) for b in m.content)
     assert isinstance(first[-1], sdk.ResultMessage) and first[-1].is_error
     assert isinstance(second[-1], sdk.ResultMessage) and second[-1].result == "second done"
-    assert asked == ["mcp__dev__bash", "mcp__dev__write"]
+    assert asked == ["Bash", "Write"]
     assert "interrupted" in result_text(tool_results(fake.requests[1].body)[0])
     assert "no writes today" in result_text(tool_results(fake.requests[2].body)[-1])
     assert not (tmp_path / "work" / "x.txt").exists()
@@ -193,7 +193,7 @@ def test_typescript_query_with_a_tool_call_and_a_denied_call(tmp_path: Path) -> 
         done = subprocess.run([node, str(script_path)], env=env, capture_output=True, text=True, timeout=bounded(90))
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["asked"] == ["mcp__dev__bash", "mcp__dev__write"]
+    assert report["asked"] == ["Bash", "Write"]
     assert report["last"]["type"] == "result" and report["last"]["result"] == "ts done"
     results = [result_text(r) for r in tool_results(fake.requests[1].body)]
     assert any("from-ts" in text for text in results) and any("no writes from ts" in text for text in results)

@@ -49,6 +49,18 @@ async def test_todo_write_replaces_the_list_and_todo_read_returns_it(client: Cli
     assert await call_tool(client, "todo_read") == (False, "The todo list is empty.")
 
 
+async def test_claude_codes_todo_shape_is_accepted_and_active_form_shown_while_in_progress(client: Client) -> None:
+    claude_code = [
+        {"content": "Run the tests", "status": "in_progress", "activeForm": "Running the tests"},
+        {"content": "Fix the bug", "status": "pending", "activeForm": "Fixing the bug"},
+    ]
+    assert await call_tool(client, "todo_write", todos=claude_code) == (
+        False,
+        "Todo list updated (0/2 completed):\n[~] Run the tests (in_progress: Running the tests, id 1)\n"
+        "[ ] Fix the bug (pending, id 2)",
+    )
+
+
 async def test_invalid_todo_lists_are_refused_and_the_old_list_kept(client: Client) -> None:
     await call_tool(client, "todo_write", todos=PLAN)
     bad_lists: list[tuple[object, str]] = [

@@ -70,6 +70,9 @@ class ServerConfig:
     headers: dict[str, str] = field(default_factory=dict[str, str])
     oauth: OAuthSettings | None = None  # the entry's `oauth` key (a pre-registered client, scopes, …)
     call_timeout: float | None = None  # seconds, each tool call's bound (the entry's `timeout`); None = the global
+    # The server's tools offered to the model (`--tools` sets it on the built-in servers); None = all. Hooks are
+    # not offered tools: they stay, whatever this holds.
+    only_tools: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         # The transport alone decides how a server is reached: a module path or URL it would ignore is a mistake
@@ -406,10 +409,16 @@ BUILTIN_SERVERS = ("dev", "todo")
 
 
 def with_builtin_servers(
-    loaded: LoadedConfig, wanted: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None
+    loaded: LoadedConfig,
+    wanted: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    only_tools: Mapping[str, frozenset[str]] | None = None,
 ) -> LoadedConfig:
     """The built-in servers first (each with `env`: the sandbox policy), unless a file of yours defines one; a
-    project server of a built-in's name is dropped with a notice (server_names.py)."""
+    project server of a built-in's name is dropped with a notice (server_names.py). `only_tools`: per built-in
+    server, the tools it offers (`--tools`); a server given no tool is not started (its hooks with it, as
+    Claude Code's `--tools ""` leaves no built-in tool)."""
     yours = {server.name for server in (*loaded.servers, *loaded.broken) if not server.project}
     builtins = tuple(
         ServerConfig(
@@ -420,9 +429,10 @@ def with_builtin_servers(
             cwd=str(cwd),
             transport="in-process",
             in_process=f"sprout_agent.tools.{name}",
+            only_tools=None if only_tools is None else only_tools.get(name, frozenset()),
         )
         for name in BUILTIN_SERVERS
-        if name in wanted and name not in yours
+        if name in wanted and name not in yours and (only_tools is None or only_tools.get(name))
     )
     servers, dropped = drop_shadowed(loaded.servers, {server.name: None for server in builtins}, cwd)
     return replace(loaded, servers=builtins + servers, notices=loaded.notices + dropped)

@@ -40,6 +40,7 @@ class Options:
     claude_rules: bool = False  # --allowedTools / --disallowedTools given (Claude Code's rule flags)
     allow_tools: tuple[str, ...] = ()  # patterns such as dev__bash or git__*
     deny_tools: tuple[str, ...] = ()
+    builtin_tools: str | None = None  # --tools: the built-in tools offered, by Claude Code's names ("": none); None = all
     trust_project: bool = False  # --trust-project: the project's .mcp.json servers start without asking, this run
     permission_prompt_tool: str | None = None  # "stdio": the SDK's can_use_tool callback is the one asked
     sandbox: str | None = None  # --sandbox off | read-only | workspace-write | required; None = env or default

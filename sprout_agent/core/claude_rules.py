@@ -17,24 +17,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sprout_agent.core.command_escapes import escape
+from sprout_agent.core.tool_names import CLAUDE_CODE_NAMES, model_tool_name
 
-# Claude Code's tools → ours (tools with no counterpart here are absent: a rule naming one is a warning).
-BUILTIN_TOOLS = {
-    "Bash": "dev__bash",
-    "Read": "dev__read",
-    "Write": "dev__write",
-    "Edit": "dev__edit",
+# Claude Code's tools → ours (tools with no counterpart here are absent: a rule naming one is a warning); two of
+# its tools whose job one of ours does too.
+BUILTIN_TOOLS = {claude: model_tool_name(*ours) for ours, claude in CLAUDE_CODE_NAMES.items()} | {
     "MultiEdit": "dev__edit",
-    "Glob": "dev__glob",
-    "Grep": "dev__grep",
     "LS": "dev__glob",
-    "TodoWrite": "todo__todo_write",
 }
 NOT_HERE = frozenset(
     {"WebFetch", "WebSearch", "Task", "Agent", "NotebookEdit", "NotebookRead", "BashOutput", "KillShell"}
     | {"KillBash", "ExitPlanMode", "SlashCommand", "Skill", "ToolSearch", "AskUserQuestion"}
 )
 BASH = "dev__bash"
+BUILTIN_SERVERS = frozenset(server for server, _ in CLAUDE_CODE_NAMES)
 # Not allowed in a rule's words, nor outside quotes in a command an allow rule matches: `git status; rm -rf /` is
 # not "git". A quoted word is one word, as bash reads it (`git commit -m "fix: it; now"`).
 SHELL_META = frozenset(";&|<>$`(){}\\\n\r\"'*?[]~!#")
@@ -89,6 +85,25 @@ def _one(rule: str, deny: bool) -> tuple[str | None, str | None]:
     if deny:
         return (ours, f"the ({spec}) part cannot be checked here: all of {ours} is denied")
     return (None, f"the ({spec}) part cannot be checked here; the rule is ignored (the tool still asks)")
+
+
+def offered_builtins(value: str) -> tuple[dict[str, frozenset[str]] | None, tuple[str, ...]]:
+    """`--tools`: per built-in server, the tools it offers (None: all, for "default"), and a warning per name that is
+    no built-in tool here. Claude Code's names (`Bash`, `Read`…) or ours (`dev__bash`, `todo__todo_read`)."""
+    names = split_rules([value])
+    if names == ["default"]:
+        return (None, ())
+    ours = {model: pair for pair in CLAUDE_CODE_NAMES for model in (model_tool_name(*pair), CLAUDE_CODE_NAMES[pair])}
+    offered: dict[str, set[str]] = {}
+    warnings: list[str] = []
+    for name in names:
+        server, _, tool = name.partition("__")
+        pair = ours.get(name) or ((server, tool) if server in BUILTIN_SERVERS and tool else None)
+        if pair is None:
+            warnings.append(f"--tools {name}: not one of the built-in tools here; ignored")
+            continue
+        offered.setdefault(pair[0], set()).add(pair[1])
+    return ({server: frozenset(tools) for server, tools in offered.items()}, tuple(warnings))
 
 
 def command_rule(spec: str) -> tuple[str, bool] | None:

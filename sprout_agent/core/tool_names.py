@@ -20,7 +20,22 @@ def with_hash(name: str, server: str, tool: str) -> str:
     return f"{name[: MAX_TOOL_NAME - 9]}_{digest}"
 
 
+# Our built-in tools that do the job of one of Claude Code's, under Claude Code's name in everything SDK-facing:
+# callbacks, hook matchers and allow-lists written for Claude Code name them so. The built-in servers' names are
+# reserved (a configured server called `dev` or `todo` is shadowed by the built-in one: config/files.py).
+CLAUDE_CODE_NAMES: dict[tuple[str, str], str] = {
+    ("dev", "bash"): "Bash",
+    ("dev", "read"): "Read",
+    ("dev", "write"): "Write",
+    ("dev", "edit"): "Edit",
+    ("dev", "glob"): "Glob",
+    ("dev", "grep"): "Grep",
+    ("todo", "todo_write"): "TodoWrite",
+}
+
+
 def sdk_tool_name(server: str, tool: str) -> str:
-    """Claude Code's name for an MCP tool, `mcp__server__tool`: what its SDKs' allow-lists and matchers expect.
-    Only the SDK-facing stream uses it; the model sees `model_tool_name`."""
-    return f"mcp__{server}__{tool}"
+    """Claude Code's name for a tool: `Bash`, `Read`… for the built-in tools that match one of its own, else
+    `mcp__server__tool`, as for any MCP tool. Only the SDK-facing stream and callbacks use it; the model sees
+    `model_tool_name`."""
+    return CLAUDE_CODE_NAMES.get((server, tool)) or f"mcp__{server}__{tool}"

@@ -145,7 +145,10 @@ def name_tools(servers: Iterable[ServerState], emit: Callable[[Event], None]) ->
     named: list[ToolSpec] = []
     used: set[str] = set()
     for server in servers:
+        only = server.config.only_tools
         for spec in server.tools:
+            if only is not None and spec.tool not in only and not is_hook(spec):
+                continue  # not offered (`--tools`): the model never sees it, so it cannot call it
             name = model_tool_name(spec.server, spec.tool)
             if name in used:
                 name = with_hash(name, spec.server, spec.tool)

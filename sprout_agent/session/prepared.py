@@ -17,6 +17,7 @@ from sprout_agent.config.dotenv_file import read_dotenv
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options, add_dirs_env, as_claude_code, asking_sdk
 from sprout_agent.config.sandboxing import SandboxPlan, plan, server_notices
+from sprout_agent.core.claude_rules import offered_builtins
 from sprout_agent.core.compaction import context_window, parse_threshold
 from sprout_agent.core.errors import ConfigError, UsageError
 from sprout_agent.core.ledger import Price, parse_prices
@@ -98,7 +99,9 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     loaded = _loaded(options, env, environ, locations)
     sandbox = _sandbox(options, locations, environ, loaded.sandbox)
     tools_env = {**sandbox.server_env(), **added_dirs}
-    loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, tools_env)
+    offered, tools_warnings = (None, ()) if options.builtin_tools is None else offered_builtins(options.builtin_tools)
+    loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, tools_env, offered)
+    loaded = replace(loaded, notices=loaded.notices + tools_warnings)
     trusted = options.trust_project or consent.trusted_by_environment(environ)
     has_project_servers = any(server.project for server in loaded.servers)
     approvals = (

@@ -24,7 +24,7 @@ MAX_CONTENT_CHARS = 500
 TODO_WRITE = f"""Replace the whole todo list for this session (send every item, not only changed ones).
 Use it for multi-step tasks: plan the steps, mark one in_progress while working on it, and mark each \
 completed as soon as it is done. Each item: content (what to do), status (pending, in_progress or \
-completed), optional id. At most {MAX_ITEMS} items of {MAX_CONTENT_CHARS} characters. Returns the list \
+completed), optional id, optional activeForm (what is being done, e.g. "Running the tests"). At most {MAX_ITEMS} items of {MAX_CONTENT_CHARS} characters. Returns the list \
 as rendered. While items are pending or in_progress, the agent is reminded of them when it tries to stop."""
 
 TODO_READ = "Return the current todo list of this session, one item per line with its status."
@@ -38,6 +38,8 @@ ITEM_SCHEMA: dict[str, Any] = {
         "content": {"type": "string", "minLength": 1},
         "status": {"type": "string", "enum": list(STATUSES)},
         "id": {"type": "string"},
+        # Claude Code's TodoWrite shape: what is being done, shown while the item is in progress
+        "activeForm": {"type": "string"},
     },
     "required": ["content", "status"],
     "additionalProperties": False,
@@ -49,13 +51,14 @@ class Item:
     content: str
     status: str
     id: str
+    active_form: str = ""
 
 
 def _parse_item(index: int, raw: object) -> Item:
     if not isinstance(raw, dict):
         raise ToolError(f"todos[{index}] must be an object with content and status")
     fields: dict[str, object] = {str(k): v for k, v in raw.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-    unknown = sorted(set(fields) - {"content", "status", "id"})
+    unknown = sorted(set(fields) - {"content", "status", "id", "activeForm"})
     if unknown:
         raise ToolError(f"todos[{index}] has unknown field(s): {', '.join(unknown)}")
     content, status, item_id = fields.get("content"), fields.get("status"), fields.get("id", str(index + 1))
@@ -67,11 +70,18 @@ def _parse_item(index: int, raw: object) -> Item:
         raise ToolError(f"todos[{index}].status must be one of {', '.join(STATUSES)}, not {status!r}")
     if not isinstance(item_id, str):
         raise ToolError(f"todos[{index}].id must be a string")
-    return Item(content.strip(), str(status), item_id)
+    active_form = fields.get("activeForm", "")
+    if not isinstance(active_form, str) or len(active_form) > MAX_CONTENT_CHARS:
+        raise ToolError(f"todos[{index}].activeForm must be a string of at most {MAX_CONTENT_CHARS} characters")
+    return Item(content.strip(), str(status), item_id, active_form.strip())
 
 
 def render(items: list[Item]) -> str:
-    return "\n".join(f"{MARKS[i.status]} {i.content} ({i.status}, id {i.id})" for i in items)
+    return "\n".join(f"{MARKS[i.status]} {i.content} ({_state(i)}, id {i.id})" for i in items)
+
+
+def _state(item: Item) -> str:
+    return f"{item.status}: {item.active_form}" if item.status == "in_progress" and item.active_form else item.status
 
 
 @dataclass

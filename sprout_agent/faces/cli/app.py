@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from sprout_agent import __version__
+from sprout_agent import CLAUDE_CODE_PROTOCOL, __version__
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.settings import EFFORT_LEVELS, THINKING_SETTINGS, choice, model_id
 from sprout_agent.core.errors import UsageError
@@ -70,7 +70,7 @@ def _mode(name: str, output_format: str) -> str:
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"sprout-agent {__version__}")
+        typer.echo(f"sprout-agent {__version__} (Claude Code headless protocol {CLAUDE_CODE_PROTOCOL})")
         raise typer.Exit()
 
 
@@ -117,6 +117,7 @@ def main_command(
     deny_tools: o.DenyToolsOption = None,
     allowed_tools: o.AllowedToolsOption = None,
     disallowed_tools: o.DisallowedToolsOption = None,
+    builtin_tools: o.BuiltinToolsOption = None,
     trust_project: o.TrustProjectOption = False,
     sandbox: o.SandboxOption = None,
     sandbox_network: o.SandboxNetworkOption = None,

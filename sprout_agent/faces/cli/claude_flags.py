@@ -20,7 +20,6 @@ OPTIONAL = -1
 IGNORED: dict[str, tuple[int, str]] = {
     "--settings": (1, "Claude Code's settings files are not read (sprout-agent: .env and SPROUT_AGENT_* variables)"),
     "--setting-sources": (1, "Claude Code's settings files are not read"),
-    "--tools": (1, "the built-in tools are chosen with SPROUT_AGENT_BUILTIN_SERVERS"),
     "--betas": (1, "no beta headers are sent"),
     "--plugin-dir": (1, "plugins are not supported"),
     "--agents": (1, "subagents are not supported"),

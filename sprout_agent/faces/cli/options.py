@@ -158,6 +158,15 @@ AllowedToolsOption = Annotated[
         help="Claude Code's allow rules (Read, Bash(git:*), mcp__server__tool), comma- or space-separated.",
     ),
 ]
+BuiltinToolsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--tools",
+        metavar="TOOLS",
+        help='The built-in tools offered, by Claude Code\'s names (Bash, Read, Write, Edit, Glob, Grep, TodoWrite) or '
+        'ours (dev__bash…), comma- or space-separated; "" for none, "default" for all. MCP servers\' tools stay.',
+    ),
+]
 DisallowedToolsOption = Annotated[
     list[str] | None,
     typer.Option("--disallowedTools", metavar="RULES", help="Claude Code's deny rules, as --allowedTools."),

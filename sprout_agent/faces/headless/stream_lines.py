@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO, assert_never, cast
 
+from sprout_agent import CLAUDE_CODE_PROTOCOL, __version__
 from sprout_agent.config.files import Transport, listed_transport
 from sprout_agent.config.sandboxing import SandboxPlan
 from sprout_agent.core import events as ev
@@ -150,6 +151,9 @@ def init_record(info: InitInfo) -> Record:
         "agents": [],
         "skills": [],
         "plugins": [],
+        # The SDKs read the protocol level from the leading x.y.z (and warn when there is none); the rest says
+        # who speaks it. We do not claim to be Claude Code.
+        "claude_code_version": f"{CLAUDE_CODE_PROTOCOL} (sprout-agent {__version__}, compatible)",
         "schema_version": SCHEMA_VERSION,
         "resumed": info.resumed,
         "model_tools": list(info.model_tools),
