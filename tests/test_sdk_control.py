@@ -18,11 +18,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from sprout_agent.config.files import load_config
 from sprout_agent.config.options import Options
-from sprout_agent.core.errors import ConfigError
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, hang, model_info, reply, tool_use
 from tests.fake_sdk import FakeSdk, Json, mentions, run_with_sdk
-from tests.harness import API_KEY, assert_history_valid, result_text, tool_results
+from tests.harness import API_KEY, assert_history_valid, fake_server, result_text, tool_results
 from tests.headless_here import headless
 
 if TYPE_CHECKING:
@@ -65,6 +64,46 @@ def test_initialize_is_answered_an_unknown_subtype_gets_an_error_and_the_session
     assert fake.requests[0].body["system"][0]["text"] == "Be terse."  # initialize's systemPrompt replaces ours
     assert not [line for line in sdk.out.raw if json.loads(line).get("type") == "control_request"]
     assert all(API_KEY not in line for line in sdk.out.raw)
+
+
+def test_servers_and_rules_sent_in_initialize_are_applied_and_confirmed_before_the_session_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The TypeScript SDK's default: `--await-initialize` and its servers (and, on request, its deny rules and
+    directories) only in `initialize`, each confirmed by an `*_applied` field or the SDK ends the session."""
+    answers: dict[str, Json] = {}
+    extra = tmp_path / "extra"
+    extra.mkdir()
+
+    def script(sdk: FakeSdk) -> None:
+        answers["init"] = sdk.control(
+            "i",
+            "initialize",
+            mcpServers={"fake": fake_server()},
+            disallowedTools=["Bash"],
+            additionalDirectories=[str(extra)],
+            settings={"permissions": {}},  # not read here: not confirmed, so the SDK says so itself
+        )
+        sdk.user("go")
+        sdk.expect(is_result)
+
+    script_steps = [
+        reply(tool_use("fake__echo", {"text": "hi"}), tool_use("dev__bash", {"command": "echo no"})),
+        reply("ok"),
+    ]
+    options = Options(prompt=None, await_initialize=True, permission_mode="auto")
+    with FakeAnthropic(script_steps) as fake:
+        code, sdk, err = run_with_sdk(tmp_path, monkeypatch, script, fake=fake, options=options, env=DEV)
+    assert code == 0, err
+    response = answers["init"]["response"]
+    assert response["mcp_servers_applied"] is True and response["disallowed_tools_applied"] is True
+    assert response["additional_directories_applied"] is True and "settings_applied" not in response
+    tools = [tool["name"] for tool in fake.requests[0].body["tools"]]
+    assert "fake__echo" in tools and "dev__bash" in tools
+    echoed, denied = tool_results(fake.requests[1].body)
+    assert "hi" in result_text(echoed) and denied.get("is_error") and "denied" in result_text(denied)
+    init = next(json.loads(line) for line in sdk.out.raw if '"subtype": "init"' in line)
+    assert "mcp__fake__echo" in init["tools"]
 
 
 def test_initialize_refuses_hook_callbacks_and_structured_output(
@@ -245,9 +284,10 @@ def test_sdk_servers_come_only_from_the_users_own_files(tmp_path: Path) -> None:
     mine.write_text(json.dumps(entry))
     (server,) = load_config([mine], tmp_path, {}, None).servers
     assert (server.name, server.transport, server.command, server.url) == ("calc", "sdk", "", None)
-    mine.write_text(json.dumps({"mcpServers": {"calc": {"type": "sdk", "name": "other"}}}))
-    with pytest.raises(ConfigError, match="name must be the server's key"):
-        load_config([mine], tmp_path, {}, None)
+    # create_sdk_mcp_server(name="calculator") mounted as "calc": the key names it, as in Claude Code
+    mine.write_text(json.dumps({"mcpServers": {"calc": {"type": "sdk", "name": "calculator"}}}))
+    (server,) = load_config([mine], tmp_path, {}, None).servers
+    assert (server.name, server.transport) == ("calc", "sdk")
 
 
 def test_an_sdk_server_without_an_sdk_fails_saying_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -101,9 +101,9 @@ async def test_python_client_two_prompts_an_interrupt_mid_tool_and_a_denied_call
 
     async def can_use_tool(name: str, args: dict[str, Any], context: Any) -> Any:
         asked.append(name)
-        if name.endswith("bash"):
+        if name == "Bash":
             bash_allowed.set()
-        if name.endswith("write"):
+        if name == "Write":
             return sdk.PermissionResultDeny(message="no writes today")
         return sdk.PermissionResultAllow()
 
@@ -139,7 +139,7 @@ async def test_python_sdk_in_process_mcp_tool(tmp_path: Path) -> None:
     async def add(args: dict[str, Any]) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": f"sum is {args['a'] + args['b']}"}]}
 
-    server = sdk.create_sdk_mcp_server("calc", tools=[add])
+    server = sdk.create_sdk_mcp_server("calculator", tools=[add])  # mounted as "calc": the key names it
     script = [reply(tool_use("calc__add", {"a": 2, "b": 3})), reply("five")]
     with FakeAnthropic(script) as fake:
         options = sdk_options(tmp_path, fake, mcp_servers={"calc": server}, allowed_tools=["mcp__calc__add"])
@@ -150,24 +150,38 @@ async def test_python_sdk_in_process_mcp_tool(tmp_path: Path) -> None:
 
 
 TS_SCRIPT = """
-import { query } from "@anthropic-ai/claude-agent-sdk";
+import { query, createSdkMcpServer, tool } from "@anthropic-ai/claude-agent-sdk";
+import { z } from "zod";
 const asked = [];
 const messages = [];
+const added = [];
+// Mounted under another key than its name, as the SDK's own calculator example does; the TypeScript SDK names
+// its in-process servers only in the initialize request.
+const calc = createSdkMcpServer({
+  name: "calculator",
+  tools: [tool("add", "Add two numbers", { a: z.number(), b: z.number() }, async ({ a, b }) => {
+    added.push([a, b]);
+    return { content: [{ type: "text", text: `sum is ${a + b}` }] };
+  })],
+});
 for await (const message of query({
   prompt: "run it",
   options: {
     pathToClaudeCodeExecutable: process.env.SPROUT_WRAPPER,
     cwd: process.env.SPROUT_WORK,
     env: JSON.parse(process.env.SPROUT_ENV),
+    mcpServers: { calc },
     canUseTool: async (name, input) => {
       asked.push(name);
-      return name.endsWith("write")
+      return name === "Write"
         ? { behavior: "deny", message: "no writes from ts" }
         : { behavior: "allow", updatedInput: input };
     },
   },
 })) messages.push(message);
-console.log(JSON.stringify({ asked, types: messages.map((m) => m.type), last: messages.at(-1) }));
+const init = messages.find((m) => m.type === "system" && m.subtype === "init");
+const types = messages.map((m) => m.type);
+console.log(JSON.stringify({ asked, added, tools: init.tools, types, last: messages.at(-1) }));
 """
 
 
@@ -178,7 +192,11 @@ def test_typescript_query_with_a_tool_call_and_a_denied_call(tmp_path: Path) -> 
     script_path = TS_SDK.parent.parent.parent / "sprout-sdk-check.mjs"  # resolves the package from .ci/peers
     script_path.write_text(TS_SCRIPT)
     steps = [
-        reply(tool_use("dev__bash", {"command": "echo from-ts"}), tool_use("dev__write", {"file_path": "t.txt"})),
+        reply(
+            tool_use("dev__bash", {"command": "echo from-ts"}),
+            tool_use("dev__write", {"file_path": "t.txt"}),
+            tool_use("calc__add", {"a": 15, "b": 27}),
+        ),
         reply("ts done"),
     ]
     with FakeAnthropic(steps) as fake:
@@ -193,7 +211,8 @@ def test_typescript_query_with_a_tool_call_and_a_denied_call(tmp_path: Path) -> 
         done = subprocess.run([node, str(script_path)], env=env, capture_output=True, text=True, timeout=bounded(90))
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["asked"] == ["Bash", "Write"]
+    assert report["asked"] == ["Bash", "Write", "mcp__calc__add"]
+    assert "mcp__calc__add" in report["tools"] and report["added"] == [[15, 27]]
     assert report["last"]["type"] == "result" and report["last"]["result"] == "ts done"
     results = [result_text(r) for r in tool_results(fake.requests[1].body)]
-    assert any("from-ts" in text for text in results) and any("no writes from ts" in text for text in results)
+    assert results[0].startswith("from-ts") and "no writes from ts" in results[1] and results[2] == "sum is 42"

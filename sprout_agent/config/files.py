@@ -350,8 +350,8 @@ def _build_sdk(name: str, raw: dict[str, object], path: Path, where: str, notice
     the SDK's control channel, so it has no command and no URL (the project's file may not name one)."""
     if not _SERVER_NAME.fullmatch(name) or "__" in name:
         raise ConfigError(f"{where}: server name must be 1-64 of A-Z a-z 0-9 _ - without '__'")
-    if raw.get("name", name) != name:
-        raise ConfigError(f"{where}.name must be the server's key, {name!r}")
+    # `name` is the SDK's own label (`create_sdk_mcp_server(name="calculator")` mounted as "calc"): as in Claude Code,
+    # the key names the server, its tools (`mcp__calc__add`) and the messages the SDK routes to it.
     notices.extend(unknown_key_notices(raw, _SDK_KEYS, where))
     return ServerConfig(name, "", source=path, transport="sdk")
 

@@ -40,7 +40,9 @@ class Options:
     claude_rules: bool = False  # --allowedTools / --disallowedTools given (Claude Code's rule flags)
     allow_tools: tuple[str, ...] = ()  # patterns such as dev__bash or git__*
     deny_tools: tuple[str, ...] = ()
-    builtin_tools: str | None = None  # --tools: the built-in tools offered, by Claude Code's names ("": none); None = all
+    builtin_tools: str | None = (
+        None  # --tools: the built-in tools offered, by Claude Code's names ("": none); None = all
+    )
     trust_project: bool = False  # --trust-project: the project's .mcp.json servers start without asking, this run
     permission_prompt_tool: str | None = None  # "stdio": the SDK's can_use_tool callback is the one asked
     sandbox: str | None = None  # --sandbox off | read-only | workspace-write | required; None = env or default
@@ -54,6 +56,7 @@ class Options:
     add_dirs: tuple[Path, ...] = ()  # --add-dir: more directories the built-in tools may write
     fallback_model: str | None = None  # --fallback-model: used when the model is overloaded or unavailable
     include_partial_messages: bool = False  # stream-json: raw stream events as `stream_event` lines
+    await_initialize: bool = False  # stream-json: the session starts after the SDK's `initialize` (its servers)
 
 
 SDK_MARK = "CLAUDE_AGENT_SDK_VERSION"

@@ -129,6 +129,7 @@ def main_command(
     allow_sampling: o.AllowSamplingOption = False,
     permission_prompt_tool: o.PermissionPromptToolOption = None,
     include_partial_messages: o.IncludePartialMessagesOption = False,
+    await_initialize: o.AwaitInitializeOption = False,
     no_warm: o.NoWarmOption = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")

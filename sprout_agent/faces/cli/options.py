@@ -129,6 +129,13 @@ PermissionPromptToolOption = Annotated[
 IncludePartialMessagesOption = Annotated[
     bool, typer.Option(help="stream-json: also each raw Messages API stream event, as `stream_event` lines.")
 ]
+AwaitInitializeOption = Annotated[
+    bool,
+    typer.Option(
+        help="stream-json input: start the session once the SDK's initialize request is answered (the TypeScript "
+        "SDK sends its MCP servers there). Driven by an Agent SDK, sprout-agent waits for it anyway."
+    ),
+]
 # Read by faces/cli/launch.py before parsing (the warm interpreter is chosen before Typer loads); declared here so
 # that it is listed and accepted.
 NoWarmOption = Annotated[
@@ -163,7 +170,7 @@ BuiltinToolsOption = Annotated[
     typer.Option(
         "--tools",
         metavar="TOOLS",
-        help='The built-in tools offered, by Claude Code\'s names (Bash, Read, Write, Edit, Glob, Grep, TodoWrite) or '
+        help="The built-in tools offered, by Claude Code's names (Bash, Read, Write, Edit, Glob, Grep, TodoWrite) or "
         'ours (dev__bash…), comma- or space-separated; "" for none, "default" for all. MCP servers\' tools stay.',
     ),
 ]

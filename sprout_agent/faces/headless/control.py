@@ -110,6 +110,10 @@ class Control:
         self._ids = itertools.count(1)
         self.error: UsageError | None = None  # a bad stdin line: the run ends with it (exit 2)
         self.closed = False  # stdin ended: requests can no longer be answered
+        # The first line has been read (or stdin ended without one), and whether it was the SDK's `initialize`:
+        # a session that waits for it (run.py) knows then whether to wait for its answer too.
+        self.first_line = anyio.Event()
+        self.began_with_initialize: bool = False
 
     async def run(self, lines: AsyncIterator[bytes | Oversized]) -> None:
         """Reads every line; answers control requests concurrently, so an interrupt is never queued behind one."""
@@ -127,7 +131,10 @@ class Control:
                 except ValueError as error:
                     self.error = UsageError(f"stdin line {number}: {error}")
                     break
+                finally:
+                    self.first_line.set()
             self.closed = True
+            self.first_line.set()
             for event, slot in self._pending.values():
                 slot.append(ControlError("stdin ended before the SDK answered"))
                 event.set()
@@ -141,7 +148,10 @@ class Control:
             request_id, request = record.get("request_id"), record.get("request")
             if not isinstance(request_id, str) or not isinstance(request, dict):
                 raise ValueError('a control_request needs a string "request_id" and a "request" object')
-            group.start_soon(self._answer, request_id, cast(Body, request))
+            body = cast(Body, request)
+            if not self.first_line.is_set():
+                self.began_with_initialize = body.get("subtype") == "initialize"
+            group.start_soon(self._answer, request_id, body)
         elif kind == "control_response":
             self._resolve(record.get("response"))
         elif kind == "control_cancel_request" or kind in IGNORED_TYPES:

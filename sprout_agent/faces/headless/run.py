@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 
 from sprout_agent.config.consent import held_back_notice
+from sprout_agent.config.options import SDK_MARK
 from sprout_agent.core.agent import TurnResult
 from sprout_agent.core.errors import (
     EXIT_OK,
@@ -140,10 +141,11 @@ class Headless:
             self.jsonl(event)
 
     async def main(self) -> None:
-        self._config_notices()
         async with open_face() as life:
             if self.control is not None:
                 life.group.start_soon(self.control.run, stdin_lines(_stdin_chunk))
+                await self._await_initialize()
+            self._config_notices()
             try:
                 async with open_runtime(
                     self.prepared, self.emit, session_id=self.session_id, **self._sdk_parts()
@@ -159,6 +161,18 @@ class Headless:
                 self.outcome = self.outcome.failed(found)
         if life.exit_code is not None:
             self.outcome = self.outcome.interrupted(life.exit_code)
+
+    async def _await_initialize(self) -> None:
+        """Driven by an SDK (or told `--await-initialize`), the session starts once the SDK's first line is read and,
+        when that is `initialize`, answered: the TypeScript SDK names servers only there (sdk_session.py). The
+        wait is the SDK's first write, which it makes at once; a script that sends a prompt first starts then."""
+        assert self.control is not None and self.sdk is not None
+        if not (self.prepared.options.await_initialize or SDK_MARK in self.prepared.inherited_env):
+            return
+        await self.control.first_line.wait()
+        if self.control.began_with_initialize:
+            await self.sdk.settled.wait()
+            self.prepared = self.sdk.prepared
 
     def _config_notices(self) -> None:
         if self.prepared.options.verbose:

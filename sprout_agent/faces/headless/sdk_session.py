@@ -8,14 +8,17 @@ server's MCP messages (`mcp_message`).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import anyio
 
 from sprout_agent.config.settings import model_id
-from sprout_agent.core.errors import UsageError
+from sprout_agent.core.claude_rules import translate
+from sprout_agent.core.errors import SproutError, UsageError
 from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permissions import Decision, Policy
@@ -24,7 +27,7 @@ from sprout_agent.core.tool_names import sdk_tool_name
 from sprout_agent.faces.headless.control import Body, Control, ControlError, Handler
 from sprout_agent.model.switch import switch_agent
 from sprout_agent.model.system_prompt import build_system_prompt
-from sprout_agent.session.prepared import Prepared
+from sprout_agent.session.prepared import Prepared, prepare
 from sprout_agent.session.runtime import Runtime, facts_for
 
 # How long a permission question waits for the SDK's callback (it may ask a person): then the call is refused.
@@ -50,6 +53,7 @@ class SdkSession:
         self.turn: anyio.CancelScope | None = None  # the running turn, which `interrupt` cancels
         self.system: tuple[str | None, str | None] | None = None  # (replace, append) from initialize
         self.initialized = False
+        self.settled = anyio.Event()  # the first `initialize` has been answered (or refused)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -80,6 +84,12 @@ class SdkSession:
         return self.runtime
 
     async def initialize(self, request: Body) -> Body:
+        try:
+            return self._initialize(request)
+        finally:
+            self.settled.set()
+
+    def _initialize(self, request: Body) -> Body:
         refused = [what for key, what in REFUSED_INIT_FIELDS.items() if request.get(key)]
         if refused:
             raise ControlError(f"sprout-agent does not support the SDK's {' or '.join(refused)} (docs/sdk.md)")
@@ -93,9 +103,11 @@ class SdkSession:
                 self._apply_system()
         if request.get("agents"):
             self.emit(Notice("the SDK's agents (subagents) are not supported: they are ignored", "warning"))
+        applied = self._startup_config(request)
         self._check_sdk_servers(request.get("sdkMcpServers"))
         model = self.prepared.model
         return {
+            **applied,
             "commands": [],
             "agents": [],
             "output_style": "default",
@@ -116,9 +128,55 @@ class SdkSession:
             append=append if append is not None else options.append_system_prompt,
         )
 
+    def _startup_config(self, request: Body) -> Body:
+        """What the TypeScript SDK sends in `initialize` rather than on the command line: its in-process servers
+        (`sdkMcpServers`, only ever here), and by default its other servers (`mcpServers`, with
+        `--await-initialize`), and on request `disallowedTools` and `additionalDirectories`. Applied as the same
+        flags would be (the session is prepared again with them), and confirmed with the `*_applied` fields the
+        SDK checks; one that came too late (the session runs already) is confirmed as not applied."""
+        sdk_servers = _names(request.get("sdkMcpServers"), "sdkMcpServers")
+        given, deny, dirs = (
+            request.get("mcpServers"),
+            request.get("disallowedTools"),
+            request.get("additionalDirectories"),
+        )
+        if not sdk_servers and given is None and deny is None and dirs is None:
+            return {}
+        fields = {
+            "mcp_servers_applied": given,
+            "disallowed_tools_applied": deny,
+            "additional_directories_applied": dirs,
+        }
+        if self.runtime is not None:
+            self.emit(Notice("initialize came after the session started: its servers and settings are not applied"))
+            return {key: False for key, value in fields.items() if value is not None}
+        if given is not None and not isinstance(given, dict):
+            raise ControlError("initialize: mcpServers must be an object")
+        configured = {s.name for s in self.prepared.loaded.servers}
+        servers = {**{n: {"type": "sdk"} for n in sdk_servers if n not in configured}, **cast(Body, given or {})}
+        options = self.prepared.options
+        rules = translate(_names(deny, "disallowedTools"), deny=True)
+        for warning in rules.warnings:
+            self.emit(Notice(warning.removeprefix("warning: "), "warning"))
+        added = tuple((options.cwd / directory).resolve() for directory in _names(dirs, "additionalDirectories"))
+        changed = replace(
+            options,
+            mcp_configs=(*options.mcp_configs, *([json.dumps({"mcpServers": servers})] if servers else [])),
+            deny_tools=(*options.deny_tools, *rules.patterns),
+            claude_rules=options.claude_rules or deny is not None,
+            add_dirs=(*options.add_dirs, *added),
+        )
+        try:
+            self.prepared = prepare(changed, self.prepared.locations, self.prepared.inherited_env)
+        except SproutError as error:
+            raise ControlError(f"initialize: {error}") from None
+        return {key: True for key, value in fields.items() if value is not None}
+
     def _check_sdk_servers(self, names: object) -> None:
+        if not isinstance(names, list):
+            return  # the Python SDK names its servers only in --mcp-config
         configured = {s.name for s in self.prepared.loaded.servers if s.transport == "sdk"}
-        offered = {str(n) for n in cast(list[object], names)} if isinstance(names, list) else set[str]()
+        offered = {str(n) for n in cast(list[object], names)}
         for name in sorted(configured - offered):
             self.emit(Notice(f"SDK MCP server '{name}' is configured but the SDK does not host it", "warning"))
 
@@ -165,6 +223,15 @@ class SdkSession:
             for s in statuses
         ]
         return {"mcpServers": servers}
+
+
+def _names(value: object, field: str) -> list[str]:
+    """A list of strings from `initialize` (None: none)."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in cast(list[object], value)):
+        raise ControlError(f"initialize: {field} must be a list of strings")
+    return cast(list[str], value)
 
 
 def _prompt_text(value: object, field: str) -> str | None:
