@@ -104,9 +104,9 @@ def test_the_agent_sdks_command_line_parses_with_one_warning_per_ignored_flag() 
     assert params["thinking"] == "on"  # --max-thinking-tokens came after --thinking adaptive
     assert params["system_prompt"] == "" and params["add_dirs"] == [Path("/tmp")]
     assert params["include_partial_messages"]  # an option now: the table never drops a flag Typer knows
+    assert params["builtin_tools"] == "Read,Bash"
     ignored = [w.split()[1] for w in warnings if "is ignored" in w]
     assert ignored == [
-        "--tools",
         "--task-budget",
         "--betas",
         "--settings",
