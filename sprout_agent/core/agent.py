@@ -184,11 +184,11 @@ class Agent:
         blocks it (or stops the session) ends the turn with the prompt unprocessed, outside the history."""
         self._current_prompt = prompt
         self.hooks.take_stop(announce=False)  # one asked for outside a turn (at its Stop point, say) ends nothing
-        pending, self._pending = self._pending, []
-        started = await self.hooks.enter_session_start(pending)
+        self._pending = await self.hooks.with_session_start_callbacks(self._pending)
         added = await self.hooks.on_prompt(self._hook_context(prompt=prompt))
         if self.hooks.take_stop():
-            return TurnResult("hook_stopped", "", 0)
+            return TurnResult("hook_stopped", "", 0)  # what the session start said waits for the next prompt
+        started, self._pending = self.hooks.enter_session_start(self._pending), []
         # After the prompt, never before it: earlier requests' bytes (the cached prefix) stay as they were.
         self._append(Message("user", (Text(prompt), *attachments)) if attachments else user_text(prompt))
         self._append(*started, *added)

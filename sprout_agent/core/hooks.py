@@ -88,7 +88,7 @@ class Hooks:
         self._id_salt = uuid.uuid4().hex[:8]
         self.callbacks = callbacks  # the SDK's hook callbacks, run after the MCP hooks at each point
         self._stop: str | None = None  # a callback's `continue: false` (or a blocked prompt): the turn ends
-        self._source = "startup"  # the session's start, for SessionStart callbacks (run with its first prompt)
+        self._source: str | None = None  # a session start whose SessionStart callbacks wait for its first prompt
 
     @property
     def rejections_left(self) -> int:
@@ -143,11 +143,15 @@ class Hooks:
         self._source = str(context.get("source", "startup"))
         return await self.call(SESSION_START, context)
 
-    async def enter_session_start(self, outputs: Sequence[HookOutput]) -> list[Message]:
-        """The held `_SessionStart` answers as they enter the history (reported then, inside the turn), and the
-        SessionStart callbacks' (run now: an SDK registers them in `initialize`, which may follow the start)."""
-        answers = await self.run_callbacks(cb.SESSION_START, {"source": self._source}, self._source)
-        outputs = [*outputs, *(HookOutput(cb.CALLBACK_SOURCE, a.context) for a in answers if a.context)]
+    async def with_session_start_callbacks(self, outputs: Sequence[HookOutput]) -> list[HookOutput]:
+        """The held `_SessionStart` answers plus the SessionStart callbacks', run once, with the session's first
+        prompt: an SDK registers them in `initialize`, which may come after the session started."""
+        source, self._source = self._source, None
+        answers = await self.run_callbacks(cb.SESSION_START, {"source": source}, source) if source else []
+        return [*outputs, *(HookOutput(cb.CALLBACK_SOURCE, a.context) for a in answers if a.context)]
+
+    def enter_session_start(self, outputs: Sequence[HookOutput]) -> list[Message]:
+        """The held session-start answers as they enter the history (reported then, inside the turn)."""
         for output in outputs:
             self._emit(HookInjected(SESSION_START, output.server, output.text))
         return self.as_messages(SESSION_START, outputs)
