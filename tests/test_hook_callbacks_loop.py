@@ -11,8 +11,18 @@ import pytest
 
 from sprout_agent.core.hook_callbacks import CallbackAnswer
 from sprout_agent.core.messages import ToolUse
-from tests.loop_doubles import Behaviour, MemoryHost, answers, build_loop, call, default_server, hook_data, reply
-from tests.loop_doubles import server, tool
+from tests.loop_doubles import (
+    Behaviour,
+    MemoryHost,
+    answers,
+    build_loop,
+    call,
+    default_server,
+    hook_data,
+    reply,
+    server,
+    tool,
+)
 
 pytestmark = pytest.mark.anyio
 Answer = Callable[[Mapping[str, object]], CallbackAnswer]

@@ -32,6 +32,10 @@ def hooks_of(**events: list[tuple[str | None, list[str]]] | list[Json]) -> Json:
     }
 
 
+def pre_tool(**fields: Any) -> Json:
+    return {"hookEventName": "PreToolUse", **fields}
+
+
 def serve(sdk: FakeSdk, callbacks: dict[str, Callback], until: Callable[[Json], bool], seen: list[Json]) -> Json:
     """Answers hook_callback (by callback_id) and can_use_tool (`callbacks["can_use_tool"]`) requests as the SDK
     would, keeping each request in `seen`, until a line `until` accepts; returns that line."""
@@ -106,7 +110,7 @@ def test_initialize_refuses_an_event_without_a_hook_point_a_bad_matcher_and_a_ba
 def test_pre_tool_use_deny_refuses_the_call_with_its_reason_and_only_matching_callbacks_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    deny = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "no writes"}}  # fmt: skip
+    deny = {"hookSpecificOutput": pre_tool(permissionDecision="deny", permissionDecisionReason="no writes")}
     hooks = hooks_of(PreToolUse=[(WRITE, ["deny"]), ("Nope|Other", ["never"]), ("^mcp__.*|Write$", ["any"])])
     callbacks: dict[str, Callback] = {"deny": lambda _: deny, "never": lambda _: {}, "any": lambda _: {}}
     script = [reply(tool_use("dev__write", {"file_path": "a.txt", "content": "x"}, id="t1")), reply("ok")]
@@ -128,7 +132,7 @@ def test_pre_tool_use_allow_skips_the_question_and_its_updated_input_runs_and_is
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     changed = {"file_path": "b.txt", "content": "changed"}
-    allow = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": changed}}  # fmt: skip
+    allow = {"hookSpecificOutput": pre_tool(permissionDecision="allow", updatedInput=changed)}
     script = [reply(tool_use("dev__write", {"file_path": "a.txt", "content": "x"}, id="t1")), reply("ok")]
     hooks = hooks_of(PreToolUse=[(None, ["allow"])])
     _, seen, fake, sdk, _ = session(tmp_path, monkeypatch, hooks, {"allow": lambda _: allow}, script, options=ASKED)
