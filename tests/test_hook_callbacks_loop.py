@@ -85,7 +85,7 @@ async def test_continue_false_at_stop_stops_even_when_an_mcp_hook_objects() -> N
 
 
 async def test_a_callbacks_updated_input_runs_and_the_recorded_history_shows_the_call_as_it_ran() -> None:
-    changed = {"text": "as changed"}
+    changed: dict[str, object] = {"text": "as changed"}
     loop = build_loop([reply(call("fake__echo", "t1", text="as asked")), reply("ok")])
     loop.hooks.callbacks = Callbacks(
         PreToolUse=lambda _: CallbackAnswer(updated_input=changed), PostToolUse=lambda _: CallbackAnswer()

@@ -336,7 +336,7 @@ class Agent:
         if verdict.refusal is not None:
             return ToolOutcome((Text(verdict.refusal), *added), is_error=True), True, use, time.monotonic()
         as_run = use if verdict.updated_input is None else ToolUse(use.id, use.name, verdict.updated_input)
-        permitted = await self.permit(spec, as_run, verdict.permission) if self.permit is not None else None
+        permitted = await self.permit.decide(spec, as_run, verdict.permission) if self.permit is not None else None
         if isinstance(permitted, str):
             return ToolOutcome((Text(permitted), *added), is_error=True), True, as_run, time.monotonic()
         as_run = permitted or as_run

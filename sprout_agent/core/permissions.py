@@ -4,7 +4,7 @@ In ask mode, tools their server annotates read-only (readOnlyHint) run without a
 default mode does for reads. In read-only mode, tools that run in the read-only OS sandbox (the built-in dev
 server's bash, when the sandbox works) run there instead of being refused.
 
-A `Policy` is the loop's `Permit`: None lets a call run, a string refuses it with a reason the model reads.
+A `Policy` is the loop's `Permit` (`decide`): None lets a call run, a string refuses it with a reason the model reads.
 """
 
 from __future__ import annotations
@@ -96,11 +96,17 @@ class Policy:
         self.always_outside_sandbox: set[str] = set()  # calls (tool and exact arguments) re-run "always"
         self._asking = anyio.Lock()  # parallel calls ask one question at a time
 
-    async def __call__(
+    async def __call__(self, spec: ToolSpec, use: ToolUse) -> str | None:
+        """The refusal `decide` gives, if any (a call the person's callback changed counts as allowed)."""
+        decided = await self.decide(spec, use)
+        return decided if isinstance(decided, str) else None
+
+    async def decide(
         self, spec: ToolSpec, use: ToolUse, hook: Literal["allow", "ask"] | None = None
     ) -> str | ToolUse | None:
-        """`hook` is a PreToolUse callback's decision: "allow" lets the call run as an --allow-tools pattern
-        would, "ask" asks even where a rule allows it; deny patterns win over both, as in Claude Code."""
+        """The loop's `Permit`. `hook` is a PreToolUse callback's decision: "allow" lets the call run as an
+        --allow-tools pattern would, "ask" asks even where a rule allows it; deny patterns win over both, as in
+        Claude Code."""
         if (pattern := matching(self.deny, spec)) is not None:
             return f"refused: {spec.name} is denied by --deny-tools {pattern}; do not call it again, find another way"
         command = use.input.get("command") if f"{spec.server}__{spec.tool}" == BASH else None

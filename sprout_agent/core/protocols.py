@@ -126,14 +126,16 @@ EventSink = Callable[[Event], None]
 
 
 class Permit(Protocol):
-    """Decides whether a tool call may run: None = allowed, a `ToolUse` = allowed with the input it gives (the
-    person's callback changed it), a string = refused, with a reason the model reads. It gets the call itself (id
-    and input), so a face can match the question to the call it already shows. `hook`: a PreToolUse callback's
-    decision, "allow" (no question) or "ask" (the question, even where a rule allows the call)."""
+    """Decides whether a tool call may run (`permissions.Policy`)."""
 
-    def __call__(
+    def decide(
         self, spec: ToolSpec, use: ToolUse, hook: Literal["allow", "ask"] | None = None
-    ) -> Awaitable[str | ToolUse | None]: ...
+    ) -> Awaitable[str | ToolUse | None]:
+        """None = allowed, a `ToolUse` = allowed with the input it gives (the person's callback changed it), a
+        string = refused, with a reason the model reads. It gets the call itself (id and input), so a face can
+        match the question to the call it already shows. `hook`: a PreToolUse callback's decision, "allow" (no
+        question) or "ask" (the question, even where a rule allows the call)."""
+        ...
 
 
 # Decides whether a call the OS sandbox stopped (`why`) runs again outside it: only a person can say yes.
