@@ -21,7 +21,7 @@ from tests.harness import assert_history_valid, result_text, tool_results
 DEV = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
 ASKED = Options(prompt=None, permission_prompt_tool="stdio")  # the mode becomes ask: can_use_tool is asked
 WRITE = sdk_tool_name("dev", "write")  # the name callbacks and matchers see (Claude Code's, where it has one)
-Callback = Callable[[Json], Json]
+Callback = Callable[[Json], Json | None]  # None: the SDK never answers
 
 
 def hooks_of(**events: list[tuple[str | None, list[str]]] | list[Json]) -> Json:
@@ -46,7 +46,8 @@ def serve(sdk: FakeSdk, callbacks: dict[str, Callback], until: Callable[[Json], 
         request = line["request"]
         seen.append(request)
         key = request["callback_id"] if request["subtype"] == "hook_callback" else request["subtype"]
-        sdk.answer(line, callbacks[key](request))
+        if (answer := callbacks[key](request)) is not None:
+            sdk.answer(line, answer)
 
 
 def session(
@@ -162,7 +163,7 @@ def test_pre_tool_use_ask_asks_can_use_tool_even_in_bypass_mode_and_can_use_tool
     assert call["input"] == changed
 
 
-def test_post_tool_use_sees_the_response_and_its_context_reaches_the_model_after_an_mcp_hooks(
+def test_post_tool_use_sees_the_response_and_its_context_reaches_the_model_inside_the_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     context = {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "lint: clean"}}
@@ -237,22 +238,33 @@ def test_a_failed_or_late_callback_is_no_objection_unless_its_matcher_says_on_fa
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def wrong(_: Json) -> Json:
-        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "Deny"}}  # rejected
+        return {"hookSpecificOutput": pre_tool(permissionDecision="Deny")}  # Claude Code rejects it: a failure
+
+    def lone_surrogate(_: Json) -> Json:
+        return {"hookSpecificOutput": pre_tool(updatedInput={"command": "echo \ud800"})}  # the API would refuse it
 
     hooks = hooks_of(
         PreToolUse=[
-            {"matcher": None, "hookCallbackIds": ["lenient"]},
+            {"matcher": None, "hookCallbackIds": ["lenient", "surrogate"]},
             {"matcher": "Nothing|" + WRITE, "hookCallbackIds": ["strict"], "onFailure": "block"},
+            {"matcher": sdk_tool_name("dev", "bash"), "hookCallbackIds": ["late"], "timeout": 0.5},
         ]
     )
     calls = [
         tool_use("dev__bash", {"command": "echo ran"}, id="t_bash"),
         tool_use("dev__write", {"file_path": "a.txt", "content": "x"}, id="t_write"),
     ]
-    callbacks: dict[str, Callback] = {"lenient": wrong, "strict": wrong}
+    callbacks: dict[str, Callback] = {
+        "lenient": wrong,
+        "strict": wrong,
+        "surrogate": lone_surrogate,
+        "late": lambda _: None,
+    }
     _, _, fake, sdk, _ = session(tmp_path, monkeypatch, hooks, callbacks, [reply(*calls), reply("ok")])
     bash, write = tool_results(fake.requests[1].body)
     assert "ran" in result_text(bash) and not bash.get("is_error")
     assert write["is_error"] and "hook callback failed" in result_text(write)
     assert not (tmp_path / "work" / "a.txt").exists()
-    assert any(mentions("permissionDecision must be allow, deny or ask")(r) for r in sdk.seen)
+    notices = [r for r in sdk.seen if r.get("subtype") == "notice"]
+    for reason in ("permissionDecision must be allow, deny or ask", "valid Unicode", "within 0.5 s"):
+        assert any(reason in r["text"] for r in notices), reason

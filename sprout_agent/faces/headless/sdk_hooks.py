@@ -4,6 +4,7 @@ core.hook_callbacks.HookCallbacks, after the MCP hooks of each point (docs/sdk.m
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ import anyio
 
 from sprout_agent.core import hook_callbacks as cb
 from sprout_agent.core.events import Event, Notice
+from sprout_agent.core.hook_contract import truncate
 from sprout_agent.core.permissions import Policy
 from sprout_agent.faces.headless.control import Body, Control, ControlError
 from sprout_agent.faces.headless.stream_lines import PERMISSION_MODE
@@ -102,6 +104,8 @@ class SdkHooks:
         self.hooks = parse_hooks(raw)
 
     def wants(self, event: str, subject: str | None = None) -> bool:
+        if self.control.closed:  # the SDK has gone (its stdin ended): nobody is left to call
+            return False
         return event in cb.CALLED_EVENTS and any(m.matches(subject) for m in self.hooks.get(event, ()))
 
     async def run(
@@ -177,17 +181,30 @@ def read_output(output: Body) -> cb.CallbackAnswer:
     if decision == "approve" and permission is None:
         permission = "allow"  # the old PreToolUse form
     updated = specific.get("updatedInput")
-    if updated is not None and not isinstance(updated, dict):
-        raise HookCallbackError("updatedInput must be an object")
+    if updated is not None and (updated := tool_input(updated)) is None:
+        raise HookCallbackError("updatedInput must be a JSON object of valid Unicode text")
     return cb.CallbackAnswer(
         context=_text(specific.get("additionalContext")),
         block=reason if decision == "block" else None,
         permission=permission if permission in _PERMISSIONS else None,
         permission_reason=_text(specific.get("permissionDecisionReason")),
-        updated_input=cast(dict[str, object], updated) if updated is not None else None,
+        updated_input=updated,
         stop=stop,
     )
 
 
+def tool_input(value: object) -> dict[str, object] | None:
+    """An SDK's `updatedInput` as a call's input, or None when it cannot be one: not an object, or text the API
+    would refuse (a lone surrogate would fail every later request of the session)."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except (UnicodeEncodeError, ValueError, RecursionError):
+        return None
+    return cast(dict[str, object], value)
+
+
 def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
+    """A text field of the answer, capped as an MCP hook's text is (hook_contract.truncate)."""
+    return truncate(value) if isinstance(value, str) else ""

@@ -22,7 +22,7 @@ from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.core.tool_names import sdk_tool_name
 from sprout_agent.faces.headless.control import Body, Control, ControlError, Handler
-from sprout_agent.faces.headless.sdk_hooks import SdkHooks
+from sprout_agent.faces.headless.sdk_hooks import SdkHooks, tool_input
 from sprout_agent.model.switch import switch_agent
 from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session.prepared import Prepared
@@ -225,10 +225,10 @@ class SdkAsk:
     def _decision(self, answer: Body, use: ToolUse) -> Decision:
         if answer.get("behavior") == "allow":
             updated = answer.get("updatedInput")
-            if updated is not None and not isinstance(updated, dict):
-                return Decision("deny", "the permission callback's updatedInput is not an object")
+            if updated is not None and (updated := tool_input(updated)) is None:
+                return Decision("deny", "the permission callback's updatedInput is not a JSON object of valid text")
             # The call runs with the callback's input; the loop makes the history show the call as it ran.
-            return Decision("once", updated_input=cast(dict[str, object], updated) if updated is not None else None)
+            return Decision("once", updated_input=updated)
         message = str(answer.get("message") or "")
         if answer.get("interrupt") is True:
             self.cancel_turn()
