@@ -8,8 +8,6 @@ Skipped when the SDK is not installed (.ci/run installs it)."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +17,8 @@ import pytest
 from sprout_agent.core.tool_names import sdk_tool_name
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
-from tests.harness import agent_env, assert_history_valid, result_text, tool_results
-from tests.test_sdk_e2e import DEV, TS_SDK, sdk_options, wrapper
+from tests.harness import assert_history_valid, result_text, tool_results
+from tests.test_sdk_e2e import run_typescript, sdk_options
 
 pytestmark = pytest.mark.e2e
 BASH, WRITE = sdk_tool_name("dev", "bash"), sdk_tool_name("dev", "write")
@@ -147,36 +145,15 @@ def test_typescript_sdk_hook_callbacks_deny_a_write_and_note_a_bash_call_with_on
 ) -> None:
     """The TypeScript SDK refuses a session whose `onFailure: "block"` matcher the CLI does not honour: ours
     says it does, and its callbacks run."""
-    node = shutil.which("node")
-    if node is None or not TS_SDK.exists():
-        pytest.skip("node or @anthropic-ai/claude-agent-sdk is not installed (.ci/run installs it into .ci/peers)")
-    script_path = TS_SDK.parent.parent.parent / "sprout-sdk-hooks-check.mjs"  # resolves the package from .ci/peers
-    script_path.write_text(TS_HOOKS_SCRIPT)
     calls = [
         tool_use("dev__bash", {"command": "echo from-ts"}, id="t_bash"),
         tool_use("dev__write", {"file_path": "t.txt", "content": "x"}, id="t_write"),
     ]
     with FakeAnthropic([reply(*calls), reply("ts done")]) as fake:
-        work = tmp_path / "work"
-        work.mkdir()
-        env = {
-            "PATH": agent_env(tmp_path, fake)["PATH"],
-            "SPROUT_WRAPPER": str(wrapper(tmp_path)),
-            "SPROUT_WORK": str(work),
-            "SPROUT_ENV": json.dumps(agent_env(tmp_path, fake, DEV)),
-            "SPROUT_BASH": BASH,
-            "SPROUT_WRITE": WRITE,
-        }
-        try:
-            done = subprocess.run(
-                [node, str(script_path)], env=env, capture_output=True, text=True, timeout=bounded(90)
-            )
-        finally:
-            script_path.unlink(missing_ok=True)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+        names = {"SPROUT_BASH": BASH, "SPROUT_WRITE": WRITE}
+        report = run_typescript(tmp_path, fake, TS_HOOKS_SCRIPT, "sprout-sdk-hooks-check", **names)
     assert sorted(report["called"]) == [f"PostToolUse {BASH}", f"PreToolUse {WRITE}"]
     assert report["last"]["type"] == "result" and report["last"]["result"] == "ts done"
     bash, write = tool_results(fake.requests[1].body)
     assert "from-ts" in result_text(bash) and "noted by ts" in result_text(bash)
-    assert write["is_error"] and "not from ts" in result_text(write) and not (work / "t.txt").exists()
+    assert write["is_error"] and "not from ts" in result_text(write) and not (tmp_path / "work" / "t.txt").exists()
