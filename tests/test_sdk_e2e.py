@@ -11,6 +11,7 @@ import json
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -177,7 +178,8 @@ def run_typescript(tmp_path: Path, fake: FakeAnthropic, script: str, name: str, 
     node = shutil.which("node")
     if node is None or not TS_SDK.exists():
         pytest.skip("node or @anthropic-ai/claude-agent-sdk is not installed (.ci/run installs it into .ci/peers)")
-    script_path = TS_SDK.parent.parent.parent / f"{name}.mjs"  # resolves the package from .ci/peers
+    # Beside the package, so node resolves it; a name of its own, since .ci/peers is shared by concurrent runs.
+    script_path = TS_SDK.parent.parent.parent / f"{name}-{uuid.uuid4().hex}.mjs"
     script_path.write_text(script)
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
@@ -191,7 +193,7 @@ def run_typescript(tmp_path: Path, fake: FakeAnthropic, script: str, name: str, 
     try:
         done = subprocess.run([node, str(script_path)], env=env, capture_output=True, text=True, timeout=bounded(90))
     finally:
-        script_path.unlink(missing_ok=True)  # .ci/peers is shared: leave nothing behind
+        script_path.unlink(missing_ok=True)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
