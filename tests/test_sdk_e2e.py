@@ -11,6 +11,7 @@ import json
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -185,12 +186,33 @@ console.log(JSON.stringify({ asked, added, tools: init.tools, types, last: messa
 """
 
 
-def test_typescript_query_with_a_tool_call_and_a_denied_call(tmp_path: Path) -> None:
+def run_typescript(tmp_path: Path, fake: FakeAnthropic, script: str, name: str, **env: str) -> Any:
+    """Runs a TypeScript SDK script (`name`.mjs beside the package, so it resolves it) against sprout-agent in
+    tmp_path/work; returns the JSON its last stdout line reports. `env`: more variables for the script."""
     node = shutil.which("node")
     if node is None or not TS_SDK.exists():
         pytest.skip("node or @anthropic-ai/claude-agent-sdk is not installed (.ci/run installs it into .ci/peers)")
-    script_path = TS_SDK.parent.parent.parent / "sprout-sdk-check.mjs"  # resolves the package from .ci/peers
-    script_path.write_text(TS_SCRIPT)
+    # Beside the package, so node resolves it; a name of its own, since .ci/peers is shared by concurrent runs.
+    script_path = TS_SDK.parent.parent.parent / f"{name}-{uuid.uuid4().hex}.mjs"
+    script_path.write_text(script)
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    env = {
+        "PATH": agent_env(tmp_path, fake)["PATH"],
+        "SPROUT_WRAPPER": str(wrapper(tmp_path)),
+        "SPROUT_WORK": str(work),
+        "SPROUT_ENV": json.dumps(agent_env(tmp_path, fake, DEV)),
+        **env,
+    }
+    try:
+        done = subprocess.run([node, str(script_path)], env=env, capture_output=True, text=True, timeout=bounded(90))
+    finally:
+        script_path.unlink(missing_ok=True)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_typescript_query_with_a_tool_call_and_a_denied_call(tmp_path: Path) -> None:
     steps = [
         reply(
             tool_use("dev__bash", {"command": "echo from-ts"}),
@@ -200,17 +222,7 @@ def test_typescript_query_with_a_tool_call_and_a_denied_call(tmp_path: Path) -> 
         reply("ts done"),
     ]
     with FakeAnthropic(steps) as fake:
-        work = tmp_path / "work"
-        work.mkdir()
-        env = {
-            "PATH": agent_env(tmp_path, fake)["PATH"],
-            "SPROUT_WRAPPER": str(wrapper(tmp_path)),
-            "SPROUT_WORK": str(work),
-            "SPROUT_ENV": json.dumps(agent_env(tmp_path, fake, DEV)),
-        }
-        done = subprocess.run([node, str(script_path)], env=env, capture_output=True, text=True, timeout=bounded(90))
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+        report = run_typescript(tmp_path, fake, TS_SCRIPT, "sprout-sdk-check")
     assert report["asked"] == ["Bash", "Write", "mcp__calc__add"]
     assert "mcp__calc__add" in report["tools"] and report["added"] == [[15, 27]]
     assert report["last"]["type"] == "result" and report["last"]["result"] == "ts done"

@@ -137,6 +137,8 @@ class ToolRunning:
     """The call passed the permission check and went to its server."""
 
     call_id: str
+    # The input it runs with, when a hook or the permission callback changed the model's (None: unchanged).
+    arguments: dict[str, object] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from sprout_agent.core.messages import Image, Usage
 from sprout_agent.core.tool_names import sdk_tool_name
 from sprout_agent.faces.headless.control import Control, LineWriter, Skipped, prompts_of, stdin_lines
 from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
+from sprout_agent.faces.headless.sdk_hooks import SdkHooks
 from sprout_agent.faces.headless.sdk_session import SdkAsk, SdkRelay, SdkSession
 from sprout_agent.faces.lifecycle import open_face
 from sprout_agent.faces.terminal.render import TerminalRenderer
@@ -133,6 +134,7 @@ class Headless:
         if options.input_format == "stream-json":
             self.sdk = SdkSession(prepared, self.emit)
             self.control = Control(self.lines, self.sdk.handlers(), note=_say)
+            self.sdk.callbacks = SdkHooks(self.control, self.emit)
 
     def emit(self, event: Event) -> None:
         if self.renderer is not None:
@@ -188,7 +190,7 @@ class Headless:
         sdk_servers = [s.name for s in self.prepared.loaded.servers if s.transport == "sdk"]
         parts: dict[str, Any] = {"sdk": SdkRelay(self.control, sdk_servers)}
         if self.prepared.options.permission_prompt_tool == "stdio":
-            parts["ask"] = SdkAsk(self.control, self.sdk.cancel_turn)
+            parts["ask"] = SdkAsk(self.control, self.sdk.cancel_turn, self.sdk.callbacks)
         return parts
 
     async def _turns(self, runtime: Runtime) -> None:
