@@ -21,6 +21,7 @@ when the run did not end within its limit (scripts/conformance runs such a scena
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -99,11 +100,9 @@ def config_for(url: str, context: Mapping[str, Any], scenario: str = "") -> dict
 
 
 def child_env(scenario: str, fake_url: str, home: Path, context: Mapping[str, Any]) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("ANTHROPIC_", "SPROUT_AGENT_", "MCP_", "CONFORMANCE_", "XDG_RUNTIME_DIR"))
-    }
+    # The caller's warm interpreter directory stays out too: the run is warm only in scripts/conformance's own.
+    dropped = ("ANTHROPIC_", "SPROUT_AGENT_", "MCP_", "CONFORMANCE_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped) and k != "XDG_RUNTIME_DIR"}
     env.update(
         ANTHROPIC_API_KEY="sk-ant-conformance-fake",
         ANTHROPIC_BASE_URL=fake_url,
@@ -179,7 +178,7 @@ def run_limit(env: Mapping[str, str]) -> float:
         seconds = float(env.get(LIMIT_VARIABLE) or RUN_TIMEOUT)
     except ValueError:
         return RUN_TIMEOUT
-    return seconds if seconds > 0 else RUN_TIMEOUT
+    return seconds if 0 < seconds < math.inf else RUN_TIMEOUT
 
 
 def run(scenario: str, url: str, context: Mapping[str, Any]) -> int:
