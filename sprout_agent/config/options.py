@@ -53,6 +53,7 @@ class Options:
     add_dirs: tuple[Path, ...] = ()  # --add-dir: more directories the built-in tools may write
     fallback_model: str | None = None  # --fallback-model: used when the model is overloaded or unavailable
     include_partial_messages: bool = False  # stream-json: raw stream events as `stream_event` lines
+    json_schema: str | None = None  # --json-schema: a file or inline JSON; each answer is a value valid against it
 
 
 SDK_MARK = "CLAUDE_AGENT_SDK_VERSION"

@@ -22,5 +22,6 @@ def with_hash(name: str, server: str, tool: str) -> str:
 
 def sdk_tool_name(server: str, tool: str) -> str:
     """Claude Code's name for an MCP tool, `mcp__server__tool`: what its SDKs' allow-lists and matchers expect.
-    Only the SDK-facing stream uses it; the model sees `model_tool_name`."""
-    return f"mcp__{server}__{tool}"
+    Only the SDK-facing stream uses it; the model sees `model_tool_name`. A tool of no server (the loop's own
+    StructuredOutput) keeps its name."""
+    return f"mcp__{server}__{tool}" if server else tool

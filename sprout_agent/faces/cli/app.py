@@ -128,6 +128,7 @@ def main_command(
     allow_sampling: o.AllowSamplingOption = False,
     permission_prompt_tool: o.PermissionPromptToolOption = None,
     include_partial_messages: o.IncludePartialMessagesOption = False,
+    json_schema: o.JsonSchemaOption = None,
     no_warm: o.NoWarmOption = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
