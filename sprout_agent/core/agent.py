@@ -251,7 +251,7 @@ class Agent:
 
     def _set_tools(self) -> None:
         # The tool list changes only when a server's does (`refresh`), so the cached prefix stays byte-stable.
-        offered = tuple(s for s in self.host.tools() if not is_hook(s) and s.name != STRUCTURED_OUTPUT_TOOL)
+        offered = tuple(s for s in self.host.tools() if not is_hook(s))  # `server__tool`: never our tool's name
         self.tools = (*offered, self.output.spec()) if self.output is not None else offered
         self._by_name = {spec.name: spec for spec in self.tools}
         # What every request carries besides the history; compaction cannot shrink it.

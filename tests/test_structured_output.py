@@ -1,0 +1,242 @@
+"""Structured output (`--json-schema`), in-process: the schema's loading (a bad one is exit 2), the loop's
+StructuredOutput call (tools first, validation, retries, the error subtype), the strict form the API's structured
+outputs get, and the fake API refusing what the real one refuses. The process and the SDK: test_sdk_e2e.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sprout_agent.config.output_schema import load_output_schema
+from sprout_agent.core.errors import EXIT_RUNTIME, EXIT_USAGE, UsageError, exit_code_for_stop
+from sprout_agent.core.events import TurnFinished
+from sprout_agent.core.messages import Text, ToolResult, Usage
+from sprout_agent.core.structured import MAX_ATTEMPTS, NUDGE, RETRIES_EXHAUSTED, STRUCTURED_OUTPUT_TOOL
+from sprout_agent.faces.headless.stream_lines import ResultInfo, result_record
+from sprout_agent.model.strict_schema import MAX_OPTIONAL, strict_schema
+from tests.api_rules import request_problems
+from tests.loop_doubles import MemoryHost, answers, build_loop, call, default_server, reply, server, tool
+
+pytestmark = pytest.mark.anyio
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "integer", "minimum": 1},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["answer"],
+}
+
+
+def contract(schema: dict[str, Any] = SCHEMA) -> Any:
+    return load_output_schema(json.dumps(schema), Path("."))
+
+
+def structured(id: str, **value: object) -> Any:
+    return call(STRUCTURED_OUTPUT_TOOL, id, **value)
+
+
+def result_of(loop: Any, index: int) -> ToolResult:
+    """The tool result answering history[index]'s single call."""
+    (block,) = loop.history[index + 1].content
+    assert isinstance(block, ToolResult)
+    return block
+
+
+def text_of(result: ToolResult) -> str:
+    return "".join(b.text for b in result.content if isinstance(b, Text))
+
+
+# ---------------------------------------------------------------- loading the schema (exit 2)
+
+
+def test_a_schema_loads_inline_or_from_a_file_and_checks_values(tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text(json.dumps(SCHEMA))
+    for given in (json.dumps(SCHEMA), "s.json"):
+        loaded = load_output_schema(given, tmp_path)
+        assert loaded.schema == SCHEMA
+        assert loaded.check({"answer": 3}) == []
+        assert loaded.check({"answer": 0, "tags": [1]}) == [
+            "/answer: 0 is less than the minimum of 1",
+            "/tags/0: 1 is not of type 'string'",
+        ]
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("{not json", "not JSON"),
+        ('{"type": "array", "items": {}}', 'root must have "type": "object"'),
+        ('{"type": "object", "properties": {"a": {"type": "nope"}}}', "not a valid JSON Schema: /properties/a/type"),
+        ('{"type": "object", "properties": {"a": {"$ref": "#/$defs/gone"}}}', "points to nothing"),
+        ('{"type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}}', "only references inside"),
+        ("missing.json", "cannot read it"),
+        ("/dev/zero", "not a schema"),
+    ],
+)
+def test_a_bad_schema_is_a_usage_error_saying_what_is_wrong(given: str, said: str) -> None:
+    with pytest.raises(UsageError, match=None) as raised:
+        load_output_schema(given, Path("/nonexistent-dir"))
+    assert said in str(raised.value) and str(raised.value).startswith("--json-schema")
+    assert raised.value.exit_code == EXIT_USAGE
+
+
+# ---------------------------------------------------------------- the loop
+
+
+async def test_tool_calls_come_first_then_the_structured_answer_ends_the_turn() -> None:
+    """anthropics/claude-code#36033: a run with tool calls before the structured answer must still return it."""
+    script = [
+        reply("Let me look.", call("fake__echo", "t_echo", text="42")),
+        reply(structured("t_out", answer=42, tags=["found"])),
+        reply(structured("t_out2", answer=7)),
+    ]
+    loop = build_loop(script, output=contract())
+    result = await loop.turn("what is the answer?")
+    assert result.structured == {"answer": 42, "tags": ["found"]}
+    assert result.stop_reason == "end_turn" and json.loads(result.text) == result.structured
+    assert [c.tool for c in loop.host.calls] == ["echo"]  # StructuredOutput is ours, not a server's
+    assert text_of(result_of(loop, 3)) == "Structured output provided successfully"
+    offered = loop.model.bodies[0]["tools"]
+    assert "fake__echo" in [t["name"] for t in offered]
+    (out,) = [t for t in offered if t["name"] == STRUCTURED_OUTPUT_TOOL]
+    assert out["input_schema"] == SCHEMA and "strict" not in out  # the model's support is unknown: not strict
+    finished = [e for e in loop.events if isinstance(e, TurnFinished)]
+    assert finished[-1].structured_output == {"answer": 42, "tags": ["found"]}
+    # The next turn goes on from a history the API accepts (ScriptedModel checks every request).
+    assert (await loop.turn("again")).structured == {"answer": 7}
+
+
+async def test_an_invalid_answer_is_told_what_is_wrong_and_the_next_valid_one_is_taken() -> None:
+    script = [reply(structured("t_bad", answer="many")), reply(structured("t_good", answer=2))]
+    loop = build_loop(script, output=contract())
+    result = await loop.turn("go")
+    assert result.structured == {"answer": 2}
+    refused = result_of(loop, 1)
+    assert refused.is_error and text_of(refused) == (
+        "Output does not match required schema: /answer: 'many' is not of type 'integer'"
+    )
+
+
+async def test_a_reply_without_the_call_is_asked_again() -> None:
+    script = [reply("The answer is 3."), reply(structured("t_out", answer=3))]
+    loop = build_loop(script, output=contract())
+    result = await loop.turn("go")
+    assert result.structured == {"answer": 3}
+    assert loop.history[2].text == NUDGE
+
+
+async def test_out_of_attempts_the_turn_fails_with_no_value_and_says_why() -> None:
+    script = [reply(structured(f"t_{n}", answer=0)) for n in range(MAX_ATTEMPTS)]
+    loop = build_loop(script, output=contract())
+    result = await loop.turn("go")
+    assert result.stop_reason == RETRIES_EXHAUSTED and result.structured is None and result.text == ""
+    assert result.error == (
+        f"Failed to provide valid structured output after {MAX_ATTEMPTS} attempts — last error: "
+        "/answer: 0 is less than the minimum of 1"
+    )
+    assert exit_code_for_stop(result.stop_reason) == EXIT_RUNTIME
+    assert loop.model.remaining == 0  # type: ignore[attr-defined]
+
+
+async def test_a_stop_hook_objecting_to_the_answer_makes_the_model_give_it_again() -> None:
+    script = [reply(structured("t_first", answer=1)), reply(structured("t_second", answer=2))]
+    host = MemoryHost({"fake": {**default_server(), **server(_Stop=tool(answers("check the answer again")))}})
+    loop = build_loop(script, output=contract(), host=host, hook_servers="fake")
+    result = await loop.turn("go")
+    assert result.structured == {"answer": 2}
+    stop = loop.host.calls_of("_Stop")[0]
+    assert stop.hook and loop.history[3].content[-1].name == "fake___Stop"  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------- the API's structured outputs (strict)
+
+
+async def test_a_model_with_structured_outputs_gets_a_strict_tool_in_the_apis_subset() -> None:
+    loop = build_loop([reply(structured("t_out", answer=5))], output=contract(), strict=True)
+    assert (await loop.turn("go")).structured == {"answer": 5}
+    (out,) = [t for t in loop.model.bodies[0]["tools"] if t["name"] == STRUCTURED_OUTPUT_TOOL]
+    assert out["strict"] is True
+    assert out["input_schema"] == {
+        "type": "object",
+        "properties": {
+            "answer": {"type": "integer", "description": "{minimum: 1}"},  # left to our own check
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
+
+
+def test_what_the_subset_cannot_hold_is_offered_as_written_without_strict() -> None:
+    open_object = {"type": "object", "additionalProperties": {"type": "string"}}
+    recursive = {
+        "type": "object",
+        "properties": {"tree": {"$ref": "#/$defs/node"}},
+        "$defs": {
+            "node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}
+        },
+    }
+    tuple_items = {"type": "object", "properties": {"pair": {"type": "array", "prefixItems": [{"type": "string"}]}}}
+    many = {"type": "object", "properties": {f"p{n}": {"type": "string"} for n in range(MAX_OPTIONAL + 1)}}
+    for schema in (open_object, recursive, tuple_items, many):
+        assert strict_schema(schema) is None, schema
+    fine = {
+        "type": "object",
+        "properties": {
+            "when": {"type": "string", "format": "date-time"},
+            "n": {"oneOf": [{"type": "integer"}, {"type": "null"}]},
+        },
+    }
+    assert strict_schema(fine) == {
+        "type": "object",
+        "properties": {
+            "when": {"type": "string", "format": "date-time"},
+            "n": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        },
+        "additionalProperties": False,
+    }
+
+
+def test_the_fake_api_refuses_strict_schemas_outside_the_subset_and_on_models_without_support() -> None:
+    def body(schema: dict[str, Any]) -> dict[str, Any]:
+        tool = {"name": "StructuredOutput", "description": "d", "input_schema": schema, "strict": True}
+        return {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}], "tools": [tool]}
+
+    closed = {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False}
+    assert request_problems(body(closed)) == []
+    assert request_problems(body(closed), {"structured_outputs": {"supported": False}}) == [
+        "tools: strict tool use (structured outputs) is not supported for this model"
+    ]
+    assert (
+        "additionalProperties must be set to false"
+        in request_problems(body({**closed, "additionalProperties": True}))[0]
+    )
+    bounded = {**closed, "properties": {"a": {"type": "string", "maxLength": 3}}}
+    assert request_problems(body(bounded)) == [
+        "tools.0.input_schema.properties.a: 'maxLength' is not supported in strict mode"
+    ]
+    recursive = {
+        **closed,
+        "properties": {"t": {"$ref": "#/$defs/t"}},
+        "$defs": {"t": {"type": "object", "properties": {"k": {"$ref": "#/$defs/t"}}, "additionalProperties": False}},
+    }
+    assert any("recursive" in p for p in request_problems(body(recursive)))
+
+
+# ---------------------------------------------------------------- the result line
+
+
+def test_the_result_carries_structured_output_or_claude_codes_error_subtype() -> None:
+    ok = ResultInfo('{"answer": 1}', "end_turn", "s", 2, Usage(), 0.0, 5, 0, [], structured_output={"answer": 1})
+    record = result_record(ok)
+    assert record["subtype"] == "success" and record["structured_output"] == {"answer": 1}
+    failed = ResultInfo("", RETRIES_EXHAUSTED, "s", 5, Usage(), 0.0, 5, EXIT_RUNTIME, ["Failed to provide…"])
+    record = result_record(failed)
+    assert record["subtype"] == "error_max_structured_output_retries" and record["is_error"] is True
+    assert "structured_output" not in record and record["errors"] == ["Failed to provide…"]
