@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from sprout_agent.config.options import Options
 from sprout_agent.config.output_schema import load_output_schema
 from sprout_agent.core.errors import EXIT_RUNTIME, EXIT_USAGE, UsageError, exit_code_for_stop
 from sprout_agent.core.events import TurnFinished
@@ -19,6 +20,11 @@ from sprout_agent.core.structured import MAX_ATTEMPTS, NUDGE, RETRIES_EXHAUSTED,
 from sprout_agent.faces.headless.stream_lines import ResultInfo, result_record
 from sprout_agent.model.strict_schema import MAX_OPTIONAL, strict_schema
 from tests.api_rules import request_problems
+from tests.fake_anthropic import FakeAnthropic, tool_use
+from tests.fake_anthropic import reply as api_reply
+from tests.headless_here import headless
+from tests.inproc_fake import fake_in_process
+from tests.stream_schema import valid_lines
 from tests.loop_doubles import MemoryHost, answers, build_loop, call, default_server, reply, server, tool
 
 pytestmark = pytest.mark.anyio
@@ -240,3 +246,36 @@ def test_the_result_carries_structured_output_or_claude_codes_error_subtype() ->
     record = result_record(failed)
     assert record["subtype"] == "error_max_structured_output_retries" and record["is_error"] is True
     assert "structured_output" not in record and record["errors"] == ["Failed to provide…"]
+
+
+# ---------------------------------------------------------------- the headless face (in-process)
+
+
+def test_text_mode_prints_the_json_answer_after_tool_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """anthropics/claude-code#36033: `claude -p --json-schema` printed nothing; here stdout is the JSON, alone."""
+    script = [
+        api_reply("Looking.", tool_use("fake__echo", {"text": "12"}, id="t_echo")),
+        api_reply("Here it is.", tool_use(STRUCTURED_OUTPUT_TOOL, {"answer": 12}, id="t_out")),
+    ]
+    with FakeAnthropic(script) as fake:
+        options = Options("go", cwd=tmp_path, json_schema=json.dumps(SCHEMA))
+        run = headless(tmp_path, monkeypatch, options, fake=fake, servers={}, in_process=[fake_in_process()])
+    assert run.code == 0 and json.loads(run.stdout) == {"answer": 12}
+    assert run.stdout == '{"answer": 12}\n'
+
+
+def test_stream_json_out_of_attempts_is_claude_codes_error_subtype(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeAnthropic([api_reply("No JSON from me.") for _ in range(MAX_ATTEMPTS)]) as fake:
+        options = Options("go", cwd=tmp_path, output_format="stream-json", json_schema=json.dumps(SCHEMA))
+        run = headless(tmp_path, monkeypatch, options, fake=fake, servers={})
+    assert run.code == EXIT_RUNTIME
+    result = valid_lines(run.stdout)[-1]
+    assert result["subtype"] == "error_max_structured_output_retries" and result["is_error"] is True
+    assert "structured_output" not in result and result["result"] == ""
+    why = f"Failed to provide valid structured output after {MAX_ATTEMPTS} attempts"
+    assert result["errors"] == [f"{why} — last error: the reply ended without a StructuredOutput call"]
+    assert run.stderr.strip().splitlines()[-1] == f"sprout-agent: {result['errors'][0]}"
+    asked = [m for m in fake.requests[-1].body["messages"] if m["role"] == "user"][1:]
+    assert len(asked) == MAX_ATTEMPTS - 1 and NUDGE in json.dumps(asked[0])
