@@ -24,8 +24,8 @@ from tests.fake_anthropic import FakeAnthropic, tool_use
 from tests.fake_anthropic import reply as api_reply
 from tests.headless_here import headless
 from tests.inproc_fake import fake_in_process
-from tests.stream_schema import valid_lines
 from tests.loop_doubles import MemoryHost, answers, build_loop, call, default_server, reply, server, tool
+from tests.stream_schema import valid_lines
 
 pytestmark = pytest.mark.anyio
 
