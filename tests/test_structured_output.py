@@ -22,6 +22,7 @@ from sprout_agent.model.strict_schema import MAX_OPTIONAL, strict_schema
 from tests.api_rules import request_problems
 from tests.fake_anthropic import FakeAnthropic, tool_use
 from tests.fake_anthropic import reply as api_reply
+from tests.harness import run_agent
 from tests.headless_here import headless
 from tests.inproc_fake import fake_in_process
 from tests.loop_doubles import MemoryHost, answers, build_loop, call, default_server, reply, server, tool
@@ -279,3 +280,14 @@ def test_stream_json_out_of_attempts_is_claude_codes_error_subtype(
     assert run.stderr.strip().splitlines()[-1] == f"sprout-agent: {result['errors'][0]}"
     asked = [m for m in fake.requests[-1].body["messages"] if m["role"] == "user"][1:]
     assert len(asked) == MAX_ATTEMPTS - 1 and NUDGE in json.dumps(asked[0])
+
+
+@pytest.mark.e2e
+def test_a_bad_schema_is_exit_2_with_one_stderr_line_and_a_result_without_a_session(tmp_path: Path) -> None:
+    args = ["-p", "hi", "--output-format", "stream-json", "--json-schema", '{"type": "object", "required": 3}']
+    run = run_agent(tmp_path, args, fake=None)
+    assert run.code == EXIT_USAGE
+    (result,) = valid_lines(run.stdout)
+    assert result["session_id"] is None and result["exit_code"] == EXIT_USAGE and result["is_error"] is True
+    assert run.stderr == f"sprout-agent: {result['errors'][0]}\n"
+    assert result["errors"][0].startswith("--json-schema: not a valid JSON Schema: /required: 3 is not of type")
