@@ -22,6 +22,7 @@ from sprout_agent.model.strict_schema import MAX_OPTIONAL, strict_schema
 from tests.api_rules import request_problems
 from tests.fake_anthropic import FakeAnthropic, tool_use
 from tests.fake_anthropic import reply as api_reply
+from tests.fake_sdk import FakeSdk, run_with_sdk
 from tests.harness import run_agent
 from tests.headless_here import headless
 from tests.inproc_fake import fake_in_process
@@ -291,3 +292,25 @@ def test_a_bad_schema_is_exit_2_with_one_stderr_line_and_a_result_without_a_sess
     assert result["session_id"] is None and result["exit_code"] == EXIT_USAGE and result["is_error"] is True
     assert run.stderr == f"sprout-agent: {result['errors'][0]}\n"
     assert result["errors"][0].startswith("--json-schema: not a valid JSON Schema: /required: 3 is not of type")
+
+
+def test_the_typescript_sdks_initialize_may_repeat_the_flags_schema_but_not_bring_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The TypeScript SDK passes `outputFormat` as `--json-schema` and again as `initialize.jsonSchema`."""
+    answers: list[dict[str, Any]] = []
+    other = {"type": "object", "properties": {"x": {"type": "string"}}}
+
+    def script(sdk: FakeSdk) -> None:
+        answers.append(sdk.control("a", "initialize", jsonSchema=other))  # refused: not the flag's
+        answers.append(sdk.control("b", "initialize", jsonSchema=SCHEMA))
+        sdk.user("go")
+        sdk.expect(lambda line: line.get("type") == "result")
+
+    with FakeAnthropic([api_reply(tool_use(STRUCTURED_OUTPUT_TOOL, {"answer": 9}, id="t_out"))]) as fake:
+        options = Options(None, json_schema=json.dumps(SCHEMA))
+        code, sdk, _ = run_with_sdk(tmp_path, monkeypatch, script, fake=fake, options=options)
+    assert [a["subtype"] for a in answers] == ["error", "success"] and "--json-schema" in answers[0]["error"]
+    assert code == 0
+    (result,) = [json.loads(line) for line in sdk.out.raw if json.loads(line).get("type") == "result"]
+    assert result["structured_output"] == {"answer": 9}

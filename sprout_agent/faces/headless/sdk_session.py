@@ -34,7 +34,6 @@ MCP_MESSAGE_TIMEOUT = 600.0
 # Features an SDK may ask for in `initialize` that would change the outcome if silently dropped: refused.
 REFUSED_INIT_FIELDS = {
     "hooks": "hook callbacks (hooks)",
-    "jsonSchema": "structured output (jsonSchema)",
 }
 _STATES = {"running": "connected", "starting": "pending", "needs login": "needs-auth"}
 
@@ -85,6 +84,7 @@ class SdkSession:
             raise ControlError(f"sprout-agent does not support the SDK's {' or '.join(refused)} (docs/sdk.md)")
         if self.initialized:
             raise ControlError("already initialized")
+        self._check_json_schema(request.get("jsonSchema"))
         self.initialized = True
         replace, append = request.get("systemPrompt"), request.get("appendSystemPrompt")
         if replace is not None or append is not None:
@@ -115,6 +115,17 @@ class SdkSession:
             replace=replace if replace is not None else options.system_prompt,
             append=append if append is not None else options.append_system_prompt,
         )
+
+    def _check_json_schema(self, schema: object) -> None:
+        """The TypeScript SDK sends its `outputFormat` schema twice: as `--json-schema` and in `initialize`. The
+        flag's is the one the session runs with; one given only here, or another one, would be silently dropped."""
+        if schema is None:
+            return
+        output = self.prepared.output
+        if output is None or output.schema != schema:
+            raise ControlError(
+                "structured output (jsonSchema) must come as --json-schema, the same schema (docs/sdk.md)"
+            )
 
     def _check_sdk_servers(self, names: object) -> None:
         configured = {s.name for s in self.prepared.loaded.servers if s.transport == "sdk"}
