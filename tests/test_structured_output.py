@@ -131,6 +131,13 @@ async def test_an_invalid_answer_is_told_what_is_wrong_and_the_next_valid_one_is
     )
 
 
+async def test_an_input_that_was_not_a_json_object_is_never_taken_even_by_an_open_schema() -> None:
+    script = [reply(structured("t_raw", _invalid="not json")), reply(structured("t_ok", anything="goes"))]
+    loop = build_loop(script, output=contract({"type": "object"}))
+    assert (await loop.turn("go")).structured == {"anything": "goes"}
+    assert result_of(loop, 1).is_error and "not a JSON object" in text_of(result_of(loop, 1))
+
+
 async def test_a_reply_without_the_call_is_asked_again() -> None:
     script = [reply("The answer is 3."), reply(structured("t_out", answer=3))]
     loop = build_loop(script, output=contract())

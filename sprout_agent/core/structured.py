@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from sprout_agent.core.messages import Message, Text, user_text
+from sprout_agent.core.messages import INVALID_INPUT_KEY, Message, Text, user_text
 from sprout_agent.core.protocols import ToolOutcome, ToolSpec
 
 STRUCTURED_OUTPUT_TOOL = "StructuredOutput"  # Claude Code's name: hook matchers and transcripts written for it match
@@ -65,7 +65,8 @@ class Answer:
         """A `StructuredOutput` call: the tool result the model reads."""
         if self.value is not None:
             return _refused("the structured output was already provided; it is not replaced")
-        problems = self.contract.check(value)
+        unreadable = INVALID_INPUT_KEY in value and len(value) == 1  # the API's input was not a JSON object
+        problems = ["root: the input is not a JSON object"] if unreadable else self.contract.check(value)
         if problems:
             self.failures += 1
             self.last_problem = "; ".join(problems)
