@@ -273,6 +273,15 @@ def test_text_mode_prints_the_json_answer_after_tool_calls(tmp_path: Path, monke
     assert run.stdout == '{"answer": 12}\n'
 
 
+def test_json_output_carries_the_answer_as_structured_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeAnthropic([api_reply(tool_use(STRUCTURED_OUTPUT_TOOL, {"answer": 4, "tags": []}, id="t"))]) as fake:
+        options = Options("go", cwd=tmp_path, output_format="json", json_schema=json.dumps(SCHEMA))
+        run = headless(tmp_path, monkeypatch, options, fake=fake, servers={})
+    (result,) = valid_lines(run.stdout)
+    assert run.code == 0 and result["subtype"] == "success" and result["structured_output"] == {"answer": 4, "tags": []}
+    assert json.loads(result["result"]) == result["structured_output"]
+
+
 def test_stream_json_out_of_attempts_is_claude_codes_error_subtype(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
