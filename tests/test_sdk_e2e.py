@@ -246,3 +246,50 @@ def test_typescript_query_with_a_tool_call_and_a_denied_call(tmp_path: Path) -> 
     assert report["last"]["type"] == "result" and report["last"]["result"] == "ts done"
     results = [result_text(r) for r in tool_results(fake.requests[1].body)]
     assert any("from-ts" in text for text in results) and any("no writes from ts" in text for text in results)
+
+
+TS_STRUCTURED = """
+import { query } from "@anthropic-ai/claude-agent-sdk";
+const messages = [];
+for await (const message of query({
+  prompt: "count",
+  options: {
+    pathToClaudeCodeExecutable: process.env.SPROUT_WRAPPER,
+    cwd: process.env.SPROUT_WORK,
+    env: JSON.parse(process.env.SPROUT_ENV),
+    model: "claude-test",
+    permissionMode: "bypassPermissions",
+    outputFormat: { type: "json_schema", schema: JSON.parse(process.env.SPROUT_SCHEMA) },
+  },
+})) messages.push(message);
+console.log(JSON.stringify({ last: messages.at(-1) }));
+"""
+
+
+def test_typescript_query_with_output_format_gets_structured_output(tmp_path: Path) -> None:
+    """`outputFormat`: the TypeScript SDK passes the schema as --json-schema and again in `initialize`."""
+    node = shutil.which("node")
+    if node is None or not TS_SDK.exists():
+        pytest.skip("node or @anthropic-ai/claude-agent-sdk is not installed (.ci/run installs it into .ci/peers)")
+    script_path = TS_SDK.parent.parent.parent / "sprout-sdk-structured.mjs"  # resolves the package from .ci/peers
+    script_path.write_text(TS_STRUCTURED)
+    schema = {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}
+    steps = [
+        reply(tool_use("dev__bash", {"command": "echo 3"}, id="t_count")),
+        reply(tool_use("StructuredOutput", {"count": 3}, id="t_out")),
+    ]
+    with FakeAnthropic(steps, models=[model_info("claude-test", structured_outputs=True)]) as fake:
+        work = tmp_path / "work"
+        work.mkdir()
+        env = {
+            "PATH": agent_env(tmp_path, fake)["PATH"],
+            "SPROUT_WRAPPER": str(wrapper(tmp_path)),
+            "SPROUT_WORK": str(work),
+            "SPROUT_ENV": json.dumps(agent_env(tmp_path, fake, DEV)),
+            "SPROUT_SCHEMA": json.dumps(schema),
+        }
+        done = subprocess.run([node, str(script_path)], env=env, capture_output=True, text=True, timeout=bounded(90))
+    assert done.returncode == 0, done.stderr
+    last = json.loads(done.stdout.strip().splitlines()[-1])["last"]
+    assert last["type"] == "result" and last["subtype"] == "success", last
+    assert last["structured_output"] == {"count": 3} and fake.refused == []
