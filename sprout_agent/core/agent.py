@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import anyio
 
@@ -54,14 +55,17 @@ from sprout_agent.core.protocols import (
     ToolOutcome,
     ToolSpec,
 )
+from sprout_agent.core.structured import RETRIES_EXHAUSTED, STRUCTURED_OUTPUT_TOOL, Answer, OutputContract
 from sprout_agent.core.tool_names import sdk_tool_name
 
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
-    stop_reason: str  # end_turn, max_tokens, refusal, max_turns, budget, …
-    text: str  # the final assistant text
+    stop_reason: str  # end_turn, max_tokens, refusal, max_turns, budget, structured_output_retries…
+    text: str  # the final assistant text (with --json-schema: the value as JSON)
     turns: int  # model requests made in this turn
+    structured: dict[str, object] | None = None  # --json-schema: the answer, valid against the schema
+    error: str = ""  # why the turn failed (structured output: the last problem)
 
 
 class Agent:
@@ -83,6 +87,7 @@ class Agent:
         permit: Permit | None = None,
         escalate: Escalate | None = None,
         recorder: Recorder | None = None,
+        output: OutputContract | None = None,
     ) -> None:
         self.model = model
         self.host = host
@@ -97,6 +102,8 @@ class Agent:
         self.permit = permit
         self.escalate = escalate
         self.recorder = recorder
+        self.output = output  # --json-schema: each turn ends with a valid StructuredOutput call
+        self._answer: Answer | None = None
         self.history: list[Message] = []
         self._limiter = anyio.CapacityLimiter(limits.max_parallel_tools)
         self.tools: tuple[ToolSpec, ...] = ()
@@ -116,7 +123,8 @@ class Agent:
         before, started = self.ledger.usage, time.monotonic()
         result = await self._run(prompt, tuple(attachments))
         usage, seconds = self.ledger.usage - before, time.monotonic() - started
-        self.emit(TurnFinished(result.stop_reason, result.text, result.turns, usage, self.ledger.cost, seconds))
+        finished = TurnFinished(result.stop_reason, result.text, result.turns, usage, self.ledger.cost, seconds)
+        self.emit(replace(finished, structured_output=result.structured, error=result.error))
         return result
 
     async def start_session(self, source: str) -> None:
@@ -140,13 +148,14 @@ class Agent:
         await self.start_session("clear")
 
     async def _run(self, prompt: str, attachments: tuple[Image, ...]) -> TurnResult:
+        self._answer = Answer(self.output) if self.output is not None else None
         if (refused := await self._submit(prompt, attachments)) is not None:
             return refused
         after_objection = objected = False
         turns = 0
         while True:
-            if (limit := self._limit_reached(turns)) is not None:
-                return TurnResult(limit, self._last_text(), turns)
+            if (limited := self._limit_reached(turns)) is not None:
+                return limited
             turns += 1
             reply = await self._ask()
             self._append(Message("assistant", reply.content))
@@ -157,27 +166,69 @@ class Agent:
                 await self._run_tools(uses)
                 if self.hooks.take_stop():  # a callback's `continue: false`: the turn ends, the session goes on
                     return TurnResult("hook_stopped", self._last_text(), turns)
-                continue
-            if reply.stop_reason == "pause_turn" and not uses:  # the API paused its own long search: send it back
-                continue
-            if uses:  # cut off mid-call: the input may be incomplete, so nothing is run
-                self._answer_unrun(uses, f"not run: the reply stopped with {reply.stop_reason}")
-            if reply.stop_reason == "end_turn" and not after_objection:
-                context = self._hook_context(
-                    last_assistant_message=_text(reply), trigger="end_turn", stop_hook_active=objected
-                )
-                objections = await self.hooks.on_stop(context)
-                if objections:
-                    self._append(*objections)
-                    after_objection = objected = True
+                if self._answer is None or not self._answer.settled:
                     continue
-            return TurnResult(reply.stop_reason, _text(reply), turns)
+            elif self._paused(reply, uses):
+                continue
+            finished = await self._finish(reply, turns, not after_objection, objected)
+            if isinstance(finished, TurnResult):
+                return finished
+            if finished == "objected":  # a `_Stop` objection keeps the turn going
+                after_objection = objected = True
 
-    def _limit_reached(self, turns: int) -> str | None:
+    def _paused(self, reply: ModelReply, uses: list[ToolUse]) -> bool:
+        """The API paused its own long search: the reply goes back as it is. A reply cut off mid-call (its input
+        may be incomplete) has its calls answered unrun."""
+        if reply.stop_reason == "pause_turn" and not uses:
+            return True
+        if uses:
+            self._answer_unrun(uses, f"not run: the reply stopped with {reply.stop_reason}")
+        return False
+
+    async def _finish(
+        self, reply: ModelReply, turns: int, ask_stop: bool, objected: bool
+    ) -> TurnResult | Literal["asked again", "objected"]:
+        """The turn's result: its structured answer or the reply's text. Or the turn goes on: the model was asked
+        again for the structured answer it has not given, or a `_Stop` hook objected."""
+        if (unanswered := self._unanswered(reply.stop_reason, turns)) is not None:
+            return unanswered if isinstance(unanswered, TurnResult) else "asked again"
+        answer = self._answer
+        structured = answer.value if answer is not None else None
+        text = answer.text() if answer is not None and structured is not None else _text(reply)
+        ending = reply.stop_reason == "end_turn" or structured is not None
+        if ending and ask_stop and await self._stop_objected(text, objected):
+            return "objected"
+        return TurnResult("end_turn" if structured is not None else reply.stop_reason, text, turns, structured)
+
+    async def _stop_objected(self, text: str, objected: bool) -> bool:
+        """`_Stop`: a hook that objects keeps the turn going (a structured answer must then be given again).
+        `objected`: an objection already kept this turn going (the callbacks' `stop_hook_active`)."""
+        context = self._hook_context(last_assistant_message=text, trigger="end_turn", stop_hook_active=objected)
+        objections = await self.hooks.on_stop(context)
+        if not objections:
+            return False
+        self._append(*objections)
+        if self._answer is not None:
+            self._answer = Answer(self._answer.contract)
+        return True
+
+    def _limit_reached(self, turns: int) -> TurnResult | None:
         if self.limits.max_turns is not None and turns >= self.limits.max_turns:
-            return "max_turns"
-        budget = self.limits.max_budget_usd
-        return "budget" if budget is not None and self.ledger.cost >= budget else None
+            return TurnResult("max_turns", self._last_text(), turns)
+        if self.limits.max_budget_usd is not None and self.ledger.cost >= self.limits.max_budget_usd:
+            return TurnResult("budget", self._last_text(), turns)
+        return None
+
+    def _unanswered(self, stop_reason: str, turns: int) -> TurnResult | bool | None:
+        """The reply ended without the StructuredOutput call the turn needs: True when the model is asked again,
+        the failed turn when its attempts are spent; None when the turn needs no call or has its answer."""
+        answer = self._answer
+        if answer is None or answer.value is not None or stop_reason not in _NO_ANSWER:
+            return None
+        if not answer.exhausted and (again := answer.missing()) is not None:
+            self._append(again)
+            return True
+        return TurnResult(RETRIES_EXHAUSTED, "", turns, error=answer.failure())  # no text: it is not the answer
 
     async def _submit(self, prompt: str, attachments: tuple[Image, ...]) -> TurnResult | None:
         """The prompt enters the history with what the session-start and prompt hooks add; a hook callback that
@@ -242,7 +293,8 @@ class Agent:
 
     def _set_tools(self) -> None:
         # The tool list changes only when a server's does (`refresh`), so the cached prefix stays byte-stable.
-        self.tools = tuple(s for s in self.host.tools() if not is_hook(s))
+        offered = tuple(s for s in self.host.tools() if not is_hook(s))  # `server__tool`: never our tool's name
+        self.tools = (*offered, self.output.spec()) if self.output is not None else offered
         self._by_name = {spec.name: spec for spec in self.tools}
         # What every request carries besides the history; compaction cannot shrink it.
         tool_chars = sum(len(s.name) + len(s.description) + len(json.dumps(s.input_schema)) for s in self.tools)
@@ -310,7 +362,9 @@ class Agent:
         spec = self._by_name.get(use.name)
         self.emit(ToolStarted(use.id, use.name, spec.server if spec else "", spec.tool if spec else "", use.input))
         started, denied = time.monotonic(), False
-        if spec is None:
+        if spec is not None and use.name == STRUCTURED_OUTPUT_TOOL and self._answer is not None:
+            outcome = self._answer.offer(use.input)  # ours, not a server's: no permission asked, no hook
+        elif spec is None:
             outcome = ToolOutcome((Text(f"unknown tool: {use.name}"),), is_error=True)
         elif INVALID_INPUT_KEY in use.input and len(use.input) == 1:
             outcome = ToolOutcome((Text(invalid_input(use.input[INVALID_INPUT_KEY])),), is_error=True)
@@ -390,6 +444,10 @@ class Agent:
             if message.role == "assistant" and message.text.strip():
                 return message.text
         return ""
+
+
+# The reply ended without a StructuredOutput call the turn needs: the model is asked again (while attempts last).
+_NO_ANSWER = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence"})
 
 
 def _text(reply: ModelReply) -> str:

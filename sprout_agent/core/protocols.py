@@ -20,6 +20,7 @@ class ToolSpec:
     description: str
     input_schema: dict[str, object]
     read_only: bool | None = None  # from MCP annotations; None = unknown
+    strict: bool = False  # the API's structured outputs constrain the input, where the model supports them
 
 
 @dataclass(frozen=True, slots=True)

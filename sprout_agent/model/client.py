@@ -160,7 +160,8 @@ class AnthropicModel:
             # A breakpoint on the system prompt caches tools + system: the stable prefix.
             params["system"] = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
         if request.tools or web:  # the server tools first: the breakpoint stays on the last MCP tool
-            params["tools"] = (server_tools.definitions() if web else []) + to_api_tools(request.tools)
+            strict = self.facts.structured_outputs is True  # unknown: not sent (a refusal would fail every request)
+            params["tools"] = (server_tools.definitions() if web else []) + to_api_tools(request.tools, strict=strict)
         return params
 
     async def count_tokens(self, request: ModelRequest) -> tuple[int, int, int] | None:

@@ -299,6 +299,7 @@ def _build_agent(
         cwd=str(p.options.cwd),
         session_id=session_id,
         recorder=transcript,
+        output=p.output,
         permit=policy,
         escalate=policy.escalate,
     )

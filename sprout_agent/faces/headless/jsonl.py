@@ -158,7 +158,8 @@ class JsonlSink:
         code = exit_code_for_stop(event.stop_reason)
         info = ResultInfo(
             event.text, event.stop_reason, self.session_id, event.turns, event.usage, event.cost_usd,
-            ms(event.seconds), code, [], ms(api), denials, dict(self._model_usage),
+            ms(event.seconds), code, [event.error] if event.error else [], ms(api), denials, dict(self._model_usage),
+            event.structured_output,
         )  # fmt: skip
         return result_record(info)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -54,6 +54,7 @@ class Outcome:
     fatal: str | None = None  # the one line for stderr
     ran_a_turn: bool = False
     reported: bool = False  # the last thing the run did was answer a turn (stream-json wrote its result)
+    structured: Mapping[str, object] | None = None  # --json-schema: the last turn's validated answer
 
     def answered(self, result: TurnResult) -> Outcome:
         """A turn ran to its end; its own `result` line said so (a later failure says more)."""
@@ -67,6 +68,9 @@ class Outcome:
             turns=turns,
             ran_a_turn=True,
             reported=True,
+            structured=result.structured,
+            errors=(*self.errors, result.error) if result.error else self.errors,
+            fatal=result.error or self.fatal,  # no valid structured output: one line on stderr
         )
 
     def sdk_interrupted(self) -> Outcome:
@@ -295,6 +299,7 @@ class Headless:
                     duration_ms=round((time.monotonic() - self.started) * 1000),
                     exit_code=outcome.code,
                     errors=list(outcome.errors),
+                    structured_output=outcome.structured,
                 ),
                 reported=outcome.reported,
             )

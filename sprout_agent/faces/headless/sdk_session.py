@@ -35,10 +35,6 @@ from sprout_agent.session.runtime import Runtime, facts_for
 ASK_TIMEOUT = 600.0
 # How long one MCP message to an SDK server waits (the pool's own call timeout usually ends it first).
 MCP_MESSAGE_TIMEOUT = 600.0
-# Features an SDK may ask for in `initialize` that would change the outcome if silently dropped: refused.
-REFUSED_INIT_FIELDS = {
-    "jsonSchema": "structured output (jsonSchema)",
-}
 _STATES = {"running": "connected", "starting": "pending", "needs login": "needs-auth"}
 
 
@@ -94,12 +90,10 @@ class SdkSession:
             self.settled.set()
 
     def _initialize(self, request: Body) -> Body:
-        refused = [what for key, what in REFUSED_INIT_FIELDS.items() if request.get(key)]
-        if refused:
-            raise ControlError(f"sprout-agent does not support the SDK's {' or '.join(refused)} (docs/sdk.md)")
         if self.initialized:
             raise ControlError("already initialized")
         hooks = self._register_hooks(request.get("hooks"))
+        self._check_json_schema(request.get("jsonSchema"))
         self.initialized = True
         replace, append = request.get("systemPrompt"), request.get("appendSystemPrompt")
         if replace is not None or append is not None:
@@ -189,6 +183,17 @@ class SdkSession:
         except SproutError as error:
             raise ControlError(f"initialize: {error}") from None
         return {key: True for key, value in fields.items() if value is not None}
+
+    def _check_json_schema(self, schema: object) -> None:
+        """The TypeScript SDK sends its `outputFormat` schema twice: as `--json-schema` and in `initialize`. The
+        flag's is the one the session runs with; one given only here, or another one, would be silently dropped."""
+        if schema is None:
+            return
+        output = self.prepared.output
+        if output is None or output.schema != schema:
+            raise ControlError(
+                "structured output (jsonSchema) must come as --json-schema, the same schema (docs/sdk.md)"
+            )
 
     def _check_sdk_servers(self, names: object) -> None:
         if not isinstance(names, list):
