@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -310,4 +311,17 @@ def retrieve_model_info(model: str, api_key: str | None, base_url: str | None) -
         client.close()
 
 
-__all__ = ["EPHEMERAL", "AnthropicModel", "retrieve_model_info", "to_api_messages", "to_api_tools"]
+def known_models() -> tuple[str, ...]:
+    """The model ids the anthropic SDK names (its `ModelParam`), dated snapshots left out: an editor's model
+    picker. Kept with the SDK's upgrades, not by hand."""
+    from typing import get_args
+
+    from anthropic.types.model_param import ModelParam
+
+    names = (name for literal in get_args(ModelParam) for name in get_args(literal) if isinstance(name, str))
+    return tuple(name for name in names if not _DATED.search(name))
+
+
+_DATED = re.compile(r"-\d{8}$")
+
+__all__ = ["EPHEMERAL", "AnthropicModel", "known_models", "retrieve_model_info", "to_api_messages", "to_api_tools"]

@@ -9,12 +9,14 @@ import anyio
 
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.errors import SproutError
+from sprout_agent.core.events import Notice
 from sprout_agent.core.messages import Image, ToolUse
-from sprout_agent.core.permissions import Decision
+from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
-from sprout_agent.faces.acp import commands
+from sprout_agent.faces.acp import choices, commands
 from sprout_agent.faces.acp.updates import Updates
 from sprout_agent.faces.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Connection, Json, RpcError
+from sprout_agent.faces.commands import switch_to
 from sprout_agent.mcp.prompts import PromptFailed
 from sprout_agent.mcp.sampling import SamplingRequest
 from sprout_agent.session.prepared import Prepared
@@ -56,6 +58,9 @@ class AcpSession:
         self.closed = anyio.Event()
         self.busy = False
         self._samplings = 0  # numbers the sampling questions' tool call ids
+        # The model picker's choices: the session's models now, all the models we know once the runtime is up.
+        options = prepared.options
+        self.models = choices.unique((prepared.model, prepared.settings.model, options.fallback_model or ""))
 
     async def own(self) -> None:
         """Runs the session's runtime until cancelled (the client went away); its servers end with it."""
@@ -73,6 +78,7 @@ class AcpSession:
                 self._settled.set()
                 if prompts := rt.pool.prompts():  # the servers are up now: their prompts join our commands
                     self.updates.send(commands.available_commands(prompts))
+                self._know_models()
                 with self._open:
                     await anyio.sleep_forever()
                 await rt.agent.end_session(self._end_reason)
@@ -82,6 +88,66 @@ class AcpSession:
             self._runtime = None
             self._settled.set()
             self.closed.set()
+
+    # --- the editor's pickers: the mode and the model --------------------------------------------------------
+
+    def mode(self) -> str:
+        """The listed mode the session's permission policy is in (the command line's until the runtime is up)."""
+        policy = self._runtime.agent.permit if self._runtime is not None else None
+        name = policy.mode_name if isinstance(policy, Policy) else self.prepared.options.permission_mode
+        return choices.shown_mode(name)
+
+    def model(self) -> str:
+        return self._runtime.agent.model.name if self._runtime is not None else self.prepared.model
+
+    def config_options(self) -> list[Json]:
+        return choices.config_options(self.mode(), self.model(), self.models)
+
+    async def set_mode(self, raw: object) -> None:
+        """The session-level switch the SDK's set_permission_mode uses too (`Policy.set_mode`), from the next
+        call on; the editor hears of it (`current_mode_update`, `config_option_update`)."""
+        mode = choices.listed_mode(raw)
+        policy = (await self.agent()).permit
+        if not isinstance(policy, Policy):
+            raise RpcError(INTERNAL_ERROR, "this session has no permission policy to switch")
+        policy.set_mode(mode)
+        self.updates.send({"sessionUpdate": "current_mode_update", "currentModeId": self.mode()})
+        self.options_changed()
+
+    async def set_option(self, config_id: object, value: object) -> list[Json]:
+        if config_id == choices.MODE_OPTION:
+            await self.set_mode(value)
+        elif config_id == choices.MODEL_OPTION:
+            await self.set_model(value)
+        else:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: no config option {str(config_id)[:80]!r}")
+        return self.config_options()
+
+    async def set_model(self, raw: object) -> None:
+        """The model picker: one of the listed models, through the session's one model switch (/model's)."""
+        if not isinstance(raw, str) or raw not in self.models:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: {str(raw)[:80]!r} is not one of the listed models")
+        await self.agent()
+        assert self._runtime is not None
+        try:
+            _, notes = await switch_to(self._runtime, raw, "model")
+        except ValueError as error:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: cannot switch: {error}") from None
+        for note in notes:
+            self.updates.emit(Notice(note, "warning"))  # shown with the next prompt
+        self.options_changed()
+
+    def options_changed(self) -> None:
+        self.updates.send({"sessionUpdate": "config_option_update", "configOptions": self.config_options()})
+
+    def _know_models(self) -> None:
+        """Every model we know joins the picker once the runtime is up (anthropic is loaded by then)."""
+        from sprout_agent.model.client import known_models
+
+        known = choices.unique((*self.models, *known_models()))
+        if known != self.models:
+            self.models = known
+            self.options_changed()
 
     def close(self, reason: str = "close") -> None:
         """Ends the session with `_SessionEnd` (told `reason`), then its servers; `closed` is set once they are
@@ -122,7 +188,11 @@ class AcpSession:
     async def _run(self, agent: Agent, text: str, images: tuple[Image, ...]) -> str:
         command = commands.parse(text) if not images else None
         if command is not None and self._runtime is not None:
+            model = self.model()
             self.updates.message(await commands.run(self._runtime, *command))
+            if self.model() != model:  # /model switched it: the picker follows
+                self.models = choices.unique((*self.models, self.model()))
+                self.options_changed()
             return "end_turn"
         if self._runtime is not None:
             try:
