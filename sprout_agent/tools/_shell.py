@@ -10,11 +10,11 @@ from contextlib import suppress
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._procs import CALL_ENV, call_scope, kill_group
 from sprout_agent.tools._server import Args, Marked, Report, ToolError, ToolOutput, request_meta
 from sprout_agent.trust.sandbox import OUTSIDE_SANDBOX_META, SANDBOX_DENIED_META, SandboxUnavailable
 from sprout_agent.trust.secrets import command_env
+from sprout_agent.trust.workspace import Workspace
 
 TIMEOUT_ENV = "SPROUT_DEV_BASH_TIMEOUT"
 DEFAULT_TIMEOUT = 120.0

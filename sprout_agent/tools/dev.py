@@ -13,8 +13,9 @@ from typing import Any
 from mcp.server.lowlevel import Server
 
 from sprout_agent.tools import _files, _grep, _listing, _shell
-from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._server import Args, Report, ToolOutput, ToolSpec, build_server, serve_stdio
+from sprout_agent.trust import reading
+from sprout_agent.trust.workspace import Workspace
 
 NAME = "dev"
 VERSION = "0.1.0"
@@ -37,9 +38,9 @@ PATH = {"type": "string", "description": "File path, absolute or relative to the
 
 READ = f"""Read a file from the local filesystem.
 - Text is returned cat -n style: each line as its right-aligned 1-based line number, a tab, then the text.
-- By default up to {_files.DEFAULT_LIMIT} lines from the start; use offset (1-based line number) and limit \
-for long files. Lines longer than {_files.MAX_LINE_CHARS} characters are truncated, and output stops at \
-{_files.MAX_READ_BYTES // 1024} KiB with a note saying which offset to continue from.
+- By default up to {reading.DEFAULT_LIMIT} lines from the start; use offset (1-based line number) and limit \
+for long files. Lines longer than {reading.MAX_LINE_CHARS} characters are truncated, and output stops at \
+{reading.MAX_READ_BYTES // 1024} KiB with a note saying which offset to continue from.
 - PNG, JPEG, GIF and WebP images (up to {_files.MAX_IMAGE_BYTES // 1024 // 1024} MiB) are returned as images.
 - Binary files are refused; use bash to inspect them. Directories, FIFOs, devices and sockets are refused.
 - Any path may be read. Reading a file is required before write or edit may change it."""
