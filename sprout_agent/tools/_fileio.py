@@ -16,16 +16,10 @@ from contextlib import suppress
 from typing import BinaryIO
 
 from sprout_agent.tools._server import ToolError
+from sprout_agent.trust.workspace import kind_of
 
 # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer before fstat can refuse it.
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
-
-
-def kind_of(mode: int) -> str:
-    """What a non-regular file is, in words."""
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def open_regular(path: str, shown: str | None = None) -> BinaryIO:

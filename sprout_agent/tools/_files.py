@@ -11,26 +11,15 @@ from typing import BinaryIO, Literal
 
 import anyio.to_thread
 
-from sprout_agent.tools._fileio import kind_of, open_regular, replace_file
+from sprout_agent.tools._fileio import open_regular, replace_file
 from sprout_agent.tools._server import DIFF_META, Args, Image, Marked, ToolError, ToolOutput
 from sprout_agent.trust.edits import check_edit, decode, edit_report, edited, written
-from sprout_agent.trust.reading import binary_refusal, number_lines, read_window
-from sprout_agent.trust.workspace import Workspace
+from sprout_agent.trust.reading import IMAGE_TYPES, binary_refusal, number_lines, read_window
+from sprout_agent.trust.workspace import Workspace, kind_of
 
 MAX_EDIT_BYTES = 64 * 1024 * 1024
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 MAX_DIFF_SOURCE_BYTES = 2 * 1024 * 1024  # an overwritten file larger than this gets no diff for the faces
-IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
-               ".gif": "image/gif", ".webp": "image/webp"}  # fmt: skip
-
-
-def _existing_file(ws: Workspace, file_path: str) -> str:
-    real = ws.readable(file_path)
-    if not os.path.exists(real):
-        raise ToolError(f"file not found: {ws.display(real)}")
-    if os.path.isdir(real):
-        raise ToolError(f"{ws.display(real)} is a directory, not a file; use glob or bash ls to list it")
-    return real
 
 
 def _read_image(ws: Workspace, real: str, f: BinaryIO, mime: str) -> Image:
@@ -43,7 +32,7 @@ def _read_image(ws: Workspace, real: str, f: BinaryIO, mime: str) -> Image:
 
 
 def _read(ws: Workspace, args: Args) -> ToolOutput:
-    real = _existing_file(ws, args["file_path"])
+    real = ws.existing_file(args["file_path"])
     offset, limit = read_window(args.get("offset"), args.get("limit"))
     with open_regular(real, ws.display(real)) as f:
         ws.check_opened(f.fileno())
@@ -108,7 +97,7 @@ def _edit(ws: Workspace, args: Args) -> ToolOutput:
     replace_all: bool = args.get("replace_all") or False
     check_edit(old, new)
     real, start = ws.writable(args["file_path"])
-    real = _existing_file(ws, real)
+    real = ws.existing_file(real)
     shown = ws.display(real)
     ws.check_fresh(real)
     with open_regular(real, shown) as f:

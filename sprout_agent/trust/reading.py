@@ -18,6 +18,9 @@ LINE_READ_BYTES = 64 * 1024  # of one line; the rest is skipped unread into memo
 COUNT_REST_BYTES = 16 * 1024 * 1024  # past a stop, lines are counted for the note only when this little is left
 MAX_READ_BYTES = 256 * 1024
 CHUNK = 1024 * 1024
+# What read shows as an image rather than text (the editor route leaves these to the dev server).
+IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
+               ".gif": "image/gif", ".webp": "image/webp"}  # fmt: skip
 
 
 def read_line(f: BinaryIO, cap: int) -> tuple[bytes, int] | None:

@@ -12,6 +12,7 @@ directory or the deny list. SPROUT_DEV_ALLOW_OUTSIDE=1 lifts only the first rule
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -19,6 +20,13 @@ from sprout_agent.trust.sandbox import Policy, Sandbox, trusted_which
 from sprout_agent.trust.write_policy import ADD_DIRS_ENV, ALLOW_OUTSIDE_ENV, WritePolicy, under
 
 Stamp = tuple[int, int]  # (mtime_ns, size)
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 class Refused(Exception):
@@ -65,6 +73,19 @@ class Workspace:
         hidden = self.hidden_at_or_above(real)
         if hidden is not None:
             raise Refused(f"{real} is hidden by the sandbox's deny list ({hidden}: credentials); ask the user")
+        return real
+
+    def existing_file(self, path: str) -> str:
+        """`readable`, and there as a regular file (followed by the open's own check, where there is an open)."""
+        real = self.readable(path)
+        try:
+            mode = os.stat(real).st_mode
+        except FileNotFoundError:
+            raise Refused(f"file not found: {self.display(real)}") from None
+        if stat.S_ISDIR(mode):
+            raise Refused(f"{self.display(real)} is a directory, not a file; use glob or bash ls to list it")
+        if not stat.S_ISREG(mode):
+            raise Refused(f"{self.display(real)} is {kind_of(mode)}, not a regular file")
         return real
 
     def check_opened(self, fd: int) -> None:
