@@ -28,7 +28,7 @@ from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.hooks import Hooks, parse_allowlist
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.permissions import Ask, Policy
-from sprout_agent.core.protocols import Model
+from sprout_agent.core.protocols import Model, ToolHost
 from sprout_agent.mcp.client_features import ClientFeatures, Roots, SdkMessages, roots_for
 from sprout_agent.mcp.elicitation import Elicitor, Unattended
 from sprout_agent.mcp.oauth.store import oauth_setup
@@ -71,10 +71,12 @@ async def open_runtime(
     elicit: Elicitor | None = None,
     approve_sampling: Approve | None = None,
     sdk: SdkMessages | None = None,
+    tool_host: Callable[[ServerPool], ToolHost] | None = None,
 ) -> AsyncGenerator[Runtime]:
     """Starts everything a session needs; `ask` is the face's permission question (None: nobody to ask);
     `elicit` answers a server's questions and `approve_sampling` its model calls (None: the unattended rules);
-    `sdk` carries the messages of the servers an SDK hosts (None: no SDK drives this session)."""
+    `sdk` carries the messages of the servers an SDK hosts (None: no SDK drives this session); `tool_host` puts
+    a face's route in front of the servers for the loop's calls (an editor's files and terminals)."""
     session_id = session_id or new_session_id(prepared)
     ledger = Ledger(prepared.model, prepared.prices)
     client = _client_features(prepared, emit, ledger, elicit, approve_sampling)
@@ -93,7 +95,8 @@ async def open_runtime(
         stack.push_async_callback(model.aclose)  # its HTTP connections end with the session, on this loop
         if client.sampler is not None:
             client.sampler.model = model  # until now a server's sampling request is refused: no model yet
-        agent = _build_agent(prepared, emit, ask, pool, model, session_id, transcript, ledger)
+        host = tool_host(pool) if tool_host is not None else pool
+        agent = _build_agent(prepared, emit, ask, (pool, host), model, session_id, transcript, ledger)
         _fit_window(prepared, agent, facts)
         if prepared.resume is not None:
             agent.load(prepared.resume.history, "resume")
@@ -250,12 +253,13 @@ def _build_agent(
     p: Prepared,
     emit: Callable[[Event], None],
     ask: Ask | None,
-    pool: ServerPool,
+    hosts: tuple[ServerPool, ToolHost],  # the servers (hooks call them), and what the loop's tool calls go to
     model: Model,
     session_id: str,
     transcript: store.SessionStore | None,
     ledger: Ledger,
 ) -> Agent:
+    pool, host = hosts
     names = {server.name for server in p.loaded.servers}
     allowlist = parse_allowlist(p.settings.hook_servers)
     if allowlist is not None and not allowlist.everything:
@@ -287,7 +291,7 @@ def _build_agent(
     )
     return Agent(
         model=model,
-        host=pool,
+        host=host,
         hooks=hooks,
         emit=emit,
         system=build_system_prompt(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import cast
 
@@ -43,7 +43,7 @@ class CommandGate:
         self._idle.set()
 
     @asynccontextmanager
-    async def command(self) -> AsyncIterator[None]:
+    async def command(self) -> AsyncGenerator[None]:
         async with self._turn:  # waits while an editor operation holds it
             self._running += 1
             if self._running == 1:
@@ -56,7 +56,7 @@ class CommandGate:
                 self._idle.set()
 
     @asynccontextmanager
-    async def editor(self) -> AsyncIterator[None]:
+    async def editor(self) -> AsyncGenerator[None]:
         async with self._turn:
             await self._idle.wait()
             yield

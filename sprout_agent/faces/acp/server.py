@@ -46,6 +46,7 @@ class AcpServer:
     def __init__(self, options: AcpSetup, writer: Writer, group: TaskGroup) -> None:
         self.options = options
         self.sessions: dict[str, AcpSession] = {}
+        self.client_capabilities: object = None  # from initialize: the editor's files and terminals
         self._group = group  # the sessions' runtimes live here, so end-of-input ends them all
         self.conn = Connection(
             writer,
@@ -66,6 +67,7 @@ class AcpServer:
         version = params.get("protocolVersion")
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
             raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be a non-negative integer")
+        self.client_capabilities = params.get("clientCapabilities")
         capabilities: Json = {
             "loadSession": self.options.locations.sessions is not None,
             "promptCapabilities": {"image": image_input(self.options), "audio": False, "embeddedContext": True},
@@ -174,9 +176,10 @@ class AcpServer:
 
     def _start(self, prepared: Prepared) -> AcpSession:
         from sprout_agent.core.events import Notice
+        from sprout_agent.faces.acp.editor_host import EditorOffers
         from sprout_agent.faces.acp.sessions import AcpSession
 
-        session = AcpSession(prepared, self.conn)
+        session = AcpSession(prepared, self.conn, EditorOffers.of(self.client_capabilities))
         for notice in prepared.loaded.notices:  # shown when the first prompt starts
             session.updates.emit(Notice(notice, "warning"))
         self.sessions[session.session_id] = session

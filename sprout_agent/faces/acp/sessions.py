@@ -12,8 +12,9 @@ from sprout_agent.core.errors import SproutError
 from sprout_agent.core.events import Notice
 from sprout_agent.core.messages import Image, ToolUse
 from sprout_agent.core.permissions import Decision, Policy
-from sprout_agent.core.protocols import ToolSpec
+from sprout_agent.core.protocols import ToolHost, ToolSpec
 from sprout_agent.faces.acp import choices, commands
+from sprout_agent.faces.acp.editor_host import EditorHost, EditorOffers
 from sprout_agent.faces.acp.updates import Updates
 from sprout_agent.faces.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Connection, Json, RpcError
 from sprout_agent.faces.commands import switch_to
@@ -43,9 +44,11 @@ SAMPLING_OPTIONS: tuple[Json, ...] = (
 
 
 class AcpSession:
-    def __init__(self, prepared: Prepared, conn: Connection) -> None:
-        """The id is known at once (a resumed session keeps its own); the runtime starts in `own`."""
+    def __init__(self, prepared: Prepared, conn: Connection, offers: EditorOffers | None = None) -> None:
+        """The id is known at once (a resumed session keeps its own); the runtime starts in `own`. `offers`: the
+        editor's files and terminals, which the built-in dev tools then go through."""
         self.prepared = prepared
+        self.offers = offers or EditorOffers()
         self.session_id = new_session_id(prepared)
         self.updates = Updates(self.session_id, lambda params: conn.notify("session/update", params), _cwd(prepared))
         self._conn = conn
@@ -71,6 +74,7 @@ class AcpSession:
                 ask=self._ask,
                 session_id=self.session_id,
                 approve_sampling=self.approve_sampling,
+                tool_host=self._tool_host,
             ) as rt:
                 agent, compactor = rt.agent, rt.agent.compactor
                 self.updates.usage_source = lambda: (compactor.window if compactor else 0, agent.ledger.cost)
@@ -148,6 +152,11 @@ class AcpSession:
         if known != self.models:
             self.models = known
             self.options_changed()
+
+    def _tool_host(self, pool: ToolHost) -> ToolHost:
+        return EditorHost.over(
+            pool, self.prepared, self.offers, self._conn, self.session_id, self.updates.show_terminal
+        )
 
     def close(self, reason: str = "close") -> None:
         """Ends the session with `_SessionEnd` (told `reason`), then its servers; `closed` is set once they are
