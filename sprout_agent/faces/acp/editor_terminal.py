@@ -80,7 +80,7 @@ class EditorTerminal:
         finished = False
         try:
             with anyio.move_on_after(timeout) as waiting:
-                exited = await self._conn.request("terminal/wait_for_exit", self._params(terminal))
+                exited = await self._conn.request("terminal/wait_for_exit", self._params(terminal))  # bounded by the timeout
             if waiting.cancelled_caught:
                 await self._ask("terminal/kill", self._params(terminal))
             output = await self._ask("terminal/output", self._params(terminal))
@@ -98,15 +98,18 @@ class EditorTerminal:
         return ToolOutcome((Text(report),), is_error=code != 0, sandbox_denied=stopped)
 
     def _params(self, terminal: str) -> Json:
-        return {"terminalId": terminal}
+        return {"sessionId": self._session_id, "terminalId": terminal}
 
     async def _ask(self, method: str, params: Json) -> object:
-        with anyio.fail_after(EDITOR_TIMEOUT):
-            return await self._conn.request(method, {"sessionId": self._session_id, **params})
+        try:
+            with anyio.fail_after(EDITOR_TIMEOUT):
+                return await self._conn.request(method, {"sessionId": self._session_id, **params})
+        except TimeoutError:
+            raise RpcError(0, f"no answer to {method} within {EDITOR_TIMEOUT:g} s") from None
 
     async def _quietly(self, method: str, terminal: str) -> None:
         with suppress(RpcError):  # it had ended, or the editor let it go: nothing more to do
-            await self._conn.request(method, {"sessionId": self._session_id, "terminalId": terminal})
+            await self._conn.request(method, self._params(terminal))
 
 
 def _output_text(answer: object) -> str:
