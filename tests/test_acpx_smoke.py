@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sprout_agent.trust.sandbox import BWRAP, Policy, Sandbox
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import ROOT, agent_command, agent_env
@@ -44,4 +45,43 @@ def test_acpx_runs_a_tool_turn_end_to_end(tmp_path: Path) -> None:
     assert "tool_call" in kinds and "tool_call_update" in kinds and "usage_update" in kinds
     text = "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk")
     assert "Hello from sprout." in text
+    assert wire[-1]["result"] == {"stopReason": "end_turn"}
+
+
+def test_acpx_serves_the_dev_tools_files_and_commands_through_its_fs_and_terminal(tmp_path: Path) -> None:
+    """acpx offers fs and terminal by default: the write and the edit go through its fs methods, the command
+    through its terminal, under the same sandbox command line (bubblewrap; else the dev server runs it)."""
+    if not ACPX.exists():
+        pytest.skip("acpx is not installed (.ci/run installs it into .ci/peers)")
+    (tmp_path / "notes.txt").write_text("alpha\n")
+    edit = {"file_path": "notes.txt", "old_string": "alpha", "new_string": "beta"}
+    script: list[Step] = [
+        reply(tool_use("dev__read", {"file_path": "notes.txt"})),
+        reply(tool_use("dev__edit", edit)),
+        reply(tool_use("dev__write", {"file_path": "out.txt", "content": "written\n"})),
+        reply(tool_use("dev__bash", {"command": "cat out.txt notes.txt > both.txt; echo ran"})),
+        reply("Done."),
+    ]
+    env = agent_env(tmp_path, None, {"SPROUT_AGENT_BUILTIN_SERVERS": "dev"})
+    agent = shlex.join(agent_command(["acp"]))
+    client = [str(ACPX), "--agent", agent, "--cwd", str(tmp_path), "--approve-all", "--format", "json"]
+    with FakeAnthropic(script) as fake:
+        env["ANTHROPIC_BASE_URL"] = fake.base_url
+        completed = subprocess.run(
+            [*client, "--timeout", "60", "exec", "edit, write, run"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=bounded(90),
+        )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    wire = [json.loads(line) for line in completed.stdout.splitlines() if line.strip()]
+    asked = [m["method"] for m in wire if "id" in m and m.get("method", "").startswith(("fs/", "terminal/"))]
+    assert asked.count("fs/read_text_file") == 2 and asked.count("fs/write_text_file") == 2
+    assert (tmp_path / "notes.txt").read_text() == "beta\n" and (tmp_path / "out.txt").read_text() == "written\n"
+    assert (tmp_path / "both.txt").read_text() == "written\nbeta\n"
+    sandbox = Sandbox(Policy.from_env({}, str(tmp_path)))
+    if sandbox.active() and sandbox.mechanism() == BWRAP:  # the command ran in acpx's terminal
+        assert {"terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"} <= set(asked)
     assert wire[-1]["result"] == {"stopReason": "end_turn"}
