@@ -41,8 +41,8 @@ async def buffer_editor(
             session = await conn.new_session(cwd=str(work), mcp_servers=[])
             yield conn, client, session.session_id
         group.cancel_scope.cancel()
-    for terminal in client.terminals.values():  # every command ended: released terminals were killed
-        await terminal.process.aclose()
+    for opened in client.terminals.values():  # every command ended: released terminals were killed
+        await opened.process.aclose()
 
 
 def result_texts(fake: FakeAnthropic) -> list[str]:

@@ -128,7 +128,8 @@ async def test_session_list_pages_the_recorded_sessions_of_a_directory_newest_fi
 
     directory = tmp_path / "data" / "sessions"
     here, there = tmp_path / "here", tmp_path / "there"
-    here.mkdir(), there.mkdir()
+    here.mkdir()
+    there.mkdir()
     mine = [_record(directory, here, f"prompt {n}") for n in range(listing.PAGE_SIZE + 2)]
     other = _record(directory, there, "elsewhere")
     client = EditorClient()

@@ -245,8 +245,8 @@ def test_fork_session_goes_on_in_a_new_session(tmp_path: Path, monkeypatch: pyte
 
 
 def test_add_dir_lets_the_dev_tools_write_there_and_only_there(tmp_path: Path) -> None:
-    from sprout_agent.trust.workspace import Workspace
     from sprout_agent.tools._server import ToolError
+    from sprout_agent.trust.workspace import Workspace
 
     work, extra, other = tmp_path / "work", tmp_path / "extra", tmp_path / "other"
     for directory in (work, extra, other):

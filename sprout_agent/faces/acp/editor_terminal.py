@@ -79,8 +79,8 @@ class EditorTerminal:
         exited: object = None
         finished = False
         try:
-            with anyio.move_on_after(timeout) as waiting:
-                exited = await self._conn.request("terminal/wait_for_exit", self._params(terminal))  # bounded by the timeout
+            with anyio.move_on_after(timeout) as waiting:  # the command's own timeout bounds this wait
+                exited = await self._conn.request("terminal/wait_for_exit", self._params(terminal))
             if waiting.cancelled_caught:
                 await self._ask("terminal/kill", self._params(terminal))
             output = await self._ask("terminal/output", self._params(terminal))
