@@ -86,18 +86,16 @@ class BufferEditor(EditorClient):
         return TerminalOutputResponse(output=text, truncated=terminal.truncated)
 
     async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
-        terminal = self.terminals[terminal_id]
-        terminal.killed = True
-        if terminal.process.returncode is None:
-            terminal.process.kill()
-        return None
+        self._end(terminal_id).killed = True
 
     async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        self._end(terminal_id).released = True  # a released terminal's command is killed (the spec)
+
+    def _end(self, terminal_id: str) -> Terminal:
         terminal = self.terminals[terminal_id]
-        terminal.released = True
         if terminal.process.returncode is None:
             terminal.process.kill()
-        return None
+        return terminal
 
     def kinds(self) -> list[str]:
         return [kind for kind, _ in self.asked]

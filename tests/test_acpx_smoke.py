@@ -6,6 +6,7 @@ import json
 import shlex
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,18 +20,16 @@ pytestmark = pytest.mark.e2e
 ACPX = ROOT / ".ci/peers/node_modules/.bin/acpx"
 
 
-def test_acpx_runs_a_tool_turn_end_to_end(tmp_path: Path) -> None:
-    if not ACPX.exists():
-        pytest.skip("acpx is not installed (.ci/run installs it into .ci/peers)")
-    (tmp_path / "a.json").write_text("{}")
-    script: list[Step] = [reply("Listing.", tool_use("dev__glob", {"pattern": "*.json"})), reply("Hello from sprout.")]
+def run_acpx(tmp_path: Path, script: list[Step], prompt: str) -> list[dict[str, Any]]:
+    """acpx (offering fs and terminal, as by default) runs one prompt against `sprout-agent acp` with the dev
+    server; every message of the wire, as acpx's `--format json` prints it."""
     env = agent_env(tmp_path, None, {"SPROUT_AGENT_BUILTIN_SERVERS": "dev"})
     agent = shlex.join(agent_command(["acp"]))
     client = [str(ACPX), "--agent", agent, "--cwd", str(tmp_path), "--approve-all", "--format", "json"]
     with FakeAnthropic(script) as fake:
         env["ANTHROPIC_BASE_URL"] = fake.base_url
         completed = subprocess.run(
-            [*client, "--timeout", "60", "exec", "list json files"],
+            [*client, "--timeout", "60", "exec", prompt],
             env=env,
             cwd=tmp_path,
             capture_output=True,
@@ -38,7 +37,15 @@ def test_acpx_runs_a_tool_turn_end_to_end(tmp_path: Path) -> None:
             timeout=bounded(90),
         )
     assert completed.returncode == 0, completed.stderr[-2000:]
-    wire = [json.loads(line) for line in completed.stdout.splitlines() if line.strip()]
+    return [json.loads(line) for line in completed.stdout.splitlines() if line.strip()]
+
+
+def test_acpx_runs_a_tool_turn_end_to_end(tmp_path: Path) -> None:
+    if not ACPX.exists():
+        pytest.skip("acpx is not installed (.ci/run installs it into .ci/peers)")
+    (tmp_path / "a.json").write_text("{}")
+    script: list[Step] = [reply("Listing.", tool_use("dev__glob", {"pattern": "*.json"})), reply("Hello from sprout.")]
+    wire = run_acpx(tmp_path, script, "list json files")
     assert wire[1]["result"]["protocolVersion"] == 1
     updates = [m["params"]["update"] for m in wire if m.get("method") == "session/update"]
     kinds = [u["sessionUpdate"] for u in updates]
@@ -62,21 +69,7 @@ def test_acpx_serves_the_dev_tools_files_and_commands_through_its_fs_and_termina
         reply(tool_use("dev__bash", {"command": "cat out.txt notes.txt > both.txt; echo ran"})),
         reply("Done."),
     ]
-    env = agent_env(tmp_path, None, {"SPROUT_AGENT_BUILTIN_SERVERS": "dev"})
-    agent = shlex.join(agent_command(["acp"]))
-    client = [str(ACPX), "--agent", agent, "--cwd", str(tmp_path), "--approve-all", "--format", "json"]
-    with FakeAnthropic(script) as fake:
-        env["ANTHROPIC_BASE_URL"] = fake.base_url
-        completed = subprocess.run(
-            [*client, "--timeout", "60", "exec", "edit, write, run"],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=bounded(90),
-        )
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    wire = [json.loads(line) for line in completed.stdout.splitlines() if line.strip()]
+    wire = run_acpx(tmp_path, script, "edit, write, run")
     asked = [m["method"] for m in wire if "id" in m and m.get("method", "").startswith(("fs/", "terminal/"))]
     assert asked.count("fs/read_text_file") == 2 and asked.count("fs/write_text_file") == 2
     assert (tmp_path / "notes.txt").read_text() == "beta\n" and (tmp_path / "out.txt").read_text() == "written\n"
