@@ -97,6 +97,11 @@ class BufferEditor(EditorClient):
             terminal.process.kill()
         return terminal
 
+    async def aclose(self) -> None:
+        """Every command has ended by now (a released terminal's is killed): their processes are reaped."""
+        for terminal in self.terminals.values():
+            await terminal.process.aclose()
+
     def kinds(self) -> list[str]:
         return [kind for kind, _ in self.asked]
 

@@ -41,8 +41,7 @@ async def buffer_editor(
             session = await conn.new_session(cwd=str(work), mcp_servers=[])
             yield conn, client, session.session_id
         group.cancel_scope.cancel()
-    for opened in client.terminals.values():  # every command ended: released terminals were killed
-        await opened.process.aclose()
+    await client.aclose()
 
 
 def result_texts(fake: FakeAnthropic) -> list[str]:
@@ -180,3 +179,44 @@ async def test_commands_run_in_the_editors_terminal_inside_the_same_sandbox(
     updates = client.of(session_id)
     done = [u for u in updates if u.session_update == "tool_call_update" and u.tool_call_id == "b1"][-1]
     assert done.status == "failed" and done.content[0].type == "terminal" and done.content[0].terminal_id == "term-1"
+
+
+class CarelessEditor(BufferEditor):
+    """Fails every read and keeps far more output than it was asked to."""
+
+    async def read_text_file(self, path: str, session_id: str, **kwargs: Any) -> Any:
+        raise RuntimeError("the buffer is gone")
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        from acp.schema import TerminalOutputResponse
+
+        return TerminalOutputResponse(output="x" * 200_000 + "END", truncated=False)
+
+
+async def test_a_failing_or_careless_editor_gives_tool_errors_and_bounded_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acp import text_block
+
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "notes.txt").write_text("one\n")
+    script: list[Step] = [reply(tool_use("dev__read", {"file_path": "notes.txt"}))]
+    terminal = bubblewrap_works(tmp_path)
+    if terminal:
+        script.append(reply(tool_use("dev__bash", {"command": "echo hi"})))
+    script.append(reply("went on"))
+    with FakeAnthropic(script) as fake:
+        async with anyio.create_task_group() as group:
+            client = CarelessEditor(group)
+            async with editor(tmp_path, monkeypatch, fake, client, DEV) as conn:
+                await conn.initialize(protocol_version=1, client_capabilities=capabilities())
+                session = await conn.new_session(cwd=str(tmp_path / "work"), mcp_servers=[])
+                result = await conn.prompt(session_id=session.session_id, prompt=[text_block("go")])
+            group.cancel_scope.cancel()
+        await client.aclose()
+    assert result.stop_reason == "end_turn"
+    texts = result_texts(fake)
+    assert texts[0].startswith("the editor could not do it")
+    if terminal:
+        assert texts[1].endswith("END\n[exit code: 0]") and len(texts[1]) < 31_000
+        assert "earlier output omitted" in texts[1]

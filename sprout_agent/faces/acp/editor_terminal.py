@@ -116,6 +116,9 @@ def _output_text(answer: object) -> str:
     fields = cast(Json, answer) if isinstance(answer, dict) else {}
     output = fields.get("output")
     text = output if isinstance(output, str) else ""
+    if len(text) > OUTPUT_BYTES:  # an editor that kept more than it was asked to: the model gets no more
+        text = text[-OUTPUT_BYTES:]
+        fields = {**fields, "truncated": True}
     if fields.get("truncated") is True:
         text = f"... [earlier output omitted: the editor keeps the last {OUTPUT_BYTES} bytes] ...\n{text}"
     return text.rstrip("\n") or "(no output)"
