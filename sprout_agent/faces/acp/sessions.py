@@ -132,9 +132,11 @@ class AcpSession:
         if not isinstance(raw, str) or raw not in self.models:
             raise RpcError(INVALID_PARAMS, f"Invalid params: {str(raw)[:80]!r} is not one of the listed models")
         await self.agent()
-        assert self._runtime is not None
+        runtime = self._runtime
+        if runtime is None:  # closed meanwhile
+            raise RpcError(INTERNAL_ERROR, "the session has ended")
         try:
-            _, notes = await switch_to(self._runtime, raw, "model")
+            _, notes = await switch_to(runtime, raw, "model")
         except ValueError as error:
             raise RpcError(INVALID_PARAMS, f"Invalid params: cannot switch: {error}") from None
         for note in notes:
