@@ -39,6 +39,7 @@ from sprout_agent.model.facts import ModelFacts
 from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session import store
 from sprout_agent.session.prepared import Prepared
+from sprout_agent.trust import sandbox as sb
 
 if TYPE_CHECKING:
     from sprout_agent.model.client import AnthropicModel
@@ -288,6 +289,7 @@ def _build_agent(
         deny=p.options.deny_tools,
         ask=ask,
         sandboxed=_sandboxed(p),
+        read_only_sandbox=p.sandbox.policy.mode == sb.READ_ONLY,
     )
     return Agent(
         model=model,
