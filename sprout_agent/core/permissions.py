@@ -82,6 +82,7 @@ class Policy:
         deny: Sequence[str] = (),
         ask: Ask | None = None,
         sandboxed: Collection[tuple[str, str]] = (),
+        read_only_sandbox: bool = False,
     ) -> None:
         self.mode, self.mode_allows = resolve_mode(mode)
         self.mode_name = mode  # as given (Claude Code's name, say): the refusal names it
@@ -90,8 +91,10 @@ class Policy:
         # `dev__bash(git:*)` rules (Claude Code's `Bash(git:*)`): checked against the call's command.
         self.allow_commands, self.deny_commands = command_rules(self.allow), command_rules(self.deny)
         self.ask = ask
-        # (server, tool) pairs that run in the OS sandbox (dev's bash): read-only mode lets them run there.
+        # (server, tool) pairs that run in the OS sandbox (dev's bash): read-only mode lets them run there, when
+        # that sandbox is read-only (it is chosen at start: a session switched to read-only later keeps its own).
         self.sandboxed = frozenset(sandboxed)
+        self.read_only_sandbox = read_only_sandbox
         self.always: set[str] = set()  # tools approved "always" in this session
         self.always_outside_sandbox: set[str] = set()  # calls (tool and exact arguments) re-run "always"
         self._asking = anyio.Lock()  # parallel calls ask one question at a time
@@ -121,6 +124,8 @@ class Policy:
             return None
         if self.mode == READ_ONLY:
             sandboxed = (spec.server, spec.tool) in self.sandboxed
+            if sandboxed and not self.read_only_sandbox and spec.read_only is not True:
+                return _writable_sandbox_refusal(spec)
             return None if spec.read_only is True or sandboxed else _read_only_refusal(spec)
         if spec.read_only is True:  # ask mode: a read is not worth a person's keypress
             return None
@@ -177,6 +182,14 @@ def _nobody_to_ask(mode: str, spec: ToolSpec, note: str | None) -> str:
     return (
         f"not approved: sprout-agent runs with --permission-mode {mode} and no terminal to ask{why}; "
         f"allow it with --allow-tools {spec.name}"
+    )
+
+
+def _writable_sandbox_refusal(spec: ToolSpec) -> str:
+    return (
+        f"refused: the permission mode was switched to read-only, but {spec.name} runs in this session's "
+        "workspace-write sandbox, where it could write; it runs read-only only in a session started with "
+        "--permission-mode read-only (or switch the mode back)"
     )
 
 

@@ -16,20 +16,19 @@ from typing import Any, cast
 
 import anyio
 
-from sprout_agent.config.settings import model_id
 from sprout_agent.core.claude_rules import translate
-from sprout_agent.core.errors import SproutError, UsageError
+from sprout_agent.core.errors import SproutError
 from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.core.tool_names import sdk_tool_name
+from sprout_agent.faces.commands import switch_to
 from sprout_agent.faces.headless.control import Body, Control, ControlError, Handler
 from sprout_agent.faces.headless.sdk_hooks import SdkHooks, tool_input
-from sprout_agent.model.switch import switch_agent
 from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session.prepared import Prepared, prepare
-from sprout_agent.session.runtime import Runtime, facts_for
+from sprout_agent.session.runtime import Runtime
 
 # How long a permission question waits for the SDK's callback (it may ask a person): then the call is refused.
 ASK_TIMEOUT = 600.0
@@ -221,13 +220,9 @@ class SdkSession:
     async def set_model(self, request: Body) -> Body:
         runtime = await self._runtime()
         raw = request.get("model")
+        name = self.prepared.settings.model if raw in (None, "default") else str(raw)
         try:
-            name = self.prepared.settings.model if raw in (None, "default") else model_id(str(raw), "model")
-        except UsageError as error:
-            raise ControlError(str(error)) from None
-        facts = await facts_for(self.prepared, name)
-        try:
-            notes = switch_agent(runtime.agent, name, facts, self.prepared.settings)
+            _, notes = await switch_to(runtime, name, "model")
         except ValueError as error:
             raise ControlError(f"cannot switch: {error}") from None
         for note in notes:
