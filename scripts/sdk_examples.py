@@ -107,7 +107,10 @@ class Result:
 
 def run_item(python: Path, item: Item, warm_dir: str) -> Result:
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="sdk-example-") as scratch, FakeAnthropic([Model(item.rules)] * 500) as fake:
+    with (
+        tempfile.TemporaryDirectory(prefix="sdk-example-") as scratch,
+        FakeAnthropic([Model(item.rules)] * 500) as fake,
+    ):
         home, work = Path(scratch, "home"), Path(scratch, "work")
         for directory in (home, work, home / ".config", home / ".local/share", home / ".local/state", home / ".cache"):
             directory.mkdir(parents=True, exist_ok=True)
@@ -182,7 +185,7 @@ def end_warm_interpreters(warm_dir: str) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="The Python SDK's examples and e2e tests against sprout-agent.")
     parser.add_argument("only", nargs="*", help="run only the items whose id contains one of these")
     args = parser.parse_args()
     expected = expectations(EXPECTED)

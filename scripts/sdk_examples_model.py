@@ -62,21 +62,18 @@ def _texts(content: Any) -> list[str]:
     if not isinstance(content, list):
         return []
     found: list[str] = []
-    for block in content:  # pyright: ignore[reportUnknownVariableType]
+    for block in content:
         if isinstance(block, dict):
-            if block.get("type") == "text":  # pyright: ignore[reportUnknownMemberType]
-                found.append(str(block.get("text", "")))  # pyright: ignore[reportUnknownMemberType,reportUnknownArgumentType]
-            elif block.get("type") == "tool_result":  # pyright: ignore[reportUnknownMemberType]
-                found.extend(_texts(block.get("content")))  # pyright: ignore[reportUnknownMemberType]
+            if block.get("type") == "text":
+                found.append(str(block.get("text", "")))
+            elif block.get("type") == "tool_result":
+                found.extend(_texts(block.get("content")))
     return found
 
 
 def _is_tool_result(message: Json) -> bool:
     content = message.get("content")
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result"  # pyright: ignore[reportUnknownMemberType]
-        for b in content  # pyright: ignore[reportUnknownVariableType]
-    )
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
 class Model:
@@ -88,7 +85,9 @@ class Model:
 
     def __call__(self, body: Json) -> Step:
         messages: list[Json] = body.get("messages", [])
-        start = max((i for i, m in enumerate(messages) if m.get("role") == "user" and not _is_tool_result(m)), default=0)
+        start = max(
+            (i for i, m in enumerate(messages) if m.get("role") == "user" and not _is_tool_result(m)), default=0
+        )
         prompt = " ".join(_texts(messages[start].get("content"))) if messages else ""
         found = next(((r, m) for r in self.rules if (m := self._match(r, prompt, body))), None)
         if found is None:
@@ -97,7 +96,11 @@ class Model:
         if rule.error is not None:
             return error(rule.error, message=f"model: {body.get('model')}", retry_after_ms=None)
         offered = {str(t.get("name")) for t in body.get("tools", []) if isinstance(t, dict)}
-        calls = [(name, _filled(c.input, match)) for c in rule.calls if (name := next((n for n in c.names if n in offered), None))]
+        calls = [
+            (name, _filled(c.input, match))
+            for c in rule.calls
+            if (name := next((n for n in c.names if n in offered), None))
+        ]
         done = sum(1 for m in messages[start + 1 :] if m.get("role") == "assistant")
         if done < len(calls):
             name, input = calls[done]
