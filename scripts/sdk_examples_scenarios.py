@@ -138,7 +138,12 @@ EXAMPLES = (
             Rule(r"regular_file\.txt", (write("regular_file.txt", "test data"),), "Written."),
             Rule("CRITICAL ERROR", (bash("echo 'CRITICAL ERROR: system failure'"),), "Stopped."),
         ),
-        (r"Example: PreToolUse", r"Example: ContinueControl"),
+        (
+            r"Command contains invalid pattern: foo\.sh",
+            r"Results: Hello from hooks example!",
+            r"Security policy blocks writes to important files",
+            r"=== Continue/Stop Control Example ===",
+        ),
     ),
     Item(
         "example:system_prompt",
