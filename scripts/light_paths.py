@@ -53,6 +53,7 @@ PATHS: tuple[tuple[LightPath, ...], ...] = (
     (LightPath(("-p", "hi"), 2, name="-p hi, no ANTHROPIC_API_KEY"),),
     (LightPath(("-p", "hi", "--mcp-config", "../malformed.json"), 2, env=KEY, name="a malformed --mcp-config file"),),
     (LightPath(("-p", "hi", "--config", "../malformed.json"), 2, env=KEY, name="a malformed --config file"),),
+    (LightPath(("-p", "hi", "--json-schema", '{"type": "array"}'), 2, env=KEY, name="a --json-schema it cannot use"),),
     (LightPath(("mcp", "list"), 0, where="bad-project", name="mcp list, a bad .mcp.json"),),
     (
         LightPath(("mcp", "list"), 0),

@@ -12,6 +12,7 @@ import hashlib
 import re
 from typing import Any
 
+from tests.api_rules_strict import strict_tools_problems
 from tests.api_rules_web import defined_server_tools, server_block_problems, server_tool_definition_problems
 
 Json = dict[str, Any]
@@ -75,6 +76,7 @@ def request_problems(body: object, capabilities: Json | None = None) -> list[str
     problems += _system_problems(body.get("system"))
     tools = body.get("tools")
     problems += _tools_problems(tools)
+    problems += strict_tools_problems(tools, capabilities) if isinstance(tools, list) else []
     if (
         capabilities is not None
         and defined_server_tools(tools)

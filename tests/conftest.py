@@ -5,9 +5,7 @@ the suite (each xdist worker collects all of it before its first test, e2e modul
 that needs one of them imports it inside the test or its helper. `pytest_collection_finish` holds that rule.
 """
 
-import contextlib
 import os
-import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.bounds import bounded
+from tests.harness import end_warm_zygotes
 
 # Agents the tests start run cold (each in its own process, no zygote left behind), whatever environment they
 # inherit; tests/test_warm.py runs them through the warm interpreter, in a runtime directory of its own.
@@ -66,13 +65,5 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """With SPROUT_TEST_WARM_DIR (the suite through the warm interpreter: docs/testing.md), the run ends the warm
     interpreters it started there, once every worker is done."""
     warm_dir = os.environ.get("SPROUT_TEST_WARM_DIR")
-    if not warm_dir or hasattr(session.config, "workerinput"):
-        return
-    for entry in Path("/proc").iterdir():
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if any(b"warm.zygote" in a for a in argv) and any(a.startswith(warm_dir.encode()) for a in argv):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(entry.name), signal.SIGTERM)
+    if warm_dir and not hasattr(session.config, "workerinput"):
+        end_warm_zygotes(Path(warm_dir))

@@ -29,7 +29,7 @@ Each recorded request is a JSON line ``{"path", "headers", "body"}`` (path as se
 header names lowercased; body parsed JSON; GETs are in ``model_lookups``). Text, tool_use, ``thinking(...)`` (signed
 for the request's model, streamed as thinking_delta + signature_delta) and ``redacted(...)`` blocks stream.
 GET /v1/models/{id} answers the ``models=[model_info(id, ...)]`` entries, 404 for any other id; a request
-to a listed model is also checked against its capabilities (thinking types, effort levels).
+to a listed model is also checked against its capabilities (thinking types, effort levels, structured outputs).
 """
 
 from __future__ import annotations
@@ -151,6 +151,7 @@ def model_info(
     max_input_tokens: int = 1_000_000,
     max_tokens: int = 64_000,
     web_search: bool = True,
+    structured_outputs: bool = False,
 ) -> Json:
     """A `GET /v1/models/{id}` answer, shaped like the SDK's ModelInfo (every capability key present)."""
     no = {"supported": False}
@@ -158,7 +159,7 @@ def model_info(
     levels: Json = {e: {"supported": e in effort} for e in ("low", "medium", "high", "xhigh", "max")}
     capabilities = {
         "batch": no, "citations": no, "code_execution": no, "image_input": {"supported": True}, "pdf_input": no,
-        "structured_outputs": no,
+        "structured_outputs": {"supported": structured_outputs},
         "server_tools": {"supported": web_search, "web_search": {"supported": web_search}, "code_execution": no},
         "context_management": {"supported": False},
         "thinking": {"supported": bool(set(thinking) - {"disabled"}), "types": types},

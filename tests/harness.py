@@ -109,6 +109,30 @@ def pid_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
+def warm_zygotes(runtime: Path) -> list[int]:
+    """The live warm interpreters serving the runtime directory `runtime` (XDG_RUNTIME_DIR of the runs that
+    started them), found by their command line: the zygote is given its directory, `runtime/sprout-agent`."""
+    base = str(runtime / "sprout-agent").encode()
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(b"warm.zygote" in a for a in argv) and base in argv and pid_alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def end_warm_zygotes(runtime: Path) -> None:
+    """Asks the warm interpreters serving `runtime` to leave (each does once its runs have ended)."""
+    for pid in warm_zygotes(runtime):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+
+
 def pids_in(pidfile: Path) -> list[int]:
     """The pids the fake MCP server wrote (grandchild_pidfile knob), one per line."""
     return [int(line) for line in pidfile.read_text().split()] if pidfile.exists() else []

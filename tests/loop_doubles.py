@@ -41,6 +41,7 @@ from sprout_agent.core.protocols import (
     ToolOutcome,
     ToolSpec,
 )
+from sprout_agent.core.structured import OutputContract
 from sprout_agent.core.tool_names import model_tool_name
 from sprout_agent.model import web_tools as server_tools
 from sprout_agent.model.api_messages import EPHEMERAL, to_api_messages, to_api_tools
@@ -92,9 +93,12 @@ def thought(text: str, model: str = MODEL) -> Thinking:
     return Thinking(text, sign(model, text), model)
 
 
-def api_body(request: ModelRequest, model: str = MODEL, thinking: bool = False, web: bool = False) -> dict[str, Any]:
+def api_body(
+    request: ModelRequest, model: str = MODEL, thinking: bool = False, web: bool = False, strict: bool = False
+) -> dict[str, Any]:
     """The /v1/messages body AnthropicModel sends for `request` (llm.py's conversion, our cache breakpoints);
-    `thinking`: as with `--thinking on` (a budget, which the API's strictest rules go with); `web`: --web."""
+    `thinking`: as with `--thinking on` (a budget, which the API's strictest rules go with); `web`: --web;
+    `strict`: the model supports structured outputs (strict tool schemas)."""
     web = web and request.web
     messages = to_api_messages(
         request.messages, tools_offered=bool(request.tools), model=model, thinking=thinking, web=web
@@ -105,7 +109,7 @@ def api_body(request: ModelRequest, model: str = MODEL, thinking: bool = False, 
     if request.system:
         body["system"] = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
     if request.tools or web:
-        body["tools"] = (server_tools.definitions() if web else []) + to_api_tools(request.tools)
+        body["tools"] = (server_tools.definitions() if web else []) + to_api_tools(request.tools, strict=strict)
     return body
 
 
@@ -117,9 +121,15 @@ class ScriptedModel:
     """
 
     def __init__(
-        self, steps: Sequence[ModelStep], name: str = MODEL, thinking: bool = False, web: bool = False
+        self,
+        steps: Sequence[ModelStep],
+        name: str = MODEL,
+        thinking: bool = False,
+        web: bool = False,
+        strict: bool = False,
     ) -> None:
         self._steps = list(steps)
+        self.strict = strict
         self._name = name
         self.thinking = thinking
         self.web = web
@@ -140,7 +150,7 @@ class ScriptedModel:
         return len(self._steps)
 
     async def complete(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
-        body = api_body(request, self._name, self.thinking, self.web)
+        body = api_body(request, self._name, self.thinking, self.web, self.strict)
         assert_valid_request(body)  # the real API answers 400 here; a test must never build such a history
         self.requests.append(request)
         self.bodies.append(body)
@@ -546,6 +556,8 @@ def build_loop(
     pre_tool_max_objections: int | None = None,
     web: bool = False,
     cwd: str = CWD,
+    output: OutputContract | None = None,
+    strict: bool = False,
 ) -> Loop:
     """The real Agent, Hooks, Ledger and Compactor around a scripted model and an in-memory host.
 
@@ -560,7 +572,7 @@ def build_loop(
         if on_event is not None:
             on_event(event)
 
-    model = ScriptedModel(script, thinking=thinking, web=web)
+    model = ScriptedModel(script, thinking=thinking, web=web, strict=strict)
     host = host if host is not None else MemoryHost({"fake": default_server()})  # config order = mapping order
     ledger = Ledger(model.name)
     compactor = Compactor(
@@ -595,6 +607,7 @@ def build_loop(
         permit=permit,
         escalate=escalate,
         recorder=recorder,
+        output=output,
     )
     return Loop(agent, model, host, hooks, ledger, compactor, recorder, events)
 

@@ -104,9 +104,10 @@ def test_the_agent_sdks_command_line_parses_with_one_warning_per_ignored_flag() 
     assert params["thinking"] == "on"  # --max-thinking-tokens came after --thinking adaptive
     assert params["system_prompt"] == "" and params["add_dirs"] == [Path("/tmp")]
     assert params["include_partial_messages"]  # an option now: the table never drops a flag Typer knows
+    assert params["builtin_tools"] == "Read,Bash"
+    assert params["json_schema"] == '{"type": "object"}'  # the SDKs' output_format, passed on as given
     ignored = [w.split()[1] for w in warnings if "is ignored" in w]
     assert ignored == [
-        "--tools",
         "--task-budget",
         "--betas",
         "--settings",
@@ -117,7 +118,6 @@ def test_the_agent_sdks_command_line_parses_with_one_warning_per_ignored_flag() 
         "--plugin-dir",
         "--debug-file",
         "--thinking-display",
-        "--json-schema",
     ]
     assert all("\n" not in w and len(w) < 200 for w in warnings)
 
@@ -245,8 +245,7 @@ def test_fork_session_goes_on_in_a_new_session(tmp_path: Path, monkeypatch: pyte
 
 
 def test_add_dir_lets_the_dev_tools_write_there_and_only_there(tmp_path: Path) -> None:
-    from sprout_agent.tools._paths import Workspace
-    from sprout_agent.tools._server import ToolError
+    from sprout_agent.trust.workspace import Refused, Workspace
 
     work, extra, other = tmp_path / "work", tmp_path / "extra", tmp_path / "other"
     for directory in (work, extra, other):
@@ -258,7 +257,7 @@ def test_add_dir_lets_the_dev_tools_write_there_and_only_there(tmp_path: Path) -
     assert str(extra.resolve()) in prepared.sandbox.policy.allow_write  # and bash may write there
     ws = Workspace.from_environment(str(work), dev.env)
     assert ws.writable(str(extra / "f.txt"))[0] == str(extra / "f.txt")
-    with pytest.raises(ToolError, match="outside the working directory"):
+    with pytest.raises(Refused, match="outside the working directory"):
         ws.writable(str(other / "f.txt"))
 
 

@@ -697,7 +697,9 @@ def test_every_variable_the_code_reads_is_in_one_of_the_two_tables() -> None:
 
 
 def test_the_process_env_table_matches_the_tools_constants() -> None:
-    from sprout_agent.tools import _grep, _paths, _shell
+    from sprout_agent.tools import _grep
+    from sprout_agent.trust import command_runs as _shell
+    from sprout_agent.trust import workspace as _paths
 
     process = {var.name: var.default for var in PROCESS_ENV_VARS}
     assert process[_shell.TIMEOUT_ENV] == f"{_shell.DEFAULT_TIMEOUT:g}"

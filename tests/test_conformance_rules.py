@@ -8,10 +8,11 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
-from tests.conformance_client import Outcome, config_for, scenario_tool, verdict
+from tests.conformance_client import RUN_TIMEOUT, Outcome, child_env, config_for, run_limit, scenario_tool, verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,3 +92,98 @@ def test_the_expected_failures_file_gives_every_scenario_a_reason() -> None:
     assert "auth/client-credentials-basic" in expected  # an extension, not planned
     assert all(reason for reason in expected.values())
     assert not any(name.startswith(("initialize", "tools_call", "elicitation", "sse")) for name in expected)
+
+
+# A stand-in for the suite's `client` command (the real one needs Node 22 and minutes): it records how it was
+# called and writes, for each attempt at a scenario, the result files the real suite writes, with the client
+# verdict the plan gives for that attempt.
+FAKE_SUITE = """
+import json, os, sys, pathlib
+args = sys.argv[1:]
+scenario, out = args[args.index("--scenario") + 1], pathlib.Path(args[args.index("-o") + 1])
+state = pathlib.Path(os.environ["FAKE_SUITE_STATE"])
+attempt = len(list(state.glob(scenario.replace("/", "_") + "-*")))
+(state / f"{scenario.replace('/', '_')}-{attempt}").write_text(json.dumps({
+    "timeout_ms": int(args[args.index("--timeout") + 1]),
+    "agent_seconds": os.environ.get("CONFORMANCE_AGENT_SECONDS"),
+    "warm_dir": os.environ.get("CONFORMANCE_WARM_DIR"),
+}))
+verdict = json.loads(os.environ["FAKE_SUITE_PLAN"])[scenario][attempt]
+run = out / f"{scenario}-2026-12-05T12-00-00-000Z"
+run.mkdir(parents=True)
+status = "SUCCESS" if verdict == "OK" else "FAILURE"
+(run / "checks.json").write_text(json.dumps([{"id": "mcp-client-initialization", "status": status}]))
+(run / "stderr.txt").write_text(f"conformance-client: {verdict} connected=x\\n")
+sys.exit(0 if verdict == "OK" else 1)
+"""
+
+
+def fake_suite_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plan: dict[str, list[str]]
+) -> tuple[list[Any], Path]:
+    """Every scenario of `plan` through scripts/conformance's run and retry, against the stand-in suite."""
+    script = conformance_script()
+    suite, state = tmp_path / "suite.py", tmp_path / "state"
+    suite.write_text(FAKE_SUITE)
+    state.mkdir()
+    monkeypatch.setenv("FAKE_SUITE_STATE", str(state))
+    monkeypatch.setenv("FAKE_SUITE_PLAN", json.dumps(plan))
+    out, warm_dir = tmp_path / "out", tmp_path / "run"
+    results: list[Any] = []
+    for scenario in plan:
+        first = script.run_one(sys.executable, str(suite), scenario, script.result_dir(out, scenario), warm_dir)
+        results.append(script.with_retry(sys.executable, str(suite), first, out, warm_dir))
+    return results, state
+
+
+def test_a_scenario_that_timed_out_runs_once_more_and_one_that_failed_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = {"initialize": ["TIMEOUT", "OK"], "tools_call": ["TIMEOUT", "TIMEOUT"], "sse-retry": ["FAILED", "OK"]}
+    results, state = fake_suite_runs(tmp_path, monkeypatch, plan)
+    script = conformance_script()
+    assert [script.outcome(r) for r in results] == ["passed on retry", "timed out twice", "failed"]
+    assert sorted(p.name for p in state.iterdir()) == [
+        "initialize-0", "initialize-1", "sse-retry-0", "tools_call-0", "tools_call-1",
+    ]  # fmt: skip
+    assert script.report(results, {"sse-retry": "known"}) == 1  # tools_call timed out twice: not a pass
+    out = capsys.readouterr().out
+    assert "passed on retry" in out and "UNEXPECTED FAILURE" in out
+    assert "2 retried after a timeout (1 passed on retry)" in out
+    assert script.report(results[:1], {}) == 0  # a pass on retry is a pass
+
+
+def test_every_limit_of_a_scenario_scales_by_the_same_load_factor_and_the_agent_runs_warm_in_the_runs_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (result,), state = fake_suite_runs(tmp_path, monkeypatch, {"initialize": ["OK"]})
+    called = json.loads((state / "initialize-0").read_text())
+    assert result.factor >= 1
+    assert called["timeout_ms"] == round(60_000 * result.factor)
+    assert float(called["agent_seconds"]) == pytest.approx(50 * result.factor, abs=0.1)
+    assert called["warm_dir"] == str(tmp_path / "run")
+
+
+def test_the_agent_runs_cold_unless_given_the_runs_own_warm_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/somebody")
+    monkeypatch.setenv("CONFORMANCE_AGENT_SECONDS", "75")
+    monkeypatch.delenv("CONFORMANCE_WARM_DIR", raising=False)
+    cold = child_env("initialize", "http://127.0.0.1:1", Path("/home"), {})
+    assert cold["SPROUT_AGENT_WARM"] == "0" and "XDG_RUNTIME_DIR" not in cold
+    assert not any(name.startswith("CONFORMANCE_") for name in cold)
+    monkeypatch.setenv("CONFORMANCE_WARM_DIR", "/tmp/conformance-run")
+    warm = child_env("initialize", "http://127.0.0.1:1", Path("/home"), {})
+    assert (warm["SPROUT_AGENT_WARM"], warm["XDG_RUNTIME_DIR"]) == ("1", "/tmp/conformance-run")
+
+
+def test_the_agents_limit_is_the_given_one_else_the_idle_machines() -> None:
+    assert run_limit({"CONFORMANCE_AGENT_SECONDS": "120.5"}) == 120.5
+    assert run_limit({}) == RUN_TIMEOUT
+    for junk in ("soon", "-1", "0", "inf", "nan"):
+        assert run_limit({"CONFORMANCE_AGENT_SECONDS": junk}) == RUN_TIMEOUT
+
+
+def test_an_agent_killed_at_its_limit_is_a_timeout_whatever_it_did_before() -> None:
+    for scenario in ("tools_call", "auth/resource-mismatch"):
+        ok, line = verdict(scenario, scenario_tool(scenario), Outcome(True, False, "", None))
+        assert not ok and line.startswith("TIMEOUT ")

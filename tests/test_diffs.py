@@ -93,8 +93,8 @@ async def test_the_preview_is_the_diff_the_dev_server_then_reports(tmp_path: Pat
     from mcp import Client
 
     from sprout_agent.tools import dev
-    from sprout_agent.tools._paths import Workspace
     from sprout_agent.tools._server import DIFF_META
+    from sprout_agent.trust.workspace import Workspace
 
     (tmp_path / "a.txt").write_text(OLD)
     edit = {"file_path": "a.txt", "old_string": "two", "new_string": "2"}

@@ -190,9 +190,24 @@ async def test_read_only_permission_mode_runs_dev_bash_in_the_read_only_sandbox_
     assert prepared.sandbox.policy.mode == "read-only" and not prepared.sandbox.policy.network
     bash = ToolSpec("dev__bash", "dev", "bash", "", {}, read_only=False)
     use = ToolUse("toolu_1", "dev__bash", {"command": "ls"})
-    assert await Policy("read-only", sandboxed=[("dev", "bash")])(bash, use) is None
+    assert await Policy("read-only", sandboxed=[("dev", "bash")], read_only_sandbox=True)(bash, use) is None
     refused = await Policy("read-only")(bash, use)  # no working sandbox: refused as before
     assert refused is not None and refused.startswith("refused: sprout-agent runs with --permission-mode read-only")
+
+
+@pytest.mark.anyio
+async def test_a_session_switched_to_read_only_refuses_commands_its_writable_sandbox_would_let_write() -> None:
+    """The SDKs' set_permission_mode and the editor's modes switch a running session; its sandbox was chosen at
+    start, so a session started in auto that goes read-only must not run commands in a sandbox that writes."""
+    bash = ToolSpec("dev__bash", "dev", "bash", "", {}, read_only=False)
+    use = ToolUse("toolu_1", "dev__bash", {"command": "rm -rf src"})
+    policy = Policy("auto", sandboxed=[("dev", "bash")], read_only_sandbox=False)
+    assert await policy(bash, use) is None
+    policy.set_mode("read-only")
+    refused = await policy(bash, use)
+    assert refused is not None and "workspace-write sandbox" in refused
+    policy.set_mode("plan")  # Claude Code's name for it: the same
+    assert await policy(bash, use) == refused
 
 
 # ---------------------------------------------------------------- through the CLI

@@ -106,11 +106,11 @@ def test_servers_and_rules_sent_in_initialize_are_applied_and_confirmed_before_t
     assert "mcp__fake__echo" in init["tools"]
 
 
-def test_initialize_refuses_hook_callbacks_and_structured_output(
+def test_initialize_refuses_hook_callbacks_it_cannot_run_and_structured_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     answers: list[Json] = []
-    hooks = {"PreToolUse": [{"matcher": None, "hookCallbackIds": ["hook_0"]}]}
+    hooks = {"PermissionRequest": [{"matcher": None, "hookCallbackIds": ["hook_0"]}]}  # no such point of ours
 
     def script(sdk: FakeSdk) -> None:
         answers.append(sdk.control("a", "initialize", hooks=hooks))
@@ -119,7 +119,7 @@ def test_initialize_refuses_hook_callbacks_and_structured_output(
     with FakeAnthropic([]) as fake:
         run_with_sdk(tmp_path, monkeypatch, script, fake=fake)
     assert [a["subtype"] for a in answers] == ["error", "error"]
-    assert "hook callbacks" in answers[0]["error"] and "structured output" in answers[1]["error"]
+    assert "hook point" in answers[0]["error"] and "structured output" in answers[1]["error"]
 
 
 def test_interrupt_cancels_the_running_tool_and_the_next_prompt_runs_on_a_valid_history(
@@ -195,14 +195,16 @@ def test_can_use_tool_asks_the_sdk_which_denies_one_call_and_allows_the_other(
     assert not (tmp_path / "work" / "no.txt").exists()
 
 
-def test_a_deny_with_interrupt_ends_the_turn_and_a_changed_input_is_refused(
+def test_a_changed_input_runs_as_changed_and_a_deny_with_interrupt_ends_the_turn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    changed = {"file_path": "other.txt", "content": "z"}
+
     def script(sdk: FakeSdk) -> None:
         sdk.user("one")
         request = sdk.expect(lambda r: r.get("type") == "control_request")
-        sdk.answer(request, {"behavior": "allow", "updatedInput": {"file_path": "other.txt", "content": "z"}})
-        sdk.expect(mentions("sprout-agent cannot run it"))
+        sdk.answer(request, {"behavior": "allow", "updatedInput": changed})
+        sdk.expect(lambda r: r.get("subtype") == "tool_input_updated" and r["arguments"] == changed)
         request = sdk.expect(lambda r: r.get("type") == "control_request")
         sdk.answer(request, {"behavior": "deny", "message": "stop now", "interrupt": True})
         sdk.expect(mentions('"interrupted"'))
@@ -212,7 +214,11 @@ def test_a_deny_with_interrupt_ends_the_turn_and_a_changed_input_is_refused(
         code, _, err = run_with_sdk(tmp_path, monkeypatch, script, fake=fake, env=DEV, options=ASKED)
     assert code == 0, err
     assert len(fake.requests) == 2  # the interrupt ended the turn: no request after the second call
-    assert not any((tmp_path / "work" / name).exists() for name in ("a.txt", "other.txt"))
+    assert (tmp_path / "work" / "other.txt").read_text() == "z" and not (tmp_path / "work" / "a.txt").exists()
+    # The history shows the first call as it ran: the same id, the callback's input.
+    assert_history_valid(fake.requests[1].body)
+    calls = [b for m in fake.requests[1].body["messages"] for b in m["content"] if b["type"] == "tool_use"]
+    assert [c["input"] for c in calls] == [changed]
 
 
 def calc_server(message: Json) -> Json:

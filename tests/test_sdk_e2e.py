@@ -11,6 +11,7 @@ import json
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import anyio
 import pytest
 
 from tests.bounds import bounded
-from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.fake_anthropic import FakeAnthropic, model_info, reply, tool_use
 from tests.harness import ROOT, agent_env, result_text, tool_results
 
 pytestmark = pytest.mark.e2e
@@ -149,6 +150,55 @@ async def test_python_sdk_in_process_mcp_tool(tmp_path: Path) -> None:
     assert result_text(tool_results(fake.requests[1].body)[0]) == "sum is 5"
 
 
+@pytest.mark.anyio
+async def test_python_query_with_output_format_gets_the_structured_answer_after_tool_calls(tmp_path: Path) -> None:
+    """`output_format` (`--json-schema`): a shell call first, then the StructuredOutput call, whose input arrives as
+    `structured_output` (anthropics/claude-code#36033 reports it lost after tool calls). The model supports the
+    API's structured outputs here, so the tool goes strict; the fake refuses a strict schema the API would."""
+    sdk = pytest.importorskip("claude_agent_sdk")
+    schema = {
+        "type": "object",
+        "properties": {
+            "files": {"type": "integer", "minimum": 0},
+            "names": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["files", "names"],
+    }
+    script = [
+        reply("Counting.", tool_use("dev__bash", {"command": "echo 2"}, id="t_count")),
+        reply(tool_use("StructuredOutput", {"files": -1, "names": []}, id="t_bad")),
+        reply(tool_use("StructuredOutput", {"files": 2, "names": ["a", "b"]}, id="t_out")),
+    ]
+    with FakeAnthropic(script, models=[model_info("claude-test", structured_outputs=True)]) as fake:
+        options = sdk_options(
+            tmp_path,
+            fake,
+            model="claude-test",
+            permission_mode="bypassPermissions",
+            output_format={"type": "json_schema", "schema": schema},
+        )
+        with anyio.fail_after(bounded(60)):
+            messages = [m async for m in sdk.query(prompt="count the files", options=options)]
+    result = messages[-1]
+    assert isinstance(result, sdk.ResultMessage) and result.subtype == "success" and not result.is_error
+    assert result.structured_output == {"files": 2, "names": ["a", "b"]}
+    assert json.loads(result.result or "") == result.structured_output
+    assert fake.refused == []
+    (offered,) = [t for t in fake.requests[0].body["tools"] if t["name"] == "StructuredOutput"]
+    assert offered["strict"] is True and offered["input_schema"]["additionalProperties"] is False
+    assert "2" in result_text(tool_results(fake.requests[1].body)[0])
+    refused = tool_results(fake.requests[2].body)[-1]
+    assert refused["is_error"] and "/files: -1 is less than the minimum of 0" in result_text(refused)
+    uses = [
+        b.name
+        for m in messages
+        if isinstance(m, sdk.AssistantMessage)
+        for b in m.content
+        if isinstance(b, sdk.ToolUseBlock)
+    ]
+    assert uses[1:] == ["StructuredOutput", "StructuredOutput"]  # Claude Code's name, as its SDKs expect
+
+
 TS_SCRIPT = """
 import { query, createSdkMcpServer, tool } from "@anthropic-ai/claude-agent-sdk";
 import { z } from "zod";
@@ -185,12 +235,33 @@ console.log(JSON.stringify({ asked, added, tools: init.tools, types, last: messa
 """
 
 
-def test_typescript_query_with_a_tool_call_and_a_denied_call(tmp_path: Path) -> None:
+def run_typescript(tmp_path: Path, fake: FakeAnthropic, script: str, name: str, **env: str) -> Any:
+    """Runs a TypeScript SDK script (`name`.mjs beside the package, so it resolves it) against sprout-agent in
+    tmp_path/work; returns the JSON its last stdout line reports. `env`: more variables for the script."""
     node = shutil.which("node")
     if node is None or not TS_SDK.exists():
         pytest.skip("node or @anthropic-ai/claude-agent-sdk is not installed (.ci/run installs it into .ci/peers)")
-    script_path = TS_SDK.parent.parent.parent / "sprout-sdk-check.mjs"  # resolves the package from .ci/peers
-    script_path.write_text(TS_SCRIPT)
+    # Beside the package, so node resolves it; a name of its own, since .ci/peers is shared by concurrent runs.
+    script_path = TS_SDK.parent.parent.parent / f"{name}-{uuid.uuid4().hex}.mjs"
+    script_path.write_text(script)
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    env = {
+        "PATH": agent_env(tmp_path, fake)["PATH"],
+        "SPROUT_WRAPPER": str(wrapper(tmp_path)),
+        "SPROUT_WORK": str(work),
+        "SPROUT_ENV": json.dumps(agent_env(tmp_path, fake, DEV)),
+        **env,
+    }
+    try:
+        done = subprocess.run([node, str(script_path)], env=env, capture_output=True, text=True, timeout=bounded(90))
+    finally:
+        script_path.unlink(missing_ok=True)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_typescript_query_with_a_tool_call_and_a_denied_call(tmp_path: Path) -> None:
     steps = [
         reply(
             tool_use("dev__bash", {"command": "echo from-ts"}),
@@ -200,19 +271,43 @@ def test_typescript_query_with_a_tool_call_and_a_denied_call(tmp_path: Path) -> 
         reply("ts done"),
     ]
     with FakeAnthropic(steps) as fake:
-        work = tmp_path / "work"
-        work.mkdir()
-        env = {
-            "PATH": agent_env(tmp_path, fake)["PATH"],
-            "SPROUT_WRAPPER": str(wrapper(tmp_path)),
-            "SPROUT_WORK": str(work),
-            "SPROUT_ENV": json.dumps(agent_env(tmp_path, fake, DEV)),
-        }
-        done = subprocess.run([node, str(script_path)], env=env, capture_output=True, text=True, timeout=bounded(90))
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+        report = run_typescript(tmp_path, fake, TS_SCRIPT, "sprout-sdk-check")
     assert report["asked"] == ["Bash", "Write", "mcp__calc__add"]
     assert "mcp__calc__add" in report["tools"] and report["added"] == [[15, 27]]
     assert report["last"]["type"] == "result" and report["last"]["result"] == "ts done"
     results = [result_text(r) for r in tool_results(fake.requests[1].body)]
     assert results[0].startswith("from-ts") and "no writes from ts" in results[1] and results[2] == "sum is 42"
+
+
+TS_STRUCTURED = """
+import { query } from "@anthropic-ai/claude-agent-sdk";
+const messages = [];
+for await (const message of query({
+  prompt: "count",
+  options: {
+    pathToClaudeCodeExecutable: process.env.SPROUT_WRAPPER,
+    cwd: process.env.SPROUT_WORK,
+    env: JSON.parse(process.env.SPROUT_ENV),
+    model: "claude-test",
+    permissionMode: "bypassPermissions",
+    outputFormat: { type: "json_schema", schema: JSON.parse(process.env.SPROUT_SCHEMA) },
+  },
+})) messages.push(message);
+console.log(JSON.stringify({ last: messages.at(-1) }));
+"""
+
+
+def test_typescript_query_with_output_format_gets_structured_output(tmp_path: Path) -> None:
+    """`outputFormat`: the TypeScript SDK passes the schema as --json-schema and again in `initialize`."""
+    schema = {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}
+    steps = [
+        reply(tool_use("dev__bash", {"command": "echo 3"}, id="t_count")),
+        reply(tool_use("StructuredOutput", {"count": 3}, id="t_out")),
+    ]
+    with FakeAnthropic(steps, models=[model_info("claude-test", structured_outputs=True)]) as fake:
+        report = run_typescript(
+            tmp_path, fake, TS_STRUCTURED, "sprout-sdk-structured", SPROUT_SCHEMA=json.dumps(schema)
+        )
+    last = report["last"]
+    assert last["type"] == "result" and last["subtype"] == "success", last
+    assert last["structured_output"] == {"count": 3} and fake.refused == []

@@ -31,7 +31,7 @@ async def client(root: Path) -> AsyncIterator[Client]:
     from mcp import Client
 
     from sprout_agent.tools import dev
-    from sprout_agent.tools._paths import Workspace
+    from sprout_agent.trust.workspace import Workspace
 
     async with Client(dev.create_server(Workspace(str(root)))) as c:
         yield c
@@ -158,7 +158,7 @@ async def test_allow_outside_permits_writes_elsewhere(root: Path) -> None:
     from mcp import Client
 
     from sprout_agent.tools import dev
-    from sprout_agent.tools._paths import Workspace
+    from sprout_agent.trust.workspace import Workspace
 
     target = root.parent / "elsewhere.txt"
     async with Client(dev.create_server(Workspace(str(root), allow_outside=True))) as c:

@@ -30,7 +30,7 @@ async def client(root: Path) -> AsyncIterator[Client]:
     from mcp import Client
 
     from sprout_agent.tools import dev
-    from sprout_agent.tools._paths import Workspace
+    from sprout_agent.trust.workspace import Workspace
 
     async with Client(dev.create_server(Workspace(str(root)))) as c:
         yield c

@@ -23,12 +23,14 @@ from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import (
     Run,
     agent_env,
+    end_warm_zygotes,
     fake_server,
     pid_alive,
     read_log,
     run_agent,
     start_agent,
     wait_for,
+    warm_zygotes,
     write_config,
 )
 from tests.stream_schema import valid_lines
@@ -49,22 +51,8 @@ class Warm:
         return sorted(self.base.glob("*.sock")) if self.base.exists() else []
 
     def zygotes(self) -> list[int]:
-        """The zygotes serving this test's directory (found by their command line)."""
-        found: list[int] = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if (
-                any(b"warm.zygote" in a for a in argv)
-                and str(self.base).encode() in argv
-                and pid_alive(int(entry.name))
-            ):
-                found.append(int(entry.name))
-        return found
+        """The zygotes serving this test's directory."""
+        return warm_zygotes(self.runtime)
 
     def children(self, zygote: int) -> list[int]:
         try:
@@ -97,8 +85,7 @@ def warm(tmp_path: Path) -> Iterator[Warm]:
     env = {"SPROUT_AGENT_WARM": "1", "XDG_RUNTIME_DIR": str(runtime), "SPROUT_AGENT_WARM_IDLE_SECONDS": "120"}
     made = Warm(runtime, env)
     yield made
-    for pid in made.zygotes():
-        os.kill(pid, signal.SIGTERM)  # it leaves once its children have ended; they have
+    end_warm_zygotes(runtime)  # it leaves once its children have ended; they have
 
 
 def no_key(warm: Warm) -> dict[str, str]:

@@ -151,14 +151,13 @@ async def test_a_read_only_sandbox_refuses_the_write_tools_too(root: Path) -> No
 async def test_the_write_tool_cannot_write_a_deny_listed_file_inside_the_working_directory(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sprout_agent.tools._paths import Workspace
-    from sprout_agent.tools._server import ToolError
+    from sprout_agent.trust.workspace import Refused, Workspace
 
     monkeypatch.setenv("HOME", str(root))  # the working directory is the home directory: ~/.bashrc is inside it
     ws = Workspace.from_environment(str(root), {})
     if not ws.sandbox.active():
         pytest.skip("the deny list applies where the sandbox is active")
-    with pytest.raises(ToolError, match="deny list"):
+    with pytest.raises(Refused, match="deny list"):
         ws.writable(".bashrc")
 
 

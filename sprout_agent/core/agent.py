@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import anyio
 
@@ -27,12 +28,22 @@ from sprout_agent.core.events import (
     ToolStarted,
     TurnFinished,
 )
-from sprout_agent.core.hook_contract import RESULT_TEXT_MAX_CHARS, truncate
 from sprout_agent.core.hooks import HookOutput, Hooks, is_hook
 from sprout_agent.core.images import checked
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.limits import Limits
-from sprout_agent.core.messages import INVALID_INPUT_KEY, Image, Message, Text, ToolResult, ToolUse, text_of, user_text
+from sprout_agent.core.messages import (
+    INVALID_INPUT_KEY,
+    Image,
+    Message,
+    Text,
+    ToolResult,
+    ToolUse,
+    invalid_input,
+    text_of,
+    user_text,
+    with_calls,
+)
 from sprout_agent.core.protocols import (
     Escalate,
     Model,
@@ -44,14 +55,17 @@ from sprout_agent.core.protocols import (
     ToolOutcome,
     ToolSpec,
 )
+from sprout_agent.core.structured import RETRIES_EXHAUSTED, STRUCTURED_OUTPUT_TOOL, Answer, OutputContract
 from sprout_agent.core.tool_names import sdk_tool_name
 
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
-    stop_reason: str  # end_turn, max_tokens, refusal, max_turns, budget, …
-    text: str  # the final assistant text
+    stop_reason: str  # end_turn, max_tokens, refusal, max_turns, budget, structured_output_retries…
+    text: str  # the final assistant text (with --json-schema: the value as JSON)
     turns: int  # model requests made in this turn
+    structured: dict[str, object] | None = None  # --json-schema: the answer, valid against the schema
+    error: str = ""  # why the turn failed (structured output: the last problem)
 
 
 class Agent:
@@ -73,6 +87,7 @@ class Agent:
         permit: Permit | None = None,
         escalate: Escalate | None = None,
         recorder: Recorder | None = None,
+        output: OutputContract | None = None,
     ) -> None:
         self.model = model
         self.host = host
@@ -87,6 +102,8 @@ class Agent:
         self.permit = permit
         self.escalate = escalate
         self.recorder = recorder
+        self.output = output  # --json-schema: each turn ends with a valid StructuredOutput call
+        self._answer: Answer | None = None
         self.history: list[Message] = []
         self._limiter = anyio.CapacityLimiter(limits.max_parallel_tools)
         self.tools: tuple[ToolSpec, ...] = ()
@@ -106,7 +123,8 @@ class Agent:
         before, started = self.ledger.usage, time.monotonic()
         result = await self._run(prompt, tuple(attachments))
         usage, seconds = self.ledger.usage - before, time.monotonic() - started
-        self.emit(TurnFinished(result.stop_reason, result.text, result.turns, usage, self.ledger.cost, seconds))
+        finished = TurnFinished(result.stop_reason, result.text, result.turns, usage, self.ledger.cost, seconds)
+        self.emit(replace(finished, structured_output=result.structured, error=result.error))
         return result
 
     async def start_session(self, source: str) -> None:
@@ -130,19 +148,14 @@ class Agent:
         await self.start_session("clear")
 
     async def _run(self, prompt: str, attachments: tuple[Image, ...]) -> TurnResult:
-        self._current_prompt = prompt
-        self._append(Message("user", (Text(prompt), *attachments)) if attachments else user_text(prompt))
-        # After the prompt, never before it: earlier requests' bytes (the cached prefix) stay as they were.
-        pending, self._pending = self._pending, []
-        started = self.hooks.enter_session_start(pending)
-        self._append(*started, *await self.hooks.on_prompt(self._hook_context(prompt=prompt)))
-        after_objection = False
+        self._answer = Answer(self.output) if self.output is not None else None
+        if (refused := await self._submit(prompt, attachments)) is not None:
+            return refused
+        after_objection = objected = False
         turns = 0
         while True:
-            if self.limits.max_turns is not None and turns >= self.limits.max_turns:
-                return TurnResult("max_turns", self._last_text(), turns)
-            if self.limits.max_budget_usd is not None and self.ledger.cost >= self.limits.max_budget_usd:
-                return TurnResult("budget", self._last_text(), turns)
+            if (limited := self._limit_reached(turns)) is not None:
+                return limited
             turns += 1
             reply = await self._ask()
             self._append(Message("assistant", reply.content))
@@ -151,19 +164,86 @@ class Agent:
             if uses and reply.stop_reason == "tool_use":
                 after_objection = False
                 await self._run_tools(uses)
-                continue
-            if reply.stop_reason == "pause_turn" and not uses:  # the API paused its own long search: send it back
-                continue
-            if uses:  # cut off mid-call: the input may be incomplete, so nothing is run
-                self._answer_unrun(uses, f"not run: the reply stopped with {reply.stop_reason}")
-            if reply.stop_reason == "end_turn" and not after_objection:
-                context = self._hook_context(last_assistant_message=_text(reply), trigger="end_turn")
-                objections = await self.hooks.on_stop(context)
-                if objections:
-                    self._append(*objections)
-                    after_objection = True
+                if self.hooks.take_stop():  # a callback's `continue: false`: the turn ends, the session goes on
+                    return TurnResult("hook_stopped", self._last_text(), turns)
+                if self._answer is None or not self._answer.settled:
                     continue
-            return TurnResult(reply.stop_reason, _text(reply), turns)
+            elif self._paused(reply, uses):
+                continue
+            finished = await self._finish(reply, turns, not after_objection, objected)
+            if isinstance(finished, TurnResult):
+                return finished
+            if finished == "objected":  # a `_Stop` objection keeps the turn going
+                after_objection = objected = True
+
+    def _paused(self, reply: ModelReply, uses: list[ToolUse]) -> bool:
+        """The API paused its own long search: the reply goes back as it is. A reply cut off mid-call (its input
+        may be incomplete) has its calls answered unrun."""
+        if reply.stop_reason == "pause_turn" and not uses:
+            return True
+        if uses:
+            self._answer_unrun(uses, f"not run: the reply stopped with {reply.stop_reason}")
+        return False
+
+    async def _finish(
+        self, reply: ModelReply, turns: int, ask_stop: bool, objected: bool
+    ) -> TurnResult | Literal["asked again", "objected"]:
+        """The turn's result: its structured answer or the reply's text. Or the turn goes on: the model was asked
+        again for the structured answer it has not given, or a `_Stop` hook objected."""
+        if (unanswered := self._unanswered(reply.stop_reason, turns)) is not None:
+            return unanswered if isinstance(unanswered, TurnResult) else "asked again"
+        answer = self._answer
+        structured = answer.value if answer is not None else None
+        text = answer.text() if answer is not None and structured is not None else _text(reply)
+        ending = reply.stop_reason == "end_turn" or structured is not None
+        if ending and ask_stop and await self._stop_objected(text, objected):
+            return "objected"
+        return TurnResult("end_turn" if structured is not None else reply.stop_reason, text, turns, structured)
+
+    async def _stop_objected(self, text: str, objected: bool) -> bool:
+        """`_Stop`: a hook that objects keeps the turn going (a structured answer must then be given again).
+        `objected`: an objection already kept this turn going (the callbacks' `stop_hook_active`)."""
+        context = self._hook_context(last_assistant_message=text, trigger="end_turn", stop_hook_active=objected)
+        objections = await self.hooks.on_stop(context)
+        if not objections:
+            return False
+        self._append(*objections)
+        if self._answer is not None:
+            self._answer = Answer(self._answer.contract)
+        return True
+
+    def _limit_reached(self, turns: int) -> TurnResult | None:
+        if self.limits.max_turns is not None and turns >= self.limits.max_turns:
+            return TurnResult("max_turns", self._last_text(), turns)
+        if self.limits.max_budget_usd is not None and self.ledger.cost >= self.limits.max_budget_usd:
+            return TurnResult("budget", self._last_text(), turns)
+        return None
+
+    def _unanswered(self, stop_reason: str, turns: int) -> TurnResult | bool | None:
+        """The reply ended without the StructuredOutput call the turn needs: True when the model is asked again,
+        the failed turn when its attempts are spent; None when the turn needs no call or has its answer."""
+        answer = self._answer
+        if answer is None or answer.value is not None or stop_reason not in _NO_ANSWER:
+            return None
+        if not answer.exhausted and (again := answer.missing()) is not None:
+            self._append(again)
+            return True
+        return TurnResult(RETRIES_EXHAUSTED, "", turns, error=answer.failure())  # no text: it is not the answer
+
+    async def _submit(self, prompt: str, attachments: tuple[Image, ...]) -> TurnResult | None:
+        """The prompt enters the history with what the session-start and prompt hooks add; a hook callback that
+        blocks it (or stops the session) ends the turn with the prompt unprocessed, outside the history."""
+        self._current_prompt = prompt
+        self.hooks.take_stop(announce=False)  # one asked for outside a turn (at its Stop point, say) ends nothing
+        self._pending = await self.hooks.with_session_start_callbacks(self._pending)
+        added = await self.hooks.on_prompt(self._hook_context(prompt=prompt))
+        if self.hooks.take_stop():
+            return TurnResult("hook_stopped", "", 0)  # what the session start said waits for the next prompt
+        started, self._pending = self.hooks.enter_session_start(self._pending), []
+        # After the prompt, never before it: earlier requests' bytes (the cached prefix) stay as they were.
+        self._append(Message("user", (Text(prompt), *attachments)) if attachments else user_text(prompt))
+        self._append(*started, *added)
+        return None
 
     def clear(self) -> None:
         self.load([], "clear")
@@ -192,6 +272,7 @@ class Agent:
         """Summarise (or, failing that, truncate) the history, then let `_PostCompact` hooks add to it."""
         if self.compactor is None or not self.history:
             return
+        await self.hooks.on_pre_compact(reason, focus)
         outcome = await self.compactor.compact(self.history, self._current_prompt, reason=reason, focus=focus)
         self.load(outcome.history, "compaction")
         # After a summary or a truncation alike, hooks may restore state the old history carried.
@@ -212,7 +293,8 @@ class Agent:
 
     def _set_tools(self) -> None:
         # The tool list changes only when a server's does (`refresh`), so the cached prefix stays byte-stable.
-        self.tools = tuple(s for s in self.host.tools() if not is_hook(s))
+        offered = tuple(s for s in self.host.tools() if not is_hook(s))  # `server__tool`: never our tool's name
+        self.tools = (*offered, self.output.spec()) if self.output is not None else offered
         self._by_name = {spec.name: spec for spec in self.tools}
         # What every request carries besides the history; compaction cannot shrink it.
         tool_chars = sum(len(s.name) + len(s.description) + len(json.dumps(s.input_schema)) for s in self.tools)
@@ -245,10 +327,11 @@ class Agent:
     async def _run_tools(self, uses: Sequence[ToolUse]) -> None:
         """Runs the calls concurrently; results go back in call order, every tool_use answered even on cancel."""
         results: list[ToolResult | None] = [None] * len(uses)
+        ran: dict[str, ToolUse] = {}  # calls that ran with another input than the model's (a hook, the callback)
 
         async def run_one(index: int, use: ToolUse) -> None:
             async with self._limiter:
-                results[index] = await self._call(use)
+                results[index] = await self._call(use, ran)
 
         try:
             async with anyio.create_task_group() as group:
@@ -265,22 +348,30 @@ class Agent:
                 for use, result in zip(uses, results, strict=True)
             )
             self._append(Message("user", answered))
+            if ran:
+                self._as_ran(ran)
 
-    async def _call(self, use: ToolUse) -> ToolResult:
+    def _as_ran(self, ran: dict[str, ToolUse]) -> None:
+        """The history shows each call as it ran, so the model reads what its input did; same ids, still valid."""
+        index = max(i for i, message in enumerate(self.history) if message.role == "assistant")
+        self.history[index] = with_calls(self.history[index], ran)
+        if self.recorder is not None:
+            self.recorder.reset(self.history, "tool input updated")
+
+    async def _call(self, use: ToolUse, ran: dict[str, ToolUse]) -> ToolResult:
         spec = self._by_name.get(use.name)
         self.emit(ToolStarted(use.id, use.name, spec.server if spec else "", spec.tool if spec else "", use.input))
         started, denied = time.monotonic(), False
-        if spec is None:
+        if spec is not None and use.name == STRUCTURED_OUTPUT_TOOL and self._answer is not None:
+            outcome = self._answer.offer(use.input)  # ours, not a server's: no permission asked, no hook
+        elif spec is None:
             outcome = ToolOutcome((Text(f"unknown tool: {use.name}"),), is_error=True)
         elif INVALID_INPUT_KEY in use.input and len(use.input) == 1:
-            outcome = ToolOutcome((Text(_invalid_input(use.input[INVALID_INPUT_KEY])),), is_error=True)
-        elif self.permit is not None and (refusal := await self.permit(spec, use)) is not None:
-            outcome, denied = ToolOutcome((Text(refusal),), is_error=True), True
-        elif (objection := await self.hooks.on_pre_tool(self._tool_context(use))) is not None:
-            outcome = ToolOutcome((Text(objection),), is_error=True)  # after the policy: hooks only add refusals
+            outcome = ToolOutcome((Text(invalid_input(use.input[INVALID_INPUT_KEY])),), is_error=True)
         else:
-            started = time.monotonic()  # a person's time answering the permission question is not the tool's
-            outcome = await self._run_allowed(spec, use)
+            outcome, denied, as_run, started = await self._gated(spec, use)
+            if as_run.input != use.input:
+                ran[use.id] = as_run
         # Any host's images, not only MCP's: one the API refuses would fail every later request.
         content = tuple(checked(block) if isinstance(block, Image) else block for block in outcome.content)
         result = ToolResult(use.id, content, outcome.is_error)
@@ -291,21 +382,39 @@ class Agent:
         self.emit(ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, content, outcome.diff, denied))
         return result
 
-    async def _run_allowed(self, spec: ToolSpec, use: ToolUse) -> ToolOutcome:
-        self.emit(ToolRunning(use.id))
+    async def _gated(self, spec: ToolSpec, use: ToolUse) -> tuple[ToolOutcome, bool, ToolUse, float]:
+        """PreToolUse callbacks, the permission policy, `_PreToolUse`, then the call: (outcome, denied, the call as
+        it ran, when it started). Callbacks first, as in Claude Code: their allow, ask and input feed the policy."""
+        verdict = await self.hooks.before_permission(self._tool_context(spec, use))
+        added = self.hooks.callback_blocks(verdict.context)
+        if verdict.refusal is not None:
+            return ToolOutcome((Text(verdict.refusal), *added), is_error=True), True, use, time.monotonic()
+        as_run = use if verdict.updated_input is None else ToolUse(use.id, use.name, verdict.updated_input)
+        permitted = await self.permit.decide(spec, as_run, verdict.permission) if self.permit is not None else None
+        if isinstance(permitted, str):
+            return ToolOutcome((Text(permitted), *added), is_error=True), True, as_run, time.monotonic()
+        as_run = permitted or as_run
+        if (why := self.hooks.stopping) is not None:
+            return ToolOutcome((Text(f"not run: {why}"),), is_error=True), False, as_run, time.monotonic()
+        if (objection := await self.hooks.on_pre_tool(self._tool_context(spec, as_run))) is not None:
+            return ToolOutcome((Text(objection),), is_error=True), False, as_run, time.monotonic()  # only refusals
+        started = time.monotonic()  # a person's time answering the permission question is not the tool's
+        outcome = await self._run_allowed(spec, as_run, changed=as_run.input != use.input)
+        return ToolOutcome((*outcome.content, *added), outcome.is_error, diff=outcome.diff), False, as_run, started
+
+    async def _run_allowed(self, spec: ToolSpec, use: ToolUse, *, changed: bool = False) -> ToolOutcome:
+        self.emit(ToolRunning(use.id, use.input if changed else None))
         outcome = await self.host.call(spec, use.input, self._progress_of(use))
         if outcome.sandbox_denied is not None and self.escalate is not None:
             outcome = await self._escalated(spec, use, outcome, outcome.sandbox_denied)
-        if not self.hooks.tool_hooks:
-            return outcome
-        result_text = truncate(text_of(outcome.content), RESULT_TEXT_MAX_CHARS)
-        context = self._tool_context(use, result_text=result_text, is_error=outcome.is_error)
-        if added := await self.hooks.on_post_tool(context):
+        if added := await self.hooks.on_post_tool(self._tool_context(spec, use), outcome.content, outcome.is_error):
             return ToolOutcome((*outcome.content, *added), outcome.is_error, diff=outcome.diff)
         return outcome
 
-    def _tool_context(self, use: ToolUse, **extra: object) -> dict[str, object]:
-        return self._hook_context(tool_name=use.name, arguments=use.input, **extra)
+    def _tool_context(self, spec: ToolSpec, use: ToolUse) -> dict[str, object]:
+        """A tool hook's context: the MCP hooks' fields, plus the call's id and its SDK-facing name for callbacks."""
+        sdk_name = sdk_tool_name(spec.server, spec.tool)
+        return self._hook_context(tool_name=use.name, arguments=use.input, sdk_tool_name=sdk_name, tool_use_id=use.id)
 
     async def _escalated(self, spec: ToolSpec, use: ToolUse, sandboxed: ToolOutcome, why: str) -> ToolOutcome:
         """The call run again outside the OS sandbox if a person says so; else the sandboxed outcome."""
@@ -337,10 +446,9 @@ class Agent:
         return ""
 
 
+# The reply ended without a StructuredOutput call the turn needs: the model is asked again (while attempts last).
+_NO_ANSWER = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence"})
+
+
 def _text(reply: ModelReply) -> str:
     return "".join(block.text for block in reply.content if isinstance(block, Text))
-
-
-def _invalid_input(raw: object) -> str:
-    shown = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
-    return f"tool input must be a JSON object of valid Unicode text (no lone surrogates); got: {shown[:200]}"

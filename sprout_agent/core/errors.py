@@ -71,7 +71,7 @@ def exit_code_for_stop(stop_reason: str) -> int:
         return EXIT_MAX_TURNS
     if stop_reason == "budget":
         return EXIT_BUDGET
-    if stop_reason in ("end_turn", "stop_sequence"):
+    if stop_reason in ("end_turn", "stop_sequence", "hook_stopped"):  # hook_stopped: a hook's `continue: false`
         return EXIT_OK
     return EXIT_RUNTIME
 

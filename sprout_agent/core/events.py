@@ -137,6 +137,8 @@ class ToolRunning:
     """The call passed the permission check and went to its server."""
 
     call_id: str
+    # The input it runs with, when a hook or the permission callback changed the model's (None: unchanged).
+    arguments: dict[str, object] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +268,8 @@ class TurnFinished:
     usage: Usage
     cost_usd: float = 0.0  # the session's total so far, compaction included
     seconds: float = 0.0  # the turn's wall time
+    structured_output: Mapping[str, object] | None = None  # --json-schema: the validated answer
+    error: str = ""  # why the turn failed, when its stop reason says it did (structured output's retries)
 
 
 # What the hook points report; every sink renders these together.

@@ -2,7 +2,8 @@
 
 The sovereignty rules live here: the allowlist, the per-call timeout and kill-on-second-timeout, the
 session-wide `_Stop` and `_PreToolUse` objection budgets, context on request, and the JSON-encoded
-injection. The names and the context each hook may declare are in hook_contract.py.
+injection. The names and the context each hook may declare are in hook_contract.py. A driving program's hook
+callbacks (hook_callbacks.py) run at the same points, and their answers go through the same rules.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from sprout_agent.core import hook_callbacks as cb
 from sprout_agent.core.events import (
     Event,
     HookAnswered,
@@ -25,6 +27,7 @@ from sprout_agent.core.events import (
     HookObjected,
     HookServerKilled,
     HookTimedOut,
+    Notice,
     StopBudgetSpent,
 )
 from sprout_agent.core.hook_contract import (
@@ -33,6 +36,7 @@ from sprout_agent.core.hook_contract import (
     POST_COMPACT,
     POST_TOOL_USE,
     PRE_TOOL_USE,
+    RESULT_TEXT_MAX_CHARS,
     SESSION_END,
     SESSION_START,
     STOP,
@@ -44,7 +48,7 @@ from sprout_agent.core.hook_contract import (
 )
 from sprout_agent.core.hook_contract import is_hook as is_hook
 from sprout_agent.core.hook_contract import parse_allowlist as parse_allowlist
-from sprout_agent.core.messages import Message, Text, ToolResult, ToolUse, text_of
+from sprout_agent.core.messages import Image, Message, Text, ToolResult, ToolUse, text_of
 from sprout_agent.core.protocols import HookCallFailed, ToolHost, ToolSpec
 
 
@@ -67,6 +71,7 @@ class Hooks:
         emit: Callable[[Event], None],
         tool_hooks: bool = False,
         pre_tool_max_objections: int | None = None,
+        callbacks: cb.HookCallbacks | None = None,
     ) -> None:
         self._host = host
         self._allowlist = allowlist
@@ -81,6 +86,9 @@ class Hooks:
         self._consecutive_timeouts: dict[str, int] = {}
         self._ids = itertools.count()
         self._id_salt = uuid.uuid4().hex[:8]
+        self.callbacks = callbacks  # the SDK's hook callbacks, run after the MCP hooks at each point
+        self._stop: str | None = None  # a callback's `continue: false` (or a blocked prompt): the turn ends
+        self._source: str | None = None  # a session start whose SessionStart callbacks wait for its first prompt
 
     @property
     def rejections_left(self) -> int:
@@ -102,13 +110,18 @@ class Hooks:
 
     async def on_stop(self, context: Mapping[str, object]) -> list[Message]:
         """Runs the `_Stop` gate; returns the objection messages to append (empty = the agent may stop)."""
-        if self._max_rejections == 0 or not self.targets(STOP):
+        if self._max_rejections == 0 or not (self.targets(STOP) or self._wanted(cb.STOP)):
             return []
         if self._rejections >= self._max_rejections:
             self._spent(STOP, self._rejections)
             return []
         context = {**context, "objections_so_far": self._rejections, "rejections_left": self.rejections_left}
         outputs = await self.call(STOP, context)
+        fields = {k: context.get(k) for k in ("stop_hook_active", "last_assistant_message")}
+        answers = await self.run_callbacks(cb.STOP, fields)
+        outputs += [HookOutput(cb.CALLBACK_SOURCE, text) for a in answers if (text := a.block or a.context)]
+        if self._stop is not None:
+            return []  # `continue: false` wins over any objection: the agent stops
         for output in outputs:
             self._emit(HookObjected(STOP, output.server, output.text))
         if outputs:
@@ -127,16 +140,46 @@ class Hooks:
 
     async def on_session_start(self, context: Mapping[str, object]) -> list[HookOutput]:
         """`_SessionStart`'s answers, kept by the agent until the next prompt: see `enter_session_start`."""
+        self._source = str(context.get("source", "startup"))
         return await self.call(SESSION_START, context)
 
+    async def with_session_start_callbacks(self, outputs: Sequence[HookOutput]) -> list[HookOutput]:
+        """The held `_SessionStart` answers plus the SessionStart callbacks', run once, with the session's first
+        prompt: an SDK registers them in `initialize`, which may come after the session started."""
+        source, self._source = self._source, None
+        answers = await self.run_callbacks(cb.SESSION_START, {"source": source}, source) if source else []
+        return [*outputs, *(HookOutput(cb.CALLBACK_SOURCE, a.context) for a in answers if a.context)]
+
     def enter_session_start(self, outputs: Sequence[HookOutput]) -> list[Message]:
-        """The held `_SessionStart` answers as they enter the history (reported then, inside the turn)."""
+        """The held session-start answers as they enter the history (reported then, inside the turn)."""
         for output in outputs:
             self._emit(HookInjected(SESSION_START, output.server, output.text))
         return self.as_messages(SESSION_START, outputs)
 
     async def on_prompt(self, context: Mapping[str, object]) -> list[Message]:
-        return await self.inject(USER_PROMPT_SUBMIT, context)
+        """`_UserPromptSubmit` and its callbacks; a callback's block (or `continue: false`) ends the turn unrun."""
+        outputs = await self.call(USER_PROMPT_SUBMIT, context)
+        answers = await self.run_callbacks(cb.USER_PROMPT_SUBMIT, {"prompt": context.get("prompt", "")})
+        blocks = [a.block for a in answers if a.block is not None]
+        if blocks and self._stop is None:
+            self._stop = f"a {cb.USER_PROMPT_SUBMIT} hook blocked the prompt: {'; '.join(blocks) or 'no reason given'}"
+        outputs += [HookOutput(cb.CALLBACK_SOURCE, a.context) for a in answers if a.context]
+        for output in outputs:
+            self._emit(HookInjected(USER_PROMPT_SUBMIT, output.server, output.text))
+        return self.as_messages(USER_PROMPT_SUBMIT, outputs)
+
+    async def before_permission(self, context: Mapping[str, object]) -> cb.PreToolVerdict:
+        """PreToolUse callbacks, before the permission policy (as Claude Code runs them): they may refuse the
+        call, let it run without a question, force the question, or change its input."""
+        name = str(context.get("sdk_tool_name", ""))
+        if not self._wanted(cb.PRE_TOOL_USE, name):
+            return cb.PreToolVerdict()
+        fields = _tool_fields(context)
+        answers = await self.run_callbacks(cb.PRE_TOOL_USE, fields, name, str(context.get("tool_use_id", "")))
+        verdict = cb.pre_tool_verdict(answers)
+        if verdict.refusal is not None:
+            self._emit(HookObjected(cb.PRE_TOOL_USE, cb.CALLBACK_SOURCE, verdict.refusal))
+        return verdict
 
     async def on_pre_tool(self, context: Mapping[str, object]) -> str | None:
         """`_PreToolUse`: the error text the model gets instead of the call's result, or None (the call runs)."""
@@ -154,17 +197,79 @@ class Hooks:
         lines = [f"not run: a {PRE_TOOL_USE} hook objected to this call"]
         return "\n".join([*lines, *(_encoded(PRE_TOOL_USE, output) for output in outputs)])
 
-    async def on_post_tool(self, context: Mapping[str, object]) -> list[Text]:
-        """`_PostToolUse`: extra JSON-encoded text blocks for the tool's result (none: nothing to add)."""
-        outputs = await self.call(POST_TOOL_USE, context)
+    async def on_post_tool(
+        self, context: Mapping[str, object], content: tuple[Text | Image, ...], is_error: bool
+    ) -> list[Text]:
+        """`_PostToolUse` and the PostToolUse (or, for an error result, PostToolUseFailure) callbacks: extra
+        JSON-encoded text blocks for the call's result `content` (none: nothing to add)."""
+        if not self.tool_hooks and self.callbacks is None:
+            return []
+        result_text = truncate(text_of(content), RESULT_TEXT_MAX_CHARS)
+        response = cb.tool_response(content)
+        context = {**context, "result_text": result_text, "is_error": is_error, "tool_response": response}
+        outputs = await self.call(POST_TOOL_USE, context) if self.tool_hooks else []
+        outputs += [HookOutput(cb.CALLBACK_SOURCE, text) for text in await self._post_tool_callbacks(context)]
         for output in outputs:
             self._emit(HookInjected(POST_TOOL_USE, output.server, output.text))
         return [Text(_encoded(POST_TOOL_USE, output)) for output in outputs]
+
+    async def _post_tool_callbacks(self, context: Mapping[str, object]) -> list[str]:
+        name, failed = str(context.get("sdk_tool_name", "")), context.get("is_error") is True
+        event = cb.POST_TOOL_USE_FAILURE if failed else cb.POST_TOOL_USE
+        if not self._wanted(event, name):
+            return []
+        fields = _tool_fields(context)
+        if failed:
+            fields["error"] = context.get("result_text", "")
+        else:
+            fields["tool_response"] = context.get("tool_response", [])
+        answers = await self.run_callbacks(event, fields, name, str(context.get("tool_use_id", "")))
+        return [text for answer in answers for text in (answer.block, answer.context) if text]
 
     async def on_session_end(self, context: Mapping[str, object]) -> None:
         """`_SessionEnd`: its answers are logged, nothing else; a timeout kills nobody (the session is ending)."""
         for output in await self.call(SESSION_END, context, kill=False):
             self._emit(HookAnswered(SESSION_END, output.server, output.text))
+        reason = cb.SESSION_END_REASONS.get(str(context.get("reason")), "other")
+        await self.run_callbacks(cb.SESSION_END, {"reason": reason}, reason)
+
+    async def on_pre_compact(self, trigger: str, focus: str | None) -> None:
+        """PreCompact callbacks (no MCP hook has this point): told, before a compaction, what triggered it."""
+        trigger = "manual" if trigger == "manual" else "auto"
+        await self.run_callbacks(cb.PRE_COMPACT, {"trigger": trigger, "custom_instructions": focus}, trigger)
+
+    def _wanted(self, event: str, subject: str | None = None) -> bool:
+        return self.callbacks is not None and self.callbacks.wants(event, subject)
+
+    async def run_callbacks(
+        self, event: str, fields: Mapping[str, object], subject: str | None = None, tool_use_id: str | None = None
+    ) -> list[cb.CallbackAnswer]:
+        """The matching callbacks' answers (after the MCP hooks of the point: the order the docs give); the first
+        `continue: false` is kept for the loop (`take_stop`)."""
+        if self.callbacks is None or not self.callbacks.wants(event, subject):
+            return []
+        self._emit(HookCalled(event, (cb.CALLBACK_SOURCE,)))
+        answers = await self.callbacks.run(event, fields, subject, tool_use_id)
+        stops = [answer.stop for answer in answers if answer.stop is not None]
+        if stops and self._stop is None:
+            self._stop = f"a {event} hook stopped the session" + (f": {stops[0]}" if stops[0] else "")
+        return answers
+
+    @property
+    def stopping(self) -> str | None:
+        """Why a callback asked to stop (`continue: false`), while the turn still winds down; None: it did not."""
+        return self._stop
+
+    def callback_blocks(self, texts: Sequence[str]) -> tuple[Text, ...]:
+        """PreToolUse callbacks' additionalContext, as extra blocks of the call's result (JSON, like `_PostToolUse`)."""
+        return tuple(Text(_encoded(cb.PRE_TOOL_USE, HookOutput(cb.CALLBACK_SOURCE, text))) for text in texts)
+
+    def take_stop(self, *, announce: bool = True) -> bool:
+        """Whether a callback ended the turn (`continue: false`, a blocked prompt), once; the notice says why."""
+        stop, self._stop = self._stop, None
+        if stop is not None and announce:
+            self._emit(Notice(stop, "warning"))
+        return stop is not None
 
     async def call(self, hook: str, context: Mapping[str, object], *, kill: bool = True) -> list[HookOutput]:
         """Calls `hook` on every target at once; returns the non-empty answers in config order."""
@@ -226,6 +331,15 @@ class Hooks:
             messages.append(Message("assistant", (ToolUse(call_id, f"{output.server}__{hook}", {}),)))
             messages.append(Message("user", (ToolResult(call_id, (Text(_encoded(hook, output)),)),)))
         return messages
+
+
+def _tool_fields(context: Mapping[str, object]) -> dict[str, object]:
+    """Claude Code's fields for a tool's callbacks: its SDK-facing name, the input as it runs, the call's id."""
+    return {
+        "tool_name": context.get("sdk_tool_name", ""),
+        "tool_input": context.get("arguments", {}),
+        "tool_use_id": context.get("tool_use_id"),
+    }
 
 
 def _encoded(hook: str, output: HookOutput) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, assert_never
 
@@ -146,3 +148,14 @@ class Usage:
             self.web_searches - other.web_searches,
             self.web_fetches - other.web_fetches,
         )
+
+
+def invalid_input(raw: object) -> str:
+    """What the model reads for a call whose input was not a JSON object (kept under INVALID_INPUT_KEY)."""
+    shown = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+    return f"tool input must be a JSON object of valid Unicode text (no lone surrogates); got: {shown[:200]}"
+
+
+def with_calls(message: Message, calls: Mapping[str, ToolUse]) -> Message:
+    """`message` with its tool_use blocks replaced by `calls` of the same id (the calls as they ran)."""
+    return Message(message.role, tuple(calls.get(b.id, b) if isinstance(b, ToolUse) else b for b in message.content))

@@ -4,7 +4,7 @@ In ask mode, tools their server annotates read-only (readOnlyHint) run without a
 default mode does for reads. In read-only mode, tools that run in the read-only OS sandbox (the built-in dev
 server's bash, when the sandbox works) run there instead of being refused.
 
-A `Policy` is the loop's `Permit`: None lets a call run, a string refuses it with a reason the model reads.
+A `Policy` is the loop's `Permit` (`decide`): None lets a call run, a string refuses it with a reason the model reads.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ class Decision:
 
     kind: Literal["once", "always", "deny", "cancel"]  # cancel: Ctrl-C, the turn is being cancelled
     reason: str = ""  # with deny: passed on to the model
+    updated_input: dict[str, object] | None = None  # with once: run with this input (an SDK's can_use_tool)
 
 
 class Ask(Protocol):
@@ -81,6 +82,7 @@ class Policy:
         deny: Sequence[str] = (),
         ask: Ask | None = None,
         sandboxed: Collection[tuple[str, str]] = (),
+        read_only_sandbox: bool = False,
     ) -> None:
         self.mode, self.mode_allows = resolve_mode(mode)
         self.mode_name = mode  # as given (Claude Code's name, say): the refusal names it
@@ -89,32 +91,46 @@ class Policy:
         # `dev__bash(git:*)` rules (Claude Code's `Bash(git:*)`): checked against the call's command.
         self.allow_commands, self.deny_commands = command_rules(self.allow), command_rules(self.deny)
         self.ask = ask
-        # (server, tool) pairs that run in the OS sandbox (dev's bash): read-only mode lets them run there.
+        # (server, tool) pairs that run in the OS sandbox (dev's bash): read-only mode lets them run there, when
+        # that sandbox is read-only (it is chosen at start: a session switched to read-only later keeps its own).
         self.sandboxed = frozenset(sandboxed)
+        self.read_only_sandbox = read_only_sandbox
         self.always: set[str] = set()  # tools approved "always" in this session
         self.always_outside_sandbox: set[str] = set()  # calls (tool and exact arguments) re-run "always"
         self._asking = anyio.Lock()  # parallel calls ask one question at a time
 
     async def __call__(self, spec: ToolSpec, use: ToolUse) -> str | None:
+        """The refusal `decide` gives, if any (a call the person's callback changed counts as allowed)."""
+        decided = await self.decide(spec, use)
+        return decided if isinstance(decided, str) else None
+
+    async def decide(
+        self, spec: ToolSpec, use: ToolUse, hook: Literal["allow", "ask"] | None = None
+    ) -> str | ToolUse | None:
+        """The loop's `Permit`. `hook` is a PreToolUse callback's decision: "allow" lets the call run as an
+        --allow-tools pattern would, "ask" asks even where a rule allows it; deny patterns win over both, as in
+        Claude Code."""
         if (pattern := matching(self.deny, spec)) is not None:
             return f"refused: {spec.name} is denied by --deny-tools {pattern}; do not call it again, find another way"
         command = use.input.get("command") if f"{spec.server}__{spec.tool}" == BASH else None
         if command is not None and denies(self.deny_commands, command):
             return f"refused: this command is denied by a {BASH}(…) rule; do not run it, find another way"
+        if hook == "allow":
+            return None
+        if hook == "ask":
+            return await self._ask(spec, use) if self.ask is not None else _nobody_to_ask(self.mode_name, spec, None)
         allowed, note = self._allowed(spec, command)
         if allowed or spec.name in self.always or self.mode == AUTO:
             return None
         if self.mode == READ_ONLY:
             sandboxed = (spec.server, spec.tool) in self.sandboxed
+            if sandboxed and not self.read_only_sandbox and spec.read_only is not True:
+                return _writable_sandbox_refusal(spec)
             return None if spec.read_only is True or sandboxed else _read_only_refusal(spec)
         if spec.read_only is True:  # ask mode: a read is not worth a person's keypress
             return None
         if self.ask is None:
-            why = f" ({note})" if note is not None else ""
-            return (
-                f"not approved: sprout-agent runs with --permission-mode {self.mode_name} and no terminal to ask{why}; "
-                f"allow it with --allow-tools {spec.name}"
-            )
+            return _nobody_to_ask(self.mode_name, spec, note)
         return await self._ask(spec, use)
 
     def _allowed(self, spec: ToolSpec, command: object) -> tuple[bool, str | None]:
@@ -129,7 +145,7 @@ class Policy:
         self.mode, self.mode_allows = resolve_mode(name)
         self.mode_name = name
 
-    async def _ask(self, spec: ToolSpec, use: ToolUse) -> str | None:
+    async def _ask(self, spec: ToolSpec, use: ToolUse) -> str | ToolUse | None:
         assert self.ask is not None
         async with self._asking:
             if spec.name in self.always:  # approved while this call waited for the question
@@ -137,6 +153,8 @@ class Policy:
             decision = await self.ask(spec, use)
         if decision.kind == "always":
             self.always.add(spec.name)
+        if decision.kind == "once" and decision.updated_input is not None and decision.updated_input != use.input:
+            return ToolUse(use.id, use.name, decision.updated_input)  # runs as the person's callback changed it
         if decision.kind in ("once", "always"):
             return None
         why = f": {decision.reason.strip()}" if decision.reason.strip() else ""
@@ -157,6 +175,22 @@ class Policy:
         if decision.kind == "always":
             self.always_outside_sandbox.add(key)
         return decision.kind in ("once", "always")
+
+
+def _nobody_to_ask(mode: str, spec: ToolSpec, note: str | None) -> str:
+    why = f" ({note})" if note is not None else ""
+    return (
+        f"not approved: sprout-agent runs with --permission-mode {mode} and no terminal to ask{why}; "
+        f"allow it with --allow-tools {spec.name}"
+    )
+
+
+def _writable_sandbox_refusal(spec: ToolSpec) -> str:
+    return (
+        f"refused: the permission mode was switched to read-only, but {spec.name} runs in this session's "
+        "workspace-write sandbox, where it could write; it runs read-only only in a session started with "
+        "--permission-mode read-only (or switch the mode back)"
+    )
 
 
 def _read_only_refusal(spec: ToolSpec) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from sprout_agent.core.events import Event
 from sprout_agent.core.messages import Block, Image, Message, Text, ToolResult, ToolUse, Usage
@@ -20,6 +20,7 @@ class ToolSpec:
     description: str
     input_schema: dict[str, object]
     read_only: bool | None = None  # from MCP annotations; None = unknown
+    strict: bool = False  # the API's structured outputs constrain the input, where the model supports them
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +125,19 @@ class HookCallFailed(Exception):
 
 EventSink = Callable[[Event], None]
 
-# Decides whether a tool call may run: None = allowed, a string = refused, with a reason the model reads.
-# It gets the call itself (id and input), so a face can match the question to the call it already shows.
-Permit = Callable[[ToolSpec, ToolUse], Awaitable[str | None]]
+
+class Permit(Protocol):
+    """Decides whether a tool call may run (`permissions.Policy`)."""
+
+    def decide(
+        self, spec: ToolSpec, use: ToolUse, hook: Literal["allow", "ask"] | None = None
+    ) -> Awaitable[str | ToolUse | None]:
+        """None = allowed, a `ToolUse` = allowed with the input it gives (the person's callback changed it), a
+        string = refused, with a reason the model reads. It gets the call itself (id and input), so a face can
+        match the question to the call it already shows. `hook`: a PreToolUse callback's decision, "allow" (no
+        question) or "ask" (the question, even where a rule allows the call)."""
+        ...
+
 
 # Decides whether a call the OS sandbox stopped (`why`) runs again outside it: only a person can say yes.
 Escalate = Callable[[ToolSpec, ToolUse, str], Awaitable[bool]]

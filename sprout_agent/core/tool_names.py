@@ -36,6 +36,6 @@ CLAUDE_CODE_NAMES: dict[tuple[str, str], str] = {
 
 def sdk_tool_name(server: str, tool: str) -> str:
     """Claude Code's name for a tool: `Bash`, `Read`… for the built-in tools that match one of its own, else
-    `mcp__server__tool`, as for any MCP tool. Only the SDK-facing stream and callbacks use it; the model sees
-    `model_tool_name`."""
-    return CLAUDE_CODE_NAMES.get((server, tool)) or f"mcp__{server}__{tool}"
+    `mcp__server__tool`, as for any MCP tool; a tool of no server (the loop's own StructuredOutput) keeps its
+    name. Only the SDK-facing stream and callbacks use it; the model sees `model_tool_name`."""
+    return CLAUDE_CODE_NAMES.get((server, tool)) or (f"mcp__{server}__{tool}" if server else tool)

@@ -138,22 +138,29 @@ def effort_lines(agent: Agent, argument: str) -> list[Line]:
 async def model_command(runtime: Runtime, argument: str) -> list[Line]:
     """Switches the model for the next request; the conversation, the ledger and the window follow it, and the
     new model's facts (window, capabilities) are fetched so that its settings are checked."""
-    agent, prepared = runtime.agent, runtime.prepared
+    agent = runtime.agent
     if not argument:
         return [(f"model: {agent.model.name}{_facts_line(agent.model)}", "")]
     try:
-        name = model_id(argument, "/model")
-    except UsageError as error:
-        return [(f"cannot switch: {error}", "red")]
-    facts = await facts_for(prepared, name)
-    try:
-        notes = switch_agent(agent, name, facts, prepared.settings)
+        facts, notes = await switch_to(runtime, argument, "/model")
     except ValueError as error:
         return [(f"cannot switch: {error}", "red")]
     return [
         *((note, "yellow") for note in notes),
-        (f"model: {name} (from the next request), window {facts.window}", "dim"),
+        (f"model: {facts.model} (from the next request), window {facts.window}", "dim"),
     ]
+
+
+async def switch_to(runtime: Runtime, name: str, where: str) -> tuple[ModelFacts, list[str]]:
+    """The one model switch of a running session (/model, the SDK's set_model, the editor's model picker): the
+    new model's facts fetched, then the client, ledger and window follow; the lines saying which settings were
+    adjusted. ValueError (naming `where` for a bad id) when it cannot switch."""
+    try:
+        checked = model_id(name, where)
+    except UsageError as error:
+        raise ValueError(str(error)) from None
+    facts = await facts_for(runtime.prepared, checked)
+    return facts, switch_agent(runtime.agent, checked, facts, runtime.prepared.settings)
 
 
 def _facts_line(model: object) -> str:

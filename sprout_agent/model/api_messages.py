@@ -24,19 +24,22 @@ from sprout_agent.core.messages import (
 )
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.model import web_tools as server_tools
+from sprout_agent.model.strict_schema import strict_schema
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 
 
-def to_api_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    api_tools: list[dict[str, Any]] = [
-        {
-            "name": spec.name,
-            "description": spec.description,
-            "input_schema": spec.input_schema or {"type": "object"},
-        }
-        for spec in tools
-    ]
+def to_api_tools(tools: Sequence[ToolSpec], *, strict: bool = False) -> list[dict[str, Any]]:
+    """`strict`: the model supports structured outputs; a tool that asks for them (`ToolSpec.strict`) is sent with
+    `strict: true` and its schema in the subset the API takes, when there is such a form (strict_schema.py)."""
+    api_tools: list[dict[str, Any]] = []
+    for spec in tools:
+        schema = spec.input_schema or {"type": "object"}
+        constrained = strict_schema(schema) if strict and spec.strict else None
+        tool: dict[str, Any] = {"name": spec.name, "description": spec.description, "input_schema": schema}
+        if constrained is not None:
+            tool |= {"input_schema": constrained, "strict": True}
+        api_tools.append(tool)
     if api_tools:
         api_tools[-1]["cache_control"] = EPHEMERAL
     return api_tools

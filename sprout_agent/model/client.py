@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -160,7 +161,8 @@ class AnthropicModel:
             # A breakpoint on the system prompt caches tools + system: the stable prefix.
             params["system"] = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
         if request.tools or web:  # the server tools first: the breakpoint stays on the last MCP tool
-            params["tools"] = (server_tools.definitions() if web else []) + to_api_tools(request.tools)
+            strict = self.facts.structured_outputs is True  # unknown: not sent (a refusal would fail every request)
+            params["tools"] = (server_tools.definitions() if web else []) + to_api_tools(request.tools, strict=strict)
         return params
 
     async def count_tokens(self, request: ModelRequest) -> tuple[int, int, int] | None:
@@ -310,4 +312,23 @@ def retrieve_model_info(model: str, api_key: str | None, base_url: str | None) -
         client.close()
 
 
-__all__ = ["EPHEMERAL", "AnthropicModel", "retrieve_model_info", "to_api_messages", "to_api_tools"]
+def known_models() -> tuple[str, ...]:
+    """The model ids the anthropic SDK names (its `ModelParam`), without dated snapshots and the ones it warns
+    are deprecated: an editor's model picker, kept current by the SDK's upgrades rather than by hand."""
+    from typing import get_args
+
+    from anthropic.types.model_param import ModelParam
+
+    try:  # private to the SDK (it warns with it on every request): without it, nothing is left out for it
+        from anthropic._data import deprecated_models  # pyright: ignore[reportPrivateImportUsage]
+
+        deprecated: Collection[str] = deprecated_models.DEPRECATED_MODELS
+    except (ImportError, AttributeError):
+        deprecated = ()
+    names = (name for literal in get_args(ModelParam) for name in get_args(literal) if isinstance(name, str))
+    return tuple(name for name in names if not _DATED.search(name) and name not in deprecated)
+
+
+_DATED = re.compile(r"-\d{8}$")
+
+__all__ = ["EPHEMERAL", "AnthropicModel", "known_models", "retrieve_model_info", "to_api_messages", "to_api_tools"]

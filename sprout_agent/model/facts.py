@@ -32,6 +32,13 @@ _TABLE: tuple[tuple[str, int, int], ...] = (
     ("claude-3-5-haiku", 200_000, 8_192),
 )
 
+# Models whose structured outputs (strict tool schemas) Anthropic's structured-outputs page lists, for when the
+# Models API cannot say; any other model gets no `strict` from the table (a refusal would fail every request).
+_STRUCTURED_OUTPUTS = (
+    "claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-7", "claude-sonnet-4-5", "claude-sonnet-4-6",
+    "claude-haiku-4-5", "claude-mythos",
+)  # fmt: skip
+
 Fetch = Callable[[], "Mapping[str, Any] | None"]  # the model's entry, None = the API has no such entry (404)
 
 
@@ -50,6 +57,7 @@ class ModelFacts:
     image_input: bool | None = None  # None = unknown (no Models API entry): the API decides
     pdf_input: bool | None = None
     web_search: bool | None = None  # capabilities.server_tools.web_search (web fetch has no flag of its own)
+    structured_outputs: bool | None = None  # capabilities.structured_outputs: strict tool schemas
 
     def describe(self) -> str:
         cap = f", output cap {self.max_output}" if self.max_output else ""
@@ -75,6 +83,7 @@ def from_info(model: str, info: Mapping[str, Any], source: str) -> ModelFacts:
         _supported(caps.get("image_input")),
         _supported(caps.get("pdf_input")),
         _supported(_dict(caps.get("server_tools")).get("web_search")) if "server_tools" in caps else None,
+        _supported(caps.get("structured_outputs")),
     )
 
 
@@ -83,10 +92,11 @@ def _supported(value: object) -> bool | None:
 
 
 def fallback(model: str) -> ModelFacts:
+    structured = model.startswith(_STRUCTURED_OUTPUTS) or None
     for prefix, window, max_output in _TABLE:
         if model.startswith(prefix):
-            return ModelFacts(model, window, max_output, None, None, "built-in table")
-    return ModelFacts(model, DEFAULT_WINDOW, None, None, None, "default")
+            return ModelFacts(model, window, max_output, None, None, "built-in table", structured_outputs=structured)
+    return ModelFacts(model, DEFAULT_WINDOW, None, None, None, "default", structured_outputs=structured)
 
 
 def resolve(

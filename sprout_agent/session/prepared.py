@@ -16,11 +16,13 @@ from sprout_agent.config import settings as st
 from sprout_agent.config.dotenv_file import read_dotenv
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options, add_dirs_env, as_claude_code, asking_sdk
+from sprout_agent.config.output_schema import load_output_schema
 from sprout_agent.config.sandboxing import SandboxPlan, plan, server_notices
 from sprout_agent.core.claude_rules import offered_builtins
 from sprout_agent.core.compaction import context_window, parse_threshold
 from sprout_agent.core.errors import ConfigError, UsageError
 from sprout_agent.core.ledger import Price, parse_prices
+from sprout_agent.core.structured import OutputContract
 from sprout_agent.session import index as session_index
 from sprout_agent.session import store
 
@@ -47,6 +49,7 @@ class Prepared:
     inherited_env: Mapping[str, str] = field(default_factory=dict[str, str])
     held_back: consent.Gated | None = None  # project servers waiting for consent; None = none
     sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # what dev__bash commands run under
+    output: OutputContract | None = None  # --json-schema: what each answer must be
 
     @property
     def thinking(self) -> str | None:
@@ -91,6 +94,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     st.choice(options.thinking, st.THINKING_SETTINGS, "--thinking")  # a misspelt flag fails here, with exit 2
     st.choice(options.effort, st.EFFORT_LEVELS, "--effort")
     st.elicitation_policy(options.elicitation, environ)
+    output = load_output_schema(options.json_schema, options.cwd) if options.json_schema is not None else None
     window = context_window(model, settings.max_context_tokens)
     threshold = parse_threshold(settings.compact_threshold, window, settings.max_output_tokens)
     prices = parse_prices(settings.prices)
@@ -130,6 +134,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
         inherited_env=dict(environ),
         held_back=gated if gated.pending else None,
         sandbox=sandbox,
+        output=output,
     )
 
 

@@ -28,7 +28,7 @@ from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.hooks import Hooks, parse_allowlist
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.permissions import Ask, Policy
-from sprout_agent.core.protocols import Model
+from sprout_agent.core.protocols import Model, ToolHost
 from sprout_agent.mcp.client_features import ClientFeatures, Roots, SdkMessages, roots_for
 from sprout_agent.mcp.elicitation import Elicitor, Unattended
 from sprout_agent.mcp.oauth.store import oauth_setup
@@ -39,6 +39,7 @@ from sprout_agent.model.facts import ModelFacts
 from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session import store
 from sprout_agent.session.prepared import Prepared
+from sprout_agent.trust import sandbox as sb
 
 if TYPE_CHECKING:
     from sprout_agent.model.client import AnthropicModel
@@ -71,10 +72,12 @@ async def open_runtime(
     elicit: Elicitor | None = None,
     approve_sampling: Approve | None = None,
     sdk: SdkMessages | None = None,
+    tool_host: Callable[[ServerPool], ToolHost] | None = None,
 ) -> AsyncGenerator[Runtime]:
     """Starts everything a session needs; `ask` is the face's permission question (None: nobody to ask);
     `elicit` answers a server's questions and `approve_sampling` its model calls (None: the unattended rules);
-    `sdk` carries the messages of the servers an SDK hosts (None: no SDK drives this session)."""
+    `sdk` carries the messages of the servers an SDK hosts (None: no SDK drives this session); `tool_host` puts
+    a face's route in front of the servers for the loop's calls (an editor's files and terminals)."""
     session_id = session_id or new_session_id(prepared)
     ledger = Ledger(prepared.model, prepared.prices)
     client = _client_features(prepared, emit, ledger, elicit, approve_sampling)
@@ -93,7 +96,8 @@ async def open_runtime(
         stack.push_async_callback(model.aclose)  # its HTTP connections end with the session, on this loop
         if client.sampler is not None:
             client.sampler.model = model  # until now a server's sampling request is refused: no model yet
-        agent = _build_agent(prepared, emit, ask, pool, model, session_id, transcript, ledger)
+        host = tool_host(pool) if tool_host is not None else pool
+        agent = _build_agent(prepared, emit, ask, (pool, host), model, session_id, transcript, ledger)
         _fit_window(prepared, agent, facts)
         if prepared.resume is not None:
             agent.load(prepared.resume.history, "resume")
@@ -250,12 +254,13 @@ def _build_agent(
     p: Prepared,
     emit: Callable[[Event], None],
     ask: Ask | None,
-    pool: ServerPool,
+    hosts: tuple[ServerPool, ToolHost],  # the servers (hooks call them), and what the loop's tool calls go to
     model: Model,
     session_id: str,
     transcript: store.SessionStore | None,
     ledger: Ledger,
 ) -> Agent:
+    pool, host = hosts
     names = {server.name for server in p.loaded.servers}
     allowlist = parse_allowlist(p.settings.hook_servers)
     if allowlist is not None and not allowlist.everything:
@@ -284,10 +289,11 @@ def _build_agent(
         deny=p.options.deny_tools,
         ask=ask,
         sandboxed=_sandboxed(p),
+        read_only_sandbox=p.sandbox.policy.mode == sb.READ_ONLY,
     )
     return Agent(
         model=model,
-        host=pool,
+        host=host,
         hooks=hooks,
         emit=emit,
         system=build_system_prompt(
@@ -299,6 +305,7 @@ def _build_agent(
         cwd=str(p.options.cwd),
         session_id=session_id,
         recorder=transcript,
+        output=p.output,
         permit=policy,
         escalate=policy.escalate,
     )

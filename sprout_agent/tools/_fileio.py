@@ -16,17 +16,10 @@ from contextlib import suppress
 from typing import BinaryIO
 
 from sprout_agent.tools._server import ToolError
+from sprout_agent.trust.workspace import kind_of
 
-CHUNK = 1024 * 1024
 # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer before fstat can refuse it.
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
-
-
-def kind_of(mode: int) -> str:
-    """What a non-regular file is, in words."""
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def open_regular(path: str, shown: str | None = None) -> BinaryIO:
@@ -43,37 +36,6 @@ def open_regular(path: str, shown: str | None = None) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
-
-
-def read_line(f: BinaryIO, cap: int) -> tuple[bytes, int] | None:
-    """The next line without its newline, cut at `cap` bytes, and its full length; None at the end.
-
-    The part past `cap` is read in chunks and dropped, so one huge line never sits in memory."""
-    head = f.readline(cap)
-    if not head:
-        return None
-    if head.endswith(b"\n"):
-        return head[:-1], len(head) - 1
-    total = len(head)
-    while len(head) == cap:
-        chunk = f.readline(CHUNK)
-        if not chunk:
-            break
-        if chunk.endswith(b"\n"):
-            total += len(chunk) - 1
-            break
-        total += len(chunk)
-    return head, total
-
-
-def count_lines(f: BinaryIO) -> int:
-    """Lines from the current position to the end (a last line without newline counts)."""
-    count = 0
-    last = b"\n"
-    while chunk := f.read(CHUNK):
-        count += chunk.count(b"\n")
-        last = chunk[-1:]
-    return count + (last != b"\n")
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)

@@ -15,9 +15,9 @@ import anyio.to_thread
 
 from sprout_agent.tools._fileio import open_regular
 from sprout_agent.tools._listing import SKIP_DIRS, directory, glob_matcher, list_files
-from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._server import Args, ToolError, ToolOutput
 from sprout_agent.trust.secrets import command_env
+from sprout_agent.trust.workspace import Workspace
 
 NO_RG_ENV = "SPROUT_DEV_NO_RG"
 MODES = ("content", "files_with_matches", "count")

@@ -9,9 +9,9 @@ from functools import lru_cache
 
 import anyio.to_thread
 
-from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._server import Args, ToolError, ToolOutput
 from sprout_agent.trust.secrets import command_env
+from sprout_agent.trust.workspace import Workspace
 from sprout_agent.trust.write_policy import GIT_RUNS_NO_HOOKS
 
 # Never worth listing, whether or not a .gitignore says so; grep passes the same list to ripgrep.

@@ -30,6 +30,8 @@ from mcp.types import (
     ToolAnnotations,
 )
 
+from sprout_agent.trust.workspace import Refused
+
 Args = dict[str, Any]
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -44,8 +46,8 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 logger = logging.getLogger(__name__)
 
 
-class ToolError(Exception):
-    """A failure the model should read: becomes a tool result with is_error=True."""
+class ToolError(Refused):
+    """A failure the model should read: becomes a tool result with is_error=True (as a path rule's `Refused`)."""
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,7 @@ async def run_tool(
         return _error(f"unknown tool {name!r}; available: {', '.join(specs)}")
     try:
         output = await spec.handler(check_args(spec, args or {}), report)
-    except ToolError as exc:
+    except Refused as exc:  # ToolError, or a path rule of trust/workspace.py
         return _error(str(exc))
     except Exception as exc:  # a bug or an OS surprise must not take the server down
         logger.exception("tool %s failed", name)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable
 from contextlib import suppress
@@ -10,30 +9,18 @@ from contextlib import suppress
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._procs import CALL_ENV, call_scope, kill_group
 from sprout_agent.tools._server import Args, Marked, Report, ToolError, ToolOutput, request_meta
+from sprout_agent.trust.command_runs import HEAD_BYTES, TAIL_BYTES, result_text, timed_out, timeout_of
 from sprout_agent.trust.sandbox import OUTSIDE_SANDBOX_META, SANDBOX_DENIED_META, SandboxUnavailable
 from sprout_agent.trust.secrets import command_env
+from sprout_agent.trust.workspace import Workspace
 
-TIMEOUT_ENV = "SPROUT_DEV_BASH_TIMEOUT"
-DEFAULT_TIMEOUT = 120.0
-MAX_TIMEOUT = 600.0
-HEAD_BYTES = 15_000
-TAIL_BYTES = 15_000
 DRAIN_SECONDS = 0.5  # after the shell exits, how long background jobs may keep the pipe busy
 PROGRESS_SECONDS = 0.1  # at most ten progress messages a second
 PROGRESS_LINES = 5
 PROGRESS_CHARS = 400
 _RECENT_BYTES = 4096  # enough for PROGRESS_LINES lines of PROGRESS_CHARS, multi-byte characters included
-
-
-def default_timeout() -> float:
-    try:
-        value = float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT))
-    except ValueError:
-        return DEFAULT_TIMEOUT
-    return min(max(value, 1.0), MAX_TIMEOUT)
 
 
 class HeadTail:
@@ -135,18 +122,9 @@ async def _run(proc: Process, buf: HeadTail, report: Report | None) -> bool:
     return eof.is_set()
 
 
-def _timeout_arg(args: Args) -> float:
-    timeout = args.get("timeout")
-    if timeout is None:
-        return default_timeout()
-    if not 0 < timeout <= MAX_TIMEOUT:
-        raise ToolError(f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds")
-    return float(timeout)
-
-
 async def bash(ws: Workspace, args: Args, report: Report | None = None) -> ToolOutput:
     command: str = args["command"]
-    timeout = _timeout_arg(args)
+    timeout = timeout_of(args.get("timeout"))
     # The agent's escalation (a person approved re-running a command the sandbox stopped): request `_meta`,
     # which the model cannot write.
     outside = request_meta.get().get(OUTSIDE_SANDBOX_META) is True
@@ -184,19 +162,15 @@ async def bash(ws: Workspace, args: Args, report: Report | None = None) -> ToolO
             await proc.aclose()
     output = buf.text().rstrip("\n") or "(no output)"
     if scope.cancelled_caught:
-        raise ToolError(f"{output}\n[timed out after {timeout:g} s; the command's process group was killed]")
+        raise ToolError(timed_out(output, timeout))
     note = "" if drained else "\n[background processes still held the output open; they were ended with the call]"
     return _finished(ws, output, note, proc.returncode, outside)
 
 
 def _finished(ws: Workspace, output: str, note: str, code: int | None, outside: bool) -> ToolOutput:
-    """The result of a command that ended: a non-zero exit is a failed call (a red test run is a failure, for
-    the model and for the person watching), still marked with what the sandbox stopped, if anything."""
-    stopped = None
-    if not outside:
-        note += ws.sandbox.explain(output, code)
-        stopped = ws.sandbox.stopped(output, code)
-    text = f"{output}{note}\n[exit code: {code}]"
+    """The result of a command that ended: a non-zero exit is a failed call, still marked with what the sandbox
+    stopped, if anything."""
+    text, stopped = result_text(None if outside else ws.sandbox, output, note, code)
     if stopped is not None:
         return Marked(text, {SANDBOX_DENIED_META: stopped}, is_error=code != 0)
     if code != 0:

@@ -13,8 +13,9 @@ from typing import Any
 from mcp.server.lowlevel import Server
 
 from sprout_agent.tools import _files, _grep, _listing, _shell
-from sprout_agent.tools._paths import Workspace
 from sprout_agent.tools._server import Args, Report, ToolOutput, ToolSpec, build_server, serve_stdio
+from sprout_agent.trust import command_runs, reading
+from sprout_agent.trust.workspace import Workspace
 
 NAME = "dev"
 VERSION = "0.1.0"
@@ -37,9 +38,9 @@ PATH = {"type": "string", "description": "File path, absolute or relative to the
 
 READ = f"""Read a file from the local filesystem.
 - Text is returned cat -n style: each line as its right-aligned 1-based line number, a tab, then the text.
-- By default up to {_files.DEFAULT_LIMIT} lines from the start; use offset (1-based line number) and limit \
-for long files. Lines longer than {_files.MAX_LINE_CHARS} characters are truncated, and output stops at \
-{_files.MAX_READ_BYTES // 1024} KiB with a note saying which offset to continue from.
+- By default up to {reading.DEFAULT_LIMIT} lines from the start; use offset (1-based line number) and limit \
+for long files. Lines longer than {reading.MAX_LINE_CHARS} characters are truncated, and output stops at \
+{reading.MAX_READ_BYTES // 1024} KiB with a note saying which offset to continue from.
 - PNG, JPEG, GIF and WebP images (up to {_files.MAX_IMAGE_BYTES // 1024 // 1024} MiB) are returned as images.
 - Binary files are refused; use bash to inspect them. Directories, FIFOs, devices and sockets are refused.
 - Any path may be read. Reading a file is required before write or edit may change it."""
@@ -84,11 +85,11 @@ results are sorted by path.
 
 BASH = f"""Run a shell command with `bash -c` in the working directory and return its output and exit code.
 - A non-zero exit code makes the result an error (isError), with `[exit code: N]` at the end of the output.
-- stdout and stderr are combined; when longer than {(_shell.HEAD_BYTES + _shell.TAIL_BYTES) // 1000} KB \
-only the first and last {_shell.HEAD_BYTES // 1000} KB are kept.
+- stdout and stderr are combined; when longer than {(command_runs.HEAD_BYTES + command_runs.TAIL_BYTES) // 1000} KB \
+only the first and last {command_runs.HEAD_BYTES // 1000} KB are kept.
 - stdin is /dev/null, so commands that wait for input get end-of-file: pass flags such as -y instead.
-- timeout in seconds: default {_shell.DEFAULT_TIMEOUT:g} (or SPROUT_DEV_BASH_TIMEOUT), at most \
-{_shell.MAX_TIMEOUT:g}. On timeout or cancellation the command's whole process group is killed.
+- timeout in seconds: default {command_runs.DEFAULT_TIMEOUT:g} (or SPROUT_DEV_BASH_TIMEOUT), at most \
+{command_runs.MAX_TIMEOUT:g}. On timeout or cancellation the command's whole process group is killed.
 - Background jobs do not outlive the call: when the shell exits, whatever it started (`cmd &`, nohup, \
 setsid) is killed. Start long-running servers in the same command that uses them.
 - Each call is a new shell: `cd` and variables do not carry over. Secrets (API keys, tokens, passwords, \
@@ -135,7 +136,7 @@ def tool_specs(ws: Workspace) -> list[ToolSpec]:
                  _bind(ws, _grep.grep), ("pattern",), READ_ONLY),
         ToolSpec("bash", BASH + _sandbox_note(ws), {"command": text,
                                 "timeout": {"type": "number", "exclusiveMinimum": 0,
-                                            "maximum": _shell.MAX_TIMEOUT},
+                                            "maximum": command_runs.MAX_TIMEOUT},
                                 "description": {"type": "string",
                                                 "description": "What the command does, in 5-10 words."}},
                  _bind_live(ws, _shell.bash), ("command",), RUNS),

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import difflib
 
+from sprout_agent.trust.workspace import Refused
+
 DIFF_CONTEXT = 3
 MAX_DIFF_LINES = 400  # of the diff a face shows; the rest is counted in a note
+MAX_DIFF_CHARS = 4000  # of the diff in the model's text
 NEW_FILE = "/dev/null"
 
 
@@ -60,3 +63,46 @@ def unified(path: str, before: str | None, after: str, *, context: int = DIFF_CO
     if max_lines and len(out) > max_lines:
         out = [*out[:max_lines], f"… {len(out) - max_lines} more lines of the diff not shown\n"]
     return "".join(out)
+
+
+def check_edit(old: str, new: str) -> None:
+    """The edit's strings, before any file is touched."""
+    if not old:
+        raise Refused("old_string is empty; use write to create a file or give text to replace")
+    if old == new:
+        raise Refused("old_string and new_string are identical; nothing to change")
+
+
+def edited(shown: str, text: str, old: str, new: str, replace_all: bool) -> tuple[str, int]:
+    """The file's text after the edit, and the number of replacements; Refused when `old` does not match once
+    (or at all, with `replace_all`). The dev server edits a file's text with it, the editor route a buffer's."""
+    after, count = replaced(text, old, new, replace_all)
+    if count == 0:
+        raise Refused(
+            f"old_string not found in {shown}; it must match exactly, including whitespace and "
+            "indentation (read the file again to copy the text)"
+        )
+    if count > 1 and not replace_all:
+        raise Refused(
+            f"old_string occurs {count} times in {shown}; add surrounding lines to make it unique, "
+            "or set replace_all=true to replace every occurrence"
+        )
+    return after, count
+
+
+def edit_report(shown: str, before: str, after: str, count: int) -> tuple[str, str]:
+    """(what the model reads: the count and a short diff, the whole diff for the faces) of an edit made."""
+    diff = unified(shown, before, after, context=2)
+    if len(diff) > MAX_DIFF_CHARS:
+        diff = diff[:MAX_DIFF_CHARS] + f"... [diff truncated at {MAX_DIFF_CHARS} chars]\n"
+    return f"Edited {shown}: {count} replacement(s)\n{diff}", unified(shown, before, after, max_lines=MAX_DIFF_LINES)
+
+
+def written(shown: str, before: str | bool | None, content: str) -> tuple[str, str]:
+    """(what the model reads, the diff for the faces) of a write made: `before` is the text it replaced, None
+    for a new file, False for one whose old text is not known (too large, binary): no diff then."""
+    lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+    verb = "Created" if before is None else "Overwrote"
+    size = len(content.encode("utf-8", "surrogatepass"))
+    diff = unified(shown, before, content, max_lines=MAX_DIFF_LINES) if not isinstance(before, bool) else ""
+    return f"{verb} {shown} ({lines} lines, {size} bytes)", diff

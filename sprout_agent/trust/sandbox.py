@@ -238,7 +238,7 @@ class Sandbox:
         return self.write_policy().roots if self.policy.mode == WORKSPACE_WRITE else ()
 
     def write_policy(self) -> WritePolicy:
-        """The write policy commands follow (the write tools follow the same one: tools/_paths.py); the deny
+        """The write policy commands follow (the write tools follow the same one: trust/workspace.py); the deny
         list is hidden with its own mounts."""
         policy = self.policy
         return WritePolicy.build(mode=policy.mode, root=policy.root, allow_write=policy.allow_write)

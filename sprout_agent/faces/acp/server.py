@@ -46,6 +46,7 @@ class AcpServer:
     def __init__(self, options: AcpSetup, writer: Writer, group: TaskGroup) -> None:
         self.options = options
         self.sessions: dict[str, AcpSession] = {}
+        self.client_capabilities: object = None  # from initialize: the editor's files and terminals
         self._group = group  # the sessions' runtimes live here, so end-of-input ends them all
         self.conn = Connection(
             writer,
@@ -54,6 +55,10 @@ class AcpServer:
                 "session/new": self.new_session,
                 "session/load": self.load_session,
                 "session/prompt": self.prompt,
+                "session/set_mode": self.set_mode,
+                "session/set_config_option": self.set_config_option,
+                "session/list": self.list_sessions,
+                "session/close": self.close_session,
             },
             {"session/cancel": self.cancel},
         )
@@ -62,10 +67,13 @@ class AcpServer:
         version = params.get("protocolVersion")
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
             raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be a non-negative integer")
+        self.client_capabilities = params.get("clientCapabilities")
         capabilities: Json = {
             "loadSession": self.options.locations.sessions is not None,
             "promptCapabilities": {"image": image_input(self.options), "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": True},
+            # close ends a session's servers; list reads the recorded sessions (none when nothing is recorded)
+            "sessionCapabilities": {"close": {}, **({"list": {}} if self.options.locations.sessions else {})},
         }
         return {
             "protocolVersion": PROTOCOL_VERSION,
@@ -80,7 +88,7 @@ class AcpServer:
 
         cwd = _absolute_dir(params.get("cwd"))
         session = self._start(prepare_session(self.options, cwd, params.get("mcpServers"), None))
-        answer = {"sessionId": session.session_id, "_meta": _meta(session.prepared)}
+        answer = {"sessionId": session.session_id, **_pickers(session), "_meta": _meta(session.prepared)}
         return Reply(answer, lambda: session.updates.send(available_commands()))
 
     def load_session(self, params: Json) -> Reply:
@@ -103,13 +111,41 @@ class AcpServer:
         session = self._start(prepared)
         if prepared.resume is not None:  # the spec: the whole history before the response
             replay(prepared.resume.history, session.updates, str(cwd))
-        return Reply({"_meta": _meta(prepared)}, lambda: session.updates.send(available_commands()))
+        return Reply(
+            {**_pickers(session), "_meta": _meta(prepared)}, lambda: session.updates.send(available_commands())
+        )
 
     def prompt(self, params: Json) -> Awaitable[Json]:
         """Claims the session now (a cancel right behind the prompt cancels it), then runs the turn."""
         session = self._session(params)
         text, images = prompt_content(params.get("prompt"))
         return _stop_reason(session.prompt(text, images))
+
+    def set_mode(self, params: Json) -> Awaitable[Json]:
+        return _empty(self._session(params).set_mode(params.get("modeId")))
+
+    def set_config_option(self, params: Json) -> Awaitable[Json]:
+        if params.get("type", "select") != "select":  # our options are selects: a boolean names none of them
+            raise RpcError(INVALID_PARAMS, "Invalid params: every config option of this agent is a select")
+        changed = self._session(params).set_option(params.get("configId"), params.get("value"))
+        return _answer("configOptions", changed)
+
+    def list_sessions(self, params: Json) -> Awaitable[Json]:
+        from sprout_agent.faces.acp.listing import session_page
+
+        directory = self.options.locations.sessions
+        if directory is None:
+            raise RpcError(METHOD_NOT_FOUND, "Method not found: session/list (sessions are not recorded)")
+        return session_page(directory, params)
+
+    def close_session(self, params: Json) -> Awaitable[Json]:
+        """Cancels its turn, ends it (`_SessionEnd`, then its servers) and forgets it: later requests naming it
+        are Resource not found, as for any unknown session."""
+        session = self._session(params)
+        del self.sessions[session.session_id]
+        session.cancel()
+        session.close()
+        return _empty(_closed(session))
 
     def cancel(self, params: Json) -> None:
         """A notification has no answer to carry an error: a cancel for no session (or a malformed one) is ignored."""
@@ -140,9 +176,10 @@ class AcpServer:
 
     def _start(self, prepared: Prepared) -> AcpSession:
         from sprout_agent.core.events import Notice
+        from sprout_agent.faces.acp.editor_host import EditorOffers
         from sprout_agent.faces.acp.sessions import AcpSession
 
-        session = AcpSession(prepared, self.conn)
+        session = AcpSession(prepared, self.conn, EditorOffers.of(self.client_capabilities))
         for notice in prepared.loaded.notices:  # shown when the first prompt starts
             session.updates.emit(Notice(notice, "warning"))
         self.sessions[session.session_id] = session
@@ -152,6 +189,28 @@ class AcpServer:
 
 async def _stop_reason(turn: Awaitable[str]) -> Json:
     return {"stopReason": await turn}
+
+
+async def _empty(work: Awaitable[None]) -> Json:
+    await work
+    return {}
+
+
+async def _answer(key: str, work: Awaitable[object]) -> Json:
+    return {key: await work}
+
+
+async def _closed(session: AcpSession) -> None:
+    """Bounded as the end of input bounds it: the `_SessionEnd` hook's timeout, then a moment for the servers."""
+    with anyio.move_on_after(session.prepared.settings.hook_timeout_ms / 1000 + 0.5):
+        await session.closed.wait()
+
+
+def _pickers(session: AcpSession) -> Json:
+    """The mode and model pickers an editor shows: `modes` (our permission modes) and `configOptions`."""
+    from sprout_agent.faces.acp.choices import mode_state
+
+    return {"modes": mode_state(session.mode()), "configOptions": session.config_options()}
 
 
 def _meta(prepared: Prepared) -> Json:

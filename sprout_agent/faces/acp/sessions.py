@@ -9,12 +9,15 @@ import anyio
 
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.errors import SproutError
+from sprout_agent.core.events import Notice
 from sprout_agent.core.messages import Image, ToolUse
-from sprout_agent.core.permissions import Decision
-from sprout_agent.core.protocols import ToolSpec
-from sprout_agent.faces.acp import commands
+from sprout_agent.core.permissions import Decision, Policy
+from sprout_agent.core.protocols import ToolHost, ToolSpec
+from sprout_agent.faces.acp import choices, commands
+from sprout_agent.faces.acp.editor_host import EditorHost, EditorOffers
 from sprout_agent.faces.acp.updates import Updates
 from sprout_agent.faces.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Connection, Json, RpcError
+from sprout_agent.faces.commands import switch_to
 from sprout_agent.mcp.prompts import PromptFailed
 from sprout_agent.mcp.sampling import SamplingRequest
 from sprout_agent.session.prepared import Prepared
@@ -41,9 +44,11 @@ SAMPLING_OPTIONS: tuple[Json, ...] = (
 
 
 class AcpSession:
-    def __init__(self, prepared: Prepared, conn: Connection) -> None:
-        """The id is known at once (a resumed session keeps its own); the runtime starts in `own`."""
+    def __init__(self, prepared: Prepared, conn: Connection, offers: EditorOffers | None = None) -> None:
+        """The id is known at once (a resumed session keeps its own); the runtime starts in `own`. `offers`: the
+        editor's files and terminals, which the built-in dev tools then go through."""
         self.prepared = prepared
+        self.offers = offers or EditorOffers()
         self.session_id = new_session_id(prepared)
         self.updates = Updates(self.session_id, lambda params: conn.notify("session/update", params), _cwd(prepared))
         self._conn = conn
@@ -56,6 +61,9 @@ class AcpSession:
         self.closed = anyio.Event()
         self.busy = False
         self._samplings = 0  # numbers the sampling questions' tool call ids
+        # The model picker's choices: the session's models now, all the models we know once the runtime is up.
+        options = prepared.options
+        self.models = choices.unique((prepared.model, prepared.settings.model, options.fallback_model or ""))
 
     async def own(self) -> None:
         """Runs the session's runtime until cancelled (the client went away); its servers end with it."""
@@ -66,6 +74,7 @@ class AcpSession:
                 ask=self._ask,
                 session_id=self.session_id,
                 approve_sampling=self.approve_sampling,
+                tool_host=self._tool_host,
             ) as rt:
                 agent, compactor = rt.agent, rt.agent.compactor
                 self.updates.usage_source = lambda: (compactor.window if compactor else 0, agent.ledger.cost)
@@ -73,6 +82,7 @@ class AcpSession:
                 self._settled.set()
                 if prompts := rt.pool.prompts():  # the servers are up now: their prompts join our commands
                     self.updates.send(commands.available_commands(prompts))
+                self._know_models()
                 with self._open:
                     await anyio.sleep_forever()
                 await rt.agent.end_session(self._end_reason)
@@ -82,6 +92,73 @@ class AcpSession:
             self._runtime = None
             self._settled.set()
             self.closed.set()
+
+    # --- the editor's pickers: the mode and the model --------------------------------------------------------
+
+    def mode(self) -> str:
+        """The listed mode the session's permission policy is in (the command line's until the runtime is up)."""
+        policy = self._runtime.agent.permit if self._runtime is not None else None
+        name = policy.mode_name if isinstance(policy, Policy) else self.prepared.options.permission_mode
+        return choices.shown_mode(name)
+
+    def model(self) -> str:
+        return self._runtime.agent.model.name if self._runtime is not None else self.prepared.model
+
+    def config_options(self) -> list[Json]:
+        return choices.config_options(self.mode(), self.model(), self.models)
+
+    async def set_mode(self, raw: object) -> None:
+        """The session-level switch the SDK's set_permission_mode uses too (`Policy.set_mode`), from the next
+        call on; the editor hears of it (`current_mode_update`, `config_option_update`)."""
+        mode = choices.listed_mode(raw)
+        policy = (await self.agent()).permit
+        if not isinstance(policy, Policy):
+            raise RpcError(INTERNAL_ERROR, "this session has no permission policy to switch")
+        policy.set_mode(mode)
+        self.updates.send({"sessionUpdate": "current_mode_update", "currentModeId": self.mode()})
+        self.options_changed()
+
+    async def set_option(self, config_id: object, value: object) -> list[Json]:
+        if config_id == choices.MODE_OPTION:
+            await self.set_mode(value)
+        elif config_id == choices.MODEL_OPTION:
+            await self.set_model(value)
+        else:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: no config option {str(config_id)[:80]!r}")
+        return self.config_options()
+
+    async def set_model(self, raw: object) -> None:
+        """The model picker: one of the listed models, through the session's one model switch (/model's)."""
+        if not isinstance(raw, str) or raw not in self.models:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: {str(raw)[:80]!r} is not one of the listed models")
+        await self.agent()
+        runtime = self._runtime
+        if runtime is None:  # closed meanwhile
+            raise RpcError(INTERNAL_ERROR, "the session has ended")
+        try:
+            _, notes = await switch_to(runtime, raw, "model")
+        except ValueError as error:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: cannot switch: {error}") from None
+        for note in notes:
+            self.updates.emit(Notice(note, "warning"))  # shown with the next prompt
+        self.options_changed()
+
+    def options_changed(self) -> None:
+        self.updates.send({"sessionUpdate": "config_option_update", "configOptions": self.config_options()})
+
+    def _know_models(self) -> None:
+        """Every model we know joins the picker once the runtime is up (anthropic is loaded by then)."""
+        from sprout_agent.model.client import known_models
+
+        known = choices.unique((*self.models, *known_models()))
+        if known != self.models:
+            self.models = known
+            self.options_changed()
+
+    def _tool_host(self, pool: ToolHost) -> ToolHost:
+        return EditorHost.over(
+            pool, self.prepared, self.offers, self._conn, self.session_id, self.updates.show_terminal
+        )
 
     def close(self, reason: str = "close") -> None:
         """Ends the session with `_SessionEnd` (told `reason`), then its servers; `closed` is set once they are
@@ -122,7 +199,11 @@ class AcpSession:
     async def _run(self, agent: Agent, text: str, images: tuple[Image, ...]) -> str:
         command = commands.parse(text) if not images else None
         if command is not None and self._runtime is not None:
+            model = self.model()
             self.updates.message(await commands.run(self._runtime, *command))
+            if self.model() != model:  # /model switched it: the picker follows
+                self.models = choices.unique((*self.models, self.model()))
+                self.options_changed()
             return "end_turn"
         if self._runtime is not None:
             try:

@@ -54,6 +54,7 @@ MAX_CONTENT_CHARS = 64 * 1024  # of a tool's output shown in the editor (the mod
 class _Call:
     call_id: str
     event: ToolStarted
+    terminal: str | None = None  # the editor's terminal the call runs in (editor_terminal.py)
 
 
 class Updates:
@@ -158,6 +159,14 @@ class Updates:
             fields["content"] = diff
         return fields
 
+    def show_terminal(self, arguments: dict[str, object], terminal: str) -> None:
+        """The editor's terminal joins the call's content (and stays in it: the editor shows it live, then as it
+        ended). The call is the open one the loop passed this very arguments object to."""
+        call = next((c for c in self._open.values() if c.event.arguments is arguments), None)
+        if call is not None:
+            call.terminal = terminal
+            self.send(_progress(call.call_id, "in_progress", [_terminal(terminal)]))
+
     # --- event handlers ------------------------------------------------------------------------------------
 
     def _tool_started(self, event: ToolStarted) -> None:
@@ -184,6 +193,8 @@ class Updates:
             content = self._diff_content(started, event.diff) or content
         elif not event.is_error:
             content = toolview.diff_content(started.server, started.tool, started.arguments, self._cwd) or content
+        if call.terminal is not None:
+            content = [_terminal(call.terminal), *content]
         self.send(_progress(call.call_id, "failed" if event.is_error else "completed", content))
         entries = toolview.plan_entries(started.server, started.tool, started.arguments)
         if entries is not None and not event.is_error:
@@ -269,6 +280,10 @@ def _progress(call_id: str, status: str, content: list[Json] | None = None) -> J
     if content is not None:
         update["content"] = content
     return update
+
+
+def _terminal(terminal: str) -> Json:
+    return {"type": "terminal", "terminalId": terminal}
 
 
 def _text_content(text: str) -> Json:

@@ -130,6 +130,7 @@ def main_command(
     permission_prompt_tool: o.PermissionPromptToolOption = None,
     include_partial_messages: o.IncludePartialMessagesOption = False,
     await_initialize: o.AwaitInitializeOption = False,
+    json_schema: o.JsonSchemaOption = None,
     no_warm: o.NoWarmOption = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")

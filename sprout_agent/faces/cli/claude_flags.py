@@ -24,7 +24,6 @@ IGNORED: dict[str, tuple[int, str]] = {
     "--plugin-dir": (1, "plugins are not supported"),
     "--agents": (1, "subagents are not supported"),
     "--agent": (1, "subagents are not supported"),
-    "--json-schema": (1, "structured output is not supported: the answer is plain text"),
     "--resume-session-at": (1, "the whole session is resumed"),
     "--resume-drops-turn": (1, "the whole session is resumed"),
     "--task-budget": (1, "use --max-budget-usd or --max-turns"),

@@ -136,6 +136,15 @@ AwaitInitializeOption = Annotated[
         "SDK sends its MCP servers there). Driven by an Agent SDK, sprout-agent waits for it anyway."
     ),
 ]
+JsonSchemaOption = Annotated[
+    str | None,
+    typer.Option(
+        "--json-schema",
+        metavar="FILE|JSON",
+        help="Structured output: each answer is a JSON value valid against this JSON Schema (a file or inline JSON "
+        "whose root is an object), printed as JSON; `structured_output` in json and stream-json results.",
+    ),
+]
 # Read by faces/cli/launch.py before parsing (the warm interpreter is chosen before Typer loads); declared here so
 # that it is listed and accepted.
 NoWarmOption = Annotated[

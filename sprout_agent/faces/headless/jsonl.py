@@ -158,7 +158,8 @@ class JsonlSink:
         code = exit_code_for_stop(event.stop_reason)
         info = ResultInfo(
             event.text, event.stop_reason, self.session_id, event.turns, event.usage, event.cost_usd,
-            ms(event.seconds), code, [], ms(api), denials, dict(self._model_usage),
+            ms(event.seconds), code, [event.error] if event.error else [], ms(api), denials, dict(self._model_usage),
+            event.structured_output,
         )  # fmt: skip
         return result_record(info)
 
@@ -172,6 +173,11 @@ class JsonlSink:
         if event.denied:
             self._denials.append({"tool_name": call.name, "tool_use_id": event.call_id, "tool_input": call.arguments})
         return call
+
+    def _track_input(self, call_id: str, arguments: dict[str, object]) -> None:
+        """A hook or the permission callback changed the call's input: it runs (and is reported) as changed."""
+        if (call := self._open_calls.get(call_id)) is not None:
+            self._open_calls[call_id] = replace(call, arguments=arguments)
 
     def _records(self, event: Event) -> list[Record]:
         match event:
@@ -188,6 +194,9 @@ class JsonlSink:
                 if server == API_SERVER:  # a web search's result is in the `assistant` line, as the API sent it
                     return [finished]
                 return [tool_result_record(event.call_id, event.content, event.is_error), finished]
+            case ev.ToolRunning() if event.arguments is not None:
+                self._track_input(event.call_id, event.arguments)
+                return [system_record("tool_input_updated", id=event.call_id, arguments=event.arguments)]
             case ev.TurnFinished():
                 if event.stop_reason == "interrupted":
                     self._close_open_calls()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -33,6 +33,7 @@ from sprout_agent.core.messages import Image, Usage
 from sprout_agent.core.tool_names import sdk_tool_name
 from sprout_agent.faces.headless.control import Control, LineWriter, Skipped, prompts_of, stdin_lines
 from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
+from sprout_agent.faces.headless.sdk_hooks import SdkHooks
 from sprout_agent.faces.headless.sdk_session import SdkAsk, SdkRelay, SdkSession
 from sprout_agent.faces.lifecycle import open_face
 from sprout_agent.faces.terminal.render import TerminalRenderer
@@ -53,6 +54,7 @@ class Outcome:
     fatal: str | None = None  # the one line for stderr
     ran_a_turn: bool = False
     reported: bool = False  # the last thing the run did was answer a turn (stream-json wrote its result)
+    structured: Mapping[str, object] | None = None  # --json-schema: the last turn's validated answer
 
     def answered(self, result: TurnResult) -> Outcome:
         """A turn ran to its end; its own `result` line said so (a later failure says more)."""
@@ -66,6 +68,9 @@ class Outcome:
             turns=turns,
             ran_a_turn=True,
             reported=True,
+            structured=result.structured,
+            errors=(*self.errors, result.error) if result.error else self.errors,
+            fatal=result.error or self.fatal,  # no valid structured output: one line on stderr
         )
 
     def sdk_interrupted(self) -> Outcome:
@@ -133,6 +138,7 @@ class Headless:
         if options.input_format == "stream-json":
             self.sdk = SdkSession(prepared, self.emit)
             self.control = Control(self.lines, self.sdk.handlers(), note=_say)
+            self.sdk.callbacks = SdkHooks(self.control, self.emit)
 
     def emit(self, event: Event) -> None:
         if self.renderer is not None:
@@ -188,7 +194,7 @@ class Headless:
         sdk_servers = [s.name for s in self.prepared.loaded.servers if s.transport == "sdk"]
         parts: dict[str, Any] = {"sdk": SdkRelay(self.control, sdk_servers)}
         if self.prepared.options.permission_prompt_tool == "stdio":
-            parts["ask"] = SdkAsk(self.control, self.sdk.cancel_turn)
+            parts["ask"] = SdkAsk(self.control, self.sdk.cancel_turn, self.sdk.callbacks)
         return parts
 
     async def _turns(self, runtime: Runtime) -> None:
@@ -293,6 +299,7 @@ class Headless:
                     duration_ms=round((time.monotonic() - self.started) * 1000),
                     exit_code=outcome.code,
                     errors=list(outcome.errors),
+                    structured_output=outcome.structured,
                 ),
                 reported=outcome.reported,
             )

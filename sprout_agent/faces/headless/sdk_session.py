@@ -16,29 +16,24 @@ from typing import Any, cast
 
 import anyio
 
-from sprout_agent.config.settings import model_id
 from sprout_agent.core.claude_rules import translate
-from sprout_agent.core.errors import SproutError, UsageError
+from sprout_agent.core.errors import SproutError
 from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.core.tool_names import sdk_tool_name
+from sprout_agent.faces.commands import switch_to
 from sprout_agent.faces.headless.control import Body, Control, ControlError, Handler
-from sprout_agent.model.switch import switch_agent
+from sprout_agent.faces.headless.sdk_hooks import SdkHooks, tool_input
 from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session.prepared import Prepared, prepare
-from sprout_agent.session.runtime import Runtime, facts_for
+from sprout_agent.session.runtime import Runtime
 
 # How long a permission question waits for the SDK's callback (it may ask a person): then the call is refused.
 ASK_TIMEOUT = 600.0
 # How long one MCP message to an SDK server waits (the pool's own call timeout usually ends it first).
 MCP_MESSAGE_TIMEOUT = 600.0
-# Features an SDK may ask for in `initialize` that would change the outcome if silently dropped: refused.
-REFUSED_INIT_FIELDS = {
-    "hooks": "hook callbacks (hooks)",
-    "jsonSchema": "structured output (jsonSchema)",
-}
 _STATES = {"running": "connected", "starting": "pending", "needs login": "needs-auth"}
 
 
@@ -54,6 +49,7 @@ class SdkSession:
         self.system: tuple[str | None, str | None] | None = None  # (replace, append) from initialize
         self.initialized = False
         self.settled = anyio.Event()  # the first `initialize` has been answered (or refused)
+        self.callbacks: SdkHooks | None = None  # the SDK's hook callbacks (set by the face: they need the channel)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -67,6 +63,9 @@ class SdkSession:
     def attach(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self._apply_system()
+        if self.callbacks is not None:
+            self.callbacks.runtime = runtime
+            runtime.agent.hooks.callbacks = self.callbacks
         self.ready.set()
 
     def cancel_turn(self) -> None:
@@ -90,11 +89,10 @@ class SdkSession:
             self.settled.set()
 
     def _initialize(self, request: Body) -> Body:
-        refused = [what for key, what in REFUSED_INIT_FIELDS.items() if request.get(key)]
-        if refused:
-            raise ControlError(f"sprout-agent does not support the SDK's {' or '.join(refused)} (docs/sdk.md)")
         if self.initialized:
             raise ControlError("already initialized")
+        hooks = self._register_hooks(request.get("hooks"))
+        self._check_json_schema(request.get("jsonSchema"))
         self.initialized = True
         replace, append = request.get("systemPrompt"), request.get("appendSystemPrompt")
         if replace is not None or append is not None:
@@ -115,7 +113,20 @@ class SdkSession:
             "models": [{"value": model, "displayName": model, "description": "the session's model"}],
             "account": {},
             "pid": os.getpid(),
+            **hooks,
         }
+
+    def _register_hooks(self, raw: object) -> Body:
+        """The SDK's hook callbacks, run from now on; the answer's fields say they were (docs/sdk.md)."""
+        if not raw:
+            return {"hook_on_failure_supported": True}
+        if self.callbacks is None:
+            raise ControlError("hook callbacks need the SDK's control channel (--input-format stream-json)")
+        try:
+            self.callbacks.register(raw)
+        except ValueError as error:
+            raise ControlError(str(error)) from None
+        return {"hooks_applied": True, "hook_on_failure_supported": True}
 
     def _apply_system(self) -> None:
         if self.system is None or self.runtime is None:
@@ -172,6 +183,17 @@ class SdkSession:
             raise ControlError(f"initialize: {error}") from None
         return {key: True for key, value in fields.items() if value is not None}
 
+    def _check_json_schema(self, schema: object) -> None:
+        """The TypeScript SDK sends its `outputFormat` schema twice: as `--json-schema` and in `initialize`. The
+        flag's is the one the session runs with; one given only here, or another one, would be silently dropped."""
+        if schema is None:
+            return
+        output = self.prepared.output
+        if output is None or output.schema != schema:
+            raise ControlError(
+                "structured output (jsonSchema) must come as --json-schema, the same schema (docs/sdk.md)"
+            )
+
     def _check_sdk_servers(self, names: object) -> None:
         if not isinstance(names, list):
             return  # the Python SDK names its servers only in --mcp-config
@@ -198,13 +220,9 @@ class SdkSession:
     async def set_model(self, request: Body) -> Body:
         runtime = await self._runtime()
         raw = request.get("model")
+        name = self.prepared.settings.model if raw in (None, "default") else str(raw)
         try:
-            name = self.prepared.settings.model if raw in (None, "default") else model_id(str(raw), "model")
-        except UsageError as error:
-            raise ControlError(str(error)) from None
-        facts = await facts_for(self.prepared, name)
-        try:
-            notes = switch_agent(runtime.agent, name, facts, self.prepared.settings)
+            _, notes = await switch_to(runtime, name, "model")
         except ValueError as error:
             raise ControlError(f"cannot switch: {error}") from None
         for note in notes:
@@ -247,9 +265,10 @@ class SdkAsk:
     """The `Ask` of a session run by an SDK with `--permission-prompt-tool stdio`: its `can_use_tool` callback
     answers as the person would. A deny with `interrupt` also cancels the turn."""
 
-    def __init__(self, control: Control, cancel_turn: Callable[[], None]) -> None:
+    def __init__(self, control: Control, cancel_turn: Callable[[], None], callbacks: SdkHooks | None = None) -> None:
         self.control = control
         self.cancel_turn = cancel_turn
+        self.callbacks = callbacks  # its Notification callbacks hear that a call waits for permission
 
     async def __call__(self, spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
         fields: Body = {
@@ -260,6 +279,10 @@ class SdkAsk:
         }
         if outside_sandbox is not None:
             fields["decision_reason"] = f"the OS sandbox stopped it ({outside_sandbox}); run it outside the sandbox?"
+        if self.callbacks is not None:
+            await self.callbacks.notify(
+                f"Claude needs your permission to use {fields['tool_name']}", "permission_prompt"
+            )
         try:
             answer = await self.control.request("can_use_tool", fields, ASK_TIMEOUT)
         except ControlError as error:
@@ -269,10 +292,10 @@ class SdkAsk:
     def _decision(self, answer: Body, use: ToolUse) -> Decision:
         if answer.get("behavior") == "allow":
             updated = answer.get("updatedInput")
-            if updated is not None and updated != use.input:
-                # The call runs as the model wrote it or not at all: the history must show what ran.
-                return Decision("deny", "the permission callback changed the call's input; sprout-agent cannot run it")
-            return Decision("once")
+            if updated is not None and (updated := tool_input(updated)) is None:
+                return Decision("deny", "the permission callback's updatedInput is not a JSON object of valid text")
+            # The call runs with the callback's input; the loop makes the history show the call as it ran.
+            return Decision("once", updated_input=updated)
         message = str(answer.get("message") or "")
         if answer.get("interrupt") is True:
             self.cancel_turn()

@@ -51,6 +51,7 @@ RESULT_SUBTYPE = {
     "error": "error_during_execution",
     "interrupted": "error_during_execution",
     "cancelled": "error_during_execution",
+    "structured_output_retries": "error_max_structured_output_retries",  # --json-schema: no valid answer
 }
 
 
@@ -95,6 +96,7 @@ class ResultInfo:
     duration_api_ms: int = 0
     permission_denials: Sequence[Mapping[str, object]] = ()  # {tool_name, tool_use_id, tool_input}
     model_usage: Mapping[str, Mapping[str, object]] = field(default_factory=dict[str, Mapping[str, object]])
+    structured_output: Mapping[str, object] | None = None  # --json-schema: the validated answer
 
 
 def new_uuid() -> str:
@@ -164,7 +166,7 @@ def init_record(info: InitInfo) -> Record:
 
 
 def result_record(info: ResultInfo) -> Record:
-    return {
+    record: Record = {
         "type": "result",
         "subtype": RESULT_SUBTYPE.get(info.stop_reason, "success"),
         "is_error": info.exit_code != 0,
@@ -183,6 +185,9 @@ def result_record(info: ResultInfo) -> Record:
         "exit_code": info.exit_code,
         "errors": list(info.errors),
     }
+    if info.structured_output is not None:  # as Claude Code: only a run with a valid structured answer has it
+        record["structured_output"] = dict(info.structured_output)
+    return record
 
 
 def assistant_record(event: ev.AssistantMessage) -> Record:

@@ -1,5 +1,8 @@
 """Where the dev tools may act: path resolution, the write boundary and "last read" records.
 
+Shared by the dev server (tools/) and the editor's route for the same tools (faces/acp/editor_files.py), so a
+file reached through an editor's buffers obeys every rule a file reached by the server does.
+
 Reads may go anywhere but the sandbox's deny list (bash can read the rest anyway); writes follow the one
 write policy the sandbox's mounts follow too (trust/write_policy.py): inside the working directory, its git
 root, an --add-dir (SPROUT_DEV_ADD_DIRS) or allow-write directory after symlinks are resolved, never in a git
@@ -9,14 +12,25 @@ directory or the deny list. SPROUT_DEV_ALLOW_OUTSIDE=1 lifts only the first rule
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from sprout_agent.tools._server import ToolError
 from sprout_agent.trust.sandbox import Policy, Sandbox, trusted_which
 from sprout_agent.trust.write_policy import ADD_DIRS_ENV, ALLOW_OUTSIDE_ENV, WritePolicy, under
 
 Stamp = tuple[int, int]  # (mtime_ns, size)
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+class Refused(Exception):
+    """A rule refused the operation; the message is for the model (the tools make it an is_error result)."""
 
 
 def stamp_of(path: str) -> Stamp:
@@ -47,9 +61,9 @@ class Workspace:
     def resolve(self, path: str) -> str:
         """Absolute, symlink-free path; relative paths are taken from the working directory."""
         if not path:
-            raise ToolError("empty path")
+            raise Refused("empty path")
         if "\0" in path:
-            raise ToolError("path contains a NUL byte")
+            raise Refused("path contains a NUL byte")
         return os.path.realpath(os.path.join(self.root, os.path.expanduser(path)))
 
     def readable(self, path: str) -> str:
@@ -58,7 +72,20 @@ class Workspace:
         real = self.resolve(path)
         hidden = self.hidden_at_or_above(real)
         if hidden is not None:
-            raise ToolError(f"{real} is hidden by the sandbox's deny list ({hidden}: credentials); ask the user")
+            raise Refused(f"{real} is hidden by the sandbox's deny list ({hidden}: credentials); ask the user")
+        return real
+
+    def existing_file(self, path: str) -> str:
+        """`readable`, and there as a regular file (followed by the open's own check, where there is an open)."""
+        real = self.readable(path)
+        try:
+            mode = os.stat(real).st_mode
+        except FileNotFoundError:
+            raise Refused(f"file not found: {self.display(real)}") from None
+        if stat.S_ISDIR(mode):
+            raise Refused(f"{self.display(real)} is a directory, not a file; use glob or bash ls to list it")
+        if not stat.S_ISREG(mode):
+            raise Refused(f"{self.display(real)} is {kind_of(mode)}, not a regular file")
         return real
 
     def check_opened(self, fd: int) -> None:
@@ -70,7 +97,7 @@ class Workspace:
             return
         hidden = self.hidden_at_or_above(opened)
         if hidden is not None:
-            raise ToolError(f"{opened} is hidden by the sandbox's deny list ({hidden}: credentials); ask the user")
+            raise Refused(f"{opened} is hidden by the sandbox's deny list ({hidden}: credentials); ask the user")
 
     def hidden_at_or_above(self, real: str) -> str | None:
         return next((h for h in self._hidden() if under(real, h)), None)
@@ -103,12 +130,12 @@ class Workspace:
 
     def writable(self, path: str) -> tuple[str, str]:
         """The resolved path and the directory a race-free write walks down from (the outermost writable root
-        holding it), or a ToolError saying why the write policy refuses it."""
+        holding it), or a Refused saying why the write policy refuses it."""
         real = self.resolve(path)
         policy = self.write_policy()
         why = policy.refusal(real)
         if why is not None:
-            raise ToolError(f"refusing to write {real}: {why}")
+            raise Refused(f"refusing to write {real}: {why}")
         start = next((root for root in sorted(policy.roots, key=len) if under(real, root)), os.sep)
         return real, start
 
@@ -122,11 +149,13 @@ class Workspace:
 
     def check_fresh(self, real: str) -> None:
         """Refuse to modify an existing file never read here, or changed on disk since."""
-        known = self._seen.get(real)
-        shown = self.display(real)
-        if known is None:
-            raise ToolError(
-                f"refusing to modify {shown}: it exists but has not been read in this session; read it first"
-            )
-        if stamp_of(real) != known:
-            raise ToolError(f"{shown}: file changed on disk since it was last read; read it again first")
+        check_fresh(self.display(real), self._seen.get(real), stamp_of(real))
+
+
+def check_fresh(shown: str, known: object, now: object, where: str = "on disk") -> None:
+    """The read-before-write rule: `known` is what was read (None: never), `now` what is there now (on disk, or
+    in the editor's buffer)."""
+    if known is None:
+        raise Refused(f"refusing to modify {shown}: it exists but has not been read in this session; read it first")
+    if now != known:
+        raise Refused(f"{shown}: file changed {where} since it was last read; read it again first")

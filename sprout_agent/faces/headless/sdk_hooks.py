@@ -1,0 +1,210 @@
+"""The Claude Agent SDKs' hook callbacks (`hooks` in `initialize`): matched and called over the control protocol
+(`hook_callback`), their output read as Claude Code reads it. The loop calls them at its hook points through
+core.hook_callbacks.HookCallbacks, after the MCP hooks of each point (docs/sdk.md#hook-callbacks)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+import anyio
+
+from sprout_agent.core import hook_callbacks as cb
+from sprout_agent.core.events import Event, Notice
+from sprout_agent.core.hook_contract import truncate
+from sprout_agent.core.permissions import Policy
+from sprout_agent.faces.headless.control import Body, Control, ControlError
+from sprout_agent.faces.headless.stream_lines import PERMISSION_MODE
+from sprout_agent.session.runtime import Runtime
+from sprout_agent.session.store import SessionStore
+
+DEFAULT_TIMEOUT = 60.0  # seconds: Claude Code's default for a matcher without `timeout`
+MAX_TIMEOUT = 3600.0  # an SDK's timeout beyond this is taken as this: no callback holds a session for a day
+_SIMPLE_MATCHER = re.compile(r"[A-Za-z0-9_|]+")  # Claude Code: exact names joined by `|`; anything else a regex
+_PERMISSIONS = ("allow", "deny", "ask")
+
+
+class HookCallbackError(ValueError):
+    """A callback answered with something Claude Code rejects (a failure, not a decision)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    """One `SDKHookCallbackMatcher`: which subjects it matches, its callbacks, their timeout and failure rule."""
+
+    pattern: str | None  # None, "" or "*": every subject
+    callback_ids: tuple[str, ...]
+    timeout: float
+    block_on_failure: bool  # onFailure other than "continue": a failed callback blocks what the event guards
+
+    def matches(self, subject: str | None) -> bool:
+        if self.pattern in (None, "", "*"):
+            return True
+        if subject is None:
+            return False
+        if _SIMPLE_MATCHER.fullmatch(self.pattern):
+            return subject in self.pattern.split("|")
+        return re.search(self.pattern, subject) is not None
+
+
+def parse_hooks(raw: object) -> dict[str, list[Matcher]]:
+    """`initialize.hooks`: {event: [{matcher, hookCallbackIds, timeout, onFailure}]}; ValueError says what is wrong.
+    An event we have no hook point for is refused: a guard registered there would silently never run."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ValueError("initialize: hooks must be an object")
+    hooks: dict[str, list[Matcher]] = {}
+    for event, matchers in cast(dict[str, object], raw).items():
+        if event not in cb.CALLED_EVENTS | cb.NEVER_CALLED_EVENTS:
+            known = ", ".join(sorted(cb.CALLED_EVENTS | cb.NEVER_CALLED_EVENTS))
+            raise ValueError(f"initialize: sprout-agent has no {event!r} hook point (it runs {known})")
+        if not isinstance(matchers, list):
+            raise ValueError(f"initialize: hooks.{event} must be a list")
+        hooks[event] = [_matcher(event, item) for item in cast(list[object], matchers)]
+    return hooks
+
+
+def _matcher(event: str, item: object) -> Matcher:
+    if not isinstance(item, dict):
+        raise ValueError(f"initialize: each hooks.{event} entry must be an object")
+    entry = cast(dict[str, Any], item)
+    pattern, ids, timeout = entry.get("matcher"), entry.get("hookCallbackIds"), entry.get("timeout")
+    if pattern is not None and not isinstance(pattern, str):
+        raise ValueError(f"initialize: hooks.{event} matcher must be a string or null")
+    if pattern and not _SIMPLE_MATCHER.fullmatch(pattern) and pattern != "*":
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ValueError(
+                f"initialize: hooks.{event} matcher {pattern!r} is not a regular expression: {error}"
+            ) from None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in cast(list[object], ids)):
+        raise ValueError(f"initialize: hooks.{event} hookCallbackIds must be a list of strings")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+        raise ValueError(f"initialize: hooks.{event} timeout must be a positive number of seconds")
+    seconds = min(float(timeout), MAX_TIMEOUT) if timeout is not None else DEFAULT_TIMEOUT
+    on_failure = entry.get("onFailure")
+    return Matcher(pattern, tuple(cast(list[str], ids)), seconds, on_failure not in (None, "continue"))
+
+
+class SdkHooks:
+    """The session's registered callbacks (`register` at `initialize`), called with Claude Code's hook input."""
+
+    def __init__(self, control: Control, emit: Callable[[Event], None]) -> None:
+        self.control = control
+        self.emit = emit
+        self.hooks: dict[str, list[Matcher]] = {}
+        self.runtime: Runtime | None = None
+
+    def register(self, raw: object) -> None:
+        self.hooks = parse_hooks(raw)
+
+    def wants(self, event: str, subject: str | None = None) -> bool:
+        if self.control.closed:  # the SDK has gone (its stdin ended): nobody is left to call
+            return False
+        return event in cb.CALLED_EVENTS and any(m.matches(subject) for m in self.hooks.get(event, ()))
+
+    async def run(
+        self, event: str, fields: Mapping[str, object], subject: str | None = None, tool_use_id: str | None = None
+    ) -> list[cb.CallbackAnswer]:
+        calls = [(m, i) for m in self.hooks.get(event, ()) if m.matches(subject) for i in m.callback_ids]
+        answers: list[cb.CallbackAnswer | None] = [None] * len(calls)
+        hook_input = {**self._common(), "hook_event_name": event, **fields}
+
+        async def call(index: int, matcher: Matcher, callback_id: str) -> None:
+            answers[index] = await self._call(event, matcher, callback_id, hook_input, tool_use_id)
+
+        async with anyio.create_task_group() as group:  # Claude Code runs an event's callbacks at the same time
+            for index, (matcher, callback_id) in enumerate(calls):
+                group.start_soon(call, index, matcher, callback_id)
+        return [answer for answer in answers if answer is not None]
+
+    async def _call(
+        self, event: str, matcher: Matcher, callback_id: str, hook_input: Body, tool_use_id: str | None
+    ) -> cb.CallbackAnswer | None:
+        fields: Body = {"callback_id": callback_id, "input": hook_input, "tool_use_id": tool_use_id}
+        try:
+            output = await self.control.request("hook_callback", fields, matcher.timeout)
+            answer = read_output(output)
+        except (ControlError, HookCallbackError) as error:
+            # No objection unless the matcher said onFailure "block" (never on Stop, as in Claude Code).
+            failed = f"the SDK's {event} hook callback failed: {error}"
+            self.emit(Notice(failed, "warning"))
+            return cb.CallbackAnswer(block=failed) if matcher.block_on_failure and event != cb.STOP else None
+        if isinstance(message := output.get("systemMessage"), str) and message:
+            self.emit(Notice(message, "warning"))
+        return answer
+
+    def _common(self) -> Body:
+        """BaseHookInput: the session's id, transcript, working directory and permission mode."""
+        runtime = self.runtime
+        if runtime is None:
+            return {}
+        agent = runtime.agent
+        policy = agent.permit
+        mode = policy.mode_name if isinstance(policy, Policy) else "default"
+        transcript = str(agent.recorder.path) if isinstance(agent.recorder, SessionStore) else ""
+        return {
+            "session_id": runtime.session_id,
+            "transcript_path": transcript,
+            "cwd": agent.cwd,
+            "permission_mode": PERMISSION_MODE.get(mode, mode),
+        }
+
+    async def notify(self, message: str, notification_type: str) -> None:
+        """Notification callbacks (Claude Code's `permission_prompt` one: a call waits for permission); answers
+        are not read. Bounded by each matcher's timeout like every callback."""
+        if self.wants(cb.NOTIFICATION, notification_type):
+            fields = {"message": message, "notification_type": notification_type}
+            await self.run(cb.NOTIFICATION, fields, notification_type)
+
+
+def read_output(output: Body) -> cb.CallbackAnswer:
+    """A `SyncHookJSONOutput` as Claude Code reads it; `async: true` is no answer (it does not wait for it)."""
+    if output.get("async") is True:
+        return cb.CallbackAnswer()
+    stop = None
+    if output.get("continue") is False:
+        stop = _text(output.get("stopReason"))
+    decision, reason = output.get("decision"), _text(output.get("reason"))
+    if decision not in (None, "block", "approve"):
+        raise HookCallbackError(f"decision must be 'block' or 'approve', not {decision!r}")
+    specific = output.get("hookSpecificOutput")
+    specific = cast(Body, specific) if isinstance(specific, dict) else {}
+    permission = specific.get("permissionDecision")
+    if permission is not None and permission not in (*_PERMISSIONS, "defer"):
+        raise HookCallbackError(f"permissionDecision must be allow, deny or ask, not {permission!r}")
+    if decision == "approve" and permission is None:
+        permission = "allow"  # the old PreToolUse form
+    updated = specific.get("updatedInput")
+    if updated is not None and (updated := tool_input(updated)) is None:
+        raise HookCallbackError("updatedInput must be a JSON object of valid Unicode text")
+    return cb.CallbackAnswer(
+        context=_text(specific.get("additionalContext")),
+        block=reason if decision == "block" else None,
+        permission=permission if permission in _PERMISSIONS else None,
+        permission_reason=_text(specific.get("permissionDecisionReason")),
+        updated_input=updated,
+        stop=stop,
+    )
+
+
+def tool_input(value: object) -> dict[str, object] | None:
+    """An SDK's `updatedInput` as a call's input, or None when it cannot be one: not an object, or text the API
+    would refuse (a lone surrogate would fail every later request of the session)."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except (UnicodeEncodeError, ValueError, RecursionError):
+        return None
+    return cast(dict[str, object], value)
+
+
+def _text(value: object) -> str:
+    """A text field of the answer, capped as an MCP hook's text is (hook_contract.truncate)."""
+    return truncate(value) if isinstance(value, str) else ""
