@@ -82,6 +82,9 @@ def test_api_error_ends_the_stream_with_an_error_result(tmp_path: Path, monkeypa
     result = lines[-1]
     assert result["exit_code"] == 1 and result["is_error"] is True and result["stop_reason"] == "error"
     assert len(result["errors"]) == 1 and "400" in result["errors"][0] and "bad thing" in result["errors"][0]
+    # Claude Code's shape, which the SDKs turn into their ResultError: the cause in `result`
+    assert (result["subtype"], result["terminal_reason"], result["api_error_status"]) == ("success", "api_error", 400)
+    assert result["result"] == result["errors"][0]
     assert run.stderr.strip().splitlines()[-1].startswith("sprout-agent: API request failed: 400")
 
 

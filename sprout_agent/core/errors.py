@@ -29,7 +29,11 @@ class ConfigError(UsageError):
 
 
 class ApiError(SproutError):
-    """The model API failed after retries."""
+    """The model API failed after retries; `status`: the HTTP status of the last attempt (None: no answer)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class PromptTooLongError(ApiError):

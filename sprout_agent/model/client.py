@@ -252,7 +252,7 @@ class AnthropicModel:
             else:
                 kind = _error_type(error) if isinstance(error, sdk.APIStatusError) else ""
             message = _api_message(error) if isinstance(error, sdk.APIStatusError) else _describe(error)
-            return ApiError(explain(Failure(status, kind, message, attempts, self._model, self._base_url)))
+            return ApiError(explain(Failure(status, kind, message, attempts, self._model, self._base_url)), status)
         return error
 
 

@@ -19,6 +19,7 @@ from sprout_agent.config.consent import held_back_notice
 from sprout_agent.config.options import SDK_MARK
 from sprout_agent.core.agent import TurnResult
 from sprout_agent.core.errors import (
+    ApiError,
     EXIT_OK,
     EXIT_RUNTIME,
     EXIT_SIGINT,
@@ -54,6 +55,8 @@ class Outcome:
     fatal: str | None = None  # the one line for stderr
     ran_a_turn: bool = False
     reported: bool = False  # the last thing the run did was answer a turn (stream-json wrote its result)
+    api_failed: bool = False  # the model API failed (after retries): Claude Code's result shape for it
+    api_status: int | None = None  # its last HTTP status
     structured: Mapping[str, object] | None = None  # --json-schema: the last turn's validated answer
 
     def answered(self, result: TurnResult) -> Outcome:
@@ -83,14 +86,17 @@ class Outcome:
 
     def failed(self, error: SproutError) -> Outcome:
         line = str(error)
+        api_failed = isinstance(error, ApiError)
         return replace(
             self,
             code=error.exit_code,
             stop_reason="error",
-            text="",
+            text=line if api_failed else "",  # as Claude Code: the API's failure is the result's text
             reported=False,
             errors=(*self.errors, line),
             fatal=line,
+            api_failed=api_failed,
+            api_status=error.status if isinstance(error, ApiError) else None,
         )
 
     def interrupted(self, code: int) -> Outcome:
@@ -300,6 +306,8 @@ class Headless:
                     exit_code=outcome.code,
                     errors=list(outcome.errors),
                     structured_output=outcome.structured,
+                    api_failed=outcome.api_failed,
+                    api_error_status=outcome.api_status,
                 ),
                 reported=outcome.reported,
             )

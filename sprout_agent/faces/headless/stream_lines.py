@@ -97,6 +97,8 @@ class ResultInfo:
     permission_denials: Sequence[Mapping[str, object]] = ()  # {tool_name, tool_use_id, tool_input}
     model_usage: Mapping[str, Mapping[str, object]] = field(default_factory=dict[str, Mapping[str, object]])
     structured_output: Mapping[str, object] | None = None  # --json-schema: the validated answer
+    api_failed: bool = False  # the model API failed after retries
+    api_error_status: int | None = None  # its last HTTP status (None: no answer)
 
 
 def new_uuid() -> str:
@@ -187,6 +189,10 @@ def result_record(info: ResultInfo) -> Record:
     }
     if info.structured_output is not None:  # as Claude Code: only a run with a valid structured answer has it
         record["structured_output"] = dict(info.structured_output)
+    if info.api_failed:
+        # Claude Code's shape for a failed API request, which the SDKs turn into their ResultError: subtype
+        # `success` (the turn machinery ran), `is_error`, the cause in `result`, `terminal_reason: "api_error"`.
+        record |= {"subtype": "success", "terminal_reason": "api_error", "api_error_status": info.api_error_status}
     return record
 
 
