@@ -19,11 +19,11 @@ from sprout_agent.config.consent import held_back_notice
 from sprout_agent.config.options import SDK_MARK
 from sprout_agent.core.agent import TurnResult
 from sprout_agent.core.errors import (
-    ApiError,
     EXIT_OK,
     EXIT_RUNTIME,
     EXIT_SIGINT,
     EXIT_SIGTERM,
+    ApiError,
     SproutError,
     UsageError,
     exit_code_for_stop,
