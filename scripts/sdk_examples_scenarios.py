@@ -208,6 +208,12 @@ E2E_TESTS = {
         "test_hook_with_continue_and_stop_reason",
         "test_hook_with_additional_context",
     ),
+    "test_hook_events.py": (
+        "test_pre_tool_use_hook_with_additional_context",
+        "test_post_tool_use_hook_with_tool_use_id",
+        "test_notification_hook",
+        "test_multiple_hooks_together",
+    ),
     "test_dynamic_control.py": ("test_set_permission_mode", "test_set_model", "test_interrupt"),
     "test_include_partial_messages.py": (
         "test_include_partial_messages_stream_events",
