@@ -27,25 +27,8 @@ from sprout_agent.core.events import (
 from sprout_agent.core.hooks import HookOutput, Hooks, is_hook
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.limits import Limits
-from sprout_agent.core.messages import (
-    Image,
-    Message,
-    Text,
-    ToolResult,
-    ToolUse,
-    user_text,
-    with_calls,
-)
-from sprout_agent.core.protocols import (
-    Escalate,
-    Model,
-    ModelReply,
-    ModelRequest,
-    Permit,
-    Recorder,
-    ToolHost,
-    ToolSpec,
-)
+from sprout_agent.core.messages import Image, Message, Text, ToolResult, ToolUse, user_text, with_calls
+from sprout_agent.core.protocols import Escalate, Model, ModelReply, ModelRequest, Permit, Recorder, ToolHost, ToolSpec
 from sprout_agent.core.structured import RETRIES_EXHAUSTED, Answer, OutputContract
 from sprout_agent.core.tool_names import sdk_tool_name
 from sprout_agent.core.tool_round import ToolRound
