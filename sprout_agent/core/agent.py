@@ -28,7 +28,7 @@ from sprout_agent.core.hooks import HookOutput, Hooks, is_hook
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.limits import Limits
 from sprout_agent.core.messages import Image, Message, Text, ToolResult, ToolUse, user_text, with_calls
-from sprout_agent.core.protocols import Escalate, Model, ModelReply, ModelRequest, Permit, Recorder, ToolHost, ToolSpec
+from sprout_agent.core.protocols import Escalate, Model, ModelReply, ModelRequest, Permit, Recorder, ToolHost
 from sprout_agent.core.structured import RETRIES_EXHAUSTED, Answer, OutputContract
 from sprout_agent.core.tool_names import sdk_tool_name
 from sprout_agent.core.tool_round import ToolRound
@@ -74,22 +74,12 @@ class Agent:
         self.session_id = session_id
         self.cwd = cwd
         self._tool_round = ToolRound(
-            host=host,
-            hooks=hooks,
-            emit=emit,
-            hook_context=self._hook_context,
-            max_parallel=limits.max_parallel_tools,
-            permit=permit,
-            escalate=escalate,
-            recorder=recorder,
+            host, hooks, emit, self._hook_context, limits, permit=permit, escalate=escalate, recorder=recorder
         )
         self.output = output  # --json-schema: each turn ends with a valid StructuredOutput call
         self._answer: Answer | None = None
         self.history: list[Message] = []
-        self.tools: tuple[ToolSpec, ...] = ()
-        self._by_name: dict[str, ToolSpec] = {}
-        self.fixed_tokens = 0
-        self._set_tools()
+        self._set_tools()  # the tools offered, by name, and the tokens every request carries besides the history
         self.requests = 0  # main-loop requests this session (summaries not counted)
         self._current_prompt: str | None = None
         # `_SessionStart`'s pairs wait for the next prompt: the history must open with a user turn.

@@ -17,6 +17,7 @@ from sprout_agent.core.errors import sprout_error_in
 from sprout_agent.core.events import Event, ToolFinished, ToolProgress, ToolRunning, ToolStarted
 from sprout_agent.core.hooks import Hooks
 from sprout_agent.core.images import checked
+from sprout_agent.core.limits import Limits
 from sprout_agent.core.messages import (
     INVALID_INPUT_KEY,
     Image,
@@ -40,12 +41,12 @@ class ToolRound:
 
     def __init__(
         self,
-        *,
         host: ToolHost,
         hooks: Hooks,
         emit: Callable[[Event], None],
         hook_context: Callable[..., dict[str, object]],
-        max_parallel: int,
+        limits: Limits,
+        *,
         permit: Permit | None = None,
         escalate: Escalate | None = None,
         recorder: Recorder | None = None,
@@ -57,7 +58,7 @@ class ToolRound:
         self.permit = permit
         self.escalate = escalate
         self.recorder = recorder
-        self._limiter = anyio.CapacityLimiter(max_parallel)
+        self._limiter = anyio.CapacityLimiter(limits.max_parallel_tools)
 
     async def run(
         self, uses: Sequence[ToolUse], tools: Mapping[str, ToolSpec], answer: Answer | None, recorded: RoundRecorded
