@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 import anyio
 
 from sprout_agent.core.compaction import Compactor, estimate_tokens
-from sprout_agent.core.errors import PromptTooLongError, sprout_error_in
+from sprout_agent.core.errors import PromptTooLongError
 from sprout_agent.core.events import (
     AssistantMessage,
     AssistantText,
@@ -22,41 +22,16 @@ from sprout_agent.core.events import (
     ModelReplied,
     ModelWaiting,
     TextDelta,
-    ToolFinished,
-    ToolProgress,
-    ToolRunning,
-    ToolStarted,
     TurnFinished,
 )
 from sprout_agent.core.hooks import HookOutput, Hooks, is_hook
-from sprout_agent.core.images import checked
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.limits import Limits
-from sprout_agent.core.messages import (
-    INVALID_INPUT_KEY,
-    Image,
-    Message,
-    Text,
-    ToolResult,
-    ToolUse,
-    invalid_input,
-    text_of,
-    user_text,
-    with_calls,
-)
-from sprout_agent.core.protocols import (
-    Escalate,
-    Model,
-    ModelReply,
-    ModelRequest,
-    Permit,
-    Recorder,
-    ToolHost,
-    ToolOutcome,
-    ToolSpec,
-)
-from sprout_agent.core.structured import RETRIES_EXHAUSTED, STRUCTURED_OUTPUT_TOOL, Answer, OutputContract
+from sprout_agent.core.messages import Image, Message, Text, ToolResult, ToolUse, user_text, with_calls
+from sprout_agent.core.protocols import Escalate, Model, ModelReply, ModelRequest, Permit, Recorder, ToolHost
+from sprout_agent.core.structured import RETRIES_EXHAUSTED, Answer, OutputContract
 from sprout_agent.core.tool_names import sdk_tool_name
+from sprout_agent.core.tool_round import ToolRound
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,30 +67,48 @@ class Agent:
         self.model = model
         self.host = host
         self.hooks = hooks
-        self.emit = emit
         self.system = system
         self.ledger = ledger
         self.compactor = compactor
         self.limits = limits
         self.session_id = session_id
         self.cwd = cwd
-        self.permit = permit
-        self.escalate = escalate
-        self.recorder = recorder
+        self._tool_round = ToolRound(
+            host, hooks, emit, self._hook_context, limits, permit=permit, escalate=escalate, recorder=recorder
+        )
         self.output = output  # --json-schema: each turn ends with a valid StructuredOutput call
         self._answer: Answer | None = None
         self.history: list[Message] = []
-        self._limiter = anyio.CapacityLimiter(limits.max_parallel_tools)
-        self.tools: tuple[ToolSpec, ...] = ()
-        self._by_name: dict[str, ToolSpec] = {}
-        self.fixed_tokens = 0
-        self._set_tools()
+        self._set_tools()  # the tools offered, by name, and the tokens every request carries besides the history
         self.requests = 0  # main-loop requests this session (summaries not counted)
         self._current_prompt: str | None = None
         # `_SessionStart`'s pairs wait for the next prompt: the history must open with a user turn.
         self._pending: list[HookOutput] = []
         self._ended = True  # no session started yet, so none to end
         self._measured: tuple[int, int] | None = None  # (tokens the API reported, history length then)
+
+    # The tool round reports and records through the same sink and recorder as the loop: one of each, kept there,
+    # so a face (or a test) that swaps one swaps it for both.
+    @property
+    def emit(self) -> Callable[[Event], None]:
+        return self._tool_round.emit
+
+    @emit.setter
+    def emit(self, emit: Callable[[Event], None]) -> None:
+        self._tool_round.emit = emit
+
+    @property
+    def recorder(self) -> Recorder | None:
+        return self._tool_round.recorder
+
+    @recorder.setter
+    def recorder(self, recorder: Recorder | None) -> None:
+        self._tool_round.recorder = recorder
+
+    @property
+    def permit(self) -> Permit | None:
+        """The permission policy the tool round asks (faces read it: modes, rules, the editor's answers)."""
+        return self._tool_round.permit
 
     async def run_turn(self, prompt: str, attachments: Sequence[Image] = ()) -> TurnResult:
         """Runs one user turn to its end; `TurnFinished` reports it (a cancelled turn reports nothing).
@@ -163,7 +156,7 @@ class Agent:
             uses = [block for block in reply.content if isinstance(block, ToolUse)]
             if uses and reply.stop_reason == "tool_use":
                 after_objection = False
-                await self._run_tools(uses)
+                await self._tool_round.run(uses, self._by_name, self._answer, self._record_round)
                 if self.hooks.take_stop():  # a callback's `continue: false`: the turn ends, the session goes on
                     return TurnResult("hook_stopped", self._last_text(), turns)
                 if self._answer is None or not self._answer.settled:
@@ -324,113 +317,18 @@ class Agent:
         model = reply.model or self.model.name
         return AssistantMessage(reply.id, model, reply.content, reply.stop_reason, reply.usage, names, cost)
 
-    async def _run_tools(self, uses: Sequence[ToolUse]) -> None:
-        """Runs the calls concurrently; results go back in call order, every tool_use answered even on cancel."""
-        results: list[ToolResult | None] = [None] * len(uses)
-        ran: dict[str, ToolUse] = {}  # calls that ran with another input than the model's (a hook, the callback)
+    def _record_round(self, results: Message, ran: Mapping[str, ToolUse]) -> None:
+        """A tool round's results enter the history; the calls that ran with another input show as they ran."""
+        self._append(results)
+        if ran:
+            self._as_ran(ran)
 
-        async def run_one(index: int, use: ToolUse) -> None:
-            async with self._limiter:
-                results[index] = await self._call(use, ran)
-
-        try:
-            async with anyio.create_task_group() as group:
-                for index, use in enumerate(uses):
-                    group.start_soon(run_one, index, use)
-        except BaseExceptionGroup as group:
-            if (error := sprout_error_in(group)) is None:  # a transcript that cannot be written ends the run
-                raise
-            raise error from None
-        finally:
-            # On cancel or error the history must stay valid: every tool_use keeps a tool_result.
-            answered = tuple(
-                result or ToolResult(use.id, (Text("interrupted: the call was cancelled"),), is_error=True)
-                for use, result in zip(uses, results, strict=True)
-            )
-            self._append(Message("user", answered))
-            if ran:
-                self._as_ran(ran)
-
-    def _as_ran(self, ran: dict[str, ToolUse]) -> None:
+    def _as_ran(self, ran: Mapping[str, ToolUse]) -> None:
         """The history shows each call as it ran, so the model reads what its input did; same ids, still valid."""
         index = max(i for i, message in enumerate(self.history) if message.role == "assistant")
         self.history[index] = with_calls(self.history[index], ran)
         if self.recorder is not None:
             self.recorder.reset(self.history, "tool input updated")
-
-    async def _call(self, use: ToolUse, ran: dict[str, ToolUse]) -> ToolResult:
-        spec = self._by_name.get(use.name)
-        self.emit(ToolStarted(use.id, use.name, spec.server if spec else "", spec.tool if spec else "", use.input))
-        started, denied = time.monotonic(), False
-        if spec is not None and use.name == STRUCTURED_OUTPUT_TOOL and self._answer is not None:
-            outcome = self._answer.offer(use.input)  # ours, not a server's: no permission asked, no hook
-        elif spec is None:
-            outcome = ToolOutcome((Text(f"unknown tool: {use.name}"),), is_error=True)
-        elif INVALID_INPUT_KEY in use.input and len(use.input) == 1:
-            outcome = ToolOutcome((Text(invalid_input(use.input[INVALID_INPUT_KEY])),), is_error=True)
-        else:
-            outcome, denied, as_run, started = await self._gated(spec, use)
-            if as_run.input != use.input:
-                ran[use.id] = as_run
-        # Any host's images, not only MCP's: one the API refuses would fail every later request.
-        content = tuple(checked(block) if isinstance(block, Image) else block for block in outcome.content)
-        result = ToolResult(use.id, content, outcome.is_error)
-        if self.recorder is not None:  # now, not with the batch: a kill while a sibling runs must not lose it
-            self.recorder.result(result)  # and before any face shows it
-        summary = text_of(content).strip().split("\n", 1)[0][:200]
-        seconds = time.monotonic() - started
-        self.emit(ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, content, outcome.diff, denied))
-        return result
-
-    async def _gated(self, spec: ToolSpec, use: ToolUse) -> tuple[ToolOutcome, bool, ToolUse, float]:
-        """PreToolUse callbacks, the permission policy, `_PreToolUse`, then the call: (outcome, denied, the call as
-        it ran, when it started). Callbacks first, as in Claude Code: their allow, ask and input feed the policy."""
-        verdict = await self.hooks.before_permission(self._tool_context(spec, use))
-        added = self.hooks.callback_blocks(verdict.context)
-        if verdict.refusal is not None:
-            return ToolOutcome((Text(verdict.refusal), *added), is_error=True), True, use, time.monotonic()
-        as_run = use if verdict.updated_input is None else ToolUse(use.id, use.name, verdict.updated_input)
-        permitted = await self.permit.decide(spec, as_run, verdict.permission) if self.permit is not None else None
-        if isinstance(permitted, str):
-            return ToolOutcome((Text(permitted), *added), is_error=True), True, as_run, time.monotonic()
-        as_run = permitted or as_run
-        if (why := self.hooks.stopping) is not None:
-            return ToolOutcome((Text(f"not run: {why}"),), is_error=True), False, as_run, time.monotonic()
-        if (objection := await self.hooks.on_pre_tool(self._tool_context(spec, as_run))) is not None:
-            return ToolOutcome((Text(objection),), is_error=True), False, as_run, time.monotonic()  # only refusals
-        started = time.monotonic()  # a person's time answering the permission question is not the tool's
-        outcome = await self._run_allowed(spec, as_run, changed=as_run.input != use.input)
-        return ToolOutcome((*outcome.content, *added), outcome.is_error, diff=outcome.diff), False, as_run, started
-
-    async def _run_allowed(self, spec: ToolSpec, use: ToolUse, *, changed: bool = False) -> ToolOutcome:
-        self.emit(ToolRunning(use.id, use.input if changed else None))
-        outcome = await self.host.call(spec, use.input, self._progress_of(use))
-        if outcome.sandbox_denied is not None and self.escalate is not None:
-            outcome = await self._escalated(spec, use, outcome, outcome.sandbox_denied)
-        if added := await self.hooks.on_post_tool(self._tool_context(spec, use), outcome.content, outcome.is_error):
-            return ToolOutcome((*outcome.content, *added), outcome.is_error, diff=outcome.diff)
-        return outcome
-
-    def _tool_context(self, spec: ToolSpec, use: ToolUse) -> dict[str, object]:
-        """A tool hook's context: the MCP hooks' fields, plus the call's id and its SDK-facing name for callbacks."""
-        sdk_name = sdk_tool_name(spec.server, spec.tool)
-        return self._hook_context(tool_name=use.name, arguments=use.input, sdk_tool_name=sdk_name, tool_use_id=use.id)
-
-    async def _escalated(self, spec: ToolSpec, use: ToolUse, sandboxed: ToolOutcome, why: str) -> ToolOutcome:
-        """The call run again outside the OS sandbox if a person says so; else the sandboxed outcome."""
-        assert self.escalate is not None
-        if not await self.escalate(spec, use, why):
-            return sandboxed
-        self.emit(ToolRunning(use.id))
-        outcome = await self.host.call(spec, use.input, self._progress_of(use), outside_sandbox=True)
-        note = Text(
-            f"[the OS sandbox stopped the first run ({why}); the user approved running it again outside the "
-            "sandbox, and this is that second run]"
-        )
-        return ToolOutcome((note, *outcome.content), outcome.is_error)
-
-    def _progress_of(self, use: ToolUse) -> Callable[[str], None]:
-        return lambda tail: self.emit(ToolProgress(use.id, tail))
 
     def _answer_unrun(self, uses: Sequence[ToolUse], reason: str) -> None:
         self._append(Message("user", tuple(ToolResult(u.id, (Text(reason),), True) for u in uses)))

@@ -1,0 +1,164 @@
+"""One tool round: the calls of one model reply, run in parallel and answered in call order.
+
+Owns what running a call takes: the tool host, the hooks (PreToolUse callbacks, `_PreToolUse`, `_PostToolUse`),
+the permission policy, the person asked to run a call again outside the OS sandbox, the bound on parallel calls,
+and where each call is recorded and reported as it finishes. Not the conversation: the loop (agent.py) owns the
+history and is handed the round's results, and the calls as they ran, to add to it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import anyio
+
+from sprout_agent.core.errors import sprout_error_in
+from sprout_agent.core.events import Event, ToolFinished, ToolProgress, ToolRunning, ToolStarted
+from sprout_agent.core.hooks import Hooks
+from sprout_agent.core.images import checked
+from sprout_agent.core.limits import Limits
+from sprout_agent.core.messages import (
+    INVALID_INPUT_KEY,
+    Image,
+    Message,
+    Text,
+    ToolResult,
+    ToolUse,
+    invalid_input,
+    text_of,
+)
+from sprout_agent.core.protocols import Escalate, Permit, Recorder, ToolHost, ToolOutcome, ToolSpec
+from sprout_agent.core.structured import STRUCTURED_OUTPUT_TOOL, Answer
+from sprout_agent.core.tool_names import sdk_tool_name
+
+# Receives the round's tool_result message and the calls that ran with another input than the model's.
+RoundRecorded = Callable[[Message, Mapping[str, ToolUse]], None]
+
+
+class ToolRound:
+    """Runs a reply's tool calls; one per agent, used by each of its rounds in turn."""
+
+    def __init__(
+        self,
+        host: ToolHost,
+        hooks: Hooks,
+        emit: Callable[[Event], None],
+        hook_context: Callable[..., dict[str, object]],
+        limits: Limits,
+        *,
+        permit: Permit | None = None,
+        escalate: Escalate | None = None,
+        recorder: Recorder | None = None,
+    ) -> None:
+        self.host = host
+        self.hooks = hooks
+        self.emit = emit
+        self.hook_context = hook_context  # the session's ids plus a point's own fields (agent.py)
+        self.permit = permit
+        self.escalate = escalate
+        self.recorder = recorder
+        self._limiter = anyio.CapacityLimiter(limits.max_parallel_tools)
+
+    async def run(
+        self, uses: Sequence[ToolUse], tools: Mapping[str, ToolSpec], answer: Answer | None, recorded: RoundRecorded
+    ) -> None:
+        """Runs the calls concurrently; results go back in call order, every tool_use answered even on cancel.
+        `tools`: the tools offered, by name; `answer`: the turn's structured answer (`--json-schema`), if any."""
+        results: list[ToolResult | None] = [None] * len(uses)
+        ran: dict[str, ToolUse] = {}  # calls that ran with another input than the model's (a hook, the callback)
+
+        async def run_one(index: int, use: ToolUse) -> None:
+            async with self._limiter:
+                results[index] = await self._call(use, tools.get(use.name), answer, ran)
+
+        try:
+            async with anyio.create_task_group() as group:
+                for index, use in enumerate(uses):
+                    group.start_soon(run_one, index, use)
+        except BaseExceptionGroup as group:
+            if (error := sprout_error_in(group)) is None:  # a transcript that cannot be written ends the run
+                raise
+            raise error from None
+        finally:
+            # On cancel or error the history must stay valid: every tool_use keeps a tool_result.
+            answered = tuple(
+                result or ToolResult(use.id, (Text("interrupted: the call was cancelled"),), is_error=True)
+                for use, result in zip(uses, results, strict=True)
+            )
+            recorded(Message("user", answered), ran)
+
+    async def _call(
+        self, use: ToolUse, spec: ToolSpec | None, answer: Answer | None, ran: dict[str, ToolUse]
+    ) -> ToolResult:
+        self.emit(ToolStarted(use.id, use.name, spec.server if spec else "", spec.tool if spec else "", use.input))
+        started, denied = time.monotonic(), False
+        if spec is not None and use.name == STRUCTURED_OUTPUT_TOOL and answer is not None:
+            outcome = answer.offer(use.input)  # ours, not a server's: no permission asked, no hook
+        elif spec is None:
+            outcome = ToolOutcome((Text(f"unknown tool: {use.name}"),), is_error=True)
+        elif INVALID_INPUT_KEY in use.input and len(use.input) == 1:
+            outcome = ToolOutcome((Text(invalid_input(use.input[INVALID_INPUT_KEY])),), is_error=True)
+        else:
+            outcome, denied, as_run, started = await self._gated(spec, use)
+            if as_run.input != use.input:
+                ran[use.id] = as_run
+        # Any host's images, not only MCP's: one the API refuses would fail every later request.
+        content = tuple(checked(block) if isinstance(block, Image) else block for block in outcome.content)
+        result = ToolResult(use.id, content, outcome.is_error)
+        if self.recorder is not None:  # now, not with the batch: a kill while a sibling runs must not lose it
+            self.recorder.result(result)  # and before any face shows it
+        summary = text_of(content).strip().split("\n", 1)[0][:200]
+        seconds = time.monotonic() - started
+        self.emit(ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, content, outcome.diff, denied))
+        return result
+
+    async def _gated(self, spec: ToolSpec, use: ToolUse) -> tuple[ToolOutcome, bool, ToolUse, float]:
+        """PreToolUse callbacks, the permission policy, `_PreToolUse`, then the call: (outcome, denied, the call as
+        it ran, when it started). Callbacks first, as in Claude Code: their allow, ask and input feed the policy."""
+        verdict = await self.hooks.before_permission(self._tool_context(spec, use))
+        added = self.hooks.callback_blocks(verdict.context)
+        if verdict.refusal is not None:
+            return ToolOutcome((Text(verdict.refusal), *added), is_error=True), True, use, time.monotonic()
+        as_run = use if verdict.updated_input is None else ToolUse(use.id, use.name, verdict.updated_input)
+        permitted = await self.permit.decide(spec, as_run, verdict.permission) if self.permit is not None else None
+        if isinstance(permitted, str):
+            return ToolOutcome((Text(permitted), *added), is_error=True), True, as_run, time.monotonic()
+        as_run = permitted or as_run
+        if (why := self.hooks.stopping) is not None:
+            return ToolOutcome((Text(f"not run: {why}"),), is_error=True), False, as_run, time.monotonic()
+        if (objection := await self.hooks.on_pre_tool(self._tool_context(spec, as_run))) is not None:
+            return ToolOutcome((Text(objection),), is_error=True), False, as_run, time.monotonic()  # only refusals
+        started = time.monotonic()  # a person's time answering the permission question is not the tool's
+        outcome = await self._run_allowed(spec, as_run, changed=as_run.input != use.input)
+        return ToolOutcome((*outcome.content, *added), outcome.is_error, diff=outcome.diff), False, as_run, started
+
+    async def _run_allowed(self, spec: ToolSpec, use: ToolUse, *, changed: bool = False) -> ToolOutcome:
+        self.emit(ToolRunning(use.id, use.input if changed else None))
+        outcome = await self.host.call(spec, use.input, self._progress_of(use))
+        if outcome.sandbox_denied is not None and self.escalate is not None:
+            outcome = await self._escalated(spec, use, outcome, outcome.sandbox_denied)
+        if added := await self.hooks.on_post_tool(self._tool_context(spec, use), outcome.content, outcome.is_error):
+            return ToolOutcome((*outcome.content, *added), outcome.is_error, diff=outcome.diff)
+        return outcome
+
+    def _tool_context(self, spec: ToolSpec, use: ToolUse) -> dict[str, object]:
+        """A tool hook's context: the MCP hooks' fields, plus the call's id and its SDK-facing name for callbacks."""
+        sdk_name = sdk_tool_name(spec.server, spec.tool)
+        return self.hook_context(tool_name=use.name, arguments=use.input, sdk_tool_name=sdk_name, tool_use_id=use.id)
+
+    async def _escalated(self, spec: ToolSpec, use: ToolUse, sandboxed: ToolOutcome, why: str) -> ToolOutcome:
+        """The call run again outside the OS sandbox if a person says so; else the sandboxed outcome."""
+        assert self.escalate is not None
+        if not await self.escalate(spec, use, why):
+            return sandboxed
+        self.emit(ToolRunning(use.id))
+        outcome = await self.host.call(spec, use.input, self._progress_of(use), outside_sandbox=True)
+        note = Text(
+            f"[the OS sandbox stopped the first run ({why}); the user approved running it again outside the "
+            "sandbox, and this is that second run]"
+        )
+        return ToolOutcome((note, *outcome.content), outcome.is_error)
+
+    def _progress_of(self, use: ToolUse) -> Callable[[str], None]:
+        return lambda tail: self.emit(ToolProgress(use.id, tail))
