@@ -21,8 +21,9 @@ def with_hash(name: str, server: str, tool: str) -> str:
 
 
 # Our built-in tools that do the job of one of Claude Code's, under Claude Code's name in everything SDK-facing:
-# callbacks, hook matchers and allow-lists written for Claude Code name them so. The built-in servers' names are
-# reserved (a configured server called `dev` or `todo` is shadowed by the built-in one: config/files.py).
+# callbacks, hook matchers and allow-lists written for Claude Code name them so. A server of your own named `dev`
+# or `todo` replaces the built-in one (config/files.py) and takes these names with it, as `--allowedTools Bash`
+# already means its `bash` (claude_rules.py).
 CLAUDE_CODE_NAMES: dict[tuple[str, str], str] = {
     ("dev", "bash"): "Bash",
     ("dev", "read"): "Read",
