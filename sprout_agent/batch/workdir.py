@@ -4,9 +4,12 @@ fsmonitor, and after a task none of the config the task could write (docs/securi
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,12 +52,26 @@ def prepare(repo: str | None, cwd: Path | None, tree: Path) -> Tree:
         _scratch(tree)
         return Tree(tree, own=True)
     if Path(repo).is_dir():
-        _git(["-C", repo, "worktree", "prune"])
-        _git(["-C", repo, "worktree", "add", "--detach", "--force", "--", str(tree), "HEAD"])
+        with _locked(Path(repo)):
+            _git(["-C", repo, "worktree", "prune"])
+            _git(["-C", repo, "worktree", "add", "--detach", "--force", "--", str(tree), "HEAD"])
         return Tree(tree, True, Path(_git(["-C", str(tree), "rev-parse", "--absolute-git-dir"]).strip()))
     git_dir.parent.mkdir(parents=True, exist_ok=True)
     _git(["clone", "--quiet", f"--separate-git-dir={git_dir}", "--", repo, str(tree)])
     return Tree(tree, True, git_dir)
+
+
+@contextmanager
+def _locked(repo: Path) -> Iterator[None]:
+    """One prune-and-add at a time per repository, across threads and processes (Ray workers, array shards). git's
+    `worktree add` makes `.git/worktrees/<name>` a moment before it writes the `locked` file that keeps `prune`
+    away, and a concurrent prune in that moment deletes the half-made entry: the add then fails."""
+    descriptor = os.open(repo, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)  # released with the descriptor, also when we are killed
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def _scratch(tree: Path) -> None:
