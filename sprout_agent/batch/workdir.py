@@ -8,7 +8,7 @@ import fcntl
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +62,7 @@ def prepare(repo: str | None, cwd: Path | None, tree: Path) -> Tree:
 
 
 @contextmanager
-def _locked(repo: Path) -> Iterator[None]:
+def _locked(repo: Path) -> Generator[None]:
     """One prune-and-add at a time per repository, across threads and processes (Ray workers, array shards). git's
     `worktree add` makes `.git/worktrees/<name>` a moment before it writes the `locked` file that keeps `prune`
     away, and a concurrent prune in that moment deletes the half-made entry: the add then fails."""
