@@ -34,6 +34,8 @@ REFUSED: tuple[tuple[str, str], ...] = (
     # Sampling and web search are billed to you (and fetch sends data out); zero prices defeat the budgets.
     ("what spends your money", "SPROUT_AGENT_ALLOW_SAMPLING SPROUT_AGENT_WEB SPROUT_AGENT_PRICES"),
     ("the sandbox", "SPROUT_AGENT_SANDBOX.* SPROUT_DEV_.*"),
+    # The way back from what the agent did (docs/rewind.md): a repository must not switch it off.
+    ("your checkpoints", "SPROUT_AGENT_CHECKPOINTS"),
     # HOME and XDG_* locate your config, approvals and sessions; the rate gate is a file every run writes.
     ("where your files are", "HOME XDG_.* SPROUT_AGENT_RATE_GATE"),
 )  # fmt: skip

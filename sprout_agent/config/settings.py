@@ -59,6 +59,11 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "",
         'price overrides, $/MTok: {"model-prefix": [in, out, cache_read, cache_write]}',
     ),
+    EnvVar(
+        "SPROUT_AGENT_CHECKPOINTS",
+        "on",
+        "checkpoints of the writable tree before each turn that could write, for /rewind",
+    ),
     EnvVar("SPROUT_AGENT_BUILTIN_SERVERS", "dev,todo", "built-in MCP servers to start: comma-separated, or none"),
 )
 _DEFAULTS = {var.name: var.default for var in ENV_VARS}
@@ -278,6 +283,7 @@ class Settings:
     thinking_budget: int = 16000
     effort: str | None = None
     web: bool = False  # the API's web search and fetch offered to the model
+    checkpoints: bool = True  # SPROUT_AGENT_CHECKPOINTS: the tree is checkpointed around turns (docs/rewind.md)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -309,6 +315,8 @@ class Settings:
             thinking_budget=_int(env, "SPROUT_AGENT_THINKING_BUDGET", 1024),
             effort=choice(_raw(env, "SPROUT_AGENT_EFFORT"), EFFORT_LEVELS, "SPROUT_AGENT_EFFORT"),
             web=choice(_raw(env, "SPROUT_AGENT_WEB"), ("on", "off"), "SPROUT_AGENT_WEB") == "on",
+            checkpoints=choice(_raw(env, "SPROUT_AGENT_CHECKPOINTS"), ("on", "off"), "SPROUT_AGENT_CHECKPOINTS")
+            == "on",
         )
 
 

@@ -22,13 +22,23 @@ from sprout_agent.core.events import (
     ModelReplied,
     ModelWaiting,
     TextDelta,
+    TurnChanges,
     TurnFinished,
 )
 from sprout_agent.core.hooks import HookOutput, Hooks, is_hook
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.limits import Limits
 from sprout_agent.core.messages import Image, Message, Text, ToolResult, ToolUse, user_text, with_calls
-from sprout_agent.core.protocols import Escalate, Model, ModelReply, ModelRequest, Permit, Recorder, ToolHost
+from sprout_agent.core.protocols import (
+    Checkpoints,
+    Escalate,
+    Model,
+    ModelReply,
+    ModelRequest,
+    Permit,
+    Recorder,
+    ToolHost,
+)
 from sprout_agent.core.structured import RETRIES_EXHAUSTED, Answer, OutputContract
 from sprout_agent.core.tool_names import sdk_tool_name
 from sprout_agent.core.tool_round import ToolRound
@@ -77,6 +87,7 @@ class Agent:
             host, hooks, emit, self._hook_context, limits, permit=permit, escalate=escalate, recorder=recorder
         )
         self.output = output  # --json-schema: each turn ends with a valid StructuredOutput call
+        self.checkpoints: Checkpoints | None = None  # set by the session when the tree is checkpointed
         self._answer: Answer | None = None
         self.history: list[Message] = []
         self._set_tools()  # the tools offered, by name, and the tokens every request carries besides the history
@@ -114,11 +125,23 @@ class Agent:
         """Runs one user turn to its end; `TurnFinished` reports it (a cancelled turn reports nothing).
         `attachments`: images and PDFs the user attached, checked already (images.attachment)."""
         before, started = self.ledger.usage, time.monotonic()
-        result = await self._run(prompt, tuple(attachments))
+        if self.checkpoints is not None:
+            await self.checkpoints.turn_started(prompt, self.history)
+        try:
+            result = await self._run(prompt, tuple(attachments))
+        finally:
+            changes = await self._turn_changes()
         usage, seconds = self.ledger.usage - before, time.monotonic() - started
         finished = TurnFinished(result.stop_reason, result.text, result.turns, usage, self.ledger.cost, seconds)
-        self.emit(replace(finished, structured_output=result.structured, error=result.error))
+        self.emit(replace(finished, structured_output=result.structured, error=result.error, changes=changes))
         return result
+
+    async def _turn_changes(self) -> TurnChanges | None:
+        """The turn's last checkpoint, taken even when the turn was cancelled: what it changed can be rewound."""
+        if self.checkpoints is None:
+            return None
+        with anyio.CancelScope(shield=True):
+            return await self.checkpoints.turn_finished()
 
     async def start_session(self, source: str) -> None:
         """`_SessionStart` (source: startup, resume or clear); what it says enters with the next prompt."""
@@ -156,7 +179,7 @@ class Agent:
             uses = [block for block in reply.content if isinstance(block, ToolUse)]
             if uses and reply.stop_reason == "tool_use":
                 after_objection = False
-                await self._tool_round.run(uses, self._by_name, self._answer, self._record_round)
+                await self._run_tools(uses)
                 if self.hooks.take_stop():  # a callback's `continue: false`: the turn ends, the session goes on
                     return TurnResult("hook_stopped", self._last_text(), turns)
                 if self._answer is None or not self._answer.settled:
@@ -168,6 +191,16 @@ class Agent:
                 return finished
             if finished == "objected":  # a `_Stop` objection keeps the turn going
                 after_objection = objected = True
+
+    async def _run_tools(self, uses: list[ToolUse]) -> None:
+        """One tool round, between the checkpoints that put what it changed down to its calls."""
+        if self.checkpoints is not None:
+            # Shielded: a cancel that came meanwhile lands in the round, which answers every call it cut short.
+            with anyio.CancelScope(shield=True):
+                await self.checkpoints.round_starting(uses, self._by_name)
+        await self._tool_round.run(uses, self._by_name, self._answer, self._record_round)
+        if self.checkpoints is not None:
+            await self.checkpoints.round_finished()
 
     def _paused(self, reply: ModelReply, uses: list[ToolUse]) -> bool:
         """The API paused its own long search: the reply goes back as it is. A reply cut off mid-call (its input

@@ -259,6 +259,27 @@ class ServerAsked:
 
 
 @dataclass(frozen=True, slots=True)
+class FileChange:
+    """One file a turn changed (checkpoints/tracker.py): as the turn's checkpoints saw it, so a command counts."""
+
+    path: str  # relative to the working directory when it lies in it, else absolute
+    status: str  # added | modified | deleted
+    added: int  # lines; a binary file counts 0
+    removed: int
+    calls: tuple[str, ...] = ()  # the tool calls that changed it (ids): an edit tool by its path, else the round's
+    tools: tuple[str, ...] = ()  # their names, as the model called them
+
+
+@dataclass(frozen=True, slots=True)
+class TurnChanges:
+    """What a user turn changed in the writable roots; `turn` numbers it for /rewind and `sessions rewind`."""
+
+    turn: int
+    files: tuple[FileChange, ...] = ()
+    skipped: tuple[str, ...] = ()  # "path: reason": past the checkpoint's bounds, so not covered by a rewind
+
+
+@dataclass(frozen=True, slots=True)
 class TurnFinished:
     """The loop ended a user turn: `stop_reason` is end_turn, max_tokens, refusal, max_turns, cancelled…"""
 
@@ -270,6 +291,7 @@ class TurnFinished:
     seconds: float = 0.0  # the turn's wall time
     structured_output: Mapping[str, object] | None = None  # --json-schema: the validated answer
     error: str = ""  # why the turn failed, when its stop reason says it did (structured output's retries)
+    changes: TurnChanges | None = None  # what it changed on disk; None: no checkpoint (no tool could write)
 
 
 # What the hook points report; every sink renders these together.

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from sprout_agent.core.events import Event
+from sprout_agent.core.events import Event, TurnChanges
 from sprout_agent.core.messages import Block, Image, Message, Text, ToolResult, ToolUse, Usage
 
 
@@ -141,6 +141,21 @@ class Permit(Protocol):
 
 # Decides whether a call the OS sandbox stopped (`why`) runs again outside it: only a person can say yes.
 Escalate = Callable[[ToolSpec, ToolUse, str], Awaitable[bool]]
+
+
+class Checkpoints(Protocol):
+    """Snapshots of the writable roots around a user turn (checkpoints/tracker.py). Each call is bounded and never
+    raises: a checkpoint that fails is a notice, never a failed turn."""
+
+    async def turn_started(self, prompt: str, history: Sequence[Message]) -> None: ...
+
+    async def round_starting(self, uses: Sequence[ToolUse], specs: Mapping[str, ToolSpec]) -> None:
+        """Before a tool round: the turn's checkpoint is taken before its first round that could write."""
+        ...
+
+    async def round_finished(self) -> None: ...
+
+    async def turn_finished(self) -> TurnChanges | None: ...
 
 
 class Recorder(Protocol):

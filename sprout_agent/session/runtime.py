@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
+from sprout_agent.checkpoints.timeline import turns_from
+from sprout_agent.checkpoints.tracker import Tracker, checkpoint_roots
 from sprout_agent.config import settings as st
 from sprout_agent.config.sandboxing import ServerSandboxes
 from sprout_agent.core.agent import Agent
@@ -27,7 +29,7 @@ from sprout_agent.core.errors import ServerStartError
 from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.hooks import Hooks, parse_allowlist
 from sprout_agent.core.ledger import Ledger
-from sprout_agent.core.permissions import Ask, Policy
+from sprout_agent.core.permissions import READ_ONLY, Ask, Policy
 from sprout_agent.core.protocols import Model, ToolHost
 from sprout_agent.mcp.client_features import ClientFeatures, Roots, SdkMessages, roots_for
 from sprout_agent.mcp.elicitation import Elicitor, Unattended
@@ -37,7 +39,7 @@ from sprout_agent.mcp.sampling import Approve, Sampler, always
 from sprout_agent.model import facts as model_facts
 from sprout_agent.model.facts import ModelFacts
 from sprout_agent.model.system_prompt import build_system_prompt
-from sprout_agent.session import store
+from sprout_agent.session import branches, store
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.trust import sandbox as sb
 
@@ -99,6 +101,7 @@ async def open_runtime(
         host = tool_host(pool) if tool_host is not None else pool
         agent = _build_agent(prepared, emit, ask, (pool, host), model, session_id, transcript, ledger)
         _fit_window(prepared, agent, facts)
+        agent.checkpoints = _make_tracker(prepared, emit, session_id, transcript, agent)
         if prepared.resume is not None:
             agent.load(prepared.resume.history, "resume")
             old = prepared.resume.session_id
@@ -240,6 +243,31 @@ def _make_store(prepared: Prepared, session_id: str) -> store.SessionStore | Non
     if prepared.locations.sessions is None:
         return None
     return store.SessionStore.new(prepared.locations.sessions, session_id, str(prepared.options.cwd), prepared.model)
+
+
+def _make_tracker(
+    p: Prepared, emit: Callable[[Event], None], session_id: str, transcript: store.SessionStore | None, agent: Agent
+) -> Tracker | None:
+    """The turn's checkpoints (docs/rewind.md), in the user data directory; a resumed session goes on from its
+    recorded turns. Nothing is checkpointed without a data directory, or with SPROUT_AGENT_CHECKPOINTS=off."""
+    where = p.locations
+    if not p.settings.checkpoints or where.data is None:
+        return None
+    turns = (
+        turns_from(branches.records_at(transcript.path)) if transcript is not None and transcript.path.exists() else []
+    )
+    policy = agent.permit
+    return Tracker(
+        checkpoint_roots(str(p.options.cwd), [str(p.options.cwd / d) for d in p.options.add_dirs]),
+        str(p.options.cwd),
+        where.data / "checkpoints",
+        session_id,
+        emit=emit,
+        write_record=transcript.mark if transcript is not None else None,
+        turns=turns,
+        private=[d for d in (where.data, where.sessions, where.config, where.logs, where.cache) if d is not None],
+        read_only=lambda: isinstance(policy, Policy) and policy.mode == READ_ONLY,
+    )
 
 
 def _check_strict(prepared: Prepared, pool: ServerPool) -> None:

@@ -184,6 +184,15 @@ class SessionStore:
         history_data = [encode_message(message) for message in history]
         self._write({"type": "reset", "time": time.time(), "reason": reason, "history": history_data})
 
+    def mark(self, record: dict[str, object]) -> int:
+        """Writes a record of another part (a turn's checkpoint: checkpoints/timeline.py) and returns the offset it
+        starts at: the transcript before that offset is the conversation as it was then."""
+        handle = self._file or self._open()
+        handle.flush()
+        offset = os.fstat(handle.fileno()).st_size  # appending: the next record starts at the end
+        self._write({**record, "time": record.get("time", time.time())})
+        return offset
+
     def close(self) -> None:
         """Closes the file, which releases the lock; a flush that fails here was reported by the write."""
         handle, self._file = self._file, None

@@ -1,0 +1,209 @@
+"""Rewinding files to the checkpoint before a turn, without destroying the user's work (docs/rewind.md).
+
+Only paths the agent's turns changed since then are candidates. One the user changed since the agent last did
+(by content: the file differs from the agent's last checkpoint of it, or changed between two turns) is a
+conflict, left alone unless the caller includes it. A file the agent never touched is never written or
+deleted. Each file is replaced by a rename (all or nothing per file); a journal written first lets a run killed
+half-way be finished by the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sprout_agent.checkpoints.git_store import EXECUTABLE, LINK, CheckpointError, Entry, RootStore
+from sprout_agent.checkpoints.timeline import Turn
+
+
+@dataclass(frozen=True, slots=True)
+class Restore:
+    root: str
+    path: str  # relative to the root
+    entry: Entry | None  # what to put back; None: the file did not exist, so it is deleted
+
+    @property
+    def full(self) -> str:
+        return os.path.join(self.root, self.path)
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    restore: Restore
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RewindPlan:
+    turn: int
+    restores: tuple[Restore, ...]
+    conflicts: tuple[Conflict, ...]
+    current: Mapping[str, str]  # root → the checkpoint of the tree as it was before the rewind (redo goes back)
+    targets: Mapping[str, str] = field(default_factory=dict[str, str])  # root → the checkpoint rewound to
+
+    def chosen(self, include: Collection[str]) -> tuple[Restore, ...]:
+        """The restores, and those conflicts whose full path the caller explicitly included."""
+        return self.restores + tuple(c.restore for c in self.conflicts if c.restore.full in include)
+
+
+def plan(
+    turns: Sequence[Turn], to_turn: int, stores: Mapping[str, RootStore], current: Mapping[str, str]
+) -> RewindPlan:
+    """What rewinding the files to before turn `to_turn` would do; `current`: a fresh checkpoint per root."""
+    later = [t for t in turns if t.number >= to_turn and t.before]
+    restores: list[Restore] = []
+    conflicts: list[Conflict] = []
+    targets: dict[str, str] = {}
+    for root, store in stores.items():
+        steps = [t for t in later if root in t.before]
+        if not steps or root not in current:
+            continue
+        targets[root] = steps[0].before[root]
+        found = _root_plan(store, steps, current[root])
+        restores += found[0]
+        conflicts += found[1]
+    return RewindPlan(to_turn, tuple(restores), tuple(conflicts), dict(current), targets)
+
+
+def _root_plan(store: RootStore, steps: Sequence[Turn], now_commit: str) -> tuple[list[Restore], list[Conflict]]:
+    root = store.root
+    target = store.tree(steps[0].before[root])
+    now = store.tree(now_commit)
+    agent_last: dict[str, Entry | None] = {}  # path → what the agent's last change of it left
+    user_touched: set[str] = set()
+    previous_after: dict[str, Entry] | None = None
+    for step in steps:
+        before = store.tree(step.before[root])
+        after = store.tree(step.after.get(root, step.before[root]))
+        if previous_after is not None:
+            user_touched |= _changed(previous_after, before)
+        for path in _changed(before, after):
+            agent_last[path] = after.get(path)
+        previous_after = after
+    restores: list[Restore] = []
+    conflicts: list[Conflict] = []
+    for path in sorted(agent_last):
+        want = target.get(path)
+        if now.get(path) == want:
+            continue  # already as it was
+        restore = Restore(root, path, want)
+        if path in user_touched:
+            conflicts.append(Conflict(restore, "changed outside the agent between turns"))
+        elif now.get(path) != agent_last[path]:
+            conflicts.append(Conflict(restore, "changed since the agent last wrote it"))
+        else:
+            restores.append(restore)
+    return restores, conflicts
+
+
+def _changed(old: Mapping[str, Entry], new: Mapping[str, Entry]) -> set[str]:
+    return {p for p in set(old) | set(new) if old.get(p) != new.get(p)}
+
+
+def preview(plan: RewindPlan, stores: Mapping[str, RootStore], chosen: Sequence[Restore]) -> str:
+    """The diff a rewind would apply, from the tree as it is to what it puts back."""
+    parts: list[str] = []
+    for root, store in stores.items():
+        paths = [r.path for r in chosen if r.root == root]
+        if paths and root in plan.current and root in plan.targets:
+            parts.append(store.patch(plan.current[root], plan.targets[root], paths))
+    return "".join(parts)
+
+
+# --- applying ---------------------------------------------------------------------------------------------
+def apply(chosen: Sequence[Restore], stores: Mapping[str, RootStore], journal: Path) -> list[str]:
+    """Puts each chosen file back; returns the problems ("path: reason") of those it could not."""
+    blobs: dict[str, bytes] = {}
+    for root, store in stores.items():
+        ids = [r.entry[1] for r in chosen if r.root == root and r.entry is not None]
+        blobs |= store.contents(ids)
+    _write_journal(journal, chosen)
+    problems = [p for r in chosen if (p := _put_back(r, blobs)) is not None]
+    with contextlib.suppress(OSError):
+        journal.unlink()
+    return problems
+
+
+def finish_interrupted(journal: Path, stores: Mapping[str, RootStore]) -> list[str] | None:
+    """Completes a rewind a kill cut short (None when there was none): putting a file back twice is harmless."""
+    try:
+        data = json.loads(journal.read_text())
+        chosen = [Restore(r["root"], r["path"], tuple(r["entry"]) if r["entry"] else None) for r in data]  # type: ignore[misc]
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        with contextlib.suppress(OSError):
+            journal.unlink()
+        return ["the journal of an interrupted rewind was unreadable: nothing was put back"]
+    known = [r for r in chosen if r.root in stores]
+    return apply(known, stores, journal)
+
+
+def _write_journal(journal: Path, chosen: Sequence[Restore]) -> None:
+    data = [{"root": r.root, "path": r.path, "entry": list(r.entry) if r.entry else None} for r in chosen]
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=journal.parent, delete=False) as handle:
+        json.dump(data, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(handle.name, journal)
+
+
+def _put_back(restore: Restore, blobs: Mapping[str, bytes]) -> str | None:
+    try:
+        parent = _safe_parent(restore.root, restore.path, create=restore.entry is not None)
+        if parent is None:
+            return None  # deleting a file whose directory is gone already: nothing to do
+        full = os.path.join(parent, os.path.basename(restore.path))
+        if restore.entry is None:
+            if os.path.islink(full) or (os.path.lexists(full) and not os.path.isdir(full)):
+                os.unlink(full)
+            return None
+        mode, object_id = restore.entry
+        _replace(full, mode, blobs[object_id])
+    except (OSError, KeyError, CheckpointError) as error:
+        return f"{restore.full}: {getattr(error, 'strerror', None) or error}"
+    return None
+
+
+def _safe_parent(root: str, path: str, *, create: bool) -> str | None:
+    """The file's directory, every step of it a real directory inside the root: a symlink the agent planted on
+    the way (`dir -> /etc`) is never written through."""
+    current = root
+    for part in path.split("/")[:-1]:
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            raise CheckpointError(f"{current} is a symbolic link: not written through")
+        if not os.path.isdir(current):
+            if not create:
+                return None
+            if os.path.lexists(current):
+                raise CheckpointError(f"{current} is not a directory")
+            os.mkdir(current)
+    return current
+
+
+def _replace(full: str, mode: str, data: bytes) -> None:
+    directory, name = os.path.split(full)
+    temporary = os.path.join(directory, f".{name}.sprout-rewind")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temporary)
+    if mode == LINK:
+        os.symlink(os.fsdecode(data), temporary)
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        descriptor = os.open(
+            temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, (0o777 if mode == EXECUTABLE else 0o666) & ~umask
+        )
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+    if os.path.isdir(full) and not os.path.islink(full):
+        os.unlink(temporary)
+        raise CheckpointError(f"{full} is a directory now")
+    os.replace(temporary, full)
