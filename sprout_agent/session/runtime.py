@@ -55,6 +55,8 @@ class Runtime:
     session_id: str
     pool: ServerPool
     agent: Agent
+    checkpoints: Tracker | None = None  # the turns' checkpoints, for /rewind (None: off, or no data directory)
+    transcript: store.SessionStore | None = None
 
 
 def new_session_id(prepared: Prepared) -> str:
@@ -101,7 +103,7 @@ async def open_runtime(
         host = tool_host(pool) if tool_host is not None else pool
         agent = _build_agent(prepared, emit, ask, (pool, host), model, session_id, transcript, ledger)
         _fit_window(prepared, agent, facts)
-        agent.checkpoints = _make_tracker(prepared, emit, session_id, transcript, agent)
+        tracker = agent.checkpoints = _make_tracker(prepared, emit, session_id, transcript, agent)
         if prepared.resume is not None:
             agent.load(prepared.resume.history, "resume")
             old = prepared.resume.session_id
@@ -109,7 +111,7 @@ async def open_runtime(
             emit(Notice(f"resumed {what} ({len(prepared.resume.history)} messages)"))
         await agent.start_session("resume" if prepared.resume is not None else "startup")
         try:
-            yield Runtime(prepared, session_id, pool, agent)
+            yield Runtime(prepared, session_id, pool, agent, tracker, transcript)
         except Exception:
             await agent.end_session("error")
             raise
