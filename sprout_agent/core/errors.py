@@ -8,6 +8,7 @@ EXIT_RUNTIME = 1
 EXIT_USAGE = 2
 EXIT_MAX_TURNS = 3
 EXIT_BUDGET = 4
+EXIT_CONFLICTS = 5  # `sessions rewind`: done, but files the user changed were left alone (docs/sessions.md)
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 

@@ -46,7 +46,8 @@ def _session_files(directory: Path) -> list[Path]:
     return [path for _, path in sorted(dated, key=lambda item: item[0], reverse=True)]
 
 
-def _header(path: Path) -> dict[str, Any]:
+def header(path: Path) -> dict[str, Any]:
+    """A transcript's first record (its id, directory, the session it was forked from); {} when unreadable."""
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
             record = json.loads(handle.readline() or "{}")
@@ -85,7 +86,7 @@ def find(directory: Path, id_prefix: str) -> Path:
 def latest_for(directory: Path, cwd: str) -> Path:
     """The most recently active session started in `cwd`."""
     for path in _session_files(directory):
-        if _header(path).get("cwd") == cwd:
+        if header(path).get("cwd") == cwd:
             return path
     raise UsageError(f"no session to continue in {cwd} (sprout-agent sessions lists them)")
 
@@ -117,7 +118,7 @@ def list_sessions(
     found: list[SessionInfo] = []
     for path in _session_files(directory):
         try:
-            if cwd is not None and _header(path).get("cwd") != cwd:
+            if cwd is not None and header(path).get("cwd") != cwd:
                 continue
             found.append(describe(path))
         except UNREADABLE as error:

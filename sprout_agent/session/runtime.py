@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
-from sprout_agent.checkpoints.timeline import turns_from
 from sprout_agent.checkpoints.tracker import Tracker, checkpoint_roots
 from sprout_agent.config import settings as st
 from sprout_agent.config.sandboxing import ServerSandboxes
@@ -39,7 +38,7 @@ from sprout_agent.mcp.sampling import Approve, Sampler, always
 from sprout_agent.model import facts as model_facts
 from sprout_agent.model.facts import ModelFacts
 from sprout_agent.model.system_prompt import build_system_prompt
-from sprout_agent.session import branches, store
+from sprout_agent.session import checkpointing, store
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.trust import sandbox as sb
 
@@ -252,22 +251,17 @@ def _make_tracker(
 ) -> Tracker | None:
     """The turn's checkpoints (docs/rewind.md), in the user data directory; a resumed session goes on from its
     recorded turns. Nothing is checkpointed without a data directory, or with SPROUT_AGENT_CHECKPOINTS=off."""
-    where = p.locations
-    if not p.settings.checkpoints or where.data is None:
+    if not p.settings.checkpoints:
         return None
-    turns = (
-        turns_from(branches.records_at(transcript.path)) if transcript is not None and transcript.path.exists() else []
-    )
     policy = agent.permit
-    return Tracker(
-        checkpoint_roots(str(p.options.cwd), [str(p.options.cwd / d) for d in p.options.add_dirs]),
-        str(p.options.cwd),
-        where.data / "checkpoints",
+    return checkpointing.tracker_for(
+        p.locations,
         session_id,
+        str(p.options.cwd),
+        checkpoint_roots(str(p.options.cwd), [str(p.options.cwd / d) for d in p.options.add_dirs]),
         emit=emit,
-        write_record=transcript.mark if transcript is not None else None,
-        turns=turns,
-        private=[d for d in (where.data, where.sessions, where.config, where.logs, where.cache) if d is not None],
+        transcript=transcript,
+        turns=checkpointing.recorded_turns(transcript.path if transcript is not None else None),
         read_only=lambda: isinstance(policy, Policy) and policy.mode == READ_ONLY,
     )
 

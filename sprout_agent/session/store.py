@@ -164,6 +164,14 @@ class SessionStore:
         store._open()
         return store
 
+    @classmethod
+    def existing(cls, path: Path) -> SessionStore:
+        """A recorded session opened (and locked) to add records of another part (`sessions rewind`): a run that
+        holds it makes this a usage error, as a second resume would."""
+        store = cls(path, None, private_dir=True)
+        store._open()
+        return store
+
     def appended(self, message: Message) -> None:
         early, self._early = self._early, set()
         if early:  # what the batch's results already recorded is not written twice

@@ -16,6 +16,7 @@ from sprout_agent.faces.cli import options as o
 from sprout_agent.faces.cli.argv import POSITIONAL, PromptOrCommand
 from sprout_agent.faces.cli.commands.batch import batch_app
 from sprout_agent.faces.cli.commands.servers import hooks_app, mcp_app
+from sprout_agent.faces.cli.commands.sessions_app import sessions_app
 from sprout_agent.faces.cli.exits import exit_now, fail, fail_as
 from sprout_agent.faces.cli.options import InputFormat, OutputFormat
 
@@ -178,18 +179,7 @@ def main_command(
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(hooks_app, name="hooks")
 app.add_typer(batch_app, name="batch")  # commands/batch.py
-
-
-@app.command("sessions")
-def sessions_list(
-    here: Annotated[bool, typer.Option("--here", help="Only sessions started in the current directory.")] = False,
-    limit: Annotated[int | None, typer.Option(min=1, metavar="N", help="Show at most this many.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="A JSON array on stdout.")] = False,
-) -> None:
-    """List recorded sessions, newest activity first: id, directory, last activity, turns, first prompt."""
-    from sprout_agent.faces.cli.commands.sessions import list_command
-
-    exit_now(list_command(here=here, limit=limit, as_json=as_json))
+app.add_typer(sessions_app, name="sessions")  # commands/sessions_app.py
 
 
 @app.command("acp")

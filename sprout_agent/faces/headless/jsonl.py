@@ -159,7 +159,7 @@ class JsonlSink:
         info = ResultInfo(
             event.text, event.stop_reason, self.session_id, event.turns, event.usage, event.cost_usd,
             ms(event.seconds), code, [event.error] if event.error else [], ms(api), denials, dict(self._model_usage),
-            event.structured_output,
+            event.structured_output, changes=event.changes,
         )  # fmt: skip
         return result_record(info)
 

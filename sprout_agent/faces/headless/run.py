@@ -29,7 +29,7 @@ from sprout_agent.core.errors import (
     exit_code_for_stop,
     sprout_error_in,
 )
-from sprout_agent.core.events import Event, Notice, TurnFinished
+from sprout_agent.core.events import Event, Notice, TurnChanges, TurnFinished
 from sprout_agent.core.messages import Image, Usage
 from sprout_agent.core.tool_names import sdk_tool_name
 from sprout_agent.faces.headless.control import Control, LineWriter, Skipped, prompts_of, stdin_lines
@@ -236,7 +236,8 @@ class Headless:
             self.sdk.turn = None
         if scope.cancelled_caught:
             seconds = time.monotonic() - started
-            self.emit(TurnFinished("interrupted", "", 0, ledger.usage - before, ledger.cost, seconds))
+            interrupted = TurnFinished("interrupted", "", 0, ledger.usage - before, ledger.cost, seconds)
+            self.emit(replace(interrupted, changes=last_turn_changes(runtime)))
         return result
 
     async def _prompts(self) -> AsyncIterator[tuple[str, tuple[Image, ...]] | Skipped]:
@@ -308,12 +309,24 @@ class Headless:
                     structured_output=outcome.structured,
                     api_failed=outcome.api_failed,
                     api_error_status=outcome.api_status,
+                    changes=last_turn_changes(self.runtime),
                 ),
                 reported=outcome.reported,
             )
         if outcome.fatal is not None:
             sys.stderr.write(f"sprout-agent: {printable(outcome.fatal)}\n")
         return outcome.code
+
+
+def last_turn_changes(runtime: Runtime | None) -> TurnChanges | None:
+    """The checkpoint of the session's last turn, for a `result` no `TurnFinished` carried (a turn the SDK's
+    interrupt, a signal or an error cut short; json's one result): None when that turn took none."""
+    tracker = runtime.checkpoints if runtime is not None else None
+    turns = [turn for turn in tracker.turns if turn.kind == "turn"] if tracker is not None else []
+    turn = turns[-1] if turns else None  # a rewind step (the SDK's rewind_files) is not a turn of the user's
+    if turn is None or not turn.before:
+        return None
+    return TurnChanges(turn.number, turn.files, turn.skipped)
 
 
 def _stdin_chunk(size: int) -> bytes:

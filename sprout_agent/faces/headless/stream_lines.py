@@ -99,6 +99,7 @@ class ResultInfo:
     structured_output: Mapping[str, object] | None = None  # --json-schema: the validated answer
     api_failed: bool = False  # the model API failed after retries
     api_error_status: int | None = None  # its last HTTP status (None: no answer)
+    changes: ev.TurnChanges | None = None  # the turn's checkpoint and what it changed (None: none was taken)
 
 
 def new_uuid() -> str:
@@ -186,6 +187,7 @@ def result_record(info: ResultInfo) -> Record:
         "stop_reason": info.stop_reason,
         "exit_code": info.exit_code,
         "errors": list(info.errors),
+        "checkpoint": checkpoint_record(info.changes),
     }
     if info.structured_output is not None:  # as Claude Code: only a run with a valid structured answer has it
         record["structured_output"] = dict(info.structured_output)
@@ -194,6 +196,28 @@ def result_record(info: ResultInfo) -> Record:
         # `success` (the turn machinery ran), `is_error`, the cause in `result`, `terminal_reason: "api_error"`.
         record |= {"subtype": "success", "terminal_reason": "api_error", "api_error_status": info.api_error_status}
     return record
+
+
+def checkpoint_record(changes: ev.TurnChanges | None) -> Record | None:
+    """The turn's checkpoint for scripts: its number (`sessions rewind ID --to TURN`) and each file it changed, with
+    the tool calls that did it (the ids of the `tool_use` blocks); null when no checkpoint was taken."""
+    if changes is None:
+        return None
+    files = [
+        {
+            "path": change.path, "status": change.status, "added": change.added, "removed": change.removed,
+            "tool_use_ids": list(change.calls), "tools": list(change.tools),
+        }
+        for change in changes.files
+    ]  # fmt: skip
+    added, removed = sum(f.added for f in changes.files), sum(f.removed for f in changes.files)
+    return {
+        "turn": changes.turn,
+        "files_changed": files,
+        "added": added,
+        "removed": removed,
+        "skipped": list(changes.skipped),
+    }
 
 
 def assistant_record(event: ev.AssistantMessage) -> Record:
