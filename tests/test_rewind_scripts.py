@@ -17,6 +17,7 @@ from sprout_agent.core.errors import EXIT_USAGE
 from sprout_agent.faces.cli.commands import session_rewind, sessions
 from sprout_agent.session import store
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.fake_sdk import FakeSdk, run_with_sdk
 from tests.headless_here import headless
 from tests.stream_schema import of_type, stream
 
@@ -145,7 +146,11 @@ def test_sessions_prune_removes_old_sessions_with_their_refs_indexes_and_shadow_
     data = Locations.for_user().data
     assert data is not None
     shadows = list((data / "checkpoints").glob("*/shadow.git"))
-    assert len(shadows) == 1  # the plain directory's
+    assert len(shadows) == 1  # the plain directory's, holding this session's checkpoints
+    assert (
+        git(plain, f"--git-dir={shadows[0]}", "for-each-ref", "--format=%(refname)")
+        == f"refs/sprout-agent/{session_id}\n"
+    )
     assert git(work, "for-each-ref", "--format=%(refname)", "refs/sprout-agent/") == f"refs/sprout-agent/{session_id}\n"
     users_refs = git(work, "for-each-ref")
     capsys.readouterr()
@@ -163,3 +168,29 @@ def test_sessions_prune_removes_old_sessions_with_their_refs_indexes_and_shadow_
     assert theirs and git(work, "for-each-ref") == theirs  # ours went, and only ours
     assert not shadows[0].exists() and not list((data / "checkpoints").glob("*/*.index"))
     assert not list((data / "sessions").glob("*.jsonl"))
+
+
+def test_rewind_files_without_the_sdks_checkpointing_option_is_refused_as_claude_code_refuses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our checkpoints are on, but the SDK did not ask for file checkpointing: Claude Code's answer when it is off
+    (an error; a dry run: canRewind false). The replayed message is what the SDK would name."""
+    answers: dict[str, Any] = {}
+
+    def script(sdk: FakeSdk) -> None:
+        sdk.user("write it")
+        echoed = sdk.expect(lambda r: r.get("type") == "user" and r.get("isReplay") is True)
+        assert echoed["message"]["content"] == [{"type": "text", "text": "write it"}]
+        sdk.expect(lambda r: r.get("type") == "result")
+        uuid = echoed["uuid"]
+        answers["real"] = sdk.control("r1", "rewind_files", user_message_id=uuid)
+        answers["dry"] = sdk.control("r2", "rewind_files", user_message_id=uuid, dry_run=True)
+
+    script_replies = [reply(tool_use("dev__write", {"file_path": "x.txt", "content": "x\n"})), reply("Done.")]
+    with FakeAnthropic(script_replies) as fake:
+        options = Options(None, replay_user_messages=True)
+        code, _sdk, err = run_with_sdk(tmp_path, monkeypatch, script, fake=fake, options=options, env=DEV)
+    assert code == 0, err
+    assert answers["real"] == {"subtype": "error", "request_id": "r1", "error": "File rewinding is not enabled."}
+    assert answers["dry"]["response"] == {"canRewind": False, "error": "File rewinding is not enabled."}
+    assert (tmp_path / "work" / "x.txt").exists()

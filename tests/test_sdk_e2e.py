@@ -311,3 +311,51 @@ def test_typescript_query_with_output_format_gets_structured_output(tmp_path: Pa
     last = report["last"]
     assert last["type"] == "result" and last["subtype"] == "success", last
     assert last["structured_output"] == {"count": 3} and fake.refused == []
+
+
+@pytest.mark.anyio
+async def test_python_client_rewinds_files_to_a_user_message_a_shell_commands_file_included(tmp_path: Path) -> None:
+    """enable_file_checkpointing and rewind_files, as the SDK's documentation shows them: the replayed user
+    message's uuid names the point; a file made by a command goes too (Claude Code covers only its edit tools).
+    A dry run answers in Claude Code's shape; without the option the request fails as Claude Code's does."""
+    sdk = pytest.importorskip("claude_agent_sdk")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "app.py").write_text("v1\n")
+    script = [
+        reply(tool_use("dev__read", {"file_path": "app.py"}, id="t_read")),
+        reply(tool_use("dev__write", {"file_path": "app.py", "content": "v2\n"}, id="t_v2")),
+        reply("first done"),
+        reply(tool_use("dev__bash", {"command": "echo made > gen.txt"}, id="t_gen")),
+        reply(tool_use("dev__write", {"file_path": "app.py", "content": "v3\n"}, id="t_v3")),
+        reply("second done"),
+    ]
+
+    def prompt_uuid(messages: list[Any]) -> str:
+        echoed = [m for m in messages if isinstance(m, sdk.UserMessage) and m.uuid and not m.parent_tool_use_id]
+        return next(m.uuid for m in echoed if any(isinstance(b, sdk.TextBlock) for b in m.content))
+
+    with FakeAnthropic(script) as fake:
+        replay = {"replay-user-messages": None}
+        more = {"enable_file_checkpointing": True, "extra_args": replay, "permission_mode": "bypassPermissions"}
+        options = sdk_options(tmp_path, fake, **more)
+        with anyio.fail_after(bounded(90)):
+            async with sdk.ClaudeSDKClient(options) as client:
+                await client.query("make it v2")
+                first = prompt_uuid([m async for m in client.receive_response()])
+                await client.query("generate, then v3")
+                second = prompt_uuid([m async for m in client.receive_response()])
+                assert (work / "app.py").read_text() == "v3\n" and (work / "gen.txt").exists()
+                preview = await client._query._send_control_request(  # pyright: ignore[reportPrivateUsage]
+                    {"subtype": "rewind_files", "user_message_id": second, "dry_run": True}
+                )
+                assert (work / "app.py").read_text() == "v3\n"  # a dry run changes nothing
+                await client.rewind_files(second)
+                assert (work / "app.py").read_text() == "v2\n" and not (work / "gen.txt").exists()
+                await client.rewind_files(first)
+                assert (work / "app.py").read_text() == "v1\n"
+                with pytest.raises(Exception, match="No file checkpoint found"):
+                    await client.rewind_files(str(uuid.uuid4()))
+    assert preview["canRewind"] is True and preview["conflicts"] == []
+    assert sorted(preview["filesChanged"]) == [str((work / "app.py").resolve()), str((work / "gen.txt").resolve())]
+    assert (preview["insertions"], preview["deletions"]) == (1, 2)

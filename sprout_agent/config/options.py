@@ -57,6 +57,7 @@ class Options:
     fallback_model: str | None = None  # --fallback-model: used when the model is overloaded or unavailable
     include_partial_messages: bool = False  # stream-json: raw stream events as `stream_event` lines
     await_initialize: bool = False  # stream-json: the session starts after the SDK's `initialize` (its servers)
+    replay_user_messages: bool = False  # stream-json: stdin's user messages echoed with a uuid (SDK rewind_files)
     json_schema: str | None = None  # --json-schema: a file or inline JSON; each answer is a value valid against it
 
 

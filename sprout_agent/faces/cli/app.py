@@ -131,6 +131,7 @@ def main_command(
     permission_prompt_tool: o.PermissionPromptToolOption = None,
     include_partial_messages: o.IncludePartialMessagesOption = False,
     await_initialize: o.AwaitInitializeOption = False,
+    replay_user_messages: o.ReplayUserMessagesOption = False,
     json_schema: o.JsonSchemaOption = None,
     no_warm: o.NoWarmOption = False,
     version: Annotated[

@@ -30,7 +30,6 @@ IGNORED: dict[str, tuple[int, str]] = {
     "--thinking-display": (1, "thinking is shown as sprout-agent shows it"),
     "--include-hook-events": (0, "hook events are not in the stream"),
     "--include-partial-messages": (0, "stream-json lines are whole messages"),
-    "--replay-user-messages": (0, "user messages are not echoed"),
     "--session-mirror": (0, "sessions are recorded only in sprout-agent's own store"),
     "--no-session-persistence": (0, "sessions are always recorded"),
     "--debug": (OPTIONAL, "use -v/--verbose (or SPROUT_AGENT_DEBUG=1 for tracebacks)"),

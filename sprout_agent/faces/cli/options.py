@@ -136,6 +136,13 @@ AwaitInitializeOption = Annotated[
         "SDK sends its MCP servers there). Driven by an Agent SDK, sprout-agent waits for it anyway."
     ),
 ]
+ReplayUserMessagesOption = Annotated[
+    bool,
+    typer.Option(
+        help="stream-json input and output: echo each user message from stdin as a `user` line with a uuid, which "
+        "the SDKs' rewind_files takes (docs/sdk.md)."
+    ),
+]
 JsonSchemaOption = Annotated[
     str | None,
     typer.Option(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import binascii
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TextIO, assert_never, cast
 
@@ -31,6 +31,7 @@ from sprout_agent.faces.headless.stream_lines import (
     init_record,
     ms,
     new_uuid,
+    replayed_user_record,
     result_record,
     system_record,
     tool_result_record,
@@ -104,6 +105,13 @@ class JsonlSink:
             return
         for record in self._records(event):
             self._write(record)
+
+    def replay(self, text: str, images: Sequence[Image], line_uuid: str) -> None:
+        """`--replay-user-messages`: the user message echoed with the uuid that names its turn (stream-json)."""
+        if self.stream and self._initialised and not self._finished:
+            write_record(
+                self.out, {**replayed_user_record(text, images), "session_id": self.session_id, "uuid": line_uuid}
+            )
 
     def write_raw(self, record: Record) -> None:
         """A line of another protocol (a control_response) on the same stdout: one whole line, never interleaved."""

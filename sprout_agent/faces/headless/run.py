@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -228,17 +229,30 @@ class Headless:
         """One turn; None when the SDK interrupted it (its `result` line says "interrupted")."""
         result, ledger, started = None, runtime.agent.ledger, time.monotonic()
         before = ledger.usage
+        line_uuid = self._replay(prompt, attachments)
+        tracker = runtime.checkpoints
+        number = tracker.turns[-1].number + 1 if tracker is not None and tracker.turns else 1  # what it will be
         with anyio.CancelScope() as scope:
             if self.sdk is not None:
                 self.sdk.turn = scope
             result = await runtime.agent.run_turn(prompt, attachments)
         if self.sdk is not None:
             self.sdk.turn = None
+            if line_uuid is not None and tracker is not None:
+                self.sdk.rewind.remember(line_uuid, number)
         if scope.cancelled_caught:
             seconds = time.monotonic() - started
             interrupted = TurnFinished("interrupted", "", 0, ledger.usage - before, ledger.cost, seconds)
             self.emit(replace(interrupted, changes=last_turn_changes(runtime)))
         return result
+
+    def _replay(self, prompt: str, attachments: tuple[Image, ...]) -> str | None:
+        """--replay-user-messages: the prompt echoed as a `user` line; its uuid names the turn (SDK rewind_files)."""
+        if self.jsonl is None or not self.prepared.options.replay_user_messages:
+            return None
+        line_uuid = str(uuid.uuid4())
+        self.jsonl.replay(prompt, attachments, line_uuid)
+        return line_uuid
 
     async def _prompts(self) -> AsyncIterator[tuple[str, tuple[Image, ...]] | Skipped]:
         options = self.prepared.options

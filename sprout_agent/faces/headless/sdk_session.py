@@ -1,7 +1,8 @@
 """What the Claude Agent SDKs' control requests do to a headless session (docs/sdk.md).
 
 `initialize` takes the SDK's system prompt and names its in-process MCP servers; `interrupt` cancels the running
-turn; `set_permission_mode` and `set_model` apply from the next request; `mcp_status` lists the servers.
+turn; `set_permission_mode` and `set_model` apply from the next request; `mcp_status` lists the servers;
+`rewind_files` puts the files back as they were at a user message (sdk_rewind.py).
 `SdkAsk` puts the permission question to the SDK's `can_use_tool` callback, and `SdkRelay` carries an SDK
 server's MCP messages (`mcp_message`).
 """
@@ -26,6 +27,7 @@ from sprout_agent.core.tool_names import sdk_tool_name
 from sprout_agent.faces.commands import switch_to
 from sprout_agent.faces.headless.control import Body, Control, ControlError, Handler
 from sprout_agent.faces.headless.sdk_hooks import SdkHooks, tool_input
+from sprout_agent.faces.headless.sdk_rewind import ENABLE, SdkRewind
 from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session.prepared import Prepared, prepare
 from sprout_agent.session.runtime import Runtime
@@ -50,6 +52,8 @@ class SdkSession:
         self.initialized = False
         self.settled = anyio.Event()  # the first `initialize` has been answered (or refused)
         self.callbacks: SdkHooks | None = None  # the SDK's hook callbacks (set by the face: they need the channel)
+        enabled = prepared.inherited_env.get(ENABLE, "").strip().lower() in ("1", "true", "yes", "on")
+        self.rewind = SdkRewind(enabled, lambda: self.runtime, lambda: self.turn is not None)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -58,6 +62,7 @@ class SdkSession:
             "set_permission_mode": self.set_permission_mode,
             "set_model": self.set_model,
             "mcp_status": self.mcp_status,
+            "rewind_files": self.rewind.rewind_files,
         }
 
     def attach(self, runtime: Runtime) -> None:

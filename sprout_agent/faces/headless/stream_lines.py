@@ -239,6 +239,14 @@ def tool_result_record(call_id: str, content: Sequence[Text | Image], is_error: 
     return {"type": "user", "message": {"role": "user", "content": [block]}, "parent_tool_use_id": None}
 
 
+def replayed_user_record(text: str, images: Sequence[Image]) -> Record:
+    """`--replay-user-messages`: a user message from stdin, echoed once its turn starts (its `uuid` names the turn
+    for the SDKs' `rewind_files`), in the TypeScript SDK's SDKUserMessageReplay shape."""
+    content = [content_block(Text(text), {}), *(content_block(image, {}) for image in images)]
+    message = {"role": "user", "content": content}
+    return {"type": "user", "message": message, "parent_tool_use_id": None, "isReplay": True}
+
+
 def content_block(block: Block, sdk_names: Mapping[str, str]) -> Record:
     match block:
         case Text():
