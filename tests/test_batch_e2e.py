@@ -334,3 +334,30 @@ def test_a_task_without_repo_or_cwd_cannot_write_the_repository_holding_out_its_
     assert (project / "README").read_text() == "mine\n" and not (project / "planted").exists()
     assert [r["id"] for r in read_log(out / "results.jsonl")] == ["first", "second"]
     assert os.listdir(out / "work" / "first") == [".git"]
+
+
+def test_a_tasks_record_says_how_to_rewind_its_tree_and_that_command_does(tmp_path: Path) -> None:
+    """The real CLI: the task's session lives where the batch's user keeps sessions, so the record's command, run
+    later by a reviewer with the same environment, finds it and puts the task's tree back."""
+    repo = git_repo(tmp_path / "repo")
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": "edit", "prompt": "add a file", "repo": str(repo)}])
+    script = [reply(tool_use("dev__write", {"file_path": "new.txt", "content": "n\n"}, id="t_new")), reply("added")]
+    with FakeAnthropic(script) as fake:
+        env = agent_env(tmp_path, fake, {"SPROUT_AGENT_BUILTIN_SERVERS": "dev"})
+        run = subprocess.run(
+            agent_command(["batch", "tasks.jsonl", "--out", "out"]),
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=bounded(120),
+        )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    (record,) = read_log(tmp_path / "out" / "results.jsonl")
+    tree = Path(record["cwd"])
+    assert (tree / "new.txt").exists()
+    command = f"sprout-agent sessions rewind {record['session_id']} --to 1 --files-only"
+    assert record["checkpoints"] == {"turns": [1], "rewind": command}
+    rewound = subprocess.run(
+        agent_command([*command.split()[1:], "--json"]),
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=bounded(60),
+    )  # fmt: skip
+    assert rewound.returncode == 0, rewound.stderr
+    assert json.loads(rewound.stdout)["restored"] == ["new.txt"]  # as the session saw it: from its directory
+    assert not (tree / "new.txt").exists()

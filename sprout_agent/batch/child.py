@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sprout_agent.batch import workdir
-from sprout_agent.batch.outcome import last_result, read_result, status_of
+from sprout_agent.batch.outcome import checkpoints, last_result, read_result, status_of
 from sprout_agent.batch.tasks import Task
 from sprout_agent.core.processes import die_with_us
 
@@ -65,7 +65,7 @@ def command(job: Job, where: Path) -> list[str]:
 def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
     """Runs the task; never raises for the task's own failures (they are its record)."""
     started = time.monotonic()
-    base: dict[str, Any] = {"id": job.task.id, "transcript": f"transcripts/{job.task.name}.jsonl"}
+    base: dict[str, Any] = {"id": job.task.id, "transcript": f"transcripts/{job.task.name}.jsonl", "checkpoints": None}
     try:
         tree = workdir.prepare(job.task.repo, job.task.cwd, job.tree)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
@@ -98,6 +98,7 @@ def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
     code = process.returncode if process.returncode >= 0 else 128 - process.returncode
     record = base | {"status": status_of(code, timed_out, interrupted), "exit_code": code}
     record |= outcome | {"duration_ms": _ms(started), "cwd": str(tree.path), "diff": workdir.diff(tree)}
+    record["checkpoints"] = checkpoints(stream, outcome["session_id"])
     return Finished(record, stream, stderr)
 
 

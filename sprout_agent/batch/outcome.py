@@ -4,6 +4,7 @@ and the record written to results.jsonl; the statuses a record can have."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, cast
 
 from sprout_agent.core.errors import EXIT_OK
@@ -12,6 +13,7 @@ from sprout_agent.core.errors import EXIT_OK
 # SIGTERM) ended it; an interrupted task is not finished, so the next run with the same --out runs it again.
 STATUSES = ("ok", "failed", "timeout", "interrupted")
 FINISHED = frozenset({"ok", "failed", "timeout"})
+_SAFE_ID = re.compile(r"[0-9A-Za-z-]{1,64}")  # a session id fit to paste into a shell command as it is
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
@@ -26,6 +28,25 @@ def last_result(stream: str) -> dict[str, Any] | None:
         if found is not None and found.get("type") == "result":
             return found
     return None
+
+
+def checkpoints(stream: str, session_id: object) -> dict[str, Any] | None:
+    """What a reviewer needs to rewind the task's tree: the turns that took a checkpoint (the `checkpoint` of each
+    `result` line, docs/stream-json.md) and the command that puts the files back as they were before the first;
+    None when no turn took one (nothing written, or checkpoints off)."""
+    turns: list[int] = []
+    for line in stream.splitlines():
+        try:
+            obj: Any = json.loads(line)
+        except ValueError:
+            continue
+        found = as_object(obj) or {}
+        point = as_object(found.get("checkpoint")) if found.get("type") == "result" else None
+        if point is not None and isinstance(point.get("turn"), int) and point["turn"] not in turns:
+            turns.append(point["turn"])
+    if not turns or not isinstance(session_id, str) or not _SAFE_ID.fullmatch(session_id):
+        return None
+    return {"turns": turns, "rewind": f"sprout-agent sessions rewind {session_id} --to {min(turns)} --files-only"}
 
 
 def as_object(value: Any) -> dict[str, Any] | None:
@@ -84,4 +105,5 @@ def interrupted_record(task_id: str, name: str, reason: str) -> dict[str, Any]:
         **read_result(None),
         "errors": [reason],
         "diff": None,
+        "checkpoints": None,
     }
