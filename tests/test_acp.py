@@ -153,6 +153,10 @@ async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path, m
     plan = [u for u in updates if u.session_update == "plan"]
     assert [(e.content, e.status) for e in plan[-1].entries] == [("Edit notes", "completed"), ("Check", "in_progress")]
     assert statuses(updates, "e") == ["pending", "in_progress", "completed"]
+    # The turn's diff from its checkpoints (docs/rewind.md): what every call changed, a command's changes too.
+    turn = calls["turn-1-changes"]
+    assert (turn.kind, turn.status, turn.title) == ("edit", "completed", "1 file changed: +1 −1")
+    assert [(d.path, d.old_text, d.new_text) for d in turn.content] == [(path, "alpha\nbeta\n", "alpha\ngamma\n")]
 
 
 @pytest.mark.e2e  # the cancel reaches a call running in an MCP server process

@@ -185,7 +185,7 @@ class RootStore:
         """Every path git would consider, tracked or not (ignored ones left out the way git leaves them out):
         path → untracked. A shadow repository has no index of the user's: everything there is untracked."""
         flags = ["ls-files", "-z", "-t", "--others", "--exclude-standard", *([] if self.shadow else ["--cached"])]
-        env = {"GIT_INDEX_FILE": os.devnull} if self.shadow else {}
+        env = {"GIT_INDEX_FILE": str(self.work_dir / "absent.index")} if self.shadow else {}  # missing: empty
         out = self._git(flags, user_index=not self.shadow, extra=env)
         listed: dict[str, bool] = {}
         for item in out.split("\0"):
