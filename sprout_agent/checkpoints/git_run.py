@@ -40,9 +40,10 @@ class TimedOut(CheckpointError):
 
 def run_git(args: list[str], cwd: str | None, env: Mapping[str, str] | None = None, stdin: str | None = None) -> str:
     try:
+        # Bytes, decoded here: text mode would turn a name's carriage return into a newline.
         done = subprocess.run(
-            [*git_argv(), *args], cwd=cwd, input=stdin, capture_output=True, text=True, env=env,
-            timeout=GIT_TIMEOUT, check=False, errors="surrogateescape",
+            [*git_argv(), *args], cwd=cwd, input=None if stdin is None else os.fsencode(stdin),
+            capture_output=True, env=env, timeout=GIT_TIMEOUT, check=False,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         command = next((a for a in args if not a.startswith("-")), "")
@@ -51,8 +52,8 @@ def run_git(args: list[str], cwd: str | None, env: Mapping[str, str] | None = No
         raise CheckpointError(f"git: {error}") from None
     if done.returncode != 0:
         command = next((a for a in args if not a.startswith("-")), "")
-        raise CheckpointError(f"git {command}: {done.stderr.strip()[-300:]}")
-    return done.stdout
+        raise CheckpointError(f"git {command}: {os.fsdecode(done.stderr).strip()[-300:]}")
+    return os.fsdecode(done.stdout)
 
 
 def c_quoted(name: str) -> str:

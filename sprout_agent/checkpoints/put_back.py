@@ -60,11 +60,11 @@ def _open_parent(root: str, parts: list[str], *, create: bool) -> int | None:
                 os.mkdir(part, dir_fd=directory)
                 inner = os.open(part, _DIRECTORY, dir_fd=directory)
             except OSError as error:
-                if error.errno == errno.ELOOP:
+                if error.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                if stat.S_ISLNK(os.lstat(part, dir_fd=directory).st_mode):
                     raise CheckpointError(f"{part} is a symbolic link: not written through") from None
-                if error.errno == errno.ENOTDIR:
-                    raise CheckpointError(f"{part} is not a directory now") from None
-                raise
+                raise CheckpointError(f"{part} is not a directory now") from None
             os.close(directory)
             directory = inner
     except BaseException:
