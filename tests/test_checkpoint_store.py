@@ -55,7 +55,7 @@ class Store:
         )
         return self.tracker
 
-    def turn(self, change: Callable[[], None]) -> TurnChanges | None:
+    def turn(self, change: Callable[[], object]) -> TurnChanges | None:
         async def go() -> TurnChanges | None:
             await self.tracker.turn_started("t", [])
             await self.tracker.round_starting([ToolUse("c1", "x__run", {})], {"x__run": SPEC})
@@ -65,7 +65,7 @@ class Store:
 
         return anyio.run(go)
 
-    def rewind(self, turn: int, include: tuple[str, ...] = (), edit: Callable[[], None] = lambda: None) -> list[str]:
+    def rewind(self, turn: int, include: tuple[str, ...] = (), edit: Callable[[], object] = lambda: None) -> list[str]:
         """Plans, lets `edit` run (the user, between the preview and the go-ahead), applies: the problems."""
 
         async def go() -> list[str]:
