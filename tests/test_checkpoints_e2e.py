@@ -37,7 +37,7 @@ def after(name: str) -> bytes:
     return f"after {name}\n".encode() * 50
 
 
-def take_turn(repo: Path, store: Path, records: Path, change: Callable[[], None]) -> None:
+def take_turn(repo: Path, store: Path, records: Path, change: Callable[[], object]) -> None:
     from sprout_agent.core.messages import ToolUse
     from sprout_agent.core.protocols import ToolSpec
 
