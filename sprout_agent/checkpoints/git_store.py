@@ -58,6 +58,8 @@ class RootStore:
     last: Snapshot | None = None
     broken: str | None = None  # why this root is no longer checkpointed in this session (git timed out)
     _index_dirty: bool = False  # a snapshot failed after writing the private index: rebuild it from `last`
+    _stats_dirty: bool = False  # the stat cache gained entries since it was saved
+    _trees: dict[str, dict[str, Entry]] = field(default_factory=dict[str, dict[str, Entry]])  # commit → entries
     _stats: dict[str, list[object]] = field(default_factory=dict[str, list[object]])  # path → [stat key, id]
 
     @classmethod
@@ -119,6 +121,7 @@ class RootStore:
             tree = self._git(["write-tree"]).strip()
         except CheckpointError:  # an object the cache names was pruned (git gc): hash everything once more
             self._stats.clear()
+            self._trees.clear()
             entries, skipped = self._entries(listed)
             self._git(["read-tree", "--empty"])
             self.last = None if self.last is None else Snapshot(self.last.commit, {}, self.last.skipped)
@@ -129,10 +132,16 @@ class RootStore:
         self._git(["update-ref", "-m", "sprout-agent checkpoint", self.ref, commit])
         self.last = Snapshot(commit, entries, tuple(skipped))
         self._index_dirty = False
-        _save_stats(self.stats_file, self._stats)
+        self._remember(commit, entries)
+        if self._stats_dirty:  # (a 10,000-file cache costs ~25 ms to write: only when it changed)
+            _save_stats(self.stats_file, self._stats)
+            self._stats_dirty = False
         return self.last
 
-    def tree(self, commit: str) -> dict[str, Entry]:
+    def tree(self, commit: str) -> Mapping[str, Entry]:
+        """The snapshot's entries; the last few snapshots' are known without asking git (a turn's changes, a plan)."""
+        if (known := self._trees.get(commit)) is not None:
+            return known
         out = self._git(["ls-tree", "-r", "-z", "--full-tree", commit])
         entries: dict[str, Entry] = {}
         for item in out.split("\0"):
@@ -140,7 +149,13 @@ class RootStore:
                 meta, path = item.split("\t", 1)
                 mode, _kind, object_id = meta.split(" ")
                 entries[path] = (mode, object_id)
+        self._remember(commit, entries)
         return entries
+
+    def _remember(self, commit: str, entries: dict[str, Entry]) -> None:
+        self._trees[commit] = entries
+        while len(self._trees) > 6:  # the oldest goes: a 100,000-file tree's entries are ~20 MB
+            del self._trees[next(iter(self._trees))]
 
     def contents(self, object_ids: Iterable[str]) -> dict[str, bytes]:
         """The blobs' bytes, by id (`cat-file --batch`: one process for all of them)."""
@@ -206,30 +221,47 @@ class RootStore:
         skipped: list[str] = []
         crowded = _crowded_directories(p for p, untracked in listed.items() if untracked)
         skipped += [f"{directory}/: over {MAX_DIRECTORY_FILES} new files" for directory in sorted(crowded)]
-        entries: dict[str, Entry] = {}
-        to_hash: dict[str, list[object]] = {}  # path → its stat key
-        for path in listed:
-            if path.endswith("/"):
-                skipped.append(f"{path}: a repository of its own")
-            elif _inside(path, crowded) or _inside(path, self.exclude):
-                continue
-            elif (key := self._stat_key(path, skipped)) is not None:
-                cached = self._stats.get(path)
-                if cached is not None and cached[0] == key:
-                    entries[path] = (str(key[0]), str(cached[1]))
-                else:
-                    to_hash[path] = key
+        try:
+            root = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as error:
+            raise CheckpointError(f"cannot open {self.root}: {error.strerror}") from None
+        try:
+            entries, to_hash = self._compare(listed, tuple(f"{d}/" for d in (*crowded, *self.exclude)), skipped, root)
+        finally:
+            os.close(root)
         recent = time.time_ns() - RACY_NS
         for path, object_id in self._hash(to_hash, skipped).items():
             key = to_hash[path]
             entries[path] = (str(key[0]), object_id)
             if isinstance(key[2], int) and key[2] < recent:  # a file written in the last moments is hashed again
                 self._stats[path] = [key, object_id]
+                self._stats_dirty = True
         return entries, skipped
 
-    def _stat_key(self, path: str, skipped: list[str]) -> list[object] | None:
+    def _compare(
+        self, listed: Iterable[str], left_out: tuple[str, ...], skipped: list[str], root: int
+    ) -> tuple[dict[str, Entry], dict[str, list[object]]]:
+        """The entries the stat cache vouches for, and the paths to hash with their stat keys (the hot loop: one
+        `startswith` for what is left out, an lstat relative to the root's descriptor)."""
+        entries: dict[str, Entry] = {}
+        to_hash: dict[str, list[object]] = {}
+        stats = self._stats
+        for path in listed:
+            if path.endswith("/"):
+                skipped.append(f"{path}: a repository of its own")
+            elif left_out and path.startswith(left_out):
+                continue
+            elif (key := self._stat_key(path, skipped, root)) is not None:
+                cached = stats.get(path)
+                if cached is not None and cached[0] == key:
+                    entries[path] = (str(key[0]), str(cached[1]))
+                else:
+                    to_hash[path] = key
+        return entries, to_hash
+
+    def _stat_key(self, path: str, skipped: list[str], root: int) -> list[object] | None:
         try:
-            info = os.lstat(os.path.join(self.root, path))
+            info = os.lstat(path, dir_fd=root)
         except OSError:
             return None  # gone (a tracked file deleted): absent from the snapshot
         if stat.S_ISLNK(info.st_mode):

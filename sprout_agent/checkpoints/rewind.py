@@ -80,7 +80,7 @@ def _root_plan(store: RootStore, steps: Sequence[Turn], now_commit: str) -> tupl
     now = store.tree(now_commit)
     agent_last: dict[str, Entry | None] = {}  # path → what the agent's last change of it left
     user_touched: set[str] = set()
-    previous_after: dict[str, Entry] | None = None
+    previous_after: Mapping[str, Entry] | None = None
     for step in steps:
         before = store.tree(step.before[root])
         after = store.tree(step.after.get(root, step.before[root]))
