@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anyio.to_thread
 
-from sprout_agent.checkpoints.git_store import GIT, CheckpointError, Entry, RootStore, Snapshot
+from sprout_agent.checkpoints.git_store import CheckpointError, Entry, RootStore, Snapshot, git_argv
 from sprout_agent.checkpoints.rewind import Restore, RewindPlan, apply, finish_interrupted, plan
 from sprout_agent.checkpoints.timeline import PROMPT_CHARS, Turn
 from sprout_agent.core.errors import StoreError
@@ -45,10 +45,10 @@ def repository_of(root: str) -> str | None:
         return None
     try:
         done = subprocess.run(
-            [*GIT, "-C", root, "rev-parse", "--absolute-git-dir"], capture_output=True, text=True, timeout=30,
+            [*git_argv(), "-C", root, "rev-parse", "--absolute-git-dir"], capture_output=True, text=True, timeout=30,
             check=False, env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
         )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, subprocess.TimeoutExpired, CheckpointError):
         return None
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
 
