@@ -91,6 +91,9 @@ async def test_a_multi_tool_prompt_streams_every_update_in_order(tmp_path: Path)
     assert result.stop_reason == "end_turn"
     # The model picker's growth (tests/test_acp_pickers.py) arrives whenever the runtime is up: not a turn's.
     updates = [u for u in client.of(session_id) if u.session_update != "config_option_update"]
+    # The turn's diff comes last (docs/rewind.md): the fake server's log, written in the working directory.
+    changes = updates.pop()
+    assert (changes.tool_call_id, changes.title) == ("turn-1-changes", "1 file changed: +2 −0")
     assert updates[0].session_update == "available_commands_update"
     names = {c.name for c in updates[0].available_commands}
     assert {"compact", "cost", "context"} <= names
