@@ -1,6 +1,6 @@
 """The loop's `Checkpoints`: a snapshot of every writable root before the first tool round of a turn that could
-write, another after each such round (so a change is put down to the calls of its round), and the turn's changes
-at its end. A turn whose tools only read costs nothing. Git runs in a worker thread; a failure is one notice."""
+write, another after each round with a command or another server's writing tool (so a change is put down to the
+calls of its round; edit tools name their files), and the turn's changes at its end. A turn whose tools only read costs nothing. Git runs in a worker thread; a failure is one notice."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ class Tracker:
         self._turn: Turn | None = None
         self._last: Snapshots = {}
         self._rounds: list[tuple[Snapshots, Snapshots, list[tuple[ToolUse, ToolSpec | None]]]] = []
-        self._pending: list[tuple[ToolUse, ToolSpec | None]] | None = None  # the round in flight, if it writes
+        self._pending: list[tuple[ToolUse, ToolSpec | None]] | None = None  # calls since the last checkpoint
 
     # --- the loop's Checkpoints ------------------------------------------------------------------------------
     async def turn_started(self, prompt: str, history: Sequence[Message]) -> None:
@@ -97,10 +97,15 @@ class Tracker:
                 return
             self._turn.before = {root: snap.commit for root, snap in self._last.items()}
             self._record(self._turn.checkpoint("before"))
-        self._pending = calls
+        self._pending = [*(self._pending or []), *calls]
 
     async def round_finished(self) -> None:
+        """A round of edit tools alone needs no checkpoint of its own: they name the files they change, so the
+        next checkpoint (before a command, or the turn's last) still puts each change down to its call. A round
+        with any other writing call is checkpointed now, so its changes are told from the next round's."""
         if self._pending is None or self._turn is None:
+            return
+        if all(_edits(spec) or (spec is not None and spec.read_only) for _, spec in self._pending):
             return
         calls, self._pending = self._pending, None
         previous = self._last
@@ -113,7 +118,7 @@ class Tracker:
         turn, self._turn = self._turn, None
         if turn is None or not turn.before:
             return None
-        if self._pending is not None:  # a round cut short (Esc): what it did so far is still the turn's
+        if self._pending is not None:  # edit rounds since the last checkpoint, or a round cut short (Esc)
             previous, calls = self._last, self._pending
             self._pending = None
             if now := await self._snapshot(f"turn {turn.number}"):
