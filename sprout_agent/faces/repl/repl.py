@@ -11,6 +11,7 @@ import anyio.lowlevel
 
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.errors import EXIT_OK, SproutError
+from sprout_agent.core.events import changes_summary
 from sprout_agent.core.messages import Image, ToolUse
 from sprout_agent.core.permissions import Ask, Decision
 from sprout_agent.core.protocols import ToolSpec
@@ -137,11 +138,16 @@ class Repl:
     async def _run_turn(self, typed: str, text: str, images: Sequence[Image] = ()) -> None:
         tracker = self.runtime.checkpoints
         before = len(tracker.turns) if tracker is not None else 0
+        ended = False
         try:
             await self.agent.run_turn(text, images)
+            ended = True
         finally:  # a cancelled turn is one too: it can be rewound
             if tracker is not None and len(tracker.turns) > before:
-                self.typed[tracker.turns[before].number] = typed
+                turn = tracker.turns[before]
+                self.typed[turn.number] = typed
+                if not ended and turn.files:  # no TurnFinished says it: what it did before the cancel
+                    self.renderer.say(changes_summary(len(turn.files), turn.added, turn.removed))
 
 
 def permission_asker(renderer: TerminalRenderer, watch: SignalWatch, cwd: str, keys: TurnKeys | None = None) -> Ask:

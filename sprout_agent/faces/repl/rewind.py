@@ -71,7 +71,9 @@ async def _ask(
     from sprout_agent.faces.terminal import rewind_view as view  # prompt_toolkit's full-app parts: on first use
 
     turn = await view.pick_turn(renderer, tracker.turns)
-    scope = await view.pick_scope(transcript is not None and transcript.exists()) if turn is not None else None
+    scope = (
+        await view.pick_scope(renderer, transcript is not None and transcript.exists()) if turn is not None else None
+    )
     if turn is None or scope is None:
         return None
     files, conversation = scope
@@ -80,7 +82,7 @@ async def _ask(
         renderer.say(f"the files are as they were before turn {turn.number}: nothing to put back", "dim")
         return None
     renderer.show(view.preview(planned, scope, session_id))
-    answer = await view.confirm(planned)
+    answer = await view.confirm(renderer, planned)
     if answer is None:
         return None
     include = [_full(tracker, c.path) for c in planned.conflicts] if answer == "include" else []

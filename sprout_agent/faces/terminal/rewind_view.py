@@ -59,11 +59,11 @@ async def pick_turn(renderer: TerminalRenderer, turns: Sequence[Turn]) -> Turn |
         renderer.say(f"no turn {printable(typed.strip(), 20)}: type one of the numbers listed", "yellow")
 
 
-async def pick_scope(conversation: bool) -> Scope | None:
+async def pick_scope(renderer: TerminalRenderer, conversation: bool) -> Scope | None:
     """Files and conversation, conversation only, or files only (files only without a transcript to fork)."""
     choices = [Choice("b", "files and conversation", "both"), Choice("c", "conversation only", "conversation")]
     choices = [*(choices if conversation else []), Choice("f", "files only", "files")]
-    picked = await choose(choices, escape="cancel", escape_label="cancel")
+    picked = _said(renderer, choices, await choose(choices, escape="cancel", escape_label="cancel"))
     return _SCOPES.get(picked or "")
 
 
@@ -94,7 +94,7 @@ def _files_preview(outcome: RewindOutcome) -> list[RenderableType]:
     return parts
 
 
-async def confirm(outcome: RewindOutcome) -> Literal["yes", "include"] | None:
+async def confirm(renderer: TerminalRenderer, outcome: RewindOutcome) -> Literal["yes", "include"] | None:
     """Go ahead, go ahead overwriting the conflicting files too (only when asked for by name), or not."""
     choices = [Choice("y", "rewind" + (", leaving the files above as they are" if outcome.conflicts else ""), "yes")]
     if outcome.conflicts:
@@ -103,5 +103,12 @@ async def confirm(outcome: RewindOutcome) -> Literal["yes", "include"] | None:
             Choice("i", f"rewind, and put back the {count} file{'s' if count > 1 else ''} you changed too", "include")
         )
     choices.append(Choice("n", "no", "no"))
-    picked = await choose(choices, escape="no")
+    picked = _said(renderer, choices, await choose(choices, escape="no"))
     return picked if picked == "yes" or picked == "include" else None
+
+
+def _said(renderer: TerminalRenderer, choices: Sequence[Choice], picked: str | None) -> str | None:
+    """The answer under the question, as every question leaves it (ask.py)."""
+    if (label := next((c.label for c in choices if c.answer == picked), None)) is not None:
+        renderer.say(f"  → {label}", "dim")
+    return picked
