@@ -162,6 +162,15 @@ class Tracker:
         self._record(step.checkpoint("after"))
         return step, problems
 
+    def follow(
+        self, session_id: str, write_record: Callable[[dict[str, object]], int] | None, turns: Sequence[Turn]
+    ) -> None:
+        """The session goes on under a fork (/rewind of the conversation): its turns are the fork's, and the
+        stores open again under its ref, chained on its last checkpoints, so the old session's ref stays its own."""
+        self.session_id, self.write_record, self.turns = session_id, write_record, list(turns)
+        self.histories = {n: h for n, h in self.histories.items() if any(t.number == n for t in self.turns)}
+        self._stores, self._last = None, {}
+
     # --- snapshots ------------------------------------------------------------------------------------------
     async def stores(self) -> dict[str, RootStore]:
         if self._stores is None:

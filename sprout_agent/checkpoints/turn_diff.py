@@ -22,21 +22,21 @@ def turn_patches(stores: Mapping[str, RootStore], turn: Turn) -> list[tuple[str,
             continue
         old, new = store.tree(before), store.tree(after)
         changed = sorted(p for p in set(old) | set(new) if old.get(p) != new.get(p))
-        for path, section in _sections(store.patch(before, after, changed)):
+        for path, section in sections(store.patch(before, after, changed)):
             if "GIT binary patch" not in section and "Binary files" not in section and len(section) <= MAX_PATCH_CHARS:
                 found.append((os.path.join(root, path), section))
     return found
 
 
-def _sections(patch: str) -> list[tuple[str, str]]:
+def sections(patch: str) -> list[tuple[str, str]]:
     """The patch cut at each `diff --git` header, with the path its `+++`/`---` lines name."""
-    sections: list[tuple[str, str]] = []
+    cut: list[tuple[str, str]] = []
     for chunk in patch.split("\ndiff --git "):
         text = chunk if chunk.startswith("diff --git ") else f"diff --git {chunk}"
         path = _path(text)
         if path is not None:
-            sections.append((path, text if text.endswith("\n") else text + "\n"))
-    return sections
+            cut.append((path, text if text.endswith("\n") else text + "\n"))
+    return cut
 
 
 def _path(section: str) -> str | None:
