@@ -1,6 +1,7 @@
 """The loop's `Checkpoints`: a snapshot of every writable root before the first tool round of a turn that could
 write, another after each round with a command or another server's writing tool (so a change is put down to the
-calls of its round; edit tools name their files), and the turn's changes at its end. A turn whose tools only read costs nothing. Git runs in a worker thread; a failure is one notice."""
+calls of its round; edit tools name their files), and the turn's changes at its end. A turn whose tools only
+read costs nothing. Git runs in a worker thread; a failure is one notice."""
 
 from __future__ import annotations
 
