@@ -10,11 +10,11 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 import anyio.to_thread
 
-from sprout_agent.checkpoints.git_store import CheckpointError, Entry, RootStore, Snapshot, git_argv
-from sprout_agent.checkpoints.rewind import Restore, RewindPlan, apply, finish_interrupted, plan
+from sprout_agent.checkpoints.git_run import CheckpointError, git_argv
 from sprout_agent.checkpoints.timeline import PROMPT_CHARS, Turn
 from sprout_agent.core.errors import StoreError
 from sprout_agent.core.events import Event, FileChange, Notice, TurnChanges
@@ -23,7 +23,11 @@ from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.trust.write_policy import git_root, under
 
 EDIT_TOOLS = {("dev", "write"), ("dev", "edit")}  # these say which file they change: `file_path`
-Snapshots = dict[str, Snapshot]  # root → snapshot
+if TYPE_CHECKING:  # the store and the rewind load at the first checkpoint, not with every run (start-up)
+    from sprout_agent.checkpoints.git_store import Entry, RootStore, Snapshot
+    from sprout_agent.checkpoints.rewind import Restore, RewindPlan
+
+Snapshots: TypeAlias = "dict[str, Snapshot]"  # root → snapshot
 
 
 def checkpoint_roots(cwd: str, more: Sequence[str]) -> list[str]:
@@ -142,6 +146,8 @@ class Tracker:
     async def plan_rewind(self, to_turn: int) -> tuple[RewindPlan, dict[str, RootStore]]:
         """What rewinding the files to before `to_turn` would do, against a checkpoint of the tree as it is now
         (which is what a redo goes back to)."""
+        from sprout_agent.checkpoints.rewind import plan
+
         stores = await self.stores()
         current = await anyio.to_thread.run_sync(self.snapshot_all, stores, f"before rewinding to turn {to_turn}")
         return plan(self.turns, to_turn, stores, {r: s.commit for r, s in current.items()}), stores
@@ -149,6 +155,8 @@ class Tracker:
     async def apply_rewind(self, chosen: Sequence[Restore], plan: RewindPlan) -> tuple[Turn, list[str]]:
         """Puts the chosen files back, as a step of its own in the timeline (so it can be rewound: redo); the
         problems are the files it could not put back."""
+        from sprout_agent.checkpoints.rewind import apply
+
         stores = await self.stores()
         number = self.turns[-1].number + 1 if self.turns else 1
         step = Turn(number, time.time(), f"rewind to turn {plan.turn}", 0, "rewind", dict(plan.current))
@@ -179,6 +187,9 @@ class Tracker:
         return self._stores
 
     def _open(self) -> dict[str, RootStore]:
+        from sprout_agent.checkpoints.git_store import RootStore
+        from sprout_agent.checkpoints.rewind import finish_interrupted
+
         stores: dict[str, RootStore] = {}
         for root in self.roots:
             try:
