@@ -472,7 +472,7 @@ def fmt(value: list[float] | float | str, unit: str) -> str:
     if isinstance(value, str):
         return value
     scale, digits = (
-        {"s": 1, "ms": 1000, "MB": 1, "%": 100, "x": 1, "tok": 1}[unit],
+        {"s": 1, "ms": 1000, "MB": 1, "KB": 1, "%": 100, "x": 1, "tok": 1}[unit],
         {"s": 3, "x": 2, "tok": 0}.get(unit, 1),
     )
     if isinstance(value, (int, float)):
@@ -521,7 +521,7 @@ class Bench:
             self.toolhooks,
         ]
         steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render, self.remote, self.thinking]
-        steps += [self.batch, self.caps, self.startup]
+        steps += [self.batch, self.caps, self.startup, self.checkpoints]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -830,6 +830,52 @@ class Bench:
         self.add("stream-json, a 300 MB line then a normal one: peak RSS", peak, "MB", "< 200 MB", peak < 200)
         self.add("  … exit code, stderr", f"{code}: {stderr}", "s")
 
+    def checkpoints(self) -> None:
+        """20. checkpoints (docs/rewind.md): a turn's on 10,000 and 100,000 files, 10 changed; store growth; rewind;
+        a tool round on an unchanged tree with checkpoints on vs off (the real CLI, dev__bash `true`)"""
+        from scripts.bench_checkpoints import crowded, median, turns
+
+        for files, git in ((10_000, True), (10_000, False), (100_000, True)):
+            kind = "git repository" if git else "plain directory (shadow repository)"
+            got = turns(files, git=git, changed=10, count=2 + self.runs)
+            name = f"{files:,} files, {kind}"
+            self.add(f"{name}: made in", got["made"], "s")
+            target, ok = ("< 100 ms", median(got["later"]) < 0.1) if files == 10_000 else ("", None)
+            self.add("  … a turn's checkpoints, 10 files changed", got["later"], "ms", target, ok)
+            self.add("  … the session's first turn (no stat cache)", got["first"], "ms")
+            self.add("  … a turn that changed nothing", got["unchanged"], "ms")
+            self.add("  … store growth per turn", [g / 1024 for g in got["growth"]], "KB")
+            self.add("  … rewind of the last turn (10 files)", got["rewind last"], "ms")
+            self.add(f"  … rewind of all {got['restored']} files", got["rewind all"], "ms")
+        seconds, skipped = crowded(20_000)
+        self.add("1,000-file repository + 20,000 new files in one directory: the turn", seconds, "ms")
+        self.add("  … skipped", "; ".join(skipped) or "nothing", "s")
+        on, off = self._rounds_on_off(10_000)
+        share = (median(on) - median(off)) / median(off)
+        self.add("tool round (dev__bash true), 10,000-file repository, checkpoints off", off, "ms")
+        self.add("  … checkpoints on", on, "ms")
+        self.add("  … what checkpoints add", share, "%", "< 5 %", share < 0.05)
+
+    def _rounds_on_off(self, files: int) -> tuple[list[float], list[float]]:
+        """Median agent time per round of `-p` runs with 10 dev__bash rounds, checkpoints on and off, interleaved."""
+        from scripts.bench_checkpoints import make_tree
+
+        on: list[float] = []
+        off: list[float] = []
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = Path(tmp) / "repo"
+            repo.mkdir()
+            make_tree(repo, files, git=True)
+            for _ in range(self.runs):
+                for setting, values in (("on", on), ("off", off)):
+                    script = [reply(tool_use("dev__bash", {"command": "true"})) for _ in range(10)] + [reply("ok")]
+                    with FakeAnthropic(script, auto_usage=True) as fake:
+                        extra = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_CHECKPOINTS": setting}
+                        env = agent_env(Path(tmp), fake, extra)
+                        argv = agent_command(["-p", "go", "--permission-mode", "auto"])
+                        values.append(med(check(spawn(argv, env, repo, fake), 11).rounds()))
+        return on, off
+
     def startup(self) -> None:
         """19. start-up: CPU and wall of the light paths, one -p reply, start → 1st request (beside Claude Code with
         --claude); the import cost of what -p loads, by library, against its budget"""
@@ -881,7 +927,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     groups = "imports minimal ours facts builtins flags repl hooks toolhooks compaction servers acp sandbox render"
-    groups += " remote thinking batch caps startup"
+    groups += " remote thinking batch caps startup checkpoints"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     parser.add_argument(
         "--claude", metavar="PATH", help="startup: measure this Claude Code binary beside sprout-agent (fake API)"

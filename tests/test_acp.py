@@ -91,6 +91,9 @@ async def test_a_multi_tool_prompt_streams_every_update_in_order(tmp_path: Path)
     assert result.stop_reason == "end_turn"
     # The model picker's growth (tests/test_acp_pickers.py) arrives whenever the runtime is up: not a turn's.
     updates = [u for u in client.of(session_id) if u.session_update != "config_option_update"]
+    # The turn's diff comes last (docs/rewind.md): the fake server's log, written in the working directory.
+    changes = updates.pop()
+    assert (changes.tool_call_id, changes.title) == ("turn-1-changes", "1 file changed: +2 −0")
     assert updates[0].session_update == "available_commands_update"
     names = {c.name for c in updates[0].available_commands}
     assert {"compact", "cost", "context"} <= names
@@ -153,6 +156,10 @@ async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path, m
     plan = [u for u in updates if u.session_update == "plan"]
     assert [(e.content, e.status) for e in plan[-1].entries] == [("Edit notes", "completed"), ("Check", "in_progress")]
     assert statuses(updates, "e") == ["pending", "in_progress", "completed"]
+    # The turn's diff from its checkpoints (docs/rewind.md): what every call changed, a command's changes too.
+    turn = calls["turn-1-changes"]
+    assert (turn.kind, turn.status, turn.title) == ("edit", "completed", "1 file changed: +1 −1")
+    assert [(d.path, d.old_text, d.new_text) for d in turn.content] == [(path, "alpha\nbeta\n", "alpha\ngamma\n")]
 
 
 @pytest.mark.e2e  # the cancel reaches a call running in an MCP server process

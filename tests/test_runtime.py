@@ -64,7 +64,8 @@ async def test_leaving_the_runtime_ends_its_servers_and_keeps_the_transcript(tmp
     (transcript,) = (tmp_path / "sessions").glob("*.jsonl")
     assert transcript.stem == runtime.session_id
     kinds = [json.loads(line)["type"] for line in transcript.read_text().splitlines()]
-    assert kinds == ["session", "message", "message", "tool_result", "message"]  # the result as soon as known
+    # The result as soon as known; the turn's record and its checkpoints around the round (docs/rewind.md).
+    assert kinds == ["session", "turn", "message", "message", "checkpoint", "tool_result", "message", "checkpoint"]
 
 
 async def test_cancelling_while_servers_start_ends_every_spawned_process(tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ Why our own change detection rather than `git add -A`: `add` runs clean filters 
 `.gitattributes` (a file the model may write), and what it stores is then not the bytes a rewind must put back.
 Files are listed by git (its ignore rules), compared by stat with a cache of ours, and only the changed ones are
 hashed, raw (`hash-object --no-filters`). Checked with git 2.39.
+
+What git may run or write here: git_run.py.
 """
 
 from __future__ import annotations
@@ -22,23 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from sprout_agent.trust.write_policy import GIT_RUNS_NO_HOOKS
+from sprout_agent.checkpoints.git_run import GIT, GIT_TIMEOUT, CheckpointError, TimedOut, c_quoted, git_argv, run_git
 
 # Bounds (docs/rewind.md): past them a path is skipped, and the checkpoint lists what it skipped.
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_DIRECTORY_FILES = 5_000  # new (untracked) files under one directory: a dependency tree nobody ignored
 MAX_ROOT_FILES = 200_000  # files in one root: past this the root is not checkpointed at all
-GIT_TIMEOUT = 120.0
 RACY_NS = 2_000_000_000  # a file's stat is trusted once its mtime is this old (git's racy-clean problem)
 FILE, EXECUTABLE, LINK = "100644", "100755", "120000"
-GIT = ("git", *GIT_RUNS_NO_HOOKS, "-c", "commit.gpgSign=false", "-c", "core.quotePath=false")
 _IDENTITY = {"GIT_AUTHOR_NAME": "sprout-agent", "GIT_AUTHOR_EMAIL": "checkpoints@sprout-agent.invalid"}
+__all__ = ["GIT", "CheckpointError", "Entry", "RootStore", "Snapshot", "git_argv"]
 
 Entry = tuple[str, str]  # (mode, object id)
-
-
-class CheckpointError(Exception):
-    """A checkpoint or a read of one failed: the caller turns it into a notice, never a failed turn."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +56,10 @@ class RootStore:
     shadow: bool
     exclude: tuple[str, ...] = ()  # relative directories never recorded: our own store, when it lies in the root
     last: Snapshot | None = None
+    broken: str | None = None  # why this root is no longer checkpointed in this session (git timed out)
+    _index_dirty: bool = False  # a snapshot failed after writing the private index: rebuild it from `last`
+    _stats_dirty: bool = False  # the stat cache gained entries since it was saved
+    _trees: dict[str, dict[str, Entry]] = field(default_factory=dict[str, dict[str, Entry]])  # commit → entries
     _stats: dict[str, list[object]] = field(default_factory=dict[str, list[object]])  # path → [stat key, id]
 
     @classmethod
@@ -76,7 +77,7 @@ class RootStore:
         shadow = repository is None
         git_dir = str(work_dir / "shadow.git") if repository is None else repository
         if shadow and not os.path.isdir(git_dir):
-            _run(["init", "--quiet", "--bare", git_dir], None)
+            run_git(["init", "--quiet", "--bare", git_dir], None)
         mine = (os.path.relpath(os.path.realpath(p), root) for p in (store_dir, *private))
         exclude = tuple(p for p in mine if p != ".." and not p.startswith("../"))
         store = cls(root, git_dir, work_dir, f"refs/sprout-agent/{session_id}", shadow, exclude)
@@ -102,19 +103,25 @@ class RootStore:
 
     def snapshot(self, label: str) -> Snapshot:
         """The root as it is now; the last snapshot again (no new commit) when nothing changed."""
-        if self.last is None:
-            self._git(["read-tree", "--empty"])  # what an earlier, unrecorded run left in the index is not ours
+        if self.broken is not None:
+            raise CheckpointError(self.broken)
+        if self.last is None or self._index_dirty:
+            # What an earlier, unrecorded run or a failed snapshot left in the index is not a checkpoint's.
+            self._git(["read-tree", "--empty"] if self.last is None else ["read-tree", self.last.commit])
+            self._index_dirty = False
         listed = self._listed()
         if len(listed) > MAX_ROOT_FILES:
             raise CheckpointError(f"{self.root} has over {MAX_ROOT_FILES} files: not checkpointed")
         entries, skipped = self._entries(listed)
         if self.last is not None and entries == self.last.entries:
             return Snapshot(self.last.commit, self.last.entries, tuple(skipped))
+        self._index_dirty = True
         self._update_index(entries)
         try:
             tree = self._git(["write-tree"]).strip()
         except CheckpointError:  # an object the cache names was pruned (git gc): hash everything once more
             self._stats.clear()
+            self._trees.clear()
             entries, skipped = self._entries(listed)
             self._git(["read-tree", "--empty"])
             self.last = None if self.last is None else Snapshot(self.last.commit, {}, self.last.skipped)
@@ -124,10 +131,17 @@ class RootStore:
         commit = self._git(["commit-tree", tree, *parent, "-m", f"sprout-agent checkpoint: {label}"]).strip()
         self._git(["update-ref", "-m", "sprout-agent checkpoint", self.ref, commit])
         self.last = Snapshot(commit, entries, tuple(skipped))
-        _save_stats(self.stats_file, self._stats)
+        self._index_dirty = False
+        self._remember(commit, entries)
+        if self._stats_dirty:  # (a 10,000-file cache costs ~25 ms to write: only when it changed)
+            _save_stats(self.stats_file, self._stats)
+            self._stats_dirty = False
         return self.last
 
-    def tree(self, commit: str) -> dict[str, Entry]:
+    def tree(self, commit: str) -> Mapping[str, Entry]:
+        """The snapshot's entries; the last few snapshots' are known without asking git (a turn's changes, a plan)."""
+        if (known := self._trees.get(commit)) is not None:
+            return known
         out = self._git(["ls-tree", "-r", "-z", "--full-tree", commit])
         entries: dict[str, Entry] = {}
         for item in out.split("\0"):
@@ -135,18 +149,27 @@ class RootStore:
                 meta, path = item.split("\t", 1)
                 mode, _kind, object_id = meta.split(" ")
                 entries[path] = (mode, object_id)
+        self._remember(commit, entries)
         return entries
+
+    def _remember(self, commit: str, entries: dict[str, Entry]) -> None:
+        self._trees[commit] = entries
+        while len(self._trees) > 6:  # the oldest goes: a 100,000-file tree's entries are ~20 MB
+            del self._trees[next(iter(self._trees))]
 
     def contents(self, object_ids: Iterable[str]) -> dict[str, bytes]:
         """The blobs' bytes, by id (`cat-file --batch`: one process for all of them)."""
         wanted = list(dict.fromkeys(object_ids))
         if not wanted:
             return {}
-        done = subprocess.run(
-            [*GIT, f"--git-dir={self.git_dir}", "cat-file", "--batch"],
-            input="".join(f"{object_id}\n" for object_id in wanted).encode(),
-            capture_output=True, env=self._env(), timeout=GIT_TIMEOUT, check=False,
-        )  # fmt: skip
+        try:
+            done = subprocess.run(
+                [*git_argv(), f"--git-dir={self.git_dir}", "cat-file", "--batch"],
+                input="".join(f"{object_id}\n" for object_id in wanted).encode(),
+                capture_output=True, env=self._env(), timeout=GIT_TIMEOUT, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise CheckpointError(f"git cat-file: {error}") from None
         if done.returncode != 0:
             raise CheckpointError(f"git cat-file: {done.stderr.decode(errors='replace').strip()[-300:]}")
         found: dict[str, bytes] = {}
@@ -185,7 +208,8 @@ class RootStore:
         """Every path git would consider, tracked or not (ignored ones left out the way git leaves them out):
         path → untracked. A shadow repository has no index of the user's: everything there is untracked."""
         flags = ["ls-files", "-z", "-t", "--others", "--exclude-standard", *([] if self.shadow else ["--cached"])]
-        env = {"GIT_INDEX_FILE": os.devnull} if self.shadow else {}
+        # No index at all: a missing file is an empty index to git (`/dev/null` is "smaller than expected").
+        env = {"GIT_INDEX_FILE": str(self.work_dir / "no-such.index")} if self.shadow else {}
         out = self._git(flags, user_index=not self.shadow, extra=env)
         listed: dict[str, bool] = {}
         for item in out.split("\0"):
@@ -197,30 +221,47 @@ class RootStore:
         skipped: list[str] = []
         crowded = _crowded_directories(p for p, untracked in listed.items() if untracked)
         skipped += [f"{directory}/: over {MAX_DIRECTORY_FILES} new files" for directory in sorted(crowded)]
-        entries: dict[str, Entry] = {}
-        to_hash: dict[str, list[object]] = {}  # path → its stat key
-        for path in listed:
-            if path.endswith("/"):
-                skipped.append(f"{path}: a repository of its own")
-            elif "\n" in path or _inside(path, crowded) or _inside(path, self.exclude):
-                continue
-            elif (key := self._stat_key(path, skipped)) is not None:
-                cached = self._stats.get(path)
-                if cached is not None and cached[0] == key:
-                    entries[path] = (str(key[0]), str(cached[1]))
-                else:
-                    to_hash[path] = key
+        try:
+            root = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as error:
+            raise CheckpointError(f"cannot open {self.root}: {error.strerror}") from None
+        try:
+            entries, to_hash = self._compare(listed, tuple(f"{d}/" for d in (*crowded, *self.exclude)), skipped, root)
+        finally:
+            os.close(root)
         recent = time.time_ns() - RACY_NS
         for path, object_id in self._hash(to_hash, skipped).items():
             key = to_hash[path]
             entries[path] = (str(key[0]), object_id)
             if isinstance(key[2], int) and key[2] < recent:  # a file written in the last moments is hashed again
                 self._stats[path] = [key, object_id]
+                self._stats_dirty = True
         return entries, skipped
 
-    def _stat_key(self, path: str, skipped: list[str]) -> list[object] | None:
+    def _compare(
+        self, listed: Iterable[str], left_out: tuple[str, ...], skipped: list[str], root: int
+    ) -> tuple[dict[str, Entry], dict[str, list[object]]]:
+        """The entries the stat cache vouches for, and the paths to hash with their stat keys (the hot loop: one
+        `startswith` for what is left out, an lstat relative to the root's descriptor)."""
+        entries: dict[str, Entry] = {}
+        to_hash: dict[str, list[object]] = {}
+        stats = self._stats
+        for path in listed:
+            if path.endswith("/"):
+                skipped.append(f"{path}: a repository of its own")
+            elif left_out and path.startswith(left_out):
+                continue
+            elif (key := self._stat_key(path, skipped, root)) is not None:
+                cached = stats.get(path)
+                if cached is not None and cached[0] == key:
+                    entries[path] = (str(key[0]), str(cached[1]))
+                else:
+                    to_hash[path] = key
+        return entries, to_hash
+
+    def _stat_key(self, path: str, skipped: list[str], root: int) -> list[object] | None:
         try:
-            info = os.lstat(os.path.join(self.root, path))
+            info = os.lstat(path, dir_fd=root)
         except OSError:
             return None  # gone (a tracked file deleted): absent from the snapshot
         if stat.S_ISLNK(info.st_mode):
@@ -253,9 +294,8 @@ class RootStore:
                     skipped.append(f"{path}: unreadable")
             if not names:
                 return {}
-            out = self._git(
-                ["hash-object", "-w", "--no-filters", "--stdin-paths"], stdin="\n".join(names.values()) + "\n"
-            )
+            lines = "".join(f"{c_quoted(name)}\n" for name in names.values())
+            out = self._git(["hash-object", "-w", "--no-filters", "--stdin-paths"], stdin=lines)
         ids = out.split()
         if len(ids) != len(names):
             raise CheckpointError(f"git hash-object answered {len(ids)} ids for {len(names)} files")
@@ -264,7 +304,8 @@ class RootStore:
     def _update_index(self, entries: Mapping[str, Entry]) -> None:
         previous: Mapping[str, Entry] = self.last.entries if self.last is not None else {}
         lines = [f"{mode} {oid}\t{path}" for path, (mode, oid) in entries.items() if previous.get(path) != (mode, oid)]
-        lines += [f"0 {'0' * 40}\t{path}" for path in previous if path not in entries]
+        # The null id as long as the repository's ids (a SHA-256 repository refuses 40 zeros).
+        lines += [f"0 {'0' * len(previous[path][1])}\t{path}" for path in previous if path not in entries]
         if lines:
             self._git(["update-index", "-z", "--index-info"], stdin="\0".join(lines) + "\0")
 
@@ -282,21 +323,11 @@ class RootStore:
         if user_index:
             del env["GIT_INDEX_FILE"]  # git's default: the repository's own index, read and never written here
         where = [f"--git-dir={self.git_dir}", f"--work-tree={self.root}"]
-        return _run([*where, *args], self.root, env, stdin)
-
-
-def _run(args: list[str], cwd: str | None, env: Mapping[str, str] | None = None, stdin: str | None = None) -> str:
-    try:
-        done = subprocess.run(
-            [*GIT, *args], cwd=cwd, input=stdin, capture_output=True, text=True, env=env,
-            timeout=GIT_TIMEOUT, check=False, errors="surrogateescape",
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise CheckpointError(f"git {args[-1] if args else ''}: {error}") from None
-    if done.returncode != 0:
-        command = next((a for a in args if not a.startswith("-")), "")
-        raise CheckpointError(f"git {command}: {done.stderr.strip()[-300:]}")
-    return done.stdout
+        try:
+            return run_git([*where, *args], self.root, env, stdin)
+        except TimedOut as error:  # (a FIFO named .gitignore blocks git's listing): not 2 minutes every round
+            self.broken = f"{self.root}: no more checkpoints in this session: {error}"
+            raise CheckpointError(self.broken) from None
 
 
 def _crowded_directories(untracked: Iterable[str]) -> set[str]:

@@ -2,9 +2,10 @@
 
 Only paths the agent's turns changed since then are candidates. One the user changed since the agent last did
 (by content: the file differs from the agent's last checkpoint of it, or changed between two turns) is a
-conflict, left alone unless the caller includes it. A file the agent never touched is never written or
-deleted. Each file is replaced by a rename (all or nothing per file); a journal written first lets a run killed
-half-way be finished by the next one.
+conflict, left alone unless the caller includes it; so is a file that is there but not in the checkpoint (ignored
+now, or past a bound). A file the agent never touched is never written or deleted. Each file is replaced by a
+rename (all or nothing per file) and only if it is still as planned (put_back.py); a journal written first lets
+a run killed half-way be finished by the next one.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import tempfile
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
-from sprout_agent.checkpoints.git_store import EXECUTABLE, LINK, CheckpointError, Entry, RootStore
+from sprout_agent.checkpoints.git_store import CheckpointError, Entry, RootStore
+from sprout_agent.checkpoints.put_back import UNCHECKED, put_back
 from sprout_agent.checkpoints.timeline import Turn
 
 
@@ -26,6 +29,7 @@ class Restore:
     root: str
     path: str  # relative to the root
     entry: Entry | None  # what to put back; None: the file did not exist, so it is deleted
+    expected: Entry | None = UNCHECKED  # what the plan saw there (None: nothing); UNCHECKED: replaced whatever it is
 
     @property
     def full(self) -> str:
@@ -76,7 +80,7 @@ def _root_plan(store: RootStore, steps: Sequence[Turn], now_commit: str) -> tupl
     now = store.tree(now_commit)
     agent_last: dict[str, Entry | None] = {}  # path → what the agent's last change of it left
     user_touched: set[str] = set()
-    previous_after: dict[str, Entry] | None = None
+    previous_after: Mapping[str, Entry] | None = None
     for step in steps:
         before = store.tree(step.before[root])
         after = store.tree(step.after.get(root, step.before[root]))
@@ -91,8 +95,12 @@ def _root_plan(store: RootStore, steps: Sequence[Turn], now_commit: str) -> tupl
         want = target.get(path)
         if now.get(path) == want:
             continue  # already as it was
-        restore = Restore(root, path, want)
-        if path in user_touched:
+        restore = Restore(root, path, want, now.get(path))
+        if now.get(path) is None and os.path.lexists(restore.full):
+            conflicts.append(
+                Conflict(Restore(root, path, want), "there, but not in the checkpoint (ignored, or past a bound)")
+            )
+        elif path in user_touched:
             conflicts.append(Conflict(restore, "changed outside the agent between turns"))
         elif now.get(path) != agent_last[path]:
             conflicts.append(Conflict(restore, "changed since the agent last wrote it"))
@@ -123,7 +131,12 @@ def apply(chosen: Sequence[Restore], stores: Mapping[str, RootStore], journal: P
         ids = [r.entry[1] for r in chosen if r.root == root and r.entry is not None]
         blobs |= store.contents(ids)
     _write_journal(journal, chosen)
-    problems = [p for r in chosen if (p := _put_back(r, blobs)) is not None]
+    problems: list[str] = []
+    for restore in chosen:
+        try:
+            put_back(restore.root, restore.path, restore.entry, restore.expected, blobs)
+        except (OSError, KeyError, CheckpointError) as error:
+            problems.append(f"{restore.full}: {getattr(error, 'strerror', None) or error}")
     with contextlib.suppress(OSError):
         journal.unlink()
     return problems
@@ -133,7 +146,9 @@ def finish_interrupted(journal: Path, stores: Mapping[str, RootStore]) -> list[s
     """Completes a rewind a kill cut short (None when there was none): putting a file back twice is harmless."""
     try:
         data = json.loads(journal.read_text())
-        chosen = [Restore(r["root"], r["path"], tuple(r["entry"]) if r["entry"] else None) for r in data]  # type: ignore[misc]
+        chosen = [
+            Restore(r["root"], r["path"], _entry(r["entry"]), _entry(r.get("expected", list(UNCHECKED)))) for r in data
+        ]
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError):
@@ -145,7 +160,7 @@ def finish_interrupted(journal: Path, stores: Mapping[str, RootStore]) -> list[s
 
 
 def _write_journal(journal: Path, chosen: Sequence[Restore]) -> None:
-    data = [{"root": r.root, "path": r.path, "entry": list(r.entry) if r.entry else None} for r in chosen]
+    data = [{"root": r.root, "path": r.path, "entry": r.entry, "expected": r.expected} for r in chosen]
     journal.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=journal.parent, delete=False) as handle:
         json.dump(data, handle)
@@ -154,56 +169,11 @@ def _write_journal(journal: Path, chosen: Sequence[Restore]) -> None:
     os.replace(handle.name, journal)
 
 
-def _put_back(restore: Restore, blobs: Mapping[str, bytes]) -> str | None:
-    try:
-        parent = _safe_parent(restore.root, restore.path, create=restore.entry is not None)
-        if parent is None:
-            return None  # deleting a file whose directory is gone already: nothing to do
-        full = os.path.join(parent, os.path.basename(restore.path))
-        if restore.entry is None:
-            if os.path.islink(full) or (os.path.lexists(full) and not os.path.isdir(full)):
-                os.unlink(full)
-            return None
-        mode, object_id = restore.entry
-        _replace(full, mode, blobs[object_id])
-    except (OSError, KeyError, CheckpointError) as error:
-        return f"{restore.full}: {getattr(error, 'strerror', None) or error}"
-    return None
-
-
-def _safe_parent(root: str, path: str, *, create: bool) -> str | None:
-    """The file's directory, every step of it a real directory inside the root: a symlink the agent planted on
-    the way (`dir -> /etc`) is never written through."""
-    current = root
-    for part in path.split("/")[:-1]:
-        current = os.path.join(current, part)
-        if os.path.islink(current):
-            raise CheckpointError(f"{current} is a symbolic link: not written through")
-        if not os.path.isdir(current):
-            if not create:
-                return None
-            if os.path.lexists(current):
-                raise CheckpointError(f"{current} is not a directory")
-            os.mkdir(current)
-    return current
-
-
-def _replace(full: str, mode: str, data: bytes) -> None:
-    directory, name = os.path.split(full)
-    temporary = os.path.join(directory, f".{name}.sprout-rewind")
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(temporary)
-    if mode == LINK:
-        os.symlink(os.fsdecode(data), temporary)
-    else:
-        umask = os.umask(0)
-        os.umask(umask)
-        descriptor = os.open(
-            temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, (0o777 if mode == EXECUTABLE else 0o666) & ~umask
-        )
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-    if os.path.isdir(full) and not os.path.islink(full):
-        os.unlink(temporary)
-        raise CheckpointError(f"{full} is a directory now")
-    os.replace(temporary, full)
+def _entry(value: object) -> Entry | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        items = [str(v) for v in cast(list[object], value)]
+        if len(items) == 2:
+            return items[0], items[1]
+    raise ValueError(f"not an entry: {value!r}")

@@ -1,6 +1,7 @@
 """The loop's `Checkpoints`: a snapshot of every writable root before the first tool round of a turn that could
-write, another after each such round (so a change is put down to the calls of its round), and the turn's changes
-at its end. A turn whose tools only read costs nothing. Git runs in a worker thread; a failure is one notice."""
+write, another after each round with a command or another server's writing tool (so a change is put down to the
+calls of its round; edit tools name their files), and the turn's changes at its end. A turn whose tools only
+read costs nothing. Git runs in a worker thread; a failure is one notice."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 import anyio.to_thread
 
-from sprout_agent.checkpoints.git_store import GIT, CheckpointError, Entry, RootStore, Snapshot
-from sprout_agent.checkpoints.rewind import Restore, RewindPlan, apply, finish_interrupted, plan
+from sprout_agent.checkpoints.git_run import CheckpointError, git_argv
 from sprout_agent.checkpoints.timeline import PROMPT_CHARS, Turn
 from sprout_agent.core.errors import StoreError
 from sprout_agent.core.events import Event, FileChange, Notice, TurnChanges
@@ -22,7 +23,11 @@ from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.trust.write_policy import git_root, under
 
 EDIT_TOOLS = {("dev", "write"), ("dev", "edit")}  # these say which file they change: `file_path`
-Snapshots = dict[str, Snapshot]  # root → snapshot
+if TYPE_CHECKING:  # the store and the rewind load at the first checkpoint, not with every run (start-up)
+    from sprout_agent.checkpoints.git_store import Entry, RootStore, Snapshot
+    from sprout_agent.checkpoints.rewind import Restore, RewindPlan
+
+Snapshots: TypeAlias = "dict[str, Snapshot]"  # root → snapshot
 
 
 def checkpoint_roots(cwd: str, more: Sequence[str]) -> list[str]:
@@ -45,10 +50,10 @@ def repository_of(root: str) -> str | None:
         return None
     try:
         done = subprocess.run(
-            [*GIT, "-C", root, "rev-parse", "--absolute-git-dir"], capture_output=True, text=True, timeout=30,
+            [*git_argv(), "-C", root, "rev-parse", "--absolute-git-dir"], capture_output=True, text=True, timeout=30,
             check=False, env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
         )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, subprocess.TimeoutExpired, CheckpointError):
         return None
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
 
@@ -76,7 +81,7 @@ class Tracker:
         self._turn: Turn | None = None
         self._last: Snapshots = {}
         self._rounds: list[tuple[Snapshots, Snapshots, list[tuple[ToolUse, ToolSpec | None]]]] = []
-        self._pending: list[tuple[ToolUse, ToolSpec | None]] | None = None  # the round in flight, if it writes
+        self._pending: list[tuple[ToolUse, ToolSpec | None]] | None = None  # calls since the last checkpoint
 
     # --- the loop's Checkpoints ------------------------------------------------------------------------------
     async def turn_started(self, prompt: str, history: Sequence[Message]) -> None:
@@ -97,10 +102,15 @@ class Tracker:
                 return
             self._turn.before = {root: snap.commit for root, snap in self._last.items()}
             self._record(self._turn.checkpoint("before"))
-        self._pending = calls
+        self._pending = [*(self._pending or []), *calls]
 
     async def round_finished(self) -> None:
+        """A round of edit tools alone needs no checkpoint of its own: they name the files they change, so the
+        next checkpoint (before a command, or the turn's last) still puts each change down to its call. A round
+        with any other writing call is checkpointed now, so its changes are told from the next round's."""
         if self._pending is None or self._turn is None:
+            return
+        if all(_edits(spec) or (spec is not None and spec.read_only) for _, spec in self._pending):
             return
         calls, self._pending = self._pending, None
         previous = self._last
@@ -113,7 +123,7 @@ class Tracker:
         turn, self._turn = self._turn, None
         if turn is None or not turn.before:
             return None
-        if self._pending is not None:  # a round cut short (Esc): what it did so far is still the turn's
+        if self._pending is not None:  # edit rounds since the last checkpoint, or a round cut short (Esc)
             previous, calls = self._last, self._pending
             self._pending = None
             if now := await self._snapshot(f"turn {turn.number}"):
@@ -136,6 +146,8 @@ class Tracker:
     async def plan_rewind(self, to_turn: int) -> tuple[RewindPlan, dict[str, RootStore]]:
         """What rewinding the files to before `to_turn` would do, against a checkpoint of the tree as it is now
         (which is what a redo goes back to)."""
+        from sprout_agent.checkpoints.rewind import plan
+
         stores = await self.stores()
         current = await anyio.to_thread.run_sync(self.snapshot_all, stores, f"before rewinding to turn {to_turn}")
         return plan(self.turns, to_turn, stores, {r: s.commit for r, s in current.items()}), stores
@@ -143,6 +155,8 @@ class Tracker:
     async def apply_rewind(self, chosen: Sequence[Restore], plan: RewindPlan) -> tuple[Turn, list[str]]:
         """Puts the chosen files back, as a step of its own in the timeline (so it can be rewound: redo); the
         problems are the files it could not put back."""
+        from sprout_agent.checkpoints.rewind import apply
+
         stores = await self.stores()
         number = self.turns[-1].number + 1 if self.turns else 1
         step = Turn(number, time.time(), f"rewind to turn {plan.turn}", 0, "rewind", dict(plan.current))
@@ -157,6 +171,15 @@ class Tracker:
         self._record(step.checkpoint("after"))
         return step, problems
 
+    def follow(
+        self, session_id: str, write_record: Callable[[dict[str, object]], int] | None, turns: Sequence[Turn]
+    ) -> None:
+        """The session goes on under a fork (/rewind of the conversation): its turns are the fork's, and the
+        stores open again under its ref, chained on its last checkpoints, so the old session's ref stays its own."""
+        self.session_id, self.write_record, self.turns = session_id, write_record, list(turns)
+        self.histories = {n: h for n, h in self.histories.items() if any(t.number == n for t in self.turns)}
+        self._stores, self._last = None, {}
+
     # --- snapshots ------------------------------------------------------------------------------------------
     async def stores(self) -> dict[str, RootStore]:
         if self._stores is None:
@@ -164,6 +187,9 @@ class Tracker:
         return self._stores
 
     def _open(self) -> dict[str, RootStore]:
+        from sprout_agent.checkpoints.git_store import RootStore
+        from sprout_agent.checkpoints.rewind import finish_interrupted
+
         stores: dict[str, RootStore] = {}
         for root in self.roots:
             try:

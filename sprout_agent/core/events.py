@@ -278,6 +278,15 @@ class TurnChanges:
     files: tuple[FileChange, ...] = ()
     skipped: tuple[str, ...] = ()  # "path: reason": past the checkpoint's bounds, so not covered by a rewind
 
+    @property
+    def summary(self) -> str:
+        """One line for a person: `3 files changed: +12 −4` (every face says it the same way)."""
+        return changes_summary(len(self.files), sum(f.added for f in self.files), sum(f.removed for f in self.files))
+
+
+def changes_summary(files: int, added: int, removed: int) -> str:
+    return f"{files} file{'' if files == 1 else 's'} changed: +{added} −{removed}"
+
 
 @dataclass(frozen=True, slots=True)
 class TurnFinished:

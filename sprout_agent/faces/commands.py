@@ -45,6 +45,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("cost", "tokens and cost so far"),
     Command("model", "show the model, or switch to NAME for the next request", "[NAME]"),
     Command("effort", "show the effort level and the model's choices, or set it", "[LEVEL]"),
+    # REPL only for now: its questions are drawn in the terminal; an editor would need its own (docs/rewind.md).
+    Command("rewind", "put files back to before a turn, fork the conversation there, or both (Esc Esc)", faces=_REPL),
     Command("login", "log in to a remote server with OAuth (the browser), then start it", "NAME", _REPL),
     Command("exit", "leave (Ctrl-D works too)", faces=_REPL),
 )

@@ -6,10 +6,12 @@ from collections.abc import Awaitable
 from typing import cast
 
 import anyio
+import anyio.to_thread
 
+from sprout_agent.checkpoints.turn_diff import turn_patches
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.errors import SproutError
-from sprout_agent.core.events import Notice
+from sprout_agent.core.events import Notice, changes_summary
 from sprout_agent.core.messages import Image, ToolUse
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolHost, ToolSpec
@@ -212,9 +214,19 @@ class AcpSession:
                 self.updates.message(str(error))
                 return "end_turn"
         result = await agent.run_turn(text, images)
+        await self._show_changes()
         if result.stop_reason == "budget":
             self.updates.message("\n\n(stopped: the session's budget is spent)")
         return STOP_REASONS.get(result.stop_reason, "end_turn")
+
+    async def _show_changes(self) -> None:
+        """The turn's diff, commands' changes included, as one completed edit the editor shows (docs/rewind.md)."""
+        tracker = self._runtime.checkpoints if self._runtime is not None else None
+        turn = tracker.turns[-1] if tracker is not None and tracker.turns else None
+        if tracker is None or turn is None or turn.kind != "turn" or not turn.files:
+            return
+        patches = await anyio.to_thread.run_sync(turn_patches, await tracker.stores(), turn)
+        self.updates.turn_changes(turn.number, changes_summary(len(turn.files), turn.added, turn.removed), patches)
 
     def cancel(self) -> None:
         if self._turn is not None:

@@ -209,6 +209,17 @@ class Updates:
         where = toolview.absolute(path, self._cwd)
         return [{"type": "diff", "path": where, "oldText": old, "newText": new} for old, new in diffs.sides(diff)]
 
+    def turn_changes(self, turn: int, title: str, patches: list[tuple[str, str]]) -> None:
+        """What a turn changed on disk, from its checkpoints: one completed edit, a diff per text file."""
+        content: list[Json] = [
+            {"type": "diff", "path": path, "oldText": old, "newText": new}
+            for path, patch in patches
+            for old, new in diffs.sides(patch)
+        ]
+        update: Json = {"sessionUpdate": "tool_call", "toolCallId": f"turn-{turn}-changes", "title": title}
+        locations: list[Json] = [{"path": path} for path, _ in patches]
+        self.send(update | {"kind": "edit", "status": "completed", "content": content, "locations": locations})
+
     def _usage(self, event: ModelReplied) -> None:
         if self.usage_source is None:
             return

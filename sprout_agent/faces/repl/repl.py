@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from functools import partial
 
 import anyio
@@ -10,7 +11,8 @@ import anyio.lowlevel
 
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.errors import EXIT_OK, SproutError
-from sprout_agent.core.messages import ToolUse
+from sprout_agent.core.events import changes_summary
+from sprout_agent.core.messages import Image, ToolUse
 from sprout_agent.core.permissions import Ask, Decision
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.faces.commands import (
@@ -38,7 +40,8 @@ from sprout_agent.trust.untrusted import printable
 HELP_TAIL = """  /SERVER:PROMPT [ARG…]  a server's prompt as your turn (arguments in order, or NAME=VALUE)
 Enter sends; \\+Enter or Alt+Enter adds a line. Tab completes /commands, @files and @server:uri resources;
 @path attaches a file, @server:uri a server's resource.
-Esc or Ctrl-C cancels the running turn; at the prompt Ctrl-C clears the line, twice on an empty line leaves."""
+Esc or Ctrl-C cancels the running turn; at the prompt Ctrl-C clears the line, twice on an empty line leaves;
+Esc Esc on an empty line is /rewind."""
 HELP = "\n".join(["Commands:", *help_lines("repl"), HELP_TAIL])
 
 
@@ -50,6 +53,7 @@ class Repl:
         self.agent = runtime.agent
         self.keys = keys
         self.started = time.time()
+        self.typed: dict[int, str] = {}  # turn number → the line typed for it (/rewind puts it back)
 
     async def command(self, line: str) -> bool:
         """Runs a slash command (the table in faces/commands.py, or a server's prompt); False means leave."""
@@ -57,7 +61,7 @@ class Repl:
         if found is None:
             name, _, argument = line[1:].partition(" ")
             if (text := await prompt_text(self.runtime.pool, name, argument.strip())) is not None:
-                await self.agent.run_turn(text)  # the server's messages are the user's turn, sent as they are
+                await self._run_turn(line, text)  # the server's messages are the user's turn, sent as they are
             else:
                 self.renderer.say(f"unknown command /{name}; /help lists them", "yellow")
             return True
@@ -74,6 +78,10 @@ class Repl:
                 header = ("server", "state", "tools", "hooks", "start", "last error")
                 self.renderer.table("MCP servers", header, server_rows(self.runtime))
                 self._say(server_notes(self.runtime))
+            case "rewind":
+                from sprout_agent.faces.repl.rewind import rewind_command
+
+                self.runtime = await rewind_command(self.runtime, self.renderer, self.keys, self.typed)
             case "login":
                 from sprout_agent.faces.repl.login import login_command
 
@@ -107,6 +115,17 @@ class Repl:
             self.renderer.say("cancelled", "yellow")
         return keep_going
 
+    def close_fork(self, opened: Runtime) -> None:
+        """The transcript of the fork a /rewind went on in, which the REPL opened (`open_runtime` closes its own)."""
+        if self.runtime.transcript is not opened.transcript and self.runtime.transcript is not None:
+            self.runtime.transcript.close()
+
+    def leave_line(self, opened: Runtime) -> str | None:
+        """How to come back to the session the REPL is in now (a fork, after /rewind)."""
+        forked = self.runtime.session_id != opened.session_id
+        recorded = bool(self.agent.history) or self.prepared.resume is not None or forked
+        return view.leave_line(self.runtime.session_id, recorded and self.prepared.locations.sessions is not None)
+
     async def turn(self, text: str) -> None:
         pool = self.runtime.pool
         resources = {mention(item) for item in pool.resources()}
@@ -114,7 +133,21 @@ class Repl:
         full, notes = await attach_resources(pool, attached.text, mentions(text)) if resources else (attached.text, [])
         for note in (*attached.notes, *notes):
             self.renderer.say(printable(note), "yellow")
-        await self.agent.run_turn(full, attached.images)  # the renderer reports how it ended
+        await self._run_turn(text, full, attached.images)  # the renderer reports how it ended
+
+    async def _run_turn(self, typed: str, text: str, images: Sequence[Image] = ()) -> None:
+        tracker = self.runtime.checkpoints
+        before = len(tracker.turns) if tracker is not None else 0
+        ended = False
+        try:
+            await self.agent.run_turn(text, images)
+            ended = True
+        finally:  # a cancelled turn is one too: it can be rewound
+            if tracker is not None and len(tracker.turns) > before:
+                turn = tracker.turns[before]
+                self.typed[turn.number] = typed
+                if not ended and turn.files:  # no TurnFinished says it: what it did before the cancel
+                    self.renderer.say(changes_summary(len(turn.files), turn.added, turn.removed))
 
 
 def permission_asker(renderer: TerminalRenderer, watch: SignalWatch, cwd: str, keys: TurnKeys | None = None) -> Ask:
@@ -219,11 +252,13 @@ async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
                 while line is not None and await repl.handle(watch, line):
                     line = await _next_line(reader)
 
-            await life.turns(lines, partial(runtime.agent.end_session, "signal"))
+            try:
+                await life.turns(lines, partial(runtime.agent.end_session, "signal"))
+            finally:
+                repl.close_fork(runtime)
             if life.signalled:
                 group.cancel_scope.cancel()  # no leave line after a signal
-            recorded = bool(runtime.agent.history) or prepared.resume is not None
-            leave = view.leave_line(runtime.session_id, recorded and prepared.locations.sessions is not None)
+            leave = repl.leave_line(runtime)
     if leave is not None:
         renderer.say(leave, "dim")
     return life.exit_code or EXIT_OK

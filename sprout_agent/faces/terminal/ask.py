@@ -66,6 +66,15 @@ async def choose(choices: Sequence[Choice], *, escape: str, escape_label: str = 
     return await app.run_async(handle_sigint=False)
 
 
+async def read_line(label: str, default: str = "") -> str | None:
+    """One line, pre-filled with `default`; None when the person gave up (Ctrl-C, Ctrl-D)."""
+    session: PromptSession[str] = PromptSession()
+    try:
+        return await session.prompt_async(label, default=default, handle_sigint=False)
+    except (KeyboardInterrupt, EOFError):
+        return None
+
+
 async def ask_permission(
     renderer: TerminalRenderer,
     spec: ToolSpec,
@@ -95,11 +104,7 @@ async def ask_permission(
     renderer.say(f"  → {next(c.label for c in choices if c.answer == picked)}", "dim")
     if picked != "tell":
         return Decision(_KINDS[picked])
-    try:
-        session: PromptSession[str] = PromptSession()
-        reason = await session.prompt_async("why not? (the model reads this) › ", handle_sigint=False)
-    except (KeyboardInterrupt, EOFError):
-        reason = ""
+    reason = await read_line("why not? (the model reads this) › ") or ""
     return Decision("deny", reason.strip())
 
 

@@ -33,14 +33,18 @@ def diff_lines(diff: str) -> list[DiffLine]:
     """The lines of a unified diff with their line numbers; file headers dropped, hunk starts shown as gaps."""
     lines: list[DiffLine] = []
     old = new = 0
+    header = True  # before a file's first hunk: `---`/`+++`, and git's `new file mode`, `index`… (a rewind's)
     for raw in diff.splitlines():
-        if raw.startswith(("--- ", "+++ ", "diff ", "index ")) or raw.startswith("\\"):
-            continue  # file headers and "\ No newline at end of file" say nothing a person needs here
+        if raw.startswith("diff "):
+            header = True
         if (hunk := _HUNK.match(raw)) is not None:
+            header = False
             old, new = int(hunk.group(1)), int(hunk.group(2))
             if lines:
                 lines.append(DiffLine("gap", None, "⋮"))
             continue
+        if header or raw.startswith("\\"):
+            continue  # file headers and "\ No newline at end of file" say nothing a person needs here
         if raw.startswith("+"):
             lines.append(DiffLine("add", new, raw[1:]))
             new += 1

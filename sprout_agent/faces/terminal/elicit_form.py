@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from rich.console import Group
 from rich.text import Text
 
-from sprout_agent.faces.terminal.ask import Choice, choose
+from sprout_agent.faces.terminal.ask import Choice, choose, read_line
 from sprout_agent.faces.terminal.render import TerminalRenderer
 from sprout_agent.mcp import elicitation as el
 from sprout_agent.mcp.sampling import SamplingRequest
@@ -36,7 +36,7 @@ async def ask_elicitation(renderer: TerminalRenderer, question: el.Question) -> 
     if picked != "fill":
         renderer.say(f"  → {'declined' if picked == 'decline' else 'cancelled'}", "dim")
         return el.Answer("decline" if picked == "decline" else "cancel", why="you answered")
-    content = await fill(question.form, _read_line, renderer.say)
+    content = await fill(question.form, read_line, renderer.say)
     if content is None:
         return el.Answer("cancel", why="you left the form")
     return el.Answer("accept", content, why="you filled in the form")
@@ -95,16 +95,6 @@ async def fill(form: el.Form, read: ReadLine, say: Callable[[str, str], None]) -
                 break
             say(f"  {printable(f.name, 80)}: {str(value)[1:]}", "yellow")
     return content
-
-
-async def _read_line(label: str, default: str) -> str | None:
-    from prompt_toolkit import PromptSession
-
-    session: PromptSession[str] = PromptSession()
-    try:
-        return await session.prompt_async(label, default=default, handle_sigint=False)
-    except (KeyboardInterrupt, EOFError):
-        return None
 
 
 async def _ask_url(renderer: TerminalRenderer, question: el.UrlQuestion) -> el.Answer:

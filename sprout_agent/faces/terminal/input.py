@@ -1,5 +1,6 @@
 """REPL input (prompt_toolkit): the prompt line (multi-line keys, Tab completion, history, status toolbar, Ctrl-C
-twice to leave), the keys read while a turn runs (Esc cancels); questions are in ask.py."""
+twice to leave, Esc Esc on an empty line for /rewind), the keys read while a turn runs (Esc cancels); questions
+are in ask.py."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import anyio
 from prompt_toolkit import PromptSession, print_formatted_text
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input import ansi_escape_sequences
@@ -27,6 +29,7 @@ from sprout_agent.trust.untrusted import visible
 
 QUESTION_ARGUMENT_LINES = 20
 LEAVE_HINT = "press Ctrl-C again to leave"
+REWIND = "/rewind"  # what Esc Esc on an empty prompt types
 # Shift+Enter as kitty's CSI-u and xterm's modifyOtherKeys report it; prompt_toolkit reads the second as Enter
 # and has no Shift+Enter key, so both are read as a key no keyboard sends (F24), bound to a newline. Ctrl-J is
 # not one: a line typed ahead in cooked mode arrives with its Enter turned into \n, which must still send.
@@ -125,6 +128,12 @@ class PromptReader:
         @bindings.add(SHIFT_ENTER)
         def _(event: KeyPressEvent) -> None:
             event.current_buffer.insert_text("\n")
+
+        @bindings.add("escape", "escape", filter=Condition(lambda: not self._session.default_buffer.text))
+        def _(event: KeyPressEvent) -> None:
+            # Esc Esc on an empty prompt: /rewind, shown on the line it leaves but kept out of the history.
+            event.current_buffer.text = REWIND
+            event.app.exit(result=REWIND)
 
         @bindings.add("c-c")
         def _(event: KeyPressEvent) -> None:

@@ -21,6 +21,8 @@ from sprout_agent.core.events import Event
 from sprout_agent.faces.terminal.calls import short_arguments
 from sprout_agent.trust.untrusted import printable, visible
 
+SKIPPED_NAMED = 3  # paths a checkpoint skipped, named on the changes line (the rest counted)
+
 
 class TerminalRenderer:
     """Event sink for people. Interactive: live tool calls, answers as Markdown. Otherwise: plain stderr lines."""
@@ -39,6 +41,7 @@ class TerminalRenderer:
         self.answers = answers
         self._view: LiveView | None = None
         self._pending_tools: dict[str, str] = {}
+        self._skipped_shown: tuple[str, ...] = ()  # what the last checkpoint skipped, as already said
 
     @property
     def view(self) -> LiveView:
@@ -227,6 +230,21 @@ class TerminalRenderer:
             self.answers.flush()
         elif self.interactive and event.stop_reason not in ("end_turn", "stop_sequence"):
             self.say(f"stopped: {event.stop_reason}", "yellow")
+        if event.changes is not None and (line := self._changes_line(event.changes)):
+            self.say(line)
+
+    def _changes_line(self, changes: ev.TurnChanges) -> str:
+        """`3 files changed: +12 −4` after a turn that changed files (the REPL, and -p's progress on stderr), with
+        what the checkpoint skipped when that differs from what was last said: a big file is named once, not
+        after every turn."""
+        line = changes.summary if changes.files else ""
+        skipped = tuple(sorted(changes.skipped))
+        if skipped and skipped != self._skipped_shown:
+            named = ", ".join(printable(s, 80) for s in skipped[:SKIPPED_NAMED])  # "path: reason"
+            more = f" and {len(skipped) - SKIPPED_NAMED} more" if len(skipped) > SKIPPED_NAMED else ""
+            line += f"{' · ' if line else ''}not checkpointed, so not rewindable: {named}{more}"
+        self._skipped_shown = skipped
+        return line
 
     # --- helpers ------------------------------------------------------------------------------------
     def _line(self, line: str | RenderableType) -> None:
@@ -242,8 +260,8 @@ class TerminalRenderer:
         table = Table(title=title, title_justify="left", show_edge=False)
         for column in columns:
             table.add_column(column)
-        for row in rows:
-            table.add_row(*row)
+        for row in rows:  # as plain text: a cell holds a server's words, and `[/x]` in markup fails to render
+            table.add_row(*(Text(visible(cell)) for cell in row))
         self._line(table)
 
     def show(self, renderable: RenderableType) -> None:
