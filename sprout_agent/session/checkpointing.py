@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from sprout_agent.checkpoints.git_store import GIT, GIT_TIMEOUT
+from sprout_agent.checkpoints.git_run import GIT_TIMEOUT, CheckpointError, git_argv
 from sprout_agent.checkpoints.timeline import Turn, turns_from
 from sprout_agent.checkpoints.tracker import Tracker, repository_of
 from sprout_agent.config.locations import Locations
@@ -93,7 +93,12 @@ def forget(locations: Locations, session_id: str, roots: Iterable[str]) -> list[
 def _git(git_dir: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     return subprocess.run(
-        [*GIT, f"--git-dir={git_dir}", *args], capture_output=True, text=True, timeout=GIT_TIMEOUT, check=False, env=env
+        [*git_argv(), f"--git-dir={git_dir}", *args],
+        capture_output=True,
+        text=True,
+        timeout=GIT_TIMEOUT,
+        check=False,
+        env=env,
     )
 
 
@@ -103,7 +108,7 @@ def _delete_ref(git_dir: str, session_id: str) -> list[str]:
         if _git(git_dir, "show-ref", "--verify", "--quiet", ref).returncode != 0:
             return []  # never made here, or gone already
         done = _git(git_dir, "update-ref", "-d", ref)
-    except (OSError, subprocess.TimeoutExpired) as error:
+    except (OSError, subprocess.TimeoutExpired, CheckpointError) as error:
         return [f"{git_dir}: cannot delete {ref}: {error}"]
     return [] if done.returncode == 0 else [f"{git_dir}: cannot delete {ref}: {done.stderr.strip()}"]
 
@@ -111,6 +116,6 @@ def _delete_ref(git_dir: str, session_id: str) -> list[str]:
 def _has_refs(git_dir: str) -> bool:
     try:
         listed = _git(git_dir, "for-each-ref", "--count=1", REF_PREFIX)
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, subprocess.TimeoutExpired, CheckpointError):
         return True  # when in doubt, keep it
     return listed.returncode != 0 or bool(listed.stdout.strip())
