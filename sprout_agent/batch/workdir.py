@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sprout_agent.core.processes import die_with_us
-from sprout_agent.trust.sandbox import git_root
+from sprout_agent.trust.sandbox import git_root, trusted_which
 from sprout_agent.trust.write_policy import GIT_RUNS_NO_HOOKS
 
 GIT_TIMEOUT = 300.0  # a clone of a large repository; every git call is bounded
@@ -23,7 +23,7 @@ MAX_DIFF_BYTES = 1 << 20
 # what their config names. Hooks (post-checkout on worktree add, post-index-change on add), the fsmonitor (any
 # index refresh) and `ext::` remote helpers (clone) are switched off here; `-c` beats every config file and
 # reaches the git processes git starts itself.
-GIT = ("git", *GIT_RUNS_NO_HOOKS, "-c", "protocol.ext.allow=never")
+GIT = ("git", *GIT_RUNS_NO_HOOKS, "-c", "protocol.ext.allow=never")  # git itself: trusted_which (never `.`)
 # No external diff or textconv program, and no `git status` inside a nested repository the task made (it would
 # run that repository's filter drivers).
 DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all")
@@ -96,8 +96,11 @@ def _remove(tree: Path) -> None:
 
 
 def _git(args: list[str], cwd: Path | None = None) -> str:
+    program = trusted_which("git", ())
+    if program is None:
+        raise FileNotFoundError("git is not installed (or only on a relative PATH entry)")
     done = subprocess.run(
-        [*GIT, *args],
+        [program, *GIT[1:], *args],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -10,10 +10,10 @@ checkpoint, outside any sandbox.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Mapping
 
+from sprout_agent.trust.sandbox import trusted_which
 from sprout_agent.trust.write_policy import GIT_RUNS_NO_HOOKS
 
 GIT_TIMEOUT = 120.0
@@ -28,7 +28,7 @@ class CheckpointError(Exception):
 
 def git_argv() -> list[str]:
     """GIT with the program by its absolute path, found on PATH's absolute entries only (see the docstring)."""
-    found = shutil.which("git", path=os.pathsep.join(p for p in os.get_exec_path() if os.path.isabs(p)))
+    found = trusted_which("git", ())
     if found is None:
         raise CheckpointError("git is not installed (or only reachable through a relative PATH entry)")
     return [found, *GIT[1:]]

@@ -150,8 +150,9 @@ def helper_path(helper: str | None, untrusted: tuple[str, ...] = ()) -> str | No
 
 def trusted_which(name: str, untrusted: tuple[str, ...]) -> str | None:
     """`shutil.which(name)` over the PATH entries that are not inside an `untrusted` directory (what sandboxed
-    commands may write): the tools run what this finds outside the sandbox."""
-    entries = [e for e in os.environ.get("PATH", os.defpath).split(os.pathsep) if e]
+    commands may write): the tools run what this finds outside the sandbox. A relative entry (`.`, or an empty
+    one) is never searched: it names whatever directory we run in, where a model or a repository puts files."""
+    entries = [e for e in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(e)]
     kept = [e for e in entries if not any(under(os.path.realpath(e), root) for root in untrusted)]
     return shutil.which(name, path=os.pathsep.join(kept)) if kept else None
 
