@@ -1,7 +1,7 @@
 """The loop's `Checkpoints`: a snapshot of every writable root before the first tool round of a turn that could
-write, another after each round with a command or another server's writing tool (so a change is put down to the
-calls of its round; edit tools name their files), and the turn's changes at its end. A turn whose tools only
-read costs nothing. Git runs in a worker thread; a failure is one notice."""
+write, another after each round with a command (so a change is put down to the calls of its round; edit tools
+name their files, other tools take what changed since the last checkpoint), and the turn's changes at its end.
+A turn whose tools only read costs nothing. Git runs in a worker thread; a failure is one notice."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.trust.write_policy import git_root, under
 
 EDIT_TOOLS = {("dev", "write"), ("dev", "edit")}  # these say which file they change: `file_path`
+COMMAND_TOOLS = {("dev", "bash")}  # a round with one of these is checkpointed on its own
 if TYPE_CHECKING:  # the store and the rewind load at the first checkpoint, not with every run (start-up)
     from sprout_agent.checkpoints.git_store import Entry, RootStore, Snapshot
     from sprout_agent.checkpoints.rewind import Restore, RewindPlan
@@ -105,12 +106,12 @@ class Tracker:
         self._pending = [*(self._pending or []), *calls]
 
     async def round_finished(self) -> None:
-        """A round of edit tools alone needs no checkpoint of its own: they name the files they change, so the
-        next checkpoint (before a command, or the turn's last) still puts each change down to its call. A round
-        with any other writing call is checkpointed now, so its changes are told from the next round's."""
+        """Only a round with a command is checkpointed on its own, so that its changes are told from the next
+        round's: edit tools name their files, and other servers' tools are rarely many to a turn, so the next
+        checkpoint (before a command, or the turn's last) puts their changes down to the calls since the last."""
         if self._pending is None or self._turn is None:
             return
-        if all(_edits(spec) or (spec is not None and spec.read_only) for _, spec in self._pending):
+        if not any(spec is not None and (spec.server, spec.tool) in COMMAND_TOOLS for _, spec in self._pending):
             return
         calls, self._pending = self._pending, None
         previous = self._last
