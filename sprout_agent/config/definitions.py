@@ -1,0 +1,58 @@
+"""What a project or user defines in Markdown for the agent to use: agent definitions (subagents), skills and custom
+slash commands, in the formats Claude Code reads (`.claude/agents/*.md`, `.claude/skills/*/SKILL.md`,
+`.claude/commands/*.md`). The types are here; the files are read by `definition_files`.
+
+A project's definitions are untrusted text: they choose prompts and tool subsets, never more than the session may
+use (docs/subagents.md says what a hostile one can and cannot do).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Claude Code's model aliases in a definition's `model`; `inherit` (or none) is the parent's model.
+INHERIT = "inherit"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDefinition:
+    """One kind of subagent the model may start with the `task` tool."""
+
+    name: str
+    description: str  # what the model reads to choose it
+    prompt: str  # the child's system prompt (the body of the Markdown file)
+    tools: tuple[str, ...] | None = None  # names or patterns of the parent's tools; None: all the parent's
+    disallowed_tools: tuple[str, ...] = ()
+    model: str | None = None  # an alias (sonnet, opus, haiku, inherit) or a model id; None: the parent's
+    max_turns: int | None = None
+    source: str = "built-in"  # the file it came from, "sdk", "--agents" or "built-in"
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    """One skill: only its name and description go in the system prompt; the body is read when the model asks."""
+
+    name: str
+    description: str
+    path: Path  # its SKILL.md; the files beside it belong to it
+    source: str = "project"  # project or user
+
+
+@dataclass(frozen=True, slots=True)
+class CustomCommand:
+    """A slash command from a Markdown file: its body, with `$ARGUMENTS` and `$1`… filled in, is the prompt."""
+
+    name: str
+    description: str
+    body: str
+    argument_hint: str = ""
+    source: str = "project"
+
+
+@dataclass(frozen=True, slots=True)
+class Definitions:
+    agents: tuple[AgentDefinition, ...] = ()
+    skills: tuple[Skill, ...] = ()
+    commands: tuple[CustomCommand, ...] = ()
+    notices: tuple[str, ...] = field(default=())  # one line per file that could not be used, naming it
