@@ -203,6 +203,7 @@ class Call:
     cancelled: bool = False
     failed: str | None = None  # a hook call that raised HookCallFailed
     on_progress: Callable[[str], None] | None = None  # what the loop passed: a behaviour may report through it
+    call_id: str = ""  # the model's tool_use id, as the loop passed it
 
     def progress(self, tail: str) -> None:
         """Report progress as a server would (nothing when the caller asked for none)."""
@@ -407,13 +408,14 @@ class MemoryHost:
         on_progress: Callable[[str], None] | None = None,
         *,
         outside_sandbox: bool = False,
+        call_id: str = "",
     ) -> ToolOutcome:
         target = self._servers.get(spec.server)
         if target is None:
             return outcome(f"server '{spec.server}' is unavailable: not configured", is_error=True)
         if target.dead is not None:
             return outcome(target.unavailable(), is_error=True)
-        _record, result = await self._run(target, spec, arguments, hook=False, on_progress=on_progress)
+        _record, result = await self._run(target, spec, arguments, hook=False, on_progress=on_progress, call_id=call_id)
         if result is None:
             return outcome(target.unavailable(), is_error=True)  # killed while running
         return result
@@ -452,8 +454,9 @@ class MemoryHost:
         *,
         hook: bool,
         on_progress: Callable[[str], None] | None = None,
+        call_id: str = "",
     ) -> tuple[Call, ToolOutcome | None]:
-        record = Call(target.name, spec.tool, dict(arguments), hook, on_progress=on_progress)
+        record = Call(target.name, spec.tool, dict(arguments), hook, on_progress=on_progress, call_id=call_id)
         self.calls.append(record)
         self.started(spec.tool).set()
         behaviour = target.tools[spec.tool].behaviour

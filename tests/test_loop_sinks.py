@@ -12,7 +12,7 @@ import pytest
 
 from sprout_agent.core import events as ev
 from sprout_agent.core.events import Event
-from sprout_agent.core.messages import Text, Usage
+from sprout_agent.core.messages import Text, ToolUse, Usage
 from sprout_agent.core.protocols import HookCallFailed, ToolOutcome
 from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
 from tests.bounds import bounded
@@ -89,9 +89,26 @@ async def events_of_a_busy_session() -> list[Event]:
         ev.Notice("MCP_HOOK_SERVERS names 'ghost', but no server has that name", "warning"),
         ev.ServerAsked("asking", "elicitation", "Who are you?", "decline", "nobody to ask"),
         ev.StreamEvent({"type": "message_stop"}),  # the model client, with --include-partial-messages
+        *subagent_events(),
         ev.TurnFinished("end_turn", "after compaction", 1, Usage(10, 2)),
     ]
     return [*loop.events, *extra]
+
+
+def subagent_events() -> list[Event]:
+    """A subagent's run as the delegator reports it (tests/test_subagents.py runs real ones): nested under its call."""
+    grep = ToolUse("toolu_c1", "dev__grep", {"pattern": "x"})
+    inner: list[Event] = [
+        ev.AssistantMessage("msg_c", MODEL, (Text("searching"), grep), "tool_use", Usage(50, 5), {"dev__grep": "Grep"}),
+        ev.ToolStarted("toolu_c1", "dev__grep", "dev", "grep", {"pattern": "x"}),
+        ev.ToolFinished("toolu_c1", "dev__grep", False, 0.01, "a.py", (Text("a.py"),)),
+        ev.Notice("subagent Explore: Bash(git:*): a rule with a specifier is not applied", "warning"),
+    ]
+    return [
+        ev.SubagentStarted("toolu_task", "Explore", "find x", MODEL),
+        *(ev.SubagentEvent("toolu_task", "Explore", event) for event in inner),
+        ev.SubagentFinished("toolu_task", "Explore", "end_turn", 2, Usage(50, 5), 0.001, 0.5),
+    ]
 
 
 def billed(*parts: object) -> ModelStep:
@@ -123,7 +140,8 @@ async def test_every_event_a_session_emits_is_a_schema_valid_stream_json_line() 
     written = set(types(lines))
     assert {"init", "result", "assistant", "user", "tool_finished", "stream_event"} <= written
     # One line kind per streamed event type (TurnFinished is a `result`), + init, + the `user` of a tool's result.
-    assert len(written) == len(emitted - NOT_STREAMED) + 2
+    # A subagent's events are lines of the kinds above, with `parent_tool_use_id`: no kind of their own.
+    assert len(written) == len(emitted - NOT_STREAMED - {ev.SubagentEvent}) + 2
     assert types(lines)[1] == "result"  # the turn that ended before init (a held-back event) follows it
     turns = [e for e in events if isinstance(e, ev.TurnFinished)]
     assert types(lines)[-1] == "result" and len(of_type(lines, "result")) == len(turns) + 1  # + the run's
@@ -135,7 +153,8 @@ async def test_every_event_a_session_emits_is_a_schema_valid_stream_json_line() 
         ("t4", "x__gone", "", ""),
     ]
     # The assistant lines carry the calls as the SDKs name them, with the model's ids and inputs.
-    uses = [b for line in of_type(lines, "assistant") for b in line["message"]["content"] if b["type"] == "tool_use"]
+    main = [line for line in of_type(lines, "assistant") if line["parent_tool_use_id"] is None]
+    uses = [b for line in main for b in line["message"]["content"] if b["type"] == "tool_use"]
     assert [(u["id"], u["name"], u["input"]) for u in uses] == [
         ("toolu_1", "mcp__fake__echo", {"text": "one"}),
         ("toolu_5", "mcp__fake__live", {}),

@@ -56,3 +56,24 @@ class Definitions:
     skills: tuple[Skill, ...] = ()
     commands: tuple[CustomCommand, ...] = ()
     notices: tuple[str, ...] = field(default=())  # one line per file that could not be used, naming it
+
+
+# Claude Code's two everyday agents; a definition of the same name (a file, `--agents`, the SDK) replaces one.
+BUILTIN_AGENTS = (
+    AgentDefinition(
+        "general-purpose",
+        "A capable agent for a multi-step task: research, a change across files, a review. It has all your tools.",
+        "You are a subagent of sprout-agent, given one task by the main agent. Complete it with the tools you have, "
+        "then reply with a concise report of what you found or did: the facts, paths and results the main agent "
+        "needs, nothing else. Your reply is all the main agent sees of your work.",
+    ),
+    AgentDefinition(
+        "Explore",
+        "A fast, read-only searcher: finds files, symbols and facts in the code base and reports them with paths.",
+        "You are a read-only search subagent of sprout-agent. Find what the task asks for with the read, glob and "
+        "grep tools; change nothing. Reply with a short report: the answer, with the file paths (and line numbers) "
+        "that support it.",
+        tools=("dev__read", "dev__glob", "dev__grep"),
+        model="haiku",
+    ),
+)

@@ -403,9 +403,15 @@ def _build_server(name: str, raw: dict[str, object], path: Path, where: str, env
     )
 
 
-# The servers sprout-agent ships (sprout_agent/tools/), started unless SPROUT_AGENT_BUILTIN_SERVERS
-# leaves them out or a file of yours defines a server of the same name (which replaces it).
-BUILTIN_SERVERS = ("dev", "todo")
+# The servers sprout-agent ships, by module (the tools in sprout_agent/tools/; `agent`, which serves the session's
+# subagents and skills, in mcp/), started unless SPROUT_AGENT_BUILTIN_SERVERS leaves them out or a file of yours
+# defines a server of the same name (which replaces it).
+BUILTIN_MODULES = {
+    "dev": "sprout_agent.tools.dev",
+    "todo": "sprout_agent.tools.todo",
+    "agent": "sprout_agent.mcp.agent_server",
+}
+BUILTIN_SERVERS = tuple(BUILTIN_MODULES)
 
 
 def with_builtin_servers(
@@ -424,11 +430,11 @@ def with_builtin_servers(
         ServerConfig(
             name,
             sys.executable,
-            ("-m", f"sprout_agent.tools.{name}"),
+            ("-m", BUILTIN_MODULES[name]),
             env=dict(env or {}),
             cwd=str(cwd),
             transport="in-process",
-            in_process=f"sprout_agent.tools.{name}",
+            in_process=BUILTIN_MODULES[name],
             only_tools=None if only_tools is None else only_tools.get(name, frozenset()),
         )
         for name in BUILTIN_SERVERS

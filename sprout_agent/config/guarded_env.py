@@ -32,7 +32,9 @@ REFUSED: tuple[tuple[str, str], ...] = (
     ("what needs your consent",
      "SPROUT_AGENT_TRUST_PROJECT SPROUT_AGENT_ELICITATION SPROUT_AGENT_OAUTH_TEST_REDIRECT"),
     # Sampling and web search are billed to you (and fetch sends data out); zero prices defeat the budgets.
-    ("what spends your money", "SPROUT_AGENT_ALLOW_SAMPLING SPROUT_AGENT_WEB SPROUT_AGENT_PRICES"),
+    # Deeper subagents multiply what a task can spend.
+    ("what spends your money",
+     "SPROUT_AGENT_ALLOW_SAMPLING SPROUT_AGENT_WEB SPROUT_AGENT_PRICES SPROUT_AGENT_SUBAGENT_DEPTH"),
     ("the sandbox", "SPROUT_AGENT_SANDBOX.* SPROUT_DEV_.*"),
     # The way back from what the agent did (docs/rewind.md): a repository must not switch it off.
     ("your checkpoints", "SPROUT_AGENT_CHECKPOINTS"),

@@ -31,6 +31,9 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("ANTHROPIC_AUTH_TOKEN", "", "bearer token, instead of ANTHROPIC_API_KEY"),
     EnvVar("ANTHROPIC_BASE_URL", "", "API endpoint; unset = https://api.anthropic.com"),
     EnvVar("ANTHROPIC_MODEL", DEFAULT_MODEL, "model id"),
+    EnvVar("ANTHROPIC_DEFAULT_HAIKU_MODEL", "claude-haiku-5-5", "a subagent definition's `model: haiku`"),
+    EnvVar("ANTHROPIC_DEFAULT_SONNET_MODEL", "claude-sonnet-5-5", "a subagent definition's `model: sonnet`"),
+    EnvVar("ANTHROPIC_DEFAULT_OPUS_MODEL", "claude-opus-5-5", "a subagent definition's `model: opus`"),
     EnvVar("MCP_HOOK_SERVERS", "", "servers whose hooks run: * or comma-separated names; unset = no hooks"),
     EnvVar("SPROUT_AGENT_HOOK_TIMEOUT_MS", "2500", "per hook call timeout, milliseconds, at least 1"),
     EnvVar("SPROUT_AGENT_STOP_MAX_REJECTIONS", "3", "session-wide _Stop objection budget (0 = off)"),
@@ -44,6 +47,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("SPROUT_AGENT_TOOL_TIMEOUT", "600", "per tool call timeout, seconds"),
     EnvVar("SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", "51200", "tool result text kept for the model, bytes"),
     EnvVar("SPROUT_AGENT_MAX_PARALLEL_TOOLS", "8", "tool calls run at once (1 = one at a time)"),
+    EnvVar("SPROUT_AGENT_SUBAGENT_DEPTH", "1", "how deep subagents may nest (1: a subagent starts none)"),
     EnvVar("SPROUT_AGENT_MAX_OUTPUT_TOKENS", "32000", "max_tokens per model response"),
     EnvVar("SPROUT_AGENT_MAX_CONTEXT_TOKENS", "", "context window, tokens; unset = the model's known window"),
     EnvVar(
@@ -64,7 +68,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "on",
         "checkpoints of the writable tree before each turn that could write, for /rewind",
     ),
-    EnvVar("SPROUT_AGENT_BUILTIN_SERVERS", "dev,todo", "built-in MCP servers to start: comma-separated, or none"),
+    EnvVar("SPROUT_AGENT_BUILTIN_SERVERS", "dev,todo,agent", "built-in MCP servers to start: comma-separated, or none"),
 )
 _DEFAULTS = {var.name: var.default for var in ENV_VARS}
 
@@ -198,7 +202,7 @@ def _seconds(env: Mapping[str, str], name: str) -> float:
 
 
 # config.BUILTIN_SERVERS (config imports dotenv, which this module has no need of); a test checks they agree.
-BUILTIN_NAMES = ("dev", "todo")
+BUILTIN_NAMES = ("dev", "todo", "agent")
 
 
 def _builtin_names(env: Mapping[str, str], name: str) -> tuple[str, ...]:
@@ -270,6 +274,7 @@ class Settings:
     tool_timeout: float = 600.0
     tool_result_max_bytes: int = 51200
     max_parallel_tools: int = 8
+    subagent_depth: int = 1
     model: str = DEFAULT_MODEL
     max_output_tokens: int = 32000
     max_context_tokens: int | None = None  # None = from the model table
@@ -277,7 +282,7 @@ class Settings:
     max_compactions: int = 10
     api_key_present: bool = False
     base_url: str | None = None
-    builtin_servers: tuple[str, ...] = ("dev", "todo")
+    builtin_servers: tuple[str, ...] = ("dev", "todo", "agent")
     prices: str | None = None  # raw; ledger.parse_prices reads it
     thinking: str | None = None  # adaptive | on | off; None = from the model's capabilities
     thinking_budget: int = 16000
@@ -302,6 +307,7 @@ class Settings:
             tool_timeout=_seconds(env, "SPROUT_AGENT_TOOL_TIMEOUT"),
             tool_result_max_bytes=_int(env, "SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", 1),
             max_parallel_tools=_int(env, "SPROUT_AGENT_MAX_PARALLEL_TOOLS", 1),
+            subagent_depth=_int(env, "SPROUT_AGENT_SUBAGENT_DEPTH", 1),
             model=model_id(_raw(env, "ANTHROPIC_MODEL") or DEFAULT_MODEL, "ANTHROPIC_MODEL"),
             max_output_tokens=_int(env, "SPROUT_AGENT_MAX_OUTPUT_TOKENS", 1),
             max_context_tokens=None if context is None else _int(env, "SPROUT_AGENT_MAX_CONTEXT_TOKENS", 1),
@@ -318,6 +324,23 @@ class Settings:
             checkpoints=choice(_raw(env, "SPROUT_AGENT_CHECKPOINTS"), ("on", "off"), "SPROUT_AGENT_CHECKPOINTS")
             == "on",
         )
+
+
+# Claude Code's model aliases (a subagent definition's `model`), each overridable by Claude Code's own variable.
+MODEL_ALIASES = {
+    "haiku": ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "claude-haiku-5-5"),
+    "sonnet": ("ANTHROPIC_DEFAULT_SONNET_MODEL", "claude-sonnet-5-5"),
+    "opus": ("ANTHROPIC_DEFAULT_OPUS_MODEL", "claude-opus-5-5"),
+}
+
+
+def resolve_model_alias(name: str, env: Mapping[str, str]) -> str:
+    """`haiku`, `sonnet`, `opus` → a model id (the variable's, else ours); any other name is taken as an id."""
+    alias = MODEL_ALIASES.get(name.lower())
+    if alias is None:
+        return model_id(name, "a subagent's model")
+    variable, default = alias
+    return model_id(env.get(variable) or default, variable)
 
 
 def render_env_example() -> str:

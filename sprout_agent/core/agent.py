@@ -97,6 +97,7 @@ class Agent:
         self._pending: list[HookOutput] = []
         self._ended = True  # no session started yet, so none to end
         self._measured: tuple[int, int] | None = None  # (tokens the API reported, history length then)
+        self.hook_fields: dict[str, object] = {}  # a subagent's own fields in every hook context (agent_id…)
 
     # The tool round reports and records through the same sink and recorder as the loop: one of each, kept there,
     # so a face (or a test) that swaps one swaps it for both.
@@ -120,6 +121,14 @@ class Agent:
     def permit(self) -> Permit | None:
         """The permission policy the tool round asks (faces read it: modes, rules, the editor's answers)."""
         return self._tool_round.permit
+
+    @property
+    def escalate(self) -> Escalate | None:
+        return self._tool_round.escalate
+
+    def enter_with(self, outputs: Sequence[HookOutput]) -> None:
+        """What hooks said before the first prompt (`_SubagentStart` for a child): it enters after that prompt."""
+        self._pending = list(outputs)
 
     async def run_turn(self, prompt: str, attachments: Sequence[Image] = ()) -> TurnResult:
         """Runs one user turn to its end; `TurnFinished` reports it (a cancelled turn reports nothing).
@@ -368,7 +377,7 @@ class Agent:
 
     def _hook_context(self, **extra: object) -> dict[str, object]:
         """What a hook may declare (hook_contract.HOOK_CONTEXT): the session's ids plus the point's own."""
-        return {"session_id": self.session_id, "cwd": self.cwd, **extra}
+        return {"session_id": self.session_id, "cwd": self.cwd, **self.hook_fields, **extra}
 
     def _last_text(self) -> str:
         for message in reversed(self.history):

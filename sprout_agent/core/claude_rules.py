@@ -24,10 +24,11 @@ from sprout_agent.core.tool_names import CLAUDE_CODE_NAMES, model_tool_name
 BUILTIN_TOOLS = {claude: model_tool_name(*ours) for ours, claude in CLAUDE_CODE_NAMES.items()} | {
     "MultiEdit": "dev__edit",
     "LS": "dev__glob",
+    "Task": "agent__task",
 }
 NOT_HERE = frozenset(
-    {"WebFetch", "WebSearch", "Task", "Agent", "NotebookEdit", "NotebookRead", "BashOutput", "KillShell"}
-    | {"KillBash", "ExitPlanMode", "SlashCommand", "Skill", "ToolSearch", "AskUserQuestion"}
+    {"WebFetch", "WebSearch", "NotebookEdit", "NotebookRead", "BashOutput", "KillShell"}
+    | {"KillBash", "ExitPlanMode", "SlashCommand", "ToolSearch", "AskUserQuestion"}
 )
 BASH = "dev__bash"
 BUILTIN_SERVERS = frozenset(server for server, _ in CLAUDE_CODE_NAMES)

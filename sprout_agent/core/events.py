@@ -303,6 +303,40 @@ class TurnFinished:
     changes: TurnChanges | None = None  # what it changed on disk; None: no checkpoint (no tool could write)
 
 
+@dataclass(frozen=True, slots=True)
+class SubagentStarted:
+    """A `task` call started a subagent (core/subagents.py) on its own context; `call_id` is the parent's call."""
+
+    call_id: str
+    agent: str  # the definition's name
+    description: str  # the model's short label for the task
+    model: str
+    depth: int = 1  # 1: a child of the main agent
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentEvent:
+    """An event of a subagent's own loop, for the faces to nest under the parent's call (`call_id`)."""
+
+    call_id: str
+    agent: str
+    event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentFinished:
+    """A subagent ended: its stop reason, and what it cost (already added to the session's ledger)."""
+
+    call_id: str
+    agent: str
+    stop_reason: str
+    turns: int
+    usage: Usage
+    cost_usd: float
+    seconds: float
+    error: str = ""
+
+
 # What the hook points report; every sink renders these together.
 HookEvent = (
     HookCalled
@@ -347,4 +381,7 @@ Event = (
     | CompactionFinished
     | ServerAsked
     | TurnFinished
+    | SubagentStarted
+    | SubagentEvent
+    | SubagentFinished
 )

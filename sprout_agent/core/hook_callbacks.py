@@ -22,6 +22,8 @@ PRE_COMPACT = "PreCompact"
 SESSION_START = "SessionStart"
 SESSION_END = "SessionEnd"
 NOTIFICATION = "Notification"
+SUBAGENT_START = "SubagentStart"
+SUBAGENT_STOP = "SubagentStop"
 CALLED_EVENTS = frozenset(
     {
         PRE_TOOL_USE,
@@ -33,10 +35,10 @@ CALLED_EVENTS = frozenset(
         SESSION_START,
         SESSION_END,
         NOTIFICATION,
+        SUBAGENT_START,
+        SUBAGENT_STOP,
     }
 )
-# Accepted and never called: they fire for subagents, which sprout-agent does not have yet.
-NEVER_CALLED_EVENTS = frozenset({"SubagentStart", "SubagentStop"})
 # Our `_SessionEnd` reasons → Claude Code's ExitReason.
 SESSION_END_REASONS = {"clear": "clear", "exit": "prompt_input_exit"}
 

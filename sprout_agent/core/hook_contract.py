@@ -3,6 +3,7 @@ may declare, the allowlist, and how a hook's arguments and answer are shaped (do
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -15,6 +16,8 @@ USER_PROMPT_SUBMIT = "_UserPromptSubmit"
 PRE_TOOL_USE = "_PreToolUse"
 POST_TOOL_USE = "_PostToolUse"
 SESSION_END = "_SessionEnd"
+SUBAGENT_START = "_SubagentStart"
+SUBAGENT_STOP = "_SubagentStop"
 # Off unless SPROUT_AGENT_TOOL_HOOKS=1: they overlap MCP Interceptors (SEP-2624), see docs/hooks.md.
 TOOL_HOOKS = frozenset({PRE_TOOL_USE, POST_TOOL_USE})
 HOOK_TEXT_MAX_CHARS = 16 * 1024  # documented in docs/hooks.md
@@ -33,6 +36,10 @@ HOOK_CONTEXT: Mapping[str, frozenset[str]] = {
     PRE_TOOL_USE: _COMMON | {"tool_name", "arguments"},
     POST_TOOL_USE: _COMMON | {"tool_name", "arguments", "result_text", "is_error"},
     SESSION_END: _COMMON | {"reason"},
+    # A subagent's points: `session_id` is the parent session's; `agent_id` names the child (its transcript).
+    SUBAGENT_START: _COMMON | {"agent_type", "agent_id", "description", "prompt"},
+    SUBAGENT_STOP: _COMMON
+    | {"agent_type", "agent_id", "objections_so_far", "rejections_left", "last_assistant_message", "trigger"},
 }
 HOOK_POINTS = tuple(HOOK_CONTEXT)  # every hook the agent calls, in the order the docs list them
 CONTEXT_FIELDS = frozenset(name for names in HOOK_CONTEXT.values() for name in names)
@@ -83,3 +90,16 @@ def truncate(text: str, limit: int = HOOK_TEXT_MAX_CHARS) -> str:
     marker = f"\n… [{len(text) - limit} characters elided] …\n"
     keep = (limit - len(marker)) // 2
     return text[:keep] + marker + text[-keep:]
+
+
+def blocked(text: str) -> str | None:
+    """A `_SubagentStart` answer that refuses the child: `{"decision": "block", "reason": "…"}` (Claude Code's hook
+    output), as the reason; None for any other answer, which is context for the child."""
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(answer, dict) or answer.get("decision") != "block":  # pyright: ignore[reportUnknownMemberType]
+        return None
+    reason: object = answer.get("reason", "")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    return reason if isinstance(reason, str) else json.dumps(reason)

@@ -8,6 +8,7 @@ callbacks (hook_callbacks.py) run at the same points, and their answers go throu
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import uuid
@@ -40,9 +41,12 @@ from sprout_agent.core.hook_contract import (
     SESSION_END,
     SESSION_START,
     STOP,
+    SUBAGENT_START,
+    SUBAGENT_STOP,
     TOOL_HOOKS,
     USER_PROMPT_SUBMIT,
     Allowlist,
+    blocked,
     fill_context,
     truncate,
 )
@@ -56,6 +60,13 @@ from sprout_agent.core.protocols import HookCallFailed, ToolHost, ToolSpec
 class HookOutput:
     server: str
     text: str
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What a session's hooks share with its subagents' (`Hooks.for_subagent`): the `_PreToolUse` budget."""
+
+    pre_tool_objections: int = 0
 
 
 class Hooks:
@@ -81,7 +92,7 @@ class Hooks:
         self.tool_hooks = tool_hooks  # SPROUT_AGENT_TOOL_HOOKS=1
         self._pre_tool_max = pre_tool_max_objections  # None: unlimited
         self._rejections = 0
-        self._pre_tool_objections = 0
+        self._tally = _Tally()
         self._budget_reported: set[str] = set()
         self._consecutive_timeouts: dict[str, int] = {}
         self._ids = itertools.count()
@@ -89,6 +100,21 @@ class Hooks:
         self.callbacks = callbacks  # the SDK's hook callbacks, run after the MCP hooks at each point
         self._stop: str | None = None  # a callback's `continue: false` (or a blocked prompt): the turn ends
         self._source: str | None = None  # a session start whose SessionStart callbacks wait for its first prompt
+        self.subagent: str | None = None  # a subagent's hooks (`for_subagent`): its definition's name
+
+    def for_subagent(self, agent_type: str, emit: Callable[[Event], None]) -> Hooks:
+        """The hooks a subagent's loop runs: the same servers, timeouts, kill rule and `_PreToolUse` budget as the
+        session's, but `_SubagentStop` where the session has `_Stop` (with a budget of its own), and no
+        `_UserPromptSubmit` (the child's prompt is the parent's call, which `_PreToolUse` saw)."""
+        child = copy.copy(self)  # shallow: the timeout counts, the tally and the reported budgets are shared
+        child._emit, child.subagent = emit, agent_type
+        child._rejections, child._stop, child._source = 0, None, None
+        return child
+
+    @property
+    def _stop_point(self) -> tuple[str, str]:
+        """The MCP hook and the callback event run when the loop would end its turn."""
+        return (STOP, cb.STOP) if self.subagent is None else (SUBAGENT_STOP, cb.SUBAGENT_STOP)
 
     @property
     def rejections_left(self) -> int:
@@ -110,23 +136,39 @@ class Hooks:
 
     async def on_stop(self, context: Mapping[str, object]) -> list[Message]:
         """Runs the `_Stop` gate; returns the objection messages to append (empty = the agent may stop)."""
-        if self._max_rejections == 0 or not (self.targets(STOP) or self._wanted(cb.STOP)):
+        hook, event = self._stop_point
+        if self._max_rejections == 0 or not (self.targets(hook) or self._wanted(event)):
             return []
         if self._rejections >= self._max_rejections:
-            self._spent(STOP, self._rejections)
+            self._spent(hook, self._rejections)
             return []
         context = {**context, "objections_so_far": self._rejections, "rejections_left": self.rejections_left}
-        outputs = await self.call(STOP, context)
-        fields = {k: context.get(k) for k in ("stop_hook_active", "last_assistant_message")}
-        answers = await self.run_callbacks(cb.STOP, fields)
+        outputs = await self.call(hook, context)
+        names = ("stop_hook_active", "last_assistant_message", "agent_id", "agent_type")
+        answers = await self.run_callbacks(event, {k: context[k] for k in names if k in context})
         outputs += [HookOutput(cb.CALLBACK_SOURCE, text) for a in answers if (text := a.block or a.context)]
         if self._stop is not None:
             return []  # `continue: false` wins over any objection: the agent stops
         for output in outputs:
-            self._emit(HookObjected(STOP, output.server, output.text))
+            self._emit(HookObjected(hook, output.server, output.text))
         if outputs:
             self._rejections += 1  # one round counts once, however many servers objected
-        return self.as_messages(STOP, outputs)
+        return self.as_messages(hook, outputs)
+
+    async def on_subagent_start(self, context: Mapping[str, object]) -> tuple[str | None, list[HookOutput]]:
+        """`_SubagentStart` and the SubagentStart callbacks: (why the child is refused, when a hook answered
+        `{"decision": "block"}`; else None, and what the hooks give the child to read)."""
+        outputs = await self.call(SUBAGENT_START, context)
+        fields = {k: context[k] for k in ("agent_id", "agent_type") if k in context}
+        answers = await self.run_callbacks(cb.SUBAGENT_START, fields, str(context.get("agent_type", "")))
+        blocks = [(o.server, why) for o in outputs if (why := blocked(o.text)) is not None]
+        blocks += [(cb.CALLBACK_SOURCE, a.block) for a in answers if a.block is not None]
+        if blocks:
+            for server, why in blocks:
+                self._emit(HookObjected(SUBAGENT_START, server, why))
+            reasons = "; ".join(f"{server}: {why}" for server, why in blocks if why) or "no reason given"
+            return f"not run: a {SUBAGENT_START} hook refused this subagent ({reasons})", []
+        return None, [*outputs, *(HookOutput(cb.CALLBACK_SOURCE, a.context) for a in answers if a.context)]
 
     async def inject(self, hook: str, context: Mapping[str, object]) -> list[Message]:
         """Runs an injecting hook (`_PostCompact`, `_SessionStart`, `_UserPromptSubmit`): its tool-result pairs."""
@@ -152,12 +194,15 @@ class Hooks:
 
     def enter_session_start(self, outputs: Sequence[HookOutput]) -> list[Message]:
         """The held session-start answers as they enter the history (reported then, inside the turn)."""
+        hook = SESSION_START if self.subagent is None else SUBAGENT_START
         for output in outputs:
-            self._emit(HookInjected(SESSION_START, output.server, output.text))
-        return self.as_messages(SESSION_START, outputs)
+            self._emit(HookInjected(hook, output.server, output.text))
+        return self.as_messages(hook, outputs)
 
     async def on_prompt(self, context: Mapping[str, object]) -> list[Message]:
         """`_UserPromptSubmit` and its callbacks; a callback's block (or `continue: false`) ends the turn unrun."""
+        if self.subagent is not None:
+            return []
         outputs = await self.call(USER_PROMPT_SUBMIT, context)
         answers = await self.run_callbacks(cb.USER_PROMPT_SUBMIT, {"prompt": context.get("prompt", "")})
         blocks = [a.block for a in answers if a.block is not None]
@@ -185,13 +230,14 @@ class Hooks:
         """`_PreToolUse`: the error text the model gets instead of the call's result, or None (the call runs)."""
         if self._pre_tool_max == 0 or not self.targets(PRE_TOOL_USE):
             return None
-        if self._pre_tool_max is not None and self._pre_tool_objections >= self._pre_tool_max:
-            self._spent(PRE_TOOL_USE, self._pre_tool_objections)
+        tally = self._tally
+        if self._pre_tool_max is not None and tally.pre_tool_objections >= self._pre_tool_max:
+            self._spent(PRE_TOOL_USE, tally.pre_tool_objections)
             return None
         outputs = await self.call(PRE_TOOL_USE, context)
         if not outputs:
             return None
-        self._pre_tool_objections += 1  # one call counts once, however many servers objected
+        tally.pre_tool_objections += 1  # one call counts once, however many servers objected
         for output in outputs:
             self._emit(HookObjected(PRE_TOOL_USE, output.server, output.text))
         lines = [f"not run: a {PRE_TOOL_USE} hook objected to this call"]

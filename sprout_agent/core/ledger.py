@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import astuple, dataclass, field
 
 from sprout_agent.core.errors import UsageError
@@ -61,6 +62,9 @@ class Ledger:
     requests: int = 0  # responses counted
     cost: float = 0.0
     sent: int = 0  # requests actually sent, failed attempts and retries included (the client reports them)
+    # A subagent's ledger passes each response on to its parent's (`add_child`), priced at its own model.
+    on_added: Callable[[Usage, float], None] | None = None
+    children: dict[str, tuple[Usage, float]] = field(default_factory=dict[str, tuple[Usage, float]])
 
     def attempted(self) -> None:
         self.sent += 1
@@ -77,7 +81,26 @@ class Ledger:
         self.usage += usage
         self.requests += 1
         self.cost += cost
+        if self.on_added is not None:
+            self.on_added(usage, cost)
         return cost
+
+    def add_child(self, label: str, usage: Usage, cost: float) -> None:
+        """A subagent's response, counted in this session's totals (and budget) and on the child's own line."""
+        before_usage, before_cost = self.children.get(label, (Usage(), 0.0))
+        self.children[label] = (before_usage + usage, before_cost + cost)
+        self.usage += usage
+        self.requests += 1
+        self.cost += cost
+        if self.on_added is not None:
+            self.on_added(usage, cost)
+
+    def child_lines(self) -> list[str]:
+        """One line per subagent: what it spent (already in the totals)."""
+        return [
+            f"{label}: tokens in {u.input_tokens}, cache read {u.cache_read_tokens}, out {u.output_tokens}; ${cost:.4f}"
+            for label, (u, cost) in self.children.items()
+        ]
 
     def summary(self) -> str:
         u = self.usage

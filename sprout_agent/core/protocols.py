@@ -94,11 +94,13 @@ class ToolHost(Protocol):
         on_progress: Callable[[str], None] | None = None,
         *,
         outside_sandbox: bool = False,
+        call_id: str = "",
     ) -> ToolOutcome:
         """Calls a tool; a tool error or a dead server is an `is_error` outcome, never an exception.
 
         `on_progress` gets the server's progress messages (untrusted text) while the call runs.
-        `outside_sandbox`: a person approved running this call outside the OS sandbox (escalation)."""
+        `outside_sandbox`: a person approved running this call outside the OS sandbox (escalation).
+        `call_id`: the model's tool_use id, told to our own in-process servers (a subagent nests under it)."""
         ...
 
     async def call_hook(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:
@@ -116,6 +118,24 @@ class ToolHost(Protocol):
         """Re-lists what servers said changed (`list_changed`); True when `tools()` changed.
 
         The loop calls it only between requests, so the tools block changes only there."""
+        ...
+
+
+class Delegation(Protocol):
+    """What the built-in `agent` server serves (mcp/agent_server.py); the session runs it (session/delegation.py)."""
+
+    def task_description(self) -> str:
+        """The `task` tool's description: what it does and the agent definitions the model may pick."""
+        ...
+
+    def has_skills(self) -> bool: ...
+
+    async def run_task(self, call_id: str, arguments: Mapping[str, object]) -> ToolOutcome:
+        """Runs a subagent for the call `call_id` (the model's tool_use id) to its end; its answer is the outcome."""
+        ...
+
+    def read_skill(self, name: str, file: str | None) -> str:
+        """A skill's body, or a file beside it; ValueError (the model reads it) for a bad request."""
         ...
 
 

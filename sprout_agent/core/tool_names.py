@@ -32,6 +32,8 @@ CLAUDE_CODE_NAMES: dict[tuple[str, str], str] = {
     ("dev", "glob"): "Glob",
     ("dev", "grep"): "Grep",
     ("todo", "todo_write"): "TodoWrite",
+    ("agent", "task"): "Agent",  # Claude Code's `Task` before 2.1 (claude_rules.py reads both)
+    ("agent", "skill"): "Skill",
 }
 
 

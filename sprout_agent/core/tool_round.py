@@ -135,7 +135,7 @@ class ToolRound:
 
     async def _run_allowed(self, spec: ToolSpec, use: ToolUse, *, changed: bool = False) -> ToolOutcome:
         self.emit(ToolRunning(use.id, use.input if changed else None))
-        outcome = await self.host.call(spec, use.input, self._progress_of(use))
+        outcome = await self.host.call(spec, use.input, self._progress_of(use), call_id=use.id)
         if outcome.sandbox_denied is not None and self.escalate is not None:
             outcome = await self._escalated(spec, use, outcome, outcome.sandbox_denied)
         if added := await self.hooks.on_post_tool(self._tool_context(spec, use), outcome.content, outcome.is_error):
@@ -153,7 +153,7 @@ class ToolRound:
         if not await self.escalate(spec, use, why):
             return sandboxed
         self.emit(ToolRunning(use.id))
-        outcome = await self.host.call(spec, use.input, self._progress_of(use), outside_sandbox=True)
+        outcome = await self.host.call(spec, use.input, self._progress_of(use), outside_sandbox=True, call_id=use.id)
         note = Text(
             f"[the OS sandbox stopped the first run ({why}); the user approved running it again outside the "
             "sandbox, and this is that second run]"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sprout_agent.core.events import Event
+from sprout_agent.core.protocols import Delegation
 from sprout_agent.mcp.elicitation import Elicitor, Unattended
 from sprout_agent.mcp.sampling import Sampler
 
@@ -85,3 +86,4 @@ class ClientFeatures:
     elicit: Elicitor = field(default_factory=Unattended)
     sampler: Sampler | None = None  # None: sampling is not offered (nobody could approve it)
     sdk: SdkMessages | None = None  # None: no SDK drives this session, so `"type": "sdk"` servers cannot start
+    delegation: Delegation | None = None  # what the built-in `agent` server serves; None: it cannot start

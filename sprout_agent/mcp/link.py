@@ -29,6 +29,7 @@ from sprout_agent.config.files import ServerConfig
 from sprout_agent.core.errors import ServerAnswered, ServerGone
 from sprout_agent.core.processes import ServerProcess
 from sprout_agent.core.protocols import PromptInfo, ResourceInfo, ToolOutcome, ToolSpec
+from sprout_agent.mcp.agent_server import CALL_ID_META
 from sprout_agent.mcp.callbacks import callbacks
 from sprout_agent.mcp.client_features import ClientFeatures
 from sprout_agent.mcp.lists import NoteSink, get_prompt, list_prompts, list_resources, message_handler, read_resource
@@ -39,6 +40,8 @@ from sprout_agent.mcp.transports.sdk import open_sdk
 from sprout_agent.mcp.transports.stdio import ReadStream, WriteStream, open_stdio
 from sprout_agent.mcp.transports.stdio_wire import too_large
 from sprout_agent.trust.sandbox import OUTSIDE_SANDBOX_META
+
+AGENT_SERVER = "sprout_agent.mcp.agent_server"  # serves the session's `Delegation` (ClientFeatures.delegation)
 
 if TYPE_CHECKING:  # the module itself loads only when a remote server is configured (connect)
     from sprout_agent.mcp.transports.remote import Streams as RemoteStreams
@@ -82,11 +85,15 @@ class Link:
         on_progress: Callable[[str], None] | None = None,
         *,
         outside_sandbox: bool = False,
+        call_id: str = "",
     ) -> ToolOutcome:
         """`on_progress` gets each progress message the server sends while the call runs (asking for progress
         only when it is given, so a server that computes progress does so only for a listener)."""
-        # Our own key in the request's `_meta` (the SDK's type names only the standard keys; extra ones pass).
-        meta = cast(types.RequestParamsMeta, {OUTSIDE_SANDBOX_META: True}) if outside_sandbox else None
+        # Our own keys in the request's `_meta` (the SDK's type names only the standard keys; extra ones pass).
+        keys: dict[str, object] = {OUTSIDE_SANDBOX_META: True} if outside_sandbox else {}
+        if call_id:
+            keys[CALL_ID_META] = call_id
+        meta = cast(types.RequestParamsMeta, keys) if keys else None
         callback = _progress_callback(on_progress) if on_progress is not None else None
         try:
             result = await self._session.call_tool(tool, arguments, progress_callback=callback, meta=meta)
@@ -192,7 +199,10 @@ async def connect(
                     yield link, listed, proc.ended
             case "in-process":
                 assert config.in_process is not None  # ServerConfig holds this transport to its module
-                opened = open_in_process(config.in_process, config.cwd or os.getcwd(), config.env)
+                served = client.delegation if client is not None and config.in_process == AGENT_SERVER else None
+                if config.in_process == AGENT_SERVER and served is None:
+                    raise ServerGone("the agent server runs only inside a session (subagents and skills)")
+                opened = open_in_process(config.in_process, config.cwd or os.getcwd(), config.env, served)
                 async with _local(config, opened, timeout, max_bytes, client, on_note) as connected:
                     yield connected
             case "sdk":

@@ -193,6 +193,7 @@ class ServerPool:
         on_progress: Callable[[str], None] | None = None,
         *,
         outside_sandbox: bool = False,
+        call_id: str = "",
     ) -> ToolOutcome:
         server = self._servers.get(spec.server)
         resources = spec.server == server_features.RESOURCES
@@ -204,7 +205,11 @@ class ServerPool:
             with anyio.fail_after(limit):
                 if resources or server is None:
                     return await server_features.call_resource_tool(self._servers, spec, arguments)
-                return await self._request(server, spec.tool, arguments, on_progress, outside_sandbox=outside_sandbox)
+                # Only our own servers (in-process) are told the call's id: nothing of another's business.
+                own_id = call_id if server.config.transport == "in-process" else ""
+                return await self._request(
+                    server, spec.tool, arguments, on_progress, outside_sandbox=outside_sandbox, call_id=own_id
+                )
         except TimeoutError:
             return _error_outcome(f"tool '{spec.name}' timed out after {limit:g} s")
         except ServerGone:
@@ -264,6 +269,7 @@ class ServerPool:
         on_progress: Callable[[str], None] | None = None,
         *,
         outside_sandbox: bool = False,
+        call_id: str = "",
     ) -> ToolOutcome:
         link = server.link
         if link is None:
@@ -272,7 +278,7 @@ class ServerPool:
         with anyio.CancelScope() as scope:
             server.calls.add(scope)
             try:
-                return await link.call(tool, arguments, on_progress, outside_sandbox=outside_sandbox)
+                return await link.call(tool, arguments, on_progress, outside_sandbox=outside_sandbox, call_id=call_id)
             except ServerGone:
                 pass
             finally:

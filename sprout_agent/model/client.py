@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random
 import re
 from collections.abc import Callable, Collection
@@ -102,6 +103,13 @@ class AnthropicModel:
         self.thinking, self.effort, notes = adjusted(self.thinking, self.effort, facts)
         self._warned.clear()
         return notes
+
+    def derived(self, model: str, emit: Callable[[Event], None]) -> AnthropicModel:
+        """The same client (its connections, key, retries) for another model: a subagent's (`model: haiku`)."""
+        clone = copy.copy(self)
+        clone._emit, clone._warned, clone._spare = emit, set(), None
+        clone.switch(model, fallback(model))  # the table's facts: no Models API request before a child starts
+        return clone
 
     def thinking_config(self, max_tokens: int) -> dict[str, Any] | None:
         return thinking_param(self.thinking, self.facts, max_tokens, self._thinking_budget)

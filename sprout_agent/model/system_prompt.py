@@ -30,14 +30,17 @@ def instruction_files(cwd: Path) -> list[Path]:
     return [d / name for d in directories for name in INSTRUCTION_FILES if (d / name).is_file()]
 
 
-def build_system_prompt(cwd: Path, *, replace: str | None = None, append: str | None = None) -> str:
-    """Byte-stable within a session (the date, not the time) so the prompt prefix stays cached."""
+def build_system_prompt(
+    cwd: Path, *, replace: str | None = None, append: str | None = None, base: str = BASE_PROMPT
+) -> str:
+    """Byte-stable within a session (the date, not the time) so the prompt prefix stays cached. `base`: who the
+    agent is (a subagent's definition says it)."""
     if replace is not None:
         parts = [replace]
     else:
         today = datetime.date.today().isoformat()
         parts = [
-            BASE_PROMPT,
+            base,
             f"Working directory: {cwd}\nPlatform: {platform.system()} {platform.release()}\nDate: {today}",
         ]
         for path in instruction_files(cwd):

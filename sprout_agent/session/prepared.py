@@ -13,6 +13,7 @@ from pathlib import Path
 from sprout_agent.config import consent
 from sprout_agent.config import files as cfg
 from sprout_agent.config import settings as st
+from sprout_agent.config.definitions import BUILTIN_AGENTS, Definitions
 from sprout_agent.config.dotenv_file import read_dotenv
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options, add_dirs_env, as_claude_code, asking_sdk
@@ -50,6 +51,7 @@ class Prepared:
     held_back: consent.Gated | None = None  # project servers waiting for consent; None = none
     sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # what dev__bash commands run under
     output: OutputContract | None = None  # --json-schema: what each answer must be
+    definitions: Definitions = field(default_factory=lambda: Definitions(agents=BUILTIN_AGENTS))
 
     @property
     def thinking(self) -> str | None:

@@ -21,6 +21,7 @@ import anyio.to_thread
 
 from sprout_agent.checkpoints.tracker import Tracker, checkpoint_roots
 from sprout_agent.config import settings as st
+from sprout_agent.config.definitions import AgentDefinition
 from sprout_agent.config.sandboxing import ServerSandboxes
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.compaction import Compactor, parse_threshold
@@ -39,6 +40,7 @@ from sprout_agent.model import facts as model_facts
 from sprout_agent.model.facts import ModelFacts
 from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session import checkpointing, store
+from sprout_agent.session.delegation import ChildSetup, Delegator
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.trust import sandbox as sb
 
@@ -85,6 +87,8 @@ async def open_runtime(
     ledger = Ledger(prepared.model, prepared.prices)
     client = _client_features(prepared, emit, ledger, elicit, approve_sampling)
     client.sdk = sdk
+    definitions = prepared.definitions
+    client.delegation = delegator = Delegator(definitions.agents, definitions.skills, prepared.settings.subagent_depth)
     pool = _make_pool(prepared, emit, client)
     async with AsyncExitStack() as stack:
         transcript = _make_store(prepared, session_id)
@@ -102,6 +106,7 @@ async def open_runtime(
         host = tool_host(pool) if tool_host is not None else pool
         agent = _build_agent(prepared, emit, ask, (pool, host), model, session_id, transcript, ledger)
         _fit_window(prepared, agent, facts)
+        delegator.attach(agent, _child_setup(prepared, model, session_id))
         tracker = agent.checkpoints = _make_tracker(prepared, emit, session_id, transcript, agent)
         if prepared.resume is not None:
             agent.load(prepared.resume.history, "resume")
@@ -264,6 +269,26 @@ def _make_tracker(
         turns=checkpointing.recorded_turns(transcript.path if transcript is not None else None),
         read_only=lambda: isinstance(policy, Policy) and policy.mode == READ_ONLY,
     )
+
+
+def _child_setup(p: Prepared, model: AnthropicModel, session_id: str) -> ChildSetup:
+    """How the session's subagents are built: a definition's model on the session's client, its prompt where the
+    session has ours, its transcript beside the session's (`<id>.agents/`)."""
+
+    def model_for(name: str | None, emit: Callable[[Event], None]) -> Model:
+        wanted = st.resolve_model_alias(name, p.settings_env) if name else model.name
+        return model if wanted == model.name else model.derived(wanted, emit)
+
+    def system_for(definition: AgentDefinition) -> str:
+        return build_system_prompt(p.options.cwd, base=definition.prompt)
+
+    def recorder_for(agent_id: str) -> store.SessionStore | None:
+        if p.locations.sessions is None:
+            return None
+        directory = p.locations.sessions / f"{session_id}.agents"
+        return store.SessionStore.new(directory, agent_id, str(p.options.cwd), model.name)
+
+    return ChildSetup(model_for, system_for, recorder_for)
 
 
 def _check_strict(prepared: Prepared, pool: ServerPool) -> None:

@@ -85,6 +85,7 @@ class EditorHost:
         on_progress: Callable[[str], None] | None = None,
         *,
         outside_sandbox: bool = False,
+        call_id: str = "",
     ) -> ToolOutcome:
         if spec.server == DEV and spec.tool in FILE_TOOLS and self._files is not None:
             outcome = await self._files.call(spec.tool, arguments)
@@ -96,8 +97,10 @@ class EditorHost:
                     outcome = await self._terminal.run(arguments, lambda terminal: self._show(arguments, terminal))
                     if outcome is not None:
                         return outcome
-                return await self._pool.call(spec, arguments, on_progress, outside_sandbox=outside_sandbox)
-        return await self._pool.call(spec, arguments, on_progress, outside_sandbox=outside_sandbox)
+                return await self._pool.call(
+                    spec, arguments, on_progress, outside_sandbox=outside_sandbox, call_id=call_id
+                )
+        return await self._pool.call(spec, arguments, on_progress, outside_sandbox=outside_sandbox, call_id=call_id)
 
     async def call_hook(self, spec: ToolSpec, arguments: dict[str, object]) -> ToolOutcome:
         return await self._pool.call_hook(spec, arguments)

@@ -33,6 +33,9 @@ from sprout_agent.core.events import (
     ServerStarted,
     StopBudgetSpent,
     StreamEvent,
+    SubagentEvent,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
     ThinkingDelta,
     ToolFinished,
@@ -55,6 +58,9 @@ class _Call:
     call_id: str
     event: ToolStarted
     terminal: str | None = None  # the editor's terminal the call runs in (editor_terminal.py)
+
+
+PARENT_META = "sprout-agent/parentToolCallId"  # a subagent's call names the `task` call it runs under
 
 
 class Updates:
@@ -118,8 +124,27 @@ class Updates:
                 pass  # text went out as chunks; the prompt's response carries the stop reason
             case AssistantMessage() | StreamEvent():
                 pass  # the same reply again, whole or raw: ACP had it as chunks
+            case SubagentEvent():
+                self._subagent(event.call_id, event.event)
+            case SubagentStarted():
+                self._tool_progress(ToolProgress(event.call_id, f"{event.agent} started: {event.description}"))
+            case SubagentFinished():
+                pass  # the parent call's result follows at once, with the subagent's answer
             case _:
                 assert_never(event)
+
+    def _subagent(self, parent: str, event: Event) -> None:
+        """A subagent's tool calls as calls of their own, each naming the parent's call in `_meta` (editors that
+        nest show them under it); the rest of its loop stays out of the editor's thread."""
+        match event:
+            case SubagentEvent():
+                self._subagent(event.call_id, event.event)
+            case ToolStarted():
+                self._tool_started(event, parent)
+            case ToolRunning() | ToolProgress() | ToolFinished():
+                self._render(event)
+            case _:
+                pass
 
     def begin(self) -> None:
         self._in_turn = True
@@ -169,10 +194,11 @@ class Updates:
 
     # --- event handlers ------------------------------------------------------------------------------------
 
-    def _tool_started(self, event: ToolStarted) -> None:
+    def _tool_started(self, event: ToolStarted, parent: str | None = None) -> None:
         call = _Call(event.call_id, event)
         self._open[call.call_id] = call
-        self.send({"sessionUpdate": "tool_call", **self.tool_call_fields(call), "status": "pending"})
+        nested: Json = {"_meta": {PARENT_META: parent}} if parent is not None else {}
+        self.send({"sessionUpdate": "tool_call", **self.tool_call_fields(call), "status": "pending", **nested})
 
     def _tool_running(self, event: ToolRunning) -> None:
         if event.call_id in self._open:

@@ -17,7 +17,7 @@ from sprout_agent.core import events as ev
 from sprout_agent.core.errors import EXIT_USAGE, exit_code_for_stop
 from sprout_agent.core.events import Event
 from sprout_agent.core.images import MAX_PDF_BASE64_BYTES, attachment
-from sprout_agent.core.messages import Image, Text, Usage
+from sprout_agent.core.messages import Block, Image, RedactedThinking, Text, Thinking, Usage
 from sprout_agent.core.tool_names import sdk_tool_name
 from sprout_agent.faces.headless.stream_lines import (
     SCHEMA_VERSION,
@@ -33,6 +33,7 @@ from sprout_agent.faces.headless.stream_lines import (
     new_uuid,
     replayed_user_record,
     result_record,
+    subagent_finished_record,
     system_record,
     tool_result_record,
     write_record,
@@ -76,6 +77,7 @@ class JsonlSink:
         self.out = out
         self.stream = stream
         self.progress = progress  # `tool_progress` lines (--verbose): a live view wants them, a script does not
+        self.forward_subagent_text = False  # --forward-subagent-text: a subagent's text too, not only its calls
         self.session_id: str | None = None
         self._initialised = False
         self._pending: list[Event] = []
@@ -209,6 +211,8 @@ class JsonlSink:
                 if event.stop_reason == "interrupted":
                     self._close_open_calls()
                 return [self._turn_result(event)]
+            case ev.SubagentEvent():
+                return self._subagent_records(event.call_id, event.event)
             case _:
                 record = self._record(event)
                 return [record] if record is not None else []
@@ -272,8 +276,37 @@ class JsonlSink:
             case ev.ServerAsked():
                 said = {"message": event.message, "outcome": event.outcome, "detail": event.detail}
                 return system_record("server_request", server=event.server, kind=event.kind, **said)
+            case ev.SubagentStarted():
+                fields = {"agent": event.agent, "description": event.description, "model": event.model}
+                return system_record("subagent_started", id=event.call_id, **fields, depth=event.depth)
+            case ev.SubagentFinished():
+                return subagent_finished_record(event)
+            case ev.SubagentEvent():
+                return None  # _records
             case _:
                 assert_never(event)
+
+    def _subagent_records(self, parent: str, event: Event) -> list[Record]:
+        """A subagent's lines as Claude Code writes them: its replies' tool calls and its tool results, each with
+        `parent_tool_use_id` (the parent's `task` call); its text stays out unless `--forward-subagent-text`. A
+        grandchild's lines name their own parent call."""
+        match event:
+            case ev.SubagentEvent() | ev.SubagentStarted() | ev.SubagentFinished():
+                return self._records(event)
+            case ev.AssistantMessage():
+                shown = event if self.forward_subagent_text else replace(event, content=_calls_only(event.content))
+                return [assistant_record(shown, parent_tool_use_id=parent)] if shown.content else []
+            case ev.ToolFinished():
+                return [tool_result_record(event.call_id, event.content, event.is_error, parent_tool_use_id=parent)]
+            case ev.Notice() | ev.HookObjected() | ev.HookInjected() | ev.HookTimedOut() | ev.HookServerKilled():
+                record = self._record(event)
+                return [{**record, "parent_tool_use_id": parent}] if record is not None else []
+            case _:
+                return []
+
+
+def _calls_only(content: tuple[Block, ...]) -> tuple[Block, ...]:
+    return tuple(block for block in content if not isinstance(block, Text | Thinking | RedactedThinking))
 
 
 def _tool_finished(call_id: str, name: str, server: str, is_error: bool, seconds: float) -> Record:

@@ -59,8 +59,8 @@ def parse_hooks(raw: object) -> dict[str, list[Matcher]]:
         raise ValueError("initialize: hooks must be an object")
     hooks: dict[str, list[Matcher]] = {}
     for event, matchers in cast(dict[str, object], raw).items():
-        if event not in cb.CALLED_EVENTS | cb.NEVER_CALLED_EVENTS:
-            known = ", ".join(sorted(cb.CALLED_EVENTS | cb.NEVER_CALLED_EVENTS))
+        if event not in cb.CALLED_EVENTS:
+            known = ", ".join(sorted(cb.CALLED_EVENTS))
             raise ValueError(f"initialize: sprout-agent has no {event!r} hook point (it runs {known})")
         if not isinstance(matchers, list):
             raise ValueError(f"initialize: hooks.{event} must be a list")

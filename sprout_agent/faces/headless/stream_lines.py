@@ -220,23 +220,33 @@ def checkpoint_record(changes: ev.TurnChanges | None) -> Record | None:
     }
 
 
-def assistant_record(event: ev.AssistantMessage) -> Record:
+def assistant_record(event: ev.AssistantMessage, *, parent_tool_use_id: str | None = None) -> Record:
+    """A reply as Claude Code's `assistant` line; a subagent's names its parent call (the `task` call's id)."""
+    blocks = event.content
     message: Record = {
         "id": event.message_id,
         "type": "message",
         "role": "assistant",
         "model": event.model,
-        "content": [content_block(block, event.sdk_names) for block in event.content],
+        "content": [content_block(block, event.sdk_names) for block in blocks],
         "stop_reason": event.stop_reason,
         "stop_sequence": None,
         "usage": usage_record(event.usage),
     }
-    return {"type": "assistant", "message": message, "parent_tool_use_id": None}
+    return {"type": "assistant", "message": message, "parent_tool_use_id": parent_tool_use_id}
 
 
-def tool_result_record(call_id: str, content: Sequence[Text | Image], is_error: bool) -> Record:
+def tool_result_record(
+    call_id: str, content: Sequence[Text | Image], is_error: bool, *, parent_tool_use_id: str | None = None
+) -> Record:
     block = content_block(ToolResult(call_id, tuple(content), is_error), {})
-    return {"type": "user", "message": {"role": "user", "content": [block]}, "parent_tool_use_id": None}
+    return {"type": "user", "message": {"role": "user", "content": [block]}, "parent_tool_use_id": parent_tool_use_id}
+
+
+def subagent_finished_record(event: ev.SubagentFinished) -> Record:
+    fields: Record = {"stop_reason": event.stop_reason, "num_turns": event.turns, "usage": usage_record(event.usage)}
+    fields |= {"total_cost_usd": event.cost_usd, "duration_ms": ms(event.seconds), "error": event.error or None}
+    return system_record("subagent_finished", id=event.call_id, agent=event.agent, **fields)
 
 
 def replayed_user_record(text: str, images: Sequence[Image]) -> Record:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # loaded when first needed: a -p run never renders Markdown, 
 from sprout_agent.core import events as ev
 from sprout_agent.core.events import Event
 from sprout_agent.faces.terminal.calls import short_arguments
+from sprout_agent.faces.terminal.subagent_lines import outermost, shown
 from sprout_agent.trust.untrusted import printable, visible
 
 SKIPPED_NAMED = 3  # paths a checkpoint skipped, named on the changes line (the rest counted)
@@ -95,6 +96,8 @@ class TerminalRenderer:
                 self._on_turn_finished(event)
             case ev.ServerAsked():
                 self._line(Text(printable(event.line()), style="magenta"))
+            case ev.SubagentStarted() | ev.SubagentEvent() | ev.SubagentFinished():
+                self._on_subagent(event)
             case _:
                 assert_never(event)
 
@@ -163,6 +166,14 @@ class TerminalRenderer:
             self._line(
                 f"[cyan]⏺ {_escape(event.name)}[/] [dim]{_escape(arguments)}[/] {status} [dim]{event.seconds:.2f}s[/]"
             )
+
+    def _on_subagent(self, event: ev.SubagentStarted | ev.SubagentEvent | ev.SubagentFinished) -> None:
+        said = shown(event, self.verbose)
+        if said.tail is not None and self.interactive:
+            call_id = outermost(event)[0] if isinstance(event, ev.SubagentEvent) else event.call_id
+            self.view.tool_progress(ev.ToolProgress(call_id, said.tail))
+        if said.line is not None:
+            self._line(Text(said.line, style="yellow" if said.warning else "dim"))
 
     # --- servers, hooks, compaction -------------------------------------------------------------------
     def _on_server_or_notice(self, event: ev.ServerStarted | ev.ServerFailed | ev.Notice) -> None:

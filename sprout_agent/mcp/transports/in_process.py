@@ -17,12 +17,14 @@ from mcp.shared.memory import MessageStream, create_client_server_memory_streams
 
 @asynccontextmanager
 async def open_in_process(
-    module: str, cwd: str, env: Mapping[str, str] | None = None
+    module: str, cwd: str, env: Mapping[str, str] | None = None, served: object = None
 ) -> AsyncGenerator[tuple[anyio.Event, MessageStream]]:
     """Runs `module`'s server in a task; yields an event set when it ends, and the client's (read, write) streams.
 
-    `env` is the server's config `env` (the sandbox policy): what it would read from its environment standalone."""
-    server: Any = importlib.import_module(module).create_server_in(cwd, env or {})
+    `env` is the server's config `env` (the sandbox policy): what it would read from its environment standalone.
+    `served`: what a server of the agent's own serves (the `agent` server: the session's `Delegation`)."""
+    create = importlib.import_module(module).create_server_in
+    server: Any = create(cwd, env or {}) if served is None else create(cwd, env or {}, served)
     ended = anyio.Event()
     async with create_client_server_memory_streams() as (client_streams, server_streams):
 

@@ -1,0 +1,250 @@
+"""Subagents in-process: the real loop, hooks, ledger and delegation (session/delegation.py) around a scripted
+model and an in-memory host whose `agent__task` tool hands its calls to the delegator, as the built-in `agent`
+server does (its MCP path is tested end to end in tests/test_subagents_e2e.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+from sprout_agent.config.definitions import BUILTIN_AGENTS, AgentDefinition
+from sprout_agent.core.events import Notice, SubagentEvent, SubagentFinished, SubagentStarted, ToolStarted
+from sprout_agent.core.messages import Text, ToolResult, Usage
+from sprout_agent.core.protocols import ModelRequest, ToolOutcome
+from sprout_agent.session.delegation import ChildSetup, Delegator
+from tests.loop_doubles import (
+    Call,
+    Loop,
+    MemoryHost,
+    build_loop,
+    call,
+    echo,
+    reply,
+    server,
+    tool,
+)
+
+pytestmark = pytest.mark.anyio
+TASK = {"description": {"type": "string"}, "prompt": {"type": "string"}, "subagent_type": {"type": "string"}}
+READER = AgentDefinition("reader", "reads", "subagent reader", tools=("dev__read",))
+
+
+def delegating(
+    script: Sequence[Any],
+    definitions: Sequence[AgentDefinition] = (*BUILTIN_AGENTS, READER),
+    *,
+    max_depth: int = 1,
+    hooks: dict[str, Any] | None = None,
+    **options: Any,
+) -> tuple[Loop, MemoryHost]:
+    delegator = Delegator(definitions, (), max_depth)
+
+    async def task(c: Call) -> ToolOutcome:
+        return await delegator.run_task(c.call_id, c.arguments)
+
+    servers = {
+        "dev": server(read=echo("path"), grep=echo("pattern"), bash=echo("command"), glob="a.py"),
+        "agent": server(task=tool(task, properties=TASK)),
+        **({"guard": server(**hooks)} if hooks else {}),
+    }
+    host = MemoryHost(servers)
+    loop = build_loop(script, host=host, hook_servers="guard" if hooks else None, **options)
+    delegator.attach(loop.agent, ChildSetup(lambda _name, _emit: loop.model, _system, lambda _id: None))
+    return loop, host
+
+
+def _system(definition: AgentDefinition) -> str:
+    return f"subagent {definition.name}"
+
+
+def child_reply(agent: str, *parts: Any, **kw: Any) -> Any:
+    """A step only a child of `agent` may take: the script proves who asked."""
+
+    def step(request: ModelRequest) -> Any:
+        assert request.system == f"subagent {agent}", request.system
+        return reply(*parts, **kw)
+
+    return step
+
+
+def result_text(loop: Loop, index: int = 2) -> tuple[bool, str]:
+    return next(iter(loop.results(index).values()))
+
+
+async def test_a_task_runs_a_child_on_a_fresh_context_and_only_its_answer_reaches_the_parent() -> None:
+    loop, _host = delegating(
+        [
+            reply(call("agent__task", description="find x", prompt="where is x?", subagent_type="Explore")),
+            child_reply("Explore", call("dev__grep", pattern="x")),
+            child_reply("Explore", "x is in a.py:3"),
+            reply("done"),
+        ]
+    )
+    result = await loop.turn("find x for me")
+    assert result.text == "done"
+    assert result_text(loop) == (False, "x is in a.py:3")
+    child_first = loop.model.requests[1]
+    assert [m.role for m in child_first.messages] == ["user"] and child_first.messages[0].text == "where is x?"
+    assert sorted(spec.name for spec in child_first.tools) == ["dev__glob", "dev__grep", "dev__read"]
+    parent_last = loop.model.requests[3]
+    assert "dev__grep" not in str(parent_last.messages)  # the child's own calls stay in its context
+    assert [type(e) for e in loop.events if isinstance(e, SubagentStarted | SubagentFinished)] == [
+        SubagentStarted,
+        SubagentFinished,
+    ]
+    nested = [e.event for e in loop.of(SubagentEvent) if isinstance(e.event, ToolStarted)]
+    assert [e.name for e in nested] == ["dev__grep"]
+
+
+async def test_a_child_asking_for_a_tool_it_was_not_given_is_refused() -> None:
+    loop, host = delegating(
+        [
+            reply(call("agent__task", description="read", prompt="run ls", subagent_type="reader")),
+            child_reply("reader", call("dev__bash", command="ls")),
+            child_reply("reader", "I could not run it"),
+            reply("ok"),
+        ]
+    )
+    await loop.turn()
+    child_results = [b for m in loop.model.requests[2].messages for b in m.content if isinstance(b, ToolResult)]
+    assert child_results[0].is_error and "unknown tool" in str(child_results[0].content)
+    assert not host.calls_of("bash")
+
+
+async def test_children_of_one_reply_run_at_once() -> None:
+    both_asked = anyio.Event()
+    asked: list[str] = []
+
+    async def meet(request: ModelRequest) -> Any:
+        asked.append(request.messages[0].text)
+        if len(asked) == 2:
+            both_asked.set()
+        await both_asked.wait()  # one child at a time never gets here twice: the test's bound ends it
+        return reply(f"answer to {request.messages[0].text}")
+
+    loop, _host = delegating(
+        [
+            reply(
+                call("agent__task", "t1", description="a", prompt="one", subagent_type="Explore"),
+                call("agent__task", "t2", description="b", prompt="two", subagent_type="Explore"),
+            ),
+            meet,
+            meet,
+            reply("both done"),
+        ]
+    )
+    await loop.turn(timeout=10)
+    assert sorted(asked) == ["one", "two"]
+    assert loop.results(2) == {"t1": (False, "answer to one"), "t2": (False, "answer to two")}
+
+
+async def test_a_child_stops_at_the_budget_left_and_says_so_and_its_cost_is_the_sessions() -> None:
+    costly = Usage(input_tokens=400_000, output_tokens=10)  # $1.20 at Sonnet's price
+    loop, _host = delegating(
+        [
+            reply(call("agent__task", description="a", prompt="dig", subagent_type="general-purpose")),
+            child_reply("general-purpose", call("dev__glob"), usage=costly),
+            reply("the child ran out"),
+        ],
+        max_budget_usd=1.0,
+    )
+    await loop.turn()
+    is_error, text = result_text(loop)
+    assert is_error and "budget" in text
+    assert loop.ledger.cost >= 1.2
+    assert len(loop.ledger.children) == 1
+
+
+async def test_a_subagent_start_hook_that_blocks_refuses_the_child_with_its_reason() -> None:
+    block = '{"decision": "block", "reason": "no subagents on Fridays"}'
+    loop, _host = delegating(
+        [reply(call("agent__task", description="a", prompt="go", subagent_type="Explore")), reply("ok")],
+        hooks={"_SubagentStart": block},
+    )
+    await loop.turn()
+    is_error, text = result_text(loop)
+    assert is_error and "no subagents on Fridays" in text
+    assert len(loop.model.requests) == 2  # no child request was made
+
+
+async def test_a_subagent_start_hooks_context_enters_the_childs_history_after_its_prompt() -> None:
+    loop, _host = delegating(
+        [
+            reply(call("agent__task", description="a", prompt="go", subagent_type="Explore")),
+            child_reply("Explore", "done"),
+            reply("ok"),
+        ],
+        hooks={"_SubagentStart": "the repo uses tabs"},
+    )
+    await loop.turn()
+    child = loop.model.requests[1]
+    assert child.messages[0].text == "go"
+    assert "the repo uses tabs" in str(child.messages[2].content)
+
+
+async def test_a_subagent_stop_hook_objects_once_and_the_child_goes_on() -> None:
+    loop, _host = delegating(
+        [
+            reply(call("agent__task", description="a", prompt="go", subagent_type="Explore")),
+            child_reply("Explore", "done early"),
+            child_reply("Explore", "done properly"),
+            reply("ok"),
+        ],
+        hooks={"_SubagentStop": tool(_objects_once())},
+    )
+    await loop.turn()
+    assert result_text(loop) == (False, "done properly")
+
+
+def _objects_once() -> Any:
+    said: list[bool] = []
+
+    async def run(_c: Call) -> ToolOutcome:
+        if said:
+            return ToolOutcome((Text(""),))
+        said.append(True)
+        return ToolOutcome((Text("check the tests first"),))
+
+    return run
+
+
+async def test_a_child_cannot_start_children_at_the_default_depth_and_can_when_it_is_raised() -> None:
+    script = [
+        reply(call("agent__task", description="a", prompt="go", subagent_type="general-purpose")),
+        child_reply("general-purpose", "no more"),
+        reply("ok"),
+    ]
+    loop, _host = delegating(script)
+    await loop.turn()
+    assert "agent__task" not in [spec.name for spec in loop.model.requests[1].tools]
+    loop, _host = delegating(script, max_depth=2)
+    await loop.turn()
+    assert "agent__task" in [spec.name for spec in loop.model.requests[1].tools]
+
+
+async def test_an_unknown_agent_type_is_an_error_naming_the_choices() -> None:
+    loop, _host = delegating(
+        [reply(call("agent__task", description="a", prompt="go", subagent_type="nope")), reply("ok")]
+    )
+    await loop.turn()
+    is_error, text = result_text(loop)
+    assert is_error and "general-purpose" in text and "Explore" in text
+
+
+async def test_a_definition_tool_rule_with_a_specifier_gives_no_tool_and_says_so() -> None:
+    git_only = AgentDefinition("git", "git", "subagent git", tools=("Bash(git:*)", "Read"))
+    loop, _host = delegating(
+        [
+            reply(call("agent__task", description="a", prompt="go", subagent_type="git")),
+            child_reply("git", "ok"),
+            reply("ok"),
+        ],
+        definitions=(git_only,),
+    )
+    await loop.turn()
+    assert [spec.name for spec in loop.model.requests[1].tools] == ["dev__read"]
+    warnings = [e.event for e in loop.of(SubagentEvent) if isinstance(e.event, Notice)]
+    assert warnings and "Bash(git:*)" in warnings[0].text

@@ -1,0 +1,81 @@
+"""Subagents through the built-in `agent` MCP server and the real pool: in the test's process with the headless
+face, and as a process for what only a process shows (SIGINT reaching a child's command, a child's bash in the
+sandbox)."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sprout_agent.config.options import Options
+from tests.bounds import bounded
+from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.harness import pid_alive, start_agent, tool_names, wait_for
+from tests.headless_here import headless
+from tests.test_scripting import wait_until_gone
+
+pytestmark = pytest.mark.e2e
+BUILTINS = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev,todo,agent"}
+EXPLORE = {"description": "find the flag", "prompt": "Where is --json handled?", "subagent_type": "Explore"}
+
+
+def lines(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def test_an_explore_child_searches_with_its_own_tools_and_model_and_stream_json_nests_its_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "cli.py").write_text("def main():\n    parse('--json')\n")
+    script = [
+        reply(tool_use("agent__task", EXPLORE, id="toolu_task")),
+        reply(tool_use("dev__grep", {"pattern": "--json"}, id="toolu_grep")),
+        reply("--json is handled in cli.py:2"),
+        reply("It is in cli.py."),
+    ]
+    with FakeAnthropic(script) as fake:
+        options = Options(prompt="where is --json handled?", output_format="stream-json", verbose=True, cwd=tmp_path)
+        run = headless(tmp_path, monkeypatch, options, fake=fake, env=BUILTINS)
+    assert run.code == 0, run.stderr
+    parent, child = fake.requests[0].body, fake.requests[1].body
+    assert "agent__task" in tool_names(parent)
+    assert sorted(tool_names(child)) == ["dev__glob", "dev__grep", "dev__read"]
+    assert child["model"] == "claude-haiku-5-5" and child["messages"][0]["content"][0]["text"] == EXPLORE["prompt"]
+    grep_result = fake.requests[2].body["messages"][-1]["content"][0]
+    assert "cli.py" in json.dumps(grep_result)  # the real grep ran in the working directory
+    answer = fake.requests[3].body["messages"][-1]["content"][0]
+    assert answer["tool_use_id"] == "toolu_task" and "cli.py:2" in json.dumps(answer["content"])
+    out = lines(run.stdout)
+    nested = [line for line in out if line.get("parent_tool_use_id") == "toolu_task"]
+    assert [line["type"] for line in nested] == ["assistant", "user"]  # the grep call and its result; no text
+    assert nested[0]["message"]["content"][0]["name"] == "Grep"
+    init = next(line for line in out if line.get("subtype") == "init")
+    assert "Agent" in init["tools"]
+    result = out[-1]
+    assert result["total_cost_usd"] > 0 and result["num_turns"] == 2
+
+
+def test_sigint_reaches_a_childs_running_command_and_the_agent_exits(tmp_path: Path) -> None:
+    pidfile = tmp_path / "sleeper.pid"
+    sleep = {"command": f"sleep 300 & echo $! > {pidfile}; wait"}
+    task = {"description": "wait", "prompt": "run the long command", "subagent_type": "general-purpose"}
+    script = [reply(tool_use("agent__task", task, id="toolu_task")), reply(tool_use("dev__bash", sleep))]
+    with FakeAnthropic(script) as fake:
+        args = ["--output-format", "stream-json", "--verbose", "-p", "go"]
+        process = start_agent(tmp_path, args, fake=fake, env={**BUILTINS, "SPROUT_AGENT_SANDBOX": "off"}, text=True)
+        try:
+            wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "", "the child's command", process)
+            sleeper = int(pidfile.read_text())
+            assert pid_alive(sleeper)
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=bounded(20))
+        finally:
+            process.kill()
+    assert process.returncode == 130, err
+    assert wait_until_gone(sleeper), "the child's command outlived the agent"
+    result = lines(out)[-1]
+    assert result["stop_reason"] == "interrupted"
