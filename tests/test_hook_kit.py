@@ -93,6 +93,23 @@ async def test_a_non_object_input_schema_breaks_the_contract() -> None:
     assert report.verdict == "fail" and "not 'object'" in report.problems[0]
 
 
+async def test_the_subagent_hooks_are_probed_with_their_samples_and_their_answers_read_as_the_agent_reads_them() -> (
+    None
+):
+    block = '{"decision": "block", "reason": "no subagents here"}'
+    start = tool(answers(block, "", then="use tabs"), properties={"agent_type": {"type": "string"}})
+    host = MemoryHost({"guard": server(_SubagentStart=start, _SubagentStop=answers("run the tests"))})
+    reports = {r.hook: r for r in await probe(host, 1000, "/tmp")}
+    assert [a.meaning for a in reports["_SubagentStart"].answers] == [
+        "refuses the subagent",
+        "nothing to add",
+        "injected",
+    ]
+    assert reports["_SubagentStart"].answers[0].arguments == {"agent_type": "Explore"}
+    assert reports["_SubagentStop"].answers[0].meaning == "objection"
+    assert all(r.verdict == "ok" for r in reports.values()), [r.warnings for r in reports.values()]
+
+
 async def test_an_answer_over_the_cap_is_a_warning_naming_the_cap() -> None:
     host = MemoryHost({"long": server(_PostCompact=answers(then="x" * 20_000))})
     (report,) = await probe(host, 1000, "/tmp")

@@ -32,7 +32,7 @@ from tests.loop_doubles import (
     reports,
     server,
 )
-from tests.stream_schema import of_type, result_text, stream, texts, tool_results, types
+from tests.stream_schema import of_type, result_text, stream, texts, tool_results, types, valid_lines
 
 pytestmark = pytest.mark.anyio
 
@@ -285,3 +285,17 @@ def test_a_malformed_stdin_json_line_says_what_is_wrong(line: str, problem: str)
 
     with pytest.raises(ValueError, match=problem):
         parse_user_line(line)
+
+
+@pytest.mark.parametrize("forward", [False, True])
+def test_a_subagents_text_reaches_stream_json_only_with_forward_subagent_text(forward: bool) -> None:
+    out = io.StringIO()
+    sink = JsonlSink(out, stream=True)
+    sink.forward_subagent_text = forward
+    sink.init(InitInfo(SESSION_ID, MODEL, CWD, [], [], [], resumed=False))
+    for event in subagent_events():
+        sink(event)
+    nested = [line for line in valid_lines(out.getvalue()) if line.get("parent_tool_use_id") == "toolu_task"]
+    kinds = [block["type"] for line in nested if line["type"] == "assistant" for block in line["message"]["content"]]
+    assert kinds == (["text", "tool_use"] if forward else ["tool_use"])
+    assert [line["type"] for line in nested] == ["assistant", "user", "system"]  # the call, its result, the warning

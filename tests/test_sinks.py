@@ -75,6 +75,10 @@ ONE_OF_EACH: tuple[ev.Event, ...] = (
     ev.CompactionStarted("manual", 9_000),
     ev.CompactionFinished(9_000, 9_000, False, "no progress"),
     ev.ServerAsked("asking", "elicitation", "Who \x1b[2Jare you?", "decline", "nobody to ask"),
+    ev.SubagentStarted("call_3", "Explore", "find \x1b[2Jx", "claude-haiku-5-5"),
+    ev.SubagentEvent("call_3", "Explore", ev.ToolStarted("call_4", "dev__grep", "dev", "grep", {"pattern": "x"})),
+    ev.SubagentEvent("call_3", "Explore", ev.Notice("subagent \x1b]0;pwned\x07warning", "warning")),
+    ev.SubagentFinished("call_3", "Explore", "end_turn", 2, Usage(10, 5), 0.001, 0.4),
     ev.TurnFinished("end_turn", "Hello there", 2, Usage(10, 5)),
 )
 

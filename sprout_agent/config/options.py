@@ -58,6 +58,7 @@ class Options:
     include_partial_messages: bool = False  # stream-json: raw stream events as `stream_event` lines
     await_initialize: bool = False  # stream-json: the session starts after the SDK's `initialize` (its servers)
     replay_user_messages: bool = False  # stream-json: stdin's user messages echoed with a uuid (SDK rewind_files)
+    forward_subagent_text: bool = False  # stream-json: a subagent's text too, not only its tool calls and results
     json_schema: str | None = None  # --json-schema: a file or inline JSON; each answer is a value valid against it
 
 

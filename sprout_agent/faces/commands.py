@@ -119,10 +119,13 @@ def server_notes(runtime: Runtime) -> list[Line]:
 
 async def context_command(agent: Agent, name: str, argument: str) -> list[Line]:
     """/cost, /context (exact counts where the API gives them) and /compact [focus]."""
+    children: list[Line] = [(f"  subagent {line}", "dim") for line in agent.ledger.child_lines()]
     if name == "cost":
-        return [(agent.ledger.summary(), "")]
+        return [(agent.ledger.summary(), ""), *children]
     if name == "context":
-        return [(await counted_context_line(agent), "")]
+        # A subagent's context is its own: only its answer is in this one (its spend is under /cost).
+        kept = [(f"  {len(children)} subagents ran in their own contexts; their answers are in this one", "dim")]
+        return [(await counted_context_line(agent), ""), *(kept if children else [])]
     await agent.compact("manual", focus=argument or None)
     return [(f"Compacted. {context_line(agent)}", "dim")]
 

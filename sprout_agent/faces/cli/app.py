@@ -132,6 +132,7 @@ def main_command(
     include_partial_messages: o.IncludePartialMessagesOption = False,
     await_initialize: o.AwaitInitializeOption = False,
     replay_user_messages: o.ReplayUserMessagesOption = False,
+    forward_subagent_text: o.ForwardSubagentTextOption = False,
     json_schema: o.JsonSchemaOption = None,
     no_warm: o.NoWarmOption = False,
     version: Annotated[

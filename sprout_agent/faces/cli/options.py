@@ -143,6 +143,13 @@ ReplayUserMessagesOption = Annotated[
         "the SDKs' rewind_files takes (docs/sdk.md)."
     ),
 ]
+ForwardSubagentTextOption = Annotated[
+    bool,
+    typer.Option(
+        help="stream-json: a subagent's text goes out too (its `assistant` lines carry only its tool calls "
+        "otherwise), as Claude Code's flag (docs/subagents.md)."
+    ),
+]
 JsonSchemaOption = Annotated[
     str | None,
     typer.Option(

@@ -126,6 +126,8 @@ class Headless:
                 self.lines.as_text_io(), stream=options.output_format == "stream-json", progress=options.verbose
             )
         )
+        if self.jsonl is not None:
+            self.jsonl.forward_subagent_text = options.forward_subagent_text
         # Progress goes to stderr: always for text, only with -v for json (stdout is theirs). Never for stream-json:
         # there --verbose is what Claude Code requires of it and the SDKs always pass, and whoever reads the lines
         # has every event already (an SDK's stderr callback must not get our progress). In text mode the same

@@ -21,7 +21,7 @@ from sprout_agent.core.protocols import HookCallFailed, ToolHost, ToolSpec
 
 _SHOWN_CHARS = 200  # of each answer, in the report
 # Objecting hooks: empty means "no objection"; injecting ones: empty means "nothing to add".
-_OBJECTING = frozenset({hc.STOP, hc.PRE_TOOL_USE})
+_OBJECTING = frozenset({hc.STOP, hc.PRE_TOOL_USE, hc.SUBAGENT_STOP})
 
 
 def samples(hook: str, cwd: str) -> list[tuple[str, dict[str, object]]]:
@@ -79,6 +79,26 @@ def samples(hook: str, cwd: str) -> list[tuple[str, dict[str, object]]]:
             ),
         ],
         hc.SESSION_END: [(reason, {"reason": reason}) for reason in ("exit", "clear", "signal")],
+        hc.SUBAGENT_START: [
+            (kind, {"agent_type": kind, "agent_id": "agent-1-0a1b2c3d", "description": what, "prompt": prompt})
+            for kind, what, prompt in (
+                ("Explore", "find the flag", "Where is --json parsed? Report the file and line."),
+                ("general-purpose", "fix the test", "Make tests/test_report.py pass; change only src/report.py."),
+            )
+        ],
+        hc.SUBAGENT_STOP: [
+            (
+                "first end",
+                {
+                    "agent_type": "general-purpose",
+                    "agent_id": "agent-1-0a1b2c3d",
+                    "objections_so_far": 0,
+                    "rejections_left": 3,
+                    "trigger": "end_turn",
+                    "last_assistant_message": "The test passes now.",
+                },
+            )
+        ],
     }
     return [(name, {**base, **context}) for name, context in by_hook.get(hook, [])]
 
@@ -178,6 +198,8 @@ def _meaning(hook: str, text: str) -> str:
         return "objection" if text else "no objection"
     if hook == hc.SESSION_END:
         return "logged" if text else "nothing to log"
+    if hook == hc.SUBAGENT_START and hc.blocked(text) is not None:
+        return "refuses the subagent"
     return "injected" if text else "nothing to add"
 
 
