@@ -124,7 +124,9 @@ async def context_command(agent: Agent, name: str, argument: str) -> list[Line]:
         return [(agent.ledger.summary(), ""), *children]
     if name == "context":
         # A subagent's context is its own: only its answer is in this one (its spend is under /cost).
-        kept = [(f"  {len(children)} subagents ran in their own contexts; their answers are in this one", "dim")]
+        kept: list[Line] = [
+            (f"  {len(children)} subagents ran in their own contexts; their answers are in this one", "dim")
+        ]
         return [(await counted_context_line(agent), ""), *(kept if children else [])]
     await agent.compact("manual", focus=argument or None)
     return [(f"Compacted. {context_line(agent)}", "dim")]
