@@ -521,7 +521,7 @@ class Bench:
             self.toolhooks,
         ]
         steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render, self.remote, self.thinking]
-        steps += [self.batch, self.caps, self.startup, self.checkpoints]
+        steps += [self.batch, self.caps, self.startup, self.checkpoints, self.subagents]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -856,6 +856,18 @@ class Bench:
         self.add("  … checkpoints on", on, "ms")
         self.add("  … what checkpoints add", share, "%", "< 5 %", share < 0.05)
 
+    def subagents(self) -> None:
+        """21. subagents (docs/subagents.md): the time a child adds before its first request, against a plain tool
+        round; the tokens a delegated search saves the parent's context"""
+        from scripts.bench_subagents import child_start, tokens_saved
+
+        starts, plain = child_start(spawn, check, self.runs)
+        self.add("Agent call → the child's first request", starts, "ms", "< 50 ms", med(starts) < 0.05)
+        self.add("  … a plain tool round (dev__glob), for comparison", plain, "ms")
+        alone, delegated = tokens_saved(spawn, check)
+        self.add("a 300-file TODO search: the parent's last request, searching itself", alone, "tok")
+        self.add("  … the search delegated to an Explore child", delegated, "tok")
+
     def _rounds_on_off(self, files: int) -> tuple[list[float], list[float]]:
         """Median agent time per round of `-p` runs with 10 dev__bash rounds, checkpoints on and off, interleaved."""
         from scripts.bench_checkpoints import make_tree
@@ -927,7 +939,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     groups = "imports minimal ours facts builtins flags repl hooks toolhooks compaction servers acp sandbox render"
-    groups += " remote thinking batch caps startup checkpoints"
+    groups += " remote thinking batch caps startup checkpoints subagents"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     parser.add_argument(
         "--claude", metavar="PATH", help="startup: measure this Claude Code binary beside sprout-agent (fake API)"
