@@ -248,3 +248,27 @@ async def test_a_definition_tool_rule_with_a_specifier_gives_no_tool_and_says_so
     assert [spec.name for spec in loop.model.requests[1].tools] == ["dev__read"]
     warnings = [e.event for e in loop.of(SubagentEvent) if isinstance(e.event, Notice)]
     assert warnings and "Bash(git:*)" in warnings[0].text
+
+
+async def test_acp_shows_a_childs_calls_as_calls_of_their_own_naming_the_parent_call() -> None:
+    from sprout_agent.faces.acp.updates import PARENT_META, Updates
+
+    loop, _host = delegating(
+        [
+            reply(call("agent__task", "toolu_task", description="find", prompt="go", subagent_type="Explore")),
+            child_reply("Explore", call("dev__grep", "toolu_child", pattern="x")),
+            child_reply("Explore", "x is in a.py"),
+            reply("ok"),
+        ]
+    )
+    sent: list[dict[str, Any]] = []
+    updates = Updates("s1", sent.append, "/tmp")
+    updates.begin()
+    loop.agent.emit = updates.emit
+    await loop.turn()
+    updates.end()
+    calls = {u["update"]["toolCallId"]: u["update"] for u in sent if u["update"]["sessionUpdate"] == "tool_call"}
+    assert set(calls) == {"toolu_task", "toolu_child"}
+    assert calls["toolu_child"]["_meta"] == {PARENT_META: "toolu_task"} and "_meta" not in calls["toolu_task"]
+    finished = [u["update"] for u in sent if u["update"].get("status") == "completed"]
+    assert [u["toolCallId"] for u in finished] == ["toolu_child", "toolu_task"]

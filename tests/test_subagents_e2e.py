@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from sprout_agent.config.options import Options
+from sprout_agent.trust.sandbox import probe as sandbox_probe
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import pid_alive, start_agent, tool_names, wait_for
@@ -79,3 +80,26 @@ def test_sigint_reaches_a_childs_running_command_and_the_agent_exits(tmp_path: P
     assert wait_until_gone(sleeper), "the child's command outlived the agent"
     result = lines(out)[-1]
     assert result["stop_reason"] == "interrupted"
+
+
+@pytest.mark.skipif(sandbox_probe() is not None, reason="no sandbox here (.ci/run installs bubblewrap)")
+def test_a_childs_command_runs_in_the_sessions_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    outside = Path("/etc/sprout-subagent-test-write")  # writable by root without the sandbox (not /tmp: private)
+    outside.unlink(missing_ok=True)
+    task = {"description": "write", "prompt": "write a file outside", "subagent_type": "general-purpose"}
+    script = [
+        reply(tool_use("agent__task", task, id="toolu_task")),
+        reply(tool_use("dev__bash", {"command": f"echo x > {outside} && echo wrote"}, id="toolu_write")),
+        reply("I could not write it."),
+        reply("The subagent could not write outside."),
+    ]
+    with FakeAnthropic(script) as fake:
+        options = Options(prompt="go", output_format="json", cwd=tmp_path)
+        try:
+            run = headless(tmp_path, monkeypatch, options, fake=fake, env=BUILTINS)
+            assert not outside.exists()
+        finally:
+            outside.unlink(missing_ok=True)
+    assert run.code == 0, run.stderr
+    denied = json.dumps(fake.requests[2].body["messages"][-1]["content"][0])
+    assert "wrote" not in denied and ("Read-only file system" in denied or "sandbox" in denied)
