@@ -103,3 +103,27 @@ def test_a_childs_command_runs_in_the_sessions_sandbox(tmp_path: Path, monkeypat
     assert run.code == 0, run.stderr
     denied = json.dumps(fake.requests[2].body["messages"][-1]["content"][0])
     assert "wrote" not in denied and ("Read-only file system" in denied or "sandbox" in denied)
+
+
+def test_a_childs_transcript_lies_beside_the_sessions_stays_out_of_the_list_and_is_pruned_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sprout_agent.config.locations import Locations
+    from sprout_agent.faces.cli.commands import sessions
+    from sprout_agent.session import index
+
+    script = [reply(tool_use("agent__task", EXPLORE, id="toolu_task")), reply("found it"), reply("It is found.")]
+    with FakeAnthropic(script) as fake:
+        options = Options(prompt="go", output_format="json", cwd=tmp_path)
+        run = headless(tmp_path, monkeypatch, options, fake=fake, env=BUILTINS)
+    assert run.code == 0, run.stderr
+    session_id = json.loads(run.stdout)["session_id"]
+    directory = Locations.for_user().sessions
+    assert directory is not None
+    (child,) = (directory / f"{session_id}.agents").glob("agent-*.jsonl")
+    records = [json.loads(line) for line in child.read_text().splitlines()]
+    assert records[0]["type"] == "session" and "Where is --json handled?" in json.dumps(records)
+    assert [info.session_id for info in index.list_sessions(directory)] == [session_id]
+    capsys.readouterr()
+    assert sessions.prune_command(older_than_days=0, dry_run=False, as_json=True) == 0
+    assert not (directory / f"{session_id}.agents").exists()

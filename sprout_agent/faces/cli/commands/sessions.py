@@ -4,6 +4,7 @@ turns (`sessions turns`, what `sessions rewind --to` takes); `sessions prune`, o
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from datetime import UTC, datetime
@@ -125,6 +126,7 @@ def _prune_one(where: Locations, path: Path) -> dict[str, Any]:
     try:
         roots = checkpointing.recorded_roots(checkpointing.recorded_turns(path))
         problems = checkpointing.forget(where, path.stem, roots)
+        shutil.rmtree(path.with_suffix(".agents"), ignore_errors=True)  # its subagents' transcripts
         path.unlink()
     except OSError as error:
         return {"problems": [f"{path}: {error.strerror or error}"]}
