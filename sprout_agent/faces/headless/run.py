@@ -148,6 +148,11 @@ class Headless:
             self.sdk = SdkSession(prepared, self.emit)
             self.control = Control(self.lines, self.sdk.handlers(), note=_say)
             self.sdk.callbacks = SdkHooks(self.control, self.emit)
+            self.sdk.forward_subagent_text = self._forward_subagent_text
+
+    def _forward_subagent_text(self) -> None:
+        if self.jsonl is not None:
+            self.jsonl.forward_subagent_text = True
 
     def emit(self, event: Event) -> None:
         if self.renderer is not None:

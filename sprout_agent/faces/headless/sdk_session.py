@@ -52,6 +52,7 @@ class SdkSession:
         self.initialized = False
         self.settled = anyio.Event()  # the first `initialize` has been answered (or refused)
         self.callbacks: SdkHooks | None = None  # the SDK's hook callbacks (set by the face: they need the channel)
+        self.forward_subagent_text: Callable[[], None] | None = None  # `forwardSubagentText` (set by the face)
         enabled = prepared.inherited_env.get(ENABLE, "").strip().lower() in ("1", "true", "yes", "on")
         self.rewind = SdkRewind(enabled, lambda: self.runtime, lambda: self.turn is not None)
 
@@ -104,6 +105,8 @@ class SdkSession:
             self.system = (_prompt_text(replace, "systemPrompt"), _prompt_text(append, "appendSystemPrompt"))
             if self.runtime is not None:
                 self._apply_system()
+        if request.get("forwardSubagentText") is True and self.forward_subagent_text is not None:
+            self.forward_subagent_text()  # the Python SDK's option: a subagent's text goes out too
         if request.get("agents"):
             self.emit(Notice("the SDK's agents (subagents) are not supported: they are ignored", "warning"))
         applied = self._startup_config(request)
