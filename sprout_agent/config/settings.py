@@ -106,6 +106,12 @@ PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
     ),
     EnvVar("SPROUT_AGENT_DEBUG", "", "any value: an internal error raises with its traceback instead of one line"),
     EnvVar(
+        "SPROUT_AGENT_TELEMETRY",
+        "",
+        "1: OpenTelemetry traces, metrics and logs, as the OTEL_* variables say (docs/telemetry.md); never from .env",
+    ),
+    EnvVar("SPROUT_AGENT_TELEMETRY_CONTENT", "", "1: spans carry prompts, tool inputs and results too (never secrets)"),
+    EnvVar(
         "SPROUT_AGENT_SANDBOX",
         "workspace-write",
         "OS sandbox for dev__bash (as --sandbox): off, read-only, workspace-write, required (must work, else exit 2)",

@@ -16,7 +16,6 @@ import anyio
 from sprout_agent.core.compaction import Compactor, estimate_tokens
 from sprout_agent.core.errors import PromptTooLongError
 from sprout_agent.core.events import (
-    AssistantMessage,
     AssistantText,
     Event,
     ModelReplied,
@@ -39,9 +38,18 @@ from sprout_agent.core.protocols import (
     Recorder,
     ToolHost,
 )
+from sprout_agent.core.replies import assistant_message, last_text, reply_text
 from sprout_agent.core.structured import RETRIES_EXHAUSTED, Answer, OutputContract
-from sprout_agent.core.tool_names import sdk_tool_name
 from sprout_agent.core.tool_round import ToolRound
+from sprout_agent.core.tracing import (
+    NO_TRACER,
+    FirstToken,
+    Tracer,
+    reply_attributes,
+    request_attributes,
+    tracing_usage,
+    turn_attributes,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +81,7 @@ class Agent:
         escalate: Escalate | None = None,
         recorder: Recorder | None = None,
         output: OutputContract | None = None,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
         self.model = model
         self.host = host
@@ -86,6 +95,7 @@ class Agent:
         self._tool_round = ToolRound(
             host, hooks, emit, self._hook_context, limits, permit=permit, escalate=escalate, recorder=recorder
         )
+        self.tracer = tracer  # the tool round's too (the property below)
         self.output = output  # --json-schema: each turn ends with a valid StructuredOutput call
         self.checkpoints: Checkpoints | None = None  # set by the session when the tree is checkpointed
         self._answer: Answer | None = None
@@ -108,6 +118,14 @@ class Agent:
     @emit.setter
     def emit(self, emit: Callable[[Event], None]) -> None:
         self._tool_round.emit = emit
+
+    @property
+    def tracer(self) -> Tracer:
+        return self._tool_round.tracer
+
+    @tracer.setter
+    def tracer(self, tracer: Tracer) -> None:
+        self._tool_round.tracer = tracer
 
     @property
     def recorder(self) -> Recorder | None:
@@ -133,14 +151,24 @@ class Agent:
     async def run_turn(self, prompt: str, attachments: Sequence[Image] = ()) -> TurnResult:
         """Runs one user turn to its end; `TurnFinished` reports it (a cancelled turn reports nothing).
         `attachments`: images and PDFs the user attached, checked already (images.attachment)."""
-        before, started = self.ledger.usage, time.monotonic()
-        if self.checkpoints is not None:
-            await self.checkpoints.turn_started(prompt, self.history)
-        try:
-            result = await self._run(prompt, tuple(attachments))
-        finally:
-            changes = await self._turn_changes()
-        usage, seconds = self.ledger.usage - before, time.monotonic() - started
+        before, started, spent = self.ledger.usage, time.monotonic(), self.ledger.cost
+        with self.tracer.span(
+            "invoke_agent sprout-agent", turn_attributes(self.session_id, self.hook_fields, prompt, self.tracer.content)
+        ) as span:
+            if self.checkpoints is not None:
+                await self.checkpoints.turn_started(prompt, self.history)
+            try:
+                result = await self._run(prompt, tuple(attachments))
+            finally:
+                changes = await self._turn_changes()
+            usage, seconds = self.ledger.usage - before, time.monotonic() - started
+            span.set(tracing_usage(usage) | {"sprout.stop_reason": result.stop_reason, "sprout.requests": result.turns})
+            span.set(
+                {
+                    "sprout.cost_usd": self.ledger.cost - spent,
+                    "sprout.files_changed": len(changes.files) if changes else 0,
+                }
+            )
         finished = TurnFinished(result.stop_reason, result.text, result.turns, usage, self.ledger.cost, seconds)
         self.emit(replace(finished, structured_output=result.structured, error=result.error, changes=changes))
         return result
@@ -190,7 +218,7 @@ class Agent:
                 after_objection = False
                 await self._run_tools(uses)
                 if self.hooks.take_stop():  # a callback's `continue: false`: the turn ends, the session goes on
-                    return TurnResult("hook_stopped", self._last_text(), turns)
+                    return TurnResult("hook_stopped", last_text(self.history), turns)
                 if self._answer is None or not self._answer.settled:
                     continue
             elif self._paused(reply, uses):
@@ -229,7 +257,7 @@ class Agent:
             return unanswered if isinstance(unanswered, TurnResult) else "asked again"
         answer = self._answer
         structured = answer.value if answer is not None else None
-        text = answer.text() if answer is not None and structured is not None else _text(reply)
+        text = answer.text() if answer is not None and structured is not None else reply_text(reply)
         ending = reply.stop_reason == "end_turn" or structured is not None
         if ending and ask_stop and await self._stop_objected(text, objected):
             return "objected"
@@ -249,9 +277,9 @@ class Agent:
 
     def _limit_reached(self, turns: int) -> TurnResult | None:
         if self.limits.max_turns is not None and turns >= self.limits.max_turns:
-            return TurnResult("max_turns", self._last_text(), turns)
+            return TurnResult("max_turns", last_text(self.history), turns)
         if self.limits.max_budget_usd is not None and self.ledger.cost >= self.limits.max_budget_usd:
-            return TurnResult("budget", self._last_text(), turns)
+            return TurnResult("budget", last_text(self.history), turns)
         return None
 
     def _unanswered(self, stop_reason: str, turns: int) -> TurnResult | bool | None:
@@ -308,8 +336,13 @@ class Agent:
         if self.compactor is None or not self.history:
             return
         await self.hooks.on_pre_compact(reason, focus)
-        outcome = await self.compactor.compact(self.history, self._current_prompt, reason=reason, focus=focus)
-        self.load(outcome.history, "compaction")
+        before = self.context_estimate()
+        with self.tracer.span(
+            "compaction", {"sprout.compaction.reason": reason, "sprout.tokens_before": before}
+        ) as span:
+            outcome = await self.compactor.compact(self.history, self._current_prompt, reason=reason, focus=focus)
+            self.load(outcome.history, "compaction")
+            span.set({"sprout.tokens_after": self.context_estimate()})
         # After a summary or a truncation alike, hooks may restore state the old history carried.
         context = self._hook_context(last_assistant_message="", trigger=reason)
         self._append(*await self.hooks.on_post_compact(context))
@@ -342,22 +375,16 @@ class Agent:
         self.emit(ModelWaiting(self.requests, self.context_estimate()))
         started = time.monotonic()
         request = ModelRequest(system=self.system, messages=tuple(self.history), tools=self.tools, partial=True)
-        reply = await self.model.complete(request, lambda text: self.emit(TextDelta(text)))
+        first = FirstToken(started, lambda text: self.emit(TextDelta(text)))
+        with self.tracer.span(f"chat {self.model.name}", request_attributes(self.model.name)) as span:
+            reply = await self.model.complete(request, first)
+            span.set(reply_attributes(reply, first.seconds()))
         cost = self.ledger.add(reply.usage)
         self.emit(ModelReplied(reply.stop_reason, reply.usage, time.monotonic() - started, cost))
-        if text := _text(reply):
+        if text := reply_text(reply):
             self.emit(AssistantText(text))
-        self.emit(self._assistant_message(reply, cost))
+        self.emit(assistant_message(reply, cost, self._by_name, self.model.name))
         return reply
-
-    def _assistant_message(self, reply: ModelReply, cost: float) -> AssistantMessage:
-        names = {
-            block.name: sdk_tool_name(spec.server, spec.tool)
-            for block in reply.content
-            if isinstance(block, ToolUse) and (spec := self._by_name.get(block.name)) is not None
-        }
-        model = reply.model or self.model.name
-        return AssistantMessage(reply.id, model, reply.content, reply.stop_reason, reply.usage, names, cost)
 
     def _record_round(self, results: Message, ran: Mapping[str, ToolUse]) -> None:
         """A tool round's results enter the history; the calls that ran with another input show as they ran."""
@@ -379,16 +406,6 @@ class Agent:
         """What a hook may declare (hook_contract.HOOK_CONTEXT): the session's ids plus the point's own."""
         return {"session_id": self.session_id, "cwd": self.cwd, **self.hook_fields, **extra}
 
-    def _last_text(self) -> str:
-        for message in reversed(self.history):
-            if message.role == "assistant" and message.text.strip():
-                return message.text
-        return ""
-
 
 # The reply ended without a StructuredOutput call the turn needs: the model is asked again (while attempts last).
 _NO_ANSWER = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence"})
-
-
-def _text(reply: ModelReply) -> str:
-    return "".join(block.text for block in reply.content if isinstance(block, Text))

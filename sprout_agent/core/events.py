@@ -161,6 +161,7 @@ class ToolFinished:
     content: tuple[Text | Image, ...] = ()  # the whole result, for faces that show it (ACP)
     diff: str = ""  # a unified diff of what an edit or write changed; "" for other tools
     denied: bool = False  # the permission policy refused the call (it did not run)
+    sandbox_denied: bool = False  # the OS sandbox stopped something the call did (and no person let it run outside)
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,3 +105,12 @@ def tool_response(content: Sequence[Text | Image]) -> list[dict[str, object]]:
         else {"type": "image", "mimeType": block.media_type}
         for block in content
     ]
+
+
+def tool_fields(context: Mapping[str, object]) -> dict[str, object]:
+    """Claude Code's fields for a tool's callbacks: its SDK-facing name, the input as it runs, the call's id."""
+    return {
+        "tool_name": context.get("sdk_tool_name", ""),
+        "tool_input": context.get("arguments", {}),
+        "tool_use_id": context.get("tool_use_id"),
+    }

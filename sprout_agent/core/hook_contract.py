@@ -103,3 +103,10 @@ def blocked(text: str) -> str | None:
         return None
     reason: object = answer.get("reason", "")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     return reason if isinstance(reason, str) else json.dumps(reason)
+
+
+def answer_kind(hook: str) -> str:
+    """What an answer of `hook` is (a span's decision); `_SubagentStart`'s may also refuse (told by its JSON)."""
+    return (
+        "objection" if hook in (STOP, PRE_TOOL_USE, SUBAGENT_STOP) else "logged" if hook == SESSION_END else "context"
+    )

@@ -46,6 +46,7 @@ from sprout_agent.core.hook_contract import (
     TOOL_HOOKS,
     USER_PROMPT_SUBMIT,
     Allowlist,
+    answer_kind,
     blocked,
     fill_context,
     truncate,
@@ -54,6 +55,7 @@ from sprout_agent.core.hook_contract import is_hook as is_hook
 from sprout_agent.core.hook_contract import parse_allowlist as parse_allowlist
 from sprout_agent.core.messages import Image, Message, Text, ToolResult, ToolUse, text_of
 from sprout_agent.core.protocols import HookCallFailed, ToolHost, ToolSpec
+from sprout_agent.core.tracing import NO_TRACER, Tracer
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +85,10 @@ class Hooks:
         tool_hooks: bool = False,
         pre_tool_max_objections: int | None = None,
         callbacks: cb.HookCallbacks | None = None,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
         self._host = host
+        self.tracer = tracer
         self._allowlist = allowlist
         self.timeout = timeout_ms / 1000
         self._max_rejections = stop_max_rejections
@@ -219,7 +223,7 @@ class Hooks:
         name = str(context.get("sdk_tool_name", ""))
         if not self._wanted(cb.PRE_TOOL_USE, name):
             return cb.PreToolVerdict()
-        fields = _tool_fields(context)
+        fields = cb.tool_fields(context)
         answers = await self.run_callbacks(cb.PRE_TOOL_USE, fields, name, str(context.get("tool_use_id", "")))
         verdict = cb.pre_tool_verdict(answers)
         if verdict.refusal is not None:
@@ -264,7 +268,7 @@ class Hooks:
         event = cb.POST_TOOL_USE_FAILURE if failed else cb.POST_TOOL_USE
         if not self._wanted(event, name):
             return []
-        fields = _tool_fields(context)
+        fields = cb.tool_fields(context)
         if failed:
             fields["error"] = context.get("result_text", "")
         else:
@@ -334,22 +338,33 @@ class Hooks:
         return [HookOutput(spec.server, text) for spec, text in zip(targets, answers, strict=True) if text]
 
     async def _call_bounded(self, hook: str, spec: ToolSpec, arguments: dict[str, object], kill: bool) -> str | None:
+        with self.tracer.span(f"hook {hook}", {"sprout.hook.point": hook, "sprout.hook.server": spec.server}) as span:
+            answer, how = await self._answer(hook, spec, arguments, kill)
+            span.set({"sprout.hook.decision": how if answer is None else answer_kind(hook)})
+            return answer
+
+    async def _answer(
+        self, hook: str, spec: ToolSpec, arguments: dict[str, object], kill: bool
+    ) -> tuple[str | None, str]:
+        """The hook's answer (None: none) and, without one, why: silent, error, failed, timeout or killed."""
         server = spec.server
         with anyio.move_on_after(self.timeout):
             try:
                 outcome = await self._host.call_hook(spec, arguments)
             except HookCallFailed as error:
                 self._emit(HookFailed(hook, server, str(error)))
-                return None
+                return None, "failed"
             self._consecutive_timeouts.pop(server, None)  # any answer resets the count
             if outcome.is_error:
                 self._emit(HookFailed(hook, server, truncate(text_of(outcome.content))))
-                return None
-            return truncate(text_of(outcome.content).strip()) or None
-        await self._timed_out(hook, server, kill)
-        return None
+                return None, "error"
+            answer = truncate(text_of(outcome.content).strip()) or None
+            return answer, "silent"
+        killed = await self._timed_out(hook, server, kill)
+        return None, "killed" if killed else "timeout"
 
-    async def _timed_out(self, hook: str, server: str, kill: bool) -> None:
+    async def _timed_out(self, hook: str, server: str, kill: bool) -> bool:
+        """Counts a timeout; True when it was the second in a row and the server was killed for it."""
         count = self._consecutive_timeouts.get(server, 0) + 1
         self._consecutive_timeouts[server] = count
         self._emit(HookTimedOut(hook, server, count))
@@ -358,12 +373,15 @@ class Hooks:
             reason = f"hook {hook} timed out {count} times in a row"
             await self._host.kill(server, reason)
             self._emit(HookServerKilled(server, reason))
+            return True
+        return False
 
     def _spent(self, hook: str, objections: int) -> None:
         """Reports a spent budget once per session."""
         if hook in self._budget_reported:
             return
         self._budget_reported.add(hook)
+        self.tracer.event("hook budget spent", {"sprout.hook.point": hook, "sprout.hook.objections": objections})
         self._emit(StopBudgetSpent(objections) if hook == STOP else HookBudgetSpent(hook, objections))
 
     def as_messages(self, hook: str, outputs: Sequence[HookOutput]) -> list[Message]:
@@ -377,15 +395,6 @@ class Hooks:
             messages.append(Message("assistant", (ToolUse(call_id, f"{output.server}__{hook}", {}),)))
             messages.append(Message("user", (ToolResult(call_id, (Text(_encoded(hook, output)),)),)))
         return messages
-
-
-def _tool_fields(context: Mapping[str, object]) -> dict[str, object]:
-    """Claude Code's fields for a tool's callbacks: its SDK-facing name, the input as it runs, the call's id."""
-    return {
-        "tool_name": context.get("sdk_tool_name", ""),
-        "tool_input": context.get("arguments", {}),
-        "tool_use_id": context.get("tool_use_id"),
-    }
 
 
 def _encoded(hook: str, output: HookOutput) -> str:

@@ -8,6 +8,7 @@ history and is handed the round's results, and the calls as they ran, to add to 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -31,6 +32,7 @@ from sprout_agent.core.messages import (
 from sprout_agent.core.protocols import Escalate, Permit, Recorder, ToolHost, ToolOutcome, ToolSpec
 from sprout_agent.core.structured import STRUCTURED_OUTPUT_TOOL, Answer
 from sprout_agent.core.tool_names import sdk_tool_name
+from sprout_agent.core.tracing import NO_TRACER, Attribute, Tracer
 
 # Receives the round's tool_result message and the calls that ran with another input than the model's.
 RoundRecorded = Callable[[Message, Mapping[str, ToolUse]], None]
@@ -59,6 +61,7 @@ class ToolRound:
         self.escalate = escalate
         self.recorder = recorder
         self._limiter = anyio.CapacityLimiter(limits.max_parallel_tools)
+        self.tracer: Tracer = NO_TRACER
 
     async def run(
         self, uses: Sequence[ToolUse], tools: Mapping[str, ToolSpec], answer: Answer | None, recorded: RoundRecorded
@@ -91,6 +94,26 @@ class ToolRound:
     async def _call(
         self, use: ToolUse, spec: ToolSpec | None, answer: Answer | None, ran: dict[str, ToolUse]
     ) -> ToolResult:
+        """One call, in its span: the MCP SDK's own span for the request (and the server's, if it traces) nest
+        under it, since the call runs in this task's context."""
+        with self.tracer.span(f"execute_tool {use.name}", self._tool_attributes(use, spec)) as span:
+            result, denied = await self._traced_call(use, spec, answer, ran)
+            outcome = "denied" if denied else "error" if result.is_error else "ok"
+            span.set({"sprout.tool.outcome": outcome, "sprout.tool.is_error": result.is_error})
+            if self.tracer.content:
+                span.set({"sprout.tool.result": text_of(result.content)[:4096]})
+            return result
+
+    def _tool_attributes(self, use: ToolUse, spec: ToolSpec | None) -> dict[str, Attribute]:
+        attributes: dict[str, Attribute] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": use.name}
+        attributes |= {"gen_ai.tool.call.id": use.id, "sprout.mcp.server": spec.server if spec else ""}
+        if self.tracer.content:
+            attributes["gen_ai.tool.call.arguments"] = json.dumps(use.input, ensure_ascii=False)[:4096]
+        return attributes
+
+    async def _traced_call(
+        self, use: ToolUse, spec: ToolSpec | None, answer: Answer | None, ran: dict[str, ToolUse]
+    ) -> tuple[ToolResult, bool]:
         self.emit(ToolStarted(use.id, use.name, spec.server if spec else "", spec.tool if spec else "", use.input))
         started, denied = time.monotonic(), False
         if spec is not None and use.name == STRUCTURED_OUTPUT_TOOL and answer is not None:
@@ -110,8 +133,11 @@ class ToolRound:
             self.recorder.result(result)  # and before any face shows it
         summary = text_of(content).strip().split("\n", 1)[0][:200]
         seconds = time.monotonic() - started
-        self.emit(ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, content, outcome.diff, denied))
-        return result
+        sandboxed = outcome.sandbox_denied is not None
+        self.emit(
+            ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, content, outcome.diff, denied, sandboxed)
+        )
+        return result, denied
 
     async def _gated(self, spec: ToolSpec, use: ToolUse) -> tuple[ToolOutcome, bool, ToolUse, float]:
         """PreToolUse callbacks, the permission policy, `_PreToolUse`, then the call: (outcome, denied, the call as
@@ -131,7 +157,8 @@ class ToolRound:
             return ToolOutcome((Text(objection),), is_error=True), False, as_run, time.monotonic()  # only refusals
         started = time.monotonic()  # a person's time answering the permission question is not the tool's
         outcome = await self._run_allowed(spec, as_run, changed=as_run.input != use.input)
-        return ToolOutcome((*outcome.content, *added), outcome.is_error, diff=outcome.diff), False, as_run, started
+        outcome = ToolOutcome((*outcome.content, *added), outcome.is_error, outcome.sandbox_denied, outcome.diff)
+        return outcome, False, as_run, started
 
     async def _run_allowed(self, spec: ToolSpec, use: ToolUse, *, changed: bool = False) -> ToolOutcome:
         self.emit(ToolRunning(use.id, use.input if changed else None))
@@ -139,7 +166,7 @@ class ToolRound:
         if outcome.sandbox_denied is not None and self.escalate is not None:
             outcome = await self._escalated(spec, use, outcome, outcome.sandbox_denied)
         if added := await self.hooks.on_post_tool(self._tool_context(spec, use), outcome.content, outcome.is_error):
-            return ToolOutcome((*outcome.content, *added), outcome.is_error, diff=outcome.diff)
+            return ToolOutcome((*outcome.content, *added), outcome.is_error, outcome.sandbox_denied, outcome.diff)
         return outcome
 
     def _tool_context(self, spec: ToolSpec, use: ToolUse) -> dict[str, object]:

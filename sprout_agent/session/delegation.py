@@ -109,7 +109,11 @@ class Delegator:
         if caller.depth > self._max_depth:
             return _error(f"a subagent may not start subagents past depth {self._max_depth}")
         description = str(arguments.get("description") or "")
-        return await self._run(caller, self._setup, (call_id, definition), prompt, description)
+        attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": definition.name}
+        with caller.agent.tracer.span(f"invoke_agent {definition.name}", attributes) as span:
+            outcome = await self._run(caller, self._setup, (call_id, definition), prompt, description)
+            span.set({"sprout.tool.is_error": outcome.is_error})
+            return outcome
 
     def _main_caller(self) -> _Caller | None:
         return None if self.parent is None else _Caller(self.parent, 1, self.parent.emit)
@@ -190,6 +194,7 @@ class Delegator:
             permit=parent.permit,
             escalate=parent.escalate,
             recorder=setup.recorder_for(agent_id),
+            tracer=parent.tracer,
         )
         child.hook_fields = {"agent_type": definition.name, "agent_id": agent_id}
         return child

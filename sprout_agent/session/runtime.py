@@ -42,10 +42,12 @@ from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session import checkpointing, store
 from sprout_agent.session.delegation import ChildSetup, Delegator
 from sprout_agent.session.prepared import Prepared
+from sprout_agent.telemetry.switch import telemetry_on
 from sprout_agent.trust import sandbox as sb
 
 if TYPE_CHECKING:
     from sprout_agent.model.client import AnthropicModel
+    from sprout_agent.telemetry.session import Telemetry
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,9 @@ async def open_runtime(
     `sdk` carries the messages of the servers an SDK hosts (None: no SDK drives this session); `tool_host` puts
     a face's route in front of the servers for the loop's calls (an editor's files and terminals)."""
     session_id = session_id or new_session_id(prepared)
+    telemetry = _start_telemetry(prepared, session_id, emit)
+    if telemetry is not None:
+        emit = _observed(emit, telemetry)
     ledger = Ledger(prepared.model, prepared.prices)
     client = _client_features(prepared, emit, ledger, elicit, approve_sampling)
     client.sdk = sdk
@@ -91,6 +96,8 @@ async def open_runtime(
     client.delegation = delegator = Delegator(definitions.agents, definitions.skills, prepared.settings.subagent_depth)
     pool = _make_pool(prepared, emit, client)
     async with AsyncExitStack() as stack:
+        if telemetry is not None:  # the last to close: the session's end is in its trace
+            stack.push_async_callback(_close_telemetry, telemetry, emit)
         transcript = _make_store(prepared, session_id)
         if transcript is not None:
             stack.callback(transcript.close)
@@ -105,6 +112,8 @@ async def open_runtime(
             client.sampler.model = model  # until now a server's sampling request is refused: no model yet
         host = tool_host(pool) if tool_host is not None else pool
         agent = _build_agent(prepared, emit, ask, (pool, host), model, session_id, transcript, ledger)
+        if telemetry is not None:
+            agent.tracer = agent.hooks.tracer = telemetry.tracer
         _fit_window(prepared, agent, facts)
         delegator.attach(agent, _child_setup(prepared, model, session_id))
         tracker = agent.checkpoints = _make_tracker(prepared, emit, session_id, transcript, agent)
@@ -122,6 +131,37 @@ async def open_runtime(
         # A face that knows better (a signal, an ACP close, /clear) has already ended it: this is a no-op then.
         # A cancelled session gets none: its servers are going down with it (the faces end it before that).
         await agent.end_session("exit")
+
+
+def _start_telemetry(prepared: Prepared, session_id: str, emit: Callable[[Event], None]) -> Telemetry | None:
+    """OpenTelemetry when SPROUT_AGENT_TELEMETRY=1 in the real environment (docs/telemetry.md); its SDK loads only
+    then. It cannot fail the run: a setup that fails is one notice, and the run goes on untraced."""
+    if not telemetry_on(prepared.inherited_env):
+        return None
+    try:
+        from sprout_agent.telemetry.session import Telemetry
+
+        return Telemetry(prepared.inherited_env, session_id, lambda text: emit(Notice(text, "warning")))
+    except Exception as error:  # a bad OTEL_* value the SDK refuses
+        emit(Notice(f"telemetry is off: {type(error).__name__}: {error}", "warning"))
+        return None
+
+
+def _observed(emit: Callable[[Event], None], telemetry: Telemetry) -> Callable[[Event], None]:
+    def both(event: Event) -> None:
+        emit(event)
+        telemetry.observe(event)
+
+    return both
+
+
+async def _close_telemetry(telemetry: Telemetry, emit: Callable[[Event], None]) -> None:
+    """Flushes what is left, bounded: an unreachable collector delays exit by its export timeout and no more."""
+    notice = None
+    with anyio.CancelScope(shield=True), anyio.move_on_after(4):
+        notice = await anyio.to_thread.run_sync(telemetry.close, abandon_on_cancel=True)
+    if notice is not None:
+        emit(Notice(notice, "warning"))
 
 
 def _make_pool(prepared: Prepared, emit: Callable[[Event], None], client: ClientFeatures) -> ServerPool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Callable
 from contextlib import suppress
@@ -122,17 +123,28 @@ async def _run(proc: Process, buf: HeadTail, report: Report | None) -> bool:
     return eof.is_set()
 
 
+_TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
+
+
+def traced() -> dict[str, str]:
+    """TRACEPARENT for the command, from the call's W3C trace context (the `_meta` the caller's MCP SDK fills when
+    it traces): a command that emits spans joins the agent's trace. Only a well-formed value passes."""
+    value = request_meta.get().get("traceparent")
+    return {"TRACEPARENT": value} if isinstance(value, str) and _TRACEPARENT.fullmatch(value) else {}
+
+
 async def bash(ws: Workspace, args: Args, report: Report | None = None) -> ToolOutput:
     command: str = args["command"]
     timeout = timeout_of(args.get("timeout"))
     # The agent's escalation (a person approved re-running a command the sandbox stopped): request `_meta`,
     # which the model cannot write.
     outside = request_meta.get().get(OUTSIDE_SANDBOX_META) is True
+    base = command_env() | traced()
     try:
         argv, env = (
-            (["bash", "-c", command], command_env())
+            (["bash", "-c", command], base)
             if outside
-            else ws.sandbox.wrap(["bash", "-c", command], command_env())  # unchanged when the sandbox is off
+            else ws.sandbox.wrap(["bash", "-c", command], base)  # unchanged when the sandbox is off
         )
     except SandboxUnavailable as exc:
         raise ToolError(str(exc)) from exc

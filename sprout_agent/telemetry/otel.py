@@ -1,0 +1,214 @@
+"""Telemetry through the OpenTelemetry SDK (1.45) and its OTLP exporters, configured by the standard OTEL_*
+variables: traces (one per session, its root the `session` span, or the caller's trace when TRACEPARENT is set),
+metrics and logs. Nothing here may block or fail a run: exports happen on the SDK's background threads, a
+collector that cannot be reached costs one notice at the end, and shut-down is bounded.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter, SpanExportResult
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from sprout_agent import __version__
+from sprout_agent.core.tracing import Attributes, TraceSpan
+from sprout_agent.trust.secrets import KEY_IN_TEXT, is_secret
+
+EXPORT_TIMEOUT_S = 3.0  # an export's bound unless OTEL_EXPORTER_OTLP_TIMEOUT says otherwise (exit waits no longer)
+SCOPE = "sprout-agent"
+
+
+@dataclass
+class Failures:
+    """What could not be exported, counted on the exporters' threads and said once, at the end."""
+
+    counts: dict[str, int] = field(default_factory=dict[str, int])
+
+    def add(self, what: str, count: int) -> None:
+        self.counts[what] = self.counts.get(what, 0) + count
+
+
+class CountingExporter(SpanExporter):
+    """The configured exporter, with its failures counted instead of logged on stderr (a run's stderr is the
+    person's or the script's, not the exporter's)."""
+
+    def __init__(self, inner: SpanExporter, failures: Failures) -> None:
+        self._inner = inner
+        self._failures = failures
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            result = self._inner.export(spans)
+        except Exception:  # an exporter must never take the run down
+            result = SpanExportResult.FAILURE
+        if result is not SpanExportResult.SUCCESS:
+            self._failures.add("spans", len(spans))
+        return result
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
+class OtelTracer:
+    """`core.tracing.Tracer` over an SDK tracer; a span with no traced parent in its context is a child of the
+    session's span (a face's task may have started before it)."""
+
+    def __init__(
+        self, tracer: trace.Tracer, root: otel_context.Context, content: bool, redact: Callable[[str], str]
+    ) -> None:
+        self._tracer = tracer
+        self._root = root
+        self.content = content
+        self._redact = redact
+
+    @contextmanager
+    def span(self, name: str, attributes: Attributes) -> Generator[TraceSpan]:
+        parent = None if trace.get_current_span().get_span_context().is_valid else self._root
+        kind = SpanKind.CLIENT if name.startswith("chat ") else SpanKind.INTERNAL
+        with self._tracer.start_as_current_span(
+            name, context=parent, kind=kind, attributes=_plain(attributes, self._redact), record_exception=False
+        ) as span:
+            try:
+                yield _Span(span, self._redact)
+            except BaseException as error:
+                _ended_by(span, error)
+                raise
+
+    def event(self, name: str, attributes: Attributes) -> None:
+        trace.get_current_span().add_event(name, _plain(attributes, self._redact))
+
+
+class _Span:
+    def __init__(self, span: Span, redact: Callable[[str], str]) -> None:
+        self._span = span
+        self._redact = redact
+
+    def set(self, attributes: Attributes) -> None:
+        self._span.set_attributes(_plain(attributes, self._redact))
+
+
+def _ended_by(span: Span, error: BaseException) -> None:
+    """A cancelled turn or call is marked so, not as an error; any other exception is an error."""
+    if type(error).__name__ in ("CancelledError", "Cancelled"):
+        span.set_attribute("sprout.cancelled", True)
+        return
+    span.set_attribute("error.type", type(error).__qualname__)
+    span.set_status(Status(StatusCode.ERROR, str(error)[:300]))
+
+
+def _plain(attributes: Attributes, redact: Callable[[str], str]) -> dict[str, Any]:
+    """OTel's attribute values, every string through `redact` (a prompt or a tool's output may quote a key)."""
+    plain: dict[str, Any] = {}
+    for key, value in attributes.items():
+        if isinstance(value, str):
+            plain[key] = redact(value)
+        elif isinstance(value, int | float | bool):
+            plain[key] = value
+        else:
+            plain[key] = [redact(item) for item in value]
+    return plain
+
+
+def redactor(environ: Mapping[str, str]) -> Callable[[str], str]:
+    """Replaces every secret this process knows (the values of its credential variables: the API key first) and
+    anything shaped like a well-known key with `[redacted]`, whatever the content switch says."""
+    values = sorted({v for k, v in environ.items() if is_secret(k, v) and len(v) >= 8}, key=len, reverse=True)
+    pattern = re.compile("|".join([*(re.escape(v) for v in values), KEY_IN_TEXT]))
+
+    def redact(text: str) -> str:
+        return pattern.sub("[redacted]", text)
+
+    return redact
+
+
+def resource(environ: Mapping[str, str]) -> Resource:
+    """OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win; else the service is `sprout-agent`."""
+    named = environ.get("OTEL_SERVICE_NAME") or "service.name=" in environ.get("OTEL_RESOURCE_ATTRIBUTES", "")
+    ours: dict[str, Any] = {"service.version": __version__}
+    if not named:
+        ours["service.name"] = "sprout-agent"
+    return Resource.create(ours)
+
+
+def parent_context(environ: Mapping[str, str]) -> otel_context.Context:
+    """The caller's trace (TRACEPARENT, as a batch gives each task), or a new one."""
+    carrier = {
+        k: v for k, v in (("traceparent", environ.get("TRACEPARENT")), ("tracestate", environ.get("TRACESTATE"))) if v
+    }
+    return TraceContextTextMapPropagator().extract(carrier) if carrier else otel_context.Context()
+
+
+def span_exporter(environ: Mapping[str, str], note: Callable[[str], None]) -> SpanExporter | None:
+    """OTEL_TRACES_EXPORTER (otlp by default, console on stderr, none) over OTEL_EXPORTER_OTLP_PROTOCOL
+    (http/protobuf by default; grpc when its exporter is installed)."""
+    kind = environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",")[0].strip().lower()
+    if kind in ("none", ""):
+        return None
+    if kind == "console":
+        return ConsoleSpanExporter(out=sys.stderr)
+    if kind != "otlp":
+        note(f"telemetry: OTEL_TRACES_EXPORTER={kind} is not one of otlp, console, none: no traces")
+        return None
+    chosen = protocol(environ, "TRACES")
+    timeout = float(
+        environ.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
+        or environ.get("OTEL_EXPORTER_OTLP_TIMEOUT")
+        or EXPORT_TIMEOUT_S
+    )
+    if chosen == "grpc":
+        try:
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (  # type: ignore[import-not-found]
+                OTLPSpanExporter as GrpcSpanExporter,  # pyright: ignore[reportUnknownVariableType]
+            )
+        except ImportError:
+            note("telemetry: OTLP over grpc needs `pip install opentelemetry-exporter-otlp-proto-grpc`: no traces")
+            return None
+        return GrpcSpanExporter(timeout=timeout)  # pyright: ignore[reportUnknownVariableType]
+    if chosen != "http/protobuf":
+        note(f"telemetry: OTEL_EXPORTER_OTLP_PROTOCOL={chosen} is not supported (http/protobuf, grpc): no traces")
+        return None
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return OTLPSpanExporter(timeout=timeout)
+
+
+def protocol(environ: Mapping[str, str], signal: str) -> str:
+    value = environ.get(f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL") or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+    return (value or "http/protobuf").strip().lower()
+
+
+def quiet_exporters() -> None:
+    """The exporters log each failed export as a warning, which Python's last-resort handler prints on stderr."""
+    for name in ("opentelemetry.exporter", "opentelemetry.sdk", "opentelemetry.exporter.otlp"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def tracer_provider(environ: Mapping[str, str], processor: SpanProcessor | None) -> TracerProvider:
+    provider = TracerProvider(resource=resource(environ))
+    if processor is not None:
+        provider.add_span_processor(processor)
+    return provider
+
+
+def batch_processor(exporter: SpanExporter, failures: Failures) -> BatchSpanProcessor:
+    return BatchSpanProcessor(CountingExporter(exporter, failures))
+
+
+def pid_attributes() -> dict[str, Any]:
+    return {"process.pid": os.getpid()}

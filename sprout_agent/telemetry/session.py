@@ -1,0 +1,163 @@
+"""A session's telemetry, owned by the runtime: the tracer the loop uses, metrics and logs read off the loop's
+events, the session's root span, and a bounded close that says what could not be exported.
+
+Metrics: tokens by kind, cost, model requests, tool calls and their durations, hook objections and timeouts,
+compactions, sandbox denials. Logs: our notices and warnings. Both go through OTEL_METRICS_EXPORTER and
+OTEL_LOGS_EXPORTER (otlp by default, console on stderr, none), over http/protobuf.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry._logs import SeverityNumber
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, ConsoleLogRecordExporter, LogRecordExporter
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricExporter, PeriodicExportingMetricReader
+
+from sprout_agent.core import events as ev
+from sprout_agent.telemetry import otel
+from sprout_agent.telemetry.switch import content_on
+
+_SEVERITY = {"info": SeverityNumber.INFO, "warning": SeverityNumber.WARN, "error": SeverityNumber.ERROR}
+
+
+class Telemetry:
+    """Started by `start`; `observe` is an event sink; `close` ends the session span and flushes (bounded)."""
+
+    def __init__(self, environ: Mapping[str, str], session_id: str, note: Callable[[str], None]) -> None:
+        otel.quiet_exporters()
+        self.failures = otel.Failures()
+        exporter = otel.span_exporter(environ, note)
+        processor = otel.batch_processor(exporter, self.failures) if exporter is not None else None
+        self._traces = otel.tracer_provider(environ, processor)
+        sdk_tracer = self._traces.get_tracer(otel.SCOPE)
+        self._session = sdk_tracer.start_span(
+            "session", context=otel.parent_context(environ), attributes={"gen_ai.conversation.id": session_id}
+        )
+        root = trace.set_span_in_context(self._session, otel_context.Context())
+        self.tracer = otel.OtelTracer(sdk_tracer, root, content_on(environ), otel.redactor(environ))
+        # The MCP SDK creates its own spans (a request's, an in-process server's) through the global provider.
+        trace.set_tracer_provider(self._traces)
+        self._metrics = _meter_provider(environ)
+        self._logs = _logger_provider(environ)
+        self._instruments = _Instruments(self._metrics.get_meter(otel.SCOPE)) if self._metrics else None
+        self._logger = self._logs.get_logger(otel.SCOPE) if self._logs else None
+
+    @property
+    def traceparent(self) -> str:
+        """The session span as W3C trace context: what a child process joins the trace with (TRACEPARENT)."""
+        context = self._session.get_span_context()
+        return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+    def observe(self, event: ev.Event) -> None:
+        if self._instruments is not None:
+            self._instruments.count(event)
+        if self._logger is not None and isinstance(event, ev.Notice | ev.HookObjected | ev.HookServerKilled):
+            self._log(event)
+
+    def _log(self, event: ev.Notice | ev.HookObjected | ev.HookServerKilled) -> None:
+        assert self._logger is not None
+        if isinstance(event, ev.Notice):
+            severity, body = _SEVERITY.get(event.level, SeverityNumber.INFO), event.text
+        elif isinstance(event, ev.HookObjected):
+            severity, body = SeverityNumber.INFO, f"hook {event.hook} from {event.server} objected"
+        else:
+            severity, body = SeverityNumber.WARN, f"server {event.server} killed: {event.reason}"
+        self._logger.emit(severity_number=severity, severity_text=severity.name, body=body)
+
+    def close(self, timeout_s: float = otel.EXPORT_TIMEOUT_S) -> str | None:
+        """Ends the session span and flushes everything, each bounded; the notice to give, if exports failed."""
+        self._session.end()
+        deadline = time.monotonic() + timeout_s
+        for provider in (self._traces, self._metrics, self._logs):
+            if provider is not None:
+                left = max(0.1, deadline - time.monotonic())
+                provider.force_flush(int(left * 1000))
+                provider.shutdown()
+        lost = ", ".join(f"{count} {what}" for what, count in self.failures.counts.items())
+        return (
+            f"telemetry: could not export {lost} (is the collector at OTEL_EXPORTER_OTLP_ENDPOINT up?)"
+            if lost
+            else None
+        )
+
+
+class _Instruments:
+    def __init__(self, meter: Any) -> None:
+        self.tokens = meter.create_counter("sprout.tokens", unit="{token}", description="tokens by kind")
+        self.cost = meter.create_counter("sprout.cost", unit="USD", description="what the model requests cost")
+        self.requests = meter.create_counter("sprout.model.requests", unit="{request}")
+        self.tools = meter.create_counter("sprout.tool.calls", unit="{call}")
+        self.tool_time = meter.create_histogram("sprout.tool.duration", unit="s")
+        self.hooks = meter.create_counter("sprout.hook.decisions", unit="{decision}")
+        self.compactions = meter.create_counter("sprout.compactions", unit="{compaction}")
+        self.denials = meter.create_counter("sprout.sandbox.denials", unit="{denial}")
+
+    def count(self, event: ev.Event) -> None:
+        match event:
+            case ev.ModelReplied():
+                usage = event.usage
+                kinds = {"input": usage.input_tokens, "output": usage.output_tokens}
+                kinds |= {"cache_read": usage.cache_read_tokens, "cache_write": usage.cache_write_tokens}
+                for kind, count in kinds.items():
+                    self.tokens.add(count, {"kind": kind})
+                self.cost.add(event.cost_usd)
+                self.requests.add(1, {"stop_reason": event.stop_reason})
+            case ev.ToolFinished():
+                outcome = "denied" if event.denied else "error" if event.is_error else "ok"
+                self.tools.add(1, {"tool": event.name, "outcome": outcome})
+                self.tool_time.record(event.seconds, {"tool": event.name})
+                if event.sandbox_denied:
+                    self.denials.add(1, {"tool": event.name})
+            case ev.HookObjected() | ev.HookTimedOut():
+                decision = "objection" if isinstance(event, ev.HookObjected) else "timeout"
+                self.hooks.add(1, {"hook": event.hook, "server": event.server, "decision": decision})
+            case ev.CompactionFinished():
+                self.compactions.add(1, {"ok": event.ok})
+            case ev.SubagentEvent():
+                self.count(event.event)
+            case _:
+                pass
+
+
+def _meter_provider(environ: Mapping[str, str]) -> MeterProvider | None:
+    exporter = _metric_exporter(environ)
+    if exporter is None:
+        return None
+    interval = int(environ.get("OTEL_METRIC_EXPORT_INTERVAL") or 60000)
+    reader = PeriodicExportingMetricReader(exporter, export_interval_millis=interval)
+    return MeterProvider(resource=otel.resource(environ), metric_readers=[reader])
+
+
+def _metric_exporter(environ: Mapping[str, str]) -> MetricExporter | None:
+    kind = environ.get("OTEL_METRICS_EXPORTER", "otlp").strip().lower()
+    if kind == "console":
+        return ConsoleMetricExporter(out=sys.stderr)
+    if kind != "otlp" or otel.protocol(environ, "METRICS") != "http/protobuf":
+        return None
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+    return OTLPMetricExporter(timeout=otel.EXPORT_TIMEOUT_S)
+
+
+def _logger_provider(environ: Mapping[str, str]) -> LoggerProvider | None:
+    kind = environ.get("OTEL_LOGS_EXPORTER", "otlp").strip().lower()
+    exporter: LogRecordExporter
+    if kind == "console":
+        exporter = ConsoleLogRecordExporter(out=sys.stderr)
+    elif kind == "otlp" and otel.protocol(environ, "LOGS") == "http/protobuf":
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+
+        exporter = OTLPLogExporter(timeout=otel.EXPORT_TIMEOUT_S)
+    else:
+        return None
+    provider = LoggerProvider(resource=otel.resource(environ))
+    provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+    return provider

@@ -1,0 +1,18 @@
+"""Whether telemetry is on, read from the real environment only (a project's `.env` may not turn it on, nor point
+it anywhere: config/guarded_env.py). Stdlib only: the runtime asks before anything of OpenTelemetry loads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+SWITCH = "SPROUT_AGENT_TELEMETRY"  # 1: export traces, metrics and logs as the OTEL_* variables say
+CONTENT = "SPROUT_AGENT_TELEMETRY_CONTENT"  # 1: prompts, answers, tool inputs and results in spans too
+_ON = ("1", "true", "yes", "on")
+
+
+def telemetry_on(environ: Mapping[str, str]) -> bool:
+    return environ.get(SWITCH, "").strip().lower() in _ON
+
+
+def content_on(environ: Mapping[str, str]) -> bool:
+    return environ.get(CONTENT, "").strip().lower() in _ON

@@ -1,0 +1,144 @@
+"""Spans of the loop, in-process with the OpenTelemetry SDK's in-memory exporter: a tool round, a hook objection, a
+hook's timeout and kill, a compaction, a cancelled turn, a subagent; names, parents and attributes; contents only
+when asked, and secrets never."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from opentelemetry import context as otel_context
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from sprout_agent.core.messages import Usage
+from sprout_agent.telemetry.otel import OtelTracer, redactor
+from tests.bounds import bounded
+from tests.loop_doubles import Loop, MemoryHost, answers, build_loop, call, default_server, hangs, reply, server
+from tests.test_subagents import child_reply, delegating
+
+pytestmark = pytest.mark.anyio
+KEY = "sk-ant-api03-secretsecretsecret"
+
+
+def traced(loop: Loop, *, content: bool = False) -> InMemorySpanExporter:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    redact = redactor({"ANTHROPIC_API_KEY": KEY})
+    loop.agent.tracer = loop.hooks.tracer = OtelTracer(
+        provider.get_tracer("test"), otel_context.Context(), content, redact
+    )
+    return exporter
+
+
+def by_name(exporter: InMemorySpanExporter) -> dict[str, ReadableSpan]:
+    return {span.name: span for span in exporter.get_finished_spans()}
+
+
+def parent_of(span: ReadableSpan, spans: dict[str, ReadableSpan]) -> str | None:
+    ids = {s.context.span_id: name for name, s in spans.items() if s.context is not None}
+    return ids.get(span.parent.span_id) if span.parent is not None else None
+
+
+def attrs(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+async def test_a_turn_is_a_span_with_its_model_requests_and_tool_calls_as_children() -> None:
+    usage = Usage(100, 20, 30, 5)
+    loop = build_loop([reply(call("fake__echo", "t1", text="hi"), usage=usage), reply("done", usage=usage)])
+    exporter = traced(loop)
+    await loop.turn("say hi")
+    spans = by_name(exporter)
+    turn = spans["invoke_agent sprout-agent"]
+    tool = spans["execute_tool fake__echo"]
+    assert parent_of(tool, spans) == "invoke_agent sprout-agent"
+    assert [parent_of(s, spans) for s in exporter.get_finished_spans() if s.name.startswith("chat ")] == [
+        "invoke_agent sprout-agent"
+    ] * 2
+    expected = {"gen_ai.tool.name": "fake__echo", "gen_ai.tool.call.id": "t1", "sprout.tool.outcome": "ok"}
+    assert expected.items() <= attrs(tool).items()
+    chat = next(s for s in exporter.get_finished_spans() if s.name.startswith("chat "))
+    assert attrs(chat)["gen_ai.usage.input_tokens"] == 100 and attrs(chat)["gen_ai.usage.cache_read.input_tokens"] == 30
+    assert attrs(chat)["gen_ai.response.finish_reasons"] == ("tool_use",)
+    assert attrs(turn)["sprout.stop_reason"] == "end_turn" and attrs(turn)["gen_ai.usage.output_tokens"] == 40
+    assert "sprout.prompt" not in attrs(turn) and "gen_ai.tool.call.arguments" not in attrs(tool)
+
+
+async def test_contents_are_recorded_only_when_asked_and_a_key_never() -> None:
+    loop = build_loop([reply(call("fake__echo", "t1", text=f"my key is {KEY}")), reply("done")])
+    exporter = traced(loop, content=True)
+    await loop.turn(f"use {KEY} please")
+    spans = by_name(exporter)
+    assert attrs(spans["invoke_agent sprout-agent"])["sprout.prompt"] == "use [redacted] please"
+    tool = attrs(spans["execute_tool fake__echo"])
+    assert KEY not in tool["gen_ai.tool.call.arguments"] and "[redacted]" in tool["sprout.tool.result"]
+
+
+async def test_a_hook_objection_is_a_span_with_its_decision() -> None:
+    host = MemoryHost({"fake": {**default_server(), **server(_Stop=answers("tests are red"))}})
+    loop = build_loop([reply("done"), reply("really done")], host=host, hook_servers="fake")
+    exporter = traced(loop)
+    await loop.turn()
+    hooks = [s for s in exporter.get_finished_spans() if s.name == "hook _Stop"]
+    assert [attrs(s)["sprout.hook.decision"] for s in hooks] == ["objection"]
+    assert attrs(hooks[0])["sprout.hook.server"] == "fake"
+
+
+async def test_a_hook_that_times_out_twice_is_a_timeout_then_a_kill() -> None:
+    host = MemoryHost({"slow": server(_Stop=hangs())})
+    loop = build_loop([reply("one"), reply("two")], host=host, hook_servers="slow", hook_timeout_ms=int(bounded(50)))
+    exporter = traced(loop)
+    await loop.turn("a")
+    await loop.turn("b")
+    decisions = [attrs(s)["sprout.hook.decision"] for s in exporter.get_finished_spans() if s.name == "hook _Stop"]
+    assert decisions == ["timeout", "killed"]
+
+
+async def test_a_compaction_is_a_span_with_its_token_counts() -> None:
+    loop = build_loop([reply("a long answer " * 50), reply("the summary")])
+    exporter = traced(loop)
+    await loop.turn()
+    with anyio.fail_after(bounded(10)):
+        await loop.agent.compact("manual")
+    compaction = by_name(exporter)["compaction"]
+    assert attrs(compaction)["sprout.compaction.reason"] == "manual"
+    assert attrs(compaction)["sprout.tokens_after"] < attrs(compaction)["sprout.tokens_before"]
+
+
+async def test_a_cancelled_turn_ends_its_spans_marked_cancelled() -> None:
+    host = MemoryHost({"fake": {**default_server(), **server(stuck=hangs())}})
+    loop = build_loop([reply(call("fake__stuck", "t1"))], host=host)
+    exporter = traced(loop)
+    with anyio.move_on_after(bounded(10)) as scope:
+        async with anyio.create_task_group() as group:
+            group.start_soon(loop.agent.run_turn, "go")
+            await host.started("stuck").wait()
+            group.cancel_scope.cancel()
+    assert not scope.cancelled_caught
+    spans = by_name(exporter)
+    assert attrs(spans["invoke_agent sprout-agent"])["sprout.cancelled"] is True
+    assert attrs(spans["execute_tool fake__stuck"])["sprout.cancelled"] is True
+
+
+async def test_a_subagent_is_a_span_holding_the_childs_turn() -> None:
+    loop, _host = delegating(
+        [
+            reply(call("agent__task", "toolu_task", description="find", prompt="go", subagent_type="Explore")),
+            child_reply("Explore", call("dev__grep", "toolu_c", pattern="x")),
+            child_reply("Explore", "found"),
+            reply("ok"),
+        ]
+    )
+    exporter = traced(loop)
+    await loop.turn()
+    spans = exporter.get_finished_spans()
+    names = {s.name for s in spans}
+    assert {"invoke_agent Explore", "execute_tool agent__task", "execute_tool dev__grep"} <= names
+    child_turn = next(s for s in spans if s.name == "invoke_agent sprout-agent" and attrs(s).get("gen_ai.agent.id"))
+    named = {s.context.span_id: s.name for s in spans if s.context is not None}
+    assert child_turn.parent is not None and named[child_turn.parent.span_id] == "invoke_agent Explore"
+    assert attrs(child_turn)["gen_ai.agent.name"] == "Explore"
