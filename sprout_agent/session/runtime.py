@@ -7,6 +7,7 @@ The faces (repl/, headless/, acp/) enter it and get the agent; nothing else hand
 
 from __future__ import annotations
 
+import contextvars
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -98,6 +99,7 @@ async def open_runtime(
     async with AsyncExitStack() as stack:
         if telemetry is not None:  # the last to close: the session's end is in its trace
             stack.push_async_callback(_close_telemetry, telemetry, emit)
+            stack.callback(telemetry.activate())
         transcript = _make_store(prepared, session_id)
         if transcript is not None:
             stack.callback(transcript.close)
@@ -133,6 +135,9 @@ async def open_runtime(
         await agent.end_session("exit")
 
 
+CLOSE_TELEMETRY_S = 3.5  # what exit may wait for the last exports (docs/telemetry.md)
+
+
 def _start_telemetry(prepared: Prepared, session_id: str, emit: Callable[[Event], None]) -> Telemetry | None:
     """OpenTelemetry when SPROUT_AGENT_TELEMETRY=1 in the real environment (docs/telemetry.md); its SDK loads only
     then. It cannot fail the run: a setup that fails is one notice, and the run goes on untraced."""
@@ -157,10 +162,9 @@ def _observed(emit: Callable[[Event], None], telemetry: Telemetry) -> Callable[[
 
 async def _close_telemetry(telemetry: Telemetry, emit: Callable[[Event], None]) -> None:
     """Flushes what is left, bounded: an unreachable collector delays exit by its export timeout and no more."""
-    notice = None
-    with anyio.CancelScope(shield=True), anyio.move_on_after(4):
-        notice = await anyio.to_thread.run_sync(telemetry.close, abandon_on_cancel=True)
-    if notice is not None:
+    with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TELEMETRY_S):
+        await anyio.to_thread.run_sync(telemetry.close, abandon_on_cancel=True)
+    if (notice := telemetry.notice()) is not None:
         emit(Notice(notice, "warning"))
 
 
@@ -208,7 +212,8 @@ def _build_model_in_background(
 ) -> Future[tuple[AnthropicModel, ModelFacts]]:
     """A plain thread, not a task: a task group here would wrap every error the session raises in a group."""
     executor = ThreadPoolExecutor(1, thread_name_prefix="sprout-model")
-    future = executor.submit(_make_model, prepared, emit, ledger)
+    # In the caller's context: the model's facts request is in the session's trace when telemetry is on.
+    future = executor.submit(contextvars.copy_context().run, _make_model, prepared, emit, ledger)
     executor.shutdown(wait=False)  # the thread ends once the model is built; nobody waits for it to exit
     return future
 

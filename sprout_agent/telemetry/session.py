@@ -41,14 +41,20 @@ class Telemetry:
         self._session = sdk_tracer.start_span(
             "session", context=otel.parent_context(environ), attributes={"gen_ai.conversation.id": session_id}
         )
-        root = trace.set_span_in_context(self._session, otel_context.Context())
-        self.tracer = otel.OtelTracer(sdk_tracer, root, content_on(environ), otel.redactor(environ))
+        self._root = trace.set_span_in_context(self._session, otel_context.Context())
+        self.tracer = otel.OtelTracer(sdk_tracer, self._root, content_on(environ), otel.redactor(environ))
         # The MCP SDK creates its own spans (a request's, an in-process server's) through the global provider.
         trace.set_tracer_provider(self._traces)
         self._metrics = _meter_provider(environ)
         self._logs = _logger_provider(environ)
         self._instruments = _Instruments(self._metrics.get_meter(otel.SCOPE)) if self._metrics else None
         self._logger = self._logs.get_logger(otel.SCOPE) if self._logs else None
+
+    def activate(self) -> Callable[[], None]:
+        """Makes the session span current in the caller's context (what starts from here is in its trace: the
+        servers' handshakes, the MCP SDK's and the anthropic SDK's own spans); returns what undoes it."""
+        token = otel_context.attach(self._root)
+        return lambda: otel_context.detach(token)
 
     @property
     def traceparent(self) -> str:
@@ -72,21 +78,30 @@ class Telemetry:
             severity, body = SeverityNumber.WARN, f"server {event.server} killed: {event.reason}"
         self._logger.emit(severity_number=severity, severity_text=severity.name, body=body)
 
-    def close(self, timeout_s: float = otel.EXPORT_TIMEOUT_S) -> str | None:
-        """Ends the session span and flushes everything, each bounded; the notice to give, if exports failed."""
+    def close(self, timeout_s: float = otel.EXPORT_TIMEOUT_S) -> None:
+        """Ends the session span and flushes the spans first, then the metrics and logs, in what is left of
+        `timeout_s` (an exporter's own retries may overrun it: the caller bounds the wait, see `notice`)."""
         self._session.end()
         deadline = time.monotonic() + timeout_s
-        for provider in (self._traces, self._metrics, self._logs):
-            if provider is not None:
-                left = max(0.1, deadline - time.monotonic())
-                provider.force_flush(int(left * 1000))
-                provider.shutdown()
+
+        def left() -> int:
+            return int(max(0.1, deadline - time.monotonic()) * 1000)
+
+        self._traces.force_flush(left())
+        if self.failures.counts:  # the collector is not there: the metrics and logs would only wait for it too
+            deadline = time.monotonic()
+        if self._metrics is not None:
+            self._metrics.shutdown(timeout_millis=left())
+        if self._logs is not None:
+            self._logs.force_flush(left())
+            self._logs.shutdown()
+        self._traces.shutdown()
+
+    def notice(self) -> str | None:
+        """What could not be exported so far, as one line (None: nothing was lost)."""
         lost = ", ".join(f"{count} {what}" for what, count in self.failures.counts.items())
-        return (
-            f"telemetry: could not export {lost} (is the collector at OTEL_EXPORTER_OTLP_ENDPOINT up?)"
-            if lost
-            else None
-        )
+        where = "is the collector at OTEL_EXPORTER_OTLP_ENDPOINT up?"
+        return f"telemetry: could not export {lost} ({where})" if lost else None
 
 
 class _Instruments:

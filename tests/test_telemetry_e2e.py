@@ -1,0 +1,70 @@
+"""Telemetry as a process exports it: the CLI sends traces, metrics and logs over OTLP/HTTP to a receiver in the
+test, which decodes the real protobuf; the MCP server's own span (a Python server with its SDK's tracing on) is in
+our trace, under our tool call's span, and a command the agent runs gets TRACEPARENT."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.harness import run_agent, write_config
+from tests.otlp_receiver import Received, Receiver
+
+pytestmark = pytest.mark.e2e
+SERVER = str(Path(__file__).with_name("traced_mcp_server.py"))
+
+
+def ancestors(span: Received, spans: list[Received]) -> list[str]:
+    by_id = {s.span_id: s for s in spans}
+    names: list[str] = []
+    while span.parent_id and (parent := by_id.get(span.parent_id)) is not None:
+        names.append(parent.name)
+        span = parent
+    return names
+
+
+def test_a_tool_calls_span_holds_the_mcp_servers_own_span_in_one_trace(tmp_path: Path) -> None:
+    script = [
+        reply(tool_use("traced__work", {}, id="toolu_work")),
+        reply(tool_use("dev__bash", {"command": "echo TP=$TRACEPARENT"}, id="toolu_bash")),
+        reply("done"),
+    ]
+    with Receiver() as receiver, FakeAnthropic(script) as fake:
+        otel = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        config = write_config(tmp_path, {"traced": {"command": sys.executable, "args": [SERVER], "env": otel}})
+        env = {
+            **otel,
+            "SPROUT_AGENT_TELEMETRY": "1",
+            "SPROUT_AGENT_BUILTIN_SERVERS": "dev",
+            "SPROUT_AGENT_SANDBOX": "off",
+        }
+        run = run_agent(tmp_path, ["--config", str(config), "-p", "go"], fake=fake, env=env)
+        assert run.code == 0, run.stderr
+    ours = [s for s in receiver.spans if s.service == "sprout-agent"]
+    names = [s.name for s in ours]
+    assert {"session", "invoke_agent sprout-agent", "execute_tool traced__work", "execute_tool dev__bash"} <= set(names)
+    assert len({s.trace_id for s in ours}) == 1  # one trace: the session's (start-up included)
+    (served,) = [s for s in receiver.spans if s.service == "traced-mcp-server" and s.name == "tools/call work"]
+    assert "execute_tool traced__work" in ancestors(served, receiver.spans)
+    assert ancestors(served, receiver.spans)[-1] == "session"
+    trace_id = ours[0].trace_id
+    bash = fake.requests[2].body["messages"][-1]["content"][0]
+    assert f"TP=00-{trace_id}-" in str(bash)  # the command joined the trace
+    assert "sprout.tokens" in receiver.metrics and "sprout.tool.calls" in receiver.metrics
+
+
+def test_a_collector_that_cannot_be_reached_costs_one_notice_and_not_the_run(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with FakeAnthropic([reply("done")]) as fake:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": closed, "SPROUT_AGENT_TELEMETRY": "1"}
+        run = run_agent(tmp_path, ["-p", "go"], fake=fake, env=env)
+    assert run.code == 0 and run.stdout.strip() == "done", run.stderr
+    said = [line for line in run.stderr.splitlines() if "telemetry" in line]
+    assert len(said) == 1 and "could not export" in said[0], run.stderr
+    assert "Traceback" not in run.stderr and "Failed to export" not in run.stderr
