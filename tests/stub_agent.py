@@ -1,7 +1,7 @@
 """A stand-in for `sprout-agent -p … --output-format stream-json` in the batch tests (SPROUT_AGENT_BATCH_AGENT):
 it starts in milliseconds instead of seconds, so twenty tasks cost what one real run does. The prompt says what
 to do: `fail` exits 1; `hang` waits for a signal (or, with STUB_HANG_UNLESS=path, only while path does not exist);
-anything else writes answer.txt in the working directory and answers. A signal is reported as the real agent
+anything else writes answer.txt (and TRACEPARENT, if set, to traceparent.txt) in the working directory and answers. A signal is reported as the real agent
 reports it (stop_reason interrupted, exit 130 / 143). tests/test_batch_e2e.py runs the real CLI too."""
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ def main() -> None:
     if "fail" in prompt:
         _result("", "error", 1)
     Path("answer.txt").write_text(prompt + "\n")
+    if traceparent := os.environ.get("TRACEPARENT"):  # the batch's trace, as the real agent would join it
+        Path("traceparent.txt").write_text(traceparent)
     _result(f"answer to {prompt}", "end_turn", 0)
 
 

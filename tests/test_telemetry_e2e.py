@@ -68,3 +68,23 @@ def test_a_collector_that_cannot_be_reached_costs_one_notice_and_not_the_run(tmp
     said = [line for line in run.stderr.splitlines() if "telemetry" in line]
     assert len(said) == 1 and "could not export" in said[0], run.stderr
     assert "Traceback" not in run.stderr and "Failed to export" not in run.stderr
+
+
+def test_a_batch_of_three_tasks_is_one_trace_and_each_task_process_gets_its_task_span(tmp_path: Path) -> None:
+    from tests.test_batch_e2e import batch, write_tasks
+
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": f"t{n}", "prompt": f"task {n}"} for n in range(3)])
+    with Receiver() as receiver:
+        env = {"SPROUT_AGENT_TELEMETRY": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        run = batch(tmp_path, ["tasks.jsonl", "--out", "out", "-j", "3"], env)
+    assert run.returncode == 0, run.stderr
+    (root,) = [s for s in receiver.spans if s.name == "batch"]
+    tasks = {s.name: s for s in receiver.spans if s.name.startswith("batch task ")}
+    assert sorted(tasks) == ["batch task t0", "batch task t1", "batch task t2"]
+    assert {s.trace_id for s in tasks.values()} == {root.trace_id} and {s.parent_id for s in tasks.values()} == {
+        root.span_id
+    }
+    assert tasks["batch task t1"].attributes["sprout.task.status"] == "ok"
+    for n in range(3):
+        traceparent = (tmp_path / "out" / "work" / f"t{n}" / "traceparent.txt").read_text()
+        assert traceparent.startswith(f"00-{root.trace_id}-{tasks[f'batch task t{n}'].span_id}-")

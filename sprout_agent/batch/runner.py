@@ -42,6 +42,14 @@ class BatchOptions:
     agent_args: tuple[str, ...] = ()  # -p flags given to every task
 
 
+class TaskTracing(Protocol):
+    """A batch as one trace (telemetry/batch.py, when telemetry is on): a span per task; each task's process joins
+    it through the environment `started` returns (TRACEPARENT)."""
+
+    def started(self, task_id: str) -> dict[str, str]: ...
+    def finished(self, task_id: str, record: Mapping[str, Any]) -> None: ...
+
+
 class Executor(Protocol):
     def submit(self, job: Job) -> None: ...
     def wait(self, timeout: float) -> list[Finished]: ...
@@ -103,7 +111,12 @@ def select(options: BatchOptions, environ: Mapping[str, str]) -> tuple[list[Task
     return [t for t in tasks if shard_of(t.id, count) == index], (index, count)
 
 
-def run_batch(options: BatchOptions, environ: Mapping[str, str], make_executor: Callable[[], Executor]) -> int:
+def run_batch(
+    options: BatchOptions,
+    environ: Mapping[str, str],
+    make_executor: Callable[[], Executor],
+    tracing: TaskTracing | None = None,
+) -> int:
     if options.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     tasks, shard = select(options, environ)
@@ -117,6 +130,7 @@ def run_batch(options: BatchOptions, environ: Mapping[str, str], make_executor: 
         loop = _Loop(
             options, out, env, program, Progress(len(pending), options.jobs, sys.stderr, live=sys.stderr.isatty())
         )
+        loop.tracing = tracing
         interrupted = loop.run(pending, make_executor)
         summary = summarise(_ids(tasks), out.records())
         out.write_json("summary.json", summary)
@@ -153,10 +167,12 @@ class _Loop:
         self.options, self.out, self.env, self.program, self.progress = options, out, env, program, progress
         self.budget = Budget(options.max_budget_usd)
         self.stopping = False
+        self.tracing: TaskTracing | None = None
 
     def job(self, task: Task) -> Job:
         timeout = task.timeout if task.timeout is not None else self.options.timeout
-        env = {**self.env, **task.env}
+        traced = self.tracing.started(task.id) if self.tracing is not None else {}
+        env = {**self.env, **task.env, **traced}  # a task's env cannot name another trace (guarded_env.py)
         tree = self.out.path / "work" / task.name
         return Job(task, tree, self.options.agent_args, env, timeout, self.budget.left(), self.program)
 
@@ -188,6 +204,8 @@ class _Loop:
         executor.cancel()
 
     def _record(self, finished: Finished) -> None:
+        if self.tracing is not None:
+            self.tracing.finished(str(finished.record.get("id", "")), finished.record)
         self.budget.spent += float(finished.record.get("cost_usd") or 0)
         self.out.append(finished.record, finished.stream, finished.stderr)
         self.progress.finished(finished.record)

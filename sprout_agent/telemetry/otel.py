@@ -137,6 +137,12 @@ def redactor(environ: Mapping[str, str]) -> Callable[[str], str]:
     return redact
 
 
+def traceparent_of(span: Span) -> str:
+    """A span's W3C trace context: what a child process joins the trace with (TRACEPARENT)."""
+    context = span.get_span_context()
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
 def resource(environ: Mapping[str, str]) -> Resource:
     """OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win; else the service is `sprout-agent`."""
     named = environ.get("OTEL_SERVICE_NAME") or "service.name=" in environ.get("OTEL_RESOURCE_ATTRIBUTES", "")

@@ -56,12 +56,6 @@ class Telemetry:
         token = otel_context.attach(self._root)
         return lambda: otel_context.detach(token)
 
-    @property
-    def traceparent(self) -> str:
-        """The session span as W3C trace context: what a child process joins the trace with (TRACEPARENT)."""
-        context = self._session.get_span_context()
-        return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
-
     def observe(self, event: ev.Event) -> None:
         if self._instruments is not None:
             self._instruments.count(event)

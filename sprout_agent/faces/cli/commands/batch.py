@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,7 +21,7 @@ from sprout_agent.faces.cli.options import OutputFormat
 from sprout_agent.faces.cli.warm import place as warm_place
 
 if TYPE_CHECKING:  # the batch loads when the command runs
-    from sprout_agent.batch.runner import BatchOptions, Executor
+    from sprout_agent.batch.runner import BatchOptions, Executor, TaskTracing
 
 
 class _RunByDefault(TyperGroup):
@@ -103,9 +105,29 @@ def batch_run(
         agent_args=tuple(agent_args),
     )
     try:
-        exit_now(runner.run_batch(options, os.environ, _warmed(runner.executor_for(options), options)))
+        with _traced(tasks) as tracing:
+            code = runner.run_batch(options, os.environ, _warmed(runner.executor_for(options), options), tracing)
     except UsageError as error:
         fail(str(error), error.exit_code)
+    exit_now(code)
+
+
+@contextmanager
+def _traced(tasks: Path) -> Generator[TaskTracing | None]:
+    """With SPROUT_AGENT_TELEMETRY=1 the batch is one trace, a span per task (docs/telemetry.md); else nothing."""
+    from sprout_agent.telemetry.switch import telemetry_on
+
+    if not telemetry_on(os.environ):
+        yield None
+        return
+    from sprout_agent.telemetry.batch import BatchTelemetry
+
+    tracing = BatchTelemetry(os.environ, str(tasks), lambda text: print(text, file=sys.stderr))
+    try:
+        yield tracing
+    finally:
+        if (said := tracing.close()) is not None:
+            print(said, file=sys.stderr)
 
 
 def _checked_mode(name: str) -> str:
