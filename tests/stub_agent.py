@@ -1,8 +1,9 @@
 """A stand-in for `sprout-agent -p … --output-format stream-json` in the batch tests (SPROUT_AGENT_BATCH_AGENT):
 it starts in milliseconds instead of seconds, so twenty tasks cost what one real run does. The prompt says what
 to do: `fail` exits 1; `hang` waits for a signal (or, with STUB_HANG_UNLESS=path, only while path does not exist);
-anything else writes answer.txt (and TRACEPARENT, if set, to traceparent.txt) in the working directory and answers. A signal is reported as the real agent
-reports it (stop_reason interrupted, exit 130 / 143). tests/test_batch_e2e.py runs the real CLI too."""
+anything else writes answer.txt (and TRACEPARENT, if set, to traceparent.txt) in the working directory and
+answers. A signal is reported as the real agent reports it (stop_reason interrupted, exit 130 / 143).
+tests/test_batch_e2e.py runs the real CLI too."""
 
 from __future__ import annotations
 
