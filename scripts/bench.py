@@ -89,7 +89,8 @@ def spawn(
         err.seek(0)
         stderr = err.read().decode(errors="replace")
     requests = [r for r in fake.requests if r.path.split("?")[0] == "/v1/messages"] if fake else []
-    return Run(start, end, proc.returncode, usage.ru_maxrss / 1024, requests, stderr)
+    cpu = usage.ru_utime + usage.ru_stime  # the agent's own CPU (its children are not waited for here)
+    return Run(start, end, proc.returncode, usage.ru_maxrss / 1024, requests, stderr, {"cpu": cpu})
 
 
 def stats(values: list[float]) -> tuple[float, float, float]:
@@ -521,7 +522,7 @@ class Bench:
             self.toolhooks,
         ]
         steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render, self.remote, self.thinking]
-        steps += [self.batch, self.caps, self.startup, self.checkpoints, self.subagents]
+        steps += [self.batch, self.caps, self.startup, self.checkpoints, self.subagents, self.telemetry]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -868,6 +869,34 @@ class Bench:
         self.add("a 300-file TODO search: the parent's last request, searching itself", alone, "tok")
         self.add("  … the search delegated to an Explore child", delegated, "tok")
 
+    def telemetry(self) -> None:
+        """22. telemetry (docs/telemetry.md): a tool round (dev__bash true) with traces, metrics and logs exported to
+        a local OTLP/HTTP receiver, against off; the CPU of a whole -p run, on and off"""
+        from tests.otlp_receiver import Receiver
+
+        rounds: dict[str, list[float]] = {"off": [], "on": []}
+        cpu: dict[str, list[float]] = {"off": [], "on": []}
+        with Receiver() as receiver, tempfile.TemporaryDirectory() as tmp:
+            for _ in range(self.runs):
+                for setting in ("off", "on"):
+                    script = [reply(tool_use("dev__bash", {"command": "true"})) for _ in range(10)] + [reply("ok")]
+                    extra = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_CHECKPOINTS": "off"}
+                    if setting == "on":
+                        extra |= {"SPROUT_AGENT_TELEMETRY": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+                    with FakeAnthropic(script, auto_usage=True) as fake:
+                        env = agent_env(Path(tmp), fake, extra)
+                        run = check(spawn(agent_command(["-p", "go"]), env, Path(tmp), fake), 11)
+                    rounds[setting].append(med(run.rounds()))
+                    cpu[setting].append(run.extra["cpu"])
+            spans = len(receiver.spans)
+        added = [on - off for on, off in zip(rounds["on"], rounds["off"], strict=True)]
+        self.add("tool round (dev__bash true), telemetry off", rounds["off"], "ms")
+        self.add("  … telemetry on (OTLP/HTTP to a local receiver)", rounds["on"], "ms")
+        self.add("  … what tracing adds to a round", added, "ms", "< 1 ms", med(added) < 0.001)
+        self.add("-p run of 10 rounds: CPU, telemetry off", cpu["off"], "s")
+        self.add("  … telemetry on", cpu["on"], "s")
+        self.add("  … spans the receiver got", spans / max(1, self.runs), "x")
+
     def _rounds_on_off(self, files: int) -> tuple[list[float], list[float]]:
         """Median agent time per round of `-p` runs with 10 dev__bash rounds, checkpoints on and off, interleaved."""
         from scripts.bench_checkpoints import make_tree
@@ -939,7 +968,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     groups = "imports minimal ours facts builtins flags repl hooks toolhooks compaction servers acp sandbox render"
-    groups += " remote thinking batch caps startup checkpoints subagents"
+    groups += " remote thinking batch caps startup checkpoints subagents telemetry"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     parser.add_argument(
         "--claude", metavar="PATH", help="startup: measure this Claude Code binary beside sprout-agent (fake API)"

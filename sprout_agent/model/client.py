@@ -65,8 +65,14 @@ class AnthropicModel:
         self._base_url = base_url
         self._on_attempt = on_attempt  # the ledger counts requests actually sent, failed ones included
         # The SDK's own retries would be invisible to the user; ours emit events and also cover cut streams.
+        # No spans of the SDK's own, and no trace context in requests to the API: with telemetry on, our `chat`
+        # span is the request's (docs/telemetry.md), and a trace id is nothing Anthropic's servers need.
         self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=anthropic.Timeout(600, connect=10)
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=anthropic.Timeout(600, connect=10),
+            open_telemetry={"traces": False, "propagation": False},
         )
         self._anthropic = anthropic
         self.facts = facts or fallback(model)
