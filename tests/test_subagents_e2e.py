@@ -127,3 +127,41 @@ def test_a_childs_transcript_lies_beside_the_sessions_stays_out_of_the_list_and_
     capsys.readouterr()
     assert sessions.prune_command(older_than_days=0, dry_run=False, as_json=True) == 0
     assert not (directory / f"{session_id}.agents").exists()
+
+
+def test_a_skill_is_listed_in_the_system_prompt_and_its_body_read_when_the_model_asks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    skill = tmp_path / ".claude" / "skills" / "release-notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: release-notes\ndescription: Writes release notes\n---\nGroup by area.\n"
+    )
+    script = [reply(tool_use("agent__skill", {"skill": "release-notes"}, id="toolu_skill")), reply("Grouped.")]
+    with FakeAnthropic(script) as fake:
+        options = Options(prompt="write the notes", output_format="json", cwd=tmp_path)
+        run = headless(tmp_path, monkeypatch, options, fake=fake, env=BUILTINS)
+    assert run.code == 0, run.stderr
+    system = json.dumps(fake.requests[0].body["system"])
+    assert "- release-notes: Writes release notes" in system and "Group by area" not in system
+    assert "agent__skill" in tool_names(fake.requests[0].body)
+    body = json.dumps(fake.requests[1].body["messages"][-1]["content"][0])
+    assert "Group by area." in body
+
+
+def test_agents_given_as_json_are_chosen_by_the_model_and_listed_in_init(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agents = json.dumps(
+        {"greeter": {"description": "Greets", "prompt": "Reply with one friendly sentence.", "tools": []}}
+    )
+    task = {"description": "greet", "prompt": "say hi", "subagent_type": "greeter"}
+    script = [reply(tool_use("agent__task", task, id="toolu_task")), reply("Hi there!"), reply("DONE")]
+    with FakeAnthropic(script) as fake:
+        options = Options(prompt="go", output_format="stream-json", verbose=True, cwd=tmp_path, agents_json=(agents,))
+        run = headless(tmp_path, monkeypatch, options, fake=fake, env=BUILTINS)
+    assert run.code == 0, run.stderr
+    init = lines(run.stdout)[0]
+    assert "greeter" in init["agents"] and "Explore" in init["agents"]
+    child = fake.requests[1].body
+    assert "Reply with one friendly sentence." in json.dumps(child["system"]) and tool_names(child) == []

@@ -60,6 +60,7 @@ class Options:
     replay_user_messages: bool = False  # stream-json: stdin's user messages echoed with a uuid (SDK rewind_files)
     forward_subagent_text: bool = False  # stream-json: a subagent's text too, not only its tool calls and results
     json_schema: str | None = None  # --json-schema: a file or inline JSON; each answer is a value valid against it
+    agents_json: tuple[str, ...] = ()  # --agents (and the SDK's initialize `agents`): agent definitions as JSON
 
 
 SDK_MARK = "CLAUDE_AGENT_SDK_VERSION"

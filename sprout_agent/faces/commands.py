@@ -7,10 +7,13 @@ REPL only; the rest behave the same in both, worded the same.
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from sprout_agent.config.definitions import CustomCommand
 from sprout_agent.config.files import REMOTE
 from sprout_agent.config.settings import model_id
 from sprout_agent.core.agent import Agent
@@ -74,6 +77,40 @@ def parse(text: str, face: Face) -> tuple[Command, str] | None:
     head = "exit" if head == "quit" and face == "repl" else head
     found = next((command for command in commands_for(face) if command.name == head), None)
     return (found, argument.strip()) if found is not None else None
+
+
+def custom_command(commands: Sequence[CustomCommand], text: str, face: Face) -> tuple[CustomCommand, str] | None:
+    """(the command, its argument) when `text` runs a custom command (`.claude/commands/NAME.md`); one of ours of the
+    same name is ours (a project's file cannot take over /clear)."""
+    stripped = text.strip()
+    if not stripped.startswith("/") or parse(stripped, face) is not None:
+        return None
+    head, _, argument = stripped[1:].partition(" ")
+    found = next((command for command in commands if command.name == head), None)
+    return (found, argument.strip()) if found is not None else None
+
+
+def expand(command: CustomCommand, argument: str) -> str:
+    """The command's body as the prompt: `$ARGUMENTS` is the whole argument, `$1`…`$9` its words (shell quoting);
+    a missing one is empty. Nothing in the body runs (Claude Code's `!` lines stay text: docs/definitions.md)."""
+    try:
+        words = shlex.split(argument)
+    except ValueError:  # an unclosed quote: the words as typed
+        words = argument.split()
+    body = re.sub(
+        r"\$([1-9])", lambda m: words[int(m.group(1)) - 1] if int(m.group(1)) <= len(words) else "", command.body
+    )
+    body = body.replace("$ARGUMENTS", argument)
+    if argument and "$ARGUMENTS" not in command.body and not re.search(r"\$[1-9]", command.body):
+        body = f"{body.rstrip()}\n\nARGUMENTS: {argument}"  # as Claude Code: an argument is never dropped
+    return body
+
+
+def custom_lines(commands: Sequence[CustomCommand]) -> list[str]:
+    """/help's lines for the custom commands (their descriptions are a project's text: printable, one line)."""
+    shown = [(f"/{c.name}" + (f" {c.argument_hint}" if c.argument_hint else ""), c.description) for c in commands]
+    width = max((len(usage) for usage, _ in shown), default=0)
+    return [f"  {usage.ljust(width)}  {printable(summary, 100)}" for usage, summary in shown]
 
 
 def help_lines(face: Face) -> list[str]:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import datetime
 import platform
+from collections.abc import Sequence
 from pathlib import Path
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
 INSTRUCTIONS_MAX_CHARS = 32 * 1024  # per file; documented in docs/models.md
+SKILLS_INTRO = (
+    "Skills (instructions and files for particular tasks): when a task matches a skill's description, load it "
+    'first with the agent__skill tool ({"skill": NAME}) and follow it.'
+)
 
 BASE_PROMPT = """You are sprout-agent, a command-line coding agent. You help the user with software engineering \
 tasks in their working directory, using the tools offered to you (tools are named `server__tool`).
@@ -31,10 +36,16 @@ def instruction_files(cwd: Path) -> list[Path]:
 
 
 def build_system_prompt(
-    cwd: Path, *, replace: str | None = None, append: str | None = None, base: str = BASE_PROMPT
+    cwd: Path,
+    *,
+    replace: str | None = None,
+    append: str | None = None,
+    base: str = BASE_PROMPT,
+    skills: Sequence[tuple[str, str]] = (),
 ) -> str:
     """Byte-stable within a session (the date, not the time) so the prompt prefix stays cached. `base`: who the
-    agent is (a subagent's definition says it)."""
+    agent is (a subagent's definition says it). `skills`: (name, description) of each skill the `agent__skill`
+    tool loads; only these lines are in the prompt, the bodies are read when the model asks."""
     if replace is not None:
         parts = [replace]
     else:
@@ -48,6 +59,9 @@ def build_system_prompt(
             if len(text) > INSTRUCTIONS_MAX_CHARS:
                 text = text[:INSTRUCTIONS_MAX_CHARS] + f"\n[… {path.name} cut at {INSTRUCTIONS_MAX_CHARS} characters]"
             parts.append(f"Instructions from {path}:\n{text}")
+    if skills:
+        listed = "\n".join(f"- {name}: {description}" for name, description in skills)
+        parts.append(f"{SKILLS_INTRO}\n{listed}")
     if append:
         parts.append(append)
     return "\n\n".join(parts)

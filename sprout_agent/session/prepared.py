@@ -13,6 +13,7 @@ from pathlib import Path
 from sprout_agent.config import consent
 from sprout_agent.config import files as cfg
 from sprout_agent.config import settings as st
+from sprout_agent.config.definition_files import load_definitions, places
 from sprout_agent.config.definitions import BUILTIN_AGENTS, Definitions
 from sprout_agent.config.dotenv_file import read_dotenv
 from sprout_agent.config.locations import Locations
@@ -60,6 +61,13 @@ class Prepared:
     @property
     def effort(self) -> str | None:
         return st.choice(self.options.effort, st.EFFORT_LEVELS, "--effort") or self.settings.effort
+
+    @property
+    def skills(self) -> tuple[tuple[str, str], ...]:
+        """(name, description) of the skills the model may load: only with the built-in `agent` server, whose
+        `skill` tool reads them."""
+        served = any(s.name == "agent" and s.transport == "in-process" for s in self.loaded.servers)
+        return tuple((s.name, s.description) for s in self.definitions.skills) if served else ()
 
     @property
     def elicitation(self) -> str:
@@ -122,6 +130,9 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     )
     loaded = replace(gated.loaded, notices=notices)
     resume = _resumed(options, locations.sessions)
+    home = Path(environ["HOME"]) if environ.get("HOME") else None
+    definitions = load_definitions(places(options.cwd, home, locations.config), options.agents_json)
+    loaded = replace(loaded, notices=loaded.notices + definitions.notices)
     return Prepared(
         options,
         settings,
@@ -137,6 +148,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
         held_back=gated if gated.pending else None,
         sandbox=sandbox,
         output=output,
+        definitions=definitions,
     )
 
 

@@ -391,7 +391,7 @@ def _build_agent(
         hooks=hooks,
         emit=emit,
         system=build_system_prompt(
-            p.options.cwd, replace=p.options.system_prompt, append=p.options.append_system_prompt
+            p.options.cwd, replace=p.options.system_prompt, append=p.options.append_system_prompt, skills=p.skills
         ),
         ledger=ledger,
         compactor=compactor,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sprout_agent.config.definitions import CustomCommand
 from sprout_agent.core.protocols import PromptInfo
 from sprout_agent.faces import commands as shared
 from sprout_agent.faces.acp.wire import Json
@@ -21,15 +22,18 @@ from sprout_agent.mcp.prompts import FeatureSource, command_name, prompt_text
 from sprout_agent.session.runtime import Runtime
 
 
-def available_commands(prompts: Sequence[PromptInfo] = ()) -> Json:
-    """Ours, then each server prompt as `server:prompt` (its description and arguments are the server's)."""
+def available_commands(prompts: Sequence[PromptInfo] = (), custom: Sequence[CustomCommand] = ()) -> Json:
+    """Ours, then the custom commands (`.claude/commands`), then each server prompt as `server:prompt` (their
+    descriptions and arguments are the project's and the server's)."""
     shown = [
         (command_name(prompt), prompt.description[:200] or f"{prompt.server}'s prompt {prompt.name}", _hint(prompt))
         for prompt in prompts
     ]
     ours = [(c.name, c.summary[:1].upper() + c.summary[1:], c.argument) for c in commands_for("acp")]
+    taken = {name for name, _, _ in ours}
+    kept = [(c.name, c.description[:200], c.argument_hint or None) for c in custom if c.name not in taken]
     commands: list[Json] = []
-    for name, description, hint in (*ours, *shown):
+    for name, description, hint in (*ours, *kept, *shown):
         command: Json = {"name": name, "description": description}
         if hint is not None:
             command["input"] = {"hint": hint}
@@ -41,6 +45,12 @@ def _hint(prompt: PromptInfo) -> str | None:
     if not prompt.arguments:
         return None
     return " ".join(name if required else f"[{name}]" for name, required in prompt.arguments) + " (or name=value)"
+
+
+def custom_turn(custom: Sequence[CustomCommand], text: str) -> str | None:
+    """The prompt a `/NAME args` of a custom command stands for; None when the text names none."""
+    found = shared.custom_command(custom, text, "acp")
+    return shared.expand(*found) if found is not None else None
 
 
 async def prompt_turn(source: FeatureSource, text: str) -> str | None:

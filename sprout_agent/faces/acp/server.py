@@ -89,7 +89,8 @@ class AcpServer:
         cwd = _absolute_dir(params.get("cwd"))
         session = self._start(prepare_session(self.options, cwd, params.get("mcpServers"), None))
         answer = {"sessionId": session.session_id, **_pickers(session), "_meta": _meta(session.prepared)}
-        return Reply(answer, lambda: session.updates.send(available_commands()))
+        custom = session.prepared.definitions.commands
+        return Reply(answer, lambda: session.updates.send(available_commands((), custom)))
 
     def load_session(self, params: Json) -> Reply:
         from sprout_agent.faces.acp.commands import available_commands
@@ -111,8 +112,10 @@ class AcpServer:
         session = self._start(prepared)
         if prepared.resume is not None:  # the spec: the whole history before the response
             replay(prepared.resume.history, session.updates, str(cwd))
+        custom = prepared.definitions.commands
         return Reply(
-            {**_pickers(session), "_meta": _meta(prepared)}, lambda: session.updates.send(available_commands())
+            {**_pickers(session), "_meta": _meta(prepared)},
+            lambda: session.updates.send(available_commands((), custom)),
         )
 
     def prompt(self, params: Json) -> Awaitable[Json]:

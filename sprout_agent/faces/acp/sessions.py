@@ -83,7 +83,7 @@ class AcpSession:
                 self._runtime = rt
                 self._settled.set()
                 if prompts := rt.pool.prompts():  # the servers are up now: their prompts join our commands
-                    self.updates.send(commands.available_commands(prompts))
+                    self.updates.send(commands.available_commands(prompts, rt.prepared.definitions.commands))
                 self._know_models()
                 with self._open:
                     await anyio.sleep_forever()
@@ -209,7 +209,8 @@ class AcpSession:
             return "end_turn"
         if self._runtime is not None:
             try:
-                text = await commands.prompt_turn(self._runtime.pool, text) or text
+                custom = commands.custom_turn(self._runtime.prepared.definitions.commands, text) if not images else None
+                text = custom or await commands.prompt_turn(self._runtime.pool, text) or text
             except PromptFailed as error:
                 self.updates.message(str(error))
                 return "end_turn"

@@ -22,8 +22,7 @@ IGNORED: dict[str, tuple[int, str]] = {
     "--setting-sources": (1, "Claude Code's settings files are not read"),
     "--betas": (1, "no beta headers are sent"),
     "--plugin-dir": (1, "plugins are not supported"),
-    "--agents": (1, "subagents are not supported"),
-    "--agent": (1, "subagents are not supported"),
+    "--agent": (1, "the main agent is sprout-agent's; its subagents are chosen by the model"),
     "--resume-session-at": (1, "the whole session is resumed"),
     "--resume-drops-turn": (1, "the whole session is resumed"),
     "--task-budget": (1, "use --max-budget-usd or --max-turns"),
@@ -43,7 +42,7 @@ IGNORED: dict[str, tuple[int, str]] = {
     "--no-chrome": (0, "no browser integration"),
     "--file": (1, "attach files by path in the prompt"),
     "--advisor": (1, "no advisor tool"),
-    "--append-subagent-system-prompt": (1, "subagents are not supported"),
+    "--append-subagent-system-prompt": (1, "a subagent's system prompt is its definition's"),
 }
 
 # Flags with another spelling here: flag → our flag, and a value to give it (None: the flag's own value).

@@ -150,6 +150,15 @@ ForwardSubagentTextOption = Annotated[
         "otherwise), as Claude Code's flag (docs/subagents.md)."
     ),
 ]
+AgentsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--agents",
+        metavar="JSON",
+        help="Agent definitions for subagents, as Claude Code's flag takes them: "
+        '`{"name": {"description": …, "prompt": …, "tools": […], "model": …}}` (docs/definitions.md).',
+    ),
+]
 JsonSchemaOption = Annotated[
     str | None,
     typer.Option(

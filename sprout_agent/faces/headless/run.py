@@ -302,6 +302,7 @@ class Headless:
                 sandbox=self.prepared.sandbox.record(),
                 context_window=agent.compactor.window if agent.compactor is not None else 0,
                 max_output_tokens=self.prepared.settings.max_output_tokens,
+                agents=[definition.name for definition in self.prepared.definitions.agents],
             )
         )
 

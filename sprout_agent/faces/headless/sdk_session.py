@@ -107,15 +107,16 @@ class SdkSession:
                 self._apply_system()
         if request.get("forwardSubagentText") is True and self.forward_subagent_text is not None:
             self.forward_subagent_text()  # the Python SDK's option: a subagent's text goes out too
-        if request.get("agents"):
-            self.emit(Notice("the SDK's agents (subagents) are not supported: they are ignored", "warning"))
         applied = self._startup_config(request)
         self._check_sdk_servers(request.get("sdkMcpServers"))
         model = self.prepared.model
         return {
             **applied,
             "commands": [],
-            "agents": [],
+            "agents": [
+                {"name": a.name, "description": a.description, "model": a.model or "inherit"}
+                for a in self.prepared.definitions.agents
+            ],
             "output_style": "default",
             "available_output_styles": ["default"],
             "models": [{"value": model, "displayName": model, "description": "the session's model"}],
@@ -145,6 +146,7 @@ class SdkSession:
             options.cwd,
             replace=replace if replace is not None else options.system_prompt,
             append=append if append is not None else options.append_system_prompt,
+            skills=self.prepared.skills,
         )
 
     def _startup_config(self, request: Body) -> Body:
@@ -154,12 +156,13 @@ class SdkSession:
         flags would be (the session is prepared again with them), and confirmed with the `*_applied` fields the
         SDK checks; one that came too late (the session runs already) is confirmed as not applied."""
         sdk_servers = _names(request.get("sdkMcpServers"), "sdkMcpServers")
-        given, deny, dirs = (
+        given, deny, dirs, agents = (
             request.get("mcpServers"),
             request.get("disallowedTools"),
             request.get("additionalDirectories"),
+            request.get("agents"),
         )
-        if not sdk_servers and given is None and deny is None and dirs is None:
+        if not sdk_servers and given is None and deny is None and dirs is None and not agents:
             return {}
         fields = {
             "mcp_servers_applied": given,
@@ -184,6 +187,7 @@ class SdkSession:
             deny_tools=(*options.deny_tools, *rules.patterns),
             claude_rules=options.claude_rules or deny is not None,
             add_dirs=(*options.add_dirs, *added),
+            agents_json=(*options.agents_json, *([json.dumps(agents)] if agents else [])),
         )
         try:
             self.prepared = prepare(changed, self.prepared.locations, self.prepared.inherited_env)

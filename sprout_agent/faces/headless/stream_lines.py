@@ -80,6 +80,7 @@ class InitInfo:
     permission_mode: str = "auto"  # ours or Claude Code's
     api_key_source: str = "none"  # ANTHROPIC_API_KEY | none: where the credential came from, never the value
     max_output_tokens: int = 0
+    agents: Sequence[str] = ()  # the agent definitions' names (subagent types)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +154,7 @@ def init_record(info: InitInfo) -> Record:
         "slash_commands": [],
         "apiKeySource": info.api_key_source,
         "output_style": "default",
-        "agents": [],
+        "agents": list(info.agents),
         "skills": [],
         "plugins": [],
         # The SDKs read the protocol level from the leading x.y.z (and warn when there is none); the rest says

@@ -17,6 +17,9 @@ from sprout_agent.core.permissions import Ask, Decision
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.faces.commands import (
     Line,
+    custom_command,
+    custom_lines,
+    expand,
     help_lines,
     names_for,
     parse,
@@ -58,6 +61,9 @@ class Repl:
     async def command(self, line: str) -> bool:
         """Runs a slash command (the table in faces/commands.py, or a server's prompt); False means leave."""
         found = parse(line, "repl")
+        if (custom := custom_command(self.prepared.definitions.commands, line, "repl")) is not None:
+            await self.turn(expand(*custom), typed=line)
+            return True
         if found is None:
             name, _, argument = line[1:].partition(" ")
             if (text := await prompt_text(self.runtime.pool, name, argument.strip())) is not None:
@@ -70,7 +76,10 @@ class Repl:
             case "exit":
                 return False
             case "help":
-                self.renderer.say(HELP)
+                custom = custom_lines(self.prepared.definitions.commands)
+                self.renderer.say(
+                    "\n".join([HELP, *(["Custom commands (.claude/commands):", *custom] if custom else [])])
+                )
             case "tools":
                 # The whole first line: the table wraps it at word boundaries, where a cut would split a word.
                 self.renderer.table("Tools the model sees", ("server", "tool", "description"), tool_rows(self.agent))
@@ -126,14 +135,15 @@ class Repl:
         recorded = bool(self.agent.history) or self.prepared.resume is not None or forked
         return view.leave_line(self.runtime.session_id, recorded and self.prepared.locations.sessions is not None)
 
-    async def turn(self, text: str) -> None:
+    async def turn(self, text: str, typed: str | None = None) -> None:
+        """A prompt (`typed`: the line as typed, when `text` is what a custom command made of it)."""
         pool = self.runtime.pool
         resources = {mention(item) for item in pool.resources()}
         attached = attach_mentions(text, self.prepared.options.cwd, skip=resources)
         full, notes = await attach_resources(pool, attached.text, mentions(text)) if resources else (attached.text, [])
         for note in (*attached.notes, *notes):
             self.renderer.say(printable(note), "yellow")
-        await self._run_turn(text, full, attached.images)  # the renderer reports how it ended
+        await self._run_turn(typed or text, full, attached.images)  # the renderer reports how it ended
 
     async def _run_turn(self, typed: str, text: str, images: Sequence[Image] = ()) -> None:
         tracker = self.runtime.checkpoints
@@ -213,7 +223,7 @@ class EarlyInput:
 
 async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
     reader = PromptReader(prepared.locations.prompt_history, prepared.options.cwd)
-    ours = names_for("repl")
+    ours = names_for("repl") + [f"/{c.name}" for c in prepared.definitions.commands]
     reader.completer.commands = lambda: ours
     agent: list[Agent] = []  # the toolbar's agent, once the runtime is open
     reader.status = lambda: view.status_text(agent[0].model.name if agent else prepared.model, *agent[:1] or [None])

@@ -1,0 +1,230 @@
+"""Reading the agent definitions, skills and custom slash commands a project and its user keep in Markdown (the
+types: definitions.py; the formats and places: docs/definitions.md).
+
+Front matter is YAML, read with PyYAML's safe loader (a well-kept parser of the format Claude Code writes; imported
+only when a file exists, so a directory without any costs nothing). Every file is untrusted text: bounded in size
+and number, its names and descriptions checked, never followed through a symlink out of its directory, never
+run. A file that cannot be used is one notice naming it and why; the others load.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from sprout_agent.config.definitions import BUILTIN_AGENTS, AgentDefinition, CustomCommand, Definitions, Skill
+from sprout_agent.core.errors import UsageError
+from sprout_agent.trust.untrusted import printable
+from sprout_agent.trust.write_policy import git_root
+
+FILE_MAX_BYTES = 256 * 1024
+MAX_PER_KIND = 200  # files of one kind read from one directory
+DESCRIPTION_MAX_CHARS = 1024
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Places:
+    """Where each kind is read from, nearest first: a name found earlier wins over the same name found later."""
+
+    agents: tuple[Path, ...]
+    skills: tuple[Path, ...]
+    commands: tuple[Path, ...]
+
+
+def places(cwd: Path, home: Path | None, config: Path | None) -> Places:
+    """The project's `.claude/` (and `.agents/skills`, which Codex and goose read) from the working directory up to
+    its git root, then the user's `~/.claude/` and `~/.agents/skills`, then ours (the user config directory)."""
+    root = Path(git_root(str(cwd)) or cwd)
+    chain = [cwd, *cwd.parents]
+    project = chain[: chain.index(root) + 1] if root in chain else [cwd]
+    users = [home] if home is not None else []
+    ours = [config] if config is not None else []
+    return Places(
+        agents=(*(d / ".claude" / "agents" for d in [*project, *users]), *(c / "agents" for c in ours)),
+        skills=(
+            *(d / sub / "skills" for d in [*project, *users] for sub in (".claude", ".agents")),
+            *(c / "skills" for c in ours),
+        ),
+        commands=(*(d / ".claude" / "commands" for d in [*project, *users]), *(c / "commands" for c in ours)),
+    )
+
+
+@dataclass
+class _Reading:
+    notices: list[str] = field(default_factory=list[str])
+
+    def each(self, found: Iterable[tuple[Path, Path]], read: Callable[[Path, Path], T | None]) -> list[T]:
+        """Reads each (file, its directory); a file that fails is one notice, the rest load."""
+        items: list[T] = []
+        for path, directory in found:
+            try:
+                item = read(path, directory)
+            except (ValueError, OSError, UnicodeDecodeError) as error:
+                self.notices.append(f"{printable(str(path))}: {printable(str(error), 200)} (skipped)")
+                continue
+            if item is not None:
+                items.append(item)
+        return items
+
+
+def load_definitions(where: Places, agents_json: Sequence[str] = ()) -> Definitions:
+    """Every kind from its places, deduplicated by name (nearest wins); `--agents` / the SDK's agents win over files,
+    files over the built-in agents. A bad `--agents` is a UsageError (exit 2)."""
+    reading = _Reading()
+    given = [agent for raw in agents_json for agent in parse_agents_json(raw)]
+    agents = reading.each(_files(where.agents, "*.md", reading), _agent_file)
+    skills = reading.each(_skill_files(where.skills, reading), _skill_file)
+    commands = reading.each(_files(where.commands, "**/*.md", reading), _command_file)
+    return Definitions(
+        agents=_first_by_name([*given, *agents, *BUILTIN_AGENTS]),
+        skills=_first_by_name(skills),
+        commands=_first_by_name(commands),
+        notices=tuple(reading.notices),
+    )
+
+
+def _first_by_name(items: Iterable[T]) -> tuple[T, ...]:
+    seen: dict[str, T] = {}
+    for item in items:
+        seen.setdefault(getattr(item, "name"), item)  # noqa: B009 (every kind has a name)
+    return tuple(seen.values())
+
+
+def _files(directories: Sequence[Path], pattern: str, reading: _Reading) -> list[tuple[Path, Path]]:
+    found: list[tuple[Path, Path]] = []
+    for directory in directories:
+        if not directory.is_dir():
+            continue
+        paths = sorted(directory.glob(pattern))
+        if len(paths) > MAX_PER_KIND:
+            reading.notices.append(f"{printable(str(directory))}: more than {MAX_PER_KIND} files; the first read")
+        found += [(path, directory) for path in paths[:MAX_PER_KIND] if path.is_file()]
+    return found
+
+
+def _skill_files(directories: Sequence[Path], reading: _Reading) -> list[tuple[Path, Path]]:
+    return [(path, path.parent) for path, _ in _files(directories, "*/SKILL.md", reading)]
+
+
+def _read(path: Path, directory: Path) -> tuple[dict[str, Any], str]:
+    """(front matter, body) of a file inside `directory`, bounded."""
+    if not path.resolve().is_relative_to(directory.resolve()):
+        raise ValueError("a symbolic link out of its directory")
+    with path.open("rb") as f:
+        data = f.read(FILE_MAX_BYTES + 1)
+    if len(data) > FILE_MAX_BYTES:
+        raise ValueError(f"larger than {FILE_MAX_BYTES // 1024} KB")
+    return front_matter(data.decode("utf-8"))
+
+
+def front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """YAML between `---` lines at the top, and the Markdown after it ({} and the whole text when there is none)."""
+    if not text.startswith("---"):
+        return {}, text
+    end = re.search(r"^---[ \t]*$", text[3:], re.MULTILINE)
+    if end is None:
+        raise ValueError("front matter opened with --- is never closed")
+    import yaml
+
+    try:
+        data = yaml.load(text[3 : 3 + end.start()], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as error:
+        raise ValueError(f"front matter is not YAML: {str(error).splitlines()[0]}") from None
+    if data is not None and not isinstance(data, dict):
+        raise ValueError("front matter is not a mapping of fields")
+    return cast(dict[str, Any], data or {}), text[3 + end.end() :].lstrip("\n")
+
+
+def _agent_file(path: Path, directory: Path) -> AgentDefinition:
+    fields, body = _read(path, directory)
+    return agent_definition(fields.get("name") or path.stem, fields, body.strip(), str(path))
+
+
+def agent_definition(name: object, fields: Mapping[str, Any], prompt: str, source: str) -> AgentDefinition:
+    if not prompt:
+        raise ValueError("no prompt (the Markdown body, or `prompt`)")
+    max_turns = fields.get("maxTurns")
+    if max_turns is not None and (not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1):
+        raise ValueError("maxTurns must be a positive integer")
+    model = fields.get("model")
+    if model is not None and (not isinstance(model, str) or not re.fullmatch(r"[\x21-\x7e]{1,100}", model)):
+        raise ValueError("model must be an alias (sonnet, opus, haiku, inherit) or a model id")
+    tools = fields.get("tools")
+    return AgentDefinition(
+        _name(name),
+        _description(fields.get("description")),
+        prompt,
+        tools=None if tools is None else _names(tools, "tools"),
+        disallowed_tools=_names(fields.get("disallowedTools") or [], "disallowedTools"),
+        model=model,
+        max_turns=max_turns,
+        source=source,
+    )
+
+
+def _skill_file(path: Path, directory: Path) -> Skill:
+    if not directory.resolve().is_relative_to(directory.parent.resolve()):
+        raise ValueError("a symbolic link out of its skills directory")
+    fields, _body = _read(path, directory)
+    return Skill(_name(fields.get("name") or directory.name), _description(fields.get("description")), path)
+
+
+def _command_file(path: Path, directory: Path) -> CustomCommand:
+    fields, body = _read(path, directory)
+    relative = path.relative_to(directory).with_suffix("")
+    name = _name(":".join(relative.parts))
+    first = next((line.strip() for line in body.splitlines() if line.strip()), "")
+    description = _description(fields.get("description") or first[:120] or name)
+    hint = fields.get("argument-hint")
+    return CustomCommand(name, description, body, printable(str(hint), 80) if hint else "", str(path))
+
+
+def _name(value: object) -> str:
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise ValueError(f"name {printable(str(value), 80)!r} is not 1-64 letters, digits, '_', '.', ':' or '-'")
+    return value
+
+
+def _description(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("no description")
+    return printable(" ".join(value.split()), DESCRIPTION_MAX_CHARS)
+
+
+def _names(value: object, field_name: str) -> tuple[str, ...]:
+    """`Read, Grep` or a list of names."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    if isinstance(value, list):
+        items = cast(list[object], value)
+        if all(isinstance(item, str) for item in items):
+            return tuple(str(item).strip() for item in items)
+    raise ValueError(f"{field_name} must be a list of tool names or a comma-separated string")
+
+
+def parse_agents_json(raw: str) -> list[AgentDefinition]:
+    """`--agents '{"name": {"description", "prompt", "tools", "disallowedTools", "model", "maxTurns"}}'`, as
+    Claude Code's flag and the SDKs' `agents` option give them."""
+    try:
+        data: object = json.loads(raw)
+    except ValueError as error:
+        raise UsageError(f"--agents is not JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise UsageError("--agents must be a JSON object of agent definitions by name")
+    agents: list[AgentDefinition] = []
+    for name, fields in cast(dict[str, object], data).items():
+        if not isinstance(fields, dict):
+            raise UsageError(f"--agents: {printable(name, 80)} must be an object")
+        given = cast(dict[str, Any], fields)
+        prompt = given.get("prompt")
+        try:
+            agents.append(agent_definition(name, given, prompt.strip() if isinstance(prompt, str) else "", "--agents"))
+        except ValueError as error:
+            raise UsageError(f"--agents: {printable(name, 80)}: {error}") from None
+    return agents

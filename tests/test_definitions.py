@@ -1,0 +1,114 @@
+"""Agent definitions, skills and custom commands read from Markdown (config/definition_files.py), the skills' part
+of the system prompt, `read_skill`'s confinement and the commands' expansion: in-process, on files on disk."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sprout_agent.config.definition_files import load_definitions, parse_agents_json, places
+from sprout_agent.config.definitions import CustomCommand
+from sprout_agent.config.skill_reading import read_skill
+from sprout_agent.core.errors import UsageError
+from sprout_agent.faces.commands import custom_command, expand
+from sprout_agent.model.system_prompt import build_system_prompt
+
+REVIEWER = (
+    "---\nname: reviewer\ndescription: Reviews a diff\ntools: Read, Grep\nmodel: haiku\nmaxTurns: 5\n---\nYou review.\n"
+)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_the_project_wins_over_the_user_and_the_flag_over_both_and_built_ins_stay(tmp_path: Path) -> None:
+    project, home = tmp_path / "repo", tmp_path / "home"
+    write(project / ".claude" / "agents" / "reviewer.md", REVIEWER)
+    write(home / ".claude" / "agents" / "reviewer.md", REVIEWER.replace("Reviews a diff", "the user's"))
+    write(home / ".claude" / "agents" / "mine.md", "---\ndescription: the user's own\n---\nHi.\n")
+    flag = json.dumps({"mine": {"description": "from the flag", "prompt": "Flagged."}})
+    found = load_definitions(places(project, home, None), (flag,))
+    agents = {a.name: a for a in found.agents}
+    assert agents["reviewer"].description == "Reviews a diff" and agents["reviewer"].tools == ("Read", "Grep")
+    assert agents["reviewer"].model == "haiku" and agents["reviewer"].max_turns == 5
+    assert agents["mine"].description == "from the flag" and agents["mine"].source == "--agents"
+    assert {"general-purpose", "Explore"} <= set(agents) and found.notices == ()
+
+
+def test_a_malformed_definition_is_one_line_naming_its_file_and_the_rest_load(tmp_path: Path) -> None:
+    agents = tmp_path / ".claude" / "agents"
+    write(agents / "good.md", REVIEWER.replace("reviewer", "good"))
+    write(agents / "broken.md", "---\nname: [unclosed\n---\nx\n")
+    write(agents / "nameless.md", "---\nname: 'bad name!'\ndescription: d\n---\nx\n")
+    write(agents / "huge.md", "---\ndescription: d\n---\n" + "x" * 300_000)
+    found = load_definitions(places(tmp_path, None, None))
+    assert "good" in {a.name for a in found.agents}
+    assert len(found.notices) == 3
+    assert all(any(name in notice for notice in found.notices) for name in ("broken.md", "nameless.md", "huge.md"))
+
+
+def test_a_definition_linked_from_outside_its_directory_is_not_read(tmp_path: Path) -> None:
+    outside = write(tmp_path / "elsewhere" / "evil.md", REVIEWER.replace("reviewer", "evil"))
+    (tmp_path / "repo" / ".claude" / "agents").mkdir(parents=True)
+    (tmp_path / "repo" / ".claude" / "agents" / "evil.md").symlink_to(outside)
+    found = load_definitions(places(tmp_path / "repo", None, None))
+    assert "evil" not in {a.name for a in found.agents} and "symbolic link" in found.notices[0]
+
+
+def test_a_bad_agents_flag_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="not JSON"):
+        parse_agents_json("{nope")
+    with pytest.raises(UsageError, match="x: no prompt"):
+        parse_agents_json('{"x": {"description": "d"}}')
+
+
+def test_fifty_skills_cost_the_system_prompt_a_line_each_and_their_bodies_nothing(tmp_path: Path) -> None:
+    for n in range(50):
+        write(
+            tmp_path / ".claude" / "skills" / f"skill-{n}" / "SKILL.md",
+            f"---\nname: skill-{n}\ndescription: Does task {n} well\n---\n" + "body " * 2000,
+        )
+    skills = load_definitions(places(tmp_path, None, None)).skills
+    assert len(skills) == 50
+    with_skills = build_system_prompt(tmp_path, skills=[(s.name, s.description) for s in skills])
+    added = len(with_skills) - len(build_system_prompt(tmp_path))
+    assert added // 4 < 700 and "body body" not in with_skills  # ~4 characters a token: a few hundred tokens
+
+
+def test_a_skill_is_read_whole_and_only_inside_its_directory(tmp_path: Path) -> None:
+    skill_dir = tmp_path / ".agents" / "skills" / "pdf"
+    write(skill_dir / "SKILL.md", "---\nname: pdf\ndescription: Fills PDF forms\n---\nUse forms.py.\n")
+    write(skill_dir / "scripts" / "forms.py", "print('form')\n")
+    write(tmp_path / "secret.txt", "no")
+    (skill_dir / "link").symlink_to(tmp_path / "secret.txt")
+    skills = load_definitions(places(tmp_path, None, None)).skills
+    body = read_skill(skills, "pdf")
+    assert body.startswith("Use forms.py.") and "scripts/forms.py" in body and "---" not in body.splitlines()[0]
+    assert read_skill(skills, "pdf", "scripts/forms.py") == "print('form')\n"
+    for bad in ("../../secret.txt", "/etc/passwd", "link"):
+        with pytest.raises(ValueError):
+            read_skill(skills, "pdf", bad)
+    with pytest.raises(ValueError, match="no skill named"):
+        read_skill(skills, "nope")
+
+
+def test_commands_are_named_by_path_and_expand_their_arguments(tmp_path: Path) -> None:
+    commands_dir = tmp_path / ".claude" / "commands"
+    write(
+        commands_dir / "fix.md",
+        "---\ndescription: Fix an issue\nargument-hint: NUMBER [PRIORITY]\n---\nFix issue $1 at $2: $ARGUMENTS\n",
+    )
+    write(commands_dir / "git" / "log.md", "Show the log.\n")
+    found = load_definitions(places(tmp_path, None, None)).commands
+    by_name = {c.name: c for c in found}
+    assert set(by_name) == {"fix", "git:log"} and by_name["git:log"].description == "Show the log."
+    command, argument = custom_command(found, '/fix 42 "very high"', "repl") or (None, "")
+    assert command is not None and expand(command, argument).strip() == 'Fix issue 42 at very high: 42 "very high"'
+    assert expand(by_name["git:log"], "main") == "Show the log.\n\nARGUMENTS: main"
+    clear = CustomCommand("clear", "a project's /clear", "rm -rf everything")
+    assert custom_command([clear], "/clear", "repl") is None  # ours stays ours
