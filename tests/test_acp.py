@@ -424,3 +424,23 @@ async def test_stop_reasons_map_to_acp_and_an_api_failure_is_an_error_not_a_cras
             assert failed.value.code == -32603 and "bad request on purpose" in str(failed.value.data or failed.value)
             assert await ask("five") == "end_turn"
     assert_history_valid(fake.requests[-1].body)
+
+
+async def test_a_projects_custom_command_is_announced_and_runs_as_its_expanded_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acp import text_block
+
+    commands = tmp_path / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "fix.md").write_text("---\ndescription: Fix an issue\nargument-hint: NUMBER\n---\nFix issue #$1.\n")
+    client = EditorClient()
+    with FakeAnthropic([reply("Fixed.")]) as fake:
+        async with editor(tmp_path, monkeypatch, fake, client) as conn:
+            session_id = await open_session(conn, tmp_path)
+            result = await conn.prompt(session_id=session_id, prompt=[text_block("/fix 42")])
+    assert result.stop_reason == "end_turn"
+    announced = next(u for u in client.of(session_id) if u.session_update == "available_commands_update")
+    fix = next(c for c in announced.available_commands if c.name == "fix")
+    assert fix.description == "Fix an issue" and fix.input is not None and fix.input.root.hint == "NUMBER"
+    assert fake.requests[0].body["messages"][0]["content"][0]["text"].strip() == "Fix issue #42."

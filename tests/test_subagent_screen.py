@@ -38,3 +38,29 @@ def test_a_childs_running_command_shows_under_the_parents_call_and_its_end_is_on
         term.close()
     history = term.history()
     assert "↳ general-purpose: end_turn after 2 requests" in history
+
+
+def test_a_custom_command_is_in_help_completes_and_runs_its_expanded_prompt(tmp_path: Path) -> None:
+    commands = tmp_path / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review.md").write_text(
+        "---\ndescription: Review a file\nargument-hint: PATH\n---\nReview $1 closely.\n"
+    )
+    env = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
+    with (
+        FakeAnthropic([reply("Reviewed.")]) as fake,
+        PtyScreen(agent_command([]), agent_env(tmp_path, fake, env), tmp_path, rows=30) as term,
+    ):
+        term.expect("›")
+        term.send("/help\r")
+        term.expect("/review PATH")
+        term.send("/rev")
+        term.wait_for(lambda: term.cursor_line().rstrip() == "› /rev", "the typed text on the prompt line")
+        term.send("\t")  # Tab completes a project's command as it does ours
+        term.wait_for(lambda: term.cursor_line().rstrip() == "› /review", "/review completed on the prompt line")
+        term.send(" app.py\r")
+        term.expect("Reviewed.")
+        term.send("/exit\r")
+        term.close()
+    assert fake.requests[0].body["messages"][0]["content"][0]["text"].strip() == "Review app.py closely."
+    assert "Review a file" in term.history()

@@ -9,6 +9,7 @@ from functools import partial
 import anyio
 import anyio.lowlevel
 
+from sprout_agent.config.definitions import CustomCommand
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.errors import EXIT_OK, SproutError
 from sprout_agent.core.events import changes_summary
@@ -48,6 +49,12 @@ Esc Esc on an empty line is /rewind."""
 HELP = "\n".join(["Commands:", *help_lines("repl"), HELP_TAIL])
 
 
+def help_text(custom: Sequence[CustomCommand]) -> str:
+    """/help: ours, then the project's and the user's commands (.claude/commands)."""
+    lines = custom_lines(custom)
+    return "\n".join([HELP, *(["Custom commands (.claude/commands):", *lines] if lines else [])])
+
+
 class Repl:
     def __init__(self, prepared: Prepared, renderer: TerminalRenderer, runtime: Runtime, keys: TurnKeys) -> None:
         self.prepared = prepared
@@ -76,10 +83,7 @@ class Repl:
             case "exit":
                 return False
             case "help":
-                custom = custom_lines(self.prepared.definitions.commands)
-                self.renderer.say(
-                    "\n".join([HELP, *(["Custom commands (.claude/commands):", *custom] if custom else [])])
-                )
+                self.renderer.say(help_text(self.prepared.definitions.commands))
             case "tools":
                 # The whole first line: the table wraps it at word boundaries, where a cut would split a word.
                 self.renderer.table("Tools the model sees", ("server", "tool", "description"), tool_rows(self.agent))
@@ -188,9 +192,12 @@ class EarlyInput:
     servers end, the imports are abandoned); the first line that needs the agent waits for it.
     """
 
-    def __init__(self, reader: PromptReader, renderer: TerminalRenderer, first: str | None = None) -> None:
+    def __init__(
+        self, reader: PromptReader, renderer: TerminalRenderer, first: str | None = None, help_said: str = HELP
+    ) -> None:
         self.reader = reader
         self.renderer = renderer
+        self.help = help_said
         self.started = False  # the runtime is open
         self._line: str | None = first  # `sprout-agent "PROMPT"`: no reading, the prompt is already there
         self._arrived = anyio.Event()
@@ -203,7 +210,7 @@ class EarlyInput:
             line = await self.reader.read()
             stripped = line.strip() if line is not None else None
             if stripped == "/help":
-                self.renderer.say(HELP)
+                self.renderer.say(self.help)
                 continue
             if stripped == "":
                 continue
@@ -235,7 +242,7 @@ async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
         if prepared.resume is not None:
             for text, style in view.replay_lines(prepared.resume.history):
                 renderer.say(text, style)
-        early = EarlyInput(reader, renderer, prepared.options.first_prompt)
+        early = EarlyInput(reader, renderer, prepared.options.first_prompt, help_text(prepared.definitions.commands))
         if prepared.options.first_prompt is None:
             group.start_soon(early.read, group.cancel_scope)
         elicit, approve = server_askers(renderer, watch, keys)
