@@ -106,6 +106,7 @@ def test_the_agent_sdks_command_line_parses_with_one_warning_per_ignored_flag() 
     assert params["include_partial_messages"]  # an option now: the table never drops a flag Typer knows
     assert params["builtin_tools"] == "Read,Bash"
     assert params["json_schema"] == '{"type": "object"}'  # the SDKs' output_format, passed on as given
+    assert params["setting_sources"] == "user,project"  # whose agents, skills and commands are read
     ignored = [w.split()[1] for w in warnings if "is ignored" in w]
     assert ignored == [
         "--task-budget",
@@ -114,7 +115,6 @@ def test_the_agent_sdks_command_line_parses_with_one_warning_per_ignored_flag() 
         "--include-hook-events",
         "--resume-session-at=m1",
         "--session-mirror",
-        "--setting-sources=user,project",
         "--plugin-dir",
         "--debug-file",
         "--thinking-display",

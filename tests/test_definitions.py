@@ -112,3 +112,17 @@ def test_commands_are_named_by_path_and_expand_their_arguments(tmp_path: Path) -
     assert expand(by_name["git:log"], "main") == "Show the log.\n\nARGUMENTS: main"
     clear = CustomCommand("clear", "a project's /clear", "rm -rf everything")
     assert custom_command([clear], "/clear", "repl") is None  # ours stays ours
+
+
+def test_setting_sources_choose_whose_definitions_are_read(tmp_path: Path) -> None:
+    project, home = tmp_path / "repo", tmp_path / "home"
+    write(project / ".claude" / "commands" / "theirs.md", "Project's.\n")
+    write(home / ".claude" / "commands" / "mine.md", "User's.\n")
+
+    def names(sources: str | None) -> set[str]:
+        return {c.name for c in load_definitions(places(project, home, None, sources)).commands}
+
+    assert names(None) == {"theirs", "mine"}
+    assert names("user") == {"mine"} and names("project") == {"theirs"} and names("local") == set()
+    with pytest.raises(UsageError, match="'team' is not one of"):
+        places(project, home, None, "user,team")

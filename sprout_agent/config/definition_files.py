@@ -37,14 +37,21 @@ class Places:
     commands: tuple[Path, ...]
 
 
-def places(cwd: Path, home: Path | None, config: Path | None) -> Places:
+SOURCES = ("user", "project", "local")
+
+
+def places(cwd: Path, home: Path | None, config: Path | None, sources: str | None = None) -> Places:
     """The project's `.claude/` (and `.agents/skills`, which Codex and goose read) from the working directory up to
-    its git root, then the user's `~/.claude/` and `~/.agents/skills`, then ours (the user config directory)."""
+    its git root, then the user's `~/.claude/` and `~/.agents/skills`, then ours (the user config directory).
+    `sources` (`--setting-sources`): only the project's with `project`, only the user's and ours with `user`."""
+    chosen = set(SOURCES) if sources is None else {part.strip() for part in sources.split(",") if part.strip()}
+    if unknown := sorted(chosen - set(SOURCES)):
+        raise UsageError(f"--setting-sources: {unknown[0]!r} is not one of {', '.join(SOURCES)}")
     root = Path(git_root(str(cwd)) or cwd)
     chain = [cwd, *cwd.parents]
-    project = chain[: chain.index(root) + 1] if root in chain else [cwd]
-    users = [home] if home is not None else []
-    ours = [config] if config is not None else []
+    project = (chain[: chain.index(root) + 1] if root in chain else [cwd]) if "project" in chosen else []
+    users = [home] if home is not None and "user" in chosen else []
+    ours = [config] if config is not None and "user" in chosen else []
     return Places(
         agents=(*(d / ".claude" / "agents" for d in [*project, *users]), *(c / "agents" for c in ours)),
         skills=(

@@ -61,6 +61,7 @@ class Options:
     forward_subagent_text: bool = False  # stream-json: a subagent's text too, not only its tool calls and results
     json_schema: str | None = None  # --json-schema: a file or inline JSON; each answer is a value valid against it
     agents_json: tuple[str, ...] = ()  # --agents (and the SDK's initialize `agents`): agent definitions as JSON
+    setting_sources: str | None = None  # --setting-sources user,project,local: whose definitions are read
 
 
 SDK_MARK = "CLAUDE_AGENT_SDK_VERSION"

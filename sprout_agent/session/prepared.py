@@ -131,7 +131,8 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     loaded = replace(gated.loaded, notices=notices)
     resume = _resumed(options, locations.sessions)
     home = Path(environ["HOME"]) if environ.get("HOME") else None
-    definitions = load_definitions(places(options.cwd, home, locations.config), options.agents_json)
+    where = places(options.cwd, home, locations.config, options.setting_sources)
+    definitions = load_definitions(where, options.agents_json)
     loaded = replace(loaded, notices=loaded.notices + definitions.notices)
     return Prepared(
         options,

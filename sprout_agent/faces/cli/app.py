@@ -135,6 +135,7 @@ def main_command(
     forward_subagent_text: o.ForwardSubagentTextOption = False,
     json_schema: o.JsonSchemaOption = None,
     agents_json: o.AgentsOption = None,
+    setting_sources: o.SettingSourcesOption = None,
     no_warm: o.NoWarmOption = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")

@@ -150,6 +150,15 @@ ForwardSubagentTextOption = Annotated[
         "otherwise), as Claude Code's flag (docs/subagents.md)."
     ),
 ]
+SettingSourcesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--setting-sources",
+        metavar="SOURCES",
+        help="user, project, local (comma-separated): whose agent definitions, skills and commands are read, as "
+        "Claude Code's flag chooses its settings (its settings files themselves are not read). Default: all.",
+    ),
+]
 AgentsOption = Annotated[
     list[str] | None,
     typer.Option(

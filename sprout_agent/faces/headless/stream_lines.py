@@ -81,6 +81,7 @@ class InitInfo:
     api_key_source: str = "none"  # ANTHROPIC_API_KEY | none: where the credential came from, never the value
     max_output_tokens: int = 0
     agents: Sequence[str] = ()  # the agent definitions' names (subagent types)
+    slash_commands: Sequence[str] = ()  # the custom commands' names (a script sends them as prompts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +152,7 @@ def init_record(info: InitInfo) -> Record:
             for s in info.servers
         ],
         "permissionMode": PERMISSION_MODE.get(info.permission_mode, info.permission_mode),
-        "slash_commands": [],
+        "slash_commands": list(info.slash_commands),
         "apiKeySource": info.api_key_source,
         "output_style": "default",
         "agents": list(info.agents),
