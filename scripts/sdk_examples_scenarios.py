@@ -84,6 +84,13 @@ E2E = (
     Rule(r"Run the command: touch (\S+)", (bash("touch {1}"),), "Touched."),
     Rule(r"Use the Write tool to create the file (\S+)", (write("{1}", "hello"),), "Written."),
     Rule(r"(?:bash command|Run): (echo '[^']*')", (bash("{1}"),), "Ran."),
+    # test_forward_subagent_text: the parent delegates to the greeter, whose prompt is `say hi`.
+    Rule(
+        "Use the Agent tool exactly once with subagent_type 'greeter'",
+        (Call(("Agent", "agent__task"), {"subagent_type": "greeter", "prompt": "say hi", "description": "greet"}),),
+        "DONE",
+    ),
+    Rule(r"^say hi$", (), "Hi there, nice to meet you!"),
     *STRUCTURED,
 )
 
@@ -226,6 +233,20 @@ E2E_TESTS = {
         "test_permission_callback_gets_called",
         "test_query_async_iterable_prompt_with_only_can_use_tool",
         "test_query_string_prompt_with_can_use_tool",
+    ),
+    "test_agents_and_settings.py": (
+        "test_agent_definition",
+        "test_agent_definition_with_query_function",
+        "test_large_agents_with_query_function",
+        "test_filesystem_agent_loading",
+        "test_setting_sources_default",
+        "test_setting_sources_user_only",
+        "test_setting_sources_project_included",
+        "test_large_agent_definitions_via_initialize",
+    ),
+    "test_forward_subagent_text.py": (
+        "test_forward_subagent_text_delivers_attributed_text",
+        "test_subagent_text_not_forwarded_by_default",
     ),
     "test_structured_output.py": (
         "test_simple_structured_output",
