@@ -1,3 +1,7 @@
+# /// script
+# requires-python = ">=3.11"
+# dependencies = ["mcp>=2.3"]
+# ///
 """Example MCP server with a `_PreToolUse` hook: objects to destructive shell commands and to writes under
 protected paths (named by `file_path`, as the dev tools send it, `path` or `notebook_path`), before the call runs.
 

@@ -1,3 +1,7 @@
+# /// script
+# requires-python = ">=3.11"
+# dependencies = ["mcp>=2.3"]
+# ///
 """Example MCP server with a `_SessionStart` hook: tells the model the current branch and `git status`.
 
 Run by sprout-agent over stdio (see examples/README.md). Needs `mcp` (>= 2.3) and git.

@@ -1,4 +1,4 @@
-"""examples/test_runner_hook.py as a real MCP stdio server: objects while a real pytest run is red."""
+"""examples/stop_while_red.py as a real MCP stdio server: objects while a real pytest run is red."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "test_runner_hook.py"
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "stop_while_red.py"
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "hooks.md"
 RED = "def test_addition_is_right():\n    assert 1 + 1 == 3\n"
 GREEN = "def test_addition_is_right():\n    assert 1 + 1 == 2\n"
@@ -38,9 +38,9 @@ def text(result: types.CallToolResult) -> str:
 def server(script: Path, project: Path, command: str) -> StdioServerParameters:
     from mcp import StdioServerParameters
 
-    return StdioServerParameters(
-        command=sys.executable, args=[str(script)], cwd=str(project), env={"TEST_RUNNER_COMMAND": command}
-    )
+    # The run is awaited as long as the test allows: the background answer has its own test below.
+    env = {"TEST_RUNNER_COMMAND": command, "TEST_RUNNER_ANSWER_S": str(bounded(30))}
+    return StdioServerParameters(command=sys.executable, args=[str(script)], cwd=str(project), env=env)
 
 
 async def test_stop_objects_with_the_failing_test_until_the_suite_is_green(tmp_path: Path) -> None:
@@ -68,6 +68,31 @@ async def test_stop_objects_with_the_failing_test_until_the_suite_is_green(tmp_p
 
             (project / "test_sums.py").write_text(GREEN)
             assert text(await session.call_tool("_Stop", {})) == ""
+
+
+async def test_a_suite_slower_than_the_hook_timeout_keeps_running_and_the_next_stop_answers_from_it(
+    tmp_path: Path,
+) -> None:
+    from mcp import StdioServerParameters
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    gate = tmp_path / "gate"  # the suite runs until the test creates it: no clock decides
+    command = f"bash -c 'until [ -e {gate} ]; do sleep 0.05; done; echo 1 failed; exit 1'"
+    env = {"TEST_RUNNER_COMMAND": command, "TEST_RUNNER_ANSWER_S": "0.2"}
+    params = StdioServerParameters(command=sys.executable, args=[str(EXAMPLE)], cwd=str(tmp_path), env=env)
+    with (tmp_path / "server.log").open("w") as errlog, anyio.fail_after(bounded(30)):
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            assert "still running" in text(await session.call_tool("_Stop", {}))
+            gate.touch()
+            answer = text(await session.call_tool("_Stop", {}))
+            while "still running" in answer:  # each call waits up to 0.2 s for the run; bounded by fail_after
+                answer = text(await session.call_tool("_Stop", {}))
+    assert "exits 1" in answer and "1 failed" in answer
 
 
 async def test_a_test_command_that_cannot_start_is_an_error_result_not_an_objection(tmp_path: Path) -> None:
@@ -126,7 +151,10 @@ def test_through_the_agent_the_model_sees_the_failing_test_as_hook_data(
         "command": sys.executable,
         "args": [str(EXAMPLE)],
         "cwd": str(project),
-        "env": {"TEST_RUNNER_COMMAND": f"{sys.executable} -m pytest -q -x -p no:cacheprovider"},
+        "env": {
+            "TEST_RUNNER_COMMAND": f"{sys.executable} -m pytest -q -x -p no:cacheprovider",
+            "TEST_RUNNER_ANSWER_S": str(bounded(20)),
+        },
     }
     # A pytest run takes about a second: far more than a tight budget, so the timeout is raised as advised.
     env = {"MCP_HOOK_SERVERS": "tests", "SPROUT_AGENT_HOOK_TIMEOUT_MS": str(int(bounded(30_000)))}
@@ -152,3 +180,28 @@ def test_through_the_agent_the_model_sees_the_failing_test_as_hook_data(
     hook = json.loads(result_text(result))
     assert hook["hook"] == "_Stop" and hook["server"] == "tests"
     assert "test_sums.py::test_addition_is_right" in hook["text"]
+
+
+def test_the_readme_snippet_pasted_into_a_scratch_project_passes_hooks_test_and_objects_while_red(
+    tmp_path: Path,
+) -> None:
+    """examples/README.md followed as written: the file copied, the JSON snippet pasted into `.mcp.json` unchanged."""
+    readme = (EXAMPLE.parent / "README.md").read_text()
+    snippet = readme.split("## `stop_while_red.py`", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
+    project = tmp_path / "project"
+    (project / "examples").mkdir(parents=True)
+    (project / "examples" / EXAMPLE.name).write_text(EXAMPLE.read_text())
+    (project / ".mcp.json").write_text(snippet)
+    (project / "test_sums.py").write_text(RED)
+    env = {"MCP_HOOK_SERVERS": "tests", "SPROUT_AGENT_TRUST_PROJECT": "1", "SPROUT_AGENT_BUILTIN_SERVERS": "todo"}
+    checked = run_agent(project, ["hooks", "test", "tests"], fake=None, env=env)
+    assert checked.code == 0, checked.stdout + checked.stderr
+    assert "_Stop" in checked.stdout and "objection" in checked.stdout
+    env["SPROUT_AGENT_HOOK_TIMEOUT_MS"] = str(int(bounded(2500)))  # the default, scaled on a loaded machine
+    with FakeAnthropic([reply("Done."), reply("Still done.")]) as fake:
+        run = run_agent(project, ["-p", "make it pass"], fake=fake, env=env)
+    assert run.code == 0, run.stderr
+    assert "hook _Stop from tests objected" in run.stderr
+    (result,) = tool_results(fake.requests[1].body)
+    hook = json.loads(result_text(result))
+    assert "test_sums.py" in hook["text"] or "still running" in hook["text"]

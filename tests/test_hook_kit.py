@@ -131,3 +131,9 @@ def test_the_command_exits_1_with_json_when_a_hook_breaks_the_contract(
     assert hooks_test_command(setup, ["fine"], None, as_json=False) == 0
     assert "[ok] fine  _Stop" in capsys.readouterr().out
     assert hooks_test_command(setup, ["ghost"], None, as_json=False) == 2
+    capsys.readouterr()
+    crashing = write_config(tmp_path, {"broken": fake_server(crash_on_start="1")})
+    setup = load_setup((crashing,), tmp_path, tmp_path / "config", tmp_path / "data", False)
+    assert hooks_test_command(setup, (), None, as_json=False) == 1
+    said = capsys.readouterr().out  # the server's own last words, as `mcp doctor` shows them
+    assert "did not start: exited with code 3" in said and "| fake: fatal: cannot start" in said

@@ -154,7 +154,8 @@ def load_config(
     `${VAR}` / `${VAR:-default}` in command, args, env values and cwd expand from `env`, except in files
     outside `cwd` (the user file, a --config file elsewhere), which expand from `user_env` when given (the
     real environment: a project's `.env` must not choose what the user's own servers run); `${PWD}` is `cwd`
-    in every file. Servers from the project file are marked `project`. A key we do not read is a notice.
+    and `${SPROUT_AGENT_PYTHON}` our interpreter in every file. Servers from the project file are marked
+    `project`. A key we do not read is a notice.
     With `strict=False` a bad server entry (an unset variable, a wrong type) is kept in `broken`
     instead of raising, so `mcp doctor` can report every server; file-level errors still raise, except in the
     project file (leniently loaded, a repository's broken file becomes a notice).
@@ -175,7 +176,9 @@ def load_config(
         expand_from = user_env if user_env is not None and not is_project and outside else env
         # The session's directory, not the shell's: `--cwd` and an editor's thread run elsewhere, and a server
         # given `--repository ${PWD}` must see the project the session works on.
-        expand_from = {**expand_from, "PWD": str(cwd.absolute())}
+        # `${SPROUT_AGENT_PYTHON}`: the interpreter sprout-agent runs on, which has the mcp package, so a hook
+        # server written in Python runs wherever sprout-agent is installed (examples/README.md).
+        expand_from = {**expand_from, "PWD": str(cwd.absolute()), "SPROUT_AGENT_PYTHON": sys.executable}
         try:
             top = _read_file(path, shown, sources.inline.get(path))
             notices.extend(unknown_key_notices(top, _TOP_KEYS, shown))

@@ -282,6 +282,11 @@ def _login(report: ServerReport) -> bool:
     return report.state == "needs login"
 
 
+def stderr_lines(tail: str) -> list[str]:
+    """A server's stderr tail as a person reads it under its failure: its own words, marked and escaped."""
+    return [f"| {printable(line)}" for line in tail.splitlines()]
+
+
 def _doctor_lines(report: ServerReport, setup: Setup) -> list[str]:
     command = " ".join([report.command, *report.args])
     mark = "ok" if report.ok else "skip" if report.state == NOT_APPROVED else "login" if _login(report) else "FAIL"
@@ -293,7 +298,7 @@ def _doctor_lines(report: ServerReport, setup: Setup) -> list[str]:
     if not report.ok:
         state = "" if _login(report) else f"{report.state}: "  # its error says "needs login: run …" already
         lines.append(f"    {state}{printable(report.error or 'unknown reason')}")
-        lines += [f"    | {printable(line)}" for line in report.stderr_tail.splitlines()]  # a server's own words
+        lines += [f"    {line}" for line in stderr_lines(report.stderr_tail)]
         return lines
     lines.append(f"    initialize {_seconds(report.initialize_seconds)}, tools/list {_seconds(report.list_seconds)}")
     lines.append(f"    tools ({len(report.tools)}): {', '.join(report.tools) or '-'}")

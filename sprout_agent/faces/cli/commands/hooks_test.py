@@ -16,7 +16,7 @@ from sprout_agent.config.files import ServerConfig
 from sprout_agent.config.sandboxing import ServerSandboxes
 from sprout_agent.config.settings import child_environment
 from sprout_agent.core.events import Event
-from sprout_agent.faces.cli.commands.doctor import Setup, missing_command
+from sprout_agent.faces.cli.commands.doctor import Setup, missing_command, stderr_lines
 from sprout_agent.faces.cli.commands.hook_kit import HookReport, as_record, probe, report_lines
 from sprout_agent.trust.untrusted import printable
 
@@ -71,7 +71,8 @@ async def _run(setup: Setup, names: tuple[str, ...], timeout: float | None) -> t
     )
     async with pool:
         for status in pool.status():
-            if status.state != "running":
-                failed[status.name] = status.last_error or status.state
+            if status.state != "running":  # with the server's own last words, as `mcp doctor` shows them
+                tail = "".join(f"\n    {line}" for line in stderr_lines(status.stderr_tail))
+                failed[status.name] = (status.last_error or status.state) + tail
         reports = await probe(pool, settings.hook_timeout_ms, str(setup.cwd), names)
     return reports, failed
