@@ -106,13 +106,17 @@ def test_a_refused_call_is_marked_failed_and_its_whole_reason_wraps_at_word_boun
     assert all(word in screen.split() for word in reason.split())  # no word cut in two, none dropped
 
 
-def test_a_commands_output_keeps_its_last_lines_and_verbose_keeps_all() -> None:
-    output = "\n".join(f"out {i}" for i in range(30)) + "\n[exit code: 1]"
+def test_a_failed_commands_preview_keeps_its_own_last_lines_and_verbose_keeps_all() -> None:
+    note = "[sandbox: write outside the writable roots denied: /etc/x (writable: the working directory)]"
+    output = "\n".join(f"out {i}" for i in range(30)) + f"\n{note}\n[exit code: 1]"
     call = Call("dev__bash", "dev", "bash", {"command": "pytest"})
     finished = ev.ToolFinished("b", "dev__bash", True, 1.0, "out 0", (Text(output),))
-    short = drawn(tool_view.finished(call, finished, verbose=False))
-    assert "… 27 earlier lines" in short and "out 28" in short and "[exit code: 1]" in short and "out 3\n" not in short
-    assert "out 3\n" in drawn(tool_view.finished(call, finished, verbose=True))
+    short = drawn(tool_view.finished(call, finished, verbose=False), width=120)
+    assert short.splitlines()[0].startswith("✗ dev__bash") and short.splitlines()[0].endswith("· exit 1")
+    assert "… 26 earlier lines" in short and "out 29" in short and "out 3\n" not in short
+    assert "[exit code" not in short and "sandbox:" not in short  # the model's notes, not the person's
+    verbose = drawn(tool_view.finished(call, finished, verbose=True), width=120)
+    assert "out 3\n" in verbose and "[exit code: 1]" in verbose
 
 
 def test_the_time_waiting_for_a_person_is_not_the_tools_time() -> None:
@@ -192,13 +196,23 @@ def test_a_streamed_answer_is_printed_once_rendered_and_an_unstreamed_one_too() 
 # --- ask ------------------------------------------------------------------------------------------------
 def test_the_ask_question_previews_a_dev_edit_as_a_diff_and_wraps_a_long_description(tmp_path: Path) -> None:
     (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    description = "Replace text in a file. " * 30
+    description = "Replace text in a file " * 30 + ". What the model reads next."
     spec = ToolSpec("dev__edit", "dev", "edit", description, {})
     arguments: dict[str, object] = {"file_path": "calc.py", "old_string": "a - b", "new_string": "a + b"}
     screen = drawn(ask.question(spec, arguments, str(tmp_path)), width=60)
     assert "Run dev__edit?" in screen and "2 -     return a - b" in screen and "2 +     return a + b" in screen
     shown = ask.describe(description)
     assert shown.endswith(" …") and set(shown[:-2].split()) <= set(description.split())  # no word cut in two
+    assert "What the model reads" not in screen  # one sentence of purpose for the person, not the model's text
+
+
+def test_the_ask_question_shows_a_command_as_it_would_run_and_one_line_of_purpose() -> None:
+    description = "Run a shell command in the working directory.\nThe sandbox note and exit codes are for the model."
+    spec = ToolSpec("dev__bash", "dev", "bash", description, {})
+    screen = drawn(ask.question(spec, {"command": "git status --short", "timeout": 30}, "/tmp"), width=80)
+    lines = [line.rstrip() for line in screen.splitlines() if line.strip()]
+    assert lines[:3] == ["Run dev__bash?", "Run a shell command in the working directory.", "$ git status --short"]
+    assert '"timeout": 30' in screen and "for the model" not in screen and '"command"' not in screen
 
 
 @pytest.mark.anyio

@@ -7,6 +7,7 @@ what the call would do (an edit's diff, else its arguments), the tool's descript
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -30,7 +31,7 @@ from sprout_agent.trust.untrusted import printable
 
 QUESTION_ARGUMENT_LINES = 20
 WHY_CHARS = 300
-DESCRIPTION_CHARS = 400  # the first paragraph, wrapped; a longer one ends at a word with "…"
+DESCRIPTION_CHARS = 100  # the description's first sentence: its purpose for a person; longer ends at a word with "…"
 PREVIEWED = "dev"  # the built-in server whose edit and write are shown as the diff they would make
 _KINDS: dict[str, Literal["once", "always", "deny"]] = {"once": "once", "always": "always", "deny": "deny"}
 
@@ -123,8 +124,13 @@ def question(
     if about := describe(spec.description or ""):
         parts.append(Text(about, style="dim"))
     unified = diffs.preview(spec.tool, arguments, cwd) if spec.server == PREVIEWED else None
+    command = arguments.get("command")
     if unified:
         parts.append(tool_view.diff(unified))
+    elif isinstance(command, str):  # the command itself, as it would run; the other arguments below it
+        parts.append(Text("\n".join(f"$ {printable(line)}" for line in command.splitlines() or [""]), style="bold"))
+        if rest := {k: v for k, v in arguments.items() if k != "command"}:
+            parts.append(_arguments(rest))
     else:
         parts.append(_arguments(arguments))
     return Group(*parts)
@@ -139,8 +145,10 @@ def _arguments(arguments: dict[str, object]) -> Text:
 
 
 def describe(description: str) -> str:
-    """The description's first paragraph on one line, ending at a word boundary when long."""
-    first = " ".join(description.strip().split("\n\n", 1)[0].split())
+    """The description's first sentence on one line (the rest is written for the model), ending at a word
+    boundary when long."""
+    paragraph = " ".join(description.strip().split("\n\n", 1)[0].split())
+    first = re.split(r"(?<=[.!?])\s", paragraph, maxsplit=1)[0]
     if len(first) <= DESCRIPTION_CHARS:
         return printable(first)
     return printable(first[:DESCRIPTION_CHARS].rsplit(" ", 1)[0]) + " …"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -53,7 +54,9 @@ def finished(call: Call | None, event: ev.ToolFinished, verbose: bool) -> Render
     seconds = call.seconds(event.seconds) if call is not None else event.seconds
     mark = Text("✗", "bold red") if event.is_error else Text("✓", "bold green")
     arguments = call.arguments if call is not None else {}
-    parts: list[RenderableType] = [headline(mark, event.name, arguments, f"{seconds:.2f}s")]
+    code = _exit_code(text_of(event.content)) if call is not None and (call.server, call.tool) == BASH else None
+    after = f"{seconds:.2f}s" + (f" · exit {code}" if code not in (None, "0") else "")
+    parts: list[RenderableType] = [headline(mark, event.name, arguments, after)]
     body = _body(call, event, verbose)
     if body is not None:
         parts.append(Padding(body, (0, 0, 0, 2)))
@@ -69,11 +72,33 @@ def _body(call: Call | None, event: ev.ToolFinished, verbose: bool) -> Renderabl
         if entries is not None:
             return todo(entries)
     text = text_of(event.content).rstrip() or event.summary
+    if where == BASH and not verbose:  # the command's own lines: the notes and the exit code are the model's
+        text = _command_output(text)
+        if not text:
+            return None
     if where == BASH or (verbose and text):
         return output(text, None if verbose else OUTPUT_PREVIEW_LINES, event.is_error)
     if event.is_error:  # the whole reason, wrapped at word boundaries (a refusal says how to proceed)
         return Text(visible(text), style="red")
     return None
+
+
+_NOTE = re.compile(r"^\[[^\n]*\]$")
+_EXIT = re.compile(r"^\[exit code: (-?\d+|none)\]$", re.MULTILINE)
+
+
+def _command_output(text: str) -> str:
+    """A command's result without the lines after its output that the tool adds for the model (what the sandbox
+    stopped, `[exit code: N]`): the ✗ and the exit code on the tool's line say that to a person."""
+    lines = text.splitlines()
+    while lines and _NOTE.match(lines[-1].strip()):
+        lines.pop()
+    return "\n".join(lines).rstrip()
+
+
+def _exit_code(text: str) -> str | None:
+    found = _EXIT.findall(text)
+    return found[-1] if found else None
 
 
 def diff(unified: str, height: int = diff_view.MAX_DIFF_LINES) -> RenderableType:
