@@ -205,14 +205,14 @@ def test_json_output_holds_back_every_event_and_writes_only_the_result() -> None
 @pytest.mark.parametrize(
     ("event", "verbose", "line"),
     [
-        (ev.HookObjected("_Stop", "fake", "tests fail\nmore"), False, "hook _Stop from fake objected: tests fail"),
+        (ev.HookObjected("_Stop", "fake", "tests fail\nmore"), False, "hook _Stop from fake objected: tests fail more"),
         (ev.HookTimedOut("_Stop", "slow", 1), False, "hook _Stop on slow timed out (1 in a row)"),
         (ev.HookServerKilled("slow", "hook _Stop timed out 2 times in a row"), False, "server slow killed"),
         (ev.StopBudgetSpent(3), False, "_Stop budget spent (3 objections this session)"),
         (ev.HookInjected("_PostCompact", "fake", "todo"), False, "hook _PostCompact from fake added context"),
         (ev.CompactionFinished(7000, 900, True), False, "compacted: ~7000 → ~900 tokens"),
         (ev.CompactionFinished(7000, 7000, False, "boom"), False, "compaction failed: boom"),
-        (ev.ApiRetry(1, "529: overloaded", 0.5), False, "API error (529: overloaded); retry 1 in 0.5s"),
+        (ev.ApiRetry(1, "500 (internal server error)", 0.6), False, "API error 500 (internal server error); retry 1 in 0.6 s"),
         (ev.HookFailed("_Stop", "fake", "crashed"), True, "hook _Stop on fake failed: crashed"),
         (ev.HookCalled("_Stop", ("fake", "other")), True, "hook _Stop → fake, other"),
         (

@@ -76,6 +76,8 @@ async def test_an_overloaded_api_is_retried_with_events_then_succeeds() -> None:
             assert (await loop.turn()).text == "third time"
     assert len(fake.requests) == 3
     assert [e.attempt for e in loop.of(ApiRetry)] == [1, 2]
+    # Read as the final error reads, never as a Python repr of the SDK's exception.
+    assert [e.reason for e in loop.of(ApiRetry)] == ["529 (overloaded)", "500 (internal server error)"]
 
 
 async def test_a_cut_or_errored_stream_is_never_taken_as_an_answer() -> None:

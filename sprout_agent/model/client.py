@@ -6,8 +6,9 @@ import copy
 import random
 import re
 from collections.abc import Callable, Collection
+from http import HTTPStatus
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -137,7 +138,7 @@ class AnthropicModel:
                 if retry_after is None or attempt >= self._retries:
                     raise self._as_api_error(error, attempt + 1) from error
                 attempt += 1
-                self._emit(ApiRetry(attempt, _describe(error), retry_after))
+                self._emit(ApiRetry(attempt, _retry_reason(error, self._anthropic), retry_after))
                 await anyio.sleep(retry_after)
 
     async def _stream_once(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
@@ -309,6 +310,24 @@ def _describe(error: Exception) -> str:
     message = getattr(error, "message", None) or str(error) or type(error).__name__
     text = " ".join(str(message).split())
     return f"{status}: {text}" if status else text
+
+
+def _retry_reason(error: Exception, sdk: Any) -> str:
+    """Why a request is retried, as a person reads it: `500 (internal server error)`, `529 (overloaded)`,
+    `connection failed`; never a Python repr (the final failure, if it comes, says what the API said)."""
+    status = getattr(error, "status_code", None)
+    if isinstance(error, sdk.APIStatusError) and status != 200:
+        try:
+            return f"{status} ({HTTPStatus(status).phrase.lower()})"
+        except ValueError:
+            kind = _error_type(cast(Any, error)).removesuffix("_error").replace("_", " ")
+            return f"{status} ({kind or 'error'})"
+    if isinstance(error, StreamCut):
+        return "the reply stream was cut"
+    name = type(error).__name__.lower()
+    if "timeout" in name:
+        return "timed out"
+    return "connection failed" if _is_transport_error(error) or "connection" in name else "the reply stream failed"
 
 
 def retrieve_model_info(model: str, api_key: str | None, base_url: str | None) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from sprout_agent.faces.terminal.subagent_lines import outermost, shown
 from sprout_agent.trust.untrusted import printable, visible
 
 SKIPPED_NAMED = 3  # paths a checkpoint skipped, named on the changes line (the rest counted)
+OBJECTION_CHARS = 600  # of a hook's objection on screen (the model gets all of it)
 
 
 class TerminalRenderer:
@@ -68,7 +69,7 @@ class TerminalRenderer:
             case ev.AssistantMessage() | ev.StreamEvent():
                 pass  # the text and the calls were shown as they came
             case ev.ApiRetry():
-                self._line(f"[yellow]API error ({event.reason}); retry {event.attempt} in {event.delay:.1f}s[/]")
+                self._line(Text(f"API error {event.reason}; retry {event.attempt} in {event.delay:.1f} s", "yellow"))
             case ev.ToolStarted() | ev.ToolRunning() | ev.ToolProgress() | ev.ToolFinished():
                 self._on_tool(event)
             case ev.ServerStarted() | ev.ServerFailed() | ev.Notice():
@@ -196,9 +197,10 @@ class TerminalRenderer:
             case ev.HookCalled():
                 if self.verbose:
                     self._line(f"[dim]hook {event.hook} → {', '.join(event.servers)}[/]")
-            case ev.HookObjected():
-                first = event.text.strip().split("\n", 1)[0][:120]
-                self._line(f"[magenta]hook {event.hook} from {_escape(event.server)} objected:[/] {_escape(first)}")
+            case ev.HookObjected():  # the first paragraph, wrapped at word boundaries: a person reads all of it
+                first = " ".join(event.text.strip().split("\n\n", 1)[0].split())
+                said = Text(f"hook {event.hook} from {visible(event.server)} objected: ", "magenta")
+                self._line(said.append(visible(first[:OBJECTION_CHARS]), style=""))
             case ev.HookInjected():
                 self._line(f"[magenta]hook {event.hook} from {_escape(event.server)} added context[/]")
             case ev.HookTimedOut():
