@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, hang, reply
-from tests.harness import agent_command, agent_env, write_config
+from tests.fake_anthropic import FakeAnthropic, hang, reply, tool_use
+from tests.harness import agent_command, agent_env, fake_server, write_config
 from tests.screen import PtyScreen
 
 pytestmark = pytest.mark.e2e
@@ -73,3 +73,20 @@ def test_a_notice_while_typing_goes_above_the_prompt_which_keeps_the_text_and_ta
     assert code == 0
     sent = fake.requests[0].body["messages"][-1]["content"][0]["text"]
     assert sent == 'fix @calc.py\n\n<file path="calc.py">\ndef add(a, b):\n    return a - b\n</file>'
+
+
+def test_after_esc_the_cancelled_call_stays_named_with_the_time_it_ran(tmp_path: Path) -> None:
+    gate = tmp_path / "never"  # never created: the call runs until Esc
+    config = write_config(tmp_path, {"fake": fake_server(slow_gate=str(gate))})
+    with FakeAnthropic([reply(tool_use("fake__slow", {"seconds": 60}, id="s")), reply("after")]) as fake:
+        term = PtyScreen(agent_command(["--config", str(config), "go"]), agent_env(tmp_path, fake), tmp_path)
+        try:
+            term.expect("fake__slow", anywhere=True)
+            term.send("\x1b")
+            term.expect("cancelled after", anywhere=True)
+            term.wait_for(lambda: prompt_shows(term), "the prompt after the cancel")
+            term.send("\x04")
+            term.close()
+        finally:
+            term.close()
+    assert re.search(r"✗ fake__slow seconds=60 cancelled after \d+\.\d s", term.history())

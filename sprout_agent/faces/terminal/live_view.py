@@ -13,7 +13,7 @@ from sprout_agent.core import events as ev
 from sprout_agent.faces.terminal.board import Board
 from sprout_agent.faces.terminal.calls import Call
 from sprout_agent.faces.terminal.md_blocks import BlockSplitter
-from sprout_agent.faces.terminal.tool_view import finished
+from sprout_agent.faces.terminal.tool_view import cancelled, finished
 from sprout_agent.trust.untrusted import visible
 
 
@@ -106,10 +106,13 @@ class LiveView:
         self.board.stop()
 
     def close(self) -> None:
-        """The turn is over: whatever is still live (cancelled calls, an unfinished answer) is dropped."""
+        """The turn is over: a call still running was cancelled (Esc, Ctrl-C) and stays on screen as such, named
+        with the time it ran; an unfinished answer's lines are printed; the live region goes."""
         rest = self._splitter.finish() if self._streamed else []
         for block in rest:
             self._print_block(block)
+        for call in self.board.calls.values():
+            self.board.print(cancelled(call))
         self._streamed = False
         self._thought = []
         self.board.clear()

@@ -63,6 +63,12 @@ def finished(call: Call | None, event: ev.ToolFinished, verbose: bool) -> Render
     return Group(*parts)
 
 
+def cancelled(call: Call) -> RenderableType:
+    """A call the turn's cancel cut short, as it stays on screen: named, with the time it had run."""
+    ran = f"cancelled after {call.seconds(0.0):.1f} s" if call.running_since is not None else "cancelled"
+    return headline(Text("✗", "bold yellow"), call.name, call.arguments, ran)
+
+
 def _body(call: Call | None, event: ev.ToolFinished, verbose: bool) -> RenderableType | None:
     where = (call.server, call.tool) if call is not None else ("", "")
     if event.diff:
