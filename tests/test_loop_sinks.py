@@ -212,7 +212,11 @@ def test_json_output_holds_back_every_event_and_writes_only_the_result() -> None
         (ev.HookInjected("_PostCompact", "fake", "todo"), False, "hook _PostCompact from fake added context"),
         (ev.CompactionFinished(7000, 900, True), False, "compacted: ~7000 → ~900 tokens"),
         (ev.CompactionFinished(7000, 7000, False, "boom"), False, "compaction failed: boom"),
-        (ev.ApiRetry(1, "500 (internal server error)", 0.6), False, "API error 500 (internal server error); retry 1 in 0.6 s"),
+        (
+            ev.ApiRetry(1, "500 (internal server error)", 0.6),
+            False,
+            "API error 500 (internal server error); retry 1 in 0.6 s",
+        ),
         (ev.HookFailed("_Stop", "fake", "crashed"), True, "hook _Stop on fake failed: crashed"),
         (ev.HookCalled("_Stop", ("fake", "other")), True, "hook _Stop → fake, other"),
         (

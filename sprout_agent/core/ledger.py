@@ -62,6 +62,7 @@ class Ledger:
     requests: int = 0  # responses counted
     cost: float = 0.0
     sent: int = 0  # requests actually sent, failed attempts and retries included (the client reports them)
+    earlier: float = 0.0  # a resumed session's spend in its earlier runs: shown, never counted against a budget
     # A subagent's ledger passes each response on to its parent's (`add_child`), priced at its own model.
     on_added: Callable[[Usage, float], None] | None = None
     children: dict[str, tuple[Usage, float]] = field(default_factory=dict[str, tuple[Usage, float]])
@@ -105,7 +106,8 @@ class Ledger:
     def summary(self) -> str:
         u = self.usage
         web = f"; web searches {u.web_searches}, fetches {u.web_fetches}" if u.web_searches or u.web_fetches else ""
+        session = f" (the session: ${self.earlier + self.cost:.4f})" if self.earlier else ""
         return (
             f"{max(self.sent, self.requests)} requests; tokens in {u.input_tokens}, cache read {u.cache_read_tokens}, "
-            f"cache write {u.cache_write_tokens}, out {u.output_tokens}{web}; cost ${self.cost:.4f}"
+            f"cache write {u.cache_write_tokens}, out {u.output_tokens}{web}; cost ${self.cost:.4f}{session}"
         )

@@ -27,7 +27,7 @@ from sprout_agent.config.sandboxing import ServerSandboxes
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.compaction import Compactor, parse_threshold
 from sprout_agent.core.errors import ServerStartError
-from sprout_agent.core.events import Event, Notice
+from sprout_agent.core.events import Event, Notice, TurnFinished
 from sprout_agent.core.hooks import Hooks, parse_allowlist
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.permissions import READ_ONLY, Ask, Policy
@@ -119,7 +119,10 @@ async def open_runtime(
         _fit_window(prepared, agent, facts)
         delegator.attach(agent, _child_setup(prepared, model, session_id))
         tracker = agent.checkpoints = _make_tracker(prepared, emit, session_id, transcript, agent)
+        if transcript is not None:
+            agent.emit = _recording_spend(agent.emit, transcript, ledger)
         if prepared.resume is not None:
+            ledger.earlier = prepared.resume.cost_usd if not prepared.options.fork_session else 0.0
             agent.load(prepared.resume.history, "resume")
             old = prepared.resume.session_id
             what = f"session {old}" if old == session_id else f"session {old} into a new session {session_id}"
@@ -166,6 +169,19 @@ async def _close_telemetry(telemetry: Telemetry, emit: Callable[[Event], None]) 
         await anyio.to_thread.run_sync(telemetry.close, abandon_on_cancel=True)
     if (notice := telemetry.notice()) is not None:
         emit(Notice(notice, "warning"))
+
+
+def _recording_spend(
+    emit: Callable[[Event], None], transcript: store.SessionStore, ledger: Ledger
+) -> Callable[[Event], None]:
+    """After each turn the transcript records the session's spend, so a resumed session's cost goes on from it."""
+
+    def recording(event: Event) -> None:
+        emit(event)
+        if isinstance(event, TurnFinished):
+            transcript.spent(ledger.earlier + ledger.cost)
+
+    return recording
 
 
 def _make_pool(prepared: Prepared, emit: Callable[[Event], None], client: ClientFeatures) -> ServerPool:

@@ -192,6 +192,10 @@ class SessionStore:
         history_data = [encode_message(message) for message in history]
         self._write({"type": "reset", "time": time.time(), "reason": reason, "history": history_data})
 
+    def spent(self, total_usd: float) -> None:
+        """The session's spend so far, all runs (after each turn): a resumed session's cost line goes on from it."""
+        self._write({"type": "cost", "time": time.time(), "total_usd": round(total_usd, 6)})
+
     def mark(self, record: dict[str, object]) -> int:
         """Writes a record of another part (a turn's checkpoint: checkpoints/timeline.py) and returns the offset it
         starts at: the transcript before that offset is the conversation as it was then."""
@@ -282,6 +286,7 @@ class LoadedSession:
     cwd: str
     history: list[Message]
     repaired: bool  # tool calls left without results were answered as interrupted
+    cost_usd: float = 0.0  # what the session's earlier runs spent (its last `cost` record)
 
 
 def records(path: Path) -> Iterator[dict[str, Any]]:
@@ -300,6 +305,7 @@ def load(path: Path) -> LoadedSession:
     """The history to resume from: the last reset's history plus what was recorded after it, repaired."""
     header: dict[str, Any] = {}
     history = _History()
+    spent = 0.0
     try:
         for record in records(path):
             kind = record.get("type")
@@ -311,12 +317,14 @@ def load(path: Path) -> LoadedSession:
                 history.message(decode_message(record["message"]))
             elif kind == "tool_result" and isinstance(result := decode_block(record["result"]), ToolResult):
                 history.result(result)
+            elif kind == "cost" and isinstance(total := record.get("total_usd"), int | float):
+                spent = float(total)
     except (OSError, KeyError, TypeError, ValueError, AttributeError, RecursionError) as error:
         raise UsageError(f"cannot read session {path}: {error}") from None
     loaded = history.done()
     repaired = repair(loaded)
     session_id = str(header.get("session_id") or path.stem)
-    return LoadedSession(path, session_id, str(header.get("cwd", "")), repaired, repaired != loaded)
+    return LoadedSession(path, session_id, str(header.get("cwd", "")), repaired, repaired != loaded, spent)
 
 
 class _History:

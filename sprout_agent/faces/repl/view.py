@@ -19,8 +19,10 @@ from sprout_agent.core.messages import (
     Thinking,
     ToolResult,
     ToolUse,
+    text_of,
 )
 from sprout_agent.core.permissions import resolve_mode
+from sprout_agent.faces.terminal.prompt_attach import without_attachments
 from sprout_agent.mcp.state import ServerStatus
 from sprout_agent.session.prepared import Prepared
 
@@ -56,7 +58,7 @@ def status_text(model: str, agent: Agent | None) -> str:
     window = agent.compactor.window if agent.compactor is not None else 0
     used = agent.context_estimate()
     share = f"{100 * used / window:.0f}% of {window // 1000}k" if window else f"~{used} tokens"
-    return f" {model} · context {share} · ${agent.ledger.cost:.4f}"
+    return f" {model} · context {share} · ${agent.ledger.earlier + agent.ledger.cost:.4f}"  # the session's, all runs
 
 
 def replay_lines(history: Sequence[Message]) -> list[tuple[str, str]]:
@@ -69,20 +71,30 @@ def replay_lines(history: Sequence[Message]) -> list[tuple[str, str]]:
         for block in message.content:
             match block:
                 case Text():
-                    if block.text.strip():
-                        text = _clip(block.text)
+                    # A prompt as it was typed: an `@file` it attached is in it, not the file's contents.
+                    said = without_attachments(block.text) if message.role == "user" else block.text
+                    if said.strip():
+                        text = _clip(said)
                         lines.append((f"› {text}", "bold") if message.role == "user" else (text, ""))
                 case ToolUse():
                     arguments = " ".join(json.dumps(block.input, ensure_ascii=False).split())
                     lines.append((f"⏺ {block.name} {_clip(arguments, 80)}", "cyan"))
                 case ToolResult():
-                    if block.is_error:
-                        lines.append(("  ✗ failed", "red"))
+                    lines.extend(_result_line(block))
                 case Image() | Thinking() | RedactedThinking() | ServerToolUse() | ServerToolResult():
                     pass  # a compact replay: what was said and which tools ran
                 case _:
                     assert_never(block)
     return lines
+
+
+def _result_line(result: ToolResult) -> list[tuple[str, str]]:
+    """Only what went wrong: a call cut short (Esc, a signal) was cancelled, not failed."""
+    if not result.is_error:
+        return []
+    if text_of(result.content).startswith("interrupted"):
+        return [("  ✗ cancelled", "yellow")]
+    return [("  ✗ failed", "red")]
 
 
 def leave_line(session_id: str, recorded: bool) -> str | None:

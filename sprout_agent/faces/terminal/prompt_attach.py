@@ -39,6 +39,15 @@ def mentions(prompt: str) -> list[str]:
     return [match.group(1) for match in _MENTION.finditer(prompt)]
 
 
+_ATTACHED = re.compile(r'\n*<file path="[^"\n]*">\n.*?</file>', re.DOTALL)
+
+
+def without_attachments(text: str) -> str:
+    """A prompt without the files its `@` mentions attached (the mentions themselves stay): a replay shows what
+    was typed."""
+    return _ATTACHED.sub("", text)
+
+
 def attach_mentions(prompt: str, cwd: Path, skip: Collection[str] = ()) -> Attached:
     """The prompt with every mentioned file appended; notes say what was clipped or skipped.
 
