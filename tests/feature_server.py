@@ -1,8 +1,8 @@
 """An SDK-built MCP server (the low-level `Server`) with resources, prompts, a tool list that grows mid-session,
 logging, and a call that records being cancelled; run in-process by the pool (`create_server_in`).
 
-Tools: echo(text); grow() adds the tool `extra` and sends notifications/tools/list_changed; extra() -> "extra
-ran"; log(text) sends a notifications/message; hang() reports progress "started", then waits until cancelled;
+Tools: echo(text); grow() adds the tool `extra` and sends notifications/tools/list_changed; announce() sends it
+with nothing changed; extra() -> "extra ran"; log(text) sends a notifications/message; hang() reports progress "started", then waits until cancelled;
 cancelled() waits (bounded by the caller) until a hang() was cancelled and returns its request id.
 Resources: note://readme (text), img://dot (a 1x1 PNG blob), bin://blob (octet-stream), note://big (HUGE bytes).
 Prompts: review(file, focus?) -> one user message.
@@ -47,6 +47,7 @@ def create_server_in(cwd: str, env: Mapping[str, str]) -> Server[Any]:
         _tool("log", text="string"),
         _tool("hang"),
         _tool("cancelled"),
+        _tool("announce"),
     ]
     cancelled = anyio.Event()
     cancelled_ids: list[object] = []
@@ -56,6 +57,9 @@ def create_server_in(cwd: str, env: Mapping[str, str]) -> Server[Any]:
 
     async def call_tool(ctx: ServerRequestContext[Any], params: t.CallToolRequestParams) -> t.CallToolResult:
         args = params.arguments or {}
+        if params.name == "announce":  # a list_changed with nothing changed: a server announcing its list late
+            await ctx.session.send_tool_list_changed()
+            return _text("announced")
         if params.name == "grow":
             tools.append(_tool("extra"))
             await ctx.session.send_tool_list_changed()

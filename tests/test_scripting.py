@@ -175,3 +175,12 @@ def test_json_output_piped_to_jq_gives_the_cost_the_turns_and_the_subtype(tmp_pa
     assert jq.returncode == 0, jq.stderr
     cost, turns, subtype, is_error = jq.stdout.split()
     assert float(cost) > 0 and turns == "2" and subtype == "success" and is_error == "false"
+
+
+def test_progress_on_a_piped_stderr_keeps_each_line_whole(tmp_path: Path) -> None:
+    rule = "fake__echo(only when the text is about the weather)"  # a rule we cannot check: a long warning line
+    with FakeAnthropic([reply("done")]) as fake:
+        run = run_agent(tmp_path, ["--allowedTools", rule, "-p", "go"], fake=fake)
+    assert run.code == 0, run.stderr
+    (line,) = [line for line in run.stderr.splitlines() if "cannot be checked" in line]  # one line, not wrapped
+    assert rule in line and line.rstrip().endswith("(the tool still asks)") and len(line) > 100

@@ -67,6 +67,14 @@ async def test_a_tool_list_change_reaches_the_next_request_and_the_one_after_kee
     assert [(e.server, e.kind, e.added) for e in changed] == [("feat", "tools", ("extra",))]
 
 
+async def test_a_list_changed_that_changes_nothing_is_not_reported(tmp_path: Path) -> None:
+    events: list[Event] = []
+    async with feature_pool(tmp_path, events) as pool:
+        loop = build_loop([reply(call("feat__announce")), reply("done")], host=pool)
+        assert (await loop.turn()).text == "done"
+    assert not [e for e in events if isinstance(e, ListChanged)]  # the list was re-read, and it was the same
+
+
 async def test_a_server_with_resources_gives_the_model_the_list_and_read_tools(tmp_path: Path) -> None:
     from tests.feature_server import HUGE
 

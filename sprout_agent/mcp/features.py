@@ -6,7 +6,7 @@ tools, prompts or resources list changed (`list_changed`), done by the pool betw
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import anyio
 
@@ -118,6 +118,7 @@ async def relist(server: ServerState, emit: Callable[[Event], None], timeout: fl
             server.stale.add(kind)
             raise
         before, after = _names(server, kind), [_name_of(item) for item in listed]
+        unchanged = list(_items(server, kind)) == list(listed)
         if kind == "tools":
             server.tools = [item for item in listed if isinstance(item, ToolSpec)]
         elif kind == "resources":
@@ -126,14 +127,18 @@ async def relist(server: ServerState, emit: Callable[[Event], None], timeout: fl
             server.prompts = [item for item in listed if isinstance(item, PromptInfo)]
         added = tuple(name for name in after if name not in before)
         removed = tuple(name for name in before if name not in after)
-        emit(ListChanged(server.config.name, kind, len(after), added, removed))
+        if not unchanged:  # a server that announces its list late, as it was, changed nothing a person must hear of
+            emit(ListChanged(server.config.name, kind, len(after), added, removed))
         for notice in notices:
             emit(Notice(f"MCP server '{server.config.name}': {notice}", "warning"))
 
 
+def _items(server: ServerState, kind: str) -> Sequence[ToolSpec | ResourceInfo | PromptInfo]:
+    return server.tools if kind == "tools" else server.resources if kind == "resources" else server.prompts
+
+
 def _names(server: ServerState, kind: str) -> list[str]:
-    items = server.tools if kind == "tools" else server.resources if kind == "resources" else server.prompts
-    return [_name_of(item) for item in items]
+    return [_name_of(item) for item in _items(server, kind)]
 
 
 def _name_of(item: ToolSpec | ResourceInfo | PromptInfo) -> str:

@@ -5,6 +5,7 @@ answer on stdout.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO, assert_never
 
@@ -38,7 +39,8 @@ class TerminalRenderer:
         # No fixed file: the consoles write to whatever sys.stderr/sys.stdout are at the time, so that while the
         # prompt shows (prompt_toolkit's patch_stdout) output goes above it and the prompt is redrawn. Lines wrap
         # at word boundaries (soft_wrap off): a terminal's own wrap cuts words in two.
-        self.err = Console(stderr=True, highlight=False)
+        # A log (stderr to a file or a pipe) keeps each line whole: rich would wrap it at 80 columns.
+        self.err = Console(stderr=True, highlight=False, soft_wrap=not _stderr_is_terminal())
         self.out = Console(file=stdout, highlight=False)
         self.answers = answers
         self._view: LiveView | None = None
@@ -292,3 +294,10 @@ def _escape(text: str) -> str:
 
 def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.rstrip().splitlines()[-10:])
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without it, or closed
+        return False
