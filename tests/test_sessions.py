@@ -102,6 +102,34 @@ def test_an_unknown_session_id_or_nothing_to_continue_is_exit_2(tmp_path: Path) 
     assert nothing.code == 2
     (result,) = valid_lines(nothing.stdout)
     assert "no session to continue" in result["errors"][0]
+    bare = run_agent(tmp_path, ["-p", "x", "-r"], fake=None, servers={})  # no id, and no terminal to pick in
+    assert bare.code == 2 and "`sprout-agent sessions` lists them" in bare.stderr
+    assert len(bare.stderr.strip().splitlines()) == 1
+
+
+def test_r_without_an_id_in_a_terminal_offers_this_directorys_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.harness import agent_command, agent_env
+    from tests.screen import PtyScreen
+
+    with FakeAnthropic([reply("answer one"), reply("answer two"), reply("back in one")]) as fake:
+        headless(tmp_path, monkeypatch, Options("the first question", cwd=tmp_path), fake=fake, servers={})
+        headless(tmp_path, monkeypatch, Options("the second question", cwd=tmp_path), fake=fake, servers={})
+        config = tmp_path / "empty.json"
+        config.write_text('{"mcpServers": {}}')
+        with PtyScreen(agent_command(["--config", str(config), "-r"]), agent_env(tmp_path, fake), tmp_path) as term:
+            term.expect("resume which session?")
+            listing = term.display()
+            assert "1)" in listing and "the second question" in listing and "the first question" in listing
+            term.send("2\r")
+            term.expect("resumed session")
+            term.expect("›")
+            term.send("and now?\r")
+            term.expect("back in one")
+            term.send("\x04")
+            term.close()
+    assert texts(fake.requests[2].body)[0] == ("user", "the first question")
 
 
 @e2e

@@ -91,6 +91,8 @@ def _one_flag(
     def value() -> str:
         return inline if eq else (rest.pop(0) if rest else "")
 
+    if name in ("-r", "--resume") and not eq and (not rest or rest[0].startswith("-")):
+        return ["--resume="]  # no id: a picker in a terminal (faces/cli/pick_session.py), as Claude Code's
     if name in RENAMED:
         ours, fixed = RENAMED[name]
         return [ours, fixed if fixed is not None else value()]

@@ -14,13 +14,16 @@ from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
 from sprout_agent.core.errors import SproutError, exit_code_of
 from sprout_agent.faces.cli.exits import fail_as
+from sprout_agent.faces.cli.pick_session import with_picked_session
 from sprout_agent.session.prepared import Prepared, prepare
 
 
 def run(options: Options, interactive: bool) -> int:
     """Prepares the session and runs it; returns the exit code. Errors after preparation propagate."""
     try:
-        prepared = prepare(options, Locations.for_user(), os.environ)
+        locations = Locations.for_user()
+        options = with_picked_session(options, locations.sessions)
+        prepared = prepare(options, locations, os.environ)
     except SproutError as error:
         fail_as(options.output_format, str(error), error.exit_code)
     os.chdir(options.cwd)
