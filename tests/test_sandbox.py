@@ -80,7 +80,8 @@ async def test_a_sandboxed_write_outside_the_workspace_is_denied_and_the_result_
 @pytest.mark.anyio
 async def test_read_only_sandbox_denies_writes_in_the_workspace_but_keeps_a_private_tmp(root: Path) -> None:
     async for client in sandboxed(root, SPROUT_DEV_SANDBOX="read-only"):
-        assert await call_tool(client, "bash", command="echo kept > /tmp/t") == (False, "(no output)\n[exit code: 0]")
+        ok, said = await call_tool(client, "bash", command="echo kept > /tmp/t")
+        assert not ok and said.startswith("(no output)\n[note: /tmp in this command is the sandbox's private /tmp")
         _, text = await call_tool(client, "bash", command="cat /tmp/t; touch inside")
         assert text.startswith("kept\n") and "write outside the writable roots denied" in text
         assert "writable: nothing and a private /tmp" in text and not (root / "inside").exists()
@@ -268,3 +269,18 @@ async def test_a_program_on_path_under_the_hosts_tmp_still_runs_under_the_privat
         tool.unlink()
         (prefix / "bin").rmdir()
         prefix.rmdir()
+
+
+@needs_bwrap
+@pytest.mark.anyio
+async def test_a_command_writing_to_tmp_is_told_its_tmp_is_the_sandboxs_and_a_git_write_names_the_flag(
+    client: Client, root: Path
+) -> None:
+    _, text = await call_tool(client, "bash", command="echo hi > /tmp/sprout-note && cat /tmp/sprout-note")
+    assert "/tmp in this command is the sandbox's private /tmp" in text and not Path("/tmp/sprout-note").exists()
+    _, plain = await call_tool(client, "bash", command="echo no tmp here")
+    assert "private /tmp" not in plain
+    (root / ".git").mkdir()
+    async for git_client in sandboxed(root, SPROUT_DEV_SANDBOX="workspace-write"):  # sees .git: read-only
+        error, denied = await call_tool(git_client, "bash", command="touch .git/index.lock")
+        assert error and "the git directory is read-only" in denied and "--sandbox-allow-write .git" in denied

@@ -176,13 +176,14 @@ async def bash(ws: Workspace, args: Args, report: Report | None = None) -> ToolO
     if scope.cancelled_caught:
         raise ToolError(timed_out(output, timeout))
     note = "" if drained else "\n[background processes still held the output open; they were ended with the call]"
-    return _finished(ws, output, note, proc.returncode, outside)
+    return _finished(ws, (command, output), note, proc.returncode, outside)
 
 
-def _finished(ws: Workspace, output: str, note: str, code: int | None, outside: bool) -> ToolOutput:
-    """The result of a command that ended: a non-zero exit is a failed call, still marked with what the sandbox
-    stopped, if anything."""
-    text, stopped = result_text(None if outside else ws.sandbox, output, note, code)
+def _finished(ws: Workspace, ran: tuple[str, str], note: str, code: int | None, outside: bool) -> ToolOutput:
+    """The result of a command (and its output) that ended: a non-zero exit is a failed call, still marked with
+    what the sandbox stopped, if anything."""
+    command, output = ran
+    text, stopped = result_text(None if outside else ws.sandbox, output, note, code, command)
     if stopped is not None:
         return Marked(text, {SANDBOX_DENIED_META: stopped}, is_error=code != 0)
     if code != 0:

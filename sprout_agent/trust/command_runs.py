@@ -37,11 +37,13 @@ def timed_out(output: str, timeout: float) -> str:
     return f"{output}\n[timed out after {timeout:g} s; the command's process group was killed]"
 
 
-def result_text(sandbox: Sandbox | None, output: str, note: str, code: int | None) -> tuple[str, str | None]:
+def result_text(
+    sandbox: Sandbox | None, output: str, note: str, code: int | None, command: str = ""
+) -> tuple[str, str | None]:
     """(the result's text, what the sandbox stopped or None) of a command that ended; `sandbox` None: it ran
     outside the sandbox. A non-zero exit makes the call an error (a red test run is a failure)."""
     stopped = None
     if sandbox is not None:
-        note += sandbox.explain(output, code)
+        note += sandbox.tmp_note(command) + sandbox.explain(output, code)
         stopped = sandbox.stopped(output, code)
     return f"{output}{note}\n[exit code: {code}]", stopped

@@ -41,6 +41,7 @@ from sprout_agent.trust.write_policy import WritePolicy, git_root, under
 
 OFF, READ_ONLY, WORKSPACE_WRITE, REQUIRED = "off", "read-only", "workspace-write", "required"
 BWRAP, LANDLOCK = "bubblewrap", "landlock"
+_NAMES_TMP = re.compile(r"(?<![\w./-])/tmp(?![\w.-])")  # /tmp or /tmp/x, not /var/tmp or /tmpdir
 MODES = (OFF, READ_ONLY, WORKSPACE_WRITE)
 
 # The variables a dev server reads its policy from (the agent sets them for its built-in servers; a standalone
@@ -323,6 +324,13 @@ class Sandbox:
             weakref.finalize(self, shutil.rmtree, self._tmp, True)  # at exit, or when the server is dropped
         return self._tmp
 
+    def tmp_note(self, command: str) -> str:
+        """A note for a command that names /tmp under bubblewrap: its /tmp is the sandbox's own, so a file written
+        there is not where a person (or a later command outside the sandbox) would look."""
+        if self._mechanism != BWRAP or not self.active() or not _NAMES_TMP.search(command):
+            return ""
+        return "\n[note: /tmp in this command is the sandbox's private /tmp (kept between commands), not the host's]"
+
     def explain(self, output: str, returncode: int | None) -> str:
         """A note for a failed command's result: what the sandbox stopped, or the limits in force."""
         if returncode in (0, None) or not self.active():
@@ -338,6 +346,8 @@ class Sandbox:
             return None
         limits = self._limits()
         denied = self._denied_write(output)
+        if denied is not None and any(under(denied, git) for git in self.write_policy().git):
+            return f"sandbox: the git directory is read-only: {denied} (`--sandbox-allow-write .git` makes it writable)"
         if denied is not None:
             return f"sandbox: write outside the writable roots denied: {denied} ({limits})"
         hidden = next((path for path in self._hidden if path in output), None)
@@ -352,7 +362,9 @@ class Sandbox:
 
     def _denied_write(self, output: str) -> str | None:
         if self._mechanism != LANDLOCK:
-            return denied_write(output, _DENIED_WRITE)
+            denied = denied_write(output, _DENIED_WRITE)
+            relative = denied is not None and denied != "a path" and not denied.startswith("/")
+            return os.path.normpath(os.path.join(self.policy.root, denied)) if relative and denied else denied
         # Landlock refuses with EACCES, which a file's own mode gives too: named only for a path outside the roots.
         denied = denied_write(output, _LANDLOCK_DENIED)
         if denied is None or not denied.startswith("/") or any(under(denied, r) for r in self.writable()):
@@ -380,7 +392,8 @@ def denied_write(output: str, marks: tuple[str, ...]) -> str | None:
 _DENIED_WRITE = ("Read-only file system", "could not write config file")
 _LANDLOCK_DENIED = ("Permission denied",)
 _LANDLOCK_NO_TCP = re.compile(r"(?is)connect.*Permission denied|Permission denied.*connect")
-_QUOTED_PATH = re.compile(r"['\"`‘“](/[^'\"`’”\n]+)['\"’”]")
+# A quoted path, absolute or relative to the command's directory (`touch: cannot touch '.git/index.lock'`).
+_QUOTED_PATH = re.compile(r"['\"`‘“]((?:/|\.{1,2}/|[\w.-]+/)[^'\"`’”\n]*)['\"’”]")
 _BARE_PATH = re.compile(r"(/[^\s:'\"]+)")
 _NO_NETWORK = re.compile(
     r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"

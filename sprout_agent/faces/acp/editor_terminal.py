@@ -94,7 +94,7 @@ class EditorTerminal:
         if waiting.cancelled_caught:
             return ToolOutcome((Text(timed_out(text, timeout)),), is_error=True)
         code = _exit_code(exited)
-        report, stopped = result_text(self._ws.sandbox, text, "", code)
+        report, stopped = result_text(self._ws.sandbox, text, "", code, " ".join(line))
         return ToolOutcome((Text(report),), is_error=code != 0, sandbox_denied=stopped)
 
     def _params(self, terminal: str) -> Json:
