@@ -90,3 +90,25 @@ def test_after_esc_the_cancelled_call_stays_named_with_the_time_it_ran(tmp_path:
         finally:
             term.close()
     assert re.search(r"✗ fake__slow seconds=60 cancelled after \d+\.\d s", term.history())
+
+
+def test_the_ask_question_shows_the_command_and_a_failed_commands_preview_its_own_lines(tmp_path: Path) -> None:
+    command = "echo first line; echo the failing line; exit 3"
+    env = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
+    with FakeAnthropic([reply(tool_use("dev__bash", {"command": command}, id="b")), reply("it failed")]) as fake:
+        args = agent_command(["--permission-mode", "ask", "run it"])
+        term = PtyScreen(args, agent_env(tmp_path, fake, env), tmp_path)
+        try:
+            term.expect("Run dev__bash?", anywhere=True)
+            question = term.display()
+            assert f"$ {command}" in question and '"command"' not in question  # the command, as it would run
+            term.send("y")
+            term.expect("it failed", anywhere=True)
+            term.wait_for(lambda: prompt_shows(term), "the prompt after the answer")
+            term.send("\x04")
+            term.close()
+        finally:
+            term.close()
+    screen = term.history()
+    assert re.search(r"✗ dev__bash command=.* · exit 3", screen)
+    assert "the failing line" in screen and "[exit code" not in screen  # the command's lines, not the model's notes
