@@ -3,7 +3,8 @@ logging, and a call that records being cancelled; run in-process by the pool (`c
 
 Tools: echo(text); grow() adds the tool `extra` and sends notifications/tools/list_changed; announce() sends it
 with nothing changed; extra() -> "extra ran"; log(text) sends a notifications/message; hang() reports progress
-"started", then waits until cancelled; cancelled() waits (bounded by the caller) until a hang() was cancelled and returns its request id.
+"started", then waits until cancelled; cancelled() waits (bounded by the caller) until a hang() was cancelled and
+returns its request id.
 Resources: note://readme (text), img://dot (a 1x1 PNG blob), bin://blob (octet-stream), note://big (HUGE bytes).
 Prompts: review(file, focus?) -> one user message.
 """
