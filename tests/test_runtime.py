@@ -64,8 +64,11 @@ async def test_leaving_the_runtime_ends_its_servers_and_keeps_the_transcript(tmp
     (transcript,) = (tmp_path / "sessions").glob("*.jsonl")
     assert transcript.stem == runtime.session_id
     kinds = [json.loads(line)["type"] for line in transcript.read_text().splitlines()]
-    # The result as soon as known; the turn's record and its checkpoints around the round (docs/rewind.md).
-    assert kinds == ["session", "turn", "message", "message", "checkpoint", "tool_result", "message", "checkpoint"]
+    # The result as soon as known; the turn's record and its checkpoints around the round (docs/rewind.md); after
+    # the turn, the session's spend (a resumed session's cost line goes on from it).
+    assert kinds == [
+        "session", "turn", "message", "message", "checkpoint", "tool_result", "message", "checkpoint", "cost"
+    ]  # fmt: skip
 
 
 async def test_cancelling_while_servers_start_ends_every_spawned_process(tmp_path: Path) -> None:

@@ -178,7 +178,7 @@ def load_config(
         # given `--repository ${PWD}` must see the project the session works on.
         # `${SPROUT_AGENT_PYTHON}`: the interpreter sprout-agent runs on, which has the mcp package, so a hook
         # server written in Python runs wherever sprout-agent is installed (examples/README.md).
-        expand_from = {**expand_from, "PWD": str(cwd.absolute()), "SPROUT_AGENT_PYTHON": sys.executable}
+        expand_from = {**expand_from, "PWD": str(cwd.absolute()), PYTHON_VARIABLE: sys.executable}
         try:
             top = _read_file(path, shown, sources.inline.get(path))
             notices.extend(unknown_key_notices(top, _TOP_KEYS, shown))
@@ -405,6 +405,9 @@ def _build_server(name: str, raw: dict[str, object], path: Path, where: str, env
         sandbox=None if sandbox in (None, "off") else cast(str, sandbox),
     )
 
+
+# A variable of config files only (never read from the environment): `${SPROUT_AGENT_PYTHON}` is our interpreter.
+PYTHON_VARIABLE = "SPROUT_AGENT_PYTHON"
 
 # The servers sprout-agent ships, by module (the tools in sprout_agent/tools/; `agent`, which serves the session's
 # subagents and skills, in mcp/), started unless SPROUT_AGENT_BUILTIN_SERVERS leaves them out or a file of yours

@@ -41,7 +41,7 @@ from sprout_agent.trust.write_policy import WritePolicy, git_root, under
 
 OFF, READ_ONLY, WORKSPACE_WRITE, REQUIRED = "off", "read-only", "workspace-write", "required"
 BWRAP, LANDLOCK = "bubblewrap", "landlock"
-_NAMES_TMP = re.compile(r"(?<![\w./-])/tmp(?![\w.-])")  # /tmp or /tmp/x, not /var/tmp or /tmpdir
+_NAMES_TMP = re.compile(r"(?<![\w./-])/tmp(?![\w.-])[^\s'\"`;|&)]*")  # /tmp or /tmp/x, not /var/tmp or /tmpdir
 MODES = (OFF, READ_ONLY, WORKSPACE_WRITE)
 
 # The variables a dev server reads its policy from (the agent sets them for its built-in servers; a standalone
@@ -327,7 +327,10 @@ class Sandbox:
     def tmp_note(self, command: str) -> str:
         """A note for a command that names /tmp under bubblewrap: its /tmp is the sandbox's own, so a file written
         there is not where a person (or a later command outside the sandbox) would look."""
-        if self._mechanism != BWRAP or not self.active() or not _NAMES_TMP.search(command):
+        if self._mechanism != BWRAP or not self.active():
+            return ""
+        roots = (*self.writable(), self.policy.root)  # a workspace under /tmp is itself, not the private /tmp
+        if not any(not any(under(path, root) for root in roots) for path in _NAMES_TMP.findall(command)):
             return ""
         return "\n[note: /tmp in this command is the sandbox's private /tmp (kept between commands), not the host's]"
 

@@ -65,11 +65,13 @@ class EditorTerminal:
         if line is None:
             return None
         try:
-            return await self._run(line, timeout, show)
+            return await self._run(line, timeout, show, command)
         except RpcError as error:
             return ToolOutcome((Text(f"the editor could not run it: {error.message}"[:2000]),), is_error=True)
 
-    async def _run(self, line: list[str], timeout: float, show: Callable[[str], None]) -> ToolOutcome:
+    async def _run(
+        self, line: list[str], timeout: float, show: Callable[[str], None], command: str = ""
+    ) -> ToolOutcome:
         params: Json = {"command": line[0], "args": line[1:], "cwd": self._ws.root, "outputByteLimit": OUTPUT_BYTES}
         created = await self._ask("terminal/create", params)
         terminal = cast(Json, created).get("terminalId") if isinstance(created, dict) else None
@@ -94,7 +96,7 @@ class EditorTerminal:
         if waiting.cancelled_caught:
             return ToolOutcome((Text(timed_out(text, timeout)),), is_error=True)
         code = _exit_code(exited)
-        report, stopped = result_text(self._ws.sandbox, text, "", code, " ".join(line))
+        report, stopped = result_text(self._ws.sandbox, text, "", code, command)
         return ToolOutcome((Text(report),), is_error=code != 0, sandbox_denied=stopped)
 
     def _params(self, terminal: str) -> Json:
