@@ -522,7 +522,7 @@ class Bench:
             self.toolhooks,
         ]
         steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render, self.remote, self.thinking]
-        steps += [self.batch, self.caps, self.startup, self.checkpoints, self.subagents, self.telemetry]
+        steps += [self.batch, self.caps, self.startup, self.checkpoints, self.subagents, self.telemetry, self.pages]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -897,6 +897,16 @@ class Bench:
         self.add("  … telemetry on", cpu["on"], "s")
         self.add("  … spans the receiver got", spans / max(1, self.runs), "x")
 
+    def pages(self) -> None:
+        """23. pages (docs/sessions.md, docs/batch.md): a 500-turn session exported to HTML; a 1,000-task report"""
+        from scripts.bench_pages import export_seconds, report_seconds
+
+        with tempfile.TemporaryDirectory() as tmp:
+            times, size = export_seconds(Path(tmp), 500, self.runs)
+            self.add("sessions export --html, a 500-turn session", times, "s", "< 1 s", med(times) < 1)
+            self.add("  … the page", size / 1024, "KB")
+            self.add("batch report, 1,000 tasks", report_seconds(Path(tmp), 1000, self.runs), "s")
+
     def _rounds_on_off(self, files: int) -> tuple[list[float], list[float]]:
         """Median agent time per round of `-p` runs with 10 dev__bash rounds, checkpoints on and off, interleaved."""
         from scripts.bench_checkpoints import make_tree
@@ -968,7 +978,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     groups = "imports minimal ours facts builtins flags repl hooks toolhooks compaction servers acp sandbox render"
-    groups += " remote thinking batch caps startup checkpoints subagents telemetry"
+    groups += " remote thinking batch caps startup checkpoints subagents telemetry pages"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     parser.add_argument(
         "--claude", metavar="PATH", help="startup: measure this Claude Code binary beside sprout-agent (fake API)"

@@ -31,6 +31,7 @@ TABLE_STYLE = (
     "table{border-collapse:collapse;width:100%;font-size:.9em}th,td{border-bottom:1px solid #e5e5e5;padding:.3em .5em;"
     "text-align:left}th{cursor:pointer;background:#f6f6f6}td.n{text-align:right;font-variant-numeric:tabular-nums}"
     ".failed,.timeout,.interrupted{color:#b00}.ok{color:#0a6b1f}.charts{display:flex;flex-wrap:wrap;gap:1em}"
+    "figure{margin:0}figcaption{font-size:.9em;color:#444}"
 )
 
 

@@ -16,7 +16,7 @@ def bars(title: str, items: Sequence[tuple[str, float]], shown: str) -> str:
     rows: list[str] = []
     for index, (label, value) in enumerate(top):
         y = index * (BAR + GAP) + 20
-        width = max(1, int((WIDTH - 170) * value / peak))
+        width = max(1, int((WIDTH - 150 - 60) * value / peak))  # room for the value's label after the bar
         rows.append(
             f"<text x=0 y={y + BAR - 3} font-size=11>{escape(label[:22])}</text>"
             f"<rect x=150 y={y} width={width} height={BAR} fill='#3b6fd4'><title>{escape(label)}: "

@@ -92,7 +92,7 @@ def _message(
             case Thinking():
                 session.entries.append(Entry("thinking", text=block.thinking))
             case ToolUse() if block.id.startswith(HOOK_CALL_ID_PREFIX):
-                calls[block.id] = (Entry("hook", name=block.name.rsplit("__", 1)[-1], call_id=block.id), when)
+                calls[block.id] = (Entry("hook", name=block.name.split("__", 1)[-1], call_id=block.id), when)
             case ToolUse():
                 entry = Entry("tool", name=block.name, arguments=dict(block.input), call_id=block.id)
                 entry.diff = _diff(block.name, block.input)

@@ -141,6 +141,26 @@ def _checked_mode(name: str) -> str:
     return name
 
 
+@batch_app.command("report")
+def batch_report(
+    directory: Annotated[Path, typer.Argument(metavar="DIR", help="A batch's --out directory (running or merged).")],
+    out: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Where to write it (default: DIR/report.html).")
+    ] = None,
+) -> None:
+    """One HTML page over a batch: a sortable table of its tasks, each linking to its session page, and charts of
+    cost and duration; a batch still running shows what is done."""
+    from sprout_agent.faces.pages.batch_report import write_report
+
+    if not (directory / "results.jsonl").is_file() and not (directory / "batch.json").is_file():
+        fail(f"batch report: {directory} holds no batch (no results.jsonl, no batch.json)", 2)
+    try:
+        print(write_report(directory, out))
+    except OSError as error:
+        fail(f"batch report: {error}", 1)
+    exit_now(0)
+
+
 @batch_app.command("merge")
 def batch_merge(
     directories: Annotated[list[Path], typer.Argument(metavar="DIR...", help="The shards' --out directories.")],

@@ -140,3 +140,17 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return time.time()  # gone meanwhile: not old
+
+
+def export_command(session_id: str, *, as_json: bool, out: Path | None, locations: Locations | None = None) -> int:
+    """`sessions export ID`: the session's page (or its JSON twin), written to `out` or `ID.html` here."""
+    from sprout_agent.faces.pages.entries import from_store
+    from sprout_agent.faces.pages.session_page import session_html
+
+    _, directory = _sessions_dir(locations)
+    session = from_store(session_index.find(directory, session_id))
+    target = out or Path(f"{session.session_id}.{'json' if as_json else 'html'}")
+    text = json.dumps(session.as_json(), ensure_ascii=False, indent=1) if as_json else session_html(session)
+    target.write_text(text, encoding="utf-8")
+    print(target)
+    return EXIT_OK

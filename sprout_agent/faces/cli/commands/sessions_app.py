@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -50,6 +51,24 @@ def sessions_turns(session_id: _SessionArgument, as_json: _JsonOption = False) -
     from sprout_agent.faces.cli.commands.sessions import turns_command
 
     _run(lambda: turns_command(session_id, as_json=as_json))
+
+
+@sessions_app.command("export")
+def sessions_export(
+    session_id: _SessionArgument,
+    html: Annotated[bool, typer.Option("--html", help="One self-contained HTML page (the default).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The same view as JSON, for tools.")] = False,
+    out: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Where to write it (default: ID.html or ID.json here).")
+    ] = None,
+) -> None:
+    """A session as a page to open or share: prompts, answers, thinking, each tool call with its result and time,
+    hook decisions, compactions, the cost; nothing in it loads or runs anything."""
+    from sprout_agent.faces.cli.commands.sessions import export_command
+
+    if html and as_json:
+        fail("give --html or --json, not both", 2)
+    _run(lambda: export_command(session_id, as_json=as_json, out=out))
 
 
 @sessions_app.command("rewind")
