@@ -57,6 +57,7 @@ def test_rewind_puts_the_files_back_keeps_the_users_edit_and_forks_the_conversat
             term.expect("[b] files and conversation", anywhere=True)
             term.send("b")
             term.expect("Rewinding to before turn 2", anywhere=True)
+            term.expect("leaving the files above as they are", anywhere=True)  # the preview is whole: its question
             screen = term.history()
             assert "2 files to put back" in screen and "- print(1)" in screen and "+ original" in screen
             assert re.search(r"notes\.txt: changed since the agent last wrote it", screen)
