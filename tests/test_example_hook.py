@@ -183,8 +183,11 @@ def test_through_the_agent_the_model_sees_the_failing_test_as_hook_data(
 
 
 def test_the_readme_snippet_pasted_into_a_scratch_project_passes_hooks_test_and_objects_while_red(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from sprout_agent.faces.cli.commands.doctor import load_setup
+    from sprout_agent.faces.cli.commands.hooks_test import hooks_test_command
+
     """examples/README.md followed as written: the file copied, the JSON snippet pasted into `.mcp.json` unchanged."""
     readme = (EXAMPLE.parent / "README.md").read_text()
     snippet = readme.split("## `stop_while_red.py`", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
@@ -194,9 +197,13 @@ def test_the_readme_snippet_pasted_into_a_scratch_project_passes_hooks_test_and_
     (project / ".mcp.json").write_text(snippet)
     (project / "test_sums.py").write_text(RED)
     env = {"MCP_HOOK_SERVERS": "tests", "SPROUT_AGENT_TRUST_PROJECT": "1", "SPROUT_AGENT_BUILTIN_SERVERS": "todo"}
-    checked = run_agent(project, ["hooks", "test", "tests"], fake=None, env=env)
-    assert checked.code == 0, checked.stdout + checked.stderr
-    assert "_Stop" in checked.stdout and "objection" in checked.stdout
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(project)  # `hooks test` in the scratch project, in this process (the run below is a process)
+    setup = load_setup((), project, tmp_path / "config", tmp_path / "data", False)
+    assert hooks_test_command(setup, ["tests"], None, as_json=False) == 0
+    checked = capsys.readouterr().out
+    assert "_Stop" in checked and "objection" in checked
     env["SPROUT_AGENT_HOOK_TIMEOUT_MS"] = str(int(bounded(2500)))  # the default, scaled on a loaded machine
     with FakeAnthropic([reply("Done."), reply("Still done.")]) as fake:
         run = run_agent(project, ["-p", "make it pass"], fake=fake, env=env)

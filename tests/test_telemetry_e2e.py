@@ -62,7 +62,12 @@ def test_a_collector_that_cannot_be_reached_costs_one_notice_and_not_the_run(tmp
         sock.bind(("127.0.0.1", 0))
         closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
     with FakeAnthropic([reply("done")]) as fake:
-        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": closed, "SPROUT_AGENT_TELEMETRY": "1"}
+        # A short export timeout: the test is about what is said and the exit code, not how long exports wait.
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": closed,
+            "SPROUT_AGENT_TELEMETRY": "1",
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "0.3",
+        }
         run = run_agent(tmp_path, ["-p", "go"], fake=fake, env=env)
     assert run.code == 0 and run.stdout.strip() == "done", run.stderr
     said = [line for line in run.stderr.splitlines() if "telemetry" in line]

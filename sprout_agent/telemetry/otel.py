@@ -171,12 +171,7 @@ def span_exporter(environ: Mapping[str, str], note: Callable[[str], None]) -> Sp
     if kind != "otlp":
         note(f"telemetry: OTEL_TRACES_EXPORTER={kind} is not one of otlp, console, none: no traces")
         return None
-    chosen = protocol(environ, "TRACES")
-    timeout = float(
-        environ.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
-        or environ.get("OTEL_EXPORTER_OTLP_TIMEOUT")
-        or EXPORT_TIMEOUT_S
-    )
+    chosen, timeout = protocol(environ, "TRACES"), export_timeout(environ, "TRACES")
     if chosen == "grpc":
         try:
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (  # type: ignore[import-not-found]
@@ -192,6 +187,16 @@ def span_exporter(environ: Mapping[str, str], note: Callable[[str], None]) -> Sp
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     return OTLPSpanExporter(timeout=timeout)
+
+
+def export_timeout(environ: Mapping[str, str], signal: str) -> float:
+    """Seconds an export may take, as the Python SDK reads OTEL_EXPORTER_OTLP[_SIGNAL]_TIMEOUT; ours is 3 s (not
+    the SDK's 10): exit waits for the last exports. A value that is no number is ours."""
+    raw = environ.get(f"OTEL_EXPORTER_OTLP_{signal}_TIMEOUT") or environ.get("OTEL_EXPORTER_OTLP_TIMEOUT")
+    try:
+        return max(0.1, float(raw)) if raw else EXPORT_TIMEOUT_S
+    except ValueError:
+        return EXPORT_TIMEOUT_S
 
 
 def protocol(environ: Mapping[str, str], signal: str) -> str:

@@ -153,7 +153,7 @@ def _metric_exporter(environ: Mapping[str, str]) -> MetricExporter | None:
         return None
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 
-    return OTLPMetricExporter(timeout=otel.EXPORT_TIMEOUT_S)
+    return OTLPMetricExporter(timeout=otel.export_timeout(environ, "METRICS"))
 
 
 def _logger_provider(environ: Mapping[str, str]) -> LoggerProvider | None:
@@ -164,7 +164,7 @@ def _logger_provider(environ: Mapping[str, str]) -> LoggerProvider | None:
     elif kind == "otlp" and otel.protocol(environ, "LOGS") == "http/protobuf":
         from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 
-        exporter = OTLPLogExporter(timeout=otel.EXPORT_TIMEOUT_S)
+        exporter = OTLPLogExporter(timeout=otel.export_timeout(environ, "LOGS"))
     else:
         return None
     provider = LoggerProvider(resource=otel.resource(environ))
