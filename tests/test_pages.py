@@ -158,3 +158,19 @@ def test_batch_report_from_the_cli_and_a_directory_that_is_no_batch(tmp_path: Pa
     assert made.code == 0 and made.stdout.strip().endswith("report.html"), made.stderr
     nothing = run_agent(tmp_path, ["batch", "report", "."], fake=None)
     assert nothing.code == 2 and "holds no batch" in nothing.stderr
+
+
+def test_a_batch_record_with_odd_fields_still_reports_and_the_page_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "results.jsonl").write_text('{"id": "a", "status": "ok", "turns": "many", "cost_usd": null}\n')
+    write_batch(tmp_path / "out")  # its pages hold "–" and "✓", which neither ASCII nor Latin-1 can encode
+    code = "import sys,pathlib;from sprout_agent.faces.pages.batch_report import write_report as w;"
+    code += "[w(pathlib.Path(d)) for d in sys.argv[1:]]"
+    latin = {**os.environ, "LC_ALL": "en_US.ISO-8859-1", "PYTHONUTF8": "0", "PYTHONIOENCODING": "utf-8"}
+    made = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path), str(tmp_path / "out")], env=latin, capture_output=True, timeout=60
+    )
+    assert made.returncode == 0, made.stderr.decode()
+    assert "1 tasks done" in (tmp_path / "report.html").read_text(encoding="utf-8")

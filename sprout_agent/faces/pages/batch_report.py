@@ -44,7 +44,7 @@ def write_report(directory: Path, out: Path | None = None) -> Path:
     rows = [_row(record, directory, pages) for record in records]
     pending = [task for task in ids if task not in {str(r.get("id")) for r in records}]
     target = out or directory / "report.html"
-    target.write_text(report_html(directory.name, rows, pending))
+    target.write_text(report_html(directory.name, rows, pending), encoding="utf-8")
     return target
 
 
@@ -106,13 +106,18 @@ def _row(record: dict[str, Any], directory: Path, pages: Path) -> dict[str, Any]
         "id": task,
         "status": str(record.get("status", "?")),
         "stop": str(record.get("stop_reason") or ""),
-        "turns": float(record.get("turns") or 0),
-        "tokens": float(sum(v for v in usage.values() if isinstance(v, int))),
-        "cost": float(record.get("cost_usd") or 0.0),
-        "seconds": float(record.get("duration_ms") or 0) / 1000,
+        "turns": _float(record.get("turns")),
+        "tokens": float(sum(v for v in usage.values() if isinstance(v, int) and not isinstance(v, bool))),
+        "cost": _float(record.get("cost_usd")),
+        "seconds": _float(record.get("duration_ms")) / 1000,
         "diff_lines": float(len(diff.splitlines()) if isinstance(diff, str) else 0),
         "page": _task_page(record, directory, pages),
     }
+
+
+def _float(value: object) -> float:
+    """A record's number, 0 for anything else (a hand-edited or foreign line must not stop the report)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
 def _task_page(record: dict[str, Any], directory: Path, pages: Path) -> str:
@@ -124,7 +129,7 @@ def _task_page(record: dict[str, Any], directory: Path, pages: Path) -> str:
     if not source.is_relative_to(directory.resolve()) or not source.is_file():
         return ""  # a record names a file of the batch's directory, or nothing
     name = hashlib.sha256(str(record.get("id")).encode()).hexdigest()[:16] + ".html"
-    (pages / name).write_text(session_html(from_stream(source)))
+    (pages / name).write_text(session_html(from_stream(source)), encoding="utf-8")
     return f"report/{name}"
 
 
@@ -153,7 +158,7 @@ def _records(path: Path) -> list[dict[str, Any]]:
 
 def _task_ids(path: Path) -> list[str]:
     try:
-        data: object = json.loads(path.read_text())
+        data: object = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
     ids = cast(dict[str, object], data).get("task_ids") if isinstance(data, dict) else None
