@@ -127,6 +127,7 @@ def test_r_without_an_id_in_a_terminal_offers_this_directorys_sessions(
             term.expect("›")
             term.send("and now?\r")
             term.expect("back in one")
+            term.wait_for(lambda: term.cursor_line().rstrip() == "›", "the prompt after the answer")  # then Ctrl-D
             term.send("\x04")
             term.close()
     assert texts(fake.requests[2].body)[0] == ("user", "the first question")
