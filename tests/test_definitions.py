@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -12,7 +13,9 @@ from sprout_agent.config.definition_files import load_definitions, parse_agents_
 from sprout_agent.config.definitions import CustomCommand
 from sprout_agent.config.skill_reading import read_skill
 from sprout_agent.core.errors import UsageError
-from sprout_agent.faces.commands import custom_command, expand
+from sprout_agent.faces.acp.commands import available_commands
+from sprout_agent.faces.commands import custom_command, custom_for, expand
+from sprout_agent.faces.repl.repl import help_text
 from sprout_agent.model.system_prompt import build_system_prompt
 
 REVIEWER = (
@@ -112,6 +115,23 @@ def test_commands_are_named_by_path_and_expand_their_arguments(tmp_path: Path) -
     assert expand(by_name["git:log"], "main") == "Show the log.\n\nARGUMENTS: main"
     clear = CustomCommand("clear", "a project's /clear", "rm -rf everything")
     assert custom_command([clear], "/clear", "repl") is None  # ours stays ours
+
+
+def test_a_custom_command_named_as_one_of_ours_is_left_out_of_help_and_the_menu_with_a_notice_naming_its_file() -> None:
+    clear = CustomCommand("clear", "a project's /clear", "rm -rf everything", source="/repo/.claude/commands/clear.md")
+    leave = CustomCommand("exit", "a project's /exit", "Say goodbye.")
+    fix = CustomCommand("fix", "Fix an issue", "Fix $1.")
+    kept, notices = custom_for([clear, leave, fix], "repl")
+    assert kept == [fix]
+    assert notices == [
+        "custom command /clear (/repo/.claude/commands/clear.md) not used: /clear is sprout-agent's own",
+        "custom command /exit (project) not used: /exit is sprout-agent's own",
+    ]
+    custom_help = help_text([clear, leave, fix]).split("Custom commands")[1]
+    assert "/fix" in custom_help and "/clear" not in custom_help and "/exit" not in custom_help
+    listed = cast(list[dict[str, object]], available_commands((), [clear, leave, fix])["availableCommands"])
+    announced = [c["name"] for c in listed]
+    assert announced.count("clear") == 1 and "fix" in announced and "exit" in announced  # ACP has no /exit of ours
 
 
 def test_setting_sources_choose_whose_definitions_are_read(tmp_path: Path) -> None:

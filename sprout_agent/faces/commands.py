@@ -106,6 +106,20 @@ def expand(command: CustomCommand, argument: str) -> str:
     return body
 
 
+def custom_for(commands: Sequence[CustomCommand], face: Face) -> tuple[list[CustomCommand], list[str]]:
+    """(the custom commands the face can run, a notice for each one of ours takes the name of): a shadowed one would
+    be listed by /help and Tab, yet `/NAME` runs ours, so it is left out and said once."""
+    kept: list[CustomCommand] = []
+    notices: list[str] = []
+    for command in commands:
+        if parse(f"/{command.name}", face) is None:
+            kept.append(command)
+        else:
+            where = printable(command.source, 200)
+            notices.append(f"custom command /{command.name} ({where}) not used: /{command.name} is sprout-agent's own")
+    return kept, notices
+
+
 def custom_lines(commands: Sequence[CustomCommand]) -> list[str]:
     """/help's lines for the custom commands (their descriptions are a project's text: printable, one line)."""
     shown = [(f"/{c.name}" + (f" {c.argument_hint}" if c.argument_hint else ""), c.description) for c in commands]

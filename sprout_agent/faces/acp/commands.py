@@ -30,8 +30,7 @@ def available_commands(prompts: Sequence[PromptInfo] = (), custom: Sequence[Cust
         for prompt in prompts
     ]
     ours = [(c.name, c.summary[:1].upper() + c.summary[1:], c.argument) for c in commands_for("acp")]
-    taken = {name for name, _, _ in ours}
-    kept = [(c.name, c.description[:200], c.argument_hint or None) for c in custom if c.name not in taken]
+    kept = [(c.name, c.description[:200], c.argument_hint or None) for c in shared.custom_for(custom, "acp")[0]]
     commands: list[Json] = []
     for name, description, hint in (*ours, *kept, *shown):
         command: Json = {"name": name, "description": description}

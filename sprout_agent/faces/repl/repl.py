@@ -19,6 +19,7 @@ from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.faces.commands import (
     Line,
     custom_command,
+    custom_for,
     custom_lines,
     expand,
     help_lines,
@@ -51,7 +52,7 @@ HELP = "\n".join(["Commands:", *help_lines("repl"), HELP_TAIL])
 
 def help_text(custom: Sequence[CustomCommand]) -> str:
     """/help: ours, then the project's and the user's commands (.claude/commands)."""
-    lines = custom_lines(custom)
+    lines = custom_lines(custom_for(custom, "repl")[0])
     return "\n".join([HELP, *(["Custom commands (.claude/commands):", *lines] if lines else [])])
 
 
@@ -230,7 +231,8 @@ class EarlyInput:
 
 async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
     reader = PromptReader(prepared.locations.prompt_history, prepared.options.cwd)
-    ours = names_for("repl") + [f"/{c.name}" for c in prepared.definitions.commands]
+    custom, shadowed = custom_for(prepared.definitions.commands, "repl")
+    ours = names_for("repl") + [f"/{c.name}" for c in custom]
     reader.completer.commands = lambda: ours
     agent: list[Agent] = []  # the toolbar's agent, once the runtime is open
     reader.status = lambda: view.status_text(agent[0].model.name if agent else prepared.model, *agent[:1] or [None])
@@ -239,6 +241,8 @@ async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
         watch, group = life.watch, life.group
         keys = TurnKeys(reader, group)
         renderer.say(view.banner(prepared, prepared.model), "dim")
+        for notice in shadowed:
+            renderer.say(notice, "yellow")
         if prepared.resume is not None:
             for text, style in view.replay_lines(prepared.resume.history):
                 renderer.say(text, style)
