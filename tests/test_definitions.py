@@ -16,7 +16,12 @@ from sprout_agent.core.errors import UsageError
 from sprout_agent.faces.acp.commands import available_commands
 from sprout_agent.faces.commands import custom_command, custom_for, expand
 from sprout_agent.faces.repl.repl import help_text
-from sprout_agent.model.system_prompt import build_system_prompt
+from sprout_agent.model.system_prompt import (
+    SKILL_NAMES_MAX_CHARS,
+    SKILLS_MAX_CHARS,
+    build_system_prompt,
+    skills_section,
+)
 
 REVIEWER = (
     "---\nname: reviewer\ndescription: Reviews a diff\ntools: Read, Grep\nmodel: haiku\nmaxTurns: 5\n---\nYou review.\n"
@@ -81,6 +86,16 @@ def test_fifty_skills_cost_the_system_prompt_a_line_each_and_their_bodies_nothin
     with_skills = build_system_prompt(tmp_path, skills=[(s.name, s.description) for s in skills])
     added = len(with_skills) - len(build_system_prompt(tmp_path))
     assert added // 4 < 700 and "body body" not in with_skills  # ~4 characters a token: a few hundred tokens
+
+
+def test_hundreds_of_skills_with_long_descriptions_stay_within_the_listings_bound() -> None:
+    skills = [(f"skill-{n}", "x" * 1024) for n in range(400)]  # two directories' worth, each description at its max
+    section = skills_section(skills)
+    assert len(section) <= SKILLS_MAX_CHARS + SKILL_NAMES_MAX_CHARS + 100  # ~3.5k tokens, not ~100k
+    assert f"- skill-0: {'x' * 199}…" in section.splitlines()
+    rest = section.splitlines()[-1]
+    assert rest.startswith("- ") and "more, by name only: " in rest and rest.endswith("…")
+    assert skills_section(skills[:3]).count("\n") == 3  # the intro and a line each: nothing cut when it fits
 
 
 def test_a_skill_is_read_whole_and_only_inside_its_directory(tmp_path: Path) -> None:

@@ -19,7 +19,9 @@ def read_skill(skills: Sequence[Skill], name: str, file: str | None = None) -> s
     """The body of `name`'s SKILL.md (front matter left out), or its `file`; ValueError says what is wrong."""
     skill = next((s for s in skills if s.name == name), None)
     if skill is None:
-        raise ValueError(f"no skill named {name!r}; the skills are: {', '.join(s.name for s in skills) or 'none'}")
+        names = ", ".join(s.name for s in skills) or "none"
+        names = names if len(names) <= 4000 else names[:3999] + "…"  # hundreds of skills: a bounded answer
+        raise ValueError(f"no skill named {name!r}; the skills are: {names}")
     if file is None or file.strip() in ("", "SKILL.md"):
         return _without_front_matter(_read(skill.path)) + _listing(skill.path.parent)
     return _read(_inside(skill.path.parent, file))

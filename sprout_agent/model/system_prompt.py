@@ -13,6 +13,11 @@ SKILLS_INTRO = (
     "Skills (instructions and files for particular tasks): when a task matches a skill's description, load it "
     'first with the agent__skill tool ({"skill": NAME}) and follow it.'
 )
+# A skill's line in the prompt: its description cut here, and the whole listing bounded (a repository may hold
+# hundreds of skills with 1 KB descriptions: sent in full on every request, they would cost 100k tokens and more).
+SKILL_LINE_DESCRIPTION_CHARS = 200
+SKILLS_MAX_CHARS = 12_000  # ~3k tokens; past it the rest are named, their names bounded too
+SKILL_NAMES_MAX_CHARS = 2_000
 
 BASE_PROMPT = """You are sprout-agent, a command-line coding agent. You help the user with software engineering \
 tasks in their working directory, using the tools offered to you (tools are named `server__tool`).
@@ -60,8 +65,28 @@ def build_system_prompt(
                 text = text[:INSTRUCTIONS_MAX_CHARS] + f"\n[… {path.name} cut at {INSTRUCTIONS_MAX_CHARS} characters]"
             parts.append(f"Instructions from {path}:\n{text}")
     if skills:
-        listed = "\n".join(f"- {name}: {description}" for name, description in skills)
-        parts.append(f"{SKILLS_INTRO}\n{listed}")
+        parts.append(skills_section(skills))
     if append:
         parts.append(append)
     return "\n\n".join(parts)
+
+
+def skills_section(skills: Sequence[tuple[str, str]]) -> str:
+    """A line per skill (name: description, cut), within SKILLS_MAX_CHARS; past it the others by name only."""
+    lines = [SKILLS_INTRO]
+    used = len(SKILLS_INTRO)
+    for index, (name, description) in enumerate(skills):
+        cut = (
+            description
+            if len(description) <= SKILL_LINE_DESCRIPTION_CHARS
+            else description[: SKILL_LINE_DESCRIPTION_CHARS - 1] + "…"
+        )
+        line = f"- {name}: {cut}"
+        if used + len(line) + 1 > SKILLS_MAX_CHARS:
+            names = ", ".join(n for n, _ in skills[index:])
+            names = names if len(names) <= SKILL_NAMES_MAX_CHARS else names[: SKILL_NAMES_MAX_CHARS - 1] + "…"
+            lines.append(f"- {len(skills) - index} more, by name only: {names}")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines)
