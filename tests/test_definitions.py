@@ -68,6 +68,21 @@ def test_a_definition_linked_from_outside_its_directory_is_not_read(tmp_path: Pa
     assert "evil" not in {a.name for a in found.agents} and "symbolic link" in found.notices[0]
 
 
+def test_a_projects_commands_directory_linked_out_of_the_project_is_not_read_but_the_users_may_be(
+    tmp_path: Path,
+) -> None:
+    home, dotfiles = tmp_path / "home", tmp_path / "dotfiles"
+    write(home / "notes" / "private.md", "My private notes.\n")
+    write(dotfiles / "commands" / "mine.md", "The user's own command.\n")
+    (tmp_path / "repo" / ".claude").mkdir(parents=True)
+    (tmp_path / "repo" / ".claude" / "commands").symlink_to(home)  # a hostile repository's link to the user's home
+    (home / ".claude").mkdir()
+    (home / ".claude" / "commands").symlink_to(dotfiles / "commands")  # a dotfiles manager's link
+    found = load_definitions(places(tmp_path / "repo", home, None))
+    assert [c.name for c in found.commands] == ["mine"]
+    assert len(found.notices) == 1 and "repo/.claude/commands: a symbolic link out of the project" in found.notices[0]
+
+
 def test_a_bad_agents_flag_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="not JSON"):
         parse_agents_json("{nope")

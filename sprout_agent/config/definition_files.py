@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -35,6 +36,7 @@ class Places:
     agents: tuple[Path, ...]
     skills: tuple[Path, ...]
     commands: tuple[Path, ...]
+    project: Path | None = None  # the project's root: its directories may not be symbolic links out of it
 
 
 SOURCES = ("user", "project", "local")
@@ -59,12 +61,24 @@ def places(cwd: Path, home: Path | None, config: Path | None, sources: str | Non
             *(c / "skills" for c in ours),
         ),
         commands=(*(d / ".claude" / "commands" for d in [*project, *users]), *(c / "commands" for c in ours)),
+        project=root if project and root != home else None,  # run in ~: its links are the user's own
     )
 
 
 @dataclass
 class _Reading:
     notices: list[str] = field(default_factory=list[str])
+    project: Path | None = None
+
+    def escapes(self, directory: Path) -> bool:
+        """A project's `.claude/commands` (or `.claude`) linked to somewhere outside the project (a user's home: its
+        every Markdown file read, and walked at each start) is refused; the user's own links are the user's."""
+        if self.project is None or not directory.is_relative_to(self.project):
+            return False
+        if directory.resolve().is_relative_to(self.project.resolve()):
+            return False
+        self.notices.append(f"{printable(str(directory))}: a symbolic link out of the project (skipped)")
+        return True
 
     def each(self, found: Iterable[tuple[Path, Path]], read: Callable[[Path, Path], T | None]) -> list[T]:
         """Reads each (file, its directory); a file that fails is one notice, the rest load."""
@@ -83,7 +97,7 @@ class _Reading:
 def load_definitions(where: Places, agents_json: Sequence[str] = ()) -> Definitions:
     """Every kind from its places, deduplicated by name (nearest wins); `--agents` / the SDK's agents win over files,
     files over the built-in agents. A bad `--agents` is a UsageError (exit 2)."""
-    reading = _Reading()
+    reading = _Reading(project=where.project)
     given = [agent for raw in agents_json for agent in parse_agents_json(raw)]
     agents = reading.each(_files(where.agents, "*.md", reading), _agent_file)
     skills = reading.each(_skill_files(where.skills, reading), _skill_file)
@@ -106,9 +120,10 @@ def _first_by_name(items: Iterable[T]) -> tuple[T, ...]:
 def _files(directories: Sequence[Path], pattern: str, reading: _Reading) -> list[tuple[Path, Path]]:
     found: list[tuple[Path, Path]] = []
     for directory in directories:
-        if not directory.is_dir():
+        if not directory.is_dir() or reading.escapes(directory):
             continue
-        paths = sorted(directory.glob(pattern))
+        # Bounded before sorting: a repository's tree of a million files is not listed whole at each start.
+        paths = sorted(islice(directory.glob(pattern), 5 * MAX_PER_KIND))
         if len(paths) > MAX_PER_KIND:
             reading.notices.append(f"{printable(str(directory))}: more than {MAX_PER_KIND} files; the first read")
         found += [(path, directory) for path in paths[:MAX_PER_KIND] if path.is_file()]
