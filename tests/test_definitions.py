@@ -83,6 +83,24 @@ def test_a_projects_commands_directory_linked_out_of_the_project_is_not_read_but
     assert len(found.notices) == 1 and "repo/.claude/commands: a symbolic link out of the project" in found.notices[0]
 
 
+def test_a_windows_checkouts_crlf_and_bom_files_read_as_the_same_definitions(tmp_path: Path) -> None:
+    agents, skill = tmp_path / ".claude" / "agents", tmp_path / ".claude" / "skills" / "pdf"
+    write(agents / "reviewer.md", "")
+    (agents / "reviewer.md").write_bytes(b"\xef\xbb\xbf" + REVIEWER.replace("\n", "\r\n").encode())
+    write(skill / "SKILL.md", "")
+    (skill / "SKILL.md").write_bytes(b"\xef\xbb\xbf---\r\nname: pdf\r\ndescription: Fills PDFs\r\n---\r\nRun it.\r\n")
+    found = load_definitions(places(tmp_path, None, None))
+    assert found.notices == ()
+    reviewer = next(a for a in found.agents if a.name == "reviewer")
+    assert (
+        reviewer.description == "Reviews a diff"
+        and reviewer.tools == ("Read", "Grep")
+        and reviewer.prompt == "You review."
+    )
+    assert [(s.name, s.description) for s in found.skills] == [("pdf", "Fills PDFs")]
+    assert read_skill(found.skills, "pdf") == "Run it.\n"
+
+
 def test_a_bad_agents_flag_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="not JSON"):
         parse_agents_json("{nope")

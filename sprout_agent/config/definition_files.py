@@ -142,7 +142,8 @@ def _read(path: Path, directory: Path) -> tuple[dict[str, Any], str]:
         data = f.read(FILE_MAX_BYTES + 1)
     if len(data) > FILE_MAX_BYTES:
         raise ValueError(f"larger than {FILE_MAX_BYTES // 1024} KB")
-    return front_matter(data.decode("utf-8"))
+    # A Windows checkout's CRLF and BOM (Notepad's) are the same file to Claude Code: the `---` lines still close.
+    return front_matter(data.decode("utf-8-sig").replace("\r\n", "\n"))
 
 
 def front_matter(text: str) -> tuple[dict[str, Any], str]:

@@ -49,6 +49,7 @@ def _read(path: Path) -> str:
 
 
 def _without_front_matter(text: str) -> str:
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")  # as definition_files reads it
     if not text.startswith("---"):
         return text
     end = text.find("\n---", 3)
