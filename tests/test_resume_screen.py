@@ -1,0 +1,64 @@
+"""A resumed session as a person sees it, on a pseudo-terminal read through pyte: the conversation replayed as it
+was typed (an `@file` it attached, not the file's lines), a call the person cut as cancelled, and the cost in the
+status line going on from the session's recorded total."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from sprout_agent.core.messages import Message, Text, ToolResult, ToolUse
+from sprout_agent.session.store import SessionStore
+from tests.fake_anthropic import FakeAnthropic, reply
+from tests.harness import agent_command, agent_env, write_config
+from tests.screen import PtyScreen
+
+pytestmark = pytest.mark.e2e
+
+TYPED = 'fix @calc.py\n\n<file path="calc.py">\ndef add(a, b):\n    return a - b\n</file>'
+
+
+def recorded_session(home: Path, cwd: Path) -> str:
+    """A session as a first run left it: a prompt with an attachment, a cancelled call, $0.25 spent."""
+    session_id = str(uuid.uuid4())
+    directory = home / "data" / "sprout-agent" / "sessions"
+    directory.mkdir(parents=True)
+    transcript = SessionStore.new(directory, session_id, str(cwd), "claude-sonnet-4-5")
+    transcript.appended(Message("user", (Text(TYPED),)))
+    transcript.appended(Message("assistant", (ToolUse("t1", "dev__bash", {"command": "sleep 60"}),)))
+    cut = ToolResult("t1", (Text("interrupted: the call was cancelled"),), is_error=True)
+    transcript.appended(Message("user", (cut,)))
+    transcript.spent(0.25)
+    transcript.close()
+    return session_id
+
+
+def test_a_resumed_session_replays_at_files_and_cancels_and_its_cost_goes_on_from_the_sessions_total(
+    tmp_path: Path,
+) -> None:
+    session_id = recorded_session(tmp_path, tmp_path)
+    config = write_config(tmp_path, {})
+    usage = {"input_tokens": 10_000, "output_tokens": 1_000}
+    with FakeAnthropic([reply("fixed it", usage=usage)]) as fake:
+        args = agent_command(["--config", str(config), "--model", "claude-sonnet-4-5", "-r", session_id])
+        term = PtyScreen(args, agent_env(tmp_path, fake), tmp_path)
+        try:
+            term.expect("› fix @calc.py", anywhere=True)
+            term.expect("$0.2500", anywhere=True)  # the status line: the session's total, not this run's $0
+            replayed = term.history()
+            assert "✗ cancelled" in replayed and "def add" not in replayed and "<file" not in replayed
+            term.send("and now?\r")
+            term.expect("fixed it", anywhere=True)
+            term.wait_for(lambda: session_cost(term) > 0.25, "the cost line adding this turn to the session's")
+            term.send("\x04")
+            term.close()
+        finally:
+            term.close()
+
+
+def session_cost(term: PtyScreen) -> float:
+    """The dollars on the status line (model · context · $cost), 0 while it is not drawn."""
+    status = [line for line in term.display().splitlines() if " · context " in line and "$" in line]
+    return float(status[-1].rsplit("$", 1)[1].split()[0]) if status else 0.0
