@@ -1,6 +1,6 @@
-"""A resumed session as a person sees it, on a pseudo-terminal read through pyte: the conversation replayed as it
-was typed (an `@file` it attached, not the file's lines), a call the person cut as cancelled, and the cost in the
-status line going on from the session's recorded total."""
+"""What a person sees on a pseudo-terminal read through pyte, where only a terminal shows it: a resumed session
+replayed as it was typed (an `@file` it attached, not the file's lines; a cut call as cancelled) with the status
+line's cost going on from the session's recorded total; a retry line and a hook's objection on a narrow screen."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from sprout_agent.core.messages import Message, Text, ToolResult, ToolUse
 from sprout_agent.session.store import SessionStore
-from tests.fake_anthropic import FakeAnthropic, reply
-from tests.harness import agent_command, agent_env, write_config
+from tests.fake_anthropic import FakeAnthropic, error, reply
+from tests.harness import agent_command, agent_env, fake_server, write_config
 from tests.screen import PtyScreen
 
 pytestmark = pytest.mark.e2e
@@ -62,3 +62,22 @@ def session_cost(term: PtyScreen) -> float:
     """The dollars on the status line (model · context · $cost), 0 while it is not drawn."""
     status = [line for line in term.display().splitlines() if " · context " in line and "$" in line]
     return float(status[-1].rsplit("$", 1)[1].split()[0]) if status else 0.0
+
+
+def test_a_retry_reads_as_the_final_error_and_a_hook_objection_wraps_instead_of_being_cut(tmp_path: Path) -> None:
+    reason = "the tests are red: " + " ".join(f"test_case_{n} failed" for n in range(12)) + " END-OF-REASON"
+    hook = fake_server(stop_mode="sequence", stop_sequence=[reason])
+    config = write_config(tmp_path, {"judge": hook})
+    with FakeAnthropic([error(500, retry_after_ms=600), reply("first try"), reply("fixed now")]) as fake:
+        env = agent_env(tmp_path, fake, {"MCP_HOOK_SERVERS": "judge"})
+        term = PtyScreen(agent_command(["--config", str(config), "go"]), env, tmp_path, columns=60)
+        try:
+            term.expect("fixed now", anywhere=True)
+            term.send("\x04")
+            term.close()
+        finally:
+            term.close()
+    screen = term.history()
+    assert "API error 500 (internal server error); retry 1 in 0.6 s" in screen and "InternalServerError" not in screen
+    assert "END-OF-REASON" in screen  # the objection's last word, rows below its first: wrapped, not cut at 60
+    assert all(len(line) <= 60 for line in screen.splitlines())
