@@ -4,6 +4,7 @@ The loop runs the real in-process dev server with real bwrap."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import uuid
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from rich.console import Console
 
 from sprout_agent.config.options import Options
 from sprout_agent.core.events import Event
@@ -19,6 +21,7 @@ from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.faces.acp.options import AcpSetup
+from sprout_agent.faces.terminal.ask import question
 from sprout_agent.trust import sandbox as _sandbox
 from tests import fake_anthropic as fa
 from tests.acp_pipes import new_session, pipe_agent, prompt_line, session_env
@@ -168,3 +171,16 @@ async def test_an_acp_editor_is_asked_to_run_it_outside_the_sandbox_and_the_mode
     assert outside.exists()
     (result,) = tool_results(fake.requests[1].body)
     assert "made" in result_text(result) and "approved running it again" in result_text(result)
+
+
+@needs_bwrap
+async def test_the_question_about_a_git_write_the_sandbox_stopped_names_the_flag_that_allows_it(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()  # the workspace's git directory: read-only to sandboxed commands
+    person = ScriptedPerson("deny")
+    (text,) = await run(tmp_path, person, "touch .git/index.lock")
+    ((_, why),) = person.asked
+    assert why is not None and "the git directory is read-only" in why and "--sandbox-allow-write .git" in why
+    assert "--sandbox-allow-write .git" in text and not (tmp_path / ".git" / "index.lock").exists()
+    shown = Console(width=400, file=io.StringIO(), record=True)
+    shown.print(question(BASH, {"command": "touch .git/index.lock"}, str(tmp_path), why))
+    assert "--sandbox-allow-write .git" in shown.export_text()  # as the person reads it, not cut
