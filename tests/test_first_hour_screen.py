@@ -52,6 +52,7 @@ def test_a_resumed_session_replays_at_files_and_cancels_and_its_cost_goes_on_fro
             term.send("and now?\r")
             term.expect("fixed it", anywhere=True)
             term.wait_for(lambda: session_cost(term) > 0.25, "the cost line adding this turn to the session's")
+            term.wait_for(lambda: term.cursor_line().rstrip() == "›", "the prompt after the answer")  # then Ctrl-D
             term.send("\x04")
             term.close()
         finally:
@@ -73,6 +74,7 @@ def test_a_retry_reads_as_the_final_error_and_a_hook_objection_wraps_instead_of_
         term = PtyScreen(agent_command(["--config", str(config), "go"]), env, tmp_path, columns=60)
         try:
             term.expect("fixed now", anywhere=True)
+            term.wait_for(lambda: term.cursor_line().rstrip() == "›", "the prompt after the answer")  # then Ctrl-D
             term.send("\x04")
             term.close()
         finally:
