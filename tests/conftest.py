@@ -15,8 +15,10 @@ import pytest
 from tests.bounds import bounded
 from tests.harness import end_warm_zygotes
 
-# Agents the tests start run cold (each in its own process, no zygote left behind), whatever environment they
-# inherit; tests/test_warm.py runs them through the warm interpreter, in a runtime directory of its own.
+# Agents the tests start run cold (each in its own process, no zygote left behind) whatever environment they
+# inherit, unless SPROUT_TEST_WARM_DIR names the runtime directory of a warm interpreter for the run (scripts/test
+# sets it unless SPROUT_TEST_COLD=1; tests/harness.py agent_env); tests/test_warm.py uses runtime directories of
+# its own.
 os.environ["SPROUT_AGENT_WARM"] = "0"
 
 
