@@ -153,6 +153,7 @@ async def test_session_list_pages_the_recorded_sessions_of_a_directory_newest_fi
             assert refused.value.code == -32602
 
 
+@pytest.mark.e2e  # it starts an MCP server as a process
 async def test_close_ends_the_sessions_servers_and_it_is_unknown_afterwards(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -87,6 +87,7 @@ async def test_the_guard_refuses_dev_writes_and_edits_of_env_and_mcp_json_named_
     assert len(loop.of(HookObjected)) == 4
 
 
+@pytest.mark.e2e  # it starts an MCP server as a process
 def test_session_start_git_puts_the_branch_and_status_before_the_first_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -66,6 +66,7 @@ def test_initialize_is_answered_an_unknown_subtype_gets_an_error_and_the_session
     assert all(API_KEY not in line for line in sdk.out.raw)
 
 
+@pytest.mark.e2e  # it starts an MCP server as a process
 def test_servers_and_rules_sent_in_initialize_are_applied_and_confirmed_before_the_session_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
