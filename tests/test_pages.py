@@ -52,6 +52,38 @@ def test_a_session_page_escapes_everything_and_shows_each_kind_of_entry(tmp_path
     assert 'href="javascript' not in page and "script-src" not in page  # the session page allows no script at all
 
 
+def test_a_subagents_steps_show_under_the_call_that_ran_it_and_a_transcript_naming_itself_makes_no_loop(
+    tmp_path: Path,
+) -> None:
+    session_id = "feedfacefeedfacefeedfacefeedface"
+    parent = SessionStore.new(tmp_path, session_id, "/work/project", "claude-sonnet-4-5")
+    parent.appended(Message("assistant", (ToolUse("toolu_task", "agent__task", {"prompt": "find it"}),)))
+    parent.appended(Message("user", (ToolResult("toolu_task", (Text("found in cli.py"),)),)))
+    parent.appended(Message("assistant", (ToolUse("toolu_self", "agent__task", {"prompt": "again"}),)))
+    parent.appended(Message("user", (ToolResult("toolu_self", (Text("done"),)),)))
+    parent.close()
+    children = tmp_path / f"{session_id}.agents"
+    about = {"agent_type": "Explore", "parent_tool_use_id": "toolu_task"}
+    child = SessionStore.new(children, "agent-1-aaaa", "/work/project", "claude-haiku-4-5", about)
+    child.appended(Message("user", (Text("find it"),)))
+    child.appended(Message("assistant", (ToolUse("toolu_grep", "dev__grep", {"pattern": "--json"}),)))
+    child.appended(Message("user", (ToolResult("toolu_grep", (Text(f"cli.py:3 {HOSTILE}"),)),)))
+    child.appended(Message("assistant", (Text("found in cli.py"),)))
+    child.close()
+    looped = {"agent_type": "x", "parent_tool_use_id": "toolu_self"}  # a hostile file: its own call is its parent
+    loop = SessionStore.new(children, "agent-2-bbbb", "/work/project", "m", looped)
+    loop.appended(Message("assistant", (ToolUse("toolu_self", "agent__task", {"prompt": "again"}),)))
+    loop.close()
+    session = from_store(tmp_path / f"{session_id}.jsonl")
+    task, again = session.entries
+    assert task.subagent is not None and task.subagent.agent_type == "Explore"
+    assert [entry.kind for entry in task.subagent.entries] == ["prompt", "tool", "answer"]
+    assert again.subagent is not None and again.subagent.entries[0].subagent is None  # taken once: no loop
+    page = session_html(session)
+    assert page.index("subagent Explore (agent-1-aaaa) · claude-haiku-4-5") < page.index("dev__grep")
+    assert "<script>" not in page and page.count("subagent x (agent-2-bbbb)") == 1
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not os.path.exists(CHROMIUM):

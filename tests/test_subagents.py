@@ -52,7 +52,7 @@ def delegating(
     }
     host = MemoryHost(servers)
     loop = build_loop(script, host=host, hook_servers="guard" if hooks else None, **options)
-    delegator.attach(loop.agent, ChildSetup(lambda _name, _emit: loop.model, _system, lambda _id: None))
+    delegator.attach(loop.agent, ChildSetup(lambda _name, _emit: loop.model, _system, lambda _child: None))
     return loop, host
 
 

@@ -105,7 +105,7 @@ def test_a_childs_command_runs_in_the_sessions_sandbox(tmp_path: Path, monkeypat
     assert "wrote" not in denied and ("Read-only file system" in denied or "sandbox" in denied)
 
 
-def test_a_childs_transcript_lies_beside_the_sessions_stays_out_of_the_list_and_is_pruned_with_it(
+def test_a_childs_transcript_lies_beside_the_sessions_shows_under_its_call_on_the_page_and_is_pruned_with_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from sprout_agent.config.locations import Locations
@@ -123,6 +123,13 @@ def test_a_childs_transcript_lies_beside_the_sessions_stays_out_of_the_list_and_
     (child,) = (directory / f"{session_id}.agents").glob("agent-*.jsonl")
     records = [json.loads(line) for line in child.read_text().splitlines()]
     assert records[0]["type"] == "session" and "Where is --json handled?" in json.dumps(records)
+    assert (records[0]["agent_type"], records[0]["parent_tool_use_id"]) == ("Explore", "toolu_task")
+    assert records[0]["model"] == fake.requests[1].body["model"]  # the child's model, not the parent's
+    capsys.readouterr()
+    assert sessions.export_command(session_id, as_json=True, out=tmp_path / "page.json") == 0
+    page = json.loads((tmp_path / "page.json").read_text())
+    (task,) = [entry for entry in page["entries"] if entry["name"] == "agent__task"]
+    assert task["subagent"]["agent_type"] == "Explore" and task["subagent"]["entries"][-1]["text"] == "found it"
     assert [info.session_id for info in index.list_sessions(directory)] == [session_id]
     capsys.readouterr()
     assert sessions.prune_command(older_than_days=0, dry_run=False, as_json=True) == 0

@@ -52,7 +52,18 @@ class ChildSetup:
 
     model_for: Callable[[str | None, Callable[[Event], None]], Model]
     system_for: Callable[[AgentDefinition], str]
-    recorder_for: Callable[[str], Recorder | None]
+    recorder_for: Callable[[ChildRecord], Recorder | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ChildRecord:
+    """What a child's transcript names in its header: its id, type and model, and the parent's call it answered
+    (a session's page nests the child's steps under that call)."""
+
+    agent_id: str
+    agent_type: str
+    model: str
+    parent_tool_use_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +204,7 @@ class Delegator:
             cwd=parent.cwd,
             permit=parent.permit,
             escalate=parent.escalate,
-            recorder=setup.recorder_for(agent_id),
+            recorder=setup.recorder_for(ChildRecord(agent_id, definition.name, model.name, call_id)),
             tracer=parent.tracer,
         )
         child.hook_fields = {"agent_type": definition.name, "agent_id": agent_id}

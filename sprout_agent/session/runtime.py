@@ -41,7 +41,7 @@ from sprout_agent.model import facts as model_facts
 from sprout_agent.model.facts import ModelFacts
 from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session import checkpointing, store
-from sprout_agent.session.delegation import ChildSetup, Delegator
+from sprout_agent.session.delegation import ChildRecord, ChildSetup, Delegator
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.telemetry.switch import telemetry_on
 from sprout_agent.trust import sandbox as sb
@@ -343,11 +343,12 @@ def _child_setup(p: Prepared, model: AnthropicModel, session_id: str) -> ChildSe
     def system_for(definition: AgentDefinition) -> str:
         return build_system_prompt(p.options.cwd, base=definition.prompt)
 
-    def recorder_for(agent_id: str) -> store.SessionStore | None:
+    def recorder_for(child: ChildRecord) -> store.SessionStore | None:
         if p.locations.sessions is None:
             return None
         directory = p.locations.sessions / f"{session_id}.agents"
-        return store.SessionStore.new(directory, agent_id, str(p.options.cwd), model.name)
+        about = {"agent_type": child.agent_type, "parent_tool_use_id": child.parent_tool_use_id}
+        return store.SessionStore.new(directory, child.agent_id, str(p.options.cwd), child.model, about)
 
     return ChildSetup(model_for, system_for, recorder_for)
 

@@ -20,7 +20,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, assert_never, cast
@@ -141,8 +141,12 @@ class SessionStore:
         self._early: set[str] = set()  # results recorded one by one; their batch message is still to come
 
     @classmethod
-    def new(cls, directory: Path, session_id: str, cwd: str, model: str) -> SessionStore:
+    def new(
+        cls, directory: Path, session_id: str, cwd: str, model: str, about: Mapping[str, str] | None = None
+    ) -> SessionStore:
+        """A new transcript; `about` adds fields to its header (a subagent's type and its parent's call)."""
         header: dict[str, object] = {
+            **(about or {}),
             "type": "session",
             "version": STORE_VERSION,
             "session_id": session_id,

@@ -29,6 +29,7 @@ class Entry:
     seconds: float | None = None
     diff: str = ""  # an edit's or a write's change, as unified lines
     call_id: str = ""
+    subagent: Session | None = None  # the child a `task` call ran, from its own transcript
 
 
 @dataclass
@@ -39,13 +40,52 @@ class Session:
     created: float | None = None
     cost_usd: float | None = None
     entries: list[Entry] = field(default_factory=list[Entry])
+    agent_type: str = ""  # a subagent's
+    parent_call_id: str = ""  # a subagent's: the call of its parent that ran it
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def from_store(path: Path) -> Session:
-    """Our transcript, in the order it was written (a compaction is a marker, not a replacement of the past)."""
+    """Our transcript, in the order it was written (a compaction is a marker, not a replacement of the past), with
+    each subagent's own transcript (`<id>.agents/`) under the call that ran it."""
+    session = _read_store(path)
+    children = _children(path.with_name(f"{path.stem}.agents"))
+    _nest(session.entries, children)
+    return session
+
+
+MAX_CHILDREN = 500  # transcripts read from a session's `.agents` directory
+
+
+def _children(directory: Path) -> dict[str, Session]:
+    """The subagents' transcripts by the parent's call id their header names."""
+    found: dict[str, Session] = {}
+    try:
+        paths = sorted(directory.glob("agent-*.jsonl"))[:MAX_CHILDREN]
+    except OSError:
+        return found
+    for path in paths:
+        child = _read_store(path)
+        if child.parent_call_id and child.parent_call_id not in found:
+            found[child.parent_call_id] = child
+    return found
+
+
+MAX_NESTING = 8  # subagents under subagents shown on a page (the runtime's depth is 1 unless raised)
+
+
+def _nest(entries: list[Entry], children: dict[str, Session], depth: int = 1) -> None:
+    """Puts each child under its call, and its own children under theirs. A child is taken once (popped), so a
+    transcript naming itself as its parent cannot make a loop, and the nesting is bounded."""
+    for entry in entries:
+        if entry.kind == "tool" and depth <= MAX_NESTING and (child := children.pop(entry.call_id, None)):
+            entry.subagent = child
+            _nest(child.entries, children, depth + 1)
+
+
+def _read_store(path: Path) -> Session:
     session = Session(path.stem)
     calls: dict[str, tuple[Entry, float | None]] = {}
     for record in records(path):
@@ -53,6 +93,8 @@ def from_store(path: Path) -> Session:
         if kind == "session":
             session.cwd, session.model = str(record.get("cwd", "")), str(record.get("model", ""))
             session.created = _number(record.get("created"))
+            session.agent_type = str(record.get("agent_type", ""))
+            session.parent_call_id = str(record.get("parent_tool_use_id", ""))
         elif kind == "message":
             _message(session, decode_message(record["message"]), _number(when), calls)
         elif kind == "tool_result":

@@ -24,6 +24,7 @@ pre.out{white-space:pre-wrap;word-break:break-word;max-height:30em;overflow:auto
 .diff .add{color:#0a6b1f;background:#eaffea}.diff .del{color:#a11;background:#ffecec}
 .hook{color:#7a3e9d;margin:.5em 0}.compaction{text-align:center;color:#888;border-top:1px dashed #bbb;margin:1.5em 0}
 .thinking{color:#666;font-style:italic}.time{color:#888;font-size:.85em}
+details.sub{border-left:3px solid #9bb7e8;background:#fbfcff}
 """
 
 
@@ -78,6 +79,10 @@ def _tool(entry: Entry) -> str:
     ]
     if entry.diff:
         parts.append(f"<pre class='out diff'>{_diff(entry.diff)}</pre>")
+    if (child := entry.subagent) is not None:
+        steps = "\n".join(_entry(step) for step in child.entries)
+        about = f"subagent {child.agent_type or '?'} ({child.session_id}) · {child.model}"
+        parts.append(f"<details class=sub open><summary>{escape(about)}</summary>{steps}</details>")
     parts.append(f"<pre class=out>{escape(entry.result or '(no result recorded)')}</pre></details>")
     return "".join(parts)
 
