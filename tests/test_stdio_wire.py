@@ -192,7 +192,7 @@ def test_a_line_fed_in_two_byte_reads_is_held_at_about_its_size_not_per_piece() 
 
     # Each tiny read was kept as its own bytes object (~35 bytes of object per 2 bytes of line).
     splitter = LineSplitter()
-    size = 1024 * 1024  # 2 bytes a read: kept per piece, it would be held ~20 times over
+    size = 256 * 1024  # 2 bytes a read: kept per piece, it would be held ~20 times over
     tracemalloc.start()
     try:
         seen = [line for _ in range(size // 2) for line in splitter.feed(b"ab")]
