@@ -93,3 +93,17 @@ def test_a_batch_of_three_tasks_is_one_trace_and_each_task_process_gets_its_task
     for n in range(3):
         traceparent = (tmp_path / "out" / "work" / f"t{n}" / "traceparent.txt").read_text()
         assert traceparent.startswith(f"00-{root.trace_id}-{tasks[f'batch task t{n}'].span_id}-")
+
+
+def test_the_model_lookup_at_start_up_sends_no_span_of_the_anthropic_sdks_own(tmp_path: Path) -> None:
+    # docs/telemetry.md: the anthropic SDK's own spans and trace propagation are off; the model's facts are
+    # looked up by a client of their own at start-up, which had them on (an `anthropic.models.retrieve` span,
+    # and a traceparent header to the API).
+    with Receiver() as receiver, FakeAnthropic([reply("done")]) as fake:
+        env = {"SPROUT_AGENT_TELEMETRY": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        run = run_agent(tmp_path, ["-p", "go"], fake=fake, env=env)
+        assert run.code == 0, run.stderr
+        assert fake.model_lookups  # the lookup happened
+    names = [s.name for s in receiver.spans]
+    assert "session" in names and "chat claude-sonnet-5-5" in names
+    assert [name for name in names if name.startswith("anthropic.")] == []

@@ -334,7 +334,13 @@ def retrieve_model_info(model: str, api_key: str | None, base_url: str | None) -
     """`models.retrieve` as JSON; None when the API has no entry (404, or a proxy without /v1/models)."""
     import anthropic
 
-    client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=MODELS_API_TIMEOUT)
+    client = anthropic.Anthropic(
+        api_key=api_key,
+        base_url=base_url,
+        max_retries=0,
+        timeout=MODELS_API_TIMEOUT,
+        open_telemetry={"traces": False, "propagation": False},  # as the session's client: no spans of its own
+    )
     try:
         return client.models.retrieve(model).model_dump(mode="json")
     except (anthropic.NotFoundError, anthropic.BadRequestError, anthropic.PermissionDeniedError):
