@@ -22,6 +22,7 @@ class Received:
     span_id: str
     parent_id: str
     attributes: dict[str, Any]
+    status: str = ""  # the status's description (an error's message)
 
 
 @dataclass
@@ -89,6 +90,7 @@ class Receiver:
                             span.span_id.hex(),
                             span.parent_span_id.hex(),
                             attributes,
+                            span.status.message,
                         )
                     )
 

@@ -21,7 +21,8 @@ class BatchTelemetry:
         otel.quiet_exporters()
         self.failures = otel.Failures()
         exporter = otel.span_exporter(environ, note)
-        processor = otel.batch_processor(exporter, self.failures) if exporter is not None else None
+        redact = otel.redactor(environ)
+        processor = otel.batch_processor(exporter, self.failures, redact) if exporter is not None else None
         self._provider = otel.tracer_provider(environ, processor)
         self._tracer = self._provider.get_tracer(otel.SCOPE)
         self._batch = self._tracer.start_span(

@@ -13,14 +13,14 @@ import sys
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter, SpanExportResult
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from sprout_agent import __version__
@@ -43,15 +43,16 @@ class Failures:
 
 class CountingExporter(SpanExporter):
     """The configured exporter, with its failures counted instead of logged on stderr (a run's stderr is the
-    person's or the script's, not the exporter's)."""
+    person's or the script's, not the exporter's), and every span's texts through `redact` on the way out."""
 
-    def __init__(self, inner: SpanExporter, failures: Failures) -> None:
+    def __init__(self, inner: SpanExporter, failures: Failures, redact: Callable[[str], str]) -> None:
         self._inner = inner
         self._failures = failures
+        self._redact = redact
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
-            result = self._inner.export(spans)
+            result = self._inner.export([scrubbed(span, self._redact) for span in spans])
         except Exception:  # an exporter must never take the run down
             result = SpanExportResult.FAILURE
         if result is not SpanExportResult.SUCCESS:
@@ -123,6 +124,39 @@ def _plain(attributes: Attributes, redact: Callable[[str], str]) -> dict[str, An
         else:
             plain[key] = [redact(item) for item in value]
     return plain
+
+
+def scrubbed(span: ReadableSpan, redact: Callable[[str], str]) -> ReadableSpan:
+    """A copy of `span` with its name, attributes, status, events and links through `redact`, whoever made it:
+    ours are filtered already, but the mcp SDK's own spans take a server's error message as their status."""
+    status = span.status
+    if status.description:
+        status = Status(status.status_code, redact(status.description))
+    events = [Event(redact(e.name), _scrubbed(e.attributes, redact), e.timestamp) for e in span.events]
+    links = [Link(link.context, _scrubbed(link.attributes, redact)) for link in span.links]
+    return ReadableSpan(
+        name=redact(span.name),
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=_scrubbed(span.attributes, redact),
+        events=events,
+        links=links,
+        kind=span.kind,
+        status=status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+def _scrubbed(attributes: Mapping[str, Any] | None, redact: Callable[[str], str]) -> dict[str, Any]:
+    def one(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value)
+        return tuple(one(item) for item in cast("Sequence[Any]", value)) if isinstance(value, tuple | list) else value
+
+    return {key: one(value) for key, value in (attributes or {}).items()}
 
 
 def redactor(environ: Mapping[str, str]) -> Callable[[str], str]:
@@ -217,8 +251,8 @@ def tracer_provider(environ: Mapping[str, str], processor: SpanProcessor | None)
     return provider
 
 
-def batch_processor(exporter: SpanExporter, failures: Failures) -> BatchSpanProcessor:
-    return BatchSpanProcessor(CountingExporter(exporter, failures))
+def batch_processor(exporter: SpanExporter, failures: Failures, redact: Callable[[str], str]) -> BatchSpanProcessor:
+    return BatchSpanProcessor(CountingExporter(exporter, failures, redact))
 
 
 def pid_attributes() -> dict[str, Any]:

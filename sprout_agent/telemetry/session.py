@@ -35,14 +35,15 @@ class Telemetry:
         otel.quiet_exporters()
         self.failures = otel.Failures()
         exporter = otel.span_exporter(environ, note)
-        processor = otel.batch_processor(exporter, self.failures) if exporter is not None else None
+        redact = otel.redactor(environ)
+        processor = otel.batch_processor(exporter, self.failures, redact) if exporter is not None else None
         self._traces = otel.tracer_provider(environ, processor)
         sdk_tracer = self._traces.get_tracer(otel.SCOPE)
         self._session = sdk_tracer.start_span(
             "session", context=otel.parent_context(environ), attributes={"gen_ai.conversation.id": session_id}
         )
         self._root = trace.set_span_in_context(self._session, otel_context.Context())
-        self.tracer = otel.OtelTracer(sdk_tracer, self._root, content_on(environ), otel.redactor(environ))
+        self.tracer = otel.OtelTracer(sdk_tracer, self._root, content_on(environ), redact)
         # The MCP SDK creates its own spans (a request's, an in-process server's) through the global provider.
         trace.set_tracer_provider(self._traces)
         self._metrics = _meter_provider(environ)
