@@ -125,3 +125,16 @@ def test_a_servers_error_that_quotes_a_credential_reaches_the_collector_redacted
     assert sent.status == "bad credentials: [redacted] (token [redacted])"
     exported = repr([(s.name, s.status, s.attributes) for s in ours])
     assert shaped not in exported and plain not in exported
+
+
+def test_a_batch_with_an_otel_setting_the_sdk_refuses_runs_untraced_after_one_notice(tmp_path: Path) -> None:
+    # As a session does (docs/telemetry.md): the batch used to stop at once, "internal error", no task run.
+    from tests.test_batch_e2e import batch, write_tasks
+
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": "t0", "prompt": "task 0"}])
+    env = {"SPROUT_AGENT_TELEMETRY": "1", "OTEL_BSP_SCHEDULE_DELAY": "-5"}
+    run = batch(tmp_path, ["tasks.jsonl", "--out", "out"], env)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "out" / "work" / "t0" / "answer.txt").exists()
+    said = [line for line in run.stderr.splitlines() if "telemetry" in line]
+    assert len(said) == 1 and "schedule_delay_millis" in said[0] and "internal error" not in run.stderr

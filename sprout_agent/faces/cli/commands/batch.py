@@ -122,7 +122,12 @@ def _traced(tasks: Path) -> Generator[TaskTracing | None]:
         return
     from sprout_agent.telemetry.batch import BatchTelemetry
 
-    tracing = BatchTelemetry(os.environ, str(tasks), lambda text: print(text, file=sys.stderr))
+    try:
+        tracing = BatchTelemetry(os.environ, str(tasks), lambda text: print(text, file=sys.stderr))
+    except Exception as error:  # a setting the SDK refuses: one notice, and the batch goes on untraced
+        print(f"telemetry is off: {type(error).__name__}: {error}", file=sys.stderr)
+        yield None
+        return
     try:
         yield tracing
     finally:
