@@ -138,3 +138,20 @@ def test_a_batch_with_an_otel_setting_the_sdk_refuses_runs_untraced_after_one_no
     assert (tmp_path / "out" / "work" / "t0" / "answer.txt").exists()
     said = [line for line in run.stderr.splitlines() if "telemetry" in line]
     assert len(said) == 1 and "schedule_delay_millis" in said[0] and "internal error" not in run.stderr
+
+
+def test_a_header_credential_the_exporter_cannot_parse_is_not_printed(tmp_path: Path) -> None:
+    # `name: value`, as HTTP writes a header, is no OTEL_EXPORTER_OTLP_HEADERS entry: the SDK logs the entry,
+    # credential and all, which Python's last-resort handler printed on the batch's stderr (a CI log).
+    from tests.test_batch_e2e import batch, write_tasks
+
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": "t0", "prompt": "task 0"}])
+    with Receiver() as receiver:
+        env = {
+            "SPROUT_AGENT_TELEMETRY": "1",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_EXPORTER_OTLP_HEADERS": "authorization: Bearer hny-supersecret-123",
+        }
+        run = batch(tmp_path, ["tasks.jsonl", "--out", "out"], env)
+    assert run.returncode == 0, run.stderr
+    assert "hny-supersecret-123" not in run.stderr and "Header format invalid" not in run.stderr

@@ -239,9 +239,10 @@ def protocol(environ: Mapping[str, str], signal: str) -> str:
 
 
 def quiet_exporters() -> None:
-    """The exporters log each failed export as a warning, which Python's last-resort handler prints on stderr."""
-    for name in ("opentelemetry.exporter", "opentelemetry.sdk", "opentelemetry.exporter.otlp"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    """The exporters log each failed export as a warning, which Python's last-resort handler prints on stderr; and
+    the header parser (opentelemetry.util.re) logs an OTEL_EXPORTER_OTLP_HEADERS entry it cannot read, credential
+    and all. The whole tree, then: what OpenTelemetry says is no part of a run's stderr."""
+    logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)
 
 
 def tracer_provider(environ: Mapping[str, str], processor: SpanProcessor | None) -> TracerProvider:
