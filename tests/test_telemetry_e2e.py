@@ -155,3 +155,22 @@ def test_a_header_credential_the_exporter_cannot_parse_is_not_printed(tmp_path: 
         run = batch(tmp_path, ["tasks.jsonl", "--out", "out"], env)
     assert run.returncode == 0, run.stderr
     assert "hny-supersecret-123" not in run.stderr and "Header format invalid" not in run.stderr
+
+
+def test_a_command_the_agent_runs_gets_the_trace_but_not_the_collectors_credential(tmp_path: Path) -> None:
+    # OTEL_EXPORTER_OTLP_HEADERS is where a collector's key goes (docs/telemetry.md); its name has no secret part,
+    # so `dev__bash` handed it to every command the model chose, and its output to the model.
+    command = "echo H=$OTEL_EXPORTER_OTLP_HEADERS TP=$TRACEPARENT"
+    script = [reply(tool_use("dev__bash", {"command": command})), reply("ok")]
+    with Receiver() as receiver, FakeAnthropic(script) as fake:
+        env = {
+            "SPROUT_AGENT_TELEMETRY": "1",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_EXPORTER_OTLP_HEADERS": "x-honeycomb-team=hc-collector-key-0042",
+            "SPROUT_AGENT_BUILTIN_SERVERS": "dev",
+            "SPROUT_AGENT_SANDBOX": "off",
+        }
+        run = run_agent(tmp_path, ["-p", "go"], fake=fake, env=env)
+        assert run.code == 0, run.stderr
+    seen = str(fake.requests[1].body["messages"][-1]["content"][0])
+    assert "TP=00-" in seen and "hc-collector-key-0042" not in seen

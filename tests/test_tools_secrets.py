@@ -19,6 +19,8 @@ DROPPED = [
     ("MYSQL_PWD_PASSWORD", "x"),
     ("SSH_PRIVATE", "x"),
     ("BROWSER_COOKIE", "x"),
+    ("OTEL_EXPORTER_OTLP_HEADERS", "x-honeycomb-team=abc"),
+    ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "authorization=Basic%20abc"),
     ("ANTHROPIC_BASE_URL", "https://api.example"),
     ("SENTRY_DSN", "https://k@sentry.example/1"),
     ("DATABASE_URL", "postgres://app:hunter2@db.example/app"),

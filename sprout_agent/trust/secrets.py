@@ -12,11 +12,12 @@ import os
 import re
 from collections.abc import Mapping
 
-# Name parts (split on `_`, other non-alphanumerics and camelCase) that mark a credential.
+# Name parts (split on `_`, other non-alphanumerics and camelCase) that mark a credential. HEADERS: a collector's
+# key goes in OTEL_EXPORTER_OTLP_HEADERS.
 SECRET_PARTS = frozenset(
     {"KEY", "KEYS", "APIKEY", "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD",
      "PASS", "PASSPHRASE", "PAT", "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "PRIVATE", "COOKIE",
-     "COOKIES", "SESSION", "SIGNATURE", "DSN"}
+     "COOKIES", "SESSION", "SIGNATURE", "DSN", "HEADERS"}
 )  # fmt: skip
 # Substrings that mark a credential even inside one part (GHTOKEN, MYAPIKEY, DBPASSWORD).
 SECRET_SUBSTRINGS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "APIKEY", "PRIVATEKEY")
