@@ -142,3 +142,20 @@ async def test_a_subagent_is_a_span_holding_the_childs_turn() -> None:
     named = {s.context.span_id: s.name for s in spans if s.context is not None}
     assert child_turn.parent is not None and named[child_turn.parent.span_id] == "invoke_agent Explore"
     assert attrs(child_turn)["gen_ai.agent.name"] == "Explore"
+
+
+async def test_a_password_in_a_url_is_redacted_from_recorded_contents() -> None:
+    # The process's own variables are filtered by value, but a URL a tool prints (a config file, a log) is not one.
+    url = "postgres://app:hunter2-db-pw@db.example/app"
+    loop = build_loop([reply(call("fake__echo", "t1", text=f"DATABASE_URL={url}")), reply("done")])
+    exporter = traced(loop, content=True)
+    await loop.turn(f"connect to {url}")
+    spans = by_name(exporter)
+    tool = attrs(spans["execute_tool fake__echo"])
+    recorded = [
+        tool["gen_ai.tool.call.arguments"],
+        tool["sprout.tool.result"],
+        attrs(spans["invoke_agent sprout-agent"])["sprout.prompt"],
+    ]
+    assert not [text for text in recorded if "hunter2" in text]
+    assert "postgres://app:[redacted]@db.example/app" in tool["sprout.tool.result"]

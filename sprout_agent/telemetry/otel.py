@@ -159,14 +159,19 @@ def _scrubbed(attributes: Mapping[str, Any] | None, redact: Callable[[str], str]
     return {key: one(value) for key, value in (attributes or {}).items()}
 
 
+# scheme://user:password@ in a text: the password goes (the scheme starts where no scheme character precedes it, as
+# in trust/secrets.py, so a long run of letters is not tried from each of its positions).
+_URL_PASSWORD = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:)[^\s/@]+@")
+
+
 def redactor(environ: Mapping[str, str]) -> Callable[[str], str]:
-    """Replaces every secret this process knows (the values of its credential variables: the API key first) and
-    anything shaped like a well-known key with `[redacted]`, whatever the content switch says."""
+    """Replaces every secret this process knows (the values of its credential variables: the API key first),
+    anything shaped like a well-known key and a URL's password with `[redacted]`, whatever the content switch says."""
     values = sorted({v for k, v in environ.items() if is_secret(k, v) and len(v) >= 8}, key=len, reverse=True)
     pattern = re.compile("|".join([*(re.escape(v) for v in values), KEY_IN_TEXT]))
 
     def redact(text: str) -> str:
-        return pattern.sub("[redacted]", text)
+        return _URL_PASSWORD.sub(r"\1[redacted]@", pattern.sub("[redacted]", text))
 
     return redact
 
