@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -99,3 +100,24 @@ async def test_strict_config_fails_the_open_and_ends_the_servers_that_did_start(
             async with open_runtime(prepared, lambda event: None):
                 pytest.fail("a strict config with a failed server must not open")
     assert fake.requests == []
+
+
+async def test_each_session_of_a_process_keeps_the_mcp_sdks_spans_in_its_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An ACP server opens a runtime per session in one process. OpenTelemetry takes the global tracer provider
+    # (which the mcp SDK's spans use) once: the second session's went to the first's, shut down at its end.
+    from tests.otlp_receiver import Receiver
+
+    script = [reply(tool_use("todo__todo_read", {})), reply("done")] * 2
+    with Receiver() as receiver, FakeAnthropic(script) as fake:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)  # the exporters read os.environ
+        prepared = prepared_for(tmp_path, fake, {})
+        prepared = replace(prepared, inherited_env={**prepared.inherited_env, "SPROUT_AGENT_TELEMETRY": "1"})
+        for _ in range(2):
+            with anyio.fail_after(bounded(60)):
+                async with open_runtime(prepared, lambda event: None) as runtime:
+                    assert (await runtime.agent.run_turn("go")).text == "done"
+    sessions = {s.trace_id for s in receiver.spans if s.name == "session"}
+    sent = [s for s in receiver.spans if s.name == "MCP send tools/call todo_read"]
+    assert len(sessions) == 2 and {s.trace_id for s in sent} == sessions

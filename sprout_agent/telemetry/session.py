@@ -22,7 +22,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricExporter, PeriodicExportingMetricReader
 
 from sprout_agent.core import events as ev
-from sprout_agent.telemetry import otel
+from sprout_agent.telemetry import otel, process
 from sprout_agent.telemetry.switch import content_on
 
 _SEVERITY = {"info": SeverityNumber.INFO, "warning": SeverityNumber.WARN, "error": SeverityNumber.ERROR}
@@ -45,7 +45,7 @@ class Telemetry:
         self._root = trace.set_span_in_context(self._session, otel_context.Context())
         self.tracer = otel.OtelTracer(sdk_tracer, self._root, content_on(environ), redact)
         # The MCP SDK creates its own spans (a request's, an in-process server's) through the global provider.
-        trace.set_tracer_provider(self._traces)
+        self._leave_process = process.joined(self._traces)
         self._metrics = _meter_provider(environ)
         self._logs = _logger_provider(environ)
         self._instruments = _Instruments(self._metrics.get_meter(otel.SCOPE)) if self._metrics else None
@@ -77,6 +77,7 @@ class Telemetry:
         """Ends the session span and flushes the spans first, then the metrics and logs, in what is left of
         `timeout_s` (an exporter's own retries may overrun it: the caller bounds the wait, see `notice`)."""
         self._session.end()
+        self._leave_process()
         deadline = time.monotonic() + timeout_s
 
         def left() -> int:
