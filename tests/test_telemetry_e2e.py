@@ -4,8 +4,10 @@ our trace, under our tool call's span, and a command the agent runs gets TRACEPA
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -174,3 +176,25 @@ def test_a_command_the_agent_runs_gets_the_trace_but_not_the_collectors_credenti
         assert run.code == 0, run.stderr
     seen = str(fake.requests[1].body["messages"][-1]["content"][0])
     assert "TP=00-" in seen and "hc-collector-key-0042" not in seen
+
+
+def test_a_batchs_close_waits_no_longer_than_its_bound_for_a_collector_that_never_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The SDK's flush exports the queued spans batch after batch, each waiting its whole timeout: a thousand
+    # tasks' spans and a collector that took the connection but never answered kept the batch's exit 9 s.
+    from sprout_agent.telemetry.batch import BatchTelemetry
+
+    with socket.socket() as silent:  # takes connections (the kernel's backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{silent.getsockname()[1]}")
+        tracing = BatchTelemetry(dict(os.environ), "tasks.jsonl", lambda text: None)
+        for n in range(1500):  # three exports' worth (512 spans each)
+            tracing.started(f"t{n}")
+            tracing.finished(f"t{n}", {"status": "ok"})
+        started = time.monotonic()
+        said = tracing.close()
+        took = time.monotonic() - started
+    assert took < 6, took  # the bound is 3.5 s (docs/telemetry.md); each export alone takes 3
+    assert said is not None and "could not export" in said

@@ -13,6 +13,8 @@ from opentelemetry.sdk.trace import Span
 
 from sprout_agent.telemetry import otel
 
+CLOSE_S = 3.5  # what exit may wait for the last exports (docs/telemetry.md), as a session's close
+
 
 class BatchTelemetry:
     """`batch.runner.TaskTracing` over the OpenTelemetry SDK; `close` ends the batch span and flushes (bounded)."""
@@ -61,7 +63,17 @@ class BatchTelemetry:
             span.set_attribute("sprout.cancelled", True)
             span.end()
         self._batch.end()
+        # The SDK's flush exports what is queued batch after batch, each up to its own timeout (a thousand tasks'
+        # spans and a collector that never answers: 9 s), and its shutdown waits for them: they run on a thread
+        # of their own, which exit leaves behind after the bound.
+        flushing = threading.Thread(target=self._flush, name="sprout-telemetry-close", daemon=True)
+        flushing.start()
+        flushing.join(CLOSE_S)
+        lost = self.failures.counts.get("spans", 0)
+        if flushing.is_alive():
+            return f"telemetry: could not export the batch's spans within {CLOSE_S:g} s ({lost} failed)"
+        return f"telemetry: could not export {lost} spans of the batch" if lost else None
+
+    def _flush(self) -> None:
         self._provider.force_flush(int(otel.EXPORT_TIMEOUT_S * 1000))
         self._provider.shutdown()
-        lost = self.failures.counts.get("spans", 0)
-        return f"telemetry: could not export {lost} spans of the batch" if lost else None
