@@ -111,20 +111,25 @@ def test_the_model_lookup_at_start_up_sends_no_span_of_the_anthropic_sdks_own(tm
     assert [name for name in names if name.startswith("anthropic.")] == []
 
 
-def test_a_servers_error_that_quotes_a_credential_reaches_the_collector_redacted(tmp_path: Path) -> None:
-    # The mcp SDK's own client span takes a JSON-RPC error's message as its status, outside our spans' filter;
-    # whatever made a span, what is exported goes through the filter (docs/telemetry.md: a secret never).
+@pytest.mark.parametrize(
+    ("content", "status"), [("1", "bad credentials: [redacted] (token [redacted])"), ("", "")], ids=["content", "off"]
+)
+def test_a_servers_error_reaches_the_collector_only_with_contents_and_never_a_credential(
+    tmp_path: Path, content: str, status: str
+) -> None:
+    # The mcp SDK's own client span takes a JSON-RPC error's message (the tool's answer) as its status, outside
+    # our spans' filter and switch; whatever made a span, what is exported goes through them (docs/telemetry.md).
     shaped, plain = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2, "plain-secret-4242-abcd"
     with Receiver() as receiver, FakeAnthropic([reply(tool_use("gh__refuse", {})), reply("done")]) as fake:
         otel = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
         refusal = {"REFUSAL": f"bad credentials: {shaped} (token {plain})"}
         config = write_config(tmp_path, {"gh": {"command": sys.executable, "args": [SERVER], "env": otel | refusal}})
-        env = otel | {"SPROUT_AGENT_TELEMETRY": "1", "GITHUB_TOKEN": plain}
+        env = otel | {"SPROUT_AGENT_TELEMETRY": "1", "SPROUT_AGENT_TELEMETRY_CONTENT": content, "GITHUB_TOKEN": plain}
         run = run_agent(tmp_path, ["--config", str(config), "-p", "go"], fake=fake, env=env)
         assert run.code == 0, run.stderr
     ours = [s for s in receiver.spans if s.service == "sprout-agent"]
     (sent,) = [s for s in ours if s.name == "MCP send tools/call refuse"]
-    assert sent.status == "bad credentials: [redacted] (token [redacted])"
+    assert sent.status == status
     exported = repr([(s.name, s.status, s.attributes) for s in ours])
     assert shaped not in exported and plain not in exported
 

@@ -24,7 +24,9 @@ class BatchTelemetry:
         self.failures = otel.Failures()
         exporter = otel.span_exporter(environ, note)
         redact = otel.redactor(environ)
-        processor = otel.batch_processor(exporter, self.failures, redact) if exporter is not None else None
+        processor = (
+            otel.batch_processor(exporter, self.failures, redact, content=False) if exporter is not None else None
+        )
         self._provider = otel.tracer_provider(environ, processor)
         self._tracer = self._provider.get_tracer(otel.SCOPE)
         self._batch = self._tracer.start_span(

@@ -45,14 +45,15 @@ class CountingExporter(SpanExporter):
     """The configured exporter, with its failures counted instead of logged on stderr (a run's stderr is the
     person's or the script's, not the exporter's), and every span's texts through `redact` on the way out."""
 
-    def __init__(self, inner: SpanExporter, failures: Failures, redact: Callable[[str], str]) -> None:
+    def __init__(self, inner: SpanExporter, failures: Failures, redact: Callable[[str], str], content: bool) -> None:
         self._inner = inner
         self._failures = failures
         self._redact = redact
+        self._content = content
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
-            result = self._inner.export([scrubbed(span, self._redact) for span in spans])
+            result = self._inner.export([scrubbed(span, self._redact, self._content) for span in spans])
         except Exception:  # an exporter must never take the run down
             result = SpanExportResult.FAILURE
         if result is not SpanExportResult.SUCCESS:
@@ -126,12 +127,14 @@ def _plain(attributes: Attributes, redact: Callable[[str], str]) -> dict[str, An
     return plain
 
 
-def scrubbed(span: ReadableSpan, redact: Callable[[str], str]) -> ReadableSpan:
+def scrubbed(span: ReadableSpan, redact: Callable[[str], str], content: bool) -> ReadableSpan:
     """A copy of `span` with its name, attributes, status, events and links through `redact`, whoever made it:
-    ours are filtered already, but the mcp SDK's own spans take a server's error message as their status."""
+    ours are filtered already, but the mcp SDK's own spans take a server's error message (a tool's answer) as
+    their status, which only `content` lets out at all."""
     status = span.status
+    theirs = span.instrumentation_scope is None or span.instrumentation_scope.name != SCOPE
     if status.description:
-        status = Status(status.status_code, redact(status.description))
+        status = Status(status.status_code, redact(status.description) if content or not theirs else None)
     events = [Event(redact(e.name), _scrubbed(e.attributes, redact), e.timestamp) for e in span.events]
     links = [Link(link.context, _scrubbed(link.attributes, redact)) for link in span.links]
     return ReadableSpan(
@@ -257,8 +260,10 @@ def tracer_provider(environ: Mapping[str, str], processor: SpanProcessor | None)
     return provider
 
 
-def batch_processor(exporter: SpanExporter, failures: Failures, redact: Callable[[str], str]) -> BatchSpanProcessor:
-    return BatchSpanProcessor(CountingExporter(exporter, failures, redact))
+def batch_processor(
+    exporter: SpanExporter, failures: Failures, redact: Callable[[str], str], content: bool
+) -> BatchSpanProcessor:
+    return BatchSpanProcessor(CountingExporter(exporter, failures, redact, content))
 
 
 def pid_attributes() -> dict[str, Any]:

@@ -36,7 +36,9 @@ class Telemetry:
         self.failures = otel.Failures()
         exporter = otel.span_exporter(environ, note)
         redact = otel.redactor(environ)
-        processor = otel.batch_processor(exporter, self.failures, redact) if exporter is not None else None
+        processor = (
+            otel.batch_processor(exporter, self.failures, redact, content_on(environ)) if exporter is not None else None
+        )
         self._traces = otel.tracer_provider(environ, processor)
         sdk_tracer = self._traces.get_tracer(otel.SCOPE)
         self._session = sdk_tracer.start_span(
