@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import run_agent, write_config
 from tests.otlp_receiver import Received, Receiver
@@ -203,3 +204,22 @@ def test_a_batchs_close_waits_no_longer_than_its_bound_for_a_collector_that_neve
         took = time.monotonic() - started
     assert took < 6, took  # the bound is 3.5 s (docs/telemetry.md); each export alone takes 3
     assert said is not None and "could not export" in said
+
+
+def test_a_notice_that_quotes_a_credential_goes_out_as_a_log_record_redacted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A notice may quote a server (a re-listing that failed gives the server's error message); the spans' filter
+    # did not cover the log records.
+    from sprout_agent.core.events import Notice
+    from sprout_agent.telemetry.session import Telemetry
+
+    shaped, plain = "ghp_" + "Z9y8X7w6V5u4" * 3, "plain-secret-4242-abcd"
+    off = {f"OTEL_{kind}_EXPORTER": "none" for kind in ("TRACES", "METRICS")}
+    environ = off | {"SPROUT_AGENT_TELEMETRY": "1", "OTEL_LOGS_EXPORTER": "console", "GITHUB_TOKEN": plain}
+    telemetry = Telemetry(environ, "session-1", lambda text: None)
+    telemetry.observe(Notice(f"MCP server 'gh': re-listing its tools failed: bad token {shaped} ({plain})", "warning"))
+    telemetry.close(timeout_s=bounded(5))
+    printed = capsys.readouterr().err
+    assert "re-listing its tools failed: bad token [redacted] ([redacted])" in printed
+    assert shaped not in printed and plain not in printed

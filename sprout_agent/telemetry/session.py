@@ -46,6 +46,7 @@ class Telemetry:
         )
         self._root = trace.set_span_in_context(self._session, otel_context.Context())
         self.tracer = otel.OtelTracer(sdk_tracer, self._root, content_on(environ), redact)
+        self._redact = redact  # a notice may quote a server: the log records go through the spans' filter too
         # The MCP SDK creates its own spans (a request's, an in-process server's) through the global provider.
         self._leave_process = process.joined(self._traces)
         self._metrics = _meter_provider(environ)
@@ -73,7 +74,7 @@ class Telemetry:
             severity, body = SeverityNumber.INFO, f"hook {event.hook} from {event.server} objected"
         else:
             severity, body = SeverityNumber.WARN, f"server {event.server} killed: {event.reason}"
-        self._logger.emit(severity_number=severity, severity_text=severity.name, body=body)
+        self._logger.emit(severity_number=severity, severity_text=severity.name, body=self._redact(body))
 
     def close(self, timeout_s: float = otel.EXPORT_TIMEOUT_S) -> None:
         """Ends the session span and flushes the spans first, then the metrics and logs, in what is left of
