@@ -223,3 +223,20 @@ def test_a_notice_that_quotes_a_credential_goes_out_as_a_log_record_redacted(
     printed = capsys.readouterr().err
     assert "re-listing its tools failed: bad token [redacted] ([redacted])" in printed
     assert shaped not in printed and plain not in printed
+
+
+def test_a_session_whose_telemetry_the_sdk_refuses_gives_its_commands_no_trace(tmp_path: Path) -> None:
+    # "telemetry is off", but the refused setting came after the session's provider was made the process's: the
+    # mcp SDK went on tracing into it, and each command got a TRACEPARENT of a trace no one would ever see.
+    command = "echo TP=${TRACEPARENT:-none}"
+    with FakeAnthropic([reply(tool_use("dev__bash", {"command": command})), reply("ok")]) as fake:
+        env = {
+            "SPROUT_AGENT_TELEMETRY": "1",
+            "OTEL_METRIC_EXPORT_INTERVAL": "0",
+            "SPROUT_AGENT_BUILTIN_SERVERS": "dev",
+            "SPROUT_AGENT_SANDBOX": "off",
+        }
+        run = run_agent(tmp_path, ["-p", "go"], fake=fake, env=env)
+        assert run.code == 0, run.stderr
+    assert "telemetry is off" in run.stderr
+    assert "TP=none" in str(fake.requests[1].body["messages"][-1]["content"][0])

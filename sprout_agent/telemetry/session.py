@@ -47,12 +47,13 @@ class Telemetry:
         self._root = trace.set_span_in_context(self._session, otel_context.Context())
         self.tracer = otel.OtelTracer(sdk_tracer, self._root, content_on(environ), redact)
         self._redact = redact  # a notice may quote a server: the log records go through the spans' filter too
-        # The MCP SDK creates its own spans (a request's, an in-process server's) through the global provider.
-        self._leave_process = process.joined(self._traces)
         self._metrics = _meter_provider(environ)
         self._logs = _logger_provider(environ)
         self._instruments = _Instruments(self._metrics.get_meter(otel.SCOPE)) if self._metrics else None
         self._logger = self._logs.get_logger(otel.SCOPE) if self._logs else None
+        # The MCP SDK creates its own spans (a request's, an in-process server's) through the global provider. Last:
+        # a setting refused above leaves no trace behind (no span, no TRACEPARENT for a command).
+        self._leave_process = process.joined(self._traces)
 
     def activate(self) -> Callable[[], None]:
         """Makes the session span current in the caller's context (what starts from here is in its trace: the
