@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
-from tests.harness import run_agent, write_config
+from tests.harness import agent_command, agent_env, run_agent, write_config
 from tests.otlp_receiver import Received, Receiver
 
 pytestmark = pytest.mark.e2e
@@ -240,3 +241,24 @@ def test_a_session_whose_telemetry_the_sdk_refuses_gives_its_commands_no_trace(t
         assert run.code == 0, run.stderr
     assert "telemetry is off" in run.stderr
     assert "TP=none" in str(fake.requests[1].body["messages"][-1]["content"][0])
+
+
+def test_an_api_key_from_the_projects_env_file_is_redacted_like_one_from_the_environment(tmp_path: Path) -> None:
+    # The key may come from `.env` (docs/configuration.md); the filter knew only the real environment's values,
+    # so a key of no well-known shape (a gateway's) went out in a recorded tool result.
+    key = "gw-plain-key-0123456789abcdef"
+    (tmp_path / ".env").write_text(f"ANTHROPIC_API_KEY={key}\n")
+    read = tool_use("dev__read", {"file_path": str(tmp_path / ".env")})
+    with Receiver() as receiver, FakeAnthropic([reply(read), reply("ok")]) as fake:
+        env = agent_env(tmp_path, fake, {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"})
+        del env["ANTHROPIC_API_KEY"]
+        env |= {"SPROUT_AGENT_TELEMETRY": "1", "SPROUT_AGENT_TELEMETRY_CONTENT": "1"}
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
+        run = subprocess.run(
+            agent_command(["-p", "go"]), capture_output=True, text=True, env=env, cwd=tmp_path, timeout=bounded(60)
+        )
+        assert run.returncode == 0, run.stderr
+        assert key in str(fake.requests[0].headers)  # the key in use is the `.env`'s
+    (tool,) = [s for s in receiver.spans if s.name == "execute_tool dev__read"]
+    assert "[redacted]" in tool.attributes["sprout.tool.result"]
+    assert key not in repr([(s.status, s.attributes) for s in receiver.spans])

@@ -149,7 +149,12 @@ def _start_telemetry(prepared: Prepared, session_id: str, emit: Callable[[Event]
     try:
         from sprout_agent.telemetry.session import Telemetry
 
-        return Telemetry(prepared.inherited_env, session_id, lambda text: emit(Notice(text, "warning")))
+        return Telemetry(
+            prepared.inherited_env,
+            session_id,
+            lambda text: emit(Notice(text, "warning")),
+            secrets_in=prepared.settings_env,  # the API key may come from `.env`: the filter knows it too
+        )
     except Exception as error:  # a bad OTEL_* value the SDK refuses
         emit(Notice(f"telemetry is off: {type(error).__name__}: {error}", "warning"))
         return None

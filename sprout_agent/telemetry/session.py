@@ -31,11 +31,19 @@ _SEVERITY = {"info": SeverityNumber.INFO, "warning": SeverityNumber.WARN, "error
 class Telemetry:
     """Started by `start`; `observe` is an event sink; `close` ends the session span and flushes (bounded)."""
 
-    def __init__(self, environ: Mapping[str, str], session_id: str, note: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        environ: Mapping[str, str],
+        session_id: str,
+        note: Callable[[str], None],
+        secrets_in: Mapping[str, str] | None = None,
+    ) -> None:
+        """`environ` (the real environment) configures it; the filter also takes out the credentials of
+        `secrets_in` (the settings' environment: the API key may come from a project's `.env`)."""
         otel.quiet_exporters()
         self.failures = otel.Failures()
         exporter = otel.span_exporter(environ, note)
-        redact = otel.redactor(environ)
+        redact = otel.redactor({**environ, **(secrets_in or {})})
         processor = (
             otel.batch_processor(exporter, self.failures, redact, content_on(environ)) if exporter is not None else None
         )
