@@ -23,11 +23,11 @@ pytestmark = pytest.mark.anyio
 KEY = "sk-ant-api03-secretsecretsecret"
 
 
-def traced(loop: Loop, *, content: bool = False) -> InMemorySpanExporter:
+def traced(loop: Loop, *, content: bool = False, environ: dict[str, str] | None = None) -> InMemorySpanExporter:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    redact = redactor({"ANTHROPIC_API_KEY": KEY})
+    redact = redactor({"ANTHROPIC_API_KEY": KEY, **(environ or {})})
     loop.agent.tracer = loop.hooks.tracer = OtelTracer(
         provider.get_tracer("test"), otel_context.Context(), content, redact
     )
@@ -159,3 +159,20 @@ async def test_a_password_in_a_url_is_redacted_from_recorded_contents() -> None:
     ]
     assert not [text for text in recorded if "hunter2" in text]
     assert "postgres://app:[redacted]@db.example/app" in tool["sprout.tool.result"]
+
+
+async def test_a_secret_at_the_content_limit_is_redacted_before_the_cut_leaves_a_part_of_it() -> None:
+    # Cut first, the end of the text held the secret's first characters, which no longer matched it.
+    secret = "plain-secret-" + "q" * 30
+    loop = build_loop([reply(call("fake__echo", "t1", text="x" * 4080 + secret)), reply("done")])
+    exporter = traced(loop, content=True, environ={"DB_PASSWORD": secret})
+    await loop.turn("x" * 4090 + secret)
+    spans = by_name(exporter)
+    tool = attrs(spans["execute_tool fake__echo"])
+    recorded = [
+        tool["gen_ai.tool.call.arguments"],
+        tool["sprout.tool.result"],
+        attrs(spans["invoke_agent sprout-agent"])["sprout.prompt"],
+    ]
+    assert [len(text) <= 4096 for text in recorded] == [True] * 3
+    assert not [text for text in recorded if "plain-s" in text]

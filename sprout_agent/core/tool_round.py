@@ -101,14 +101,14 @@ class ToolRound:
             outcome = "denied" if denied else "error" if result.is_error else "ok"
             span.set({"sprout.tool.outcome": outcome, "sprout.tool.is_error": result.is_error})
             if self.tracer.content:
-                span.set({"sprout.tool.result": text_of(result.content)[:4096]})
+                span.set({"sprout.tool.result": text_of(result.content)})
             return result
 
     def _tool_attributes(self, use: ToolUse, spec: ToolSpec | None) -> dict[str, Attribute]:
         attributes: dict[str, Attribute] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": use.name}
         attributes |= {"gen_ai.tool.call.id": use.id, "sprout.mcp.server": spec.server if spec else ""}
         if self.tracer.content:
-            attributes["gen_ai.tool.call.arguments"] = json.dumps(use.input, ensure_ascii=False)[:4096]
+            attributes["gen_ai.tool.call.arguments"] = json.dumps(use.input, ensure_ascii=False)
         return attributes
 
     async def _traced_call(

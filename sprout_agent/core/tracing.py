@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from sprout_agent.core.protocols import ModelReply
 
 Attribute = str | int | float | bool | Sequence[str]
+# What a tracer keeps of a text (a prompt, a tool's input or result): cut by the tracer, after its secret filter (cut
+# first, a key at the end would lose its tail and no longer match).
+CONTENT_CHARS = 4096
 Attributes = Mapping[str, Attribute]
 
 

@@ -24,7 +24,7 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from sprout_agent import __version__
-from sprout_agent.core.tracing import Attributes, TraceSpan
+from sprout_agent.core.tracing import CONTENT_CHARS, Attributes, TraceSpan
 from sprout_agent.trust.secrets import KEY_IN_TEXT, is_secret
 
 EXPORT_TIMEOUT_S = 3.0  # an export's bound unless OTEL_EXPORTER_OTLP_TIMEOUT says otherwise (exit waits no longer)
@@ -115,15 +115,16 @@ def _ended_by(span: Span, error: BaseException) -> None:
 
 
 def _plain(attributes: Attributes, redact: Callable[[str], str]) -> dict[str, Any]:
-    """OTel's attribute values, every string through `redact` (a prompt or a tool's output may quote a key)."""
+    """OTel's attribute values, every string through `redact` (a prompt or a tool's output may quote a key), then
+    cut at CONTENT_CHARS."""
     plain: dict[str, Any] = {}
     for key, value in attributes.items():
         if isinstance(value, str):
-            plain[key] = redact(value)
+            plain[key] = redact(value)[:CONTENT_CHARS]
         elif isinstance(value, int | float | bool):
             plain[key] = value
         else:
-            plain[key] = [redact(item) for item in value]
+            plain[key] = [redact(item)[:CONTENT_CHARS] for item in value]
     return plain
 
 
