@@ -176,3 +176,14 @@ async def test_a_secret_at_the_content_limit_is_redacted_before_the_cut_leaves_a
     ]
     assert [len(text) <= 4096 for text in recorded] == [True] * 3
     assert not [text for text in recorded if "plain-s" in text]
+
+
+async def test_a_key_on_a_line_of_its_own_in_a_tools_input_is_redacted() -> None:
+    # The input is recorded as JSON, where a line break is `\n`: a key after one followed a letter, and the
+    # well-known shapes were looked for only at a word's start.
+    token = "ghp_" + "R4nd0mT0k3n" * 3
+    loop = build_loop([reply(call("fake__echo", "t1", text=f"tokens:\n{token}\n")), reply("done")])
+    exporter = traced(loop, content=True)
+    await loop.turn()
+    tool = attrs(by_name(exporter)["execute_tool fake__echo"])
+    assert token not in tool["gen_ai.tool.call.arguments"] and token not in tool["sprout.tool.result"]

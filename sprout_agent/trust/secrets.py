@@ -35,8 +35,9 @@ _URL_PASSWORD = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s/@
 # Prefixes of well-known key formats, so a key under an innocent name is still caught.
 KEY_FORMATS = r"sk-ant-|sk-proj-|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|xox[abpr]-|AKIA[0-9A-Z]{16}"
 _KEY_VALUE = re.compile(f"^({KEY_FORMATS})")
-# The same keys inside a text (a prompt, a tool's output): the prefix and what follows it.
-KEY_IN_TEXT = rf"\b(?:{KEY_FORMATS})[A-Za-z0-9_-]*"
+# The same keys inside a text (a prompt, a tool's output): the prefix and what follows it, at a word's start or
+# after a JSON escape (`\n`: a tool's input is recorded as JSON, and a key on a line of its own follows an `n`).
+KEY_IN_TEXT = rf"(?:\b|(?<=\\[nrt]))(?:{KEY_FORMATS})[A-Za-z0-9_-]*"
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _SPLIT = re.compile(r"[^A-Za-z0-9]+")
 
