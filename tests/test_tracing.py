@@ -187,3 +187,14 @@ async def test_a_key_on_a_line_of_its_own_in_a_tools_input_is_redacted() -> None
     await loop.turn()
     tool = attrs(by_name(exporter)["execute_tool fake__echo"])
     assert token not in tool["gen_ai.tool.call.arguments"] and token not in tool["sprout.tool.result"]
+
+
+async def test_a_password_with_a_quote_is_redacted_from_a_tools_input_too() -> None:
+    # The input is recorded as JSON, where the password's quote and backslash are escaped: the value as the
+    # environment holds it was no longer in the text.
+    password = 'hunter"2\\db-pw'
+    loop = build_loop([reply(call("fake__echo", "t1", text=f"PGPASSWORD={password}")), reply("done")])
+    exporter = traced(loop, content=True, environ={"PGPASSWORD": password})
+    await loop.turn()
+    tool = attrs(by_name(exporter)["execute_tool fake__echo"])
+    assert "hunter" not in tool["gen_ai.tool.call.arguments"] and "hunter" not in tool["sprout.tool.result"]

@@ -6,6 +6,7 @@ collector that cannot be reached costs one notice at the end, and shut-down is b
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -171,7 +172,10 @@ _URL_PASSWORD = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*://[^\s/
 def redactor(environ: Mapping[str, str]) -> Callable[[str], str]:
     """Replaces every secret this process knows (the values of its credential variables: the API key first),
     anything shaped like a well-known key and a URL's password with `[redacted]`, whatever the content switch says."""
-    values = sorted({v for k, v in environ.items() if is_secret(k, v) and len(v) >= 8}, key=len, reverse=True)
+    secrets = {v for k, v in environ.items() if is_secret(k, v) and len(v) >= 8}
+    # A tool's input is recorded as JSON: a value with a quote or a backslash is there in its escaped form.
+    escaped = {json.dumps(v, ensure_ascii=False)[1:-1] for v in secrets}
+    values = sorted(secrets | escaped, key=len, reverse=True)
     pattern = re.compile("|".join([*(re.escape(v) for v in values), KEY_IN_TEXT]))
 
     def redact(text: str) -> str:
