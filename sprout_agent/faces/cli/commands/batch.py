@@ -126,6 +126,8 @@ def _traced(tasks: Path) -> Generator[TaskTracing | None]:
         tracing = BatchTelemetry(os.environ, str(tasks), lambda text: print(text, file=sys.stderr))
     except Exception as error:  # a setting the SDK refuses: one notice, and the batch goes on untraced
         print(f"telemetry is off: {type(error).__name__}: {error}", file=sys.stderr)
+        tracing = None
+    if tracing is None:  # outside the `except`: the batch's own errors are not "during" this one
         yield None
         return
     try:
