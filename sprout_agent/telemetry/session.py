@@ -61,7 +61,7 @@ class Telemetry:
         self._logger = self._logs.get_logger(otel.SCOPE) if self._logs else None
         # The MCP SDK creates its own spans (a request's, an in-process server's) through the global provider. Last:
         # a setting refused above leaves no trace behind (no span, no TRACEPARENT for a command).
-        self._leave_process = process.joined(self._traces)
+        self._leave_process = process.joined(self._traces, self._session.get_span_context().trace_id)
 
     def activate(self) -> Callable[[], None]:
         """Makes the session span current in the caller's context (what starts from here is in its trace: the
