@@ -38,6 +38,7 @@ def delegating(
     *,
     max_depth: int = 1,
     hooks: dict[str, Any] | None = None,
+    dev: dict[str, Any] | None = None,
     **options: Any,
 ) -> tuple[Loop, MemoryHost]:
     delegator = Delegator(definitions, (), max_depth)
@@ -46,7 +47,7 @@ def delegating(
         return await delegator.run_task(c.call_id, c.arguments)
 
     servers = {
-        "dev": server(read=echo("path"), grep=echo("pattern"), bash=echo("command"), glob="a.py"),
+        "dev": dev or server(read=echo("path"), grep=echo("pattern"), bash=echo("command"), glob="a.py"),
         "agent": server(task=tool(task, properties=TASK)),
         **({"guard": server(**hooks)} if hooks else {}),
     }
@@ -272,3 +273,41 @@ async def test_acp_shows_a_childs_calls_as_calls_of_their_own_naming_the_parent_
     assert calls["toolu_child"]["_meta"] == {PARENT_META: "toolu_task"} and "_meta" not in calls["toolu_task"]
     finished = [u["update"] for u in sent if u["update"].get("status") == "completed"]
     assert [u["toolCallId"] for u in finished] == ["toolu_child", "toolu_task"]
+
+
+async def test_parallel_children_together_stop_at_the_sessions_budget_not_each_at_the_budget_left_when_it_started() -> (
+    None
+):
+    spent = anyio.Event()
+
+    async def waits_for_the_spend(_c: Call) -> ToolOutcome:
+        with anyio.fail_after(5):
+            await spent.wait()
+        return ToolOutcome((Text("read"),))
+
+    async def spends(_c: Call) -> ToolOutcome:
+        spent.set()  # the costly child's reply is counted: the session is past its budget
+        return ToolOutcome((Text("a.py"),))
+
+    def child(request: ModelRequest) -> Any:
+        first = len(request.messages) == 1
+        if request.messages[0].text == "costly":
+            return reply(call("dev__glob"), usage=Usage(input_tokens=400_000)) if first else reply("B done")
+        return reply(call("dev__read", path="a.py"), usage=Usage(input_tokens=10)) if first else reply("A went on")
+
+    loop, _host = delegating(
+        [
+            reply(
+                call("agent__task", "ta", description="a", prompt="slow", subagent_type="general-purpose"),
+                call("agent__task", "tb", description="b", prompt="costly", subagent_type="general-purpose"),
+            ),
+            *[child] * 4,
+            reply("should not be asked"),
+        ],
+        dev=server(read=waits_for_the_spend, glob=spends),
+        max_budget_usd=1.0,
+    )
+    result = await loop.turn()
+    slow = [r for r in loop.model.requests if r.messages and r.messages[0].text == "slow"]
+    assert len(slow) == 1, "a child went on after its sibling spent the session's budget"
+    assert result.stop_reason == "budget"

@@ -278,7 +278,7 @@ class Agent:
     def _limit_reached(self, turns: int) -> TurnResult | None:
         if self.limits.max_turns is not None and turns >= self.limits.max_turns:
             return TurnResult("max_turns", last_text(self.history), turns)
-        if self.limits.max_budget_usd is not None and self.ledger.cost >= self.limits.max_budget_usd:
+        if self.limits.max_budget_usd is not None and self.ledger.budget_spent() >= self.limits.max_budget_usd:
             return TurnResult("budget", last_text(self.history), turns)
         return None
 

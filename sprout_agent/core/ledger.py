@@ -66,6 +66,13 @@ class Ledger:
     # A subagent's ledger passes each response on to its parent's (`add_child`), priced at its own model.
     on_added: Callable[[Usage, float], None] | None = None
     children: dict[str, tuple[Usage, float]] = field(default_factory=dict[str, tuple[Usage, float]])
+    # A subagent's: the ledger its spend is counted in. Its budget bounds that total, so parallel children
+    # together stop at the session's budget, not each at what was left when it started.
+    counted_in: Ledger | None = None
+
+    def budget_spent(self) -> float:
+        """What `--max-budget-usd` bounds: the session's spend, a subagent's siblings' included."""
+        return self.cost if self.counted_in is None else self.counted_in.budget_spent()
 
     def attempted(self) -> None:
         self.sent += 1

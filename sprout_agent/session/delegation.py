@@ -4,8 +4,9 @@ the rules of what a child may use are core/subagents.py's. Also reads skills for
 
 Each child: a fresh history and transcript (`<sessions>/<session>.agents/<agent-id>.jsonl`), its definition's
 system prompt, a subset of the parent's tools, the parent's permission policy, sandbox and hooks (with
-`_SubagentStart`/`_SubagentStop`), a model of its own or the parent's, and bounds drawn from the parent's: what is
-left of `--max-budget-usd`, and `maxTurns` or the parent's `--max-turns` or 50 requests.
+`_SubagentStart`/`_SubagentStop`), a model of its own or the parent's, and bounds drawn from the parent's: the
+session's `--max-budget-usd` (its spend and its siblings' counted), and `maxTurns` or the parent's `--max-turns` or
+50 requests.
 """
 
 from __future__ import annotations
@@ -191,6 +192,7 @@ class Delegator:
         model = setup.model_for(None if definition.model == INHERIT else definition.model, emit)
         ledger = Ledger(model.name, parent.ledger.overrides)
         ledger.on_added = lambda usage, cost: parent.ledger.add_child(label, usage, cost)
+        ledger.counted_in = parent.ledger
         child = Agent(
             model=model,
             host=sa.ChildHost(parent.host, [spec.name for spec in selection.tools]),
@@ -216,14 +218,13 @@ class Delegator:
 
 
 def _limits(parent: Agent, definition: AgentDefinition) -> Limits:
-    """The child's bounds, drawn from the parent's: the budget left, and its own or the parent's turn limit."""
+    """The child's bounds, drawn from the parent's: the session's budget (its ledger counts its spend in the
+    parent's, `Ledger.counted_in`), and its own or the parent's turn limit."""
     limits = parent.limits
     turns = definition.max_turns or limits.max_turns or sa.CHILD_MAX_TURNS
     if limits.max_turns is not None:
         turns = min(turns, limits.max_turns)
-    budget = limits.max_budget_usd
-    left = None if budget is None else max(0.0, budget - parent.ledger.cost)
-    return replace(limits, max_turns=turns, max_budget_usd=left)
+    return replace(limits, max_turns=turns)
 
 
 def _compactor(parent: Compactor | None, model: Model, emit: Callable[[Event], None], ledger: Ledger) -> Compactor:
