@@ -311,3 +311,25 @@ async def test_parallel_children_together_stop_at_the_sessions_budget_not_each_a
     slow = [r for r in loop.model.requests if r.messages and r.messages[0].text == "slow"]
     assert len(slow) == 1, "a child went on after its sibling spent the session's budget"
     assert result.stop_reason == "budget"
+
+
+async def test_a_definitions_disallowed_rule_with_a_specifier_or_claude_codes_older_name_leaves_the_tool_out() -> None:
+    # Claude Code's `disallowedTools: Bash(git push:*)` narrows Bash; it cannot be checked per command here, so the
+    # whole tool goes, as a --disallowedTools rule does (never silently wider). `Task` is Claude Code's older `Agent`.
+    careful = AgentDefinition(
+        "careful", "careful", "subagent careful", disallowed_tools=("Bash(git push:*)", "Task", "MultiEdit")
+    )
+    loop, _host = delegating(
+        [
+            reply(call("agent__task", description="a", prompt="go", subagent_type="careful")),
+            child_reply("careful", "ok"),
+            reply("ok"),
+        ],
+        definitions=(careful,),
+        dev=server(read=echo("path"), bash=echo("command"), edit=echo("path")),
+        max_depth=2,
+    )
+    await loop.turn()
+    assert [spec.name for spec in loop.model.requests[1].tools] == ["dev__read"]
+    warnings = [e.event for e in loop.of(SubagentEvent) if isinstance(e.event, Notice)]
+    assert warnings and "Bash(git push:*)" in warnings[0].text

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from sprout_agent.core.claude_rules import BUILTIN_TOOLS
 from sprout_agent.core.events import Event, ToolFinished, ToolStarted
 from sprout_agent.core.hook_contract import is_hook
 from sprout_agent.core.messages import Text
@@ -55,13 +56,21 @@ def select_tools(
         if not found:
             left_out.append(f"{pattern}: no such tool in this session")
         chosen.extend(s for s in found if s not in chosen)
-    kept = tuple(s for s in chosen if not any(_matches(s, p) for p in disallowed))
+    denied: list[str] = []
+    for pattern in disallowed:
+        if found := _SPECIFIER.match(pattern):  # `Bash(git push:*)`: not checkable per command, so the whole tool
+            left_out.append(f"{pattern}: a subagent cannot be refused some commands only; the whole tool is left out")
+            pattern = found["tool"]
+        denied.append(pattern)
+    kept = tuple(s for s in chosen if not any(_matches(s, p) for p in denied))
     return Selection(kept, tuple(left_out))
 
 
 def _matches(spec: ToolSpec, pattern: str) -> bool:
+    """By our name, Claude Code's (`Agent`, `mcp__dev__read`), or one of its older names (`Task`, `MultiEdit`)."""
+    pattern = pattern.strip()
     names = (spec.name, sdk_tool_name(spec.server, spec.tool))
-    return any(fnmatch.fnmatchcase(name, pattern.strip()) for name in names)
+    return any(fnmatch.fnmatchcase(name, pattern) for name in names) or BUILTIN_TOOLS.get(pattern) == spec.name
 
 
 class ChildHost:
