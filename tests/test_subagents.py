@@ -333,3 +333,52 @@ async def test_a_definitions_disallowed_rule_with_a_specifier_or_claude_codes_ol
     assert [spec.name for spec in loop.model.requests[1].tools] == ["dev__read"]
     warnings = [e.event for e in loop.of(SubagentEvent) if isinstance(e.event, Notice)]
     assert warnings and "Bash(git push:*)" in warnings[0].text
+
+
+async def test_cancelling_the_turn_mid_child_stops_its_tool_and_the_parents_next_request_is_valid() -> None:
+    from tests.loop_doubles import hangs
+
+    loop, host = delegating(
+        [
+            reply(call("agent__task", "t_task", description="a", prompt="go", subagent_type="general-purpose")),
+            child_reply("general-purpose", call("dev__bash", "t_child", command="sleep 100")),
+            reply("after"),
+        ],
+        dev=server(read=echo("path"), bash=hangs()),
+    )
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(loop.agent.run_turn, "go")
+            await host.started("bash").wait()
+            group.cancel_scope.cancel()
+    (hung,) = host.calls_of("bash")
+    assert hung.cancelled and hung.finished is not None
+    assert loop.results() == {"t_task": (True, "interrupted: the call was cancelled")}
+    assert [e.stop_reason for e in loop.of(SubagentFinished)] == ["cancelled"]
+    assert (await loop.turn("again")).text == "after"  # the scripted model refuses an invalid history
+
+
+class _StopsAtBash:
+    """An SDK's PreToolUse callback answering `continue: false` for Bash (docs/sdk.md: the turn ends)."""
+
+    def wants(self, event: str, subject: str | None = None) -> bool:
+        return event == "PreToolUse" and subject == "Bash"
+
+    async def run(self, event: str, fields: Any, subject: str | None = None, tool_use_id: str | None = None) -> Any:
+        from sprout_agent.core.hook_callbacks import CallbackAnswer
+
+        return [CallbackAnswer(stop="no shell today")]
+
+
+async def test_a_callbacks_continue_false_for_a_childs_call_ends_the_sessions_turn_not_only_the_childs() -> None:
+    loop, host = delegating(
+        [
+            reply(call("agent__task", description="a", prompt="go", subagent_type="general-purpose")),
+            child_reply("general-purpose", call("dev__bash", command="rm -rf build")),
+            reply("the parent went on"),
+        ]
+    )
+    loop.hooks.callbacks = _StopsAtBash()
+    result = await loop.turn()
+    assert not host.calls_of("bash")
+    assert result.stop_reason == "hook_stopped" and len(loop.model.requests) == 2

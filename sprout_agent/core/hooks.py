@@ -105,13 +105,14 @@ class Hooks:
         self._stop: str | None = None  # a callback's `continue: false` (or a blocked prompt): the turn ends
         self._source: str | None = None  # a session start whose SessionStart callbacks wait for its first prompt
         self.subagent: str | None = None  # a subagent's hooks (`for_subagent`): its definition's name
+        self._parent: Hooks | None = None  # a subagent's: its parent's hooks, whose turn a `continue: false` ends too
 
     def for_subagent(self, agent_type: str, emit: Callable[[Event], None]) -> Hooks:
         """The hooks a subagent's loop runs: the same servers, timeouts, kill rule and `_PreToolUse` budget as the
         session's, but `_SubagentStop` where the session has `_Stop` (with a budget of its own), and no
         `_UserPromptSubmit` (the child's prompt is the parent's call, which `_PreToolUse` saw)."""
         child = copy.copy(self)  # shallow: the timeout counts, the tally and the reported budgets are shared
-        child._emit, child.subagent = emit, agent_type
+        child._emit, child.subagent, child._parent = emit, agent_type, self
         child._rejections, child._stop, child._source = 0, None, None
         return child
 
@@ -301,9 +302,17 @@ class Hooks:
         self._emit(HookCalled(event, (cb.CALLBACK_SOURCE,)))
         answers = await self.callbacks.run(event, fields, subject, tool_use_id)
         stops = [answer.stop for answer in answers if answer.stop is not None]
-        if stops and self._stop is None:
-            self._stop = f"a {event} hook stopped the session" + (f": {stops[0]}" if stops[0] else "")
+        if stops:
+            self._stop_turn(f"a {event} hook stopped the session" + (f": {stops[0]}" if stops[0] else ""))
         return answers
+
+    def _stop_turn(self, why: str) -> None:
+        """`continue: false` ends the session's turn (docs/sdk.md), so a subagent's stops its parent's too: the
+        parent's calls not yet past their check do not run, and its turn ends after the batch."""
+        if self._stop is None:
+            self._stop = why
+        if self._parent is not None:
+            self._parent._stop_turn(why)
 
     @property
     def stopping(self) -> str | None:
