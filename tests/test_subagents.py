@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from sprout_agent.config.definitions import BUILTIN_AGENTS, AgentDefinition
+from sprout_agent.core import subagents as sa
 from sprout_agent.core.events import Notice, SubagentEvent, SubagentFinished, SubagentStarted, ToolStarted
 from sprout_agent.core.messages import Text, ToolResult, Usage
 from sprout_agent.core.protocols import ModelRequest, ToolOutcome
@@ -382,3 +383,15 @@ async def test_a_callbacks_continue_false_for_a_childs_call_ends_the_sessions_tu
     result = await loop.turn()
     assert not host.calls_of("bash")
     assert result.stop_reason == "hook_stopped" and len(loop.model.requests) == 2
+
+
+def test_hundreds_of_agent_definitions_with_long_descriptions_keep_the_task_tools_description_bounded() -> None:
+    # The task tool's description is sent with every request: 400 definitions at their 1 KB maximum (two
+    # directories' worth) were ~400 KB there, ~100k tokens a request.
+    many = [AgentDefinition(f"agent-{n}", "x" * 1024, "prompt") for n in range(400)]
+    described = Delegator(many, ()).task_description()
+    assert len(described) <= sa.TASK_LISTING_MAX_CHARS + sa.TASK_NAMES_MAX_CHARS + 500
+    assert f"- agent-0: {'x' * 1024}" in described.splitlines()  # the first ones whole: the model picks by them
+    rest = described.splitlines()[-1]
+    assert "more, by name only" in rest and "agent-399" not in described and rest.endswith("…")
+    assert Delegator(many[:3], ()).task_description().count("\n") == 4  # intro, heading, a line each

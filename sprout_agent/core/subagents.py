@@ -23,6 +23,10 @@ DEFAULT_AGENT = "general-purpose"
 DEFAULT_MAX_DEPTH = 1  # children start no children, as in Claude Code (SPROUT_AGENT_SUBAGENT_DEPTH raises it)
 CHILD_MAX_TURNS = 50  # model requests of one child, unless its definition or the parent's --max-turns says less
 CHANGED_FILES_SHOWN = 20  # files named in a child's answer; the rest counted
+# The agent types in the task tool's description, which every request carries: a repository may hold hundreds of
+# definitions with 1 KB descriptions. Past this, the rest by name only (their names bounded too).
+TASK_LISTING_MAX_CHARS = 24_000
+TASK_NAMES_MAX_CHARS = 2_000
 _SPECIFIER = re.compile(r"^(?P<tool>[^(]+)\((?P<spec>.*)\)$", re.DOTALL)
 
 
@@ -64,6 +68,21 @@ def select_tools(
         denied.append(pattern)
     kept = tuple(s for s in chosen if not any(_matches(s, p) for p in denied))
     return Selection(kept, tuple(left_out))
+
+
+def listing(lines: list[str], types: Sequence[tuple[str, str]]) -> str:
+    """`lines`, then a line per agent type (name: description) within TASK_LISTING_MAX_CHARS; the rest by name."""
+    used = sum(len(line) + 1 for line in lines)
+    for index, (name, description) in enumerate(types):
+        line = f"- {name}: {description}"
+        if used + len(line) + 1 > TASK_LISTING_MAX_CHARS:
+            names = ", ".join(n for n, _ in types[index:])
+            names = names if len(names) <= TASK_NAMES_MAX_CHARS else names[: TASK_NAMES_MAX_CHARS - 1] + "…"
+            lines.append(f"- {len(types) - index} more, by name only: {names}")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines)
 
 
 def _matches(spec: ToolSpec, pattern: str) -> bool:

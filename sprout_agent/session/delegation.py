@@ -99,8 +99,7 @@ class Delegator:
             "prompt and say what to report back. Several calls in one reply run at once.",
             "Agent types (subagent_type):",
         ]
-        lines += [f"- {d.name}: {d.description}" for d in self._definitions.values()]
-        return "\n".join(lines)
+        return sa.listing(lines, [(d.name, d.description) for d in self._definitions.values()])
 
     def has_skills(self) -> bool:
         return bool(self._skills)
