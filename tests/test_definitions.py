@@ -22,6 +22,8 @@ from sprout_agent.model.system_prompt import (
     build_system_prompt,
     skills_section,
 )
+from tests.fake_anthropic import FakeAnthropic, reply
+from tests.harness import run_agent
 
 REVIEWER = (
     "---\nname: reviewer\ndescription: Reviews a diff\ntools: Read, Grep\nmodel: haiku\nmaxTurns: 5\n---\nYou review.\n"
@@ -81,6 +83,26 @@ def test_a_projects_commands_directory_linked_out_of_the_project_is_not_read_but
     found = load_definitions(places(tmp_path / "repo", home, None))
     assert [c.name for c in found.commands] == ["mine"]
     assert len(found.notices) == 1 and "repo/.claude/commands: a symbolic link out of the project" in found.notices[0]
+
+
+def _alias_bomb(field: str) -> str:
+    """Front matter of 400 bytes whose `field` is 9^9 strings through YAML aliases: a few objects to the loader,
+    gigabytes once written out as text."""
+    lines = ["---", "a: &a [" + ",".join(["lol"] * 9) + "]"]
+    for before, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{before}"] * 9) + "]")
+    return "\n".join([*lines, f"{field}: *i", "description: d", "---", "x", ""])
+
+
+def test_a_yaml_alias_bomb_in_a_name_or_hint_is_one_notice_not_a_hang_at_start(tmp_path: Path) -> None:
+    write(tmp_path / "repo" / ".claude" / "agents" / "bomb.md", _alias_bomb("name"))
+    write(tmp_path / "repo" / ".claude" / "skills" / "bomb" / "SKILL.md", _alias_bomb("name"))
+    write(tmp_path / "repo" / ".claude" / "commands" / "bomb.md", _alias_bomb("argument-hint"))
+    with FakeAnthropic([reply("ok")]) as fake:
+        run = run_agent(tmp_path / "repo", ["-p", "hi"], fake=fake, env={"SPROUT_AGENT_BUILTIN_SERVERS": "agent"})
+    assert run.code == 0 and run.stdout.strip() == "ok", run.stderr
+    skipped = {line for line in run.stderr.splitlines() if "name is a list" in line}  # HOME is the repo: read twice
+    assert len(skipped) == 2  # the agent and the skill skipped; the command's hint dropped
 
 
 def test_a_windows_checkouts_crlf_and_bom_files_read_as_the_same_definitions(tmp_path: Path) -> None:

@@ -205,12 +205,15 @@ def _command_file(path: Path, directory: Path) -> CustomCommand:
     first = next((line.strip() for line in body.splitlines() if line.strip()), "")
     description = _description(fields.get("description") or first[:120] or name)
     hint = fields.get("argument-hint")
-    return CustomCommand(name, description, body, printable(str(hint), 80) if hint else "", str(path))
+    hint = printable(hint, 80) if isinstance(hint, str) else ""  # never str() of YAML: aliases make it gigabytes
+    return CustomCommand(name, description, body, hint, str(path))
 
 
 def _name(value: object) -> str:
-    if not isinstance(value, str) or not _NAME.fullmatch(value):
-        raise ValueError(f"name {printable(str(value), 80)!r} is not 1-64 letters, digits, '_', '.', ':' or '-'")
+    if not isinstance(value, str):  # not str() of it: a few YAML aliases write out as gigabytes of text
+        raise ValueError(f"name is a {type(value).__name__}, not 1-64 letters, digits, '_', '.', ':' or '-'")
+    if not _NAME.fullmatch(value):
+        raise ValueError(f"name {printable(value, 80)!r} is not 1-64 letters, digits, '_', '.', ':' or '-'")
     return value
 
 
