@@ -172,3 +172,21 @@ def test_agents_given_as_json_are_chosen_by_the_model_and_listed_in_init(
     assert "greeter" in init["agents"] and "Explore" in init["agents"]
     child = fake.requests[1].body
     assert "Reply with one friendly sentence." in json.dumps(child["system"]) and tool_names(child) == []
+
+
+def test_a_child_on_the_sessions_own_model_streams_nothing_as_the_parents_partial_messages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # general-purpose inherits the session's model: its raw stream events went out as the parent's, its text with
+    # them, though a child's text stays out of stream-json (without --forward-subagent-text).
+    task = {"description": "look", "prompt": "look around", "subagent_type": "general-purpose"}
+    script = [reply(tool_use("agent__task", task, id="toolu_task")), reply("the child's own words"), reply("Done.")]
+    with FakeAnthropic(script) as fake:
+        options = Options(
+            prompt="go", output_format="stream-json", verbose=True, include_partial_messages=True, cwd=tmp_path
+        )
+        run = headless(tmp_path, monkeypatch, options, fake=fake, env=BUILTINS)
+    assert run.code == 0, run.stderr
+    streamed = [line["event"] for line in lines(run.stdout) if line["type"] == "stream_event"]
+    deltas = [e["delta"] for e in streamed if e["type"] == "content_block_delta"]
+    assert "".join(d["text"] for d in deltas if d["type"] == "text_delta") == "Done."  # the parent's reply only

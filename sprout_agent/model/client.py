@@ -112,10 +112,13 @@ class AnthropicModel:
         return notes
 
     def derived(self, model: str, emit: Callable[[Event], None]) -> AnthropicModel:
-        """The same client (its connections, key, retries) for another model: a subagent's (`model: haiku`)."""
+        """The same client (its connections, key, retries) for a subagent, emitting its events to `emit`: on
+        another model (`model: haiku`), or on this one (its facts and the warnings already given kept)."""
         clone = copy.copy(self)
-        clone._emit, clone._warned, clone._spare = emit, set(), None
-        clone.switch(model, fallback(model))  # the table's facts: no Models API request before a child starts
+        clone._emit = emit
+        if model != self._model:  # on this model, --fallback-model stays the child's as it is the session's
+            clone._warned, clone._spare = set(), None
+            clone.switch(model, fallback(model))  # the table's facts: no Models API request before a child starts
         return clone
 
     def thinking_config(self, max_tokens: int) -> dict[str, Any] | None:

@@ -343,7 +343,7 @@ def _child_setup(p: Prepared, model: AnthropicModel, session_id: str) -> ChildSe
 
     def model_for(name: str | None, emit: Callable[[Event], None]) -> Model:
         wanted = st.resolve_model_alias(name, p.settings_env) if name else model.name
-        return model if wanted == model.name else model.derived(wanted, emit)
+        return model.derived(wanted, emit)  # the session's model too: its events (stream, retries) are the child's
 
     def system_for(definition: AgentDefinition) -> str:
         return build_system_prompt(p.options.cwd, base=definition.prompt)
