@@ -395,3 +395,28 @@ def test_hundreds_of_agent_definitions_with_long_descriptions_keep_the_task_tool
     rest = described.splitlines()[-1]
     assert "more, by name only" in rest and "agent-399" not in described and rest.endswith("…")
     assert Delegator(many[:3], ()).task_description().count("\n") == 4  # intro, heading, a line each
+
+
+class _StopsAtSubagentStart:
+    def wants(self, event: str, subject: str | None = None) -> bool:
+        return event == "SubagentStart"
+
+    async def run(self, event: str, fields: Any, subject: str | None = None, tool_use_id: str | None = None) -> Any:
+        from sprout_agent.core.hook_callbacks import CallbackAnswer
+
+        return [CallbackAnswer(stop="enough")]
+
+
+async def test_a_subagent_start_callbacks_continue_false_starts_no_child_and_ends_the_turn() -> None:
+    loop, _host = delegating(
+        [
+            reply(call("agent__task", description="a", prompt="go", subagent_type="general-purpose")),
+            child_reply("general-purpose", "the child ran anyway"),
+            reply("the parent went on"),
+        ]
+    )
+    loop.hooks.callbacks = _StopsAtSubagentStart()
+    result = await loop.turn()
+    assert result.stop_reason == "hook_stopped" and len(loop.model.requests) == 1
+    is_error, text = result_text(loop)
+    assert is_error and "enough" in text

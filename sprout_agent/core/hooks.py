@@ -173,6 +173,8 @@ class Hooks:
                 self._emit(HookObjected(SUBAGENT_START, server, why))
             reasons = "; ".join(f"{server}: {why}" for server, why in blocks if why) or "no reason given"
             return f"not run: a {SUBAGENT_START} hook refused this subagent ({reasons})", []
+        if self._stop is not None:  # `continue: false` (here or from a sibling's call): the turn is ending
+            return f"not run: {self._stop}", []
         return None, [*outputs, *(HookOutput(cb.CALLBACK_SOURCE, a.context) for a in answers if a.context)]
 
     async def inject(self, hook: str, context: Mapping[str, object]) -> list[Message]:
