@@ -420,3 +420,39 @@ async def test_a_subagent_start_callbacks_continue_false_starts_no_child_and_end
     assert result.stop_reason == "hook_stopped" and len(loop.model.requests) == 1
     is_error, text = result_text(loop)
     assert is_error and "enough" in text
+
+
+async def test_a_continue_false_for_one_childs_call_ends_its_running_siblings_turn_too() -> None:
+    stopped = anyio.Event()
+
+    class StopsAtBash(_StopsAtBash):
+        async def run(self, event: str, fields: Any, subject: str | None = None, tool_use_id: str | None = None) -> Any:
+            stopped.set()
+            return await super().run(event, fields, subject, tool_use_id)
+
+    async def read_after_the_stop(_c: Call) -> ToolOutcome:
+        with anyio.fail_after(5):
+            await stopped.wait()
+        return ToolOutcome((Text("read"),))
+
+    def child(request: ModelRequest) -> Any:
+        if len(request.messages) > 1:
+            return reply(f"{request.messages[0].text} went on")
+        if request.messages[0].text == "shell":
+            return reply(call("dev__bash", command="ls"))
+        return reply(call("dev__read", path="a.py"))
+
+    loop, _host = delegating(
+        [
+            reply(
+                call("agent__task", "ta", description="a", prompt="shell", subagent_type="general-purpose"),
+                call("agent__task", "tb", description="b", prompt="reader", subagent_type="general-purpose"),
+            ),
+            *[child] * 4,
+        ],
+        dev=server(read=read_after_the_stop, bash=echo("command")),
+    )
+    loop.hooks.callbacks = StopsAtBash()
+    result = await loop.turn()
+    assert result.stop_reason == "hook_stopped"
+    assert [r.messages[0].text for r in loop.model.requests[1:]].count("reader") == 1, "the sibling went on"

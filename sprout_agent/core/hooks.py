@@ -318,8 +318,9 @@ class Hooks:
 
     @property
     def stopping(self) -> str | None:
-        """Why a callback asked to stop (`continue: false`), while the turn still winds down; None: it did not."""
-        return self._stop
+        """Why a callback asked to stop (`continue: false`), while the turn still winds down; None: it did not. A
+        subagent's: its own, or its parent's (a sibling's call was answered so: the session's turn is ending)."""
+        return self._stop or (self._parent.stopping if self._parent is not None else None)
 
     def callback_blocks(self, texts: Sequence[str]) -> tuple[Text, ...]:
         """PreToolUse callbacks' additionalContext, as extra blocks of the call's result (JSON, like `_PostToolUse`)."""
@@ -328,6 +329,8 @@ class Hooks:
     def take_stop(self, *, announce: bool = True) -> bool:
         """Whether a callback ended the turn (`continue: false`, a blocked prompt), once; the notice says why."""
         stop, self._stop = self._stop, None
+        if stop is None and self._parent is not None and self._parent.stopping is not None:
+            return True  # a sibling's `continue: false`: this child ends too; its parent's turn says why
         if stop is not None and announce:
             self._emit(Notice(stop, "warning"))
         return stop is not None
