@@ -456,3 +456,22 @@ async def test_a_continue_false_for_one_childs_call_ends_its_running_siblings_tu
     result = await loop.turn()
     assert result.stop_reason == "hook_stopped"
     assert [r.messages[0].text for r in loop.model.requests[1:]].count("reader") == 1, "the sibling went on"
+
+
+async def test_a_task_runs_unasked_in_read_only_mode_and_its_childs_calls_still_meet_the_mode() -> None:
+    from sprout_agent.core.permissions import Policy
+
+    loop, host = delegating(
+        [
+            reply(call("agent__task", description="a", prompt="go", subagent_type="general-purpose")),
+            child_reply("general-purpose", call("dev__bash", command="rm -rf build")),
+            child_reply("general-purpose", "refused"),
+            reply("ok"),
+        ],
+        permit=Policy("plan"),
+    )
+    await loop.turn()
+    assert result_text(loop) == (False, "refused")
+    child_results = [b for m in loop.model.requests[2].messages for b in m.content if isinstance(b, ToolResult)]
+    assert child_results[0].is_error and "read-only" in str(child_results[0].content)
+    assert not host.calls_of("bash")

@@ -190,3 +190,23 @@ def test_a_child_on_the_sessions_own_model_streams_nothing_as_the_parents_partia
     streamed = [line["event"] for line in lines(run.stdout) if line["type"] == "stream_event"]
     deltas = [e["delta"] for e in streamed if e["type"] == "content_block_delta"]
     assert "".join(d["text"] for d in deltas if d["type"] == "text_delta") == "Done."  # the parent's reply only
+
+
+def test_an_sdk_in_its_default_mode_starts_its_agents_unasked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The SDK names no mode: Claude Code's `default` (ask, nobody to ask). Claude Code does not ask before a
+    # subagent starts (each of its calls is asked), so `agents=` works without allowed_tools=["Agent"].
+    from tests.fake_sdk import FakeSdk, mentions, run_with_sdk
+    from tests.harness import result_text, tool_results
+
+    def script(sdk: FakeSdk) -> None:
+        sdk.user("greet")
+        sdk.expect(mentions("DONE"))
+
+    agents = json.dumps({"greeter": {"description": "Greets", "prompt": "Reply.", "tools": []}})
+    task = {"description": "greet", "prompt": "say hi", "subagent_type": "greeter"}
+    with FakeAnthropic([reply(tool_use("agent__task", task, id="toolu_task")), reply("Hi"), reply("DONE")]) as fake:
+        options = Options(prompt=None, permission_mode_given=False, agents_json=(agents,))
+        env = {**BUILTINS, "CLAUDE_AGENT_SDK_VERSION": "0.1.0"}
+        code, _, err = run_with_sdk(tmp_path, monkeypatch, script, fake=fake, env=env, options=options)
+    assert code == 0, err
+    assert result_text(tool_results(fake.requests[-1].body)[0]) == "Hi"

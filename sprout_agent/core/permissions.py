@@ -20,6 +20,7 @@ import anyio
 from sprout_agent.core.claude_rules import BASH, check, command_rules, denies
 from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.protocols import ToolSpec
+from sprout_agent.core.subagents import TASK_TOOL
 
 AUTO, ASK, READ_ONLY = "auto", "ask", "read-only"
 MODES = (AUTO, ASK, READ_ONLY)
@@ -137,6 +138,8 @@ class Policy:
         """Whether an allow pattern, the mode or a command rule lets the call run; with a note when a command
         rule matched the command's start but an option keeps the command out (`git -c …` under `git:*`)."""
         if matching(self.allow, spec) is not None or matching(self.mode_allows, spec) is not None:
+            return (True, None)
+        if (spec.server, spec.tool) == TASK_TOOL:  # as in Claude Code: each of the child's calls passes this policy
             return (True, None)
         return check(self.allow_commands, command) if command is not None else (False, None)
 
