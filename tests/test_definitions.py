@@ -4,6 +4,7 @@ of the system prompt, `read_skill`'s confinement and the commands' expansion: in
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import cast
 
@@ -22,7 +23,7 @@ from sprout_agent.model.system_prompt import (
     build_system_prompt,
     skills_section,
 )
-from tests.fake_anthropic import FakeAnthropic, reply
+from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import run_agent
 
 REVIEWER = (
@@ -168,6 +169,19 @@ def test_a_skill_is_read_whole_and_only_inside_its_directory(tmp_path: Path) -> 
             read_skill(skills, "pdf", bad)
     with pytest.raises(ValueError, match="no skill named"):
         read_skill(skills, "nope")
+
+
+def test_a_fifo_beside_a_skill_is_refused_not_a_frozen_agent(tmp_path: Path) -> None:
+    # The `agent` server runs in the agent's event loop: a blocking open of a FIFO (one `mkfifo` by the model's
+    # bash) froze the whole agent, Ctrl-C included. The dev tools refuse what is not a regular file; so does this.
+    skill = write(tmp_path / ".claude" / "skills" / "notes" / "SKILL.md", "---\ndescription: d\n---\nRead p.\n")
+    os.mkfifo(skill.parent / "p")
+    script = [reply(tool_use("agent__skill", {"skill": "notes", "file": "p"}, id="toolu_skill")), reply("ok")]
+    with FakeAnthropic(script) as fake:
+        run = run_agent(tmp_path, ["-p", "go"], fake=fake, env={"SPROUT_AGENT_BUILTIN_SERVERS": "agent"}, timeout=30)
+    assert run.code == 0, run.stderr
+    answer = fake.requests[1].body["messages"][-1]["content"][0]
+    assert answer["is_error"] and "not a regular file" in json.dumps(answer["content"])
 
 
 def test_commands_are_named_by_path_and_expand_their_arguments(tmp_path: Path) -> None:

@@ -1,18 +1,21 @@
 """The `skill` tool's reading: a skill's SKILL.md body, or a file beside it, confined to the skill's directory.
 
 A repository's skill is untrusted text the model asked for: it is read, never run; a path that leaves the skill's
-directory (`..`, an absolute path, a symlink pointing out) is refused, and what is read is bounded.
+directory (`..`, an absolute path, a symlink pointing out) is refused, so is what is not a regular file (a FIFO
+would block the agent's event loop), and what is read is bounded.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 from sprout_agent.config.definitions import Skill
 
 SKILL_FILE_MAX_BYTES = 256 * 1024
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 
 
 def read_skill(skills: Sequence[Skill], name: str, file: str | None = None) -> str:
@@ -39,7 +42,10 @@ def _inside(directory: Path, relative: str) -> Path:
 
 def _read(path: Path) -> str:
     try:
-        with path.open("rb") as f:
+        # O_NONBLOCK: the `agent` server runs in the agent's event loop, and opening a FIFO would wait for a writer.
+        with os.fdopen(os.open(path, _OPEN_FLAGS), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ValueError(f"{path.name} is not a regular file")
             data = f.read(SKILL_FILE_MAX_BYTES + 1)
     except OSError as error:
         raise ValueError(f"cannot read {path.name}: {error.strerror or error}") from None
