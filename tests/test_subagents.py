@@ -475,3 +475,22 @@ async def test_a_task_runs_unasked_in_read_only_mode_and_its_childs_calls_still_
     child_results = [b for m in loop.model.requests[2].messages for b in m.content if isinstance(b, ToolResult)]
     assert child_results[0].is_error and "read-only" in str(child_results[0].content)
     assert not host.calls_of("bash")
+
+
+async def test_a_definitions_mcp_server_rule_names_all_of_that_servers_tools_as_in_claude_code() -> None:
+    # `mcp__server` is the whole server in Claude Code's rules: in `disallowedTools` it was silently ignored.
+    no_guard = AgentDefinition("no-guard", "d", "subagent no-guard", disallowed_tools=("mcp__guard",))
+    only_guard = AgentDefinition("only-guard", "d", "subagent only-guard", tools=("mcp__guard",))
+    for definition, expected in ((no_guard, ["dev__read"]), (only_guard, ["guard__lookup"])):
+        loop, _host = delegating(
+            [
+                reply(call("agent__task", description="a", prompt="go", subagent_type=definition.name)),
+                child_reply(definition.name, "ok"),
+                reply("ok"),
+            ],
+            definitions=(definition,),
+            dev=server(read=echo("path")),
+            hooks={"lookup": echo("q")},
+        )
+        await loop.turn()
+        assert [spec.name for spec in loop.model.requests[1].tools] == expected

@@ -86,8 +86,11 @@ def listing(lines: list[str], types: Sequence[tuple[str, str]]) -> str:
 
 
 def _matches(spec: ToolSpec, pattern: str) -> bool:
-    """By our name, Claude Code's (`Agent`, `mcp__dev__read`), or one of its older names (`Task`, `MultiEdit`)."""
+    """By our name, Claude Code's (`Agent`, `mcp__dev__read`), or one of its older names (`Task`, `MultiEdit`);
+    `mcp__server` is all of that server's tools, as in Claude Code's rules."""
     pattern = pattern.strip()
+    if pattern.startswith("mcp__") and pattern.count("__") == 1:
+        pattern += "__*"
     names = (spec.name, sdk_tool_name(spec.server, spec.tool))
     return any(fnmatch.fnmatchcase(name, pattern) for name in names) or BUILTIN_TOOLS.get(pattern) == spec.name
 
