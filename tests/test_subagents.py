@@ -494,3 +494,23 @@ async def test_a_definitions_mcp_server_rule_names_all_of_that_servers_tools_as_
         )
         await loop.turn()
         assert [spec.name for spec in loop.model.requests[1].tools] == expected
+
+
+async def test_the_apis_web_tools_reach_a_child_only_when_its_definition_names_them_or_names_no_tools() -> None:
+    # With --web the API searches and fetches for the model: a reader limited to Read must not fetch URLs.
+    searcher = AgentDefinition("searcher", "d", "subagent searcher", tools=("Read", "WebFetch"))
+    offline = AgentDefinition("offline", "d", "subagent offline", disallowed_tools=("WebSearch",))
+    web = {}
+    for definition in (READER, searcher, offline, BUILTIN_AGENTS[0]):
+        loop, _host = delegating(
+            [
+                reply(call("agent__task", description="a", prompt="go", subagent_type=definition.name)),
+                child_reply(definition.name, "ok"),
+                reply("ok"),
+            ],
+            definitions=(definition,),
+        )
+        await loop.turn()
+        web[definition.name] = loop.model.requests[1].web
+        assert not [e for e in loop.of(SubagentEvent) if isinstance(e.event, Notice)]  # WebFetch is no unknown tool
+    assert web == {"reader": False, "searcher": True, "offline": False, BUILTIN_AGENTS[0].name: True}

@@ -98,6 +98,7 @@ class Agent:
         self.tracer = tracer  # the tool round's too (the property below)
         self.output = output  # --json-schema: each turn ends with a valid StructuredOutput call
         self.checkpoints: Checkpoints | None = None  # set by the session when the tree is checkpointed
+        self.web = True  # the API's web tools may be offered (with --web); a subagent's definition may leave them out
         self._answer: Answer | None = None
         self.history: list[Message] = []
         self._set_tools()  # the tools offered, by name, and the tokens every request carries besides the history
@@ -374,7 +375,7 @@ class Agent:
         self.requests += 1
         self.emit(ModelWaiting(self.requests, self.context_estimate()))
         started = time.monotonic()
-        request = ModelRequest(system=self.system, messages=tuple(self.history), tools=self.tools, partial=True)
+        request = ModelRequest(self.system, tuple(self.history), self.tools, web=self.web, partial=True)
         first = FirstToken(started, lambda text: self.emit(TextDelta(text)))
         with self.tracer.span(f"chat {self.model.name}", request_attributes(self.model.name)) as span:
             reply = await self.model.complete(request, first)

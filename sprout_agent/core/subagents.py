@@ -27,6 +27,8 @@ CHANGED_FILES_SHOWN = 20  # files named in a child's answer; the rest counted
 # definitions with 1 KB descriptions. Past this, the rest by name only (their names bounded too).
 TASK_LISTING_MAX_CHARS = 24_000
 TASK_NAMES_MAX_CHARS = 2_000
+# Claude Code's names for the API's web search and fetch (--web, model/web_tools.py): one switch for a subagent.
+WEB_TOOLS = ("WebSearch", "WebFetch")
 _SPECIFIER = re.compile(r"^(?P<tool>[^(]+)\((?P<spec>.*)\)$", re.DOTALL)
 
 
@@ -34,6 +36,7 @@ _SPECIFIER = re.compile(r"^(?P<tool>[^(]+)\((?P<spec>.*)\)$", re.DOTALL)
 class Selection:
     tools: tuple[ToolSpec, ...]
     left_out: tuple[str, ...]  # patterns given no tool, and why (the face says so once, as the child starts)
+    web: bool = True  # the API's web tools (with --web): only when `tools` names them (or is absent), not denied
 
 
 def select_tools(
@@ -57,7 +60,7 @@ def select_tools(
             left_out.append(f"{pattern}: a rule with a specifier is not applied to a subagent; the tool is not given")
             continue
         found = [s for s in candidates if _matches(s, pattern)]
-        if not found:
+        if not found and not _names_web([pattern]):
             left_out.append(f"{pattern}: no such tool in this session")
         chosen.extend(s for s in found if s not in chosen)
     denied: list[str] = []
@@ -67,7 +70,12 @@ def select_tools(
             pattern = found["tool"]
         denied.append(pattern)
     kept = tuple(s for s in chosen if not any(_matches(s, p) for p in denied))
-    return Selection(kept, tuple(left_out))
+    web = (patterns is None or _names_web(patterns)) and not _names_web(denied)
+    return Selection(kept, tuple(left_out), web)
+
+
+def _names_web(patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern.strip()) for pattern in patterns for name in WEB_TOOLS)
 
 
 def listing(lines: list[str], types: Sequence[tuple[str, str]]) -> str:

@@ -209,6 +209,7 @@ class Delegator:
             tracer=parent.tracer,
         )
         child.hook_fields = {"agent_type": definition.name, "agent_id": agent_id}
+        child.web = selection.web
         return child
 
     def _forget(self, child: Agent) -> None:
