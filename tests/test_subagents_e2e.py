@@ -210,3 +210,24 @@ def test_an_sdk_in_its_default_mode_starts_its_agents_unasked(tmp_path: Path, mo
         code, _, err = run_with_sdk(tmp_path, monkeypatch, script, fake=fake, env=env, options=options)
     assert code == 0, err
     assert result_text(tool_results(fake.requests[-1].body)[0]) == "Hi"
+
+
+def test_a_childs_todo_list_does_not_replace_the_sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The todo server keeps one list, the session's plan (and its `_Stop` hook objects while it has open items):
+    # a child's todo_write replaced it, so the parent lost its plan or was held back by the child's items.
+    plan = {"todos": [{"content": "ship the release", "status": "in_progress"}]}
+    childs = {"todos": [{"content": "grep for the flag", "status": "pending"}]}
+    task = {"description": "look", "prompt": "look around", "subagent_type": "general-purpose"}
+    script = [
+        reply(tool_use("todo__todo_write", plan, id="toolu_plan"), tool_use("agent__task", task, id="toolu_task")),
+        reply(tool_use("todo__todo_write", childs, id="toolu_child_plan")),
+        reply("looked"),
+        reply(tool_use("todo__todo_read", {}, id="toolu_read")),
+        reply("Done."),
+    ]
+    with FakeAnthropic(script) as fake:
+        options = Options(prompt="go", output_format="json", cwd=tmp_path)
+        run = headless(tmp_path, monkeypatch, options, fake=fake, env=BUILTINS)
+    assert run.code == 0, run.stderr
+    read = json.dumps(fake.requests[4].body["messages"][-1]["content"])
+    assert "ship the release" in read and "grep for the flag" not in read

@@ -27,6 +27,9 @@ CHANGED_FILES_SHOWN = 20  # files named in a child's answer; the rest counted
 # definitions with 1 KB descriptions. Past this, the rest by name only (their names bounded too).
 TASK_LISTING_MAX_CHARS = 24_000
 TASK_NAMES_MAX_CHARS = 2_000
+# The todo server keeps one list, the session's plan (its `_Stop` hook holds the main agent to it): a child writing
+# it would replace the parent's plan with its own.
+SESSION_ONLY = frozenset({("todo", "todo_write")})
 # Claude Code's names for the API's web search and fetch (--web, model/web_tools.py): one switch for a subagent.
 WEB_TOOLS = ("WebSearch", "WebFetch")
 _SPECIFIER = re.compile(r"^(?P<tool>[^(]+)\((?P<spec>.*)\)$", re.DOTALL)
@@ -50,9 +53,8 @@ def select_tools(
     minus `disallowed`. A pattern matches a tool's model name (`dev__read`, `dev__*`) or its Claude Code name
     (`Read`, `mcp__server__tool`). A Claude Code rule with a specifier (`Bash(git:*)`) gives no tool: a definition
     cannot narrow a tool to some commands here, and widening it to all of them would be a surprise."""
-    candidates = [s for s in offered if s.server and not is_hook(s)]  # not the loop's StructuredOutput
-    if not may_delegate:
-        candidates = [s for s in candidates if (s.server, s.tool) != TASK_TOOL]
+    withheld = {*SESSION_ONLY, *(() if may_delegate else (TASK_TOOL,))}
+    candidates = [s for s in offered if s.server and not is_hook(s) and (s.server, s.tool) not in withheld]
     left_out: list[str] = []
     chosen = candidates if patterns is None else []
     for pattern in patterns or ():
@@ -61,7 +63,9 @@ def select_tools(
             continue
         found = [s for s in candidates if _matches(s, pattern)]
         if not found and not _names_web([pattern]):
-            left_out.append(f"{pattern}: no such tool in this session")
+            mine = any((s.server, s.tool) in SESSION_ONLY and _matches(s, pattern) for s in offered)
+            why = "the session's own, never a subagent's" if mine else "no such tool in this session"
+            left_out.append(f"{pattern}: {why}")
         chosen.extend(s for s in found if s not in chosen)
     denied: list[str] = []
     for pattern in disallowed:
