@@ -16,7 +16,8 @@ FAKE_MCP_TOOLS             comma list of tools to expose ("" = none; unset = all
                            huge(bytes) -> that many bytes of text, fail() -> is_error result,
                            image() -> a 1x1 PNG, spawn_grandchild(hold_stdout=false) -> pid of a
                            `sleep 1000` in our process group, env(name) -> os.environ[name] or
-                           "<unset>", dotted.name() -> "dotted", read_only() (readOnlyHint=true)
+                           "<unset>", dotted.name() -> "dotted", read_only() (readOnlyHint=true);
+                           refuse(code, message) -> a JSON-RPC error answer (listed only when named here)
 FAKE_MCP_SLOW_GATE         a path: `slow` also ends as soon as that file exists (the test holds the call open)
 FAKE_MCP_PAGE_SIZE         list tools in pages of this many (default: one page)
 FAKE_MCP_LIST_BARRIER      "N:DIR": the first tools/list waits until N servers with this knob are all in theirs
@@ -201,6 +202,7 @@ def tool_defs() -> list[dict[str, Any]]:
         "huge": {"bytes": {"type": "integer"}},
         "spawn_grandchild": {"hold_stdout": {"type": "boolean"}},
         "env": {"name": {"type": "string"}},
+        "refuse": {"code": {"type": "integer"}, "message": {"type": "string"}},
     }
     tools = [tool(name, args.get(name)) for name in chosen if name != "read_only"]
     if "read_only" in chosen:
@@ -280,6 +282,8 @@ def call_tool(name: str, arguments: dict[str, Any], cancel: threading.Event) -> 
         return text("dotted")
     if name == "read_only":
         return text("read only")
+    if name == "refuse":
+        raise Error(str(arguments.get("message", "refused")), int(arguments.get("code", -32000)))
     return text(f"unknown tool {name}", is_error=True)
 
 

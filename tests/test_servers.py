@@ -231,6 +231,15 @@ async def test_a_crashed_server_is_marked_dead_and_its_tools_report_unavailable(
         assert (await p.pool.call(p.spec("g", "echo"), {"text": "still here"})).content == (Text("still here"),)
 
 
+async def test_a_servers_own_error_with_the_code_of_a_closed_connection_is_an_answer_not_a_dead_server() -> None:
+    # -32000 is the mcp SDK's "connection closed" and also the code most servers give their own errors.
+    async with Pool(fake("f", tools="echo,refuse")) as p:
+        refused = await p.pool.call(p.spec("f", "refuse"), {"code": -32000, "message": "rate limited, try later"})
+        assert refused.is_error and text_of(refused.content) == "rate limited, try later"
+        assert p.status("f").state == "running"
+        assert (await p.pool.call(p.spec("f", "echo"), {"text": "still here"})).content == (Text("still here"),)
+
+
 async def test_a_crash_is_seen_even_when_a_grandchild_holds_the_server_stdout(tmp_path: Path) -> None:
     async with Pool(fake("f", tools="spawn_grandchild,crash")) as p:
         grandchild = await p.pool.call(p.spec("f", "spawn_grandchild"), {"hold_stdout": True})

@@ -151,12 +151,17 @@ def _progress_callback(on_progress: Callable[[str], None]) -> ProgressFnT:
 # (`_handle_sse_response`: "SSE stream failed: " + httpx2's SSEError). It gives the code of a lost connection,
 # but only that one answer's stream ended: the session goes on, so it is an error for that call alone.
 _EVENT_OVER_CAP = "SSE stream failed: Server-sent event exceeded"
+# The messages mcp 2.3.0 gives its own CONNECTION_CLOSED (-32000) errors: the dispatcher's when the transport
+# closed, the Streamable HTTP client's when a call's stream broke. A server's own error answer may carry -32000
+# too (the usual code of a server's generic error): with any other message it is that call's answer, not the end
+# of the server.
+_CLOSED_MESSAGES = ("Connection closed", "SSE stream failed: ", "SSE stream ended without a response")
 
 
 def _ours(exc: MCPError) -> ServerGone | ServerAnswered:
     if exc.code == types.CONNECTION_CLOSED and exc.message.startswith(_EVENT_OVER_CAP):
         return ServerAnswered(too_large(None))
-    if exc.code == types.CONNECTION_CLOSED:
+    if exc.code == types.CONNECTION_CLOSED and exc.message.startswith(_CLOSED_MESSAGES):
         return ServerGone("connection closed")
     return ServerAnswered(exc.message or str(exc))
 
