@@ -151,6 +151,9 @@ class Delegator:
             result = await child.run_turn(prompt)
         except SproutError as failure:  # the API refused or failed: the parent's model reads why
             error = str(failure)
+        except Exception as failure:  # a defect of ours: the tool round reports it; the child's line says error
+            error = f"internal error: {type(failure).__name__}"
+            raise
         finally:
             self._forget(child)
             if isinstance(child.recorder, Closing):
