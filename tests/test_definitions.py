@@ -95,6 +95,7 @@ def _alias_bomb(field: str) -> str:
     return "\n".join([*lines, f"{field}: *i", "description: d", "---", "x", ""])
 
 
+@pytest.mark.e2e  # a real start of the CLI in the repository
 def test_a_yaml_alias_bomb_in_a_name_or_hint_is_one_notice_not_a_hang_at_start(tmp_path: Path) -> None:
     write(tmp_path / "repo" / ".claude" / "agents" / "bomb.md", _alias_bomb("name"))
     write(tmp_path / "repo" / ".claude" / "skills" / "bomb" / "SKILL.md", _alias_bomb("name"))
