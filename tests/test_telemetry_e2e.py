@@ -15,7 +15,7 @@ import pytest
 
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
-from tests.harness import agent_command, agent_env, run_agent, write_config
+from tests.harness import agent_command, agent_env, fake_server, run_agent, write_config
 from tests.otlp_receiver import Received, Receiver
 
 pytestmark = pytest.mark.e2e
@@ -262,3 +262,34 @@ def test_an_api_key_from_the_projects_env_file_is_redacted_like_one_from_the_env
     (tool,) = [s for s in receiver.spans if s.name == "execute_tool dev__read"]
     assert "[redacted]" in tool.attributes["sprout.tool.result"]
     assert key not in repr([(s.status, s.attributes) for s in receiver.spans])
+
+
+def test_a_credential_the_config_hands_a_server_is_redacted_in_recorded_contents(tmp_path: Path) -> None:
+    # Written in `.mcp.json` (a server's `env`, a remote server's `Authorization` header) and of no well-known
+    # shape, such a credential was unknown to the filter, which read only the environments' variables.
+    token, bearer = "svc-plain-0123456789abcdef", "hdr-plain-0123456789abcdef"
+    (tmp_path / "notes.txt").write_text(f"the header's token: {bearer}\n")
+    servers = {
+        "svc": fake_server(tools="env") | {"env": {"SVC_TOKEN": token}},
+        "remote": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": f"Bearer {bearer}"}},
+    }
+    config = write_config(tmp_path, servers)
+    calls = [
+        tool_use("svc__env", {"name": "SVC_TOKEN"}, id="t1"),
+        tool_use("dev__read", {"file_path": "notes.txt"}, id="t2"),
+    ]
+    with Receiver() as receiver, FakeAnthropic([reply(*calls), reply("ok")]) as fake:
+        env = {
+            "SPROUT_AGENT_BUILTIN_SERVERS": "dev",
+            "SPROUT_AGENT_TELEMETRY": "1",
+            "SPROUT_AGENT_TELEMETRY_CONTENT": "1",
+        }
+        env |= {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        run = run_agent(tmp_path, ["--config", str(config), "-p", "go"], fake=fake, env=env)
+        assert run.code == 0, run.stderr
+        results = str(fake.requests[1].body["messages"][-1]["content"])
+        assert token in results and bearer in results  # the model saw them: only the collector must not
+    tools = [s for s in receiver.spans if s.name.startswith("execute_tool")]
+    assert len(tools) == 2 and all("[redacted]" in s.attributes["sprout.tool.result"] for s in tools)
+    everything = repr([(s.name, s.status, s.attributes) for s in receiver.spans])
+    assert token not in everything and bearer not in everything

@@ -27,6 +27,7 @@ from sprout_agent.core.ledger import Price, parse_prices
 from sprout_agent.core.structured import OutputContract
 from sprout_agent.session import index as session_index
 from sprout_agent.session import store
+from sprout_agent.trust.secrets import secret_name
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,20 @@ class Prepared:
         `skill` tool reads them."""
         served = any(s.name == "agent" and s.transport == "in-process" for s in self.loaded.servers)
         return tuple((s.name, s.description) for s in self.definitions.skills) if served else ()
+
+    @property
+    def configured_credentials(self) -> dict[str, str]:
+        """The credentials the config hands its servers, for the telemetry's secret filter: each server's `env`
+        (the filter keeps those with a secret name or shape) and its headers that carry one (`Authorization`,
+        `X-Api-Key`…), with the token also without its scheme (`Bearer …`: a tool's output may quote it alone)."""
+        found: dict[str, str] = {}
+        for server in self.loaded.servers:
+            found |= {f"{server.name}.env.{name}": value for name, value in server.env.items()}
+            for name, value in server.headers.items():
+                if "AUTH" in name.upper() or secret_name(name):
+                    found[f"{server.name}.header.{name}.token"] = value
+                    found[f"{server.name}.header.{name}.token.alone"] = value.split(" ", 1)[-1]
+        return found
 
     @property
     def elicitation(self) -> str:

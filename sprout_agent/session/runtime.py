@@ -153,7 +153,8 @@ def _start_telemetry(prepared: Prepared, session_id: str, emit: Callable[[Event]
             prepared.inherited_env,
             session_id,
             lambda text: emit(Notice(text, "warning")),
-            secrets_in=prepared.settings_env,  # the API key may come from `.env`: the filter knows it too
+            # The API key may come from `.env`, a server's credential from the config: the filter knows them too.
+            secrets_in={**prepared.configured_credentials, **prepared.settings_env},
         )
     except Exception as error:  # a bad OTEL_* value the SDK refuses
         emit(Notice(f"telemetry is off: {type(error).__name__}: {error}", "warning"))
