@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from sprout_agent.core.claude_rules import BUILTIN_TOOLS
 from sprout_agent.core.events import Event, ToolFinished, ToolStarted
 from sprout_agent.core.hook_contract import is_hook
+from sprout_agent.core.listing import bounded_listing
 from sprout_agent.core.messages import Text
 from sprout_agent.core.protocols import ToolHost, ToolOutcome, ToolSpec
 from sprout_agent.core.tool_names import sdk_tool_name
@@ -84,17 +85,7 @@ def _names_web(patterns: Sequence[str]) -> bool:
 
 def listing(lines: list[str], types: Sequence[tuple[str, str]]) -> str:
     """`lines`, then a line per agent type (name: description) within TASK_LISTING_MAX_CHARS; the rest by name."""
-    used = sum(len(line) + 1 for line in lines)
-    for index, (name, description) in enumerate(types):
-        line = f"- {name}: {description}"
-        if used + len(line) + 1 > TASK_LISTING_MAX_CHARS:
-            names = ", ".join(n for n, _ in types[index:])
-            names = names if len(names) <= TASK_NAMES_MAX_CHARS else names[: TASK_NAMES_MAX_CHARS - 1] + "…"
-            lines.append(f"- {len(types) - index} more, by name only: {names}")
-            break
-        lines.append(line)
-        used += len(line) + 1
-    return "\n".join(lines)
+    return bounded_listing(lines, types, max_chars=TASK_LISTING_MAX_CHARS, names_max_chars=TASK_NAMES_MAX_CHARS)
 
 
 def _matches(spec: ToolSpec, pattern: str) -> bool:

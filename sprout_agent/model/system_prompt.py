@@ -7,6 +7,8 @@ import platform
 from collections.abc import Sequence
 from pathlib import Path
 
+from sprout_agent.core.listing import bounded_listing
+
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
 INSTRUCTIONS_MAX_CHARS = 32 * 1024  # per file; documented in docs/models.md
 SKILLS_INTRO = (
@@ -73,20 +75,10 @@ def build_system_prompt(
 
 def skills_section(skills: Sequence[tuple[str, str]]) -> str:
     """A line per skill (name: description, cut), within SKILLS_MAX_CHARS; past it the others by name only."""
-    lines = [SKILLS_INTRO]
-    used = len(SKILLS_INTRO)
-    for index, (name, description) in enumerate(skills):
-        cut = (
-            description
-            if len(description) <= SKILL_LINE_DESCRIPTION_CHARS
-            else description[: SKILL_LINE_DESCRIPTION_CHARS - 1] + "…"
-        )
-        line = f"- {name}: {cut}"
-        if used + len(line) + 1 > SKILLS_MAX_CHARS:
-            names = ", ".join(n for n, _ in skills[index:])
-            names = names if len(names) <= SKILL_NAMES_MAX_CHARS else names[: SKILL_NAMES_MAX_CHARS - 1] + "…"
-            lines.append(f"- {len(skills) - index} more, by name only: {names}")
-            break
-        lines.append(line)
-        used += len(line) + 1
-    return "\n".join(lines)
+    return bounded_listing(
+        [SKILLS_INTRO],
+        skills,
+        max_chars=SKILLS_MAX_CHARS,
+        names_max_chars=SKILL_NAMES_MAX_CHARS,
+        description_max_chars=SKILL_LINE_DESCRIPTION_CHARS,
+    )
