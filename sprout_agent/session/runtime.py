@@ -43,12 +43,11 @@ from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session import checkpointing, store
 from sprout_agent.session.delegation import ChildRecord, ChildSetup, Delegator
 from sprout_agent.session.prepared import Prepared
-from sprout_agent.telemetry.switch import telemetry_on
+from sprout_agent.session.session_telemetry import close_telemetry, observed, start_telemetry
 from sprout_agent.trust import sandbox as sb
 
 if TYPE_CHECKING:
     from sprout_agent.model.client import AnthropicModel
-    from sprout_agent.telemetry.session import Telemetry
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +86,9 @@ async def open_runtime(
     `sdk` carries the messages of the servers an SDK hosts (None: no SDK drives this session); `tool_host` puts
     a face's route in front of the servers for the loop's calls (an editor's files and terminals)."""
     session_id = session_id or new_session_id(prepared)
-    telemetry = _start_telemetry(prepared, session_id, emit)
+    telemetry = start_telemetry(prepared, session_id, emit)
     if telemetry is not None:
-        emit = _observed(emit, telemetry)
+        emit = observed(emit, telemetry)
     ledger = Ledger(prepared.model, prepared.prices)
     client = _client_features(prepared, emit, ledger, elicit, approve_sampling)
     client.sdk = sdk
@@ -98,7 +97,7 @@ async def open_runtime(
     pool = _make_pool(prepared, emit, client)
     async with AsyncExitStack() as stack:
         if telemetry is not None:  # the last to close: the session's end is in its trace
-            stack.push_async_callback(_close_telemetry, telemetry, emit)
+            stack.push_async_callback(close_telemetry, telemetry, emit)
             stack.callback(telemetry.activate())
         transcript = _make_store(prepared, session_id)
         if transcript is not None:
@@ -136,45 +135,6 @@ async def open_runtime(
         # A face that knows better (a signal, an ACP close, /clear) has already ended it: this is a no-op then.
         # A cancelled session gets none: its servers are going down with it (the faces end it before that).
         await agent.end_session("exit")
-
-
-CLOSE_TELEMETRY_S = 3.5  # what exit may wait for the last exports (docs/telemetry.md)
-
-
-def _start_telemetry(prepared: Prepared, session_id: str, emit: Callable[[Event], None]) -> Telemetry | None:
-    """OpenTelemetry when SPROUT_AGENT_TELEMETRY=1 in the real environment (docs/telemetry.md); its SDK loads only
-    then. It cannot fail the run: a setup that fails is one notice, and the run goes on untraced."""
-    if not telemetry_on(prepared.inherited_env):
-        return None
-    try:
-        from sprout_agent.telemetry.session import Telemetry
-
-        return Telemetry(
-            prepared.inherited_env,
-            session_id,
-            lambda text: emit(Notice(text, "warning")),
-            # The API key may come from `.env`, a server's credential from the config: the filter knows them too.
-            secrets_in={**prepared.configured_credentials, **prepared.settings_env},
-        )
-    except Exception as error:  # a bad OTEL_* value the SDK refuses
-        emit(Notice(f"telemetry is off: {type(error).__name__}: {error}", "warning"))
-        return None
-
-
-def _observed(emit: Callable[[Event], None], telemetry: Telemetry) -> Callable[[Event], None]:
-    def both(event: Event) -> None:
-        emit(event)
-        telemetry.observe(event)
-
-    return both
-
-
-async def _close_telemetry(telemetry: Telemetry, emit: Callable[[Event], None]) -> None:
-    """Flushes what is left, bounded: an unreachable collector delays exit by its export timeout and no more."""
-    with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TELEMETRY_S):
-        await anyio.to_thread.run_sync(telemetry.close, abandon_on_cancel=True)
-    if (notice := telemetry.notice()) is not None:
-        emit(Notice(notice, "warning"))
 
 
 def _recording_spend(
