@@ -9,9 +9,6 @@ callbacks (hook_callbacks.py) run at the same points, and their answers go throu
 from __future__ import annotations
 
 import copy
-import itertools
-import json
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -33,7 +30,6 @@ from sprout_agent.core.events import (
 )
 from sprout_agent.core.hook_contract import (
     CONSECUTIVE_TIMEOUTS_TO_KILL,
-    HOOK_CALL_ID_PREFIX,
     POST_COMPACT,
     POST_TOOL_USE,
     PRE_TOOL_USE,
@@ -53,15 +49,11 @@ from sprout_agent.core.hook_contract import (
 )
 from sprout_agent.core.hook_contract import is_hook as is_hook
 from sprout_agent.core.hook_contract import parse_allowlist as parse_allowlist
-from sprout_agent.core.messages import Image, Message, Text, ToolResult, ToolUse, text_of
+from sprout_agent.core.hook_messages import HookMessages, encoded
+from sprout_agent.core.hook_messages import HookOutput as HookOutput
+from sprout_agent.core.messages import Image, Message, Text, text_of
 from sprout_agent.core.protocols import HookCallFailed, ToolHost, ToolSpec
 from sprout_agent.core.tracing import NO_TRACER, Tracer
-
-
-@dataclass(frozen=True, slots=True)
-class HookOutput:
-    server: str
-    text: str
 
 
 @dataclass(slots=True)
@@ -99,8 +91,7 @@ class Hooks:
         self._tally = _Tally()
         self._budget_reported: set[str] = set()
         self._consecutive_timeouts: dict[str, int] = {}
-        self._ids = itertools.count()
-        self._id_salt = uuid.uuid4().hex[:8]
+        self._messages = HookMessages()
         self.callbacks = callbacks  # the SDK's hook callbacks, run after the MCP hooks at each point
         self._stop: str | None = None  # a callback's `continue: false` (or a blocked prompt): the turn ends
         self._source: str | None = None  # a session start whose SessionStart callbacks wait for its first prompt
@@ -248,7 +239,7 @@ class Hooks:
         for output in outputs:
             self._emit(HookObjected(PRE_TOOL_USE, output.server, output.text))
         lines = [f"not run: a {PRE_TOOL_USE} hook objected to this call"]
-        return "\n".join([*lines, *(_encoded(PRE_TOOL_USE, output) for output in outputs)])
+        return "\n".join([*lines, *(encoded(PRE_TOOL_USE, output) for output in outputs)])
 
     async def on_post_tool(
         self, context: Mapping[str, object], content: tuple[Text | Image, ...], is_error: bool
@@ -264,7 +255,7 @@ class Hooks:
         outputs += [HookOutput(cb.CALLBACK_SOURCE, text) for text in await self._post_tool_callbacks(context)]
         for output in outputs:
             self._emit(HookInjected(POST_TOOL_USE, output.server, output.text))
-        return [Text(_encoded(POST_TOOL_USE, output)) for output in outputs]
+        return [Text(encoded(POST_TOOL_USE, output)) for output in outputs]
 
     async def _post_tool_callbacks(self, context: Mapping[str, object]) -> list[str]:
         name, failed = str(context.get("sdk_tool_name", "")), context.get("is_error") is True
@@ -324,7 +315,7 @@ class Hooks:
 
     def callback_blocks(self, texts: Sequence[str]) -> tuple[Text, ...]:
         """PreToolUse callbacks' additionalContext, as extra blocks of the call's result (JSON, like `_PostToolUse`)."""
-        return tuple(Text(_encoded(cb.PRE_TOOL_USE, HookOutput(cb.CALLBACK_SOURCE, text))) for text in texts)
+        return tuple(Text(encoded(cb.PRE_TOOL_USE, HookOutput(cb.CALLBACK_SOURCE, text))) for text in texts)
 
     def take_stop(self, *, announce: bool = True) -> bool:
         """Whether a callback ended the turn (`continue: false`, a blocked prompt), once; the notice says why."""
@@ -399,17 +390,5 @@ class Hooks:
         self._emit(StopBudgetSpent(objections) if hook == STOP else HookBudgetSpent(hook, objections))
 
     def as_messages(self, hook: str, outputs: Sequence[HookOutput]) -> list[Message]:
-        """Each output as an assistant tool_use `<server>__<hook>` plus a user tool_result of JSON data.
-
-        The text is JSON-encoded so nothing in it can pose as the agent, the user or the system.
-        """
-        messages: list[Message] = []
-        for output in outputs:
-            call_id = f"{HOOK_CALL_ID_PREFIX}{self._id_salt}_{next(self._ids)}"
-            messages.append(Message("assistant", (ToolUse(call_id, f"{output.server}__{hook}", {}),)))
-            messages.append(Message("user", (ToolResult(call_id, (Text(_encoded(hook, output)),)),)))
-        return messages
-
-
-def _encoded(hook: str, output: HookOutput) -> str:
-    return json.dumps({"hook": hook, "server": output.server, "text": output.text}, ensure_ascii=False)
+        """Each output as an assistant tool_use `<server>__<hook>` plus a user tool_result of JSON data."""
+        return self._messages.of(hook, outputs)
