@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -37,11 +36,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sprout_agent.trust import landlock as _landlock
+from sprout_agent.trust.sandbox_output import (
+    DENIED_WRITE,
+    LANDLOCK_DENIED,
+    LANDLOCK_NO_TCP,
+    NAMES_TMP,
+    NO_NETWORK,
+    denied_write,
+)
 from sprout_agent.trust.write_policy import WritePolicy, git_root, under
 
 OFF, READ_ONLY, WORKSPACE_WRITE, REQUIRED = "off", "read-only", "workspace-write", "required"
 BWRAP, LANDLOCK = "bubblewrap", "landlock"
-_NAMES_TMP = re.compile(r"(?<![\w./-])/tmp(?![\w.-])[^\s'\"`;|&)]*")  # /tmp or /tmp/x, not /var/tmp or /tmpdir
 MODES = (OFF, READ_ONLY, WORKSPACE_WRITE)
 
 # The variables a dev server reads its policy from (the agent sets them for its built-in servers; a standalone
@@ -330,7 +336,7 @@ class Sandbox:
         if self._mechanism != BWRAP or not self.active():
             return ""
         roots = (*self.writable(), self.policy.root)  # a workspace under /tmp is itself, not the private /tmp
-        if not any(not any(under(path, root) for root in roots) for path in _NAMES_TMP.findall(command)):
+        if not any(not any(under(path, root) for root in roots) for path in NAMES_TMP.findall(command)):
             return ""
         return "\n[note: /tmp in this command is the sandbox's private /tmp (kept between commands), not the host's]"
 
@@ -356,8 +362,8 @@ class Sandbox:
         hidden = next((path for path in self._hidden if path in output), None)
         if hidden is not None:
             return f"sandbox: {hidden} is hidden from commands (a deny-listed credential path; {limits})"
-        landlock_tcp = self._mechanism == LANDLOCK and _LANDLOCK_NO_TCP.search(output) is not None
-        if not self.policy.network and (_NO_NETWORK.search(output) or landlock_tcp):
+        landlock_tcp = self._mechanism == LANDLOCK and LANDLOCK_NO_TCP.search(output) is not None
+        if not self.policy.network and (NO_NETWORK.search(output) or landlock_tcp):
             return f"sandbox: network disabled by the sandbox ({limits})"
         if output.startswith(("bwrap:", "sandbox (landlock):")):
             return f"sandbox: could not set up the sandbox for this command ({limits})"
@@ -365,11 +371,11 @@ class Sandbox:
 
     def _denied_write(self, output: str) -> str | None:
         if self._mechanism != LANDLOCK:
-            denied = denied_write(output, _DENIED_WRITE)
+            denied = denied_write(output, DENIED_WRITE)
             relative = denied is not None and denied != "a path" and not denied.startswith("/")
             return os.path.normpath(os.path.join(self.policy.root, denied)) if relative and denied else denied
         # Landlock refuses with EACCES, which a file's own mode gives too: named only for a path outside the roots.
-        denied = denied_write(output, _LANDLOCK_DENIED)
+        denied = denied_write(output, LANDLOCK_DENIED)
         if denied is None or not denied.startswith("/") or any(under(denied, r) for r in self.writable()):
             return None
         return denied
@@ -379,29 +385,6 @@ class Sandbox:
         if self._mechanism == LANDLOCK:
             return f"sandbox {self.policy.describe()} (landlock); writable: {writable} and a private TMPDIR (not /tmp)"
         return f"sandbox {self.policy.describe()}; writable: {writable} and a private /tmp"
-
-
-def denied_write(output: str, marks: tuple[str, ...]) -> str | None:
-    """The path of the first denied-write error in `output` ("a path" when none is named)."""
-    line = next((line for line in output.splitlines() if any(mark in line for mark in marks)), None)
-    if line is None:
-        return None
-    named = _QUOTED_PATH.search(line) or _BARE_PATH.search(line)
-    path = named.group(1) if named is not None else "a path"
-    return path if len(path) <= 200 else path[:200] + "…"  # read from the command's output: kept short
-
-
-# How a denied write reads: the kernel's EROFS, and git's words when a rename over a read-only bind fails.
-_DENIED_WRITE = ("Read-only file system", "could not write config file")
-_LANDLOCK_DENIED = ("Permission denied",)
-_LANDLOCK_NO_TCP = re.compile(r"(?is)connect.*Permission denied|Permission denied.*connect")
-# A quoted path, absolute or relative to the command's directory (`touch: cannot touch '.git/index.lock'`).
-_QUOTED_PATH = re.compile(r"['\"`‘“]((?:/|\.{1,2}/|[\w.-]+/)[^'\"`’”\n]*)['\"’”]")
-_BARE_PATH = re.compile(r"(/[^\s:'\"]+)")
-_NO_NETWORK = re.compile(
-    r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
-    r"Name or service not known|No address associated with hostname"
-)
 
 
 def _path_prefixes_under_tmp(path: str, private: str) -> list[str]:
