@@ -660,7 +660,7 @@ def test_env_table_names_every_variable_settings_reads() -> None:
     names = {var.name for var in ENV_VARS}
     assert {"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "MCP_HOOK_SERVERS"} <= names
     source = (REPO / "sprout_agent" / "config" / "settings.py").read_text()
-    settings_src = source[source.index("class Settings") : source.index("def render_env_example")]
+    settings_src = source[source.index("class Settings") : source.index("def child_environment")]
     read = {n for n in names if f'"{n}"' in settings_src}
     assert read == names
 
