@@ -47,8 +47,8 @@ from sprout_agent.core.tracing import (
     Tracer,
     reply_attributes,
     request_attributes,
-    tracing_usage,
     turn_attributes,
+    turn_end_attributes,
 )
 
 
@@ -163,13 +163,8 @@ class Agent:
             finally:
                 changes = await self._turn_changes()
             usage, seconds = self.ledger.usage - before, time.monotonic() - started
-            span.set(tracing_usage(usage) | {"sprout.stop_reason": result.stop_reason, "sprout.requests": result.turns})
-            span.set(
-                {
-                    "sprout.cost_usd": self.ledger.cost - spent,
-                    "sprout.files_changed": len(changes.files) if changes else 0,
-                }
-            )
+            files = len(changes.files) if changes else 0
+            span.set(turn_end_attributes(usage, result.stop_reason, result.turns, self.ledger.cost - spent, files))
         finished = TurnFinished(result.stop_reason, result.text, result.turns, usage, self.ledger.cost, seconds)
         self.emit(replace(finished, structured_output=result.structured, error=result.error, changes=changes))
         return result
@@ -277,17 +272,14 @@ class Agent:
         return True
 
     def _limit_reached(self, turns: int) -> TurnResult | None:
-        if self.limits.max_turns is not None and turns >= self.limits.max_turns:
-            return TurnResult("max_turns", last_text(self.history), turns)
-        if self.limits.max_budget_usd is not None and self.ledger.budget_spent() >= self.limits.max_budget_usd:
-            return TurnResult("budget", last_text(self.history), turns)
-        return None
+        reached = self.limits.reached(turns, self.ledger.budget_spent())
+        return TurnResult(reached, last_text(self.history), turns) if reached is not None else None
 
     def _unanswered(self, stop_reason: str, turns: int) -> TurnResult | bool | None:
         """The reply ended without the StructuredOutput call the turn needs: True when the model is asked again,
         the failed turn when its attempts are spent; None when the turn needs no call or has its answer."""
         answer = self._answer
-        if answer is None or answer.value is not None or stop_reason not in _NO_ANSWER:
+        if answer is None or not answer.wanted_after(stop_reason):
             return None
         if not answer.exhausted and (again := answer.missing()) is not None:
             self._append(again)
@@ -406,7 +398,3 @@ class Agent:
     def _hook_context(self, **extra: object) -> dict[str, object]:
         """What a hook may declare (hook_contract.HOOK_CONTEXT): the session's ids plus the point's own."""
         return {"session_id": self.session_id, "cwd": self.cwd, **self.hook_fields, **extra}
-
-
-# The reply ended without a StructuredOutput call the turn needs: the model is asked again (while attempts last).
-_NO_ANSWER = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence"})

@@ -13,3 +13,11 @@ class Limits:
     max_turns: int | None = None  # model requests per user turn; None = no limit
     max_budget_usd: float | None = None  # the session's spend (the ledger's cost) after which no request starts
     max_parallel_tools: int = 8  # tool calls of one reply run at once (SPROUT_AGENT_MAX_PARALLEL_TOOLS)
+
+    def reached(self, requests: int, spent_usd: float) -> str | None:
+        """The stop reason once a bound is reached before the next request (`max_turns`, `budget`), else None."""
+        if self.max_turns is not None and requests >= self.max_turns:
+            return "max_turns"
+        if self.max_budget_usd is not None and spent_usd >= self.max_budget_usd:
+            return "budget"
+        return None

@@ -43,6 +43,10 @@ class OutputContract:
         return ToolSpec(STRUCTURED_OUTPUT_TOOL, "", STRUCTURED_OUTPUT_TOOL, DESCRIPTION, schema, True, strict=True)
 
 
+# The reply ended without a StructuredOutput call the turn needs: the model is asked again (while attempts last).
+_NO_ANSWER = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence"})
+
+
 class Answer:
     """One user turn's structured answer: the first valid value, and the failed attempts before it."""
 
@@ -73,6 +77,10 @@ class Answer:
             return _refused(f"Output does not match required schema: {self.last_problem}")
         self.value = dict(value)
         return ToolOutcome((Text(ACCEPTED),))
+
+    def wanted_after(self, stop_reason: str) -> bool:
+        """The reply ended (as `stop_reason` says) without the StructuredOutput call the turn still needs."""
+        return self.value is None and stop_reason in _NO_ANSWER
 
     def missing(self) -> Message | None:
         """The model ended its reply without a valid call: the message that asks again, None when out of attempts."""

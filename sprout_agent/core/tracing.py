@@ -93,6 +93,14 @@ def turn_attributes(session_id: str, fields: Mapping[str, object], prompt: str, 
     return attributes
 
 
+def turn_end_attributes(
+    usage: Usage, stop_reason: str, requests: int, cost_usd: float, files_changed: int
+) -> dict[str, Attribute]:
+    """A user turn's span, once the turn has ended."""
+    attributes = tracing_usage(usage) | {"sprout.stop_reason": stop_reason, "sprout.requests": requests}
+    return attributes | {"sprout.cost_usd": cost_usd, "sprout.files_changed": files_changed}
+
+
 def request_attributes(model: str) -> dict[str, Attribute]:
     return {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic", "gen_ai.request.model": model}
 
