@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from dataclasses import astuple, dataclass, field
 
 from sprout_agent.core.errors import UsageError
@@ -63,12 +62,12 @@ class Ledger:
     cost: float = 0.0
     sent: int = 0  # requests actually sent, failed attempts and retries included (the client reports them)
     earlier: float = 0.0  # a resumed session's spend in its earlier runs: shown, never counted against a budget
-    # A subagent's ledger passes each response on to its parent's (`add_child`), priced at its own model.
-    on_added: Callable[[Usage, float], None] | None = None
+    # The subagents' spend, a line each (`add_child`), priced at their own models; already in the totals above.
     children: dict[str, tuple[Usage, float]] = field(default_factory=dict[str, tuple[Usage, float]])
-    # A subagent's: the ledger its spend is counted in. Its budget bounds that total, so parallel children
-    # together stop at the session's budget, not each at what was left when it started.
+    # A subagent's: the ledger its spend is also counted in, on the line `label`. Its budget bounds that total, so
+    # parallel children together stop at the session's budget, not each at what was left when it started.
     counted_in: Ledger | None = None
+    label: str = ""
 
     def budget_spent(self) -> float:
         """What `--max-budget-usd` bounds: the session's spend, a subagent's siblings' included."""
@@ -89,8 +88,8 @@ class Ledger:
         self.usage += usage
         self.requests += 1
         self.cost += cost
-        if self.on_added is not None:
-            self.on_added(usage, cost)
+        if self.counted_in is not None:
+            self.counted_in.add_child(self.label, usage, cost)
         return cost
 
     def add_child(self, label: str, usage: Usage, cost: float) -> None:
@@ -100,8 +99,8 @@ class Ledger:
         self.usage += usage
         self.requests += 1
         self.cost += cost
-        if self.on_added is not None:
-            self.on_added(usage, cost)
+        if self.counted_in is not None:  # a grandchild's: on its parent's line in the session's ledger
+            self.counted_in.add_child(self.label, usage, cost)
 
     def child_lines(self) -> list[str]:
         """One line per subagent: what it spent (already in the totals)."""

@@ -192,9 +192,7 @@ class Delegator:
         for line in selection.left_out:
             emit(Notice(f"subagent {definition.name}: {line}", "warning"))
         model = setup.model_for(None if definition.model == INHERIT else definition.model, emit)
-        ledger = Ledger(model.name, parent.ledger.overrides)
-        ledger.on_added = lambda usage, cost: parent.ledger.add_child(label, usage, cost)
-        ledger.counted_in = parent.ledger
+        ledger = Ledger(model.name, parent.ledger.overrides, counted_in=parent.ledger, label=label)
         child = Agent(
             model=model,
             host=sa.ChildHost(parent.host, [spec.name for spec in selection.tools]),
