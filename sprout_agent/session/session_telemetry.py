@@ -12,12 +12,10 @@ import anyio.to_thread
 
 from sprout_agent.core.events import Event, Notice
 from sprout_agent.session.prepared import Prepared
-from sprout_agent.telemetry.switch import telemetry_on
+from sprout_agent.telemetry.switch import CLOSE_S, telemetry_on
 
 if TYPE_CHECKING:
     from sprout_agent.telemetry.session import Telemetry
-
-CLOSE_TELEMETRY_S = 3.5  # what exit may wait for the last exports (docs/telemetry.md)
 
 
 def start_telemetry(prepared: Prepared, session_id: str, emit: Callable[[Event], None]) -> Telemetry | None:
@@ -50,7 +48,7 @@ def observed(emit: Callable[[Event], None], telemetry: Telemetry) -> Callable[[E
 
 async def close_telemetry(telemetry: Telemetry, emit: Callable[[Event], None]) -> None:
     """Flushes what is left, bounded: an unreachable collector delays exit by its export timeout and no more."""
-    with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TELEMETRY_S):
+    with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_S):
         await anyio.to_thread.run_sync(telemetry.close, abandon_on_cancel=True)
     if (notice := telemetry.notice()) is not None:
         emit(Notice(notice, "warning"))

@@ -12,8 +12,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import Span
 
 from sprout_agent.telemetry import otel
-
-CLOSE_S = 3.5  # what exit may wait for the last exports (docs/telemetry.md), as a session's close
+from sprout_agent.telemetry.switch import CLOSE_S
 
 
 class BatchTelemetry:
