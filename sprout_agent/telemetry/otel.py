@@ -26,7 +26,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from sprout_agent import __version__
 from sprout_agent.core.tracing import CONTENT_CHARS, Attributes, TraceSpan
-from sprout_agent.trust.secrets import KEY_IN_TEXT, is_secret
+from sprout_agent.trust.secrets import KEY_IN_TEXT, URL_PASSWORD, is_secret
 
 EXPORT_TIMEOUT_S = 3.0  # an export's bound unless OTEL_EXPORTER_OTLP_TIMEOUT says otherwise (exit waits no longer)
 SCOPE = "sprout-agent"
@@ -164,11 +164,6 @@ def _scrubbed(attributes: Mapping[str, Any] | None, redact: Callable[[str], str]
     return {key: one(value) for key, value in (attributes or {}).items()}
 
 
-# scheme://user:password@ in a text: the password goes (the scheme starts where no scheme character precedes it, as
-# in trust/secrets.py, so a long run of letters is not tried from each of its positions).
-_URL_PASSWORD = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:)[^\s/@]+@")
-
-
 def redactor(environ: Mapping[str, str]) -> Callable[[str], str]:
     """Replaces every secret this process knows (the values of its credential variables: the API key first),
     anything shaped like a well-known key and a URL's password with `[redacted]`, whatever the content switch says."""
@@ -179,7 +174,7 @@ def redactor(environ: Mapping[str, str]) -> Callable[[str], str]:
     pattern = re.compile("|".join([*(re.escape(v) for v in values), KEY_IN_TEXT]))
 
     def redact(text: str) -> str:
-        return _URL_PASSWORD.sub(r"\1[redacted]@", pattern.sub("[redacted]", text))
+        return URL_PASSWORD.sub(r"\1[redacted]@", pattern.sub("[redacted]", text))
 
     return redact
 

@@ -31,7 +31,8 @@ NOT_SECRET = frozenset(
 # scheme://user:password@host, anywhere in the value (DATABASE_URL, pip's index URLs, proxy URLs).
 # The scheme starts where no scheme character precedes it: without that, a long run of letters is tried from each of
 # its positions (a 64 KB value took 2 s).
-_URL_PASSWORD = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:[^\s/@]+@")
+# Group 1 is what comes before the password, so a filter can keep it (`postgres://app:[redacted]@db`).
+URL_PASSWORD = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:)[^\s/@]+@")
 # Prefixes of well-known key formats, so a key under an innocent name is still caught.
 KEY_FORMATS = r"sk-ant-|sk-proj-|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|xox[abpr]-|AKIA[0-9A-Z]{16}"
 _KEY_VALUE = re.compile(f"^({KEY_FORMATS})")
@@ -57,7 +58,7 @@ def secret_name(name: str) -> bool:
 
 
 def secret_value(value: str) -> bool:
-    return bool(("://" in value and _URL_PASSWORD.search(value)) or _KEY_VALUE.match(value))
+    return bool(("://" in value and URL_PASSWORD.search(value)) or _KEY_VALUE.match(value))
 
 
 def is_secret(name: str, value: str) -> bool:
