@@ -75,13 +75,13 @@ class Prepared:
         """The credentials the config hands its servers, for the telemetry's secret filter: each server's `env`
         (the filter keeps those with a secret name or shape) and its headers that carry one (`Authorization`,
         `X-Api-Key`…), with the token also without its scheme (`Bearer …`: a tool's output may quote it alone)."""
-        found: dict[str, str] = {}
-        for server in self.loaded.servers:
-            found |= {f"{server.name}.env.{name}": value for name, value in server.env.items()}
+        found: dict[str, str] = {}  # keyed `NAME.index`: the filter judges the name, never the server's
+        for index, server in enumerate(self.loaded.servers):
+            found |= {f"{name}.{index}": value for name, value in server.env.items()}
             for name, value in server.headers.items():
-                if "AUTH" in name.upper() or secret_name(name):
-                    found[f"{server.name}.header.{name}.token"] = value
-                    found[f"{server.name}.header.{name}.token.alone"] = value.split(" ", 1)[-1]
+                if secret_name(name):
+                    found[f"{name}.{index}"] = value
+                    found[f"{name}.{index}.alone"] = value.split(" ", 1)[-1]
         return found
 
     @property

@@ -13,11 +13,11 @@ import re
 from collections.abc import Mapping
 
 # Name parts (split on `_`, other non-alphanumerics and camelCase) that mark a credential. HEADERS: a collector's
-# key goes in OTEL_EXPORTER_OTLP_HEADERS.
+# key goes in OTEL_EXPORTER_OTLP_HEADERS; AUTHORIZATION: a header's name as much as a variable's.
 SECRET_PARTS = frozenset(
     {"KEY", "KEYS", "APIKEY", "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD",
      "PASS", "PASSPHRASE", "PAT", "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "PRIVATE", "COOKIE",
-     "COOKIES", "SESSION", "SIGNATURE", "DSN", "HEADERS"}
+     "COOKIES", "SESSION", "SIGNATURE", "DSN", "HEADERS", "AUTHORIZATION"}
 )  # fmt: skip
 # Substrings that mark a credential even inside one part (GHTOKEN, MYAPIKEY, DBPASSWORD).
 SECRET_SUBSTRINGS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "APIKEY", "PRIVATEKEY")
