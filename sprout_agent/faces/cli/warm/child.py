@@ -20,13 +20,15 @@ import threading
 import time
 from typing import NoReturn
 
-from sprout_agent.faces.cli.warm import inherited
-from sprout_agent.faces.cli.warm.wire import RELAYED, Lines, line, receive_go, receive_request
+from sprout_agent.faces.cli.warm import inherited, place
+from sprout_agent.faces.cli.warm.wire import RELAYED, Lines, receive_go, receive_request, send_ready
+from sprout_agent.trust.secrecy import harden
 
 REQUEST_TIMEOUT = 10.0  # seconds for the client to send its request and its `go`: it does so at once
 
 
 def become_the_run(conn: socket.socket) -> NoReturn:
+    harden()  # before the request brings the run's key: a no-op in a hardened zygote's fork, and cheap
     code = 70  # EX_SOFTWARE: something below failed before the run could say anything
     try:
         for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
@@ -56,11 +58,14 @@ def become_the_run(conn: socket.socket) -> NoReturn:
 def _take_on(conn: socket.socket) -> Lines | None:
     """Reads the request and makes this process the caller's; None when the run must not happen here."""
     try:
-        request = receive_request(conn)
+        received = receive_request(conn)
     except OSError:
         return None
-    checked = _checked(request) if request is not None else None
-    if request is None or checked is None:
+    if received is None or not place.same_namespaces(received[1]):
+        return None  # a caller in namespaces of its own (a container, a sandbox): it runs cold, where it is
+    request = received[0]
+    checked = _checked(request)
+    if checked is None:
         return None
     argv, cwd, env, umask = checked
     try:
@@ -74,11 +79,14 @@ def _take_on(conn: socket.socket) -> Lines | None:
     os.environ.update(env)
     time.tzset()
     sys.argv = argv
+    proof = place.namespace_proof()
     try:
-        conn.sendall(line(ready=True, pid=os.getpid()))
+        send_ready(conn, os.getpid(), proof)
         went = receive_go(conn)
     except OSError:
         return None
+    finally:
+        place.close_all(proof)
     if went is None:
         return None
     fds, rest = went

@@ -6,15 +6,17 @@ files): the socket's name carries it, so a run only ever reaches a zygote that w
 itself, and an upgrade or an edit of the code simply leaves the old zygote to idle out.
 
 Who may connect: the socket sits in a directory only the user can enter (`$XDG_RUNTIME_DIR/sprout-agent`, else
-`sprout-agent-<uid>` in the temp directory; refused when it is not ours or others may enter it), and each
-side checks the other through the kernel (SO_PEERCRED): the same user, the same namespaces and no confinement
-the other lacks (`NoNewPrivs`, seccomp). That last check is what keeps a sandboxed command out: Landlock does
-not confine connecting to a Unix socket, and a command under it could otherwise ask the unconfined zygote for
-a run with a config of its choosing. A peer that fails a check gets nothing, and the run goes cold.
+`sprout-agent-<uid>` in the temp directory; refused when it is not ours or others may enter it), and each side
+checks the other through the kernel (SO_PEERCRED, and descriptors of its namespaces the peer sends): the same user,
+the same namespaces and no confinement the other lacks (`NoNewPrivs`, seccomp). That last check is what keeps a
+sandboxed command out: Landlock does not confine connecting to a Unix socket, and a command under it could
+otherwise ask the unconfined zygote for a run with a config of its choosing. A peer that fails a check gets
+nothing, and the run goes cold.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import socket
@@ -24,6 +26,8 @@ import tempfile
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+from sprout_agent.trust.secrecy import environment_block
 
 SWITCH = "SPROUT_AGENT_WARM"  # 0, off, false or no: never
 IDLE = "SPROUT_AGENT_WARM_IDLE_SECONDS"
@@ -85,12 +89,10 @@ def _text_settings() -> tuple[str, ...]:
 
 
 def startup_environment(fallback: Mapping[str, str]) -> dict[str, str]:
-    """The environment this process was started with (/proc/self/environ), before Python coerced the locale
-    into os.environ; `fallback` where it cannot be read."""
-    try:
-        with open("/proc/self/environ", "rb") as block:
-            raw = block.read()
-    except OSError:
+    """The environment this process was started with (its environment block, credentials scrubbed by
+    trust/secrecy.harden), before Python coerced the locale into os.environ; `fallback` where it cannot be read."""
+    raw = environment_block()
+    if raw is None:
         return dict(fallback)
     pairs = (entry.partition(b"=") for entry in raw.split(b"\0") if entry)
     return {os.fsdecode(name): os.fsdecode(value) for name, _, value in pairs}
@@ -160,16 +162,18 @@ def lock_path(base: Path, print_: str) -> Path:
 
 
 def peer_is_like_us(conn: socket.socket) -> bool:
-    """The process at the other end runs as us, in our namespaces, under no confinement we are not under."""
+    """The process at the other end runs as us, under no confinement we are not under. That it is in our
+    namespaces is for its descriptors to show (`same_namespaces`): both sides are non-dumpable
+    (trust/secrecy.harden), and /proc/<pid>/ns of such a process is closed to all but root."""
     try:
         raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         pid, uid, _gid = struct.unpack("3i", raw)
     except OSError:
         return False
-    if uid != os.getuid() or pid <= 0:
+    if uid != os.getuid() or pid <= 0:  # 0: a pid namespace we cannot see into
         return False
     ours = confinement(os.getpid())
-    return ours is not None and ours[len(_NAMESPACES)] == "0" and confinement(pid) == ours
+    return ours is not None and ours[0] == "0" and confinement(pid) == ours
 
 
 def no_new_privs() -> bool:
@@ -178,18 +182,54 @@ def no_new_privs() -> bool:
     command confined by it would look like any other process of such a run and could ask the zygote, which is
     not confined, for a session of its choosing."""
     status = confinement(os.getpid())
-    return status is None or status[len(_NAMESPACES)] != "0"
+    return status is None or status[0] != "0"
 
 
-def confinement(pid: int) -> tuple[object, ...] | None:
-    """The namespaces and the confinement flags a process runs under; None when they cannot be read (a process
-    of another user, or one that made itself non-dumpable)."""
+def confinement(pid: int) -> tuple[str, ...] | None:
+    """The confinement flags a process runs under (NoNewPrivs, Seccomp, Seccomp_filters: /proc/<pid>/status is
+    open to all, non-dumpable or not); None when they cannot be read."""
     try:
-        spaces = tuple(os.readlink(f"/proc/{pid}/ns/{name}") for name in _NAMESPACES)
         with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as status:
             flags = tuple(
                 line.split()[1] for line in status if line.startswith(("NoNewPrivs:", "Seccomp:", "Seccomp_filters:"))
             )
     except (OSError, IndexError):
         return None
-    return (*spaces, *flags)
+    return flags or None
+
+
+def namespace_proof() -> list[int]:
+    """Descriptors of this process's namespaces (mount, pid, user, network, IPC, UTS, cgroup), sent to the peer
+    with the request or the `ready` for `same_namespaces`; empty when one cannot be opened."""
+    fds: list[int] = []
+    try:
+        for name in _NAMESPACES:
+            fds.append(os.open(f"/proc/self/ns/{name}", os.O_RDONLY | os.O_CLOEXEC))
+    except OSError:
+        close_all(fds)
+        return []
+    return fds
+
+
+def same_namespaces(fds: Sequence[int]) -> bool:
+    """The peer's descriptors (`namespace_proof`) are our namespaces, one by one: the kernel gave them to a
+    process that was in them, or that could read /proc/<pid>/ns of one that was (a process of ours in another
+    namespace cannot: a user namespace keeps it from ptrace access to us). Closes them."""
+    try:
+        if len(fds) != len(_NAMESPACES):
+            return False
+        for name, fd in zip(_NAMESPACES, fds, strict=True):
+            theirs, ours = os.fstat(fd), os.stat(f"/proc/self/ns/{name}")
+            if (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino):
+                return False
+        return True
+    except OSError:
+        return False
+    finally:
+        close_all(fds)
+
+
+def close_all(fds: Sequence[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
