@@ -319,3 +319,51 @@ def test_a_process_of_the_same_user_cannot_open_the_memory_of_the_relay_the_zygo
     agents, (server,) = _ours(scan, tmp_path)
     assert len(agents) == 3 and not any(r["mem"] for r in agents), agents
     assert server["mem"] and scan.found("key") == []
+
+
+# ---------------------------------------------------------------- the warm peers, both non-dumpable (processes)
+
+ASK = """
+import json, os, socket, sys
+from pathlib import Path
+from sprout_agent.faces.cli.warm import inherited, place
+from sprout_agent.faces.cli.warm.wire import RELAYED, receive_ready, send_request
+request = {"argv": ["sprout-agent", "-p", "hi"], "cwd": os.getcwd(), "env": dict(os.environ), "umask": 0o22}
+conn = socket.socket(socket.AF_UNIX)
+conn.settimeout(10)
+with place.address(Path(sys.argv[1])) as listening:
+    conn.connect(listening)
+send_request(conn, json.dumps(request | inherited.of_this_process(RELAYED)).encode(), place.namespace_proof())
+print("ready" if receive_ready(conn) is not None else "refused")
+"""
+
+needs_unshare = pytest.mark.skipif(shutil.which("unshare") is None, reason="no unshare here")
+
+
+@needs_unshare
+@pytest.mark.e2e
+def test_a_caller_in_namespaces_of_its_own_gets_no_warm_run_though_neither_side_is_dumpable(tmp_path: Path) -> None:
+    """A non-dumpable peer's /proc/<pid>/ns is closed to all but root: the namespaces are checked on descriptors
+    the peer sends instead. The same request from our namespaces gets a `ready` (and then goes away)."""
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = agent_env(
+        tmp_path, None, {"SPROUT_AGENT_WARM": "1", "XDG_RUNTIME_DIR": str(runtime), "ANTHROPIC_API_KEY": ""}
+    )
+    try:
+        started = subprocess.run(agent_command(["-p", "hi"]), env=env, cwd=tmp_path, capture_output=True, timeout=90)
+        assert started.returncode == 2
+        _until(lambda: any((runtime / "sprout-agent").glob("*.sock")), "the warm interpreter's socket")
+        (sock,) = (runtime / "sprout-agent").glob("*.sock")
+        ask = [sys.executable, "-c", ASK, str(sock)]
+        asked = {
+            where: subprocess.run(
+                [*prefix, *ask], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=bounded(30)
+            )
+            for where, prefix in (("ours", []), ("its own", ["unshare", "--user", "--map-root-user", "--mount"]))
+        }
+    finally:
+        end_warm_zygotes(runtime)
+    assert {where: ran.stdout.strip() for where, ran in asked.items()} == {"ours": "ready", "its own": "refused"}, {
+        where: ran.stderr for where, ran in asked.items()
+    }
