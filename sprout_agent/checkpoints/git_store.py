@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import stat
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from sprout_agent.checkpoints.git_run import GIT, GIT_TIMEOUT, CheckpointError, TimedOut, c_quoted, git_argv, run_git
+from sprout_agent.checkpoints.git_run import CheckpointError, TimedOut, c_quoted, run_git, run_text
 
 # Bounds (docs/rewind.md): past them a path is skipped, and the checkpoint lists what it skipped.
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -33,7 +32,7 @@ MAX_ROOT_FILES = 200_000  # files in one root: past this the root is not checkpo
 RACY_NS = 2_000_000_000  # a file's stat is trusted once its mtime is this old (git's racy-clean problem)
 FILE, EXECUTABLE, LINK = "100644", "100755", "120000"
 _IDENTITY = {"GIT_AUTHOR_NAME": "sprout-agent", "GIT_AUTHOR_EMAIL": "checkpoints@sprout-agent.invalid"}
-__all__ = ["GIT", "CheckpointError", "Entry", "RootStore", "Snapshot", "git_argv"]
+__all__ = ["CheckpointError", "Entry", "RootStore", "Snapshot"]
 
 Entry = tuple[str, str]  # (mode, object id)
 
@@ -162,25 +161,17 @@ class RootStore:
         wanted = list(dict.fromkeys(object_ids))
         if not wanted:
             return {}
-        try:
-            done = subprocess.run(
-                [*git_argv(), f"--git-dir={self.git_dir}", "cat-file", "--batch"],
-                input="".join(f"{object_id}\n" for object_id in wanted).encode(),
-                capture_output=True, env=self._env(), timeout=GIT_TIMEOUT, check=False,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise CheckpointError(f"git cat-file: {error}") from None
-        if done.returncode != 0:
-            raise CheckpointError(f"git cat-file: {done.stderr.decode(errors='replace').strip()[-300:]}")
+        stdin = "".join(f"{object_id}\n" for object_id in wanted).encode()
+        out = run_git([f"--git-dir={self.git_dir}", "cat-file", "--batch"], None, self._env(), stdin)
         found: dict[str, bytes] = {}
         position = 0
         for object_id in wanted:
-            end = done.stdout.index(b"\n", position)
-            header = done.stdout[position:end].split(b" ")
+            end = out.index(b"\n", position)
+            header = out[position:end].split(b" ")
             if len(header) != 3:
                 raise CheckpointError(f"object {object_id} is missing from {self.git_dir}")
             size = int(header[2])
-            found[object_id] = done.stdout[end + 1 : end + 1 + size]
+            found[object_id] = out[end + 1 : end + 1 + size]
             position = end + 1 + size + 1
         return found
 
@@ -311,9 +302,9 @@ class RootStore:
 
     # --- running git ----------------------------------------------------------------------------------------
     def _env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-        env |= {"GIT_INDEX_FILE": str(self.index), **_IDENTITY, "GIT_COMMITTER_NAME": _IDENTITY["GIT_AUTHOR_NAME"]}
-        env |= {"GIT_COMMITTER_EMAIL": _IDENTITY["GIT_AUTHOR_EMAIL"], "GIT_TERMINAL_PROMPT": "0"}
+        """The git variables of ours (the runner gives git nothing else of GIT_*): our index, our identity."""
+        env = {"GIT_INDEX_FILE": str(self.index), **_IDENTITY, "GIT_COMMITTER_NAME": _IDENTITY["GIT_AUTHOR_NAME"]}
+        env["GIT_COMMITTER_EMAIL"] = _IDENTITY["GIT_AUTHOR_EMAIL"]
         return env | dict(extra or {})
 
     def _git(
@@ -324,7 +315,7 @@ class RootStore:
             del env["GIT_INDEX_FILE"]  # git's default: the repository's own index, read and never written here
         where = [f"--git-dir={self.git_dir}", f"--work-tree={self.root}"]
         try:
-            return run_git([*where, *args], self.root, env, stdin)
+            return run_text([*where, *args], self.root, env, stdin)
         except TimedOut as error:  # (a FIFO named .gitignore blocks git's listing): not 2 minutes every round
             self.broken = f"{self.root}: no more checkpoints in this session: {error}"
             raise CheckpointError(self.broken) from None

@@ -6,7 +6,6 @@ A turn whose tools only read costs nothing. Git runs in a worker thread; a failu
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import anyio.to_thread
 
-from sprout_agent.checkpoints.git_run import CheckpointError, git_argv
+from sprout_agent.checkpoints.git_run import CheckpointError, run_text
 from sprout_agent.checkpoints.timeline import PROMPT_CHARS, Turn
 from sprout_agent.core.errors import StoreError
 from sprout_agent.core.events import Event, FileChange, Notice, TurnChanges
@@ -50,13 +49,10 @@ def repository_of(root: str) -> str | None:
     if not os.path.lexists(os.path.join(root, ".git")):
         return None
     try:
-        done = subprocess.run(
-            [*git_argv(), "-C", root, "rev-parse", "--absolute-git-dir"], capture_output=True, text=True, timeout=30,
-            check=False, env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired, CheckpointError):
+        found = run_text(["-C", root, "rev-parse", "--absolute-git-dir"], None, timeout=30).strip()
+    except CheckpointError:
         return None
-    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+    return found or None
 
 
 class Tracker:

@@ -11,13 +11,14 @@ import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from sprout_agent.checkpoints.git_run import GIT_TIMEOUT, CheckpointError, git_argv
+from sprout_agent.checkpoints.git_run import GIT_TIMEOUT
 from sprout_agent.checkpoints.timeline import Turn, turns_from
 from sprout_agent.checkpoints.tracker import Tracker, repository_of
 from sprout_agent.config.locations import Locations
 from sprout_agent.core.events import Event
 from sprout_agent.session import branches
 from sprout_agent.session.store import SessionStore
+from sprout_agent.trust import git_runner
 
 REF_PREFIX = "refs/sprout-agent/"
 _SESSION_ID = re.compile(r"[0-9a-f][0-9a-f-]{0,63}")  # what a ref or file name of ours may be made of
@@ -90,16 +91,8 @@ def forget(locations: Locations, session_id: str, roots: Iterable[str]) -> list[
     return problems
 
 
-def _git(git_dir: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    return subprocess.run(
-        [*git_argv(), f"--git-dir={git_dir}", *args],
-        capture_output=True,
-        text=True,
-        timeout=GIT_TIMEOUT,
-        check=False,
-        env=env,
-    )
+def _git(git_dir: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return git_runner.run([f"--git-dir={git_dir}", *args], timeout=GIT_TIMEOUT)
 
 
 def _delete_ref(git_dir: str, session_id: str) -> list[str]:
@@ -108,14 +101,14 @@ def _delete_ref(git_dir: str, session_id: str) -> list[str]:
         if _git(git_dir, "show-ref", "--verify", "--quiet", ref).returncode != 0:
             return []  # never made here, or gone already
         done = _git(git_dir, "update-ref", "-d", ref)
-    except (OSError, subprocess.TimeoutExpired, CheckpointError) as error:
+    except (OSError, subprocess.TimeoutExpired) as error:
         return [f"{git_dir}: cannot delete {ref}: {error}"]
-    return [] if done.returncode == 0 else [f"{git_dir}: cannot delete {ref}: {done.stderr.strip()}"]
+    return [] if done.returncode == 0 else [f"{git_dir}: cannot delete {ref}: {os.fsdecode(done.stderr).strip()}"]
 
 
 def _has_refs(git_dir: str) -> bool:
     try:
         listed = _git(git_dir, "for-each-ref", "--count=1", REF_PREFIX)
-    except (OSError, subprocess.TimeoutExpired, CheckpointError):
+    except (OSError, subprocess.TimeoutExpired):
         return True  # when in doubt, keep it
     return listed.returncode != 0 or bool(listed.stdout.strip())
