@@ -44,16 +44,17 @@ def prepare(repo: str | None, cwd: Path | None, tree: Path) -> Tree:
     _remove(tree)
     _remove(git_dir)
     tree.parent.mkdir(parents=True, exist_ok=True)
+    work = (str(tree.parent),)  # every task's tree, which its commands may write: no git from a PATH entry there
     if repo is None:
         _scratch(tree)
         return Tree(tree, own=True)
     if Path(repo).is_dir():
         with _locked(Path(repo)):
-            _git(["-C", repo, "worktree", "prune"])
-            _git(["-C", repo, "worktree", "add", "--detach", "--force", "--", str(tree), "HEAD"])
-        return Tree(tree, True, Path(_git(["-C", str(tree), "rev-parse", "--absolute-git-dir"]).strip()))
+            _git(["-C", repo, "worktree", "prune"], work)
+            _git(["-C", repo, "worktree", "add", "--detach", "--force", "--", str(tree), "HEAD"], work)
+        return Tree(tree, True, Path(_git(["-C", str(tree), "rev-parse", "--absolute-git-dir"], work).strip()))
     git_dir.parent.mkdir(parents=True, exist_ok=True)
-    _git(["clone", "--quiet", f"--separate-git-dir={git_dir}", "--", repo, str(tree)])
+    _git(["clone", "--quiet", f"--separate-git-dir={git_dir}", "--", repo, str(tree)], work)
     return Tree(tree, True, git_dir)
 
 
@@ -77,7 +78,7 @@ def _scratch(tree: Path) -> None:
     one, the task fails rather than run there."""
     tree.mkdir()
     try:
-        _git(["init", "--quiet", "--", str(tree)])
+        _git(["init", "--quiet", "--", str(tree)], (str(tree.parent),))
     except FileNotFoundError:
         above = git_root(str(tree.parent))
         if above is not None:
@@ -91,12 +92,12 @@ def _remove(tree: Path) -> None:
         shutil.rmtree(tree, ignore_errors=True)
 
 
-def _git(args: list[str], cwd: Path | None = None) -> str:
+def _git(args: list[str], untrusted: tuple[str, ...], cwd: Path | None = None) -> str:
     """A task's repository is named by an untrusted task file and its tree written by a model: the runner runs
     none of what their config names (hooks at worktree add, the fsmonitor, filter drivers, `ext::` remotes)."""
     # die_with_us: a clone does not outlive a batch killed by SIGKILL. A URL that asks for credentials fails
     # instead of prompting on the terminal for a task file's host (the runner's GIT_TERMINAL_PROMPT=0).
-    done = git_runner.run(args, cwd=cwd, timeout=GIT_TIMEOUT, preexec_fn=die_with_us())
+    done = git_runner.run(args, cwd=cwd, timeout=GIT_TIMEOUT, untrusted=untrusted, preexec_fn=die_with_us())
     if done.returncode != 0:
         raise RuntimeError(f"git {' '.join(args[:3])}…: {os.fsdecode(done.stderr).strip()[-500:]}")
     return os.fsdecode(done.stdout)
@@ -109,10 +110,11 @@ def diff(tree: Tree) -> str | None:
     if tree.own and tree.git_dir is None:
         return None  # a scratch tree: any repository in it, config included, is the task's making
     fixed = [f"--git-dir={tree.git_dir}", f"--work-tree={tree.path}"] if tree.git_dir is not None else []
+    writable = tuple(str(p) for p in (tree.path, git_root(str(tree.path))) if p is not None)  # the task's roots
     try:
         if tree.own:
-            _git([*fixed, "add", "--all", "--intent-to-add"], tree.path)
-        data = os.fsencode(_git([*fixed, "diff", "HEAD", *DIFF_FLAGS, "--", "."], tree.path))
+            _git([*fixed, "add", "--all", "--intent-to-add"], writable, tree.path)
+        data = os.fsencode(_git([*fixed, "diff", "HEAD", *DIFF_FLAGS, "--", "."], writable, tree.path))
     except (RuntimeError, OSError, subprocess.TimeoutExpired):
         return None
     text = data.decode(errors="replace")  # a file's bytes that are not UTF-8 (the results are JSON)

@@ -23,18 +23,22 @@ class TimedOut(CheckpointError):
 
 def run_git(
     args: list[str],
-    cwd: str | None,
+    *,
+    cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     stdin: bytes | str | None = None,
-    *,
     timeout: float = GIT_TIMEOUT,
+    untrusted: tuple[str, ...] = (),
 ) -> bytes:
-    """git's output as bytes; a failure, a timeout or a missing git is a CheckpointError."""
+    """git's output as bytes (decoded by the caller as names are: text mode would turn a name's carriage return
+    into a newline); a failure, a timeout or a missing git is a CheckpointError. `untrusted`: the
+    writable roots, where a sandboxed command could have put a `git` of its own on PATH (an activated venv)."""
     command = next((a for a in args if not a.startswith("-")), "")
     try:
         done = git_runner.run(
-            args, cwd=cwd, env=env, stdin=os.fsencode(stdin) if isinstance(stdin, str) else stdin, timeout=timeout
-        )
+            args, cwd=cwd, env=env, stdin=os.fsencode(stdin) if isinstance(stdin, str) else stdin, timeout=timeout,
+            untrusted=untrusted,
+        )  # fmt: skip
     except subprocess.TimeoutExpired:
         raise TimedOut(f"git {command} took over {timeout:.0f} s") from None
     except OSError as error:
@@ -42,18 +46,6 @@ def run_git(
     if done.returncode != 0:
         raise CheckpointError(f"git {command}: {os.fsdecode(done.stderr).strip()[-300:]}")
     return done.stdout
-
-
-def run_text(
-    args: list[str],
-    cwd: str | None,
-    env: Mapping[str, str] | None = None,
-    stdin: bytes | str | None = None,
-    *,
-    timeout: float = GIT_TIMEOUT,
-) -> str:
-    # Bytes decoded here: text mode would turn a name's carriage return into a newline.
-    return os.fsdecode(run_git(args, cwd, env, stdin, timeout=timeout))
 
 
 def c_quoted(name: str) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from sprout_agent.checkpoints.git_run import CheckpointError, TimedOut, c_quoted, run_git, run_text
+from sprout_agent.checkpoints.git_run import CheckpointError, TimedOut, c_quoted, run_git
 
 # Bounds (docs/rewind.md): past them a path is skipped, and the checkpoint lists what it skipped.
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -54,6 +54,7 @@ class RootStore:
     ref: str
     shadow: bool
     exclude: tuple[str, ...] = ()  # relative directories never recorded: our own store, when it lies in the root
+    untrusted: tuple[str, ...] = ()  # the writable roots: git is never taken from a PATH entry in them
     last: Snapshot | None = None
     broken: str | None = None  # why this root is no longer checkpointed in this session (git timed out)
     _index_dirty: bool = False  # a snapshot failed after writing the private index: rebuild it from `last`
@@ -63,10 +64,18 @@ class RootStore:
 
     @classmethod
     def open(
-        cls, root: str, store_dir: Path, session_id: str, *, repository: str | None, private: Iterable[Path] = ()
+        cls,
+        root: str,
+        store_dir: Path,
+        session_id: str,
+        *,
+        repository: str | None,
+        private: Iterable[Path] = (),
+        untrusted: tuple[str, ...] = (),
     ) -> RootStore:
         """`repository`: the root's git directory when it is a git work tree; else a shadow one is made in
-        `store_dir`, keyed by the root's path. `private`: our own directories, never recorded if in the root."""
+        `store_dir`, keyed by the root's path. `private`: our own directories, never recorded if in the root.
+        `untrusted`: where sandboxed commands may write (a `git` planted in an activated venv must not run)."""
         key = hashlib.sha256(root.encode()).hexdigest()[:20]
         work_dir = store_dir / key
         try:
@@ -76,10 +85,10 @@ class RootStore:
         shadow = repository is None
         git_dir = str(work_dir / "shadow.git") if repository is None else repository
         if shadow and not os.path.isdir(git_dir):
-            run_git(["init", "--quiet", "--bare", git_dir], None)
+            run_git(["init", "--quiet", "--bare", git_dir], untrusted=untrusted)
         mine = (os.path.relpath(os.path.realpath(p), root) for p in (store_dir, *private))
         exclude = tuple(p for p in mine if p != ".." and not p.startswith("../"))
-        store = cls(root, git_dir, work_dir, f"refs/sprout-agent/{session_id}", shadow, exclude)
+        store = cls(root, git_dir, work_dir, f"refs/sprout-agent/{session_id}", shadow, exclude, untrusted)
         store._stats = _load_stats(store.stats_file)
         # A run killed mid-write leaves git's lock on our private index; the session's transcript lock says that
         # no other run holds this session, so the lock is stale.
@@ -162,7 +171,9 @@ class RootStore:
         if not wanted:
             return {}
         stdin = "".join(f"{object_id}\n" for object_id in wanted).encode()
-        out = run_git([f"--git-dir={self.git_dir}", "cat-file", "--batch"], None, self._env(), stdin)
+        out = run_git(
+            [f"--git-dir={self.git_dir}", "cat-file", "--batch"], env=self._env(), stdin=stdin, untrusted=self.untrusted
+        )
         found: dict[str, bytes] = {}
         position = 0
         for object_id in wanted:
@@ -315,10 +326,11 @@ class RootStore:
             del env["GIT_INDEX_FILE"]  # git's default: the repository's own index, read and never written here
         where = [f"--git-dir={self.git_dir}", f"--work-tree={self.root}"]
         try:
-            return run_text([*where, *args], self.root, env, stdin)
+            out = run_git([*where, *args], cwd=self.root, env=env, stdin=stdin, untrusted=self.untrusted)
         except TimedOut as error:  # (a FIFO named .gitignore blocks git's listing): not 2 minutes every round
             self.broken = f"{self.root}: no more checkpoints in this session: {error}"
             raise CheckpointError(self.broken) from None
+        return os.fsdecode(out)
 
 
 def _crowded_directories(untracked: Iterable[str]) -> set[str]:
