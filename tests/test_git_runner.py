@@ -68,6 +68,9 @@ def test_a_repository_plant_runs_nothing_through_any_git_the_agent_runs(
         ["cat-file", "--textconv", "HEAD:a.txt"],
         ["cat-file", "--filters", "HEAD:a.txt"],
         ["hash-object", "-w", "a.txt"],  # without --no-filters: the clean filter
+        ["read-tree", "-u", "-m", "HEAD"],  # a checkout: smudge
+        ["update-index", "--refresh"],
+        ["ls-files", "--modified"],
         [],
     ],
 )

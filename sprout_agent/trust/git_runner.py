@@ -14,7 +14,7 @@ from sprout_agent.trust.secrets import without_secrets
 TIMEOUT = 120.0
 # Transports by name: `protocol.<name>.allow` beats `protocol.allow`, and a repository's config (or the user's,
 # for test suites since CVE-2022-39253) may set `protocol.file.allow=always`. Helpers (`x::`) not named here are
-# "user" protocols, which GIT_PROTOCOL_FROM_USER=0 refuses.
+# "user" protocols, which GIT_PROTOCOL_FROM_USER=0 refuses; GIT_NO_LAZY_FETCH stops the fetch before any of them.
 _PROTOCOLS = ("file", "git", "http", "https", "ssh", "ext", "fd")
 # `-c` beats every config file (the repository's, what it includes, the user's) and reaches the git processes git
 # starts itself (GIT_CONFIG_PARAMETERS). What runs a program and is not here needs a command we never run (a
@@ -63,7 +63,13 @@ SUBCOMMANDS = frozenset(
 # file is hashed, `smudge` at a checkout): the repository's own drivers are blanked for them (`_drivers_off`).
 _CONVERTING = frozenset({"add", "diff", "worktree"})
 _DIFFS = frozenset({"diff", "diff-tree"})  # diff.external, diff.<driver>.command and .textconv are programs
-_REFUSED = {"cat-file": ("--filters", "--textconv", "--path")}
+# Options that would read or write work-tree contents through a filter driver where the command otherwise does not.
+_REFUSED = {
+    "cat-file": ("--filters", "--textconv", "--path"),
+    "read-tree": ("-u",),  # a checkout: smudge
+    "update-index": ("--add", "--refresh", "--really-refresh", "--again"),  # hashing a file: clean
+    "ls-files": ("-m", "--modified"),  # a racily clean file is compared by content: clean
+}
 
 
 class GitRefused(OSError):
@@ -137,7 +143,7 @@ def _split(args: Sequence[str]) -> tuple[list[str], str, list[str]]:
         raise GitRefused(f"git {args[index] if index < len(args) else '(nothing)'} is not a command the runner runs")
     command, rest = args[index], list(args[index + 1 :])
     if refused := [a for a in rest if a.split("=", 1)[0] in _REFUSED.get(command, ())]:
-        raise GitRefused(f"git {command} {refused[0]} runs a repository's filter or textconv program")
+        raise GitRefused(f"git {command} {refused[0]} could run a repository's filter or textconv program")
     if command == "hash-object" and "--no-filters" not in rest:
         raise GitRefused("git hash-object without --no-filters runs a repository's clean filter")
     return where, command, rest
