@@ -230,7 +230,7 @@ def test_flags_after_a_double_dash_reach_every_task_but_not_the_ones_the_batch_s
     run = batch(tmp_path, ["tasks.jsonl", "--out", "out", "--model", "m1", "--", "--effort", "high"])
     assert run.returncode == 0, run.stderr
     init = json.loads((tmp_path / "out" / "transcripts" / "a.jsonl").read_text().splitlines()[0])
-    assert init["args"][-4:] == ["--model", "m1", "--effort", "high"]
+    assert init["args"][-6:] == ["--model", "m1", "--effort", "high", "--", "p"]  # the prompt last, after `--`
     refused = batch(tmp_path, ["tasks.jsonl", "--out", "out", "--", "--cwd=/"])
     assert refused.returncode == 2 and "--cwd is the batch's to set" in refused.stderr
 
