@@ -33,6 +33,7 @@ class OutDir:
         and a second batch on it is a usage error, not a mixed file. Nothing is written before either check."""
         try:
             self._dirs[""] = top = PrivateDir.open(self.path)
+            self.path = top.path  # absolute, the links above it resolved: what the tasks' trees are made under
             self._dirs |= {name: top.sub(name) for name in SUBDIRECTORIES}
             lock = top.lock_file(".lock")
         except OSError as error:

@@ -60,11 +60,8 @@ class PrivateDir:
 
     def append(self, name: str, text: str) -> None:
         """`text` appended to `name` (made 0600) and flushed to the disk."""
-        fd = os.open(
-            name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=self.fd
-        )
+        fd = self._open_file(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
-            _own_file(fd, self.path / name)
             _write_all(fd, text.encode())
             os.fsync(fd)
         finally:
@@ -72,7 +69,17 @@ class PrivateDir:
 
     def lock_file(self, name: str) -> int:
         """A descriptor on `name` (made 0600, never truncated), for flock; the caller closes it."""
-        fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=self.fd)
+        return self._open_file(name, os.O_RDWR | os.O_CREAT)
+
+    def _open_file(self, name: str, flags: int) -> int:
+        """`name` opened without following a link, made 0600 if new; Unsafe unless it is a file of this user's
+        (tightened to 0600: an older results.jsonl, resumed)."""
+        try:
+            fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=self.fd)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise Unsafe(f"{self.path / name} is a symbolic link") from None
+            raise
         try:
             _own_file(fd, self.path / name)
         except OSError:
@@ -195,7 +202,7 @@ def _own_file(fd: int, shown: Path) -> None:
     if info.st_uid != os.geteuid():
         raise Unsafe(f"{shown} belongs to another user (uid {info.st_uid})")
     if stat.S_IMODE(info.st_mode) & 0o077:
-        os.fchmod(fd, FILE_MODE)  # an older results.jsonl, resumed
+        os.fchmod(fd, FILE_MODE)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -120,7 +120,7 @@ def run_batch(
     if options.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     tasks, shard = select(options, environ)
-    out = OutDir(options.out.resolve())
+    out = OutDir(options.out)  # not resolved: --out itself may not be a link (private.py)
     out.open()
     try:
         out.write_json("batch.json", {"task_file": str(options.tasks_file), "shard": shard, "task_ids": _ids(tasks)})
