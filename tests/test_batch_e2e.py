@@ -234,6 +234,8 @@ def test_flags_after_a_double_dash_reach_every_task_but_not_the_ones_the_batch_s
     assert init["args"][-6:] == ["--model", "m1", "--effort", "high", "--", "p"]  # the prompt last, after `--`
     refused = batch(tmp_path, ["tasks.jsonl", "--out", "out", "--", "--cwd=/"])
     assert refused.returncode == 2 and "--cwd is the batch's to set" in refused.stderr
+    refused = batch(tmp_path, ["tasks.jsonl", "--out", "out", "--", "--effort", "high", "--", "a prompt"])
+    assert refused.returncode == 2 and "-- is the batch's to set" in refused.stderr  # what follows it is the prompt
 
 
 def hooked_repo(path: Path, marker: Path) -> Path:

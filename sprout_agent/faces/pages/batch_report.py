@@ -39,9 +39,9 @@ TABLE_STYLE = (
 def write_report(directory: Path, out: Path | None = None) -> Path:
     """Writes `report.html` (and a page per finished task under `report/`) in `directory`, 0600 in 0700
     directories; returns the page. A directory another user could steer is refused (private.Unsafe)."""
-    records = _records(directory / "results.jsonl")
-    ids = _task_ids(directory / "batch.json") or [str(r.get("id")) for r in records]
-    with PrivateDir.open(directory, create=False) as top, top.sub("report") as pages:
+    with PrivateDir.open(directory, create=False) as top, top.sub("report") as pages:  # checked before it is read
+        records = _records(directory / "results.jsonl")
+        ids = _task_ids(directory / "batch.json") or [str(r.get("id")) for r in records]
         rows = [_row(record, directory, pages) for record in records]
         pending = [task for task in ids if task not in {str(r.get("id")) for r in records}]
         html = report_html(directory.name, rows, pending)
