@@ -51,7 +51,7 @@ class PrivateDir:
 
     def sub(self, name: str) -> PrivateDir:
         """The directory `name` in this one, made or checked as `open` does."""
-        return PrivateDir(_open_dir(self.fd, name, self.path / name, True), self.path / name)
+        return PrivateDir(_open_dir(self.fd, _one(name), self.path / name, True), self.path / name)
 
     def write(self, name: str, data: str | bytes) -> None:
         """`name` replaced whole by `data`: a new 0600 file renamed over it (a link there is replaced, never
@@ -75,7 +75,7 @@ class PrivateDir:
         """`name` opened without following a link, made 0600 if new; Unsafe unless it is a file of this user's
         (tightened to 0600: an older results.jsonl, resumed)."""
         try:
-            fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=self.fd)
+            fd = os.open(_one(name), flags | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=self.fd)
         except OSError as error:
             if error.errno == errno.ELOOP:
                 raise Unsafe(f"{self.path / name} is a symbolic link") from None
@@ -90,20 +90,20 @@ class PrivateDir:
     def read_text(self, name: str) -> str | None:
         """`name`'s text, None when it does not exist; a link there is refused."""
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.fd)
+            fd = os.open(_one(name), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.fd)
         except FileNotFoundError:
             return None
         with os.fdopen(fd, "rb") as handle:
             return handle.read().decode("utf-8", errors="replace")
 
     def make_dir(self, name: str) -> None:
-        os.mkdir(name, DIR_MODE, dir_fd=self.fd)
+        os.mkdir(_one(name), DIR_MODE, dir_fd=self.fd)
 
     def remove(self, name: str) -> None:
         """`name` gone, whatever it is: a directory's tree deleted without following any link in it (a link is
         removed, not what it names)."""
         try:
-            info = os.lstat(name, dir_fd=self.fd)
+            info = os.lstat(_one(name), dir_fd=self.fd)
         except FileNotFoundError:
             return
         if not stat.S_ISDIR(info.st_mode):
@@ -138,7 +138,7 @@ def write_file(path: Path, data: str | bytes) -> None:
 
 
 def write_at(dir_fd: int, name: str, data: str | bytes) -> None:
-    temporary = f".{name}.{secrets.token_hex(4)}.tmp"
+    temporary = f".{_one(name)}.{secrets.token_hex(4)}.tmp"
     fd = os.open(temporary, _NEW, FILE_MODE, dir_fd=dir_fd)
     try:
         try:
@@ -150,6 +150,13 @@ def write_at(dir_fd: int, name: str, data: str | bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary, dir_fd=dir_fd)
         raise
+
+
+def _one(name: str) -> str:
+    """A name in the directory, never a path through others (whose links a relative open would follow)."""
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"not a name in a directory: {name!r}")
+    return name
 
 
 def _open_dir(dir_fd: int, name: str, shown: Path, create: bool) -> int:
