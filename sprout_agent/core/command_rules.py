@@ -36,12 +36,11 @@ class Options:
 
 def opts(allowed: str = "", refused: Mapping[str, str] | None = None, *, numbers: bool = False) -> Options:
     """`"-a --all -m= --message= -U? --stat?"`: a bare name takes no value, `=` a value, `?` a value only glued.
-    `refused` maps such names to why: `{"--exec=": "runs a program"}`."""
-    return Options(
-        _names(allowed),
-        {n: (k, why) for spec, why in (refused or {}).items() for n, k in _names(spec).items()},
-        numbers,
-    )
+    `refused` maps such names to why: `{"--exec=": "runs a program"}`; a name the row allows is its own (pip show's
+    `-f` is `--files`, not the `--find-links` pip refuses elsewhere)."""
+    listed = _names(allowed)
+    known = {n: (k, why) for spec, why in (refused or {}).items() for n, k in _names(spec).items() if n not in listed}
+    return Options(listed, known, numbers)
 
 
 def _names(spec: str) -> dict[str, Kind]:
@@ -169,7 +168,7 @@ def _option(
         letter, rest = "-" + word[at], word[at + 1 :]
         found = options.kind(letter)
         if found is None:
-            return (0, f"is not an option this command's rule covers ({letter})")
+            return (0, "is not an option this command's rule covers" + (f" ({letter})" if len(word) > 2 else ""))
         if given is not None:
             given.add(letter)
         kind, why = found

@@ -69,7 +69,7 @@ SWITCH = (
 )
 PICK = (
     "--quit --continue --abort --skip --cleanup= -n --no-commit -s --signoff -m= --mainline= --rerere-autoupdate"
-    " -X= --strategy-option= --allow-empty --allow-empty-message --keep-redundant-commits --ff --no-edit"
+    " -X= --strategy-option= --no-edit"
 )
 STRATEGY = {"-s= --strategy=": "makes git run the merge program of its choosing (git-merge-NAME)"}
 CLONE = {"-u= -c= --config= --template=": RUNS, "--separate-git-dir= --reference= --reference-if-able=": ELSEWHERE}
@@ -275,7 +275,9 @@ COMMANDS: dict[tuple[str, ...], Command] = {
         f"{WORK_TREE}; runs the repository's hooks",
         {**STRATEGY, **EDITS},
     ),
-    ("cherry-pick",): _row(f"{PICK} -x", WORK_TREE, {**STRATEGY, **EDITS}),
+    ("cherry-pick",): _row(
+        f"{PICK} -x --ff --allow-empty --allow-empty-message --keep-redundant-commits", WORK_TREE, {**STRATEGY, **EDITS}
+    ),
     ("revert",): _row(f"{PICK} --reference", WORK_TREE, {**STRATEGY, **EDITS}),
     ("rebase",): _row(
         "--onto= --keep-base --no-verify --verify -q --quiet -v --verbose -n --no-stat --stat --signoff"
