@@ -39,7 +39,9 @@ def opts(allowed: str = "", refused: Mapping[str, str] | None = None, *, numbers
     `refused` maps such names to why: `{"--exec=": "runs a program"}`; a name the row allows is its own (pip show's
     `-f` is `--files`, not the `--find-links` pip refuses elsewhere)."""
     listed = _names(allowed)
-    known = {n: (k, why) for spec, why in (refused or {}).items() for n, k in _names(spec).items() if n not in listed}
+    known: dict[str, tuple[Kind, str]] = {
+        n: (k, why) for spec, why in (refused or {}).items() for n, k in _names(spec).items() if n not in listed
+    }
     return Options(listed, known, numbers)
 
 

@@ -325,7 +325,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
             "pull": "-v --verbose -q --quiet -r? --rebase? --no-rebase --ff --no-ff --ff-only --autostash"
             " --no-autostash --stat -n --no-stat --squash --commit --no-commit --no-edit --no-verify --all -f --force"
             " -t --tags -p --prune --dry-run --depth= --unshallow --progress --no-progress --allow-unrelated-histories",
-            "push": "-v --verbose -q --quiet --all --branches --mirror -d --delete --tags -n --dry-run --porcelain -f"
+            "push": "-v --verbose -q --quiet --all --mirror -d --delete --tags -n --dry-run --porcelain -f"
             " --force --force-with-lease? --force-if-includes -u --set-upstream --progress --no-progress --prune"
             " --no-verify --follow-tags --atomic -o= --push-option=",
             "clone": "-v --verbose -q --quiet --progress -n --no-checkout --bare --mirror -l --local --no-hardlinks -s"
