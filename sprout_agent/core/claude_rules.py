@@ -16,8 +16,6 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sprout_agent.core.command_rules import uncovered
-from sprout_agent.core.command_tables import program_for
 from sprout_agent.core.tool_names import CLAUDE_CODE_NAMES, model_tool_name
 
 # Claude Code's tools → ours (tools with no counterpart here are absent: a rule naming one is a warning); two of
@@ -144,12 +142,21 @@ def check(rules: Sequence[tuple[str, bool]], command: object) -> tuple[bool, str
         if argv == named:
             return (True, None)
         if prefix and argv[: len(named)] == named:
-            program = program_for(argv[0])
-            why = None if program is None else uncovered(program, argv, len(named))
+            why = _uncovered(argv, len(named))
             if why is None:
                 return (True, None)
             note = note or f"the rule {BASH}({words}:*) does not cover it: {why}"
     return (False, note)
+
+
+def _uncovered(argv: list[str], start: int) -> str | None:
+    """Why the program's table keeps the command out of a rule naming its first `start` words (None: it does not,
+    or we have no table for the program). The tables load on the first command a prefix rule matches, not at start."""
+    from sprout_agent.core.command_rules import uncovered
+    from sprout_agent.core.command_tables import program_for
+
+    program = program_for(argv[0])
+    return None if program is None else uncovered(program, argv, start)
 
 
 def allows(rules: Sequence[tuple[str, bool]], command: object) -> bool:

@@ -7,6 +7,7 @@ so the command falls to the permission mode: asked, or refused where nobody can 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,12 +46,12 @@ def opts(allowed: str = "", refused: Mapping[str, str] | None = None, *, numbers
     return Options(listed, known, numbers)
 
 
-def _names(spec: str) -> dict[str, Kind]:
-    found: dict[str, Kind] = {}
-    for token in spec.split():
-        kind: Kind = "=" if token.endswith("=") else "?" if token.endswith("?") else ""
-        found[token.rstrip("=?")] = kind
-    return found
+@functools.cache  # the tables repeat their groups (pip's general options on every row): read each once
+def _names(spec: str) -> Mapping[str, Kind]:
+    return {token.rstrip("=?"): _KINDS.get(token[-1], "") for token in spec.split()}
+
+
+_KINDS: dict[str, Kind] = {"=": "=", "?": "?"}
 
 
 def merge(*parts: Options) -> Options:
