@@ -62,6 +62,8 @@ def _what(command: Command) -> str:
     extra = {ANY: "", NONE: " No other words."}.get(command.args, f" Other words must match `{command.args}`.")
     if command.requires:
         extra += f" Needs one of {' '.join(f'`{r}`' for r in sorted(command.requires))}."
+    if command.after:
+        extra += f" Only after one of {' '.join(f'`{r}`' for r in sorted(command.after))}."
     if command.then is not None:
         extra += f" Then as `{command.then.name}`'s table."
     return command.why.replace("|", "\\|") + extra

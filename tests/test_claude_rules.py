@@ -158,7 +158,8 @@ NOT_COVERED = [
     ("python -c 'import os'", "python_c_runs_code"),
     ("python3 evil.py", "python_runs_a_script"),
     ("python -m evil", "python_m_runs_a_module_we_do_not_list"),
-    ("python -m pip install evil", "python_m_pip_install_is_pip_install"),
+    ("python -I -m pip install evil", "python_m_pip_install_is_pip_install"),
+    ("python -m pip list", "python_m_pip_runs_a_pip_py_in_the_working_directory"),
     ("python -m pytest -p evil", "pytest_p_loads_a_module"),
 ]
 
@@ -193,7 +194,7 @@ COVERED = [
     ("Bash(npm run test:*)", "npm run test -- --watch --anything"),  # after --: the script's arguments
     ("Bash(pip3:*)", "pip3 list --outdated"),
     ("Bash(pip install:*)", "pip install -r requirements.txt -U"),
-    ("Bash(python:*)", "python -m pip show requests"),
+    ("Bash(python:*)", "python -I -m pip show requests"),
     ("Bash(python -m pytest:*)", "python -m pytest -q -x -k parser tests/"),
     ("Bash(git:*)", "git commit -C HEAD"),  # commit's -C is "reuse this message", not git's -C
     ("Bash(git commit:*)", 'git commit -m "fix the parser"'),  # quotes make one word, as in bash

@@ -35,7 +35,7 @@ ROWS = [pytest.param(p, k, c, id=" ".join((p.name, *k))) for p, k, c in rows()]
 
 def listed(program: Program, key: tuple[str, ...], command: Command) -> list[str]:
     """A command giving every option the row lists (a value after each that takes one) and an argument."""
-    argv = [program.name, *key]
+    argv = [program.name, *sorted(command.after)[:1], *key]
     for name, kind in command.options.allowed.items():
         argv += [name, "v"] if kind == "=" else [name]
     if command.then is not None:  # `python -m pip` goes on as pip's table
@@ -96,6 +96,16 @@ def test_the_words_of_the_rule_are_the_users_even_an_option_we_refuse() -> None:
     argv = ["git", "-C", "sub", "status", "--short"]
     assert uncovered(GIT, argv, 4) is None
     assert uncovered(GIT, [*argv[:4], "--exec"], 4) is not None
+
+
+def test_python_m_pip_runs_a_pip_py_in_the_working_directory_so_it_is_covered_only_isolated(tmp_path: Path) -> None:
+    (tmp_path / "pip.py").write_text("open('ran', 'w').close()\n")
+    for flags, runs in (([], True), (["-I"], False)):
+        argv = ["python3", *flags, "-m", "pip", "--version"]
+        subprocess.run(argv, cwd=tmp_path, capture_output=True, timeout=60, check=False)
+        assert (tmp_path / "ran").exists() == runs, argv
+        assert (uncovered(PROGRAMS["python"], argv, 1) is None) == (not runs), argv
+        (tmp_path / "ran").unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------- the git table against git

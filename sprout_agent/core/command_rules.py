@@ -72,6 +72,7 @@ class Command:
     named_only: bool = False  # covered only by a rule that names it (`Bash(git push:*)`), never by `Bash(git:*)`
     args: str = ANY  # the words that are not options must match this (make's targets: no `VAR=value`)
     requires: frozenset[str] = frozenset()  # one of these options must be given (git config: a read)
+    after: frozenset[str] = frozenset()  # one of these must come before the row's words (python -I -m pip)
     then: Program | None = None  # `python -m pip …` goes on as pip's table
 
 
@@ -106,8 +107,9 @@ def walk(program: Program, argv: Sequence[str], index: int) -> Iterator[Finding]
     """Every word no row allows, in order. A word we do not know ends the walk: what follows cannot be read (for a
     rule that names it, that is "matched on its words alone")."""
     # A program without subcommands reads all its options as its one row's (find's `-H` and `-name` alike).
+    before: set[str] = set()
     while program.bare is None and index < len(argv) and _is_option(argv[index]) and not program.key_at(argv, index):
-        width, why = _option(program.globals, argv, index, program.clusters)
+        width, why = _option(program.globals, argv, index, program.clusters, before)
         if why is not None:
             yield (index, why)
         if width == 0:
@@ -126,6 +128,8 @@ def walk(program: Program, argv: Sequence[str], index: int) -> Iterator[Finding]
         if command.named_only:
             named = " ".join((program.name, *key))
             yield (index - 1, f"is covered only by a rule that names it (Bash({named}:*))")
+        if command.after and not before & command.after:
+            yield (index - 1, f"is covered only after one of {', '.join(sorted(command.after))}")
     if command.then is not None:
         yield from walk(command.then, argv, index)
         return

@@ -176,7 +176,6 @@ PIP = Program(
         ("help",): _pip("", "prints pip's help"),
         ("index", "versions"): _pip("--pre", "lists a package's versions on the index"),
         **{("cache", action): _pip("--format=", "reports on pip's cache") for action in ("dir", "info", "list")},
-        **{("config", action): _pip("--global --user --site", "reads pip's config") for action in ("list", "get")},
         ("install",): _pip(
             f"{PIP_FETCH} -e= --editable= -U --upgrade --upgrade-strategy= --force-reinstall -I --ignore-installed"
             " --dry-run --no-index --no-warn-script-location --no-compile --compile --no-clean",
@@ -206,6 +205,7 @@ PYTEST_REFUSED = {
     "--pdb --trace --pdbcls=": "opens a debugger",
 }
 TESTS = "runs the project's tests (its code), as the rule names"
+ISOLATED = frozenset({"-I", "-P"})
 PYTHON = Program(
     "python",
     opts(
@@ -213,7 +213,10 @@ PYTHON = Program(
         {"-c=": "runs the code it is given", "-m=": "runs the module it names", "-i -X=": RUNS},
     ),
     {
-        ("-m", "pip"): Command(opts(), "pip's table: python -m pip list", then=PIP),
+        # -m looks for the module in the working directory first: a pip.py there would run, unless -I or -P.
+        ("-m", "pip"): Command(
+            opts(), "pip's table (isolated: -I or -P, or a pip.py here would run)", then=PIP, after=ISOLATED
+        ),
         ("-m", "pytest"): Command(opts(PYTEST, PYTEST_REFUSED), TESTS, named_only=True),
         ("-m", "unittest"): Command(
             opts("-v -q -f --failfast -c --catch -b --buffer -k= --locals --durations= -s= -t= -p="),
