@@ -56,7 +56,7 @@ def test_every_option_a_row_lists_is_covered_by_its_rule(program: Program, key: 
 
 @pytest.mark.parametrize(("program", "key", "command"), ROWS)
 def test_an_option_a_row_does_not_list_is_not_covered(program: Program, key: tuple[str, ...], command: Command):
-    argv = [program.name, *key, "--sprout-not-listed"]
+    argv = [*listed(program, key, command)[: len(command.after) + 1 + len(key)], "--sprout-not-listed"]
     why = uncovered(program, argv, rule_length(key, command))
     assert why is not None and why.startswith("'--sprout-not-listed'"), why
 
@@ -66,7 +66,7 @@ def test_an_option_a_row_knows_and_refuses_is_not_covered_and_says_why(
     program: Program, key: tuple[str, ...], command: Command
 ):
     for name, (kind, reason) in command.options.refused.items():
-        argv = [program.name, *key, name, *(["v"] if kind == "=" else [])]
+        argv = [program.name, *sorted(command.after)[:1], *key, name, *(["v"] if kind == "=" else [])]
         assert uncovered(program, argv, rule_length(key, command)) == f"{name!r} {reason}", argv
 
 
