@@ -53,7 +53,8 @@ class ScriptedPerson:
         self.asked.append((str(use.input["command"]), outside_sandbox))
         kind = self.answers.pop(0)
         assert kind in ("once", "always", "deny")
-        return Decision(kind)  # type: ignore[arg-type]
+        # A person's yes to the re-run question is the answer that says "outside the sandbox" (the faces' choices).
+        return Decision(kind, outside_sandbox=outside_sandbox is not None)  # type: ignore[arg-type]
 
 
 async def run(tmp_path: Path, person: ScriptedPerson, *commands: str, mode: str = "ask") -> list[str]:
