@@ -8,7 +8,7 @@ import io
 import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -26,6 +26,7 @@ from sprout_agent.trust import sandbox as _sandbox
 from tests import fake_anthropic as fa
 from tests.acp_pipes import new_session, pipe_agent, prompt_line, session_env
 from tests.bounds import bounded
+from tests.fake_sdk import FakeSdk, Json, run_with_sdk
 from tests.harness import call_tool, result_text, tool_results
 from tests.loop_doubles import build_loop, builtin_pool, call, reply
 
@@ -185,3 +186,79 @@ async def test_the_question_about_a_git_write_the_sandbox_stopped_names_the_flag
     shown = Console(width=400, file=io.StringIO(), record=True)
     shown.print(question(BASH, {"command": "touch .git/index.lock"}, str(tmp_path), why))
     assert "--sandbox-allow-write .git" in shown.export_text()  # as the person reads it, not cut
+
+
+# ---------------------------------------------------------------- an SDK's can_use_tool: the re-run is its own request
+
+
+def sdk_rerun(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, commands: dict[str, str], rerun: Callable[[Json], Json]
+) -> tuple[list[Json], FakeSdk, list[str]]:
+    """An SDK session (ask mode, the real sandbox) whose can_use_tool allows each call plainly, as the Python SDK
+    sends a plain allow (the input echoed as updatedInput), and answers each re-run request `rerun(request)`;
+    (the requests, the fake SDK, the tool results' texts by call)."""
+    requests: list[Json] = []
+
+    def play(sdk: FakeSdk) -> None:
+        sdk.user("go")
+        while (line := sdk.expect(lambda r: r.get("type") in ("control_request", "result")))["type"] != "result":
+            request = line["request"]
+            requests.append(request)
+            first = "decision_reason" not in request
+            sdk.answer(line, {"behavior": "allow", "updatedInput": request["input"]} if first else rerun(request))
+
+    calls = [fa.tool_use("dev__bash", {"command": command}, id) for id, command in commands.items()]
+    options = Options(prompt=None, permission_prompt_tool="stdio")
+    with fa.FakeAnthropic([fa.reply(*calls), fa.reply("done")]) as fake:
+        env = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev"}
+        code, sdk, err = run_with_sdk(tmp_path, monkeypatch, play, fake=fake, env=env, options=options)
+    assert code == 0, err
+    return requests, sdk, [result_text(r) for r in tool_results(fake.requests[1].body)]
+
+
+@needs_bwrap
+def test_a_plain_allow_to_the_sandbox_re_run_request_keeps_the_command_in_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outside: Path
+) -> None:
+    second = outside.with_name(outside.name + "-2")
+    commands = {"t1": f"touch {outside}", "t2": f"touch {second}"}
+    try:  # t1 answered as the Python SDK sends a plain allow (the input echoed), t2 as the TypeScript SDK does
+        plain = {"t1": lambda r: {"behavior": "allow", "updatedInput": r["input"]}, "t2": lambda r: {"behavior": "allow"}}
+        requests, sdk, texts = sdk_rerun(tmp_path, monkeypatch, commands, lambda r: plain[r["tool_use_id"]](r))
+        assert not outside.exists() and not second.exists()
+    finally:
+        second.unlink(missing_ok=True)
+    reruns = [r for r in requests if "decision_reason" in r]
+    assert sorted(r["tool_use_id"] for r in reruns) == ["t1", "t2"] and len(requests) == 4
+    for request in reruns:
+        assert request["input"] == {"command": commands[request["tool_use_id"]], "dangerouslyDisableSandbox": False}
+        assert "sandbox: write outside" in request["decision_reason"] and request["tool_name"] == "Bash"
+    assert all("sandbox: write outside" in text and "approved" not in text for text in texts)
+    notices = [line["text"] for line in sdk.seen if line.get("subtype") == "notice"]
+    assert any("kept call t1 in the sandbox" in text and "dangerouslyDisableSandbox: true" in text for text in notices)
+
+
+@needs_bwrap
+def test_an_allow_that_sets_dangerously_disable_sandbox_runs_the_command_outside_it_and_only_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outside: Path
+) -> None:
+    other = outside.with_name(outside.name + "-other")
+    commands = {"t1": f"touch {outside} && echo made", "t2": f"touch {outside}-2"}
+    explicit = {  # t1: the input as sent, the flag set; t2: the flag set, and the command changed too
+        "t1": lambda r: {**r["input"], "dangerouslyDisableSandbox": True},
+        "t2": lambda r: {"command": f"touch {other}", "dangerouslyDisableSandbox": True},
+    }
+    try:
+        requests, _, texts = sdk_rerun(
+            tmp_path,
+            monkeypatch,
+            commands,
+            lambda r: {"behavior": "allow", "updatedInput": explicit[r["tool_use_id"]](r)},
+        )
+        assert outside.exists() and not other.exists() and not Path(f"{outside}-2").exists()
+    finally:
+        other.unlink(missing_ok=True)
+        Path(f"{outside}-2").unlink(missing_ok=True)
+    assert len(requests) == 4
+    assert "made" in texts[0] and "the user approved running it again outside the sandbox" in texts[0]
+    assert "sandbox: write outside" in texts[1] and "approved" not in texts[1]
