@@ -128,6 +128,26 @@ async def test_only_a_person_in_ask_mode_and_only_our_sandboxed_tool_can_escalat
     assert await Policy("ask", ask=person, sandboxed=[("dev", "bash")]).escalate(BASH, use, "sandbox: …")
 
 
+async def test_a_plain_yes_or_one_that_changes_the_call_is_no_answer_to_the_re_run_question() -> None:
+    use = ToolUse("t1", "dev__bash", {"command": "touch /etc/x"})
+    answers = iter(
+        [
+            Decision("once"),  # an allow that does not say "outside the sandbox"
+            Decision("always"),  # nor this: and nothing is remembered
+            Decision("once", updated_input={"command": "touch /etc/y"}, outside_sandbox=True),  # another call
+            Decision("once", outside_sandbox=True),
+        ]
+    )
+
+    async def answer(spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
+        assert outside_sandbox == "sandbox: …"
+        return next(answers)
+
+    policy = Policy("ask", ask=answer, sandboxed=[("dev", "bash")])
+    assert [await policy.escalate(BASH, use, "sandbox: …") for _ in range(4)] == [False, False, False, True]
+    assert policy.always_outside_sandbox == set()
+
+
 @needs_bwrap
 async def test_the_model_cannot_ask_the_dev_server_to_run_outside_the_sandbox(tmp_path: Path, outside: Path) -> None:
     from mcp import Client
