@@ -26,7 +26,7 @@ from tests.loop_doubles import reply as model_reply
 
 DEV = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
 NO_RM = translate(["Bash(rm:*)"], deny=True).patterns  # --disallowedTools 'Bash(rm:*)'
-RM = {"command": "rm -f victim.txt"}
+RM: dict[str, object] = {"command": "rm -f victim.txt"}
 
 
 class Person:

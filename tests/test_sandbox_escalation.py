@@ -27,7 +27,7 @@ from tests import fake_anthropic as fa
 from tests.acp_pipes import new_session, pipe_agent, prompt_line, session_env
 from tests.bounds import bounded
 from tests.fake_sdk import FakeSdk, Json, run_with_sdk
-from tests.harness import call_tool, result_text, tool_results
+from tests.harness import Terminal, agent_command, agent_env, call_tool, result_text, tool_results
 from tests.loop_doubles import build_loop, builtin_pool, call, reply
 
 pytestmark = pytest.mark.anyio
@@ -148,6 +148,33 @@ async def test_a_plain_yes_or_one_that_changes_the_call_is_no_answer_to_the_re_r
     assert policy.always_outside_sandbox == set()
 
 
+@pytest.mark.e2e
+@needs_bwrap
+def test_a_persons_yes_in_the_terminal_to_the_re_run_question_runs_it_outside_the_sandbox(
+    tmp_path: Path, outside: Path
+) -> None:
+    script = [
+        fa.reply(fa.tool_use("dev__bash", {"command": f"touch {outside} && echo made"}, "t1")),
+        fa.reply("all finished here"),
+    ]
+    with fa.FakeAnthropic(script) as fake:
+        args = agent_command(["--permission-mode", "ask", "--allow-tools", "dev__bash"])
+        term = Terminal(args, agent_env(tmp_path, fake, {"SPROUT_AGENT_BUILTIN_SERVERS": "dev"}), tmp_path)
+        try:
+            term.expect("›")
+            term.send("go\r")
+            term.wait_until(
+                lambda: "(Esc: no) ›" in term.screen().rpartition("OUTSIDE the sandbox?")[2], "the question"
+            )
+            term.send("y")
+            term.expect("all finished here")
+            term.send("/exit\r")
+        finally:
+            code = term.close()
+    assert code == 0, term.screen()[-2000:]
+    assert outside.exists() and "approved running it again" in result_text(tool_results(fake.requests[1].body)[0])
+
+
 @needs_bwrap
 async def test_the_model_cannot_ask_the_dev_server_to_run_outside_the_sandbox(tmp_path: Path, outside: Path) -> None:
     from mcp import Client
@@ -243,7 +270,10 @@ def test_a_plain_allow_to_the_sandbox_re_run_request_keeps_the_command_in_the_sa
     second = outside.with_name(outside.name + "-2")
     commands = {"t1": f"touch {outside}", "t2": f"touch {second}"}
     try:  # t1 answered as the Python SDK sends a plain allow (the input echoed), t2 as the TypeScript SDK does
-        plain = {"t1": lambda r: {"behavior": "allow", "updatedInput": r["input"]}, "t2": lambda r: {"behavior": "allow"}}
+        plain = {
+            "t1": lambda r: {"behavior": "allow", "updatedInput": r["input"]},
+            "t2": lambda r: {"behavior": "allow"},
+        }
         requests, sdk, texts = sdk_rerun(tmp_path, monkeypatch, commands, lambda r: plain[r["tool_use_id"]](r))
         assert not outside.exists() and not second.exists()
     finally:

@@ -57,7 +57,7 @@ class Decision:
     updated_input: dict[str, object] | None = None  # with once: run with this input (an SDK's can_use_tool)
     # With once or always, to the question whether to re-run a call outside the OS sandbox: the answer says so.
     # A yes without it keeps the call in the sandbox, so a face's (or an SDK callback's) plain "allow" never
-    # lets a command out (docs/sandbox.md#escalation).
+    # lets a command out (docs/sandbox.md, Escalation).
     outside_sandbox: bool = False
 
 

@@ -357,6 +357,7 @@ class SdkAsk:
             self.emit(Notice(f"the permission callback's allow kept call {use.id} in the sandbox: {why}", "warning"))
         return Decision("deny", why)
 
+
 class SdkRelay:
     """Carries one SDK-hosted MCP server's JSON-RPC messages as `mcp_message` control requests."""
 
