@@ -239,11 +239,15 @@ async def test_the_question_about_a_git_write_the_sandbox_stopped_names_the_flag
 
 
 def sdk_rerun(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, commands: dict[str, str], rerun: Callable[[Json], Json]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    commands: dict[str, str],
+    rerun: Callable[[Json], Json],
+    first: Callable[[Json], Json] = lambda r: {"behavior": "allow", "updatedInput": r["input"]},
 ) -> tuple[list[Json], FakeSdk, list[str]]:
-    """An SDK session (ask mode, the real sandbox) whose can_use_tool allows each call plainly, as the Python SDK
-    sends a plain allow (the input echoed as updatedInput), and answers each re-run request `rerun(request)`;
-    (the requests, the fake SDK, the tool results' texts by call)."""
+    """An SDK session (ask mode, the real sandbox) whose can_use_tool answers each call's question `first(request)`
+    (by default a plain allow as the Python SDK sends it: the input echoed as updatedInput) and each re-run request
+    `rerun(request)`; (the requests, the fake SDK, the tool results' texts by call)."""
     requests: list[Json] = []
 
     def play(sdk: FakeSdk) -> None:
@@ -251,8 +255,7 @@ def sdk_rerun(
         while (line := sdk.expect(lambda r: r.get("type") in ("control_request", "result")))["type"] != "result":
             request = line["request"]
             requests.append(request)
-            first = "decision_reason" not in request
-            sdk.answer(line, {"behavior": "allow", "updatedInput": request["input"]} if first else rerun(request))
+            sdk.answer(line, rerun(request) if "decision_reason" in request else first(request))
 
     calls = [fa.tool_use("dev__bash", {"command": command}, id) for id, command in commands.items()]
     options = Options(prompt=None, permission_prompt_tool="stdio")
@@ -312,3 +315,17 @@ def test_an_allow_that_sets_dangerously_disable_sandbox_runs_the_command_outside
     assert len(requests) == 4
     assert "made" in texts[0] and "the user approved running it again outside the sandbox" in texts[0]
     assert "sandbox: write outside" in texts[1] and "approved" not in texts[1]
+
+
+@needs_bwrap
+def test_a_first_answer_that_sets_dangerously_disable_sandbox_runs_nothing_outside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outside: Path
+) -> None:
+    """Claude Code runs a Bash call unsandboxed when its input says so; here the flag means something only in the
+    answer to the re-run request: in the first answer it is a rewrite, a new call dev__bash refuses."""
+    flagged = {"behavior": "allow", "updatedInput": {"command": f"touch {outside}", "dangerouslyDisableSandbox": True}}
+    requests, _, (text,) = sdk_rerun(
+        tmp_path, monkeypatch, {"t1": f"touch {outside}"}, lambda r: {"behavior": "deny"}, lambda r: flagged
+    )
+    assert not outside.exists() and len(requests) == 1
+    assert "unknown argument(s) for bash" in text
