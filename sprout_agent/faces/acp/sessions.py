@@ -253,7 +253,9 @@ class AcpSession:
         outcome = cast(Json, answer).get("outcome") if isinstance(answer, dict) else None
         chosen = cast(Json, outcome).get("optionId") if isinstance(outcome, dict) else None
         kind = _DECISIONS.get(chosen) if isinstance(chosen, str) else None
-        return Decision("once" if kind == "once" else "always") if kind else Decision("deny")
+        # The re-run question's options say "outside the sandbox": picking one is the answer that says so.
+        rerun = outside_sandbox is not None
+        return Decision("once" if kind == "once" else "always", outside_sandbox=rerun) if kind else Decision("deny")
 
     async def approve_sampling(self, request: SamplingRequest) -> bool:
         """A server's model call (ACP has no question of its own for it): the editor's permission question, asked
