@@ -210,16 +210,41 @@ async def test_an_acp_editor_is_asked_to_run_it_outside_the_sandbox_and_the_mode
             await client.send(prompt_line(2, session_id, "make it"))
             question = await client.question("session/request_permission")
             await client.send(json.dumps({"jsonrpc": "2.0", "id": question["id"], "result": {"outcome": {
-                "outcome": "selected", "optionId": "allow_once"}}}))  # fmt: skip
+                "outcome": "selected", "optionId": "outside_sandbox_once"}}}))  # fmt: skip
             assert (await client.answer(2, timeout=60))["result"]["stopReason"] == "end_turn"
     params = question["params"]
     assert params["toolCall"]["title"] == f"Outside the sandbox: touch {outside} && echo made"  # the command itself
     (reason,) = params["toolCall"]["content"]
     assert reason["content"]["text"].startswith("Failed in the sandbox; its output reads as: sandbox: write outside")
-    assert [o["optionId"] for o in params["options"]] == ["allow_once", "allow_always", "reject_once"]
+    assert [o["optionId"] for o in params["options"]] == [
+        "outside_sandbox_once",
+        "outside_sandbox_always",
+        "keep_sandboxed",
+    ]
     assert outside.exists()
     (result,) = tool_results(fake.requests[1].body)
     assert "made" in result_text(result) and "approved running it again" in result_text(result)
+
+
+@needs_bwrap
+async def test_an_acp_editor_answering_the_re_run_question_with_the_ordinary_allow_id_keeps_it_in_the_sandbox(
+    tmp_path: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = [fa.reply(fa.tool_use("dev__bash", {"command": f"touch {outside}"}, "toolu_1")), fa.reply("ok")]
+    with fa.FakeAnthropic(script) as fake:
+        session_env(monkeypatch, fake)
+        monkeypatch.setenv("SPROUT_AGENT_BUILTIN_SERVERS", "dev")
+        options = AcpSetup(Options(permission_mode="ask", allow_tools=("dev__bash",)))
+        async with pipe_agent(options) as client:
+            await client.request(1, "initialize", {"protocolVersion": 1})
+            session_id = await new_session(client, tmp_path)
+            await client.send(prompt_line(2, session_id, "make it"))
+            question = await client.question("session/request_permission")
+            await client.send(json.dumps({"jsonrpc": "2.0", "id": question["id"], "result": {"outcome": {
+                "outcome": "selected", "optionId": "allow_once"}}}))  # fmt: skip
+            assert (await client.answer(2, timeout=60))["result"]["stopReason"] == "end_turn"
+    assert question["params"]["toolCall"]["title"].startswith("Outside the sandbox: ")
+    assert not outside.exists()
 
 
 @needs_bwrap
