@@ -59,9 +59,8 @@ class Setup:
     loaded: LoadedConfig  # every server, approved or not: `verdict` says which may start
     approvals: Approvals
     trusted: bool  # --trust-project or SPROUT_AGENT_TRUST_PROJECT: project servers start without approval
-    mask: Callable[
-        [str], str
-    ]  # consent.for_reading: every text shown (command, args, url, errors, notices) goes through
+    # consent.for_reading: every text shown (command, args, url, errors, notices) goes through it
+    mask: Callable[[str], str]
     sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # as a run here would have it
     data: Path | None = None  # the user data directory: OAuth tokens when the OS has no keyring
     secrets: Secrets = field(default_factory=Secrets)  # in the definitions, yours and the .env's (consent.py)
