@@ -35,7 +35,7 @@ SERVERS: dict[str, dict[str, object]] = {
         ],
         "env": {"SVC_PASSWORD": SERVER_PASSWORD, "LOG_LEVEL": "debug"},
     },
-    "tool": {"command": f"{MISSING}-${{GH_TOKEN}}", "args": ["--bearer", BEARER]},
+    f"tool-{SHAPED}": {"command": f"{MISSING}-${{GH_TOKEN}}", "args": ["--bearer", BEARER]},  # a name, even
     "remote": {
         "type": "http",
         "url": "http://127.0.0.1:9/mcp?token=${GH_TOKEN}",  # nothing listens: doctor's connect fails at once
@@ -58,7 +58,7 @@ def test_mcp_list_masks_a_gh_token_expanded_into_args_and_every_credential_it_kn
     assert_no_secret(run.stdout + run.stderr)
     lines = dict(line.split("  (mcp-config.json)  ") for line in run.stdout.splitlines())
     assert lines["gh"] == f"{MISSING} --token ${{GH_TOKEN}} --key [redacted] --svc=[redacted] {DB_SHOWN}"
-    assert lines["tool"] == f"{MISSING}-${{GH_TOKEN}} --bearer [redacted]"
+    assert lines["tool-[redacted]"] == f"{MISSING}-${{GH_TOKEN}} --bearer [redacted]"
     assert lines["remote"] == "http http://127.0.0.1:9/mcp?token=${GH_TOKEN}"
 
 
@@ -70,8 +70,8 @@ def test_mcp_list_json_masks_every_credential_it_knows_in_command_args_and_url(
     assert_no_secret(run.stdout + run.stderr)
     servers = {server["name"]: server for server in json.loads(run.stdout)["servers"]}
     assert servers["gh"]["args"] == ["--token", "${GH_TOKEN}", "--key", "[redacted]", "--svc=[redacted]", DB_SHOWN]
-    assert servers["tool"]["command"] == f"{MISSING}-${{GH_TOKEN}}"
-    assert servers["tool"]["args"] == ["--bearer", "[redacted]"]
+    assert servers["tool-[redacted]"]["command"] == f"{MISSING}-${{GH_TOKEN}}"
+    assert servers["tool-[redacted]"]["args"] == ["--bearer", "[redacted]"]
     assert servers["remote"]["url"] == "http://127.0.0.1:9/mcp?token=${GH_TOKEN}"
 
 

@@ -22,11 +22,11 @@ if TYPE_CHECKING:  # they load mcp (stdio_wire): imported where used (tests/conf
     from sprout_agent.mcp.transports.stdio_wire import Oversized
 
 pytestmark = pytest.mark.anyio
-PROMPT_BYTES = 1000  # each test prompt's line is about this long
+PROMPT_BYTES = 1000  # what each test prompt's line costs queued in memory, at most (its bytes and the queue's own)
 
 
 def user_line(number: int) -> bytes:
-    text = f"prompt {number} " + "x" * (PROMPT_BYTES - 60)
+    text = f"prompt {number} " + "x" * (PROMPT_BYTES - 160)
     return json.dumps({"type": "user", "message": {"role": "user", "content": text}}).encode()
 
 
@@ -84,8 +84,7 @@ async def test_ten_big_prompts_written_during_a_turn_stay_under_the_memory_bound
             async with stdin.send:
                 for number in range(10):
                     await stdin.send.send(user_line(number))
-                    await anyio.wait_all_tasks_blocked()
-                    peak = max(peak, queue.in_memory)
+                    peak = max(peak, queue.in_memory)  # the lines before this one are queued
             got = await texts(control, 10)
     assert got == [f"prompt {n}" for n in range(10)]  # none dropped, none reordered
     assert peak <= 3 * PROMPT_BYTES  # the rest waited on disk
@@ -127,17 +126,17 @@ async def test_a_can_use_tool_answer_behind_a_full_queue_still_arrives_and_nothi
     with anyio.fail_after(bounded(10)):
         async with anyio.create_task_group() as group:
             group.start_soon(control.run, stdin.lines())
-            for number in range(3):
+            for number in range(4):
                 await stdin.send.send(user_line(number))
             await anyio.wait_all_tasks_blocked()
-            assert queue.full  # the reader is held back now: a fourth line would wait
+            assert queue.full  # the reader is held back now: a fifth line would wait
 
             async def ask() -> None:
                 answers.append(await control.request("can_use_tool", {"tool_name": "Bash"}, timeout=bounded(10)))
 
             group.start_soon(ask)
             async with stdin.send:
-                for number in range(3, 7):  # more prompts, then the answer, as a single writer sends them
+                for number in range(4, 7):  # more prompts, then the answer, as a single writer sends them
                     await stdin.send.send(user_line(number))
                 await stdin.send.send(json.dumps(answer).encode())
                 await stdin.send.send(user_line(7))
@@ -190,3 +189,36 @@ async def test_a_skipped_line_keeps_its_place_among_spilled_prompts() -> None:
             got = [queued async for queued in prompts_of(control)]
     kinds = [queued.reason[:12] if isinstance(queued, Skipped) else queued[0][:8] for queued in got]
     assert kinds == ["prompt 0", "prompt 1", "stdin line 3", "prompt 2"]
+
+
+async def test_a_prompt_the_spool_file_cannot_take_ends_the_reading_with_that_error_not_a_silent_drop() -> None:
+    # A full disk, here a file size limit: the line cannot wait anywhere, so the run ends there (exit 2) after the
+    # turns before it, as a bad line would, rather than losing it or crashing the reader.
+    import resource
+    import signal
+
+    from sprout_agent.core.errors import UsageError
+    from sprout_agent.faces.headless.control import Skipped, prompts_of
+
+    queue = bounded_queue(2, 50)
+    control, _ = control_with(queue)
+    stdin = Stdin()
+    got: list[str] = []
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write then fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (3 * PROMPT_BYTES, limits[1]))  # the file takes three lines
+    try:
+        with anyio.fail_after(bounded(10)):
+            async with anyio.create_task_group() as group:
+                group.start_soon(control.run, stdin.lines())
+                async with stdin.send:
+                    for number in range(6):  # two in memory, three in the file, and the sixth it cannot take
+                        await stdin.send.send(user_line(number))
+                with pytest.raises(UsageError, match="stdin line 6: could not queue it: File too large"):
+                    async for queued in prompts_of(control):
+                        assert not isinstance(queued, Skipped)
+                        got.append(queued[0].split(" x")[0])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+        signal.signal(signal.SIGXFSZ, previous)
+    assert got == [f"prompt {n}" for n in range(5)]

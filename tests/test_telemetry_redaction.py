@@ -55,7 +55,9 @@ def assert_nothing_secret_received(receiver: Receiver) -> None:
 
 def test_a_secret_in_otel_resource_attributes_never_reaches_the_collector(monkeypatch: pytest.MonkeyPatch) -> None:
     # OTEL_RESOURCE_ATTRIBUTES went out as the resource of every span, metric and log record, unfiltered.
-    attributes = f"deployment.environment=staging,deployment.token={PLAIN},build.note={SHAPED},gateway={KNOWN}"
+    attributes = (
+        f"deployment.environment=staging,deployment.token={PLAIN},build.note={SHAPED},gateway={KNOWN},{SHAPED}=1"
+    )
     with Receiver() as receiver:
         notes = exported_by_a_session(receiver, monkeypatch, OTEL_RESOURCE_ATTRIBUTES=attributes)
     assert notes == []
@@ -65,6 +67,7 @@ def test_a_secret_in_otel_resource_attributes_never_reaches_the_collector(monkey
         assert resource["deployment.environment"] == "staging"  # what is no secret goes out as it was
         assert resource["deployment.token"] == "[redacted]"  # a secret name: the whole value
         assert resource["build.note"] == "[redacted]" and resource["gateway"] == "[redacted]"
+        assert resource["[redacted]"] == "1"  # a key shaped like a key
     assert_nothing_secret_received(receiver)
 
 

@@ -142,7 +142,8 @@ def redacted(key: str, value: Any, redact: Callable[[str], str]) -> Any:
 
 
 def redacted_attributes(attributes: Mapping[str, Any] | None, redact: Callable[[str], str]) -> dict[str, Any]:
-    return {key: redacted(key, value, redact) for key, value in (attributes or {}).items()}
+    """Every attribute through `redacted`, and its key through `redact` (OTEL_RESOURCE_ATTRIBUTES=ghp_…=1)."""
+    return {redact(key): redacted(key, value, redact) for key, value in (attributes or {}).items()}
 
 
 def scrubbed(span: ReadableSpan, redact: Callable[[str], str], content: bool) -> ReadableSpan:

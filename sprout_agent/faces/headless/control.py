@@ -136,11 +136,21 @@ class Control:
                     except ValueError as error:
                         self.error = UsageError(f"stdin line {number}: {error}")
                         break
-                    if queued is not None:
-                        await self.queue.put(queued)
+                    if queued is not None and not await self._queued(queued, number):
+                        break
                     await self.queue.room(lambda: bool(self._pending))
             finally:
                 self._ended()
+
+    async def _queued(self, line: bytes, number: int) -> bool:
+        """Queues a line for the turns; a spool file that cannot take it (a full disk) ends the reading with that
+        error, as a bad line does: a message is never dropped."""
+        try:
+            await self.queue.put(line)
+        except OSError as error:
+            self.error = UsageError(f"stdin line {number}: could not queue it: {error.strerror or error}")
+            return False
+        return True
 
     def _take(self, line: bytes | Oversized, number: int, group: anyio.abc.TaskGroup) -> bytes | None:
         """One line handled; what to queue for the turns (None: nothing). ValueError: a line the run ends on."""

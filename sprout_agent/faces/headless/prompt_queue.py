@@ -29,6 +29,7 @@ from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
 MEMORY_BYTES = 4 * MAX_MESSAGE_BYTES  # 64 MiB: four lines at the cap (one line always fits: the queue's first)
 SPOOL_BYTES = 64 * MAX_MESSAGE_BYTES  # 1 GiB on disk before stdin is held back
 _LENGTH = struct.Struct(">I")  # each spooled line: its length, then its bytes
+_PER_LINE = 64  # what a line costs in memory besides its bytes (the bytes object, its place in the deque)
 
 
 class PromptQueue:
@@ -38,7 +39,7 @@ class PromptQueue:
         self.memory_bytes = memory_bytes
         self.spool_bytes = spool_bytes
         self._memory: deque[bytes] = deque()
-        self.in_memory = 0  # bytes of the lines held in memory
+        self.in_memory = 0  # what the lines held in memory cost (their bytes, and _PER_LINE each)
         self._spool: BinaryIO | None = None
         self._read_at = 0  # the spool's next line to get
         self._end = 0  # where the next spilled line goes (reserved before its write, which runs in a thread)
@@ -60,20 +61,20 @@ class PromptQueue:
         always), else in the spool (a thread writes it: the event loop goes on answering control requests)."""
         if self._spooled == 0 and not self._writing and (not self._memory or self.fits(len(line))):
             self._memory.append(line)
-            self.in_memory += len(line)
+            self.in_memory += len(line) + _PER_LINE
         else:
             await self._spill(line)
         self.wake()
 
     def fits(self, size: int) -> bool:
-        return self.in_memory + size <= self.memory_bytes
+        return self.in_memory + size + _PER_LINE <= self.memory_bytes
 
     async def get(self) -> bytes | None:
         """The oldest line, waiting for one; None once the queue is closed and empty."""
         while True:
             if self._memory:
                 line = self._memory.popleft()
-                self.in_memory -= len(line)
+                self.in_memory -= len(line) + _PER_LINE
                 self.wake()
                 return line
             if self._spooled:

@@ -136,7 +136,8 @@ def _report(config: ServerConfig, setup: Setup) -> ServerReport:
         case _:
             assert_never(config.transport)
     mask = setup.mask
-    report = ServerReport(config.name, _source(config.source, setup.cwd), mask(command), [mask(a) for a in config.args])
+    source, args = _source(config.source, setup.cwd), [mask(arg) for arg in config.args]
+    report = ServerReport(mask(config.name), source, mask(command), args)
     report.transport, report.url = listed_transport(config.transport), None if config.url is None else mask(config.url)
     verdict = setup.verdict(config)
     report.approval = "" if verdict is None else verdict.value
@@ -245,8 +246,9 @@ async def _start(configs: list[ServerConfig], setup: Setup, reports: dict[str, S
             report.state, report.error = status.state, setup.mask(status.last_error)
             report.initialize_seconds, report.list_seconds = status.initialize_seconds, status.list_seconds
             report.stderr_tail = "" if report.ok else setup.mask(status.stderr_tail)
-            report.tools = [spec.tool for spec in specs if spec.server == status.name and not is_hook(spec)]
-            report.hooks = [spec.tool for spec in specs if spec.server == status.name and is_hook(spec)]
+            # A server may name a tool after what it was given (its env): shown through the mask like the rest.
+            report.tools = [setup.mask(s.tool) for s in specs if s.server == status.name and not is_hook(s)]
+            report.hooks = [s.tool for s in specs if s.server == status.name and is_hook(s)]
             report.hooks_active = bool(report.hooks) and allowlist is not None and allowlist.allows(status.name)
     return notices
 
