@@ -147,7 +147,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     resume = _resumed(options, locations.sessions)
     home = Path(environ["HOME"]) if environ.get("HOME") else None
     where = places(options.cwd, home, locations.config, options.setting_sources)
-    definitions = load_definitions(where, options.agents_json)
+    definitions = load_definitions(where, options.agents_json, sandbox.deny_list(environ))
     loaded = replace(loaded, notices=loaded.notices + definitions.notices)
     return Prepared(
         options,

@@ -103,7 +103,7 @@ class EditorFiles:
         _known(arguments, "write", ("file_path", "content"), ())
         path, content = _string(arguments, "file_path"), _string(arguments, "content")
         async with self._gate.editor():
-            real, _ = self._ws.writable(path)
+            real = self._ws.writable(path).real
             before: str | None = None
             if os.path.lexists(real):
                 real = self._ws.existing_file(real)
@@ -125,7 +125,7 @@ class EditorFiles:
             raise Refused("argument 'replace_all' of edit must be of type boolean")
         check_edit(old, new)
         async with self._gate.editor():
-            real, _ = self._ws.writable(path)
+            real = self._ws.writable(path).real
             real = self._ws.existing_file(real)
             shown = self._ws.display(real)
             text = await self._text(real)
