@@ -171,7 +171,7 @@ class WritePolicy:
 
     roots: tuple[str, ...]
     git: tuple[str, ...] = ()  # the roots' git paths (`git_paths`), minus what allow-write names itself
-    denied: tuple[str, ...] = ()  # the deny list's paths inside the roots
+    denied: tuple[str, ...] = ()  # the deny list's paths inside the roots (all of them when `anywhere`)
     anywhere: bool = False  # SPROUT_DEV_ALLOW_OUTSIDE=1: the write tools may leave the roots (not the rest)
     read_only: bool = False  # a read-only sandbox: nothing is writable
 
@@ -191,7 +191,9 @@ class WritePolicy:
         git += [path for r in roots for repo in nested_repositories(r) for path in git_paths(repo, submodule=True)]
         git = [path for path in git if path not in allow_write]
         inside = [path for path in git if any(under(path, r) for r in roots)]
-        hidden = [path for path in denied if any(under(path, r) for r in roots)]
+        # Outside the roots too when the write tools may leave them: SPROUT_DEV_ALLOW_OUTSIDE lifts the roots, never
+        # the deny list (~/.ssh/authorized_keys was writable with it).
+        hidden = [path for path in denied if anywhere or any(under(path, r) for r in roots)]
         read_only = mode == READ_ONLY_MODE
         return cls(() if read_only else roots, tuple(dict.fromkeys(inside)), tuple(hidden), anywhere, read_only)
 
