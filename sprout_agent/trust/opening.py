@@ -258,6 +258,17 @@ class Fixed:
         return found[:limit]
 
 
+def _temp_beside(directory: int, name: str, mode: int, given: str | None) -> tuple[str, int]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    if given is not None:
+        return given, os.open(given, flags, mode, dir_fd=directory)
+    for _ in range(100):
+        temp = f".{name[:50]}.{secrets.token_hex(4)}.sprout-tmp"  # within NAME_MAX, 4-byte characters too
+        with suppress(FileExistsError):
+            return temp, os.open(temp, flags, mode, dir_fd=directory)
+    raise Refused(f"could not create a temporary file beside {name}")
+
+
 class WritePolicyLike(Protocol):
     """What the writer needs of trust/write_policy.WritePolicy (which reads files through this module)."""
 
@@ -305,19 +316,14 @@ def write_file(target: WriteTarget, data: bytes) -> None:
         os.close(directory)
 
 
-def replace_in(directory: int, name: str, data: bytes, old: os.stat_result | int | None) -> None:
+def replace_in(
+    directory: int, name: str, data: bytes, old: os.stat_result | int | None, temp: str | None = None
+) -> None:
     """`name` in `directory` replaced by a new file holding `data`: `old` is the file replaced (its mode and owner
-    kept), or the mode for a new one (None: 0o666; the umask decides either way)."""
+    kept), or the mode for a new one (None: 0o666; the umask decides either way); `temp`: the temporary file's name
+    (one that does not exist), else a fresh one."""
     fresh = 0o666 if old is None else old if isinstance(old, int) else 0o600
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    temp, fd = "", -1
-    for _ in range(100):
-        temp = f".{name[:100]}.{secrets.token_hex(4)}.sprout-tmp"
-        with suppress(FileExistsError):
-            fd = os.open(temp, flags, fresh, dir_fd=directory)
-            break
-    if fd < 0:
-        raise Refused(f"could not create a temporary file beside {name}")
+    temp, fd = _temp_beside(directory, name, fresh, temp)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
