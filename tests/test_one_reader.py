@@ -149,7 +149,7 @@ def test_a_directory_swapped_for_a_link_between_the_readers_check_and_its_open_i
     (tmp_path / "work").rename(tmp_path / "aside")
     (tmp_path / "work").symlink_to(home / ".ssh")
     with pytest.raises(Refused, match=SWAPPED):
-        reader.open(real)
+        reader.open_file(real)
     with pytest.raises(Refused, match="deny list"):
         reader.readable("work/id_rsa", str(tmp_path))  # resolved again, it is the key: hidden
 

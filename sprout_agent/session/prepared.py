@@ -27,6 +27,7 @@ from sprout_agent.core.ledger import Price, parse_prices
 from sprout_agent.core.structured import OutputContract
 from sprout_agent.session import index as session_index
 from sprout_agent.session import store
+from sprout_agent.trust.opening import Reader
 from sprout_agent.trust.secrets import secret_name
 
 
@@ -69,6 +70,11 @@ class Prepared:
         `skill` tool reads them."""
         served = any(s.name == "agent" and s.transport == "in-process" for s in self.loaded.servers)
         return tuple((s.name, s.description) for s in self.definitions.skills) if served else ()
+
+    @property
+    def reader(self) -> Reader:
+        """The one reader with the run's deny list, for the files the agent reads itself for the model (CLAUDE.md)."""
+        return Reader(self.sandbox.deny_list(self.inherited_env))
 
     @property
     def configured_credentials(self) -> dict[str, str]:

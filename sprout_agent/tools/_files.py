@@ -34,7 +34,7 @@ def _read_image(ws: Workspace, real: str, f: BinaryIO, mime: str) -> Image:
 def _read(ws: Workspace, args: Args) -> ToolOutput:
     real = ws.existing_file(args["file_path"])
     offset, limit = read_window(args.get("offset"), args.get("limit"))
-    with ws.reader().open(real, ws.display(real)) as f:
+    with ws.reader().open_file(real, ws.display(real)) as f:
         mime = IMAGE_TYPES.get(os.path.splitext(real)[1].lower())
         if mime:
             return _read_image(ws, real, f, mime)
@@ -78,7 +78,7 @@ def _old_text(ws: Workspace, real: str) -> str | Literal[False]:
     """The content a write replaces, for its diff; False when there can be no diff (too large, binary,
     unreadable): the write itself goes ahead."""
     try:
-        with ws.reader().open(real) as f:
+        with ws.reader().open_file(real) as f:
             data = f.read(MAX_DIFF_SOURCE_BYTES + 1)
     except (OSError, Refused):
         return False
@@ -99,7 +99,7 @@ def _edit(ws: Workspace, args: Args) -> ToolOutput:
     real = ws.existing_file(target.real)
     shown = ws.display(real)
     ws.check_fresh(real)
-    with ws.reader().open(real, shown) as f:
+    with ws.reader().open_file(real, shown) as f:
         if os.fstat(f.fileno()).st_size > MAX_EDIT_BYTES:
             raise ToolError(f"{shown} is over {MAX_EDIT_BYTES // 1024 // 1024} MiB; edit it with bash (sed, patch)")
         text, encoding = decode(f.read())

@@ -85,7 +85,7 @@ def _file_lines(reader: Reader, path: str) -> list[str] | None:
     """The file's lines, or None for what both engines skip: binary, huge, not a regular file, or reached through a
     link (ripgrep follows none either)."""
     try:
-        with reader.open(path) as f:
+        with reader.open_file(path) as f:
             if os.fstat(f.fileno()).st_size > MAX_FILE_BYTES:
                 return None
             data = f.read(MAX_FILE_BYTES + 1)

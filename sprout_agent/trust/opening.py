@@ -135,7 +135,7 @@ def open_in(directory: int, name: str, shown: str) -> BinaryIO:
         raise
 
 
-def _open_at(start: int, relative: str, shown: str) -> BinaryIO:
+def open_at(start: int, relative: str, shown: str) -> BinaryIO:
     """`relative` (no link, no `..`) opened from descriptor `start`, which stays open."""
     *folders, name = _names(relative)
     directory = descend(os.dup(start), folders, shown)
@@ -166,7 +166,7 @@ class Reader:
         self.deny.check(real)
         return real
 
-    def open(self, real: str, shown: str | None = None) -> BinaryIO:
+    def open_file(self, real: str, shown: str | None = None) -> BinaryIO:
         """The resolved file `real` (from `readable`), opened along that path only."""
         self.deny.check(real)
         if real == os.sep or not os.path.isabs(real):
@@ -180,7 +180,7 @@ class Reader:
 
     def read(self, path: str, cwd: str, limit: int) -> bytes:
         """Up to `limit` + 1 bytes of `path` (one more than the limit: the caller sees it was cut)."""
-        with self.open(self.readable(path, cwd), path) as f:
+        with self.open_file(self.readable(path, cwd), path) as f:
             return f.read(limit + 1)
 
 
@@ -229,16 +229,16 @@ class Fixed:
         self.deny.check(real, self.real)
         return os.path.relpath(real, self.real)
 
-    def open(self, relative: str) -> BinaryIO:
+    def open_file(self, relative: str) -> BinaryIO:
         directory = self.descriptor()  # first: a swapped directory is named as such, not as "leads out"
         try:
-            return _open_at(directory, self.inside(relative), relative)
+            return open_at(directory, self.inside(relative), relative)
         finally:
             os.close(directory)
 
     def read(self, relative: str, limit: int) -> bytes:
         """Up to `limit` + 1 bytes of the file (one more than the limit: the caller sees it was cut)."""
-        with self.open(relative) as f:
+        with self.open_file(relative) as f:
             return f.read(limit + 1)
 
     def files(self, limit: int) -> list[str]:

@@ -20,11 +20,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sprout_agent.trust.git_index import gitlinks
+from sprout_agent.trust.opening import Reader, Refused, under
 
 READ_ONLY_MODE = "read-only"
 ADD_DIRS_ENV = "SPROUT_DEV_ADD_DIRS"  # --add-dir: more directories write and edit may reach (os.pathsep-separated)
@@ -34,11 +34,6 @@ GIT = ".git"
 # beat every config file and switch off what runs a program the repository's config names (hooks, the
 # fsmonitor). Callers add what their command needs on top (no fetch at all, no ext:: remotes).
 GIT_RUNS_NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
-
-
-def under(path: str, parent: str) -> bool:
-    """`path` is `parent` or lies inside it (both real, absolute)."""
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
 def git_root(path: str) -> str | None:
@@ -137,20 +132,12 @@ def _gitdir_of_file(dot: str) -> str | None:
 
 
 def _read_small(path: str, limit: int) -> str | None:
-    """A regular file's first `limit` bytes as text; None for anything else. O_NONBLOCK and fstat: a FIFO planted
-    as `.git` or `.gitmodules` must not block the agent (this runs before every command and write)."""
+    """A regular file's first `limit` bytes as text; None for anything else. By the one reader: a FIFO planted as
+    `.git` or `.gitmodules` must not block the agent (this runs before every command and write)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError:  # absent, unreadable: not a pointer
+        return Reader().read(path, os.sep, limit)[:limit].decode("utf-8", "replace")
+    except (OSError, Refused):  # absent, unreadable, not a regular file: not a pointer
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, limit).decode("utf-8", "replace")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _read_pointer(path: str, prefix: str) -> str | None:
