@@ -202,3 +202,18 @@ async def test_a_denied_path_is_refused_through_each_dev_tool(
         assert "deny list" in text, (name, text)
     assert "MATERIAL" not in tree  # neither engine follows a link out of the tree it searches
     assert (home / ".ssh" / "id_rsa").read_text() == KEY + "\n"
+
+
+def test_a_claude_md_linked_to_a_key_is_not_read_into_the_prompt_but_one_linked_to_agents_md_is(
+    tmp_path: Path, home: Path
+) -> None:
+    from sprout_agent.model.system_prompt import build_system_prompt
+
+    repo = tmp_path / "repo"
+    write(repo / "sub" / "AGENTS.md", "Run make check.\n")
+    (repo / ".git").mkdir()
+    (repo / "CLAUDE.md").symlink_to(home / ".ssh" / "id_rsa")  # a cloned repository's, or a command's swap
+    (repo / "sub" / "CLAUDE.md").symlink_to("AGENTS.md")  # a common layout: one file for both tools
+    prompt = build_system_prompt(repo / "sub", reader=Reader(DenyList.of([str(home / ".ssh")], str(repo))))
+    assert "MATERIAL" not in prompt and "not read:" in prompt and "deny list" in prompt
+    assert prompt.count("Run make check.") == 2
