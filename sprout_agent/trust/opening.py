@@ -35,9 +35,13 @@ def kind_of(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def swapped(shown: str) -> Refused:
+class Swapped(Refused):
+    """A link (or not a directory) where the checked path had a directory: a swap between the check and the open."""
+
+
+def swapped(shown: str) -> Swapped:
     """The one refusal for a path that changed between its check and its open."""
-    return Refused(
+    return Swapped(
         f"{shown}: the path changed after it was checked (a symbolic link or another directory is on its way now); "
         "refused: nothing was read or written through it"
     )
@@ -182,6 +186,23 @@ class Reader:
         """Up to `limit` + 1 bytes of `path` (one more than the limit: the caller sees it was cut)."""
         with self.open_file(self.readable(path, cwd), path) as f:
             return f.read(limit + 1)
+
+
+def peek(path: str, limit: int) -> bytes | None:
+    """The first `limit` bytes of a small file the agent only parses to decide a rule and never shows (git's pointer
+    files, config and index, which git itself reads through links): opened as git would, links followed, but never
+    waiting on a FIFO and only when regular; None for anything else. One open: the write policy reads these before
+    every command and write, where the reader's walk (an open per directory) would cost more than it guards."""
+    try:
+        fd = os.open(path, _FILE & ~os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True, slots=True)

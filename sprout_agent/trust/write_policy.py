@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sprout_agent.trust.git_index import gitlinks
-from sprout_agent.trust.opening import Reader, Refused, under
+from sprout_agent.trust.opening import peek, under
 
 READ_ONLY_MODE = "read-only"
 ADD_DIRS_ENV = "SPROUT_DEV_ADD_DIRS"  # --add-dir: more directories write and edit may reach (os.pathsep-separated)
@@ -132,12 +132,10 @@ def _gitdir_of_file(dot: str) -> str | None:
 
 
 def _read_small(path: str, limit: int) -> str | None:
-    """A regular file's first `limit` bytes as text; None for anything else. By the one reader: a FIFO planted as
-    `.git` or `.gitmodules` must not block the agent (this runs before every command and write)."""
-    try:
-        return Reader().read(path, os.sep, limit)[:limit].decode("utf-8", "replace")
-    except (OSError, Refused):  # absent, unreadable, not a regular file: not a pointer
-        return None
+    """A regular file's first `limit` bytes as text; None for anything else (trust/opening.peek: a FIFO planted as
+    `.git` or `.gitmodules` must not block the agent; this runs before every command and write)."""
+    data = peek(path, limit)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def _read_pointer(path: str, prefix: str) -> str | None:
