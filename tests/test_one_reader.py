@@ -217,3 +217,32 @@ def test_a_claude_md_linked_to_a_key_is_not_read_into_the_prompt_but_one_linked_
     prompt = build_system_prompt(repo / "sub", reader=Reader(DenyList.of([str(home / ".ssh")], str(repo))))
     assert "MATERIAL" not in prompt and "not read:" in prompt and "deny list" in prompt
     assert prompt.count("Run make check.") == 2
+
+
+@pytest.mark.e2e  # the whole attack from the CLI: the model's sandboxed command swaps the directory, then asks
+@pytest.mark.skipif(_sandbox.probe() is not None, reason=f"no sandbox here: {_sandbox.probe()}")
+def test_the_models_command_swapping_a_skill_for_a_link_to_ssh_gets_it_no_key_from_the_cli(tmp_path: Path) -> None:
+    from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+    from tests.harness import run_agent
+
+    write(tmp_path / ".ssh" / "id_rsa", KEY + "\n")  # HOME is tmp_path in run_agent
+    write(tmp_path / ".claude" / "skills" / "helper" / "SKILL.md", "---\ndescription: Helps\n---\nBody.\n")
+    swap = 'mv .claude/skills/helper aside && ln -s "$HOME/.ssh" .claude/skills/helper && echo SWAPPED'
+    script = [
+        reply(tool_use("dev__bash", {"command": swap}, id="t1")),
+        reply(tool_use("dev__read", {"file_path": "~/.ssh/id_rsa"}, id="t2")),
+        reply(tool_use("agent__skill", {"skill": "helper", "file": "id_rsa"}, id="t3")),
+        reply(tool_use("agent__skill", {"skill": "helper"}, id="t4")),
+        reply("done"),
+    ]
+    env = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev,agent"}
+    with FakeAnthropic(script) as fake:
+        run = run_agent(tmp_path, ["-p", "go", "--dangerously-skip-permissions"], fake=fake, env=env, timeout=60)
+    assert run.code == 0, run.stderr
+    results = [request.body["messages"][-1]["content"][0] for request in fake.requests[1:]]
+    assert "SWAPPED" in json.dumps(results[0]["content"])
+    for result in results[1:]:
+        assert result["is_error"] and "MATERIAL" not in json.dumps(result["content"]), result
+    assert "deny list" in json.dumps(results[1]["content"])
+    assert all(SWAPPED in json.dumps(result["content"]) for result in results[2:])
+    assert "MATERIAL" not in run.stdout + run.stderr
