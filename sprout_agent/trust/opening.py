@@ -315,6 +315,13 @@ class WriteTarget:
         return cls(real, next((root for root in sorted(policy.roots, key=len) if under(real, root)), os.sep))
 
 
+def parent_of(target: WriteTarget) -> int:
+    """A descriptor of the target's directory, reached from its writable root one name at a time without following
+    a link, made where missing (as `os.makedirs` would). The caller closes it."""
+    relative = os.path.relpath(os.path.dirname(target.real), target.start)
+    return descend(open_directory(target.start, target.real), _names(relative), target.real, create=True)
+
+
 def write_file(target: WriteTarget, data: bytes) -> None:
     """Give the file `data` by renaming a new file over it, keeping its mode (and owner when allowed), in a directory
     reached from the writable root one name at a time without following a link (made when missing).
@@ -322,8 +329,7 @@ def write_file(target: WriteTarget, data: bytes) -> None:
     A hard link to the old file (perhaps from outside the working directory) keeps the old content, and no reader
     ever sees half a file."""
     shown = target.real
-    relative = os.path.relpath(os.path.dirname(target.real), target.start)
-    directory = descend(open_directory(target.start, shown), _names(relative), shown, create=True)
+    directory = parent_of(target)
     try:
         name = os.path.basename(target.real)
         try:
