@@ -28,6 +28,7 @@ from sprout_agent.core.ledger import Price, parse_prices
 from sprout_agent.core.structured import OutputContract
 from sprout_agent.session import index as session_index
 from sprout_agent.session import store
+from sprout_agent.trust.opening import Reader
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,11 @@ class Prepared:
         `skill` tool reads them."""
         served = any(s.name == "agent" and s.transport == "in-process" for s in self.loaded.servers)
         return tuple((s.name, s.description) for s in self.definitions.skills) if served else ()
+
+    @property
+    def reader(self) -> Reader:
+        """The one reader with the run's deny list, for the files the agent reads itself for the model (CLAUDE.md)."""
+        return Reader(self.sandbox.deny_list(self.inherited_env))
 
     @property
     def configured_credentials(self) -> dict[str, str]:
@@ -138,7 +144,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     resume = _resumed(options, locations.sessions)
     home = Path(environ["HOME"]) if environ.get("HOME") else None
     where = places(options.cwd, home, locations.config, options.setting_sources)
-    definitions = load_definitions(where, options.agents_json)
+    definitions = load_definitions(where, options.agents_json, sandbox.deny_list(environ))
     loaded = replace(loaded, notices=loaded.notices + definitions.notices)
     return Prepared(
         options,

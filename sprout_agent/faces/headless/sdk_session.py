@@ -149,6 +149,7 @@ class SdkSession:
             replace=replace if replace is not None else options.system_prompt,
             append=append if append is not None else options.append_system_prompt,
             skills=self.prepared.skills,
+            reader=self.prepared.reader,
         )
 
     def _startup_config(self, request: Body) -> Body:
