@@ -171,7 +171,7 @@ def peer_is_like_us(conn: socket.socket) -> bool:
     # Namespaces only where the kernel shows them (a non-dumpable peer hides them): the child compares the ones
     # the request states, and a peer that hides and lies gains nothing the standing does not refuse already.
     spaces = zip(inherited.namespaces(None), their_spaces, strict=True)
-    return theirs == ours and all(theirs_ is None or mine == theirs_ for mine, theirs_ in spaces)
+    return theirs == ours and all(seen is None or mine == seen for mine, seen in spaces)
 
 
 @contextmanager
@@ -208,7 +208,10 @@ def _still_there(conn: socket.socket) -> bool:
 
 
 def _own_standing() -> dict[str, str] | None:
-    proc = os.open("/proc/self", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        proc = os.open("/proc/self", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None  # no /proc: nothing can be checked, so nothing is warm
     try:
         return inherited.standing(proc)
     finally:
