@@ -385,3 +385,11 @@ def test_a_warm_runs_process_state_is_a_cold_runs_but_for_what_inherited_lists_a
     assert all(_bit(s, now["SigIgn"]) for s in (signal.SIGALRM, signal.SIGTTOU, signal.SIGUSR1))
     assert all(_bit(s, now["SigBlk"]) for s in (signal.SIGPROF, signal.SIGURG))
     assert now["cwd"] == str(work) and now["env"]["SPROUT_PROBE_MARK"] == "the caller's"
+
+
+def test_a_request_from_other_namespaces_or_another_root_is_not_taken_on() -> None:
+    request = inherited.of_this_process()
+    elsewhere = list(inherited.namespaces(None))
+    elsewhere[inherited.NAMESPACES.index("net")] = "net:[1]"
+    assert inherited.take_on({**request, "namespaces": elsewhere}) is False
+    assert inherited.take_on({**request, "root": [0, 2]}) is False  # a chroot's "/" is another directory

@@ -31,6 +31,7 @@ CARRIED = {
     "oom_score_adj": "how readily the OOM killer picks it",
     "namespaces": "mount, pid, user, network, IPC, UTS, cgroup and time: stated by the caller, compared by the "
     "child (the kernel shows another process's only to who may ptrace it)",
+    "root": "the root directory (chroot): stated by the caller as its device and inode, compared by the child",
 }
 # Read from /proc/<pid>/status for both ends of the socket (readable for any process of ours, a non-dumpable one
 # included), with the depth of the pid namespace (NSpid), the security label and the login uid.
@@ -55,8 +56,12 @@ DIFFERS = {
     "environ block": "/proc/<pid>/environ is the warm interpreter's minimal start-up block; os.environ, which the "
     "run reads and passes on, is yours",
     "ioprio": "the I/O priority (ionice) is the warm interpreter's",
-    "personality": "the execution domain (setarch) and timer slack are the warm interpreter's",
+    "personality": "the execution domain (setarch), timer slack, securebits, NUMA memory policy (numactl) and "
+    "core dump filter are the warm interpreter's",
     "audit session": "the audit session id (/proc/<pid>/sessionid) is the warm interpreter's",
+    "descriptors": "none beyond stdin, stdout and stderr (the run passes none on either way: its children start "
+    "with the rest closed)",
+    "timers": "no alarm or interval timer of the caller's, and no signal pending for it",
 }
 NAMESPACES = ("mnt", "pid", "user", "net", "ipc", "uts", "cgroup", "time")
 _LIMITS = {name: getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")}
@@ -81,6 +86,7 @@ def of_this_process() -> dict[str, object]:
         "cgroup": _read_own("cgroup"),
         "oom_score_adj": _read_own("oom_score_adj").strip(),
         "namespaces": list(namespaces(None)),
+        "root": _root(),
     }
 
 
@@ -88,8 +94,8 @@ def take_on(request: Mapping[str, object]) -> bool:
     """Makes the caller's state (`request`, from `of_this_process`) this process's; False (the run must go cold,
     and this process must run nothing) when any of it is malformed or cannot be taken on."""
     checked = _checked(request)
-    if checked is None or list(namespaces(None)) != request.get("namespaces"):
-        return False  # a caller in other namespaces (`unshare`, a container) would run in ours
+    if checked is None or list(namespaces(None)) != request.get("namespaces") or _root() != request.get("root"):
+        return False  # a caller in other namespaces (`unshare`, a container) or a chroot would run in ours
     argv, cwd, env, umask = checked
     try:
         os.chdir(cwd)
@@ -209,6 +215,11 @@ def namespaces(proc: int | None) -> tuple[str | None, ...]:
         except OSError:
             found.append(None)
     return tuple(found)
+
+
+def _root() -> list[int]:
+    found = os.stat("/")
+    return [found.st_dev, found.st_ino]
 
 
 def _own_ns(name: str) -> str:
