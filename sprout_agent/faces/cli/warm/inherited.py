@@ -2,7 +2,7 @@
 run takes from its caller (`CARRIED`: `of_this_process` reads it, `take_on` makes it the child's or refuses the
 run, which then goes cold), what must already be the same in the caller and the warm interpreter (`MATCHED`:
 `standing` reads it from /proc, `place.peer_is_like_us` compares), and what differs, with why (`DIFFERS`).
-tests/test_warm.py holds a warm run's process state to a cold one's through these lists.
+tests/test_warm_boundary.py holds a warm run's process state to a cold one's through these lists.
 """
 
 from __future__ import annotations
