@@ -23,7 +23,7 @@ from tests.git_plants import FILES, PLANTS, config, programs, promisor
 def batch_task(repo: Path, out: Path) -> str | None:
     """A batch task on the repository: its worktree (checkout), the task's change, the batch's diff of it."""
     try:
-        tree = workdir.prepare(str(repo), None, out / "work" / "t")
+        tree = workdir.prepare(str(repo), None, out, "t")
     except RuntimeError:
         return None  # git could not make the worktree (the promisor repository's tree is missing)
     (tree.path / "a.txt").write_text("by the task\n")
@@ -118,7 +118,7 @@ def test_the_users_own_filter_driver_still_runs_where_the_repositorys_are_blanke
     (tmp_path / ".gitconfig").write_text(f'[filter "user"]\n\tsmudge = {passing} user\n')
     repo = make_repo(tmp_path / "repo", FILES | {".gitattributes": "a.txt filter=user\nnotes/* filter=repo\n"})
     config(repo, ("filter.repo.smudge", f"{evil} repo"), ("filter.repo.required", "true"))
-    tree = workdir.prepare(str(repo), None, tmp_path / "out" / "work" / "t")
+    tree = workdir.prepare(str(repo), None, tmp_path / "out", "t")
     assert (tree.path / "a.txt").read_text() == "one\n" and (tree.path / "notes" / "n.txt").read_text() == "note\n"
     assert marker.read_text().split()[1:] == ["user"]  # (the program's path, then its argument)
 
@@ -131,7 +131,7 @@ def test_a_task_files_ext_url_runs_no_command_at_the_clone_even_where_the_user_a
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     (tmp_path / ".gitconfig").write_text("[protocol]\n\tallow = always\n")
     with pytest.raises(RuntimeError, match="transport 'ext' not allowed"):
-        workdir.prepare(f"ext::sh -c touch% {marker}", None, tmp_path / "out" / "work" / "t")
+        workdir.prepare(f"ext::sh -c touch% {marker}", None, tmp_path / "out", "t")
     assert not marker.exists()
 
 

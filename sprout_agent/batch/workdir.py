@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 import subprocess
 from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from sprout_agent.batch.private import PrivateDir
 from sprout_agent.core.processes import die_with_us
 from sprout_agent.trust import git_runner
 from sprout_agent.trust.sandbox import git_root
@@ -36,26 +36,28 @@ class Tree:
     git_dir: Path | None = None
 
 
-def prepare(repo: str | None, cwd: Path | None, tree: Path) -> Tree:
-    """The tree the task runs in. A clone's git directory is `<out>/git/<name>`, beside `<out>/work/<name>`."""
+def prepare(repo: str | None, cwd: Path | None, out: Path, name: str) -> Tree:
+    """The tree the task runs in: `<out>/work/<name>`, and a clone's git directory `<out>/git/<name>`. `out` is
+    checked again here (a Ray task may run on another node), and what an earlier run left there is deleted
+    through the directory's descriptor, never through a link (private.py)."""
     if cwd is not None:
         return Tree(cwd, own=False)
-    git_dir = tree.parent.parent / "git" / tree.name
-    _remove(tree)
-    _remove(git_dir)
-    tree.parent.mkdir(parents=True, exist_ok=True)
-    work = (str(tree.parent),)  # every task's tree, which its commands may write: no git from a PATH entry there
-    if repo is None:
-        _scratch(tree)
-        return Tree(tree, own=True)
-    if Path(repo).is_dir():
-        with _locked(Path(repo)):
-            _git(["-C", repo, "worktree", "prune"], work)
-            _git(["-C", repo, "worktree", "add", "--detach", "--force", "--", str(tree), "HEAD"], work)
-        return Tree(tree, True, Path(_git(["-C", str(tree), "rev-parse", "--absolute-git-dir"], work).strip()))
-    git_dir.parent.mkdir(parents=True, exist_ok=True)
-    _git(["clone", "--quiet", f"--separate-git-dir={git_dir}", "--", repo, str(tree)], work)
-    return Tree(tree, True, git_dir)
+    with PrivateDir.open(out) as top, top.sub("work") as work, top.sub("git") as gits:
+        work.remove(name)
+        gits.remove(name)
+        tree, git_dir = work.path / name, gits.path / name
+        trees = (str(work.path),)  # every task's tree, which its commands may write: no git from a PATH entry there
+        if repo is None:
+            work.make_dir(name)
+            _scratch(tree)
+            return Tree(tree, own=True)
+        if Path(repo).is_dir():
+            with _locked(Path(repo)):
+                _git(["-C", repo, "worktree", "prune"], trees)
+                _git(["-C", repo, "worktree", "add", "--detach", "--force", "--", str(tree), "HEAD"], trees)
+            return Tree(tree, True, Path(_git(["-C", str(tree), "rev-parse", "--absolute-git-dir"], trees).strip()))
+        _git(["clone", "--quiet", f"--separate-git-dir={git_dir}", "--", repo, str(tree)], trees)
+        return Tree(tree, True, git_dir)
 
 
 @contextmanager
@@ -72,11 +74,10 @@ def _locked(repo: Path) -> Generator[None]:
 
 
 def _scratch(tree: Path) -> None:
-    """An empty directory that is a git repository of its own. The sandbox makes a working directory's git root
-    writable: without this, when `--out` lies in a repository, that whole repository (results.jsonl and the other
-    tasks' trees with it). Without git, a plain directory is its own root only outside every repository: inside
-    one, the task fails rather than run there."""
-    tree.mkdir()
+    """The empty directory made for the task, made a git repository of its own. The sandbox makes a working
+    directory's git root writable: without this, when `--out` lies in a repository, that whole repository
+    (results.jsonl and the other tasks' trees with it). Without git, a plain directory is its own root only
+    outside every repository: inside one, the task fails rather than run there."""
     try:
         _git(["init", "--quiet", "--", str(tree)], (str(tree.parent),))
     except FileNotFoundError:
@@ -85,11 +86,6 @@ def _scratch(tree: Path) -> None:
             raise RuntimeError(
                 f"git is needed to keep the task out of the repository {above} (--out is in it)"
             ) from None
-
-
-def _remove(tree: Path) -> None:
-    if tree.exists() or tree.is_symlink():
-        shutil.rmtree(tree, ignore_errors=True)
 
 
 def _git(args: list[str], untrusted: tuple[str, ...], cwd: Path | None = None) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import cast
 
 from sprout_agent.checkpoints.git_run import CheckpointError, TimedOut, c_quoted, run_git
+from sprout_agent.trust.opening import Refused, open_at, open_directory
 
 # Bounds (docs/rewind.md): past them a path is skipped, and the checkpoint lists what it skipped.
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -282,18 +283,7 @@ class RootStore:
         A file that cannot be read is skipped: one such file must not cost the whole checkpoint."""
         names: dict[str, str] = {}  # path → what hash-object reads
         with tempfile.TemporaryDirectory(dir=self.work_dir) as scratch:
-            for number, (path, key) in enumerate(to_hash.items()):
-                full = os.path.join(self.root, path)
-                try:
-                    if key[0] == LINK:
-                        names[path] = os.path.join(scratch, str(number))
-                        Path(names[path]).write_bytes(os.fsencode(os.readlink(full)))
-                    else:
-                        os.close(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK))
-                        names[path] = full
-                except OSError:
-                    names.pop(path, None)
-                    skipped.append(f"{path}: unreadable")
+            self._name_each(to_hash, scratch, names, skipped)
             if not names:
                 return {}
             lines = "".join(f"{c_quoted(name)}\n" for name in names.values())
@@ -302,6 +292,30 @@ class RootStore:
         if len(ids) != len(names):
             raise CheckpointError(f"git hash-object answered {len(ids)} ids for {len(names)} files")
         return dict(zip(names, ids, strict=True))
+
+    def _name_each(
+        self, to_hash: Mapping[str, list[object]], scratch: str, names: dict[str, str], skipped: list[str]
+    ) -> None:
+        """What hash-object reads for each path: a link's target written to a scratch file, a file's own path once it
+        opened from the root without a link on the way (trust/opening.py; git then reads it by that path)."""
+        try:
+            root = open_directory(os.path.realpath(self.root))
+        except (OSError, Refused) as error:
+            raise CheckpointError(f"cannot open {self.root}: {error}") from None
+        try:
+            for number, (path, key) in enumerate(to_hash.items()):
+                try:
+                    if key[0] == LINK:
+                        names[path] = os.path.join(scratch, str(number))
+                        Path(names[path]).write_bytes(os.fsencode(os.readlink(os.path.join(self.root, path))))
+                    else:
+                        open_at(root, path, path).close()
+                        names[path] = os.path.join(self.root, path)
+                except (OSError, Refused):
+                    names.pop(path, None)
+                    skipped.append(f"{path}: unreadable")
+        finally:
+            os.close(root)
 
     def _update_index(self, entries: Mapping[str, Entry]) -> None:
         previous: Mapping[str, Entry] = self.last.entries if self.last is not None else {}

@@ -32,10 +32,7 @@ def hand_over() -> None:
         return
     print_ = place.fingerprint(sys.path if sys.flags.safe_path else sys.path[1:])
     try:
-        umask = os.umask(0o077)
-        os.umask(umask)
-        request = {"argv": sys.argv, "cwd": os.getcwd(), "env": dict(env), "umask": umask}
-        body = json.dumps(request | inherited.of_this_process(RELAYED)).encode()
+        body = json.dumps(inherited.of_this_process()).encode()
     except (OSError, ValueError):  # a deleted working directory, an environment JSON cannot carry
         return
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)

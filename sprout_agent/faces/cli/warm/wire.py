@@ -1,7 +1,7 @@
 """What the client, the zygote and the child say to each other over the Unix socket.
 
-- The client sends one request: a 5-byte header (`W` and the body's length), then the JSON body (argv, cwd,
-  environment, umask, the signals it ignores, its resource limits, nice value, CPU affinity and cgroup).
+- The client sends one request: a 5-byte header (`W` and the body's length), then the JSON body (what
+  a run inherits from its caller: inherited.CARRIED, from argv, cwd and environment to limits and signals).
 - The child, once it has taken the request on (everything applied but the descriptors): `{"ready": true,
   "pid": N}`. The client answers `{"go": true}` carrying its stdin, stdout and stderr as SCM_RIGHTS descriptors
   (from then on the run is the child's, and the client can no longer fall back to a cold run), or hangs up (the
