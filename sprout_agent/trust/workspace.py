@@ -87,9 +87,13 @@ class Workspace:
         return self.deny_list().below(base)
 
     def program(self, name: str) -> str | None:
-        """A helper program (git, rg) that the tools run outside the sandbox: never one from a directory
-        sandboxed commands may write, where a command could have put its own."""
-        return trusted_which(name, self.sandbox.writable() if self.sandbox.active() else ())
+        """A helper program (rg; git through trust/git_runner) that the tools run outside the sandbox: never one
+        from a directory sandboxed commands may write, where a command could have put its own."""
+        return trusted_which(name, self.untrusted_dirs())
+
+    def untrusted_dirs(self) -> tuple[str, ...]:
+        """Where sandboxed commands may write: no helper program is taken from there."""
+        return self.sandbox.writable() if self.sandbox.active() else ()
 
     def inside(self, real: str) -> bool:
         return under(real, self.root)

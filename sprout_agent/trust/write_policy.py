@@ -30,10 +30,6 @@ READ_ONLY_MODE = "read-only"
 ADD_DIRS_ENV = "SPROUT_DEV_ADD_DIRS"  # --add-dir: more directories write and edit may reach (os.pathsep-separated)
 ALLOW_OUTSIDE_ENV = "SPROUT_DEV_ALLOW_OUTSIDE"  # 1: the write tools may leave the roots (`anywhere`)
 GIT = ".git"
-# `-c` settings for git we run ourselves, outside the sandbox, in a repository a model or task file chose: they
-# beat every config file and switch off what runs a program the repository's config names (hooks, the
-# fsmonitor). Callers add what their command needs on top (no fetch at all, no ext:: remotes).
-GIT_RUNS_NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 
 def git_root(path: str) -> str | None:
