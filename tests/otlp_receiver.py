@@ -30,6 +30,8 @@ class Receiver:
     spans: list[Received] = field(default_factory=list[Received])
     metrics: list[str] = field(default_factory=list[str])
     logs: list[str] = field(default_factory=list[str])
+    bodies: list[bytes] = field(default_factory=list[bytes])  # every request as sent: what a collector's readers get
+    resources: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])  # each signal's resource attributes
     _server: ThreadingHTTPServer | None = None
 
     @property
@@ -62,13 +64,16 @@ class Receiver:
         self._server.server_close()
 
     def take(self, path: str, body: bytes) -> None:
+        self.bodies.append(body)
         if path.endswith("/v1/traces"):
             self._spans(body)
         elif path.endswith("/v1/metrics"):
             request = ExportMetricsServiceRequest.FromString(body)
+            self.resources += [_attributes(r.resource.attributes) for r in request.resource_metrics]
             self.metrics += [m.name for r in request.resource_metrics for s in r.scope_metrics for m in s.metrics]
         elif path.endswith("/v1/logs"):
             request = ExportLogsServiceRequest.FromString(body)
+            self.resources += [_attributes(r.resource.attributes) for r in request.resource_logs]
             self.logs += [
                 rec.body.string_value for r in request.resource_logs for s in r.scope_logs for rec in s.log_records
             ]
@@ -76,6 +81,7 @@ class Receiver:
     def _spans(self, body: bytes) -> None:
         request = ExportTraceServiceRequest.FromString(body)
         for resource_spans in request.resource_spans:
+            self.resources.append(_attributes(resource_spans.resource.attributes))
             service = next(
                 (a.value.string_value for a in resource_spans.resource.attributes if a.key == "service.name"), ""
             )
@@ -93,6 +99,10 @@ class Receiver:
                             span.status.message,
                         )
                     )
+
+
+def _attributes(attributes: Any) -> dict[str, Any]:
+    return {a.key: _value(a.value) for a in attributes}
 
 
 def _value(value: Any) -> Any:

@@ -29,7 +29,7 @@ def _result(text: str, stop: str, code: int) -> None:
 
 def main() -> None:
     args = sys.argv[1:]
-    prompt = args[args.index("-p") + 1]
+    prompt = args[args.index("--") + 1]  # the batch puts the prompt after `--`, its options before
     done = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: _result("", "interrupted", 130))
     signal.signal(signal.SIGTERM, lambda *_: _result("", "interrupted", 143))

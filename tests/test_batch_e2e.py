@@ -32,6 +32,7 @@ from tests.harness import (
     wait_for,
     wait_until,
 )
+from tests.other_account import other_account, shared_directory
 
 pytestmark = pytest.mark.e2e
 STUB = f"{sys.executable} {ROOT / 'tests' / 'stub_agent.py'}"
@@ -230,9 +231,11 @@ def test_flags_after_a_double_dash_reach_every_task_but_not_the_ones_the_batch_s
     run = batch(tmp_path, ["tasks.jsonl", "--out", "out", "--model", "m1", "--", "--effort", "high"])
     assert run.returncode == 0, run.stderr
     init = json.loads((tmp_path / "out" / "transcripts" / "a.jsonl").read_text().splitlines()[0])
-    assert init["args"][-4:] == ["--model", "m1", "--effort", "high"]
+    assert init["args"][-6:] == ["--model", "m1", "--effort", "high", "--", "p"]  # the prompt last, after `--`
     refused = batch(tmp_path, ["tasks.jsonl", "--out", "out", "--", "--cwd=/"])
     assert refused.returncode == 2 and "--cwd is the batch's to set" in refused.stderr
+    refused = batch(tmp_path, ["tasks.jsonl", "--out", "out", "--", "--effort", "high", "--", "a prompt"])
+    assert refused.returncode == 2 and "-- is the batch's to set" in refused.stderr  # what follows it is the prompt
 
 
 def hooked_repo(path: Path, marker: Path) -> Path:
@@ -361,3 +364,52 @@ def test_a_tasks_record_says_how_to_rewind_its_tree_and_that_command_does(tmp_pa
     assert rewound.returncode == 0, rewound.stderr
     assert json.loads(rewound.stdout)["restored"] == ["new.txt"]  # as the session saw it: from its directory
     assert not (tree / "new.txt").exists()
+
+
+def test_a_batch_tasks_prompt_read_as_an_option_reaches_the_model_as_text_and_starts_no_server(tmp_path: Path) -> None:
+    """The attack: a `repo` task whose prompt is `--mcp-config`, its repository holding a file named
+    `--output-format` that configures a server (and a .mcp.json naming it too). The child used to run
+    `-p --mcp-config --output-format …`: the repository's server started with no approval and no sandbox."""
+    marker = tmp_path / "server-ran"
+    servers = {"mcpServers": {"evil": {"command": "sh", "args": ["-c", f"id > {marker}"]}}}
+    repo = git_repo(tmp_path / "repo")
+    for name in ("--output-format", ".mcp.json"):
+        (repo / name).write_text(json.dumps(servers))
+    subprocess.run(["git", "add", "--", "--output-format", ".mcp.json"], cwd=repo, check=True, timeout=bounded(30))
+    commit = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "servers"]
+    subprocess.run(commit, cwd=repo, check=True, timeout=bounded(30))
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": "opt", "prompt": "--mcp-config", "repo": "repo"}])
+    with FakeAnthropic([reply("a prompt, not an option")]) as fake:
+        run = subprocess.run(
+            agent_command(["batch", "tasks.jsonl", "--out", "out"]),
+            capture_output=True, text=True, env=agent_env(tmp_path, fake), cwd=tmp_path, timeout=bounded(120),
+        )  # fmt: skip
+        sent = fake.requests[0].body["messages"][0]["content"]
+    assert run.returncode == 0, run.stderr
+    (record,) = read_log(tmp_path / "out" / "results.jsonl")
+    assert (record["status"], record["result"]) == ("ok", "a prompt, not an option")
+    texts = [sent] if isinstance(sent, str) else [block.get("text") for block in sent]
+    assert "--mcp-config" in texts, sent
+    assert (Path(record["cwd"]) / "--output-format").is_file()  # the file was there to be read as a config
+    assert not marker.exists()
+
+
+def test_a_batch_on_an_out_directory_another_user_made_exits_2_in_one_line_and_leaves_it_alone(
+    tmp_path: Path,
+) -> None:
+    account = other_account()
+    if account is None:
+        pytest.skip("needs root to make a second local account (useradd)")
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "keep.txt").write_text("keep me\n")
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": "proj", "prompt": "p"}])
+    with shared_directory() as shared:
+        account.run(f"mkdir -m 0777 out && ln -s {tmp_path} out/work && ln -s {tmp_path}/keep.txt out/.lock", shared)
+        run = batch(tmp_path, ["tasks.jsonl", "--out", str(shared / "out")])
+        assert sorted(os.listdir(shared / "out")) == [".lock", "work"]
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.splitlines() == [
+        f"sprout-agent: --out {shared / 'out'}: {shared / 'out'} belongs to another user (uid {account.uid}): "
+        "use a directory of your own"
+    ]
+    assert (tmp_path / "proj").is_dir() and (tmp_path / "keep.txt").read_text() == "keep me\n"

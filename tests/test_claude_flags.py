@@ -256,7 +256,7 @@ def test_add_dir_lets_the_dev_tools_write_there_and_only_there(tmp_path: Path) -
     assert dev.env[ADD_DIRS_ENV] == str(extra.resolve())
     assert str(extra.resolve()) in prepared.sandbox.policy.allow_write  # and bash may write there
     ws = Workspace.from_environment(str(work), dev.env)
-    assert ws.writable(str(extra / "f.txt"))[0] == str(extra / "f.txt")
+    assert ws.writable(str(extra / "f.txt")).real == str(extra / "f.txt")
     with pytest.raises(Refused, match="outside the working directory"):
         ws.writable(str(other / "f.txt"))
 

@@ -1,11 +1,13 @@
 """A Claude Code script's restrictions hold. When a run takes Claude Code's `default` mode (options.as_claude_code);
-what a command rule (`Bash(git:*)`) covers, and the options through which the program it names would run other
-programs or act on another repository (command_escapes.py), which it never covers. Table-driven, in-process: each
+what a command rule (`Bash(git:*)`) covers: for a program we know, only what its table lists (command_tables.py; each
+row is tested in test_command_rules.py), so every escape found so far is refused. Table-driven, in-process: each
 row's id names the failure it prevents. One run as a process: `-p --allowedTools`, as a script passes them.
 """
 
 from __future__ import annotations
 
+import functools
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -118,12 +120,55 @@ NOT_COVERED = [
     ("find . -delete", "find_delete"),
     ("find . -fprint /home/u/.bashrc", "find_fprint_writes_a_file"),
     ("rg --pre ./evil pattern", "rg_pre_runs_a_program_per_file"),
+    # Issue 39: a list of exceptions is never complete; what the table does not list is not covered.
+    ("git submodule--helper foreach ./evil", "git_submodule_helper_foreach_runs_a_command"),
+    ("git hook run pre-commit", "git_hook_run_runs_a_hook"),
+    ("git cat-file --filters HEAD:x", "git_cat_file_filters_runs_a_filter"),
+    ("git cat-file --textconv HEAD:x", "git_cat_file_textconv_runs_a_textconv_program"),
+    ("git show --textconv HEAD:x", "git_show_textconv_runs_a_textconv_program"),
+    ("git web--browse http://x", "git_web_browse_runs_a_browser"),
+    ("git co main", "an_alias_we_cannot_see"),
+    ("git log --exe=./evil", "an_abbreviation_of_a_long_option"),
+    ("git status --sprout-new-option", "an_option_the_table_does_not_list"),
+    ("git --help log", "git_help_runs_a_manual_viewer"),
+    ("git log --help", "git_subcommand_help_runs_a_manual_viewer"),
+    ("git fetch origin", "git_fetch_acts_on_another_repository_unless_a_rule_names_it"),
+    ("git diff -U --ext-diff", "an_option_with_an_optional_value_never_takes_the_next_word"),
+    ("git rebase -C -- -x ./evil main", "a_double_dash_taken_as_a_value_does_not_end_the_options"),
+    ("git remote -v add evil ext::x", "git_remote_add_writes_config"),
+    ("git config -f /tmp/x --get a.b", "git_config_reads_another_file"),
+    ("git merge -s evil main", "git_merge_strategy_runs_git_merge_evil"),
+    ("git commit -S -m x", "git_commit_gpg_sign_runs_gpg"),
+    ("git checkout --recurse-submodules main", "git_recurse_submodules_acts_on_other_repositories"),
+    ("git apply --unsafe-paths ../x.patch", "git_apply_writes_outside_the_work_tree"),
+    ("rg -z pattern", "rg_search_zip_runs_decompressors"),
+    ("make CC=./evil", "make_variable_sets_the_program_a_recipe_runs"),
+    ("make --eval='x:=$(shell ./evil)'", "make_eval_runs_make_code"),
+    ("make -f /tmp/evil.mk", "make_f_reads_recipes_from_another_file"),
+    ("make -C /tmp/elsewhere", "make_c_runs_another_directorys_makefile"),
+    ("npm run evil", "npm_run_is_covered_only_by_a_rule_naming_it"),
+    ("npm install evil", "npm_install_runs_install_scripts"),
+    ("npm audit fix", "npm_audit_fix_installs"),
+    ("npm exec evil", "npm_exec_runs_a_package"),
+    ("npm test --script-shell=./evil", "npm_script_shell_runs_a_program"),
+    ("npm test -w --script-shell=./evil", "npm_reads_an_option_where_a_value_was_expected"),
+    ("pip download evil", "pip_download_builds_a_source_package"),
+    ("pip install --target=/home/u/.local/lib x", "pip_install_target_writes_elsewhere"),
+    ("pip --python=./evil list", "pip_python_runs_another_interpreter"),
+    ("python -c 'import os'", "python_c_runs_code"),
+    ("python3 evil.py", "python_runs_a_script"),
+    ("python -m evil", "python_m_runs_a_module_we_do_not_list"),
+    ("python -I -m pip install evil", "python_m_pip_install_is_pip_install"),
+    ("python -m pip list", "python_m_pip_runs_a_pip_py_in_the_working_directory"),
+    ("python -m pytest -p evil", "pytest_p_loads_a_module"),
 ]
 
 
 @pytest.mark.parametrize("command", [pytest.param(c, id=failure) for c, failure in NOT_COVERED])
-async def test_a_prefix_rule_never_covers_an_option_that_runs_other_programs(command: str) -> None:
-    refusal = await nobody_asked("Bash(git:*)", "Bash(find:*)", "Bash(rg:*)")(*bash(command))
+async def test_a_prefix_rule_covers_only_what_its_programs_table_lists(command: str) -> None:
+    rules = ("Bash(git:*)", "Bash(find:*)", "Bash(rg:*)", "Bash(make:*)", "Bash(npm:*)", "Bash(npm test:*)")
+    rules += ("Bash(pip:*)", "Bash(pip install:*)", "Bash(python:*)", "Bash(python3:*)", "Bash(python -m pytest:*)")
+    refusal = await nobody_asked(*rules)(*bash(command))
     assert refusal is not None and refusal.startswith("not approved"), command
     assert "does not cover it" in refusal  # the model learns which word keeps it out
 
@@ -139,7 +184,18 @@ COVERED = [
     ("Bash(git:*)", "git config --list --show-origin"),
     ("Bash(git:*)", "git config get user.email"),
     ("Bash(git:*)", "git rebase -i main"),
-    ("Bash(git:*)", "git fetch origin"),
+    ("Bash(git fetch:*)", "git fetch origin --prune"),
+    ("Bash(git:*)", "git commit -am 'fix: the parser' --no-verify"),
+    ("Bash(git:*)", "git stash list -p"),
+    ("Bash(git:*)", "git log -5 -n3 --author 'A B' -- src"),
+    ("Bash(git lfs:*)", "git lfs pull --include x"),  # a subcommand we do not list, named by the rule: its words
+    ("Bash(make:*)", "make -j4 test"),
+    ("Bash(npm:*)", "npm ls --all --json"),
+    ("Bash(npm run test:*)", "npm run test -- --watch --anything"),  # after --: the script's arguments
+    ("Bash(pip3:*)", "pip3 list --outdated"),
+    ("Bash(pip install:*)", "pip install -r requirements.txt -U"),
+    ("Bash(python:*)", "python -I -m pip show requests"),
+    ("Bash(python -m pytest:*)", "python -m pytest -q -x -k parser tests/"),
     ("Bash(git:*)", "git commit -C HEAD"),  # commit's -C is "reuse this message", not git's -C
     ("Bash(git commit:*)", 'git commit -m "fix the parser"'),  # quotes make one word, as in bash
     ("Bash(git commit:*)", "git commit -m 'fix: the parser'"),
@@ -198,14 +254,38 @@ async def test_quoting_the_program_name_does_not_escape_a_deny_rule(command: str
 # ---------------------------------------------------------------- as a process
 
 
+def hostile_checkout(top: Path) -> None:
+    """`top` as a repository with a submodule and a pre-commit hook: `git submodule--helper foreach CMD` and
+    `git hook run pre-commit` each run a program there (checked by running them, so the test cannot pass vacuously)."""
+    run = functools.partial(subprocess.run, check=True, capture_output=True, timeout=30)
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "protocol.file.allow=always"]
+    for repo in (top / "upstream", top):
+        run(["git", "init", "-q", str(repo)])
+        run(["git", *ident, "-C", str(repo), "commit", "-q", "--allow-empty", "-m", "start"])
+    run(["git", *ident, "-C", str(top), "submodule", "add", "-q", "./upstream", "sub"])
+    hook = top / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\ntouch made-by-hook\n")
+    hook.chmod(0o755)
+    run(["git", "-C", str(top), "submodule--helper", "foreach", "touch", "../helper-ran"])
+    run(["git", "-C", str(top), "hook", "run", "pre-commit"])
+    assert (top / "helper-ran").exists() and (top / "made-by-hook").exists()
+    (top / "helper-ran").unlink()
+    (top / "made-by-hook").unlink()
+
+
 @pytest.mark.e2e
 def test_claude_p_with_allowed_tools_denies_what_no_rule_allows_and_lists_it_in_permission_denials(
     tmp_path: Path,
 ) -> None:
-    """claude-code-action's way of restricting the agent: `-p --allowedTools …` and no --permission-mode."""
+    """claude-code-action's way of restricting the agent: `-p --allowedTools …` and no --permission-mode. Under
+    `Bash(git:*)` the escapes of issue 39 (`submodule--helper foreach`, `hook run`) are refused like `-c`."""
+    hostile_checkout(tmp_path)
     calls = {
-        "t_version": {"command": "git --version"},
+        "t_status": {"command": "git status --short"},
         "t_config": {"command": "git -c core.pager=./evil log"},
+        "t_helper": {"command": "git submodule--helper foreach touch ../helper-ran"},
+        "t_hook": {"command": "git hook run pre-commit"},
         "t_touch": {"command": "touch made-by-bash"},
         "t_write": {"file_path": "made-by-write.txt", "content": "x"},
     }
@@ -220,15 +300,17 @@ def test_claude_p_with_allowed_tools_denies_what_no_rule_allows_and_lists_it_in_
     assert lines[0]["permissionMode"] == "default"
     result = lines[-1]
     assert (result["type"], result["result"]) == ("result", "done")
-    denied = ["t_config", "t_touch", "t_write"]
+    denied = ["t_config", "t_helper", "t_hook", "t_touch", "t_write"]
     assert [d["tool_use_id"] for d in result["permission_denials"]] == denied
-    assert [d["tool_name"] for d in result["permission_denials"]] == ["Bash"] * 2 + ["Write"]
+    assert [d["tool_name"] for d in result["permission_denials"]] == ["Bash"] * 4 + ["Write"]
     assert [d["tool_input"] for d in result["permission_denials"]] == [calls[i] for i in denied]
-    assert not (tmp_path / "made-by-bash").exists() and not (tmp_path / "made-by-write.txt").exists()
+    made = ("made-by-bash", "made-by-write.txt", "helper-ran", "made-by-hook")
+    assert [name for name in made if (tmp_path / name).exists()] == []
     results = {r["tool_use_id"]: (bool(r.get("is_error")), result_text(r)) for r in tool_results(fake.requests[1].body)}
-    assert results["t_version"][1].startswith("git version"), results["t_version"]
+    assert not results["t_status"][0] and "?? " in results["t_status"][1]  # covered: it ran
     assert all(results[i][0] and results[i][1].startswith("not approved") for i in denied)
     assert "'-c' makes git run a program" in results["t_config"][1]
+    assert "'submodule--helper' is not a git subcommand" in results["t_helper"][1]
 
 
 # ---------------------------------------------------------------- --tools: the built-in tools offered

@@ -324,17 +324,17 @@ def test_a_process_of_the_same_user_cannot_open_the_memory_of_the_relay_the_zygo
 # ---------------------------------------------------------------- the warm peers, both non-dumpable (processes)
 
 ASK = """
-import json, os, socket, sys
+import json, socket, sys
 from pathlib import Path
 from sprout_agent.faces.cli.warm import inherited, place
-from sprout_agent.faces.cli.warm.wire import RELAYED, receive_ready, send_request
-request = {"argv": ["sprout-agent", "-p", "hi"], "cwd": os.getcwd(), "env": dict(os.environ), "umask": 0o22}
+from sprout_agent.faces.cli.warm.wire import Lines, send_request
 conn = socket.socket(socket.AF_UNIX)
 conn.settimeout(10)
 with place.address(Path(sys.argv[1])) as listening:
     conn.connect(listening)
-send_request(conn, json.dumps(request | inherited.of_this_process(RELAYED)).encode(), place.namespace_proof())
-print("ready" if receive_ready(conn) is not None else "refused")
+send_request(conn, json.dumps(inherited.of_this_process() | {"argv": ["sprout-agent", "-p", "hi"]}).encode())
+ready = Lines(conn).next()
+print("ready" if ready is not None and ready.get("ready") is True else "refused")
 """
 
 needs_unshare = pytest.mark.skipif(shutil.which("unshare") is None, reason="no unshare here")

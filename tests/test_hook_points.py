@@ -146,7 +146,7 @@ async def test_a_pre_tool_use_objection_keeps_the_call_from_running_and_the_mode
 
 async def test_a_pre_tool_use_hook_runs_after_the_permission_policy_and_only_for_allowed_calls() -> None:
     class Refuse:
-        async def decide(self, spec: Any, use: ToolUse, hook: Any = None) -> str | None:
+        async def decide(self, spec: Any, use: ToolUse, hook: Any = None, *, answered: bool = False) -> str | None:
             return "denied by policy"
 
     refuse = Refuse()

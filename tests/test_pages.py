@@ -165,7 +165,9 @@ def test_the_batch_report_sorts_on_a_click_draws_its_charts_and_shows_a_running_
     assert "<script>" in page.inner_text("div.answer")  # the hostile text shown as text
 
 
-def test_sessions_export_writes_the_page_or_its_json_twin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sessions_export_writes_the_page_or_its_json_twin_0600(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from sprout_agent.config.locations import Locations
     from sprout_agent.faces.cli.commands.sessions import export_command
 
@@ -179,6 +181,7 @@ def test_sessions_export_writes_the_page_or_its_json_twin(tmp_path: Path, capsys
     data = json.loads((tmp_path / "s.json").read_text())
     assert data["cost_usd"] == 0.0123 and [e["kind"] for e in data["entries"]][:2] == ["prompt", "thinking"]
     assert capsys.readouterr().out.split() == [str(tmp_path / "s.html"), str(tmp_path / "s.json")]
+    assert {(tmp_path / name).stat().st_mode & 0o777 for name in ("s.html", "s.json")} == {0o600}  # the session's
 
 
 @pytest.mark.e2e

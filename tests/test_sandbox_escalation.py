@@ -8,7 +8,7 @@ import io
 import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -26,7 +26,8 @@ from sprout_agent.trust import sandbox as _sandbox
 from tests import fake_anthropic as fa
 from tests.acp_pipes import new_session, pipe_agent, prompt_line, session_env
 from tests.bounds import bounded
-from tests.harness import call_tool, result_text, tool_results
+from tests.fake_sdk import FakeSdk, Json, run_with_sdk
+from tests.harness import Terminal, agent_command, agent_env, call_tool, result_text, tool_results
 from tests.loop_doubles import build_loop, builtin_pool, call, reply
 
 pytestmark = pytest.mark.anyio
@@ -53,7 +54,8 @@ class ScriptedPerson:
         self.asked.append((str(use.input["command"]), outside_sandbox))
         kind = self.answers.pop(0)
         assert kind in ("once", "always", "deny")
-        return Decision(kind)  # type: ignore[arg-type]
+        # A person's yes to the re-run question is the answer that says "outside the sandbox" (the faces' choices).
+        return Decision(kind, outside_sandbox=outside_sandbox is not None)  # type: ignore[arg-type]
 
 
 async def run(tmp_path: Path, person: ScriptedPerson, *commands: str, mode: str = "ask") -> list[str]:
@@ -126,6 +128,53 @@ async def test_only_a_person_in_ask_mode_and_only_our_sandboxed_tool_can_escalat
     assert await Policy("ask", ask=person, sandboxed=[("dev", "bash")]).escalate(BASH, use, "sandbox: …")
 
 
+async def test_a_plain_yes_or_one_that_changes_the_call_is_no_answer_to_the_re_run_question() -> None:
+    use = ToolUse("t1", "dev__bash", {"command": "touch /etc/x"})
+    answers = iter(
+        [
+            Decision("once"),  # an allow that does not say "outside the sandbox"
+            Decision("always"),  # nor this: and nothing is remembered
+            Decision("once", updated_input={"command": "touch /etc/y"}, outside_sandbox=True),  # another call
+            Decision("once", outside_sandbox=True),
+        ]
+    )
+
+    async def answer(spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
+        assert outside_sandbox == "sandbox: …"
+        return next(answers)
+
+    policy = Policy("ask", ask=answer, sandboxed=[("dev", "bash")])
+    assert [await policy.escalate(BASH, use, "sandbox: …") for _ in range(4)] == [False, False, False, True]
+    assert policy.always_outside_sandbox == set()
+
+
+@pytest.mark.e2e
+@needs_bwrap
+def test_a_persons_yes_in_the_terminal_to_the_re_run_question_runs_it_outside_the_sandbox(
+    tmp_path: Path, outside: Path
+) -> None:
+    script = [
+        fa.reply(fa.tool_use("dev__bash", {"command": f"touch {outside} && echo made"}, "t1")),
+        fa.reply("all finished here"),
+    ]
+    with fa.FakeAnthropic(script) as fake:
+        args = agent_command(["--permission-mode", "ask", "--allow-tools", "dev__bash"])
+        term = Terminal(args, agent_env(tmp_path, fake, {"SPROUT_AGENT_BUILTIN_SERVERS": "dev"}), tmp_path)
+        try:
+            term.expect("›")
+            term.send("go\r")
+            term.wait_until(
+                lambda: "(Esc: no) ›" in term.screen().rpartition("OUTSIDE the sandbox?")[2], "the question"
+            )
+            term.send("y")
+            term.expect("all finished here")
+            term.send("/exit\r")
+        finally:
+            code = term.close()
+    assert code == 0, term.screen()[-2000:]
+    assert outside.exists() and "approved running it again" in result_text(tool_results(fake.requests[1].body)[0])
+
+
 @needs_bwrap
 async def test_the_model_cannot_ask_the_dev_server_to_run_outside_the_sandbox(tmp_path: Path, outside: Path) -> None:
     from mcp import Client
@@ -161,16 +210,41 @@ async def test_an_acp_editor_is_asked_to_run_it_outside_the_sandbox_and_the_mode
             await client.send(prompt_line(2, session_id, "make it"))
             question = await client.question("session/request_permission")
             await client.send(json.dumps({"jsonrpc": "2.0", "id": question["id"], "result": {"outcome": {
-                "outcome": "selected", "optionId": "allow_once"}}}))  # fmt: skip
+                "outcome": "selected", "optionId": "outside_sandbox_once"}}}))  # fmt: skip
             assert (await client.answer(2, timeout=60))["result"]["stopReason"] == "end_turn"
     params = question["params"]
     assert params["toolCall"]["title"] == f"Outside the sandbox: touch {outside} && echo made"  # the command itself
     (reason,) = params["toolCall"]["content"]
     assert reason["content"]["text"].startswith("Failed in the sandbox; its output reads as: sandbox: write outside")
-    assert [o["optionId"] for o in params["options"]] == ["allow_once", "allow_always", "reject_once"]
+    assert [o["optionId"] for o in params["options"]] == [
+        "outside_sandbox_once",
+        "outside_sandbox_always",
+        "keep_sandboxed",
+    ]
     assert outside.exists()
     (result,) = tool_results(fake.requests[1].body)
     assert "made" in result_text(result) and "approved running it again" in result_text(result)
+
+
+@needs_bwrap
+async def test_an_acp_editor_answering_the_re_run_question_with_the_ordinary_allow_id_keeps_it_in_the_sandbox(
+    tmp_path: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = [fa.reply(fa.tool_use("dev__bash", {"command": f"touch {outside}"}, "toolu_1")), fa.reply("ok")]
+    with fa.FakeAnthropic(script) as fake:
+        session_env(monkeypatch, fake)
+        monkeypatch.setenv("SPROUT_AGENT_BUILTIN_SERVERS", "dev")
+        options = AcpSetup(Options(permission_mode="ask", allow_tools=("dev__bash",)))
+        async with pipe_agent(options) as client:
+            await client.request(1, "initialize", {"protocolVersion": 1})
+            session_id = await new_session(client, tmp_path)
+            await client.send(prompt_line(2, session_id, "make it"))
+            question = await client.question("session/request_permission")
+            await client.send(json.dumps({"jsonrpc": "2.0", "id": question["id"], "result": {"outcome": {
+                "outcome": "selected", "optionId": "allow_once"}}}))  # fmt: skip
+            assert (await client.answer(2, timeout=60))["result"]["stopReason"] == "end_turn"
+    assert question["params"]["toolCall"]["title"].startswith("Outside the sandbox: ")
+    assert not outside.exists()
 
 
 @needs_bwrap
@@ -184,3 +258,99 @@ async def test_the_question_about_a_git_write_the_sandbox_stopped_names_the_flag
     shown = Console(width=400, file=io.StringIO(), record=True)
     shown.print(question(BASH, {"command": "touch .git/index.lock"}, str(tmp_path), why))
     assert "--sandbox-allow-write .git" in shown.export_text()  # as the person reads it, not cut
+
+
+# ---------------------------------------------------------------- an SDK's can_use_tool: the re-run is its own request
+
+
+def sdk_rerun(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    commands: dict[str, str],
+    rerun: Callable[[Json], Json],
+    first: Callable[[Json], Json] = lambda r: {"behavior": "allow", "updatedInput": r["input"]},
+) -> tuple[list[Json], FakeSdk, list[str]]:
+    """An SDK session (ask mode, the real sandbox) whose can_use_tool answers each call's question `first(request)`
+    (by default a plain allow as the Python SDK sends it: the input echoed as updatedInput) and each re-run request
+    `rerun(request)`; (the requests, the fake SDK, the tool results' texts by call)."""
+    requests: list[Json] = []
+
+    def play(sdk: FakeSdk) -> None:
+        sdk.user("go")
+        while (line := sdk.expect(lambda r: r.get("type") in ("control_request", "result")))["type"] != "result":
+            request = line["request"]
+            requests.append(request)
+            sdk.answer(line, rerun(request) if "decision_reason" in request else first(request))
+
+    calls = [fa.tool_use("dev__bash", {"command": command}, id) for id, command in commands.items()]
+    options = Options(prompt=None, permission_prompt_tool="stdio")
+    with fa.FakeAnthropic([fa.reply(*calls), fa.reply("done")]) as fake:
+        env = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev"}
+        code, sdk, err = run_with_sdk(tmp_path, monkeypatch, play, fake=fake, env=env, options=options)
+    assert code == 0, err
+    return requests, sdk, [result_text(r) for r in tool_results(fake.requests[1].body)]
+
+
+@needs_bwrap
+def test_a_plain_allow_to_the_sandbox_re_run_request_keeps_the_command_in_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outside: Path
+) -> None:
+    second = outside.with_name(outside.name + "-2")
+    commands = {"t1": f"touch {outside}", "t2": f"touch {second}"}
+    try:  # t1 answered as the Python SDK sends a plain allow (the input echoed), t2 as the TypeScript SDK does
+        plain = {
+            "t1": lambda r: {"behavior": "allow", "updatedInput": r["input"]},
+            "t2": lambda r: {"behavior": "allow"},
+        }
+        requests, sdk, texts = sdk_rerun(tmp_path, monkeypatch, commands, lambda r: plain[r["tool_use_id"]](r))
+        assert not outside.exists() and not second.exists()
+    finally:
+        second.unlink(missing_ok=True)
+    reruns = [r for r in requests if "decision_reason" in r]
+    assert sorted(r["tool_use_id"] for r in reruns) == ["t1", "t2"] and len(requests) == 4
+    for request in reruns:
+        assert request["input"] == {"command": commands[request["tool_use_id"]], "dangerouslyDisableSandbox": False}
+        assert "sandbox: write outside" in request["decision_reason"] and request["tool_name"] == "Bash"
+    assert all("sandbox: write outside" in text and "approved" not in text for text in texts)
+    notices = [line["text"] for line in sdk.seen if line.get("subtype") == "notice"]
+    assert any("kept call t1 in the sandbox" in text and "dangerouslyDisableSandbox: true" in text for text in notices)
+
+
+@needs_bwrap
+def test_an_allow_that_sets_dangerously_disable_sandbox_runs_the_command_outside_it_and_only_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outside: Path
+) -> None:
+    other = outside.with_name(outside.name + "-other")
+    commands = {"t1": f"touch {outside} && echo made", "t2": f"touch {outside}-2"}
+    explicit = {  # t1: the input as sent, the flag set; t2: the flag set, and the command changed too
+        "t1": lambda r: {**r["input"], "dangerouslyDisableSandbox": True},
+        "t2": lambda r: {"command": f"touch {other}", "dangerouslyDisableSandbox": True},
+    }
+    try:
+        requests, _, texts = sdk_rerun(
+            tmp_path,
+            monkeypatch,
+            commands,
+            lambda r: {"behavior": "allow", "updatedInput": explicit[r["tool_use_id"]](r)},
+        )
+        assert outside.exists() and not other.exists() and not Path(f"{outside}-2").exists()
+    finally:
+        other.unlink(missing_ok=True)
+        Path(f"{outside}-2").unlink(missing_ok=True)
+    assert len(requests) == 4
+    assert "made" in texts[0] and "the user approved running it again outside the sandbox" in texts[0]
+    assert "sandbox: write outside" in texts[1] and "approved" not in texts[1]
+
+
+@needs_bwrap
+def test_a_first_answer_that_sets_dangerously_disable_sandbox_runs_nothing_outside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outside: Path
+) -> None:
+    """Claude Code runs a Bash call unsandboxed when its input says so; here the flag means something only in the
+    answer to the re-run request: in the first answer it is a rewrite, a new call dev__bash refuses."""
+    flagged = {"behavior": "allow", "updatedInput": {"command": f"touch {outside}", "dangerouslyDisableSandbox": True}}
+    requests, _, (text,) = sdk_rerun(
+        tmp_path, monkeypatch, {"t1": f"touch {outside}"}, lambda r: {"behavior": "deny"}, lambda r: flagged
+    )
+    assert not outside.exists() and len(requests) == 1
+    assert "unknown argument(s) for bash" in text

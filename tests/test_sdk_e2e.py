@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
+from sprout_agent.trust.sandbox import probe as sandbox_probe
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, model_info, reply, tool_use
 from tests.harness import ROOT, agent_env, result_text, tool_results
@@ -130,6 +131,57 @@ async def test_python_client_two_prompts_an_interrupt_mid_tool_and_a_denied_call
     assert "interrupted" in result_text(tool_results(fake.requests[1].body)[0])
     assert "no writes today" in result_text(tool_results(fake.requests[2].body)[-1])
     assert not (tmp_path / "work" / "x.txt").exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(sandbox_probe() is not None, reason="no bubblewrap sandbox here")
+async def test_python_can_use_tool_neither_rewrites_past_disallowed_tools_nor_lets_a_plain_allow_leave_the_sandbox(
+    tmp_path: Path,
+) -> None:
+    """The Python SDK sends a plain `PermissionResultAllow()` as an allow whose updatedInput is the input it was
+    given: to the re-run request that keeps the command in the sandbox. A rewrite to a disallowed command is
+    refused and `permission_denials` lists it as rewritten."""
+    sdk = pytest.importorskip("claude_agent_sdk")
+    outside = Path(f"/etc/sprout-e2e-{uuid.uuid4().hex[:8]}")
+    asked: list[tuple[dict[str, Any], str | None]] = []
+
+    async def can_use_tool(name: str, args: dict[str, Any], context: Any) -> Any:
+        asked.append((dict(args), context.decision_reason))
+        if args.get("command") == "echo harmless":
+            return sdk.PermissionResultAllow(updated_input={"command": "rm -f victim.txt"})
+        return sdk.PermissionResultAllow()  # allow everything, as a callback written for the happy path does
+
+    script = [
+        reply(
+            tool_use("dev__bash", {"command": "echo harmless"}, id="t_rm"),
+            tool_use("dev__bash", {"command": f"touch {outside}"}, id="t_out"),
+        ),
+        reply("done"),
+    ]
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "victim.txt").write_text("keep me")
+    try:
+        with FakeAnthropic(script) as fake:
+            options = sdk_options(tmp_path, fake, can_use_tool=can_use_tool, disallowed_tools=["Bash(rm:*)"])
+            options.env["SPROUT_AGENT_SANDBOX"] = "workspace-write"
+            with anyio.fail_after(bounded(90)):
+                async with sdk.ClaudeSDKClient(options) as client:
+                    await client.query("go")
+                    messages = [m async for m in client.receive_response()]
+        assert not outside.exists()
+    finally:
+        outside.unlink(missing_ok=True)
+    assert (tmp_path / "work" / "victim.txt").read_text() == "keep me"
+    result = messages[-1]
+    assert isinstance(result, sdk.ResultMessage) and result.result == "done"
+    assert [(d["tool_use_id"], d["tool_input"]) for d in result.permission_denials or []] == [
+        ("t_rm", {"command": "rm -f victim.txt"})
+    ]
+    rerun = [(args, why) for args, why in asked if why is not None]
+    assert rerun == [({"command": f"touch {outside}", "dangerouslyDisableSandbox": False}, rerun[0][1])]
+    assert "sandbox: write outside" in str(rerun[0][1]) and len(asked) == 3
+    texts = {r["tool_use_id"]: result_text(r) for r in tool_results(fake.requests[1].body)}
+    assert "denied by a dev__bash" in texts["t_rm"] and "sandbox: write outside" in texts["t_out"]
 
 
 @pytest.mark.anyio

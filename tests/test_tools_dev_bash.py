@@ -39,6 +39,12 @@ async def test_bash_reports_output_and_exit_code(client: Client, root: Path) -> 
     assert await call_tool(client, "bash", command="true") == (False, "(no output)\n[exit code: 0]")
 
 
+async def test_bash_runs_a_command_that_starts_with_a_dash_as_a_command_not_as_bashs_options(client: Client) -> None:
+    # `bash -c -not…` took it for options (it printed its option settings and its usage); after `--` a command.
+    is_error, text = await call_tool(client, "bash", command="-not-a-program 2>/dev/null; echo ran")
+    assert (is_error, text) == (False, "ran\n[exit code: 0]")
+
+
 async def test_bash_nonzero_exit_is_an_error_result_with_the_exit_code_in_its_text(client: Client) -> None:
     assert await call_tool(client, "bash", command="echo 1 failed; exit 1") == (True, "1 failed\n[exit code: 1]")
     assert await call_tool(client, "bash", command="exit 3") == (True, "(no output)\n[exit code: 3]")

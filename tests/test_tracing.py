@@ -14,7 +14,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from sprout_agent.core.messages import Usage
-from sprout_agent.telemetry.otel import OtelTracer, redactor
+from sprout_agent.telemetry.otel import OtelTracer
+from sprout_agent.trust.secrets import redactor
 from tests.bounds import bounded
 from tests.loop_doubles import Loop, MemoryHost, answers, build_loop, call, default_server, hangs, reply, server
 from tests.test_subagents import child_reply, delegating

@@ -162,18 +162,16 @@ async def test_the_write_tool_cannot_write_a_deny_listed_file_inside_the_working
 
 
 def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_written_through(root: Path) -> None:
-    from sprout_agent.tools._fileio import replace_file
-    from sprout_agent.tools._server import ToolError
+    from sprout_agent.trust.opening import Refused, WriteTarget, write_file
 
     git_init(root)
     (root / "sub").mkdir()
     policy = WritePolicy.build(mode="workspace-write", root=str(root))
-    checked = str(root / "sub" / "pre-commit")
-    assert policy.refusal(checked) is None
+    checked = WriteTarget.checked(str(root / "sub" / "pre-commit"), policy)
     (root / "sub").rmdir()
     (root / "sub").symlink_to(root / ".git" / "hooks")  # what a concurrent command could do in between
-    with pytest.raises(ToolError, match="symlink or not a directory"):
-        replace_file(checked, b"#!/bin/sh\ntouch /tmp/pwned\n", str(root))
+    with pytest.raises(Refused, match="the path changed after it was checked"):
+        write_file(checked, b"#!/bin/sh\ntouch /tmp/pwned\n")
     assert not (root / ".git" / "hooks" / "pre-commit").exists()
 
 

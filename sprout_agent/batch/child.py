@@ -18,6 +18,7 @@ from sprout_agent.batch import workdir
 from sprout_agent.batch.outcome import checkpoints, last_result, read_result, status_of
 from sprout_agent.batch.tasks import Task
 from sprout_agent.core.processes import die_with_us
+from sprout_agent.trust.child_argv import with_operands
 
 GRACE_SECONDS = 15.0  # after SIGINT or SIGTERM the agent reports and ends its servers; then SIGKILL
 POLL_SECONDS = 0.25  # how often a waiting runner looks at the stop request and the clock (the wait ends at exit)
@@ -28,7 +29,7 @@ class Job:
     """Everything a run needs, picklable (a Ray task gets it as its argument)."""
 
     task: Task
-    tree: Path  # where our own tree goes: <out>/work/<name>
+    out: Path  # the batch's --out: our own tree goes in <out>/work/<name>
     args: tuple[str, ...]  # the batch's defaults for every task (-p flags)
     # Over the environment of the process that runs the task (this one, or a Ray worker's): the API key is never
     # part of a Job, so it never travels through Ray.
@@ -46,20 +47,20 @@ class Finished:
 
 
 def command(job: Job, where: Path) -> list[str]:
+    """The task's `sprout-agent -p`: our options, each value of the task file's bound to its flag (`--model=…`),
+    then `--` and the prompt, which is never read as an option whatever it says (trust/child_argv.py)."""
     task = job.task
     program = list(job.program) or [sys.executable, "-m", "sprout_agent"]
-    args = [*program, "-p", task.prompt, "--output-format", "stream-json"]
-    args += ["--cwd", str(where), *job.args]
-    for path in task.config:
-        args += ["--config", str(path)]
+    args = [*program, "-p", "--output-format", "stream-json", f"--cwd={where}", *job.args]
+    args += [f"--config={path}" for path in task.config]
     if task.model is not None:
-        args += ["--model", task.model]
+        args.append(f"--model={task.model}")
     if task.max_turns is not None:
-        args += ["--max-turns", str(task.max_turns)]
+        args.append(f"--max-turns={task.max_turns}")
     budgets = [b for b in (task.max_budget_usd, job.budget_left) if b is not None]
     if budgets:
-        args += ["--max-budget-usd", f"{min(budgets):.6f}"]
-    return args
+        args.append(f"--max-budget-usd={min(budgets):.6f}")
+    return with_operands(args, [task.prompt])
 
 
 def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
@@ -67,7 +68,7 @@ def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
     started = time.monotonic()
     base: dict[str, Any] = {"id": job.task.id, "transcript": f"transcripts/{job.task.name}.jsonl", "checkpoints": None}
     try:
-        tree = workdir.prepare(job.task.repo, job.task.cwd, job.tree)
+        tree = workdir.prepare(job.task.repo, job.task.cwd, job.out, job.task.name)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
         record = base | {"status": "failed", "exit_code": None, **read_result(None), "diff": None}
         record |= {"errors": [f"working directory: {error}"], "duration_ms": _ms(started), "cwd": None}

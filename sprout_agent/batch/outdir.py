@@ -1,6 +1,7 @@
 """The `--out` directory: results.jsonl (one record per line, appended as each task ends; the last line of an id
-wins), transcripts/, logs/, work/ (the tasks' own trees), batch.json (the task ids of this run or shard) and
-summary.json. One batch at a time per directory (a lock)."""
+wins), transcripts/, logs/, work/ (the tasks' own trees), git/ (clones' git directories), batch.json (the task ids
+of this run or shard) and summary.json. One batch at a time per directory (a lock). Only its user can steer or
+read it: every name goes through private.py (0600 files, 0700 directories, no link followed)."""
 
 from __future__ import annotations
 
@@ -10,71 +11,89 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sprout_agent.batch.outcome import FINISHED, as_object
+from sprout_agent.batch.private import PrivateDir
 from sprout_agent.batch.tasks import Task, file_name
 from sprout_agent.core.errors import UsageError
 
 RESULTS = "results.jsonl"
+SUBDIRECTORIES = ("transcripts", "logs", "work", "git")
 
 
 class OutDir:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lock: IO[str] | None = None
+        self._dirs: dict[str, PrivateDir] = {}
+        self._lock: int | None = None
 
     def open(self) -> None:
-        """Creates the directory and takes its lock; a second batch on it is a usage error, not a mixed file."""
+        """Makes (or checks) the directory and takes its lock; a directory another user could steer is refused,
+        and a second batch on it is a usage error, not a mixed file. Nothing is written before either check."""
         try:
-            for sub in ("transcripts", "logs", "work"):
-                (self.path / sub).mkdir(parents=True, exist_ok=True)
-            lock = open(self.path / ".lock", "w")  # noqa: SIM115 - held until close()
+            self._dirs[""] = top = PrivateDir.open(self.path)
+            self.path = top.path  # absolute, the links above it resolved: what the tasks' trees are made under
+            self._dirs |= {name: top.sub(name) for name in SUBDIRECTORIES}
+            lock = top.lock_file(".lock")
         except OSError as error:
-            raise UsageError(f"--out {self.path}: {error}") from None
+            self.close()
+            raise UsageError(f"--out {self.path}: {error.strerror or error}") from None
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            lock.close()
+            os.close(lock)
+            self.close()
             raise UsageError(f"--out {self.path} is in use by another sprout-agent batch") from None
         self._lock = lock
 
     def close(self) -> None:
         if self._lock is not None:
-            self._lock.close()
+            os.close(self._lock)
             self._lock = None
+        for directory in self._dirs.values():
+            directory.close()
+        self._dirs.clear()
 
     def records(self) -> dict[str, dict[str, Any]]:
-        return read_records(self.path)
+        return _parse_records(self._dirs[""].read_text(RESULTS) or "")
 
     def append(self, record: dict[str, Any], stream: str, stderr: str) -> None:
         name = file_name(str(record["id"]))
-        (self.path / "transcripts" / f"{name}.jsonl").write_text(stream, encoding="utf-8")
+        self._dirs["transcripts"].write(f"{name}.jsonl", stream)
         if stderr:
-            (self.path / "logs" / f"{name}.stderr").write_text(stderr, encoding="utf-8")
-        with open(self.path / RESULTS, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+            self._dirs["logs"].write(f"{name}.stderr", stderr)
+        self._dirs[""].append(RESULTS, json.dumps(record, ensure_ascii=False) + "\n")
 
     def write_json(self, name: str, obj: Any) -> None:
-        temporary = self.path / f".{name}.tmp"
-        temporary.write_text(json.dumps(obj, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(temporary, self.path / name)
+        self._dirs[""].write(name, json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
+
+    def write(self, subdirectory: str, name: str, data: str | bytes) -> None:
+        """A whole file in one of the directories (`""`: the top), as `append`'s transcripts are written."""
+        self._dirs[subdirectory].write(name, data)
 
 
 def read_records(path: Path) -> dict[str, dict[str, Any]]:
+    """Each id's last record in another batch directory (a shard being merged); a link is not followed."""
+    text = ""
+    with contextlib.suppress(FileNotFoundError):
+        fd = os.open(path / RESULTS, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            text = handle.read().decode("utf-8", errors="replace")
+    return _parse_records(text)
+
+
+def _parse_records(text: str) -> dict[str, dict[str, Any]]:
     """Each id's last record; a torn last line (a batch killed mid-write) is skipped."""
     records: dict[str, dict[str, Any]] = {}
-    with contextlib.suppress(FileNotFoundError):
-        for line in (path / RESULTS).read_text(encoding="utf-8").splitlines():
-            try:
-                record: Any = json.loads(line)
-            except ValueError:
-                continue
-            found = as_object(record)
-            if found is not None and isinstance(found.get("id"), str):
-                records[found["id"]] = found
+    for line in text.splitlines():
+        try:
+            record: Any = json.loads(line)
+        except ValueError:
+            continue
+        found = as_object(record)
+        if found is not None and isinstance(found.get("id"), str):
+            records[found["id"]] = found
     return records
 
 

@@ -120,7 +120,7 @@ def run_batch(
     if options.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     tasks, shard = select(options, environ)
-    out = OutDir(options.out.resolve())
+    out = OutDir(options.out)  # not resolved: --out itself may not be a link (private.py)
     out.open()
     try:
         out.write_json("batch.json", {"task_file": str(options.tasks_file), "shard": shard, "task_ids": _ids(tasks)})
@@ -173,8 +173,7 @@ class _Loop:
         timeout = task.timeout if task.timeout is not None else self.options.timeout
         traced = self.tracing.started(task.id) if self.tracing is not None else {}
         env = {**self.env, **task.env, **traced}  # a task's env cannot name another trace (guarded_env.py)
-        tree = self.out.path / "work" / task.name
-        return Job(task, tree, self.options.agent_args, env, timeout, self.budget.left(), self.program)
+        return Job(task, self.out.path, self.options.agent_args, env, timeout, self.budget.left(), self.program)
 
     def run(self, pending: list[Task], make_executor: Callable[[], Executor]) -> bool:
         """Runs them; True when a signal stopped the batch (running tasks recorded as interrupted)."""

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-import shutil
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -77,11 +77,17 @@ def _write_merged(
     target.open()
     try:
         for directory in directories:
-            for transcript in (directory / "transcripts").glob("*.jsonl"):
-                shutil.copyfile(transcript, out / "transcripts" / transcript.name)
+            for transcript in sorted((directory / "transcripts").glob("*.jsonl")):
+                target.write("transcripts", transcript.name, _read_no_link(transcript))
         lines = "".join(json.dumps(records[i], ensure_ascii=False) + "\n" for i in ids if i in records)
-        (out / RESULTS).write_text(lines, encoding="utf-8")
+        target.write("", RESULTS, lines)
         target.write_json("batch.json", {"task_ids": ids, "merged_from": [str(d) for d in directories]})
         target.write_json("summary.json", summary)
     finally:
         target.close()
+
+
+def _read_no_link(path: Path) -> bytes:
+    """A shard's file, refused when it is a link (a shard names its own files, never one elsewhere)."""
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as handle:
+        return handle.read()

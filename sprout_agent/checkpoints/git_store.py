@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import stat
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -24,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from sprout_agent.checkpoints.git_run import GIT, GIT_TIMEOUT, CheckpointError, TimedOut, c_quoted, git_argv, run_git
+from sprout_agent.checkpoints.git_run import CheckpointError, TimedOut, c_quoted, run_git
+from sprout_agent.trust.opening import Refused, open_at, open_directory
 
 # Bounds (docs/rewind.md): past them a path is skipped, and the checkpoint lists what it skipped.
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -33,7 +33,7 @@ MAX_ROOT_FILES = 200_000  # files in one root: past this the root is not checkpo
 RACY_NS = 2_000_000_000  # a file's stat is trusted once its mtime is this old (git's racy-clean problem)
 FILE, EXECUTABLE, LINK = "100644", "100755", "120000"
 _IDENTITY = {"GIT_AUTHOR_NAME": "sprout-agent", "GIT_AUTHOR_EMAIL": "checkpoints@sprout-agent.invalid"}
-__all__ = ["GIT", "CheckpointError", "Entry", "RootStore", "Snapshot", "git_argv"]
+__all__ = ["CheckpointError", "Entry", "RootStore", "Snapshot"]
 
 Entry = tuple[str, str]  # (mode, object id)
 
@@ -55,6 +55,7 @@ class RootStore:
     ref: str
     shadow: bool
     exclude: tuple[str, ...] = ()  # relative directories never recorded: our own store, when it lies in the root
+    untrusted: tuple[str, ...] = ()  # the writable roots: git is never taken from a PATH entry in them
     last: Snapshot | None = None
     broken: str | None = None  # why this root is no longer checkpointed in this session (git timed out)
     _index_dirty: bool = False  # a snapshot failed after writing the private index: rebuild it from `last`
@@ -64,10 +65,18 @@ class RootStore:
 
     @classmethod
     def open(
-        cls, root: str, store_dir: Path, session_id: str, *, repository: str | None, private: Iterable[Path] = ()
+        cls,
+        root: str,
+        store_dir: Path,
+        session_id: str,
+        *,
+        repository: str | None,
+        private: Iterable[Path] = (),
+        untrusted: tuple[str, ...] = (),
     ) -> RootStore:
         """`repository`: the root's git directory when it is a git work tree; else a shadow one is made in
-        `store_dir`, keyed by the root's path. `private`: our own directories, never recorded if in the root."""
+        `store_dir`, keyed by the root's path. `private`: our own directories, never recorded if in the root.
+        `untrusted`: where sandboxed commands may write (a `git` planted in an activated venv must not run)."""
         key = hashlib.sha256(root.encode()).hexdigest()[:20]
         work_dir = store_dir / key
         try:
@@ -77,10 +86,10 @@ class RootStore:
         shadow = repository is None
         git_dir = str(work_dir / "shadow.git") if repository is None else repository
         if shadow and not os.path.isdir(git_dir):
-            run_git(["init", "--quiet", "--bare", git_dir], None)
+            run_git(["init", "--quiet", "--bare", git_dir], untrusted=untrusted)
         mine = (os.path.relpath(os.path.realpath(p), root) for p in (store_dir, *private))
         exclude = tuple(p for p in mine if p != ".." and not p.startswith("../"))
-        store = cls(root, git_dir, work_dir, f"refs/sprout-agent/{session_id}", shadow, exclude)
+        store = cls(root, git_dir, work_dir, f"refs/sprout-agent/{session_id}", shadow, exclude, untrusted)
         store._stats = _load_stats(store.stats_file)
         # A run killed mid-write leaves git's lock on our private index; the session's transcript lock says that
         # no other run holds this session, so the lock is stale.
@@ -162,25 +171,19 @@ class RootStore:
         wanted = list(dict.fromkeys(object_ids))
         if not wanted:
             return {}
-        try:
-            done = subprocess.run(
-                [*git_argv(), f"--git-dir={self.git_dir}", "cat-file", "--batch"],
-                input="".join(f"{object_id}\n" for object_id in wanted).encode(),
-                capture_output=True, env=self._env(), timeout=GIT_TIMEOUT, check=False,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise CheckpointError(f"git cat-file: {error}") from None
-        if done.returncode != 0:
-            raise CheckpointError(f"git cat-file: {done.stderr.decode(errors='replace').strip()[-300:]}")
+        stdin = "".join(f"{object_id}\n" for object_id in wanted).encode()
+        out = run_git(
+            [f"--git-dir={self.git_dir}", "cat-file", "--batch"], env=self._env(), stdin=stdin, untrusted=self.untrusted
+        )
         found: dict[str, bytes] = {}
         position = 0
         for object_id in wanted:
-            end = done.stdout.index(b"\n", position)
-            header = done.stdout[position:end].split(b" ")
+            end = out.index(b"\n", position)
+            header = out[position:end].split(b" ")
             if len(header) != 3:
                 raise CheckpointError(f"object {object_id} is missing from {self.git_dir}")
             size = int(header[2])
-            found[object_id] = done.stdout[end + 1 : end + 1 + size]
+            found[object_id] = out[end + 1 : end + 1 + size]
             position = end + 1 + size + 1
         return found
 
@@ -280,18 +283,7 @@ class RootStore:
         A file that cannot be read is skipped: one such file must not cost the whole checkpoint."""
         names: dict[str, str] = {}  # path → what hash-object reads
         with tempfile.TemporaryDirectory(dir=self.work_dir) as scratch:
-            for number, (path, key) in enumerate(to_hash.items()):
-                full = os.path.join(self.root, path)
-                try:
-                    if key[0] == LINK:
-                        names[path] = os.path.join(scratch, str(number))
-                        Path(names[path]).write_bytes(os.fsencode(os.readlink(full)))
-                    else:
-                        os.close(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK))
-                        names[path] = full
-                except OSError:
-                    names.pop(path, None)
-                    skipped.append(f"{path}: unreadable")
+            self._name_each(to_hash, scratch, names, skipped)
             if not names:
                 return {}
             lines = "".join(f"{c_quoted(name)}\n" for name in names.values())
@@ -300,6 +292,30 @@ class RootStore:
         if len(ids) != len(names):
             raise CheckpointError(f"git hash-object answered {len(ids)} ids for {len(names)} files")
         return dict(zip(names, ids, strict=True))
+
+    def _name_each(
+        self, to_hash: Mapping[str, list[object]], scratch: str, names: dict[str, str], skipped: list[str]
+    ) -> None:
+        """What hash-object reads for each path: a link's target written to a scratch file, a file's own path once it
+        opened from the root without a link on the way (trust/opening.py; git then reads it by that path)."""
+        try:
+            root = open_directory(os.path.realpath(self.root))
+        except (OSError, Refused) as error:
+            raise CheckpointError(f"cannot open {self.root}: {error}") from None
+        try:
+            for number, (path, key) in enumerate(to_hash.items()):
+                try:
+                    if key[0] == LINK:
+                        names[path] = os.path.join(scratch, str(number))
+                        Path(names[path]).write_bytes(os.fsencode(os.readlink(os.path.join(self.root, path))))
+                    else:
+                        open_at(root, path, path).close()
+                        names[path] = os.path.join(self.root, path)
+                except (OSError, Refused):
+                    names.pop(path, None)
+                    skipped.append(f"{path}: unreadable")
+        finally:
+            os.close(root)
 
     def _update_index(self, entries: Mapping[str, Entry]) -> None:
         previous: Mapping[str, Entry] = self.last.entries if self.last is not None else {}
@@ -311,9 +327,9 @@ class RootStore:
 
     # --- running git ----------------------------------------------------------------------------------------
     def _env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-        env |= {"GIT_INDEX_FILE": str(self.index), **_IDENTITY, "GIT_COMMITTER_NAME": _IDENTITY["GIT_AUTHOR_NAME"]}
-        env |= {"GIT_COMMITTER_EMAIL": _IDENTITY["GIT_AUTHOR_EMAIL"], "GIT_TERMINAL_PROMPT": "0"}
+        """The git variables of ours (the runner gives git nothing else of GIT_*): our index, our identity."""
+        env = {"GIT_INDEX_FILE": str(self.index), **_IDENTITY, "GIT_COMMITTER_NAME": _IDENTITY["GIT_AUTHOR_NAME"]}
+        env["GIT_COMMITTER_EMAIL"] = _IDENTITY["GIT_AUTHOR_EMAIL"]
         return env | dict(extra or {})
 
     def _git(
@@ -324,10 +340,11 @@ class RootStore:
             del env["GIT_INDEX_FILE"]  # git's default: the repository's own index, read and never written here
         where = [f"--git-dir={self.git_dir}", f"--work-tree={self.root}"]
         try:
-            return run_git([*where, *args], self.root, env, stdin)
+            out = run_git([*where, *args], cwd=self.root, env=env, stdin=stdin, untrusted=self.untrusted)
         except TimedOut as error:  # (a FIFO named .gitignore blocks git's listing): not 2 minutes every round
             self.broken = f"{self.root}: no more checkpoints in this session: {error}"
             raise CheckpointError(self.broken) from None
+        return os.fsdecode(out)
 
 
 def _crowded_directories(untracked: Iterable[str]) -> set[str]:

@@ -10,16 +10,15 @@ saved it since the preview, or since a rewind that a kill cut short.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import os
 import stat
 from collections.abc import Mapping
 
 from sprout_agent.checkpoints.git_store import EXECUTABLE, FILE, LINK, CheckpointError, Entry
+from sprout_agent.trust.opening import Refused, descend, open_directory, open_in, replace_in
 
 UNCHECKED: Entry = ("?", "?")  # a restore's `expected` when whatever is there may be replaced (the caller said so)
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NAME_MAX = 255
 
 
@@ -48,29 +47,17 @@ def put_back(root: str, path: str, entry: Entry | None, expected: Entry | None, 
 
 
 def _open_parent(root: str, parts: list[str], *, create: bool) -> int | None:
-    directory = os.open(root, _DIRECTORY)
+    """The directory the file is in, by the one walk that never follows a link (trust/opening.py)."""
     try:
-        for part in parts:
-            try:
-                inner = os.open(part, _DIRECTORY, dir_fd=directory)
-            except FileNotFoundError:
-                if not create:
-                    os.close(directory)
-                    return None
-                os.mkdir(part, dir_fd=directory)
-                inner = os.open(part, _DIRECTORY, dir_fd=directory)
-            except OSError as error:
-                if error.errno not in (errno.ELOOP, errno.ENOTDIR):
-                    raise
-                if stat.S_ISLNK(os.lstat(part, dir_fd=directory).st_mode):
-                    raise CheckpointError(f"{part} is a symbolic link: not written through") from None
-                raise CheckpointError(f"{part} is not a directory now") from None
-            os.close(directory)
-            directory = inner
-    except BaseException:
-        os.close(directory)
-        raise
-    return directory
+        return descend(open_directory(os.path.realpath(root)), parts, "/".join(parts) or ".", create=create)
+    except FileNotFoundError:
+        if create:
+            raise
+        return None
+    except Refused:
+        raise CheckpointError(
+            "a directory on its way is not one now, or is a symbolic link: not written through"
+        ) from None
 
 
 def _current(directory: int, name: str, like: str) -> Entry | None:
@@ -83,9 +70,11 @@ def _current(directory: int, name: str, like: str) -> Entry | None:
         return LINK, _blob_id(os.fsencode(os.readlink(name, dir_fd=directory)), like)
     if not stat.S_ISREG(info.st_mode):
         raise CheckpointError("a directory or a special file is there now: left alone")
-    descriptor = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
-    with os.fdopen(descriptor, "rb") as handle:
-        data = handle.read()
+    try:
+        with open_in(directory, name, name) as handle:
+            data = handle.read()
+    except Refused as refusal:
+        raise CheckpointError(str(refusal)) from None
     return EXECUTABLE if info.st_mode & 0o100 else FILE, _blob_id(data, like)
 
 
@@ -98,17 +87,15 @@ def _blob_id(data: bytes, like: str) -> str:
 
 
 def _replace(directory: int, name: str, mode: str, data: bytes) -> None:
-    """A new file beside the old one, renamed over it: all or nothing for this file."""
+    """A new file beside the old one, renamed over it: all or nothing for this file. Its temporary name is always the
+    same, so the one a kill left behind is replaced, not left."""
     temporary = f".{name}.sprout-rewind"
     if len(os.fsencode(temporary)) > _NAME_MAX:  # a long name's temporary would not fit
         temporary = f".sprout-rewind-{hashlib.sha256(os.fsencode(name)).hexdigest()[:16]}"
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(temporary, dir_fd=directory)  # one a kill left behind
-    if mode == LINK:
-        os.symlink(os.fsdecode(data), temporary, dir_fd=directory)
-    else:
-        permissions = 0o777 if mode == EXECUTABLE else 0o666  # the kernel applies the umask (no os.umask: threads)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        with os.fdopen(os.open(temporary, flags, permissions, dir_fd=directory), "wb") as handle:
-            handle.write(data)
+        os.unlink(temporary, dir_fd=directory)
+    if mode != LINK:  # by the one writer; the kernel applies the umask (no os.umask: threads)
+        replace_in(directory, name, data, 0o777 if mode == EXECUTABLE else 0o666, temporary)
+        return
+    os.symlink(os.fsdecode(data), temporary, dir_fd=directory)
     os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)

@@ -6,7 +6,6 @@ A turn whose tools only read costs nothing. Git runs in a worker thread; a failu
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import anyio.to_thread
 
-from sprout_agent.checkpoints.git_run import CheckpointError, git_argv
+from sprout_agent.checkpoints.git_run import CheckpointError, run_git
 from sprout_agent.checkpoints.timeline import PROMPT_CHARS, Turn
 from sprout_agent.core.errors import StoreError
 from sprout_agent.core.events import Event, FileChange, Notice, TurnChanges
@@ -45,18 +44,16 @@ def checkpoint_roots(cwd: str, more: Sequence[str]) -> list[str]:
     return [r for r in roots if not any(r != other and under(r, other) for other in roots)]
 
 
-def repository_of(root: str) -> str | None:
-    """The git directory of a work tree rooted here, or None (a shadow repository is used)."""
+def repository_of(root: str, untrusted: tuple[str, ...] = ()) -> str | None:
+    """The git directory of a work tree rooted here, or None (a shadow repository is used). `untrusted`: the
+    writable roots (no git from a PATH entry in them)."""
     if not os.path.lexists(os.path.join(root, ".git")):
         return None
     try:
-        done = subprocess.run(
-            [*git_argv(), "-C", root, "rev-parse", "--absolute-git-dir"], capture_output=True, text=True, timeout=30,
-            check=False, env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired, CheckpointError):
+        found = os.fsdecode(run_git(["-C", root, "rev-parse", "--absolute-git-dir"], timeout=30, untrusted=untrusted))
+    except CheckpointError:
         return None
-    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+    return found.strip() or None
 
 
 class Tracker:
@@ -195,8 +192,9 @@ class Tracker:
         for root in self.roots:
             try:
                 store = RootStore.open(
-                    root, self.store_dir, self.session_id, repository=repository_of(root), private=self.private
-                )
+                    root, self.store_dir, self.session_id, repository=repository_of(root, self.roots),
+                    private=self.private, untrusted=self.roots,
+                )  # fmt: skip
                 if (last := self._last_commit(root)) is not None:
                     store.resume(last)
                 stores[root] = store

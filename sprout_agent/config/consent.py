@@ -20,14 +20,15 @@ import json
 import os
 import shlex
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
 from sprout_agent.config.files import LoadedConfig, ServerConfig
+from sprout_agent.config.server_config import configured_credentials
 from sprout_agent.core.errors import ConfigError
-from sprout_agent.trust.secrets import is_secret, secret_name
+from sprout_agent.trust.secrets import is_secret, redactor, secret_name
 from sprout_agent.trust.untrusted import printable
 
 APPROVALS_FILE = "project-servers.json"
@@ -69,10 +70,20 @@ def secrets_in(env: Mapping[str, str], environ: Mapping[str, str]) -> Secrets:
     return Secrets(_credentials(environ), _credentials({k: v for k, v in env.items() if k not in environ}))
 
 
-def _mask(text: str, secrets: Mapping[str, str]) -> str:
+def mask(text: str, secrets: Mapping[str, str]) -> str:
+    """`text` with every value of `secrets` (value -> its variable's name) replaced by `${NAME}`."""
     for value in sorted(secrets, key=len, reverse=True):
         text = text.replace(value, "${" + secrets[value] + "}")
     return text
+
+
+def for_reading(secrets: Secrets, env: Mapping[str, str], servers: Iterable[ServerConfig]) -> Callable[[str], str]:
+    """What a person or a script reads of the config (`mcp list`, `mcp doctor`, text and JSON): a credential of the
+    environments as `${NAME}` (what the file says, and whose it is), then any other credential the one filter knows
+    (trust/secrets.py `redactor`: a secret-named variable's value, a value the config hands a server as a
+    credential, a well-known key's shape, a URL's password) as `[redacted]`."""
+    redact, hidden = redactor({**env, **configured_credentials(servers)}), secrets.hidden
+    return lambda text: redact(mask(text, hidden))
 
 
 def masked(server: ServerConfig, secrets: Mapping[str, str]) -> ServerConfig:
@@ -81,12 +92,12 @@ def masked(server: ServerConfig, secrets: Mapping[str, str]) -> ServerConfig:
         return server
     return replace(
         server,
-        command=_mask(server.command, secrets),
-        args=tuple(_mask(arg, secrets) for arg in server.args),
-        env={name: _mask(value, secrets) for name, value in server.env.items()},
-        cwd=None if server.cwd is None else _mask(server.cwd, secrets),
-        url=None if server.url is None else _mask(server.url, secrets),
-        headers={name: _mask(value, secrets) for name, value in server.headers.items()},
+        command=mask(server.command, secrets),
+        args=tuple(mask(arg, secrets) for arg in server.args),
+        env={name: mask(value, secrets) for name, value in server.env.items()},
+        cwd=None if server.cwd is None else mask(server.cwd, secrets),
+        url=None if server.url is None else mask(server.url, secrets),
+        headers={name: mask(value, secrets) for name, value in server.headers.items()},
     )
 
 

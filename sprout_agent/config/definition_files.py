@@ -3,13 +3,15 @@ types: definitions.py; the formats and places: docs/definitions.md).
 
 Front matter is YAML, read with PyYAML's safe loader (a well-kept parser of the format Claude Code writes; imported
 only when a file exists, so a directory without any costs nothing). Every file is untrusted text: bounded in size
-and number, its names and descriptions checked, never followed through a symlink out of its directory, never
-run. A file that cannot be used is one notice naming it and why; the others load.
+and number, its names and descriptions checked, never run, and read by the one reader (trust/opening.py) from its
+directory as pinned when found, never through a symlink out of it nor past the deny list. A file that cannot be
+used is one notice naming it and why; the others load.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +21,7 @@ from typing import Any, TypeVar, cast
 
 from sprout_agent.config.definitions import BUILTIN_AGENTS, AgentDefinition, CustomCommand, Definitions, Skill
 from sprout_agent.core.errors import UsageError
+from sprout_agent.trust.opening import NOTHING_DENIED, DenyList, Fixed, Refused, under
 from sprout_agent.trust.untrusted import printable
 from sprout_agent.trust.write_policy import git_root
 
@@ -65,10 +68,28 @@ def places(cwd: Path, home: Path | None, config: Path | None, sources: str | Non
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """A file found in `directory` (pinned when found, as `fixed`): it is read from there or not at all."""
+
+    path: Path
+    directory: Path
+    fixed: Fixed
+
+    def read(self) -> tuple[dict[str, Any], str]:
+        """(front matter, body), bounded."""
+        data = self.fixed.read(os.path.relpath(self.path, self.directory), FILE_MAX_BYTES)
+        if len(data) > FILE_MAX_BYTES:
+            raise ValueError(f"larger than {FILE_MAX_BYTES // 1024} KB")
+        # A Windows checkout's CRLF and BOM (Notepad's) are the same file to Claude Code: the `---` lines still close.
+        return front_matter(data.decode("utf-8-sig").replace("\r\n", "\n"))
+
+
 @dataclass
 class _Reading:
     notices: list[str] = field(default_factory=list[str])
     project: Path | None = None
+    deny: DenyList = NOTHING_DENIED
 
     def escapes(self, directory: Path) -> bool:
         """A project's `.claude/commands` (or `.claude`) linked to somewhere outside the project (a user's home: its
@@ -80,24 +101,32 @@ class _Reading:
         self.notices.append(f"{printable(str(directory))}: a symbolic link out of the project (skipped)")
         return True
 
-    def each(self, found: Iterable[tuple[Path, Path]], read: Callable[[Path, Path], T | None]) -> list[T]:
-        """Reads each (file, its directory); a file that fails is one notice, the rest load."""
+    def pin(self, directory: Path) -> Fixed | None:
+        try:
+            return Fixed.pin(str(directory), self.deny)
+        except (OSError, Refused) as error:
+            self.notices.append(f"{printable(str(directory))}: {printable(str(error), 200)} (skipped)")
+            return None
+
+    def each(self, found: Iterable[_Found], read: Callable[[_Found], T | None]) -> list[T]:
+        """Reads each file; a file that fails is one notice, the rest load."""
         items: list[T] = []
-        for path, directory in found:
+        for item in found:
             try:
-                item = read(path, directory)
-            except (ValueError, OSError, UnicodeDecodeError) as error:
-                self.notices.append(f"{printable(str(path))}: {printable(str(error), 200)} (skipped)")
+                made = read(item)
+            except (ValueError, OSError, UnicodeDecodeError, Refused) as error:
+                self.notices.append(f"{printable(str(item.path))}: {printable(str(error), 200)} (skipped)")
                 continue
-            if item is not None:
-                items.append(item)
+            if made is not None:
+                items.append(made)
         return items
 
 
-def load_definitions(where: Places, agents_json: Sequence[str] = ()) -> Definitions:
+def load_definitions(where: Places, agents_json: Sequence[str] = (), deny: DenyList = NOTHING_DENIED) -> Definitions:
     """Every kind from its places, deduplicated by name (nearest wins); `--agents` / the SDK's agents win over files,
-    files over the built-in agents. A bad `--agents` is a UsageError (exit 2)."""
-    reading = _Reading(project=where.project)
+    files over the built-in agents. A bad `--agents` is a UsageError (exit 2). `deny`: what the read tool may not
+    read (the sandbox's deny list), which these reads may not either."""
+    reading = _Reading(project=where.project, deny=deny)
     given = [agent for raw in agents_json for agent in parse_agents_json(raw)]
     agents = reading.each(_files(where.agents, "*.md", reading), _agent_file)
     skills = reading.each(_skill_files(where.skills, reading), _skill_file)
@@ -117,33 +146,35 @@ def _first_by_name(items: Iterable[T]) -> tuple[T, ...]:
     return tuple(seen.values())
 
 
-def _files(directories: Sequence[Path], pattern: str, reading: _Reading) -> list[tuple[Path, Path]]:
-    found: list[tuple[Path, Path]] = []
+def _files(directories: Sequence[Path], pattern: str, reading: _Reading) -> list[_Found]:
+    found: list[_Found] = []
     for directory in directories:
         if not directory.is_dir() or reading.escapes(directory):
+            continue
+        fixed = reading.pin(directory)
+        if fixed is None:
             continue
         # Bounded before sorting: a repository's tree of a million files is not listed whole at each start.
         paths = sorted(islice(directory.glob(pattern), 5 * MAX_PER_KIND))
         if len(paths) > MAX_PER_KIND:
             reading.notices.append(f"{printable(str(directory))}: more than {MAX_PER_KIND} files; the first read")
-        found += [(path, directory) for path in paths[:MAX_PER_KIND] if path.is_file()]
+        found += [_Found(path, directory, fixed) for path in paths[:MAX_PER_KIND] if path.is_file()]
     return found
 
 
-def _skill_files(directories: Sequence[Path], reading: _Reading) -> list[tuple[Path, Path]]:
-    return [(path, path.parent) for path, _ in _files(directories, "*/SKILL.md", reading)]
-
-
-def _read(path: Path, directory: Path) -> tuple[dict[str, Any], str]:
-    """(front matter, body) of a file inside `directory`, bounded."""
-    if not path.resolve().is_relative_to(directory.resolve()):
-        raise ValueError("a symbolic link out of its directory")
-    with path.open("rb") as f:
-        data = f.read(FILE_MAX_BYTES + 1)
-    if len(data) > FILE_MAX_BYTES:
-        raise ValueError(f"larger than {FILE_MAX_BYTES // 1024} KB")
-    # A Windows checkout's CRLF and BOM (Notepad's) are the same file to Claude Code: the `---` lines still close.
-    return front_matter(data.decode("utf-8-sig").replace("\r\n", "\n"))
+def _skill_files(directories: Sequence[Path], reading: _Reading) -> list[_Found]:
+    """Each skill's SKILL.md, with the skill's own directory pinned: its other files are read from it later."""
+    found: list[_Found] = []
+    for item in _files(directories, "*/SKILL.md", reading):
+        fixed = reading.pin(item.path.parent)
+        if fixed is None:
+            continue
+        if not under(fixed.real, item.fixed.real) or fixed.real == item.fixed.real:
+            where = printable(str(item.path))
+            reading.notices.append(f"{where}: a symbolic link out of its skills directory (skipped)")
+            continue
+        found.append(_Found(item.path, item.path.parent, fixed))
+    return found
 
 
 def front_matter(text: str) -> tuple[dict[str, Any], str]:
@@ -164,9 +195,9 @@ def front_matter(text: str) -> tuple[dict[str, Any], str]:
     return cast(dict[str, Any], data or {}), text[3 + end.end() :].lstrip("\n")
 
 
-def _agent_file(path: Path, directory: Path) -> AgentDefinition:
-    fields, body = _read(path, directory)
-    return agent_definition(fields.get("name") or path.stem, fields, body.strip(), str(path))
+def _agent_file(found: _Found) -> AgentDefinition:
+    fields, body = found.read()
+    return agent_definition(fields.get("name") or found.path.stem, fields, body.strip(), str(found.path))
 
 
 def agent_definition(name: object, fields: Mapping[str, Any], prompt: str, source: str) -> AgentDefinition:
@@ -191,22 +222,21 @@ def agent_definition(name: object, fields: Mapping[str, Any], prompt: str, sourc
     )
 
 
-def _skill_file(path: Path, directory: Path) -> Skill:
-    if not directory.resolve().is_relative_to(directory.parent.resolve()):
-        raise ValueError("a symbolic link out of its skills directory")
-    fields, _body = _read(path, directory)
-    return Skill(_name(fields.get("name") or directory.name), _description(fields.get("description")), path)
+def _skill_file(found: _Found) -> Skill:
+    fields, _body = found.read()
+    name = _name(fields.get("name") or found.directory.name)
+    return Skill(name, _description(fields.get("description")), found.path, found.fixed)
 
 
-def _command_file(path: Path, directory: Path) -> CustomCommand:
-    fields, body = _read(path, directory)
-    relative = path.relative_to(directory).with_suffix("")
+def _command_file(found: _Found) -> CustomCommand:
+    fields, body = found.read()
+    relative = found.path.relative_to(found.directory).with_suffix("")
     name = _name(":".join(relative.parts))
     first = next((line.strip() for line in body.splitlines() if line.strip()), "")
     description = _description(fields.get("description") or first[:120] or name)
     hint = fields.get("argument-hint")
     hint = printable(hint, 80) if isinstance(hint, str) else ""  # never str() of YAML: aliases make it gigabytes
-    return CustomCommand(name, description, body, hint, str(path))
+    return CustomCommand(name, description, body, hint, str(found.path))
 
 
 def _name(value: object) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sprout_agent.trust.opening import Fixed
+
 # Claude Code's model aliases in a definition's `model`; `inherit` (or none) is the parent's model.
 INHERIT = "inherit"
 
@@ -36,6 +38,7 @@ class Skill:
     name: str
     description: str
     path: Path  # its SKILL.md; the files beside it belong to it
+    directory: Fixed  # pinned when the skill was found: its files are read from it, or not at all
     source: str = "project"  # project or user
 
 

@@ -4,6 +4,7 @@ built-in servers."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -32,6 +33,7 @@ from sprout_agent.config.server_names import claim, drop_shadowed
 from sprout_agent.config.server_names import shown as _display
 from sprout_agent.config.sources import find_sources
 from sprout_agent.core.errors import ConfigError
+from sprout_agent.trust.opening import Reader, Refused
 
 # ---------------------------------------------------------------- config files
 
@@ -41,6 +43,7 @@ _SWITCHES = frozenset({"disabled", "enabled"})
 _SDK_KEYS = frozenset({"type", "name"})
 _SERVER_KEYS = frozenset({"command", "args", "env", "cwd", "timeout", "type", "sandbox"}) | _SWITCHES
 _SANDBOX_MODES = ("off", "read-only", "workspace-write")
+CONFIG_MAX_BYTES = 16 * 1024 * 1024  # a config file is a few KB; a hostile one is not read into memory whole
 
 
 def load_config(
@@ -133,13 +136,21 @@ def _inside(path: Path, directory: Path) -> bool:
     return path.resolve().is_relative_to(directory.resolve())
 
 
+def _text_of(path: Path) -> str:
+    """By the one reader (trust/opening.py): a project's `.mcp.json` that is a FIFO never blocks the start."""
+    data = Reader().read(str(path), os.getcwd(), CONFIG_MAX_BYTES)
+    if len(data) > CONFIG_MAX_BYTES:
+        raise ValueError(f"larger than {CONFIG_MAX_BYTES // (1024 * 1024)} MiB")
+    return data.decode("utf-8-sig")
+
+
 def _read_file(path: Path, shown: str, inline: str | None = None) -> dict[str, object]:
     """The file's (or the inline JSON's) top-level object."""
     try:
-        text = inline if inline is not None else path.read_text(encoding="utf-8-sig")
+        text = inline if inline is not None else _text_of(path)
     except FileNotFoundError:
         raise ConfigError(f"{shown}: config file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, Refused) as exc:
         reason = getattr(exc, "strerror", None) or exc
         raise ConfigError(f"{shown}: cannot read config file: {reason}") from None
     try:

@@ -18,6 +18,7 @@ from sprout_agent.config.files import ServerConfig
 from sprout_agent.core.errors import UsageError
 from sprout_agent.core.permissions import READ_ONLY, resolve_mode
 from sprout_agent.trust import sandbox as sb
+from sprout_agent.trust.opening import NOTHING_DENIED, DenyList
 
 MODE_ENV = "SPROUT_AGENT_SANDBOX"
 NETWORK_ENV = "SPROUT_AGENT_SANDBOX_NETWORK"
@@ -85,6 +86,13 @@ class SandboxPlan:
     def server_env(self) -> dict[str, str]:
         """The built-in dev server's config `env`."""
         return self.policy.to_env()
+
+    def deny_list(self, environ: Mapping[str, str]) -> DenyList:
+        """What the dev server's read refuses (trust/workspace.py), for what the agent reads itself for the model:
+        skills, commands and agent definitions (none where the sandbox is off: bash reads anything then)."""
+        if not self.active:
+            return NOTHING_DENIED
+        return DenyList.of(sb.Sandbox(self.policy).deny_list(environ), self.policy.root)
 
 
 def plan(

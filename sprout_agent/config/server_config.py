@@ -4,11 +4,13 @@ these."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from sprout_agent.config.remote import OAuthSettings
+from sprout_agent.trust.secrets import secret_name
 
 Transport = Literal["stdio", "in-process", "sdk", "http", "sse"]
 """How the agent reaches a server, decided once when its entry is read and the one thing every other module
@@ -103,3 +105,17 @@ class LoadedConfig:
     notices: tuple[str, ...]  # one-line notices, e.g. a skipped url/http/sse entry
     broken: tuple[BrokenServer, ...] = ()  # filled only when loaded with strict=False
     sandbox: SandboxPaths = field(default_factory=SandboxPaths)
+
+
+def configured_credentials(servers: Iterable[ServerConfig]) -> dict[str, str]:
+    """The credentials the config hands its servers, for the secret filter (trust/secrets.py `redactor`): each
+    server's `env` (the filter keeps those with a secret name or shape) and its headers that carry one
+    (`Authorization`, `X-Api-Key`…), with the token also without its scheme (`Bearer …`: a text may quote it alone)."""
+    found: dict[str, str] = {}  # keyed `NAME.index`: the filter judges the name, never the server's
+    for index, server in enumerate(servers):
+        found |= {f"{name}.{index}": value for name, value in server.env.items()}
+        for name, value in server.headers.items():
+            if secret_name(name):
+                found[f"{name}.{index}"] = value
+                found[f"{name}.{index}.alone"] = value.split(" ", 1)[-1]
+    return found

@@ -1,21 +1,21 @@
 """The `skill` tool's reading: a skill's SKILL.md body, or a file beside it, confined to the skill's directory.
 
-A repository's skill is untrusted text the model asked for: it is read, never run; a path that leaves the skill's
-directory (`..`, an absolute path, a symlink pointing out) is refused, so is what is not a regular file (a FIFO
-would block the agent's event loop), and what is read is bounded.
+A repository's skill is untrusted text the model asked for: it is read, never run, by the one reader
+(trust/opening.py) from the skill's directory as pinned when the skill was found. A directory replaced or swapped
+for a symbolic link since (by a command the model ran), a path that leaves it (`..`, an absolute path, a link out),
+what the deny list hides and what is not a regular file (a FIFO would block the agent's event loop) are refused,
+and what is read is bounded.
 """
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Sequence
-from pathlib import Path
 
 from sprout_agent.config.definitions import Skill
+from sprout_agent.trust.opening import Fixed, Refused
 
 SKILL_FILE_MAX_BYTES = 256 * 1024
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+SKILL_FILE = "SKILL.md"
 
 
 def read_skill(skills: Sequence[Skill], name: str, file: str | None = None) -> str:
@@ -25,30 +25,18 @@ def read_skill(skills: Sequence[Skill], name: str, file: str | None = None) -> s
         names = ", ".join(s.name for s in skills) or "none"
         names = names if len(names) <= 4000 else names[:3999] + "…"  # hundreds of skills: a bounded answer
         raise ValueError(f"no skill named {name!r}; the skills are: {names}")
-    if file is None or file.strip() in ("", "SKILL.md"):
-        return _without_front_matter(_read(skill.path)) + _listing(skill.path.parent)
-    return _read(_inside(skill.path.parent, file))
-
-
-def _inside(directory: Path, relative: str) -> Path:
-    if os.path.isabs(relative) or ".." in Path(relative).parts:
-        raise ValueError(f"{relative!r}: give a path relative to the skill's directory, without '..'")
-    root = directory.resolve()
-    target = (directory / relative).resolve()
-    if not target.is_relative_to(root):
-        raise ValueError(f"{relative!r} leads out of the skill's directory")
-    return target
-
-
-def _read(path: Path) -> str:
+    wanted = SKILL_FILE if file is None or file.strip() in ("", SKILL_FILE) else file
     try:
-        # O_NONBLOCK: the `agent` server runs in the agent's event loop, and opening a FIFO would wait for a writer.
-        with os.fdopen(os.open(path, _OPEN_FLAGS), "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise ValueError(f"{path.name} is not a regular file")
-            data = f.read(SKILL_FILE_MAX_BYTES + 1)
+        text = _read(skill.directory, wanted)
+        return _without_front_matter(text) + _listing(skill.directory) if wanted == SKILL_FILE else text
+    except Refused as refusal:
+        raise ValueError(f"skill {name}: {refusal}") from None
     except OSError as error:
-        raise ValueError(f"cannot read {path.name}: {error.strerror or error}") from None
+        raise ValueError(f"cannot read {wanted}: {error.strerror or error}") from None
+
+
+def _read(directory: Fixed, relative: str) -> str:
+    data = directory.read(relative, SKILL_FILE_MAX_BYTES)
     text = data[:SKILL_FILE_MAX_BYTES].decode("utf-8", errors="replace")
     cut = f"\n[… cut at {SKILL_FILE_MAX_BYTES} bytes]" if len(data) > SKILL_FILE_MAX_BYTES else ""
     return text + cut
@@ -62,14 +50,9 @@ def _without_front_matter(text: str) -> str:
     return text if end < 0 else text[end + 4 :].lstrip("\n")
 
 
-def _listing(directory: Path, limit: int = 50) -> str:
-    """The files beside SKILL.md, so the model knows what it may ask for."""
-    names: list[str] = []
-    for folder, _dirs, files in os.walk(directory):  # never into a symlinked directory (followlinks=False)
-        names += [os.path.relpath(os.path.join(folder, f), directory) for f in files]
-        if len(names) > limit * 10:
-            break
-    names = sorted(n for n in names if n != "SKILL.md")
+def _listing(directory: Fixed, limit: int = 50) -> str:
+    """The files beside SKILL.md, so the model knows what it may ask for (never through a link)."""
+    names = sorted(n for n in directory.files(limit * 10) if n != SKILL_FILE)
     if not names:
         return ""
     shown = names[:limit] + ([f"… and {len(names) - limit} more"] if len(names) > limit else [])

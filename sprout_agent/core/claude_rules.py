@@ -3,10 +3,10 @@
 
 `mcp__server__tool` → `server__tool`; `mcp__server` and `mcp__server__*` → `server__*`; Claude Code's built-in
 tool names → the built-in dev and todo tools; `Bash(git:*)`, `Bash(git diff *)`, `Bash(npm test)` → command
-rules; a prefix rule never covers the options through which its program runs other programs (`git -c`,
-`find -exec`: command_escapes.py). A rule we cannot honour is warned about: an allow rule is dropped (nothing
-runs unasked that would not have), a deny rule with a specifier we cannot check denies the whole tool (never
-silently wider).
+rules; for a program we know, a prefix rule covers only the subcommands and options its table lists
+(command_tables.py: `git status`, not `git -c …` nor `git submodule--helper`). A rule we cannot honour is warned
+about: an allow rule is dropped (nothing runs unasked that would not have), a deny rule with a specifier we cannot
+check denies the whole tool (never silently wider).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sprout_agent.core.command_escapes import escape
 from sprout_agent.core.tool_names import CLAUDE_CODE_NAMES, model_tool_name
 
 # Claude Code's tools → ours (tools with no counterpart here are absent: a rule naming one is a warning); two of
@@ -130,9 +129,10 @@ def command_rules(patterns: Sequence[str]) -> tuple[tuple[str, bool], ...]:
 
 
 def check(rules: Sequence[tuple[str, bool]], command: object) -> tuple[bool, str | None]:
-    """Whether an allow rule covers the command, and when a prefix rule matched but an option of the program keeps
-    it out (`git -c …` under `git:*`), a note saying so. Only a plain command is covered: its words (shlex, as
-    bash splits them; quotes are fine) and no other shell syntax. An exact rule covers exactly what it says."""
+    """Whether an allow rule covers the command, and when a prefix rule matched but a word its program's table does
+    not list keeps it out (`git -c …` under `git:*`), a note saying so. Only a plain command is covered: its words
+    (shlex, as bash splits them; quotes are fine) and no other shell syntax. An exact rule covers exactly what it
+    says."""
     argv = plain_words(command)
     if argv is None:
         return (False, None)
@@ -142,11 +142,21 @@ def check(rules: Sequence[tuple[str, bool]], command: object) -> tuple[bool, str
         if argv == named:
             return (True, None)
         if prefix and argv[: len(named)] == named:
-            why = escape(argv, len(named))
+            why = _uncovered(argv, len(named))
             if why is None:
                 return (True, None)
             note = note or f"the rule {BASH}({words}:*) does not cover it: {why}"
     return (False, note)
+
+
+def _uncovered(argv: list[str], start: int) -> str | None:
+    """Why the program's table keeps the command out of a rule naming its first `start` words (None: it does not,
+    or we have no table for the program). The tables load on the first command a prefix rule matches, not at start."""
+    from sprout_agent.core.command_rules import uncovered
+    from sprout_agent.core.command_tables import program_for
+
+    program = program_for(argv[0])
+    return None if program is None else uncovered(program, argv, start)
 
 
 def allows(rules: Sequence[tuple[str, bool]], command: object) -> bool:

@@ -162,6 +162,8 @@ class ToolFinished:
     diff: str = ""  # a unified diff of what an edit or write changed; "" for other tools
     denied: bool = False  # the permission policy refused the call (it did not run)
     sandbox_denied: bool = False  # the OS sandbox stopped something the call did (and no person let it run outside)
+    # With denied: the input refused, when a PreToolUse callback or the permission answer changed the model's.
+    denied_input: dict[str, object] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,17 @@ class Decision:
     kind: Literal["once", "always", "deny", "cancel"]  # cancel: Ctrl-C, the turn is being cancelled
     reason: str = ""  # with deny: passed on to the model
     updated_input: dict[str, object] | None = None  # with once: run with this input (an SDK's can_use_tool)
+    # With once or always, to the question whether to re-run a call outside the OS sandbox: the answer says so.
+    # A yes without it keeps the call in the sandbox, so a face's (or an SDK callback's) plain "allow" never
+    # lets a command out (docs/sandbox.md, Escalation).
+    outside_sandbox: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Asks:
+    """What the rules say of a call only a person (or an SDK's callback) can allow; `note`: why no rule covers it."""
+
+    note: str | None
 
 
 class Ask(Protocol):
@@ -106,33 +117,42 @@ class Policy:
         return decided if isinstance(decided, str) else None
 
     async def decide(
-        self, spec: ToolSpec, use: ToolUse, hook: Literal["allow", "ask"] | None = None
+        self, spec: ToolSpec, use: ToolUse, hook: Literal["allow", "ask"] | None = None, *, answered: bool = False
     ) -> str | ToolUse | None:
         """The loop's `Permit`. `hook` is a PreToolUse callback's decision: "allow" lets the call run as an
         --allow-tools pattern would, "ask" asks even where a rule allows it; deny patterns win over both, as in
-        Claude Code."""
+        Claude Code. `answered`: this input is the one a person's answer gave (a callback's updatedInput): every
+        rule is checked again, and where they would ask, that answer is the yes (nobody is asked twice)."""
+        ruled = self._rules(spec, use, hook)
+        if not isinstance(ruled, _Asks):
+            return ruled
+        if answered:
+            return None
+        if self.ask is None:
+            return _nobody_to_ask(self.mode_name, spec, ruled.note)
+        return await self._ask(spec, use)
+
+    def _rules(self, spec: ToolSpec, use: ToolUse, hook: Literal["allow", "ask"] | None) -> str | _Asks | None:
+        """What the rules and the mode say of this input, asking nobody: None (it runs), a refusal, or `_Asks`."""
+        command = use.input.get("command") if f"{spec.server}__{spec.tool}" == BASH else None
         if (pattern := matching(self.deny, spec)) is not None:
             return f"refused: {spec.name} is denied by --deny-tools {pattern}; do not call it again, find another way"
-        command = use.input.get("command") if f"{spec.server}__{spec.tool}" == BASH else None
         if command is not None and denies(self.deny_commands, command):
             return f"refused: this command is denied by a {BASH}(…) rule; do not run it, find another way"
-        if hook == "allow":
-            return None
-        if hook == "ask":
-            return await self._ask(spec, use) if self.ask is not None else _nobody_to_ask(self.mode_name, spec, None)
+        if hook is not None:
+            return None if hook == "allow" else _Asks(None)
         allowed, note = self._allowed(spec, command)
         if allowed or spec.name in self.always or self.mode == AUTO:
             return None
         if self.mode == READ_ONLY:
-            sandboxed = (spec.server, spec.tool) in self.sandboxed
-            if sandboxed and not self.read_only_sandbox and spec.read_only is not True:
-                return _writable_sandbox_refusal(spec)
-            return None if spec.read_only is True or sandboxed else _read_only_refusal(spec)
-        if spec.read_only is True:  # ask mode: a read is not worth a person's keypress
-            return None
-        if self.ask is None:
-            return _nobody_to_ask(self.mode_name, spec, note)
-        return await self._ask(spec, use)
+            return self._read_only(spec)
+        return None if spec.read_only is True else _Asks(note)  # ask mode: a read is not worth a keypress
+
+    def _read_only(self, spec: ToolSpec) -> str | None:
+        sandboxed = (spec.server, spec.tool) in self.sandboxed
+        if sandboxed and not self.read_only_sandbox and spec.read_only is not True:
+            return _writable_sandbox_refusal(spec)
+        return None if spec.read_only is True or sandboxed else _read_only_refusal(spec)
 
     def _allowed(self, spec: ToolSpec, command: object) -> tuple[bool, str | None]:
         """Whether an allow pattern, the mode or a command rule lets the call run; with a note when a command
@@ -165,7 +185,8 @@ class Policy:
 
     async def escalate(self, spec: ToolSpec, use: ToolUse, why: str) -> bool:
         """Whether a call the sandbox stopped runs again outside it: only in ask mode, only when a person is
-        there to say so, only for the tools that run in our sandbox (the re-run is theirs to honour)."""
+        there to say so, only for the tools that run in our sandbox (the re-run is theirs to honour), and only on
+        an answer that says "outside the sandbox" (`Decision.outside_sandbox`) about this call as it ran."""
         if self.mode != ASK or self.ask is None or (spec.server, spec.tool) not in self.sandboxed:
             return False
         # "Always" is for this exact call only: for any command it would let a model run anything unsandboxed
@@ -175,9 +196,12 @@ class Policy:
             if key in self.always_outside_sandbox:
                 return True
             decision = await self.ask(spec, use, outside_sandbox=why)
-        if decision.kind == "always":
+        # The re-run is the call the sandbox stopped: an answer that would change it is no answer to this question.
+        same = decision.updated_input is None or decision.updated_input == use.input
+        approved = decision.kind in ("once", "always") and decision.outside_sandbox and same
+        if approved and decision.kind == "always":
             self.always_outside_sandbox.add(key)
-        return decision.kind in ("once", "always")
+        return approved
 
 
 def _nobody_to_ask(mode: str, spec: ToolSpec, note: str | None) -> str:

@@ -150,12 +150,14 @@ class Permit(Protocol):
     """Decides whether a tool call may run (`permissions.Policy`)."""
 
     def decide(
-        self, spec: ToolSpec, use: ToolUse, hook: Literal["allow", "ask"] | None = None
+        self, spec: ToolSpec, use: ToolUse, hook: Literal["allow", "ask"] | None = None, *, answered: bool = False
     ) -> Awaitable[str | ToolUse | None]:
         """None = allowed, a `ToolUse` = allowed with the input it gives (the person's callback changed it), a
         string = refused, with a reason the model reads. It gets the call itself (id and input), so a face can
         match the question to the call it already shows. `hook`: a PreToolUse callback's decision, "allow" (no
-        question) or "ask" (the question, even where a rule allows the call)."""
+        question) or "ask" (the question, even where a rule allows the call). `answered`: the input is the one
+        an answer gave; it is decided again by every rule, asking nobody (that answer was the yes), so a `ToolUse`
+        never comes back."""
         ...
 
 

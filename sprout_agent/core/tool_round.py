@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
 
 import anyio
 
@@ -115,7 +116,7 @@ class ToolRound:
         self, use: ToolUse, spec: ToolSpec | None, answer: Answer | None, ran: dict[str, ToolUse]
     ) -> tuple[ToolResult, bool]:
         self.emit(ToolStarted(use.id, use.name, spec.server if spec else "", spec.tool if spec else "", use.input))
-        started, denied = time.monotonic(), False
+        started, denied, refused = time.monotonic(), False, None
         if spec is not None and use.name == STRUCTURED_OUTPUT_TOOL and answer is not None:
             outcome = answer.offer(use.input)  # ours, not a server's: no permission asked, no hook
         elif spec is None:
@@ -126,6 +127,7 @@ class ToolRound:
             outcome, denied, as_run, started = await self._gated(spec, use)
             if as_run.input != use.input:
                 ran[use.id] = as_run
+                refused = as_run.input if denied else None  # permission_denials lists the input that was refused
         # Any host's images, not only MCP's: one the API refuses would fail every later request.
         content = tuple(checked(block) if isinstance(block, Image) else block for block in outcome.content)
         result = ToolResult(use.id, content, outcome.is_error)
@@ -135,7 +137,9 @@ class ToolRound:
         seconds = time.monotonic() - started
         sandboxed = outcome.sandbox_denied is not None
         self.emit(
-            ToolFinished(use.id, use.name, outcome.is_error, seconds, summary, content, outcome.diff, denied, sandboxed)
+            ToolFinished(
+                use.id, use.name, outcome.is_error, seconds, summary, content, outcome.diff, denied, sandboxed, refused
+            )
         )
         return result, denied
 
@@ -147,10 +151,9 @@ class ToolRound:
         if verdict.refusal is not None:
             return ToolOutcome((Text(verdict.refusal), *added), is_error=True), True, use, time.monotonic()
         as_run = use if verdict.updated_input is None else ToolUse(use.id, use.name, verdict.updated_input)
-        permitted = await self.permit.decide(spec, as_run, verdict.permission) if self.permit is not None else None
-        if isinstance(permitted, str):
-            return ToolOutcome((Text(permitted), *added), is_error=True), True, as_run, time.monotonic()
-        as_run = permitted or as_run
+        refusal, as_run = await self._permitted(spec, as_run, verdict.permission)
+        if refusal is not None:
+            return ToolOutcome((Text(refusal), *added), is_error=True), True, as_run, time.monotonic()
         if (why := self.hooks.stopping) is not None:
             return ToolOutcome((Text(f"not run: {why}"),), is_error=True), False, as_run, time.monotonic()
         if (objection := await self.hooks.on_pre_tool(self._tool_context(spec, as_run))) is not None:
@@ -159,6 +162,20 @@ class ToolRound:
         outcome = await self._run_allowed(spec, as_run, changed=as_run.input != use.input)
         outcome = ToolOutcome((*outcome.content, *added), outcome.is_error, outcome.sandbox_denied, outcome.diff)
         return outcome, False, as_run, started
+
+    async def _permitted(
+        self, spec: ToolSpec, use: ToolUse, hook: Literal["allow", "ask"] | None
+    ) -> tuple[str | None, ToolUse]:
+        """The policy's refusal, if any, and the call as it runs or was refused. A PreToolUse callback's input
+        comes in as `use`; an input the permission answer gave (can_use_tool's updatedInput) is a new call too and
+        is decided again, once, by every rule: that answer stands for the question, so a rewrite never loops."""
+        if self.permit is None:
+            return None, use
+        permitted = await self.permit.decide(spec, use, hook)
+        if not isinstance(permitted, ToolUse):
+            return permitted, use
+        again = await self.permit.decide(spec, permitted, hook, answered=True)
+        return (again if isinstance(again, str) else None), permitted
 
     async def _run_allowed(self, spec: ToolSpec, use: ToolUse, *, changed: bool = False) -> ToolOutcome:
         self.emit(ToolRunning(use.id, use.input if changed else None))

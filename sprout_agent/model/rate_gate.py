@@ -30,7 +30,8 @@ class RateGate:
         """After a 429: no worker sends before now + `seconds` (a later time already there is kept)."""
         until = time.time() + min(MAX_WAIT_SECONDS, max(0.0, seconds))
         with contextlib.suppress(OSError):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            # Never through a link: the gate is a batch's --out file, and a link there must not truncate its target.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)  # read, compare and write as one step among the workers
                 current = os.read(fd, 64).decode("ascii", "replace").strip()

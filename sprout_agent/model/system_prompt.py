@@ -1,4 +1,5 @@
-"""The system prompt: who the agent is, where it runs, and the project's AGENTS.md / CLAUDE.md files."""
+"""The system prompt: who the agent is, where it runs, and the project's AGENTS.md / CLAUDE.md files (read by the one
+reader, trust/opening.py: a CLAUDE.md linked to a key the deny list hides is not read into the prompt)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sprout_agent.core.listing import bounded_listing
+from sprout_agent.trust.opening import NOTHING_DENIED, Reader, Refused
 
+_NO_DENY_LIST = Reader(NOTHING_DENIED)  # a prompt built outside a session (tests, the SDK's before its start)
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
 INSTRUCTIONS_MAX_CHARS = 32 * 1024  # per file; documented in docs/models.md
 SKILLS_INTRO = (
@@ -49,6 +52,7 @@ def build_system_prompt(
     append: str | None = None,
     base: str = BASE_PROMPT,
     skills: Sequence[tuple[str, str]] = (),
+    reader: Reader = _NO_DENY_LIST,
 ) -> str:
     """Byte-stable within a session (the date, not the time) so the prompt prefix stays cached. `base`: who the
     agent is (a subagent's definition says it). `skills`: (name, description) of each skill the `agent__skill`
@@ -61,16 +65,24 @@ def build_system_prompt(
             base,
             f"Working directory: {cwd}\nPlatform: {platform.system()} {platform.release()}\nDate: {today}",
         ]
-        for path in instruction_files(cwd):
-            text = path.read_text(encoding="utf-8", errors="replace")
-            if len(text) > INSTRUCTIONS_MAX_CHARS:
-                text = text[:INSTRUCTIONS_MAX_CHARS] + f"\n[… {path.name} cut at {INSTRUCTIONS_MAX_CHARS} characters]"
-            parts.append(f"Instructions from {path}:\n{text}")
+        parts += [f"Instructions from {path}:\n{_instructions(reader, path, cwd)}" for path in instruction_files(cwd)]
     if skills:
         parts.append(skills_section(skills))
     if append:
         parts.append(append)
     return "\n\n".join(parts)
+
+
+def _instructions(reader: Reader, path: Path, cwd: Path) -> str:
+    """The file's text, cut at INSTRUCTIONS_MAX_CHARS (read no further than that can take), or why it was not read."""
+    try:
+        data = reader.read(str(path), str(cwd), INSTRUCTIONS_MAX_CHARS * 4)  # 4: UTF-8's longest character
+    except (OSError, Refused) as error:
+        return f"[not read: {getattr(error, 'strerror', None) or error}]"
+    text = data.decode("utf-8", errors="replace")
+    if len(text) > INSTRUCTIONS_MAX_CHARS:
+        text = text[:INSTRUCTIONS_MAX_CHARS] + f"\n[… {path.name} cut at {INSTRUCTIONS_MAX_CHARS} characters]"
+    return text
 
 
 def skills_section(skills: Sequence[tuple[str, str]]) -> str:

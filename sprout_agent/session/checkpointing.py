@@ -11,13 +11,14 @@ import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from sprout_agent.checkpoints.git_run import GIT_TIMEOUT, CheckpointError, git_argv
+from sprout_agent.checkpoints.git_run import GIT_TIMEOUT
 from sprout_agent.checkpoints.timeline import Turn, turns_from
 from sprout_agent.checkpoints.tracker import Tracker, repository_of
 from sprout_agent.config.locations import Locations
 from sprout_agent.core.events import Event
 from sprout_agent.session import branches
 from sprout_agent.session.store import SessionStore
+from sprout_agent.trust import git_runner
 
 REF_PREFIX = "refs/sprout-agent/"
 _SESSION_ID = re.compile(r"[0-9a-f][0-9a-f-]{0,63}")  # what a ref or file name of ours may be made of
@@ -74,48 +75,42 @@ def forget(locations: Locations, session_id: str, roots: Iterable[str]) -> list[
     if where is None or not _SESSION_ID.fullmatch(session_id):
         return []
     problems: list[str] = []
-    for root in roots:
-        repository = repository_of(root) if os.path.isdir(root) else None
+    untrusted = tuple(roots)  # where the session's commands could write: no git from a PATH entry there
+    for root in untrusted:
+        repository = repository_of(root, untrusted) if os.path.isdir(root) else None
         if repository is not None:
-            problems += _delete_ref(repository, session_id)
+            problems += _delete_ref(repository, session_id, untrusted)
     for work_dir in sorted(where.glob("*/")) if where.is_dir() else []:
         (work_dir / f"{session_id}.index").unlink(missing_ok=True)
         shadow = work_dir / "shadow.git"
         if shadow.is_dir():
-            problems += _delete_ref(str(shadow), session_id)
+            problems += _delete_ref(str(shadow), session_id, untrusted)
         # No session checkpoints this root any more: its stat cache (and shadow repository) go too.
-        if not any(work_dir.glob("*.index")) and not (shadow.is_dir() and _has_refs(str(shadow))):
+        if not any(work_dir.glob("*.index")) and not (shadow.is_dir() and _has_refs(str(shadow), untrusted)):
             shutil.rmtree(work_dir, ignore_errors=True)
     (where / f"{session_id}.rewind-journal.json").unlink(missing_ok=True)
     return problems
 
 
-def _git(git_dir: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    return subprocess.run(
-        [*git_argv(), f"--git-dir={git_dir}", *args],
-        capture_output=True,
-        text=True,
-        timeout=GIT_TIMEOUT,
-        check=False,
-        env=env,
-    )
+def _git(git_dir: str, untrusted: tuple[str, ...], *args: str) -> subprocess.CompletedProcess[bytes]:
+    """`untrusted`: the session's roots, where its commands could write (no git from a PATH entry there)."""
+    return git_runner.run([f"--git-dir={git_dir}", *args], timeout=GIT_TIMEOUT, untrusted=untrusted)
 
 
-def _delete_ref(git_dir: str, session_id: str) -> list[str]:
+def _delete_ref(git_dir: str, session_id: str, untrusted: tuple[str, ...]) -> list[str]:
     ref = REF_PREFIX + session_id
     try:
-        if _git(git_dir, "show-ref", "--verify", "--quiet", ref).returncode != 0:
+        if _git(git_dir, untrusted, "show-ref", "--verify", "--quiet", ref).returncode != 0:
             return []  # never made here, or gone already
-        done = _git(git_dir, "update-ref", "-d", ref)
-    except (OSError, subprocess.TimeoutExpired, CheckpointError) as error:
+        done = _git(git_dir, untrusted, "update-ref", "-d", ref)
+    except (OSError, subprocess.TimeoutExpired) as error:
         return [f"{git_dir}: cannot delete {ref}: {error}"]
-    return [] if done.returncode == 0 else [f"{git_dir}: cannot delete {ref}: {done.stderr.strip()}"]
+    return [] if done.returncode == 0 else [f"{git_dir}: cannot delete {ref}: {os.fsdecode(done.stderr).strip()}"]
 
 
-def _has_refs(git_dir: str) -> bool:
+def _has_refs(git_dir: str, untrusted: tuple[str, ...]) -> bool:
     try:
-        listed = _git(git_dir, "for-each-ref", "--count=1", REF_PREFIX)
-    except (OSError, subprocess.TimeoutExpired, CheckpointError):
+        listed = _git(git_dir, untrusted, "for-each-ref", "--count=1", REF_PREFIX)
+    except (OSError, subprocess.TimeoutExpired):
         return True  # when in doubt, keep it
     return listed.returncode != 0 or bool(listed.stdout.strip())

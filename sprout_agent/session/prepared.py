@@ -20,6 +20,7 @@ from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options, add_dirs_env, as_claude_code, asking_sdk
 from sprout_agent.config.output_schema import load_output_schema
 from sprout_agent.config.sandboxing import SandboxPlan, plan, server_notices
+from sprout_agent.config.server_config import configured_credentials
 from sprout_agent.core.claude_rules import offered_builtins
 from sprout_agent.core.compaction import context_window, parse_threshold
 from sprout_agent.core.errors import ConfigError, UsageError
@@ -27,7 +28,7 @@ from sprout_agent.core.ledger import Price, parse_prices
 from sprout_agent.core.structured import OutputContract
 from sprout_agent.session import index as session_index
 from sprout_agent.session import store
-from sprout_agent.trust.secrets import secret_name
+from sprout_agent.trust.opening import Reader
 
 
 @dataclass(frozen=True)
@@ -71,18 +72,14 @@ class Prepared:
         return tuple((s.name, s.description) for s in self.definitions.skills) if served else ()
 
     @property
+    def reader(self) -> Reader:
+        """The one reader with the run's deny list, for the files the agent reads itself for the model (CLAUDE.md)."""
+        return Reader(self.sandbox.deny_list(self.inherited_env))
+
+    @property
     def configured_credentials(self) -> dict[str, str]:
-        """The credentials the config hands its servers, for the telemetry's secret filter: each server's `env`
-        (the filter keeps those with a secret name or shape) and its headers that carry one (`Authorization`,
-        `X-Api-Key`…), with the token also without its scheme (`Bearer …`: a tool's output may quote it alone)."""
-        found: dict[str, str] = {}  # keyed `NAME.index`: the filter judges the name, never the server's
-        for index, server in enumerate(self.loaded.servers):
-            found |= {f"{name}.{index}": value for name, value in server.env.items()}
-            for name, value in server.headers.items():
-                if secret_name(name):
-                    found[f"{name}.{index}"] = value
-                    found[f"{name}.{index}.alone"] = value.split(" ", 1)[-1]
-        return found
+        """The credentials the config hands its servers, for the telemetry's secret filter."""
+        return configured_credentials(self.loaded.servers)
 
     @property
     def elicitation(self) -> str:
@@ -147,7 +144,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     resume = _resumed(options, locations.sessions)
     home = Path(environ["HOME"]) if environ.get("HOME") else None
     where = places(options.cwd, home, locations.config, options.setting_sources)
-    definitions = load_definitions(where, options.agents_json)
+    definitions = load_definitions(where, options.agents_json, sandbox.deny_list(environ))
     loaded = replace(loaded, notices=loaded.notices + definitions.notices)
     return Prepared(
         options,

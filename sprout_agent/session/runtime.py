@@ -307,7 +307,7 @@ def _child_setup(p: Prepared, model: AnthropicModel, session_id: str) -> ChildSe
         return model.derived(wanted, emit)  # the session's model too: its events (stream, retries) are the child's
 
     def system_for(definition: AgentDefinition) -> str:
-        return build_system_prompt(p.options.cwd, base=definition.prompt)
+        return build_system_prompt(p.options.cwd, base=definition.prompt, reader=p.reader)
 
     def recorder_for(child: ChildRecord) -> store.SessionStore | None:
         if p.locations.sessions is None:
@@ -374,7 +374,11 @@ def _build_agent(
         hooks=hooks,
         emit=emit,
         system=build_system_prompt(
-            p.options.cwd, replace=p.options.system_prompt, append=p.options.append_system_prompt, skills=p.skills
+            p.options.cwd,
+            replace=p.options.system_prompt,
+            append=p.options.append_system_prompt,
+            skills=p.skills,
+            reader=p.reader,
         ),
         ledger=ledger,
         compactor=compactor,

@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace import Span
 
 from sprout_agent.telemetry import otel
 from sprout_agent.telemetry.switch import CLOSE_S
+from sprout_agent.trust.secrets import redactor
 
 
 class BatchTelemetry:
@@ -22,11 +23,11 @@ class BatchTelemetry:
         otel.quiet_exporters()
         self.failures = otel.Failures()
         exporter = otel.span_exporter(environ, note)
-        redact = otel.redactor(environ)
+        redact = redactor(environ)
         processor = (
             otel.batch_processor(exporter, self.failures, redact, content=False) if exporter is not None else None
         )
-        self._provider = otel.tracer_provider(environ, processor)
+        self._provider = otel.tracer_provider(environ, processor, redact)
         self._tracer = self._provider.get_tracer(otel.SCOPE)
         self._batch = self._tracer.start_span(
             "batch", context=otel.parent_context(environ), attributes={"sprout.batch.tasks_file": tasks_file}

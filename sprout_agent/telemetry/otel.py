@@ -6,10 +6,8 @@ collector that cannot be reached costs one notice at the end, and shut-down is b
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
 import sys
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
@@ -26,7 +24,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from sprout_agent import __version__
 from sprout_agent.core.tracing import CONTENT_CHARS, Attributes, TraceSpan
-from sprout_agent.trust.secrets import KEY_IN_TEXT, URL_PASSWORD, is_secret
+from sprout_agent.trust.secrets import REDACTED, secret_name
 
 EXPORT_TIMEOUT_S = 3.0  # an export's bound unless OTEL_EXPORTER_OTLP_TIMEOUT says otherwise (exit waits no longer)
 SCOPE = "sprout-agent"
@@ -116,17 +114,36 @@ def _ended_by(span: Span, error: BaseException) -> None:
 
 
 def _plain(attributes: Attributes, redact: Callable[[str], str]) -> dict[str, Any]:
-    """OTel's attribute values, every string through `redact` (a prompt or a tool's output may quote a key), then
-    cut at CONTENT_CHARS."""
+    """OTel's attribute values through `redacted` (a prompt or a tool's output may quote a key), each string then cut
+    at CONTENT_CHARS."""
     plain: dict[str, Any] = {}
     for key, value in attributes.items():
-        if isinstance(value, str):
-            plain[key] = redact(value)[:CONTENT_CHARS]
-        elif isinstance(value, int | float | bool):
-            plain[key] = value
+        kept = redacted(key, value, redact)
+        if isinstance(kept, str):
+            plain[key] = kept[:CONTENT_CHARS]
+        elif isinstance(kept, tuple):
+            plain[key] = [
+                item[:CONTENT_CHARS] if isinstance(item, str) else item for item in cast("tuple[Any, ...]", kept)
+            ]
         else:
-            plain[key] = [redact(item)[:CONTENT_CHARS] for item in value]
+            plain[key] = kept
     return plain
+
+
+def redacted(key: str, value: Any, redact: Callable[[str], str]) -> Any:
+    """The one rule for an attribute we export (a span's, an event's, a metric's, the resource's): a string under a
+    credential's name (`api.key`, `deployment.token`) is `[redacted]` whole; any other string goes through `redact`;
+    a sequence item by item (as a tuple); numbers and booleans as they are."""
+    if isinstance(value, str):
+        return REDACTED if secret_name(key) else redact(value)
+    if isinstance(value, tuple | list):
+        return tuple(redacted(key, item, redact) for item in cast("Sequence[Any]", value))
+    return value
+
+
+def redacted_attributes(attributes: Mapping[str, Any] | None, redact: Callable[[str], str]) -> dict[str, Any]:
+    """Every attribute through `redacted`, and its key through `redact` (OTEL_RESOURCE_ATTRIBUTES=ghp_…=1)."""
+    return {redact(key): redacted(key, value, redact) for key, value in (attributes or {}).items()}
 
 
 def scrubbed(span: ReadableSpan, redact: Callable[[str], str], content: bool) -> ReadableSpan:
@@ -137,14 +154,14 @@ def scrubbed(span: ReadableSpan, redact: Callable[[str], str], content: bool) ->
     theirs = span.instrumentation_scope is None or span.instrumentation_scope.name != SCOPE
     if status.description:
         status = Status(status.status_code, redact(status.description) if content or not theirs else None)
-    events = [Event(redact(e.name), _scrubbed(e.attributes, redact), e.timestamp) for e in span.events]
-    links = [Link(link.context, _scrubbed(link.attributes, redact)) for link in span.links]
+    events = [Event(redact(e.name), redacted_attributes(e.attributes, redact), e.timestamp) for e in span.events]
+    links = [Link(link.context, redacted_attributes(link.attributes, redact)) for link in span.links]
     return ReadableSpan(
         name=redact(span.name),
         context=span.context,
         parent=span.parent,
         resource=span.resource,
-        attributes=_scrubbed(span.attributes, redact),
+        attributes=redacted_attributes(span.attributes, redact),
         events=events,
         links=links,
         kind=span.kind,
@@ -155,43 +172,22 @@ def scrubbed(span: ReadableSpan, redact: Callable[[str], str], content: bool) ->
     )
 
 
-def _scrubbed(attributes: Mapping[str, Any] | None, redact: Callable[[str], str]) -> dict[str, Any]:
-    def one(value: Any) -> Any:
-        if isinstance(value, str):
-            return redact(value)
-        return tuple(one(item) for item in cast("Sequence[Any]", value)) if isinstance(value, tuple | list) else value
-
-    return {key: one(value) for key, value in (attributes or {}).items()}
-
-
-def redactor(environ: Mapping[str, str]) -> Callable[[str], str]:
-    """Replaces every secret this process knows (the values of its credential variables: the API key first),
-    anything shaped like a well-known key and a URL's password with `[redacted]`, whatever the content switch says."""
-    secrets = {v for k, v in environ.items() if is_secret(k, v) and len(v) >= 8}
-    # A tool's input is recorded as JSON: a value with a quote or a backslash is there in its escaped form.
-    escaped = {json.dumps(v, ensure_ascii=False)[1:-1] for v in secrets}
-    values = sorted(secrets | escaped, key=len, reverse=True)
-    pattern = re.compile("|".join([*(re.escape(v) for v in values), KEY_IN_TEXT]))
-
-    def redact(text: str) -> str:
-        return URL_PASSWORD.sub(r"\1[redacted]@", pattern.sub("[redacted]", text))
-
-    return redact
-
-
 def traceparent_of(span: Span) -> str:
     """A span's W3C trace context: what a child process joins the trace with (TRACEPARENT)."""
     context = span.get_span_context()
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
 
 
-def resource(environ: Mapping[str, str]) -> Resource:
-    """OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win; else the service is `sprout-agent`."""
+def resource(environ: Mapping[str, str], redact: Callable[[str], str]) -> Resource:
+    """OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win; else the service is `sprout-agent`. Every attribute, the
+    SDK's detectors' and the user's, is exported with every span, metric and log record: each goes through
+    `redacted` (a deployment's `api.key=…` in OTEL_RESOURCE_ATTRIBUTES is not for the collector's readers)."""
     named = environ.get("OTEL_SERVICE_NAME") or "service.name=" in environ.get("OTEL_RESOURCE_ATTRIBUTES", "")
     ours: dict[str, Any] = {"service.version": __version__}
     if not named:
         ours["service.name"] = "sprout-agent"
-    return Resource.create(ours)
+    created = Resource.create(ours)
+    return Resource(redacted_attributes(created.attributes, redact), created.schema_url)
 
 
 def parent_context(environ: Mapping[str, str]) -> otel_context.Context:
@@ -253,8 +249,10 @@ def quiet_exporters() -> None:
     logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)
 
 
-def tracer_provider(environ: Mapping[str, str], processor: SpanProcessor | None) -> TracerProvider:
-    provider = TracerProvider(resource=resource(environ))
+def tracer_provider(
+    environ: Mapping[str, str], processor: SpanProcessor | None, redact: Callable[[str], str]
+) -> TracerProvider:
+    provider = TracerProvider(resource=resource(environ, redact))
     if processor is not None:
         provider.add_span_processor(processor)
     return provider

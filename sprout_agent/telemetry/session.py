@@ -24,6 +24,7 @@ from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricExport
 from sprout_agent.core import events as ev
 from sprout_agent.telemetry import otel, process
 from sprout_agent.telemetry.switch import content_on
+from sprout_agent.trust.secrets import redactor
 
 _SEVERITY = {"info": SeverityNumber.INFO, "warning": SeverityNumber.WARN, "error": SeverityNumber.ERROR}
 
@@ -43,11 +44,11 @@ class Telemetry:
         otel.quiet_exporters()
         self.failures = otel.Failures()
         exporter = otel.span_exporter(environ, note)
-        redact = otel.redactor({**environ, **(secrets_in or {})})
+        redact = redactor({**environ, **(secrets_in or {})})
         processor = (
             otel.batch_processor(exporter, self.failures, redact, content_on(environ)) if exporter is not None else None
         )
-        self._traces = otel.tracer_provider(environ, processor)
+        self._traces = otel.tracer_provider(environ, processor, redact)
         sdk_tracer = self._traces.get_tracer(otel.SCOPE)
         self._session = sdk_tracer.start_span(
             "session", context=otel.parent_context(environ), attributes={"gen_ai.conversation.id": session_id}
@@ -55,9 +56,9 @@ class Telemetry:
         self._root = trace.set_span_in_context(self._session, otel_context.Context())
         self.tracer = otel.OtelTracer(sdk_tracer, self._root, content_on(environ), redact)
         self._redact = redact  # a notice may quote a server: the log records go through the spans' filter too
-        self._metrics = _meter_provider(environ)
-        self._logs = _logger_provider(environ)
-        self._instruments = _Instruments(self._metrics.get_meter(otel.SCOPE)) if self._metrics else None
+        self._metrics = _meter_provider(environ, redact)
+        self._logs = _logger_provider(environ, redact)
+        self._instruments = _Instruments(self._metrics.get_meter(otel.SCOPE), redact) if self._metrics else None
         self._logger = self._logs.get_logger(otel.SCOPE) if self._logs else None
         # The MCP SDK creates its own spans (a request's, an in-process server's) through the global provider. Last:
         # a setting refused above leaves no trace behind (no span, no TRACEPARENT for a command).
@@ -112,16 +113,34 @@ class Telemetry:
         return f"telemetry: could not export {lost} ({where})" if lost else None
 
 
+class _Point:
+    """An instrument whose data points' attributes pass the one rule (otel.redacted): a tool's or a hook's name, and
+    a server's, come from a server."""
+
+    def __init__(self, instrument: Any, redact: Callable[[str], str]) -> None:
+        self._instrument = instrument
+        self._redact = redact
+
+    def add(self, amount: float, attributes: Mapping[str, Any] | None = None) -> None:
+        self._instrument.add(amount, otel.redacted_attributes(attributes, self._redact))
+
+    def record(self, amount: float, attributes: Mapping[str, Any] | None = None) -> None:
+        self._instrument.record(amount, otel.redacted_attributes(attributes, self._redact))
+
+
 class _Instruments:
-    def __init__(self, meter: Any) -> None:
-        self.tokens = meter.create_counter("sprout.tokens", unit="{token}", description="tokens by kind")
-        self.cost = meter.create_counter("sprout.cost", unit="USD", description="what the model requests cost")
-        self.requests = meter.create_counter("sprout.model.requests", unit="{request}")
-        self.tools = meter.create_counter("sprout.tool.calls", unit="{call}")
-        self.tool_time = meter.create_histogram("sprout.tool.duration", unit="s")
-        self.hooks = meter.create_counter("sprout.hook.decisions", unit="{decision}")
-        self.compactions = meter.create_counter("sprout.compactions", unit="{compaction}")
-        self.denials = meter.create_counter("sprout.sandbox.denials", unit="{denial}")
+    def __init__(self, meter: Any, redact: Callable[[str], str]) -> None:
+        def counter(name: str, unit: str, description: str = "") -> _Point:
+            return _Point(meter.create_counter(name, unit=unit, description=description), redact)
+
+        self.tokens = counter("sprout.tokens", "{token}", "tokens by kind")
+        self.cost = counter("sprout.cost", "USD", "what the model requests cost")
+        self.requests = counter("sprout.model.requests", "{request}")
+        self.tools = counter("sprout.tool.calls", "{call}")
+        self.tool_time = _Point(meter.create_histogram("sprout.tool.duration", unit="s"), redact)
+        self.hooks = counter("sprout.hook.decisions", "{decision}")
+        self.compactions = counter("sprout.compactions", "{compaction}")
+        self.denials = counter("sprout.sandbox.denials", "{denial}")
 
     def count(self, event: ev.Event) -> None:
         match event:
@@ -150,13 +169,13 @@ class _Instruments:
                 pass
 
 
-def _meter_provider(environ: Mapping[str, str]) -> MeterProvider | None:
+def _meter_provider(environ: Mapping[str, str], redact: Callable[[str], str]) -> MeterProvider | None:
     exporter = _metric_exporter(environ)
     if exporter is None:
         return None
     interval = int(environ.get("OTEL_METRIC_EXPORT_INTERVAL") or 60000)
     reader = PeriodicExportingMetricReader(exporter, export_interval_millis=interval)
-    return MeterProvider(resource=otel.resource(environ), metric_readers=[reader])
+    return MeterProvider(resource=otel.resource(environ, redact), metric_readers=[reader])
 
 
 def _metric_exporter(environ: Mapping[str, str]) -> MetricExporter | None:
@@ -170,7 +189,7 @@ def _metric_exporter(environ: Mapping[str, str]) -> MetricExporter | None:
     return OTLPMetricExporter(timeout=otel.export_timeout(environ, "METRICS"))
 
 
-def _logger_provider(environ: Mapping[str, str]) -> LoggerProvider | None:
+def _logger_provider(environ: Mapping[str, str], redact: Callable[[str], str]) -> LoggerProvider | None:
     kind = environ.get("OTEL_LOGS_EXPORTER", "otlp").strip().lower()
     exporter: LogRecordExporter
     if kind == "console":
@@ -181,6 +200,6 @@ def _logger_provider(environ: Mapping[str, str]) -> LoggerProvider | None:
         exporter = OTLPLogExporter(timeout=otel.export_timeout(environ, "LOGS"))
     else:
         return None
-    provider = LoggerProvider(resource=otel.resource(environ))
+    provider = LoggerProvider(resource=otel.resource(environ, redact))
     provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
     return provider

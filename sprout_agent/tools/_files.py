@@ -1,6 +1,6 @@
 """The read, write and edit tools: line-numbered reads, guarded atomic writes, exact-string edits.
 
-Each runs in a worker thread; the blocking work is in _fileio."""
+Each runs in a worker thread; files are opened and written by the one reader and writer (trust/opening.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import BinaryIO, Literal
 
 import anyio.to_thread
 
-from sprout_agent.tools._fileio import open_regular, replace_file
 from sprout_agent.tools._server import DIFF_META, Args, Image, Marked, ToolError, ToolOutput
 from sprout_agent.trust.edits import check_edit, decode, edit_report, edited, written
+from sprout_agent.trust.opening import Refused, write_file
 from sprout_agent.trust.reading import IMAGE_TYPES, binary_refusal, number_lines, read_window
 from sprout_agent.trust.workspace import Workspace, kind_of
 
@@ -34,8 +34,7 @@ def _read_image(ws: Workspace, real: str, f: BinaryIO, mime: str) -> Image:
 def _read(ws: Workspace, args: Args) -> ToolOutput:
     real = ws.existing_file(args["file_path"])
     offset, limit = read_window(args.get("offset"), args.get("limit"))
-    with open_regular(real, ws.display(real)) as f:
-        ws.check_opened(f.fileno())
+    with ws.reader().open_file(real, ws.display(real)) as f:
         mime = IMAGE_TYPES.get(os.path.splitext(real)[1].lower())
         if mime:
             return _read_image(ws, real, f, mime)
@@ -53,7 +52,8 @@ async def read(ws: Workspace, args: Args) -> ToolOutput:
 
 
 def _write(ws: Workspace, args: Args) -> ToolOutput:
-    real, start = ws.writable(args["file_path"])
+    target = ws.writable(args["file_path"])
+    real = target.real
     content: str = args["content"]
     try:
         mode: int | None = os.stat(real).st_mode
@@ -63,9 +63,8 @@ def _write(ws: Workspace, args: Args) -> ToolOutput:
         if not stat.S_ISREG(mode):
             raise ToolError(f"{ws.display(real)} is {kind_of(mode)}, not a regular file")
         ws.check_fresh(real)
-    before = _old_text(real) if mode is not None else None  # read before the file is replaced
-    data = content.encode("utf-8")
-    replace_file(real, data, start)
+    before = _old_text(ws, real) if mode is not None else None  # read before the file is replaced
+    write_file(target, content.encode("utf-8"))
     ws.remember(real)
     return _changed(*written(ws.display(real), before, content))
 
@@ -75,13 +74,13 @@ def _changed(text: str, diff: str) -> ToolOutput:
     return Marked(text, {DIFF_META: diff}) if diff else text
 
 
-def _old_text(real: str) -> str | Literal[False]:
+def _old_text(ws: Workspace, real: str) -> str | Literal[False]:
     """The content a write replaces, for its diff; False when there can be no diff (too large, binary,
     unreadable): the write itself goes ahead."""
     try:
-        with open_regular(real) as f:
+        with ws.reader().open_file(real) as f:
             data = f.read(MAX_DIFF_SOURCE_BYTES + 1)
-    except (OSError, ToolError):
+    except (OSError, Refused):
         return False
     return False if len(data) > MAX_DIFF_SOURCE_BYTES or b"\0" in data else decode(data)[0]
 
@@ -96,12 +95,11 @@ def _edit(ws: Workspace, args: Args) -> ToolOutput:
     new: str = args["new_string"]
     replace_all: bool = args.get("replace_all") or False
     check_edit(old, new)
-    real, start = ws.writable(args["file_path"])
-    real = ws.existing_file(real)
+    target = ws.writable(args["file_path"])
+    real = ws.existing_file(target.real)
     shown = ws.display(real)
     ws.check_fresh(real)
-    with open_regular(real, shown) as f:
-        ws.check_opened(f.fileno())
+    with ws.reader().open_file(real, shown) as f:
         if os.fstat(f.fileno()).st_size > MAX_EDIT_BYTES:
             raise ToolError(f"{shown} is over {MAX_EDIT_BYTES // 1024 // 1024} MiB; edit it with bash (sed, patch)")
         text, encoding = decode(f.read())
@@ -110,7 +108,7 @@ def _edit(ws: Workspace, args: Args) -> ToolOutput:
         data = after.encode(encoding)
     except UnicodeEncodeError as exc:
         raise ToolError(f"{shown} is {encoding}-encoded and new_string has characters it cannot hold") from exc
-    replace_file(real, data, start)
+    write_file(target, data)
     ws.remember(real)
     return _changed(*edit_report(shown, text, after, count))
 

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator
 
 import anyio.to_thread
 
-from sprout_agent.tools._fileio import open_regular
 from sprout_agent.tools._listing import SKIP_DIRS, directory, glob_matcher, list_files
 from sprout_agent.tools._server import Args, ToolError, ToolOutput
+from sprout_agent.trust.opening import Reader, Refused
 from sprout_agent.trust.secrets import command_env
 from sprout_agent.trust.workspace import Workspace
 
@@ -81,14 +81,15 @@ def _groups(hits: list[int], context: int, count: int) -> Iterator[tuple[int, in
         yield start, end
 
 
-def _file_lines(path: str) -> list[str] | None:
-    """The file's lines, or None for what both engines skip: binary, huge, or not a regular file."""
+def _file_lines(reader: Reader, path: str) -> list[str] | None:
+    """The file's lines, or None for what both engines skip: binary, huge, not a regular file, or reached through a
+    link (ripgrep follows none either)."""
     try:
-        with open_regular(path) as f:
+        with reader.open_file(path) as f:
             if os.fstat(f.fileno()).st_size > MAX_FILE_BYTES:
                 return None
             data = f.read(MAX_FILE_BYTES + 1)
-    except (OSError, ToolError):
+    except (OSError, Refused):
         return None
     if b"\0" in data or len(data) > MAX_FILE_BYTES:
         return None
@@ -114,7 +115,7 @@ def _search_file(name: str, lines: list[str], regex: re.Pattern[str], mode: str,
     return out
 
 
-def _py_lines(base: str, names: list[str], args: tuple[str, str, int, bool]) -> Iterator[str]:
+def _py_lines(reader: Reader, base: str, names: list[str], args: tuple[str, str, int, bool]) -> Iterator[str]:
     pattern, mode, context, ignore_case = args
     try:
         regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
@@ -122,7 +123,7 @@ def _py_lines(base: str, names: list[str], args: tuple[str, str, int, bool]) -> 
         raise ToolError(f"grep failed: invalid regular expression {pattern!r}: {exc}") from exc
     first = True
     for name in sorted(names, key=lambda n: n.split("/")):
-        lines = _file_lines(os.path.join(base, name))
+        lines = _file_lines(reader, os.path.join(base, name))
         found = _search_file(name, lines, regex, mode, context) if lines is not None else []
         if found and context and mode == "content" and not first:
             yield "--"
@@ -173,7 +174,7 @@ def _search(ws: Workspace, args: Args) -> list[str]:
         raise ToolError(f"context must be between 0 and {MAX_CONTEXT}")
     base, single = _target(ws, args.get("path"))
     prefix = "" if base == ws.root else ws.display(base) + "/"
-    if single and _file_lines(os.path.join(base, single[0])) is None:
+    if single and _file_lines(ws.reader(), os.path.join(base, single[0])) is None:
         return []  # a binary or huge file is skipped alike by both engines, even when named
     rg = ripgrep(ws)
     if rg is not None:
@@ -188,7 +189,7 @@ def _search(ws: Workspace, args: Args) -> list[str]:
         if glob:
             matcher = glob_matcher(glob)
             names = [n for n in names if matcher.match(n if "/" in glob else n.rsplit("/", 1)[-1])]
-    return _finish(_py_lines(base, names, (pattern, mode, context, ignore_case)), prefix)
+    return _finish(_py_lines(ws.reader(), base, names, (pattern, mode, context, ignore_case)), prefix)
 
 
 def _grep(ws: Workspace, args: Args) -> ToolOutput:

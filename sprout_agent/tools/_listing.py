@@ -10,9 +10,8 @@ from functools import lru_cache
 import anyio.to_thread
 
 from sprout_agent.tools._server import Args, ToolError, ToolOutput
-from sprout_agent.trust.secrets import command_env
+from sprout_agent.trust import git_runner
 from sprout_agent.trust.workspace import Workspace
-from sprout_agent.trust.write_policy import GIT_RUNS_NO_HOOKS
 
 # Never worth listing, whether or not a .gitignore says so; grep passes the same list to ripgrep.
 SKIP_DIRS = (".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
@@ -26,29 +25,12 @@ def _plain_file(path: str) -> bool:
     return os.path.isfile(path) and not os.path.islink(path)
 
 
-_NO_CODE_FROM_CONFIG = (
-    *GIT_RUNS_NO_HOOKS,
-    *("-c", "protocol.allow=never", "-c", "safe.bareRepository=explicit", "-c", "extensions.partialClone="),
-)
-
-
-def _git_files(base: str, git: str | None) -> list[str] | None:
-    """Paths relative to `base` that git tracks or would not ignore; None outside a git work tree."""
-    if git is None:
-        return None
+def _git_files(base: str, untrusted: tuple[str, ...]) -> list[str] | None:
+    """Paths relative to `base` that git tracks or would not ignore; None outside a git work tree (or without git).
+    Outside the sandbox, in a directory the model names: the runner lets nothing the repository names run."""
     try:
-        proc = subprocess.run(
-            # Outside the sandbox, in a directory the model names: git must run nothing a repository's config
-            # names. ls-files would run core.fsmonitor, and a sparse index naming a missing tree makes it fetch
-            # from a promisor remote, whose uploadpack is a command; a directory that merely looks like a git
-            # directory (bare) would be taken as one.
-            [git, *_NO_CODE_FROM_CONFIG, "ls-files", "-co", "--exclude-standard", "-z"],
-            cwd=base,
-            env={**command_env(), "GIT_NO_LAZY_FETCH": "1", "GIT_PROTOCOL_FROM_USER": "0"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=30,
-            check=False,
+        proc = git_runner.run(
+            ["ls-files", "-co", "--exclude-standard", "-z"], cwd=base, timeout=30, untrusted=untrusted
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -74,7 +56,7 @@ def _walk_files(base: str) -> list[str]:
 def list_files(ws: Workspace, base: str) -> list[str]:
     """Files under directory `base` (relative, '/'-separated), skipping SKIP_DIRS, git-ignored files and what the
     sandbox hides."""
-    files = _git_files(base, ws.program("git"))
+    files = _git_files(base, ws.untrusted_dirs())
     found = _walk_files(base) if files is None else [f for f in files if not set(f.split("/")[:-1]) & set(SKIP_DIRS)]
     hidden = ws.hidden_below(base)
     return [f for f in found if not any(f == h or f.startswith(h + "/") for h in hidden)] if hidden else found

@@ -12,6 +12,7 @@ from anyio.abc import ByteReceiveStream, Process
 
 from sprout_agent.tools._procs import CALL_ENV, call_scope, kill_group
 from sprout_agent.tools._server import Args, Marked, Report, ToolError, ToolOutput, request_meta
+from sprout_agent.trust.child_argv import with_operands
 from sprout_agent.trust.command_runs import HEAD_BYTES, TAIL_BYTES, result_text, timed_out, timeout_of
 from sprout_agent.trust.sandbox import OUTSIDE_SANDBOX_META, SANDBOX_DENIED_META, SandboxUnavailable
 from sprout_agent.trust.secrets import command_env
@@ -141,10 +142,9 @@ async def bash(ws: Workspace, args: Args, report: Report | None = None) -> ToolO
     outside = request_meta.get().get(OUTSIDE_SANDBOX_META) is True
     base = command_env() | traced()
     try:
+        shell = with_operands(["bash", "-c"], [command])  # a command starting with `-` is a command, not options
         argv, env = (
-            (["bash", "-c", command], base)
-            if outside
-            else ws.sandbox.wrap(["bash", "-c", command], base)  # unchanged when the sandbox is off
+            (shell, base) if outside else ws.sandbox.wrap(shell, base)  # unchanged when the sandbox is off
         )
     except SandboxUnavailable as exc:
         raise ToolError(str(exc)) from exc

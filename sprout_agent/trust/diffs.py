@@ -8,15 +8,14 @@ change the tool will make.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Mapping
 
 from sprout_agent.trust.edits import MAX_DIFF_LINES, NEW_FILE, decode, replaced, unified
+from sprout_agent.trust.opening import Reader, Refused
 
 MAX_PREVIEW_BYTES = 2 * 1024 * 1024  # a larger file gets no preview: reading and diffing it would hold up the prompt
 _EDIT = ("dev__edit", "edit")
 _WRITE = ("dev__write", "write")
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 
 
 def preview(tool: str, arguments: Mapping[str, object], cwd: str) -> str | None:
@@ -62,14 +61,12 @@ def _shown(full: str, cwd: str) -> str:
 def _text_of(path: str) -> str | None:
     """A regular file's text, at most MAX_PREVIEW_BYTES; None for anything else (a FIFO is never waited on)."""
     try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except OSError:
+        with Reader().open_file(os.path.realpath(path)) as f:
+            if os.fstat(f.fileno()).st_size > MAX_PREVIEW_BYTES:
+                return None
+            data = f.read(MAX_PREVIEW_BYTES + 1)
+    except (OSError, Refused):
         return None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PREVIEW_BYTES:
-            return None
-        data = f.read(MAX_PREVIEW_BYTES + 1)
     if len(data) > MAX_PREVIEW_BYTES or b"\0" in data:
         return None
     return decode(data)[0]

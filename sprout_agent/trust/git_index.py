@@ -14,6 +14,8 @@ import os
 import stat
 import struct
 
+from sprout_agent.trust.opening import peek
+
 _GITLINK = 0o160000
 _MAX_INDEX_BYTES = 256 * 1024 * 1024  # larger than any real index: refused rather than read
 
@@ -31,11 +33,10 @@ def gitlinks(index: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=16)
 def _parse(index: str, mtime_ns: int, size: int, inode: int) -> tuple[str, ...]:
+    data = peek(index, size)  # a FIFO swapped in since the stat never blocks
     try:
-        with open(index, "rb") as f:
-            data = f.read(size)
-        return tuple(os.fsdecode(name) for name in _entries(data))
-    except (OSError, ValueError, struct.error):  # a torn or foreign file: no gitlinks rather than a failed command
+        return tuple(os.fsdecode(name) for name in _entries(data or b""))
+    except (ValueError, struct.error):  # a torn or foreign file: no gitlinks rather than a failed command
         return ()
 
 

@@ -95,9 +95,10 @@ def _allow(libc: ctypes.CDLL, ruleset: int, path: str, access: int) -> None:
 
 
 def launcher(writable: tuple[str, ...], network: bool) -> list[str]:
-    """The argv prefix that runs a command confined (the command follows it)."""
+    """The program and options that run a command confined: the command follows after `--`
+    (child_argv.with_operands), where `_main` finds it."""
     spec = json.dumps({"writable": list(writable), "network": network, "abi": abi()})
-    return [interpreter(), "-I", "-S", "-c", _source(), spec, "--"]
+    return [interpreter(), "-I", "-S", "-c", _source(), spec]
 
 
 def interpreter() -> str:

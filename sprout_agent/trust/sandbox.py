@@ -36,6 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sprout_agent.trust import landlock as _landlock
+from sprout_agent.trust.child_argv import with_operands
+from sprout_agent.trust.runtime_dir import hidden_from_commands
 from sprout_agent.trust.sandbox_output import (
     DENIED_WRITE,
     LANDLOCK_DENIED,
@@ -61,8 +63,7 @@ HELPER_ENV = "SPROUT_DEV_SANDBOX_BWRAP"  # the bwrap binary; default: bwrap on P
 MECHANISM_ENV = "SPROUT_DEV_SANDBOX_MECHANISM"  # auto (default: bubblewrap, else Landlock) | bubblewrap | landlock
 MECHANISMS = ("auto", BWRAP, LANDLOCK)
 
-# Connected to, these act for the user outside the sandbox (a filesystem's read-only bind does not stop a
-# connect): ssh and gpg agents use keys without reading them, the session bus and docker run anything.
+# Sockets that act for the user outside (a read-only bind stops no connect): agents, bus, docker, warm interpreter.
 _AGENT_SOCKET_VARS = frozenset({"SSH_AUTH_SOCK", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS", "DOCKER_HOST"})
 HIDDEN_SOCKETS = ("/run/user/{uid}", "/var/run/docker.sock", "/run/docker.sock", "/run/dbus/system_bus_socket")
 
@@ -258,7 +259,7 @@ class Sandbox:
         known = self._deny_lists.get(home)
         if known is None:
             named = [os.path.join(home, p[2:]) for p in DENY_READ] + list(self.policy.deny_read)
-            named += [p.format(uid=os.getuid()) for p in HIDDEN_SOCKETS]
+            named += [*(p.format(uid=os.getuid()) for p in HIDDEN_SOCKETS), *hidden_from_commands(env)]
             known = self._deny_lists[home] = tuple(os.path.realpath(p) for p in named)
         return known
 
@@ -281,11 +282,11 @@ class Sandbox:
         # The agents and sockets that act for the user outside the sandbox (keys, session bus) are not passed on.
         kept = {k: v for k, v in env.items() if k not in _AGENT_SOCKET_VARS}
         if self._mechanism == LANDLOCK:
-            return [*self._landlock(), *argv], {**kept, "TMPDIR": self._private_tmp()}
+            return with_operands(self._landlock(), argv), {**kept, "TMPDIR": self._private_tmp()}
         helper = helper_path(self.policy.helper, self.writable())
         if helper is None:  # only a bwrap inside a writable root is left: never trusted
             raise SandboxUnavailable("no trusted bwrap outside the writable roots; the command did not run")
-        return [helper, *self._mounts(env), "--", *argv], {**kept, "TMPDIR": "/tmp"}
+        return with_operands([helper, *self._mounts(env)], argv), {**kept, "TMPDIR": "/tmp"}
 
     def _landlock(self) -> list[str]:
         writable = self.writable()

@@ -8,9 +8,10 @@ message, a leaked key is not undoable.
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 # Name parts (split on `_`, other non-alphanumerics and camelCase) that mark a credential. HEADERS: a collector's
 # key goes in OTEL_EXPORTER_OTLP_HEADERS; AUTHORIZATION: a header's name as much as a variable's.
@@ -36,9 +37,10 @@ URL_PASSWORD = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*://[^\s/@
 # Prefixes of well-known key formats, so a key under an innocent name is still caught.
 KEY_FORMATS = r"sk-ant-|sk-proj-|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|xox[abpr]-|AKIA[0-9A-Z]{16}"
 _KEY_VALUE = re.compile(f"^({KEY_FORMATS})")
-# The same keys inside a text (a prompt, a tool's output): the prefix and what follows it, at a word's start or
-# after a JSON escape (`\n`: a tool's input is recorded as JSON, and a key on a line of its own follows an `n`).
-KEY_IN_TEXT = rf"(?:\b|(?<=\\[nrt]))(?:{KEY_FORMATS})[A-Za-z0-9_-]*"
+# The same keys inside a text (a prompt, a tool's output): the prefix and what follows it where no letter or digit
+# precedes it (an `_` may: `gh__ghp_…`, a tool named after a key) or after a JSON escape (`\n`: a tool's input is
+# recorded as JSON, and a key on a line of its own follows an `n`).
+KEY_IN_TEXT = rf"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))(?:{KEY_FORMATS})[A-Za-z0-9_-]*"
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _SPLIT = re.compile(r"[^A-Za-z0-9]+")
 
@@ -69,6 +71,26 @@ def is_secret(name: str, value: str) -> bool:
 def without_secrets(environ: Mapping[str, str]) -> dict[str, str]:
     """A copy of `environ` without the variables `is_secret` flags."""
     return {name: value for name, value in environ.items() if not is_secret(name, value)}
+
+
+REDACTED = "[redacted]"
+MIN_KNOWN_SECRET = 8  # a shorter credential's value is too likely to be in any text (`1`, `true`): not replaced
+
+
+def redactor(known: Mapping[str, str]) -> Callable[[str], str]:
+    """The one text filter for what leaves the agent for others to read (telemetry, `mcp list`): replaces the value of
+    every credential in `known` (variables `is_secret` flags: the API key, the config's server credentials), anything
+    shaped like a well-known key, and a URL's password with `[redacted]`."""
+    secrets = {v for k, v in known.items() if is_secret(k, v) and len(v) >= MIN_KNOWN_SECRET}
+    # A tool's input is recorded as JSON: a value with a quote or a backslash is there in its escaped form.
+    escaped = {json.dumps(v, ensure_ascii=False)[1:-1] for v in secrets}
+    values = sorted(secrets | escaped, key=len, reverse=True)
+    pattern = re.compile("|".join([*(re.escape(v) for v in values), KEY_IN_TEXT]))
+
+    def redact(text: str) -> str:
+        return URL_PASSWORD.sub(rf"\1{REDACTED}@", pattern.sub(REDACTED, text))
+
+    return redact
 
 
 def command_env() -> dict[str, str]:

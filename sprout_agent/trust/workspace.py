@@ -6,7 +6,8 @@ file reached through an editor's buffers obeys every rule a file reached by the 
 Reads may go anywhere but the sandbox's deny list (bash can read the rest anyway); writes follow the one
 write policy the sandbox's mounts follow too (trust/write_policy.py): inside the working directory, its git
 root, an --add-dir (SPROUT_DEV_ADD_DIRS) or allow-write directory after symlinks are resolved, never in a git
-directory or the deny list. SPROUT_DEV_ALLOW_OUTSIDE=1 lifts only the first rule.
+directory or the deny list. SPROUT_DEV_ALLOW_OUTSIDE=1 lifts only the first rule. Files are opened and written
+by the one reader and writer (trust/opening.py), along the path these rules checked.
 """
 
 from __future__ import annotations
@@ -16,21 +17,13 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from sprout_agent.trust.opening import NOTHING_DENIED, DenyList, Reader, Refused, WriteTarget, kind_of
 from sprout_agent.trust.sandbox import Policy, Sandbox, trusted_which
 from sprout_agent.trust.write_policy import ADD_DIRS_ENV, ALLOW_OUTSIDE_ENV, WritePolicy, under
 
+__all__ = ["Refused", "Stamp", "Workspace", "check_fresh", "kind_of"]  # Refused and kind_of: opening's, re-exported
+
 Stamp = tuple[int, int]  # (mtime_ns, size)
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
-
-
-def kind_of(mode: int) -> str:
-    """What a non-regular file is, in words."""
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
-
-
-class Refused(Exception):
-    """A rule refused the operation; the message is for the model (the tools make it an is_error result)."""
 
 
 def stamp_of(path: str) -> Stamp:
@@ -60,20 +53,21 @@ class Workspace:
 
     def resolve(self, path: str) -> str:
         """Absolute, symlink-free path; relative paths are taken from the working directory."""
-        if not path:
-            raise Refused("empty path")
-        if "\0" in path:
-            raise Refused("path contains a NUL byte")
-        return os.path.realpath(os.path.join(self.root, os.path.expanduser(path)))
+        return self.reader().resolve(path, self.root)
+
+    def reader(self) -> Reader:
+        """The one reader, with the deny list the sandbox hides from commands (credential directories, the agent's
+        own data): read, grep and glob run outside the sandbox and must not read around it."""
+        return Reader(self.deny_list())
+
+    def deny_list(self) -> DenyList:
+        if not self.sandbox.active():
+            return NOTHING_DENIED
+        return DenyList.of(self.sandbox.deny_list(os.environ), self.root)
 
     def readable(self, path: str) -> str:
-        """`resolve`, refusing what the sandbox hides from commands (credential directories, the agent's own
-        data): read, grep and glob run outside the sandbox and must not read around its deny list."""
-        real = self.resolve(path)
-        hidden = self.hidden_at_or_above(real)
-        if hidden is not None:
-            raise Refused(f"{real} is hidden by the sandbox's deny list ({hidden}: credentials); ask the user")
-        return real
+        """`resolve`, refusing what the deny list hides."""
+        return self.reader().readable(path, self.root)
 
     def existing_file(self, path: str) -> str:
         """`readable`, and there as a regular file (followed by the open's own check, where there is an open)."""
@@ -88,31 +82,18 @@ class Workspace:
             raise Refused(f"{self.display(real)} is {kind_of(mode)}, not a regular file")
         return real
 
-    def check_opened(self, fd: int) -> None:
-        """Refuse a file that turned out, once open, to be behind the deny list: a command can swap a directory
-        for a symlink into ~/.ssh between `readable`'s check and the open (Linux names the open file)."""
-        try:
-            opened = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:  # no /proc: the check before the open is all there is
-            return
-        hidden = self.hidden_at_or_above(opened)
-        if hidden is not None:
-            raise Refused(f"{opened} is hidden by the sandbox's deny list ({hidden}: credentials); ask the user")
-
-    def hidden_at_or_above(self, real: str) -> str | None:
-        return next((h for h in self._hidden() if under(real, h)), None)
-
     def hidden_below(self, base: str) -> list[str]:
         """The hidden paths inside directory `base`, relative to it (searches leave them out)."""
-        return [os.path.relpath(h, base) for h in self._hidden() if h != base and under(h, base)]
-
-    def _hidden(self) -> tuple[str, ...]:
-        return self.sandbox.hidden(os.environ) if self.sandbox.active() else ()
+        return self.deny_list().below(base)
 
     def program(self, name: str) -> str | None:
-        """A helper program (git, rg) that the tools run outside the sandbox: never one from a directory
-        sandboxed commands may write, where a command could have put its own."""
-        return trusted_which(name, self.sandbox.writable() if self.sandbox.active() else ())
+        """A helper program (rg; git through trust/git_runner) that the tools run outside the sandbox: never one
+        from a directory sandboxed commands may write, where a command could have put its own."""
+        return trusted_which(name, self.untrusted_dirs())
+
+    def untrusted_dirs(self) -> tuple[str, ...]:
+        """Where sandboxed commands may write: no helper program is taken from there."""
+        return self.sandbox.writable() if self.sandbox.active() else ()
 
     def inside(self, real: str) -> bool:
         return under(real, self.root)
@@ -128,16 +109,10 @@ class Workspace:
             anywhere=self.allow_outside,
         )
 
-    def writable(self, path: str) -> tuple[str, str]:
-        """The resolved path and the directory a race-free write walks down from (the outermost writable root
-        holding it), or a Refused saying why the write policy refuses it."""
-        real = self.resolve(path)
-        policy = self.write_policy()
-        why = policy.refusal(real)
-        if why is not None:
-            raise Refused(f"refusing to write {real}: {why}")
-        start = next((root for root in sorted(policy.roots, key=len) if under(real, root)), os.sep)
-        return real, start
+    def writable(self, path: str) -> WriteTarget:
+        """The resolved path and the writable root a race-free write walks down from, or a Refused saying why the
+        write policy refuses it."""
+        return WriteTarget.checked(self.resolve(path), self.write_policy())
 
     def display(self, real: str) -> str:
         """Path as shown to the model: relative inside the working directory, absolute outside."""

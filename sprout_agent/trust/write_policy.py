@@ -20,25 +20,16 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sprout_agent.trust.git_index import gitlinks
+from sprout_agent.trust.opening import peek, under
 
 READ_ONLY_MODE = "read-only"
 ADD_DIRS_ENV = "SPROUT_DEV_ADD_DIRS"  # --add-dir: more directories write and edit may reach (os.pathsep-separated)
 ALLOW_OUTSIDE_ENV = "SPROUT_DEV_ALLOW_OUTSIDE"  # 1: the write tools may leave the roots (`anywhere`)
 GIT = ".git"
-# `-c` settings for git we run ourselves, outside the sandbox, in a repository a model or task file chose: they
-# beat every config file and switch off what runs a program the repository's config names (hooks, the
-# fsmonitor). Callers add what their command needs on top (no fetch at all, no ext:: remotes).
-GIT_RUNS_NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
-
-
-def under(path: str, parent: str) -> bool:
-    """`path` is `parent` or lies inside it (both real, absolute)."""
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
 def git_root(path: str) -> str | None:
@@ -137,20 +128,10 @@ def _gitdir_of_file(dot: str) -> str | None:
 
 
 def _read_small(path: str, limit: int) -> str | None:
-    """A regular file's first `limit` bytes as text; None for anything else. O_NONBLOCK and fstat: a FIFO planted
-    as `.git` or `.gitmodules` must not block the agent (this runs before every command and write)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError:  # absent, unreadable: not a pointer
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, limit).decode("utf-8", "replace")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    """A regular file's first `limit` bytes as text; None for anything else (trust/opening.peek: a FIFO planted as
+    `.git` or `.gitmodules` must not block the agent; this runs before every command and write)."""
+    data = peek(path, limit)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def _read_pointer(path: str, prefix: str) -> str | None:
@@ -171,7 +152,7 @@ class WritePolicy:
 
     roots: tuple[str, ...]
     git: tuple[str, ...] = ()  # the roots' git paths (`git_paths`), minus what allow-write names itself
-    denied: tuple[str, ...] = ()  # the deny list's paths inside the roots
+    denied: tuple[str, ...] = ()  # the deny list's paths inside the roots (all of them when `anywhere`)
     anywhere: bool = False  # SPROUT_DEV_ALLOW_OUTSIDE=1: the write tools may leave the roots (not the rest)
     read_only: bool = False  # a read-only sandbox: nothing is writable
 
@@ -191,7 +172,9 @@ class WritePolicy:
         git += [path for r in roots for repo in nested_repositories(r) for path in git_paths(repo, submodule=True)]
         git = [path for path in git if path not in allow_write]
         inside = [path for path in git if any(under(path, r) for r in roots)]
-        hidden = [path for path in denied if any(under(path, r) for r in roots)]
+        # Outside the roots too when the write tools may leave them: SPROUT_DEV_ALLOW_OUTSIDE lifts the roots, never
+        # the deny list (~/.ssh/authorized_keys was writable with it).
+        hidden = [path for path in denied if anywhere or any(under(path, r) for r in roots)]
         read_only = mode == READ_ONLY_MODE
         return cls(() if read_only else roots, tuple(dict.fromkeys(inside)), tuple(hidden), anywhere, read_only)
 

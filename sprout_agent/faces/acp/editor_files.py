@@ -24,6 +24,7 @@ from sprout_agent.core.messages import Text
 from sprout_agent.core.protocols import ToolOutcome
 from sprout_agent.faces.acp.wire import Connection, Json, RpcError
 from sprout_agent.trust.edits import check_edit, edit_report, edited, written
+from sprout_agent.trust.opening import parent_of
 from sprout_agent.trust.reading import IMAGE_TYPES, binary_refusal, number_lines, read_window
 from sprout_agent.trust.workspace import Refused, Workspace, check_fresh
 
@@ -103,14 +104,15 @@ class EditorFiles:
         _known(arguments, "write", ("file_path", "content"), ())
         path, content = _string(arguments, "file_path"), _string(arguments, "content")
         async with self._gate.editor():
-            real, _ = self._ws.writable(path)
+            target = self._ws.writable(path)
+            real = target.real
             before: str | None = None
             if os.path.lexists(real):
                 real = self._ws.existing_file(real)
                 before = await self._text(real)
                 check_fresh(self._ws.display(real), self._seen.get(real), _digest(before), _IN_EDITOR)
-            else:  # as the dev server does: the directories it needs are made (inside the checked root)
-                os.makedirs(os.path.dirname(real), exist_ok=True)
+            else:  # as the dev server does: the directories it needs are made, never through a link swapped in
+                os.close(parent_of(target))
             await self._save(real, content)
         self._seen[real] = _digest(content)
         report, diff = written(self._ws.display(real), before, content)
@@ -125,7 +127,7 @@ class EditorFiles:
             raise Refused("argument 'replace_all' of edit must be of type boolean")
         check_edit(old, new)
         async with self._gate.editor():
-            real, _ = self._ws.writable(path)
+            real = self._ws.writable(path).real
             real = self._ws.existing_file(real)
             shown = self._ws.display(real)
             text = await self._text(real)

@@ -32,13 +32,15 @@ PERMISSION_OPTIONS: tuple[Json, ...] = (
     {"optionId": "allow_always", "name": "Always allow this tool", "kind": "allow_always"},
     {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
 )
-# The same option ids, so one mapping reads both answers.
+# Option ids of their own: an editor that answers the ordinary question by id (a remembered "allow_always" for the
+# tool, an auto-approver) never picks one of these; only an answer to this question lets a command out.
 ESCALATION_OPTIONS: tuple[Json, ...] = (
-    {"optionId": "allow_once", "name": "Run it outside the sandbox once", "kind": "allow_once"},
-    {"optionId": "allow_always", "name": "Always for this exact command", "kind": "allow_always"},
-    {"optionId": "reject_once", "name": "Keep the sandboxed result", "kind": "reject_once"},
+    {"optionId": "outside_sandbox_once", "name": "Run it outside the sandbox once", "kind": "allow_once"},
+    {"optionId": "outside_sandbox_always", "name": "Always for this exact command", "kind": "allow_always"},
+    {"optionId": "keep_sandboxed", "name": "Keep the sandboxed result", "kind": "reject_once"},
 )
 _DECISIONS = {"allow_once": "once", "allow_always": "always"}
+_ESCALATION_DECISIONS = {"outside_sandbox_once": "once", "outside_sandbox_always": "always"}
 SAMPLING_OPTIONS: tuple[Json, ...] = (
     {"optionId": "allow_once", "name": "Let it use the model", "kind": "allow_once"},
     {"optionId": "reject_once", "name": "Refuse", "kind": "reject_once"},
@@ -252,8 +254,10 @@ class AcpSession:
             return Decision("deny", f"the editor could not ask: {error.message}")
         outcome = cast(Json, answer).get("outcome") if isinstance(answer, dict) else None
         chosen = cast(Json, outcome).get("optionId") if isinstance(outcome, dict) else None
-        kind = _DECISIONS.get(chosen) if isinstance(chosen, str) else None
-        return Decision("once" if kind == "once" else "always") if kind else Decision("deny")
+        rerun = outside_sandbox is not None
+        # The re-run question's options say "outside the sandbox": picking one is the answer that says so.
+        kind = (_ESCALATION_DECISIONS if rerun else _DECISIONS).get(chosen) if isinstance(chosen, str) else None
+        return Decision("once" if kind == "once" else "always", outside_sandbox=rerun) if kind else Decision("deny")
 
     async def approve_sampling(self, request: SamplingRequest) -> bool:
         """A server's model call (ACP has no question of its own for it): the editor's permission question, asked

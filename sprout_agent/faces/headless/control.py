@@ -11,13 +11,15 @@ is counted to its newline, not kept, and skipped with one line on stderr; the ru
 has a place for the error, it goes there too: a `control_request` gets an error answer, a `control_response`
 fails our request it answers (their ids are read from the line's first or last bytes, where the SDKs'
 serialisers put them), and any other line, taken for a user message, gets an error `result` (run.py).
+
+User lines wait for their turn in a `PromptQueue` (prompt_queue.py): bounded in bytes, in memory then on disk, and
+stdin is held back only beyond both and never while a request of ours waits for its answer (it may be behind them).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import math
 import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -27,11 +29,11 @@ from typing import Any, TextIO, cast
 import anyio
 import anyio.abc
 import anyio.to_thread
-from anyio.streams.memory import MemoryObjectReceiveStream
 
 from sprout_agent.core.errors import UsageError
 from sprout_agent.core.messages import Image
 from sprout_agent.faces.headless.jsonl import parse_user_message
+from sprout_agent.faces.headless.prompt_queue import PromptQueue
 from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, LineSplitter, Oversized
 
 
@@ -49,6 +51,8 @@ Handler = Callable[[Body], Awaitable[Body]]
 # Lines the SDKs may write that carry nothing for us (the TypeScript SDK's keep-alives, its env updates).
 IGNORED_TYPES = frozenset({"keep_alive", "update_environment_variables"})
 _READ_BYTES = 64 * 1024  # one read of stdin: a line is split from these, never read whole
+# A skipped line's reason is queued after a NUL, which no JSON line starts with; a user line is queued as it came.
+_SKIPPED = b"\0"
 _ID = r'"request_id"\s*:\s*("(?:[^"\\]|\\.)*")'
 _TYPE = r'"type"\s*:\s*"{}"'
 # Where a control line's id sits: after "type" (the SDKs write type, request_id, request first), or, with keys
@@ -100,12 +104,16 @@ class Control:
     """One SDK connection: `run` reads stdin lines until it ends; `prompts` yields the user turns."""
 
     def __init__(
-        self, out: LineWriter, handlers: Mapping[str, Handler], note: Callable[[str], None] = lambda _: None
+        self,
+        out: LineWriter,
+        handlers: Mapping[str, Handler],
+        note: Callable[[str], None] = lambda _: None,
+        queue: PromptQueue | None = None,
     ) -> None:
         self.out = out
         self.handlers = handlers
         self.note = note  # one line for stderr: a stdin line was skipped
-        self._send, self.prompts = anyio.create_memory_object_stream[Queued](math.inf)
+        self.queue = queue or PromptQueue()  # user lines as read, and skipped lines' reasons (after _SKIPPED)
         self._pending: dict[str, tuple[anyio.Event, list[Body | ControlError]]] = {}
         self._ids = itertools.count(1)
         self.error: UsageError | None = None  # a bad stdin line: the run ends with it (exit 2)
@@ -116,34 +124,62 @@ class Control:
         self.began_with_initialize: bool = False
 
     async def run(self, lines: AsyncIterator[bytes | Oversized]) -> None:
-        """Reads every line; answers control requests concurrently, so an interrupt is never queued behind one."""
-        async with self._send, anyio.create_task_group() as group:
-            number = 0
-            async for line in lines:
-                number += 1
-                if isinstance(line, Oversized):
-                    self._skip(line, number)
-                    continue
-                if not line.strip():
-                    continue
-                try:
-                    self._dispatch(line, group)
-                except ValueError as error:
-                    self.error = UsageError(f"stdin line {number}: {error}")
-                    break
-                finally:
-                    self.first_line.set()
-            self.closed = True
-            self.first_line.set()
-            for event, slot in self._pending.values():
-                slot.append(ControlError("stdin ended before the SDK answered"))
-                event.set()
+        """Reads every line; answers control requests concurrently, so an interrupt is never queued behind one. A
+        user line is queued; the next line is read once the queue has room (`PromptQueue.room`)."""
+        async with anyio.create_task_group() as group:
+            try:
+                number = 0
+                async for line in lines:
+                    number += 1
+                    try:
+                        queued = self._take(line, number, group)
+                    except ValueError as error:
+                        self.error = UsageError(f"stdin line {number}: {error}")
+                        break
+                    if queued is not None and not await self._queued(queued, number):
+                        break
+                    await self.queue.room(lambda: bool(self._pending))
+            finally:
+                self._ended()
 
-    def _dispatch(self, line: bytes, group: anyio.abc.TaskGroup) -> None:
+    async def _queued(self, line: bytes, number: int) -> bool:
+        """Queues a line for the turns; a spool file that cannot take it (a full disk) ends the reading with that
+        error, as a bad line does: a message is never dropped."""
+        try:
+            await self.queue.put(line)
+        except OSError as error:
+            self.error = UsageError(f"stdin line {number}: could not queue it: {error.strerror or error}")
+            return False
+        return True
+
+    def _take(self, line: bytes | Oversized, number: int, group: anyio.abc.TaskGroup) -> bytes | None:
+        """One line handled; what to queue for the turns (None: nothing). ValueError: a line the run ends on."""
+        if isinstance(line, Oversized):
+            return self._skip(line, number)
+        if not line.strip():
+            return None
+        try:
+            return self._dispatch(line, group)
+        finally:
+            self.first_line.set()
+
+    def _ended(self) -> None:
+        """stdin ended (or a bad line ended the reading): the queue ends after what it holds, and every request
+        still waiting for the SDK's answer fails."""
+        self.closed = True
+        self.first_line.set()
+        self.queue.close()
+        for event, slot in self._pending.values():
+            slot.append(ControlError("stdin ended before the SDK answered"))
+            event.set()
+
+    def _dispatch(self, line: bytes, group: anyio.abc.TaskGroup) -> bytes | None:
         record = _json_object(line)
         kind = record.get("type") if record is not None else None
         if record is None or kind == "user":
-            self._send.send_nowait(parse_user_message(line))  # says what is wrong with a line that is not JSON
+            record = None  # one parse at a time: a 15 MiB line may take 60 MiB parsed (4 bytes a character)
+            parse_user_message(line)  # says what is wrong with a line that is not JSON; parsed again in its turn
+            return line
         elif kind == "control_request":
             request_id, request = record.get("request_id"), record.get("request")
             if not isinstance(request_id, str) or not isinstance(request, dict):
@@ -154,12 +190,11 @@ class Control:
             group.start_soon(self._answer, request_id, body)
         elif kind == "control_response":
             self._resolve(record.get("response"))
-        elif kind == "control_cancel_request" or kind in IGNORED_TYPES:
-            return  # we answer each request at once: nothing of ours is left to cancel
-        else:
+        elif kind != "control_cancel_request" and kind not in IGNORED_TYPES:  # we answer each request at once
             raise ValueError(f"unexpected line type {kind!r} (expected user, control_request or control_response)")
+        return None
 
-    def _skip(self, line: Oversized, number: int) -> None:
+    def _skip(self, line: Oversized, number: int) -> bytes | None:
         """The error for a line over the cap: on stderr, and where the protocol has a place for it."""
         size = f"{line.size} bytes, over the limit of {MAX_MESSAGE_BYTES}"
         reason = f"stdin line {number}: {size}"
@@ -167,12 +202,13 @@ class Control:
         request_id = _id_at_edges(_REQUEST_ID, line)
         if request_id is not None:
             self._respond_error(request_id, reason)
-            return
+            return None
         response_id = _id_at_edges(_RESPONSE_ID, line)
-        if response_id is not None and response_id in self._pending:
+        if response_id is None:  # any other line is taken for a prompt
+            return _SKIPPED + reason.encode()
+        if response_id in self._pending:  # an answer we no longer wait for needs nothing more
             self._resolve({"subtype": "error", "request_id": response_id, "error": f"the SDK's answer is {size}"})
-        elif response_id is None:  # an answer we no longer wait for needs nothing more; any other line is a prompt
-            self._send.send_nowait(Skipped(reason))
+        return None
 
     async def _answer(self, request_id: str, request: Body) -> None:
         subtype = request.get("subtype")
@@ -216,6 +252,7 @@ class Control:
         request_id = f"sprout_{next(self._ids)}"
         event, slot = anyio.Event(), list[Body | ControlError]()
         self._pending[request_id] = (event, slot)
+        self.queue.wake()  # a reader held back by a full queue reads on: the answer may be behind the queued lines
         self.out.line({"type": "control_request", "request_id": request_id, "request": {"subtype": subtype, **fields}})
         try:
             with anyio.fail_after(timeout):
@@ -268,9 +305,7 @@ async def stdin_lines(read: Callable[[int], bytes]) -> AsyncIterator[bytes | Ove
 
 async def prompts_of(control: Control) -> AsyncIterator[Queued]:
     """The queued user turns (and skipped lines), until stdin ends; a bad line ends them with its error."""
-    receive: MemoryObjectReceiveStream[Queued] = control.prompts
-    async with receive:
-        async for prompt in receive:
-            yield prompt
+    while (queued := await control.queue.get()) is not None:
+        yield Skipped(queued[1:].decode()) if queued.startswith(_SKIPPED) else parse_user_message(queued)
     if control.error is not None:
         raise control.error

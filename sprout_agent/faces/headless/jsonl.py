@@ -180,8 +180,9 @@ class JsonlSink:
             self._open_calls[event.call_id] = call = _Call(name, event.server, time.monotonic(), event.arguments)
             return call
         call = self._open_calls.pop(event.call_id, _Call(event.name, "", 0.0, {}))
-        if event.denied:
-            self._denials.append({"tool_name": call.name, "tool_use_id": event.call_id, "tool_input": call.arguments})
+        if event.denied:  # the input refused: a callback's rewrite, when it was that one
+            refused = event.denied_input if event.denied_input is not None else call.arguments
+            self._denials.append({"tool_name": call.name, "tool_use_id": event.call_id, "tool_input": refused})
         return call
 
     def _track_input(self, call_id: str, arguments: dict[str, object]) -> None:

@@ -34,6 +34,8 @@ from sprout_agent.session.runtime import Runtime
 
 # How long a permission question waits for the SDK's callback (it may ask a person): then the call is refused.
 ASK_TIMEOUT = 600.0
+# Claude Code's Bash input field for a command run outside the sandbox: in the re-run request, what the allow sets.
+DISABLE_SANDBOX = "dangerouslyDisableSandbox"
 # How long one MCP message to an SDK server waits (the pool's own call timeout usually ends it first).
 MCP_MESSAGE_TIMEOUT = 600.0
 _STATES = {"running": "connected", "starting": "pending", "needs login": "needs-auth"}
@@ -147,6 +149,7 @@ class SdkSession:
             replace=replace if replace is not None else options.system_prompt,
             append=append if append is not None else options.append_system_prompt,
             skills=self.prepared.skills,
+            reader=self.prepared.reader,
         )
 
     def _startup_config(self, request: Body) -> Body:
@@ -255,6 +258,19 @@ class SdkSession:
         return {"mcpServers": servers}
 
 
+def _rerun_fields(why: str, use: ToolUse) -> Body:
+    """The re-run request's own fields: the input to flip, and what stopped the call (read from its output)."""
+    return {
+        "input": {**use.input, DISABLE_SANDBOX: False},
+        "title": "Run this command again outside the sandbox?",
+        "decision_reason": (
+            f"the OS sandbox stopped it (its output reads as: {why}); to run it again outside the sandbox, allow "
+            f"with updatedInput {DISABLE_SANDBOX}: true and the rest of the input unchanged; any other allow keeps "
+            "the sandboxed result"
+        ),
+    }
+
+
 def _names(value: object, field: str) -> list[str]:
     """A list of strings from `initialize` (None: none)."""
     if value is None:
@@ -275,12 +291,24 @@ def _prompt_text(value: object, field: str) -> str | None:
 
 class SdkAsk:
     """The `Ask` of a session run by an SDK with `--permission-prompt-tool stdio`: its `can_use_tool` callback
-    answers as the person would. A deny with `interrupt` also cancels the turn."""
+    answers as the person would. A deny with `interrupt` also cancels the turn.
 
-    def __init__(self, control: Control, cancel_turn: Callable[[], None], callbacks: SdkHooks | None = None) -> None:
+    The question whether to re-run a call the OS sandbox stopped outside it is a request of its own: its input is
+    the call's with `dangerouslyDisableSandbox: false` (Claude Code's Bash field), and only an allow whose
+    updatedInput sets it to true, the rest unchanged, lets the command out. A plain allow cannot: the Python SDK
+    echoes the input it was sent as updatedInput, the TypeScript SDK sends none (docs/sdk.md#the-sandbox-re-run)."""
+
+    def __init__(
+        self,
+        control: Control,
+        cancel_turn: Callable[[], None],
+        callbacks: SdkHooks | None = None,
+        emit: Callable[[Event], None] | None = None,
+    ) -> None:
         self.control = control
         self.cancel_turn = cancel_turn
         self.callbacks = callbacks  # its Notification callbacks hear that a call waits for permission
+        self.emit = emit  # says why an answer to the re-run request kept the call in the sandbox
 
     async def __call__(self, spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
         fields: Body = {
@@ -290,7 +318,7 @@ class SdkAsk:
             "permission_suggestions": [],
         }
         if outside_sandbox is not None:
-            fields["decision_reason"] = f"the OS sandbox stopped it ({outside_sandbox}); run it outside the sandbox?"
+            fields |= _rerun_fields(outside_sandbox, use)
         if self.callbacks is not None:
             await self.callbacks.notify(
                 f"Claude needs your permission to use {fields['tool_name']}", "permission_prompt"
@@ -299,6 +327,8 @@ class SdkAsk:
             answer = await self.control.request("can_use_tool", fields, ASK_TIMEOUT)
         except ControlError as error:
             return Decision("deny", f"no answer from the SDK's permission callback: {error}")
+        if outside_sandbox is not None and answer.get("behavior") == "allow":
+            return self._rerun_decision(answer, use)
         return self._decision(answer, use)
 
     def _decision(self, answer: Body, use: ToolUse) -> Decision:
@@ -306,13 +336,27 @@ class SdkAsk:
             updated = answer.get("updatedInput")
             if updated is not None and (updated := tool_input(updated)) is None:
                 return Decision("deny", "the permission callback's updatedInput is not a JSON object of valid text")
-            # The call runs with the callback's input; the loop makes the history show the call as it ran.
+            # The call runs with the callback's input, a new call the policy decides again; the loop makes the
+            # history show the call as it ran.
             return Decision("once", updated_input=updated)
         message = str(answer.get("message") or "")
         if answer.get("interrupt") is True:
             self.cancel_turn()
             return Decision("cancel", message)
         return Decision("deny", message)
+
+    def _rerun_decision(self, answer: Body, use: ToolUse) -> Decision:
+        """An allow to the re-run request: outside the sandbox only when its updatedInput says so."""
+        updated = tool_input(answer.get("updatedInput"))
+        if updated is not None and updated.get(DISABLE_SANDBOX) is True:
+            if {k: v for k, v in updated.items() if k != DISABLE_SANDBOX} == use.input:
+                return Decision("once", outside_sandbox=True)
+            why = "its updatedInput also changed the call, and only the call the sandbox stopped is re-run"
+        else:
+            why = f"only an updatedInput with {DISABLE_SANDBOX}: true runs it outside the sandbox"
+        if self.emit is not None:
+            self.emit(Notice(f"the permission callback's allow kept call {use.id} in the sandbox: {why}", "warning"))
+        return Decision("deny", why)
 
 
 class SdkRelay:

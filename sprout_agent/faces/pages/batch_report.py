@@ -15,6 +15,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, cast
 
+from sprout_agent.batch.private import PrivateDir, write_file
 from sprout_agent.faces.pages.charts import bars, histogram
 from sprout_agent.faces.pages.entries import from_stream
 from sprout_agent.faces.pages.session_page import CSP, page, session_html
@@ -36,16 +37,19 @@ TABLE_STYLE = (
 
 
 def write_report(directory: Path, out: Path | None = None) -> Path:
-    """Writes `report.html` (and a page per finished task under `report/`) in `directory`; returns the page."""
-    records = _records(directory / "results.jsonl")
-    ids = _task_ids(directory / "batch.json") or [str(r.get("id")) for r in records]
-    pages = directory / "report"
-    pages.mkdir(exist_ok=True)
-    rows = [_row(record, directory, pages) for record in records]
-    pending = [task for task in ids if task not in {str(r.get("id")) for r in records}]
-    target = out or directory / "report.html"
-    target.write_text(report_html(directory.name, rows, pending), encoding="utf-8")
-    return target
+    """Writes `report.html` (and a page per finished task under `report/`) in `directory`, 0600 in 0700
+    directories; returns the page. A directory another user could steer is refused (private.Unsafe)."""
+    with PrivateDir.open(directory, create=False) as top, top.sub("report") as pages:  # checked before it is read
+        records = _records(directory / "results.jsonl")
+        ids = _task_ids(directory / "batch.json") or [str(r.get("id")) for r in records]
+        rows = [_row(record, directory, pages) for record in records]
+        pending = [task for task in ids if task not in {str(r.get("id")) for r in records}]
+        html = report_html(directory.name, rows, pending)
+        if out is None:
+            top.write("report.html", html)
+            return top.path / "report.html"
+    write_file(out, html)
+    return out
 
 
 def report_html(title: str, rows: Sequence[dict[str, Any]], pending: Sequence[str]) -> str:
@@ -97,7 +101,7 @@ def _number(value: float, shown: str) -> str:
     return f"<td class=n data-v='{value}'>{escape(shown.format(value))}</td>"
 
 
-def _row(record: dict[str, Any], directory: Path, pages: Path) -> dict[str, Any]:
+def _row(record: dict[str, Any], directory: Path, pages: PrivateDir) -> dict[str, Any]:
     given: object = record.get("usage")
     usage = cast(dict[str, object], given) if isinstance(given, dict) else {}
     task = str(record.get("id", "?"))
@@ -120,7 +124,7 @@ def _float(value: object) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
-def _task_page(record: dict[str, Any], directory: Path, pages: Path) -> str:
+def _task_page(record: dict[str, Any], directory: Path, pages: PrivateDir) -> str:
     """The task's session page, from its stream-json transcript; "" when there is none."""
     transcript = record.get("transcript")
     if not isinstance(transcript, str):
@@ -129,7 +133,7 @@ def _task_page(record: dict[str, Any], directory: Path, pages: Path) -> str:
     if not source.is_relative_to(directory.resolve()) or not source.is_file():
         return ""  # a record names a file of the batch's directory, or nothing
     name = hashlib.sha256(str(record.get("id")).encode()).hexdigest()[:16] + ".html"
-    (pages / name).write_text(session_html(from_stream(source)), encoding="utf-8")
+    pages.write(name, session_html(from_stream(source)))
     return f"report/{name}"
 
 

@@ -103,8 +103,8 @@ async def ask_permission(
     if picked is None:
         return Decision("cancel")
     renderer.say(f"  → {next(c.label for c in choices if c.answer == picked)}", "dim")
-    if picked != "tell":
-        return Decision(_KINDS[picked])
+    if picked != "tell":  # a yes to the re-run question is the answer that says "outside the sandbox"
+        return Decision(_KINDS[picked], outside_sandbox=outside_sandbox is not None)
     reason = await read_line("why not? (the model reads this) › ") or ""
     return Decision("deny", reason.strip())
 

@@ -41,8 +41,9 @@ batch_app = typer.Typer(
     "(docs/batch.md). `batch TASKS.jsonl` is `batch run TASKS.jsonl`.",
 )
 
+# `--`: what follows it in a task's command line is its prompt (trust/child_argv.py).
 _BATCH_OWNED = frozenset(
-    {"-p", "--prompt", "--output-format", "--input-format", "--cwd", "-c", "--continue", "-r", "--resume"}
+    {"-p", "--prompt", "--output-format", "--input-format", "--cwd", "-c", "--continue", "-r", "--resume", "--"}
 )
 # The main command's options `batch run` takes for every task, passed on by name (the rest are the batch's own).
 _PASSED_ON = ("config_files", "model", "max_turns", "permission_mode", "allow_tools", "deny_tools", "trust_project")
@@ -157,12 +158,15 @@ def batch_report(
 ) -> None:
     """One HTML page over a batch: a sortable table of its tasks, each linking to its session page, and charts of
     cost and duration; a batch still running shows what is done."""
+    from sprout_agent.batch.private import Unsafe
     from sprout_agent.faces.pages.batch_report import write_report
 
     if not (directory / "results.jsonl").is_file() and not (directory / "batch.json").is_file():
         fail(f"batch report: {directory} holds no batch (no results.jsonl, no batch.json)", 2)
     try:
         print(write_report(directory, out))
+    except Unsafe as error:  # another user's directory: its records are not ours to read, nor its links to follow
+        fail(f"batch report: {error}", 2)
     except OSError as error:
         fail(f"batch report: {error}", 1)
     exit_now(0)

@@ -9,7 +9,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -21,6 +21,7 @@ from sprout_agent.config.consent import (
     Approvals,
     Secrets,
     Verdict,
+    for_reading,
     held_back_notice,
     secrets_in,
     trusted_by_environment,
@@ -58,6 +59,8 @@ class Setup:
     loaded: LoadedConfig  # every server, approved or not: `verdict` says which may start
     approvals: Approvals
     trusted: bool  # --trust-project or SPROUT_AGENT_TRUST_PROJECT: project servers start without approval
+    # consent.for_reading: every text shown (command, args, url, errors, notices) goes through it
+    mask: Callable[[str], str]
     sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # as a run here would have it
     data: Path | None = None  # the user data directory: OAuth tokens when the OS has no keyring
     secrets: Secrets = field(default_factory=Secrets)  # in the definitions, yours and the .env's (consent.py)
@@ -84,17 +87,11 @@ def load_setup(
         None, None, loaded.sandbox.allow_write, permission_mode="auto", cwd=cwd, hidden=hidden, environ=os.environ,
         strict=False,
     )  # fmt: skip
-    return Setup(
-        cwd,
-        env,
-        settings,
-        with_builtin_servers(loaded, settings.builtin_servers, cwd, sandbox.server_env()),
-        Approvals.load(data_dir),
-        trusted,
-        sandbox,
-        data_dir,
-        secrets_in(env, os.environ),
-    )
+    servers = with_builtin_servers(loaded, settings.builtin_servers, cwd, sandbox.server_env())
+    secrets = secrets_in(env, os.environ)
+    mask = for_reading(secrets, env, servers.servers)
+    approvals = Approvals.load(data_dir)
+    return Setup(cwd, env, settings, servers, approvals, trusted, mask, sandbox, data_dir, secrets)
 
 
 @dataclass(slots=True)
@@ -138,8 +135,10 @@ def _report(config: ServerConfig, setup: Setup) -> ServerReport:
             command = f"{config.transport} {config.url}"
         case _:
             assert_never(config.transport)
-    report = ServerReport(config.name, _source(config.source, setup.cwd), command, list(config.args))
-    report.transport, report.url = listed_transport(config.transport), config.url
+    mask = setup.mask
+    source, args = _source(config.source, setup.cwd), [mask(arg) for arg in config.args]
+    report = ServerReport(mask(config.name), source, mask(command), args)
+    report.transport, report.url = listed_transport(config.transport), None if config.url is None else mask(config.url)
     verdict = setup.verdict(config)
     report.approval = "" if verdict is None else verdict.value
     if config.sandbox is not None:
@@ -151,8 +150,9 @@ def _report(config: ServerConfig, setup: Setup) -> ServerReport:
     return report
 
 
-def _broken_report(entry: BrokenServer, cwd: Path) -> ServerReport:
-    report = ServerReport(entry.name, _source(entry.source, cwd), "", [], state="config error", error=entry.error)
+def _broken_report(entry: BrokenServer, setup: Setup) -> ServerReport:
+    error = setup.mask(entry.error)
+    report = ServerReport(entry.name, _source(entry.source, setup.cwd), "", [], state="config error", error=error)
     report.unset_vars = list(entry.unset_vars)
     return report
 
@@ -176,9 +176,7 @@ def missing_command(config: ServerConfig, env: Mapping[str, str]) -> str | None:
 
 
 def list_reports(setup: Setup) -> list[ServerReport]:
-    return [_report(c, setup) for c in setup.loaded.servers] + [
-        _broken_report(b, setup.cwd) for b in setup.loaded.broken
-    ]
+    return [_report(c, setup) for c in setup.loaded.servers] + [_broken_report(b, setup) for b in setup.loaded.broken]
 
 
 def list_command(setup: Setup, as_json: bool) -> int:
@@ -187,7 +185,7 @@ def list_command(setup: Setup, as_json: bool) -> int:
         keys = ("name", "source", "transport", "url", "command", "args", "error", "unset_vars", "approval")
         _print_json(setup, [{key: asdict(report)[key] for key in keys} for report in reports])
         return 0
-    _print_notices(setup.loaded.notices)
+    _print_notices(setup, setup.loaded.notices)
     if not reports:
         print("no MCP servers configured")
     for report in reports:
@@ -209,13 +207,13 @@ async def diagnose(setup: Setup, timeout: float | None) -> tuple[list[ServerRepo
         verdict = setup.verdict(config)
         if verdict not in (None, Verdict.APPROVED):
             reports[config.name].state = NOT_APPROVED
-            reports[config.name].error = held_back_notice(config, verdict)
+            reports[config.name].error = setup.mask(held_back_notice(config, verdict))
         elif problem is None:
             startable.append(replace(config, start_timeout=timeout) if timeout else config)
         else:
-            reports[config.name].state, reports[config.name].error = "missing command", problem
+            reports[config.name].state, reports[config.name].error = "missing command", setup.mask(problem)
     notices = await _start(startable, setup, reports) if startable else []
-    broken = [_broken_report(entry, setup.cwd) for entry in setup.loaded.broken]
+    broken = [_broken_report(entry, setup) for entry in setup.loaded.broken]
     return [*reports.values(), *broken], notices
 
 
@@ -245,11 +243,12 @@ async def _start(configs: list[ServerConfig], setup: Setup, reports: dict[str, S
         for status in pool.status():
             report = reports[status.name]
             report.ok = status.state == "running"
-            report.state, report.error = status.state, status.last_error
+            report.state, report.error = status.state, setup.mask(status.last_error)
             report.initialize_seconds, report.list_seconds = status.initialize_seconds, status.list_seconds
-            report.stderr_tail = "" if report.ok else status.stderr_tail
-            report.tools = [spec.tool for spec in specs if spec.server == status.name and not is_hook(spec)]
-            report.hooks = [spec.tool for spec in specs if spec.server == status.name and is_hook(spec)]
+            report.stderr_tail = "" if report.ok else setup.mask(status.stderr_tail)
+            # A server may name a tool after what it was given (its env): shown through the mask like the rest.
+            report.tools = [setup.mask(s.tool) for s in specs if s.server == status.name and not is_hook(s)]
+            report.hooks = [s.tool for s in specs if s.server == status.name and is_hook(s)]
             report.hooks_active = bool(report.hooks) and allowlist is not None and allowlist.allows(status.name)
     return notices
 
@@ -262,7 +261,7 @@ def doctor_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
     if as_json:
         _print_json(setup, [asdict(report) for report in reports], ok=ok, notices=notices)
     else:
-        _print_notices([*setup.loaded.notices, *notices])
+        _print_notices(setup, [*setup.loaded.notices, *notices])
         for report in reports:
             print("\n".join(_doctor_lines(report, setup)))
         held = sum(report.state == NOT_APPROVED for report in reports)
@@ -357,9 +356,9 @@ def hooks_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
 # ---------------------------------------------------------------- output
 
 
-def _print_notices(notices: Sequence[str]) -> None:
+def _print_notices(setup: Setup, notices: Sequence[str]) -> None:
     for notice in notices:
-        sys.stderr.write(f"sprout-agent: {printable(notice)}\n")
+        sys.stderr.write(f"sprout-agent: {printable(setup.mask(notice))}\n")
 
 
 def _print_json(
@@ -368,7 +367,7 @@ def _print_json(
     data: dict[str, object] = {
         "servers": servers,
         "files_read": [str(path) for path in setup.loaded.files_read],
-        "notices": [*setup.loaded.notices, *notices],
+        "notices": [setup.mask(notice) for notice in (*setup.loaded.notices, *notices)],
         "hook_servers": setup.settings.hook_servers,
         "sandbox": setup.sandbox.record(),
     }

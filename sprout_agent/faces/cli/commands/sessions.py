@@ -144,6 +144,7 @@ def _mtime(path: Path) -> float:
 
 def export_command(session_id: str, *, as_json: bool, out: Path | None, locations: Locations | None = None) -> int:
     """`sessions export ID`: the session's page (or its JSON twin), written to `out` or `ID.html` here."""
+    from sprout_agent.batch.private import write_file
     from sprout_agent.faces.pages.entries import from_store
     from sprout_agent.faces.pages.session_page import session_html
 
@@ -151,6 +152,6 @@ def export_command(session_id: str, *, as_json: bool, out: Path | None, location
     session = from_store(session_index.find(directory, session_id))
     target = out or Path(f"{session.session_id}.{'json' if as_json else 'html'}")
     text = json.dumps(session.as_json(), ensure_ascii=False, indent=1) if as_json else session_html(session)
-    target.write_text(text, encoding="utf-8")
+    write_file(target, text)  # 0600: the page holds what the session read and ran
     print(target)
     return EXIT_OK

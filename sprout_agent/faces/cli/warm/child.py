@@ -17,11 +17,10 @@ import signal
 import socket
 import sys
 import threading
-import time
 from typing import NoReturn
 
-from sprout_agent.faces.cli.warm import inherited, place
-from sprout_agent.faces.cli.warm.wire import RELAYED, Lines, receive_go, receive_request, send_ready
+from sprout_agent.faces.cli.warm import inherited
+from sprout_agent.faces.cli.warm.wire import RELAYED, Lines, line, receive_go, receive_request
 from sprout_agent.trust.secrecy import harden
 
 REQUEST_TIMEOUT = 10.0  # seconds for the client to send its request and its `go`: it does so at once
@@ -56,37 +55,19 @@ def become_the_run(conn: socket.socket) -> NoReturn:
 
 
 def _take_on(conn: socket.socket) -> Lines | None:
-    """Reads the request and makes this process the caller's; None when the run must not happen here."""
+    """Reads the request and makes this process the caller's (inherited.take_on); None when the run must not
+    happen here."""
     try:
-        received = receive_request(conn)
+        request = receive_request(conn)
     except OSError:
         return None
-    if received is None or not place.same_namespaces(received[1]):
-        return None  # a caller in namespaces of its own (a container, a sandbox): it runs cold, where it is
-    request = received[0]
-    checked = _checked(request)
-    if checked is None:
+    if request is None or not inherited.take_on(request):
         return None
-    argv, cwd, env, umask = checked
     try:
-        os.chdir(cwd)
-    except OSError:
-        return None
-    if not inherited.take_on(request):
-        return None
-    os.umask(umask)
-    os.environ.clear()
-    os.environ.update(env)
-    time.tzset()
-    sys.argv = argv
-    proof = place.namespace_proof()
-    try:
-        send_ready(conn, os.getpid(), proof)
+        conn.sendall(line(ready=True, pid=os.getpid()))
         went = receive_go(conn)
     except OSError:
         return None
-    finally:
-        place.close_all(proof)
     if went is None:
         return None
     fds, rest = went
@@ -95,24 +76,6 @@ def _take_on(conn: socket.socket) -> Lines | None:
         os.close(fd)
     _standard_streams()
     return Lines(conn, rest)
-
-
-def _checked(request: dict[str, object]) -> tuple[list[str], str, dict[str, str], int] | None:
-    """argv, cwd, environment and umask, when each is what a process can be given (no NUL anywhere, no `=` in a
-    name, a umask of permission bits)."""
-    argv, cwd, env, umask = request.get("argv"), request.get("cwd"), request.get("env"), request.get("umask")
-    if not (isinstance(argv, list) and isinstance(cwd, str) and isinstance(env, dict) and isinstance(umask, int)):
-        return None
-    words: list[object] = list(argv)  # pyright: ignore[reportUnknownArgumentType]
-    pairs: list[tuple[object, object]] = list(env.items())  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
-    if not all(isinstance(w, str) and "\0" not in w for w in words) or "\0" in cwd or not 0 <= umask <= 0o777:
-        return None
-    for name, value in pairs:
-        if not (isinstance(name, str) and isinstance(value, str)) or not name or "=" in name:
-            return None
-        if "\0" in name or "\0" in value:
-            return None
-    return [str(w) for w in words], cwd, {str(k): str(v) for k, v in pairs}, umask
 
 
 def _standard_streams() -> None:

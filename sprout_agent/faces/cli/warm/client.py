@@ -17,7 +17,7 @@ from types import FrameType
 from typing import NoReturn
 
 from sprout_agent.faces.cli.warm import inherited, place, starting
-from sprout_agent.faces.cli.warm.wire import RELAYED, Lines, line, receive_ready, send_go, send_request
+from sprout_agent.faces.cli.warm.wire import RELAYED, Lines, line, send_go, send_request
 
 READY_TIMEOUT = 5.0  # seconds from connecting to the child's `ready`: a fork and a few system calls
 
@@ -32,10 +32,7 @@ def hand_over() -> None:
         return
     print_ = place.fingerprint(sys.path if sys.flags.safe_path else sys.path[1:])
     try:
-        umask = os.umask(0o077)
-        os.umask(umask)
-        request = {"argv": sys.argv, "cwd": os.getcwd(), "env": dict(env), "umask": umask}
-        body = json.dumps(request | inherited.of_this_process(RELAYED)).encode()
+        body = json.dumps(inherited.of_this_process()).encode()
     except (OSError, ValueError):  # a deleted working directory, an environment JSON cannot carry
         return
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
@@ -57,21 +54,20 @@ def hand_over() -> None:
 def _committed(conn: socket.socket, body: bytes) -> tuple[Lines, int] | None:
     """Sends the request and waits for the child's `ready`; with our `go` (and our descriptors), the run is the
     child's. Returns the lines to read and the child's pid."""
-    proof = place.namespace_proof()
     try:
-        if not place.peer_is_like_us(conn) or not proof:
+        if not place.peer_is_like_us(conn):
             return None
-        send_request(conn, body, proof)
-        ready = receive_ready(conn)
-        if ready is None or not place.same_namespaces(ready[1]):
-            return None  # a zygote in namespaces other than ours: our key does not go there
+        send_request(conn, body)
+        lines = Lines(conn)
+        ready = lines.next()
+        pid = ready.get("pid") if ready is not None else None
+        if ready is None or ready.get("ready") is not True or not isinstance(pid, int) or pid <= 0:
+            return None
         send_go(conn, [0, 1, 2])
         conn.settimeout(None)
     except OSError:
         return None
-    finally:
-        place.close_all(proof)
-    return Lines(conn, ready[2]), ready[0]
+    return lines, pid
 
 
 def _relay_until_the_end(conn: socket.socket, lines: Lines, child: int) -> NoReturn:

@@ -5,28 +5,30 @@ itself up (the interpreter, its flags, the locale and `PYTHON*` variables, the i
 files): the socket's name carries it, so a run only ever reaches a zygote that would import what it would
 itself, and an upgrade or an edit of the code simply leaves the old zygote to idle out.
 
-Who may connect: the socket sits in a directory only the user can enter (`$XDG_RUNTIME_DIR/sprout-agent`, else
-`sprout-agent-<uid>` in the temp directory; refused when it is not ours or others may enter it), and each side
-checks the other through the kernel (SO_PEERCRED, and descriptors of its namespaces the peer sends): the same user,
-the same namespaces and no confinement the other lacks (`NoNewPrivs`, seccomp). That last check is what keeps a
-sandboxed command out: Landlock does not confine connecting to a Unix socket, and a command under it could
-otherwise ask the unconfined zygote for a run with a config of its choosing. A peer that fails a check gets
-nothing, and the run goes cold.
+Who may connect: the socket (a path, not an abstract name, which any user of the network namespace could
+take first) sits in a directory only the user can enter (trust/runtime_dir.py; refused when it is not ours or
+others may enter it), which bubblewrap hides from sandboxed commands. Each side checks the other through the
+kernel, on the process that connected (SO_PEERCRED, then SO_PEERPIDFD against a reused pid): the same user,
+credentials and confinement (inherited.MATCHED). That check is what keeps a command under Landlock out: Landlock
+does not confine connecting to a Unix socket by its path, and the command could otherwise ask the unconfined
+zygote for a run with a config of its choosing. A peer that fails a check gets nothing, and the run goes cold.
 """
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import hashlib
 import os
+import signal
 import socket
 import struct
 import sys
-import tempfile
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from sprout_agent.faces.cli.warm import inherited
+from sprout_agent.trust.runtime_dir import private, runtime_directory
 from sprout_agent.trust.secrecy import environment_block
 
 SWITCH = "SPROUT_AGENT_WARM"  # 0, off, false or no: never
@@ -38,7 +40,7 @@ NO_WARM = "--no-warm"
 SUBCOMMANDS = frozenset({"mcp", "hooks", "batch", "sessions", "acp"})
 _ANSWERS_AT_ONCE = frozenset({"--help", "-h", "--version"})
 _OFF = frozenset({"0", "off", "false", "no"})
-_NAMESPACES = ("mnt", "pid", "user", "net", "ipc", "uts", "cgroup")
+SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)  # Linux 6.5+; named in Python's socket module from 3.13
 
 
 def wanted(args: Sequence[str], env: Mapping[str, str], stdin_is_terminal: bool) -> bool:
@@ -90,7 +92,9 @@ def _text_settings() -> tuple[str, ...]:
 
 def startup_environment(fallback: Mapping[str, str]) -> dict[str, str]:
     """The environment this process was started with (its environment block, credentials scrubbed by
-    trust/secrecy.harden), before Python coerced the locale into os.environ; `fallback` where it cannot be read."""
+    trust/secrecy.harden), before Python coerced the locale into os.environ; `fallback` where it cannot be read.
+    Not /proc/self/environ: a non-dumpable process that is not root may not open its own (the kernel hands the
+    file to root), and every process of ours is non-dumpable from its first instruction."""
     raw = environment_block()
     if raw is None:
         return dict(fallback)
@@ -119,27 +123,14 @@ def _newest(package: Path) -> tuple[int, int]:
 
 
 def directory(env: Mapping[str, str]) -> Path | None:
-    """The user's private directory for the socket, created if missing; None when it is not safely ours."""
-    runtime = env.get("XDG_RUNTIME_DIR", "")
-    base = Path(runtime) / "sprout-agent" if runtime.startswith("/") and _private(Path(runtime)) else None
-    if base is None:
-        base = Path(tempfile.gettempdir()) / f"sprout-agent-{os.getuid()}"
+    """The user's private directory for the socket (trust/runtime_dir.py: the sandbox hides the same one),
+    created if missing; None when it is not safely ours."""
+    base = runtime_directory(env)
     try:
         base.mkdir(mode=0o700, exist_ok=True)
     except OSError:
         return None
-    return base if _private(base) else None
-
-
-def _private(path: Path) -> bool:
-    """A real directory (not a link), ours, that nobody else may enter or write."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    import stat
-
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and info.st_mode & 0o077 == 0
+    return base if private(base) else None
 
 
 def socket_path(base: Path, print_: str) -> Path:
@@ -162,74 +153,76 @@ def lock_path(base: Path, print_: str) -> Path:
 
 
 def peer_is_like_us(conn: socket.socket) -> bool:
-    """The process at the other end runs as us, under no confinement we are not under. That it is in our
-    namespaces is for its descriptors to show (`same_namespaces`): both sides are non-dumpable
-    (trust/secrecy.harden), and /proc/<pid>/ns of such a process is closed to all but root."""
+    """The process at the other end runs as us, with our credentials, under no confinement we are not under
+    (inherited.MATCHED), checked on that very process: never on one that took its pid since it connected."""
     try:
         raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         pid, uid, _gid = struct.unpack("3i", raw)
     except OSError:
         return False
-    if uid != os.getuid() or pid <= 0:  # 0: a pid namespace we cannot see into
+    if uid != os.getuid() or pid <= 0:
         return False
-    ours = confinement(os.getpid())
-    return ours is not None and ours[0] == "0" and confinement(pid) == ours
-
-
-def no_new_privs() -> bool:
-    """This process runs with no_new_privs, as every Landlock-confined process does, and as a container or a
-    service started with no-new-privileges does. No warm interpreter then: Landlock shows nowhere in /proc, so a
-    command confined by it would look like any other process of such a run and could ask the zygote, which is
-    not confined, for a session of its choosing."""
-    status = confinement(os.getpid())
-    return status is None or status[0] != "0"
-
-
-def confinement(pid: int) -> tuple[str, ...] | None:
-    """The confinement flags a process runs under (NoNewPrivs, Seccomp, Seccomp_filters: /proc/<pid>/status is
-    open to all, non-dumpable or not); None when they cannot be read."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as status:
-            flags = tuple(
-                line.split()[1] for line in status if line.startswith(("NoNewPrivs:", "Seccomp:", "Seccomp_filters:"))
-            )
-    except (OSError, IndexError):
-        return None
-    return flags or None
-
-
-def namespace_proof() -> list[int]:
-    """Descriptors of this process's namespaces (mount, pid, user, network, IPC, UTS, cgroup), sent to the peer
-    with the request or the `ready` for `same_namespaces`; empty when one cannot be opened."""
-    fds: list[int] = []
-    try:
-        for name in _NAMESPACES:
-            fds.append(os.open(f"/proc/self/ns/{name}", os.O_RDONLY | os.O_CLOEXEC))
-    except OSError:
-        close_all(fds)
-        return []
-    return fds
-
-
-def same_namespaces(fds: Sequence[int]) -> bool:
-    """The peer's descriptors (`namespace_proof`) are our namespaces, one by one: the kernel gave them to a
-    process that was in them, or that could read /proc/<pid>/ns of one that was (a process of ours in another
-    namespace cannot: a user namespace keeps it from ptrace access to us). Closes them."""
-    try:
-        if len(fds) != len(_NAMESPACES):
+    ours = _own_standing()
+    if ours is None or inherited.confined(ours):
+        return False
+    with _the_peer(conn, pid) as proc:
+        if proc is None:
             return False
-        for name, fd in zip(_NAMESPACES, fds, strict=True):
-            theirs, ours = os.fstat(fd), os.stat(f"/proc/self/ns/{name}")
-            if (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino):
-                return False
-        return True
+        theirs, their_spaces = inherited.standing(proc), inherited.namespaces(proc)
+    # Namespaces only where the kernel shows them (a non-dumpable peer hides them): the child compares the ones
+    # the request states, and a peer that hides and lies gains nothing the standing does not refuse already.
+    spaces = zip(inherited.namespaces(None), their_spaces, strict=True)
+    return theirs == ours and all(seen is None or mine == seen for mine, seen in spaces)
+
+
+@contextmanager
+def _the_peer(conn: socket.socket, pid: int) -> Generator[int | None]:
+    """A descriptor of /proc/<pid> that is the directory of the process that made the connection, or None.
+
+    The pid alone could name another process by now (the peer exited, a new process took its number): the
+    directory is opened first, then the process the kernel keeps with the connection (SO_PEERPIDFD, Linux 6.5+)
+    is found alive, so the number was still its own when the directory was opened, and reads through a /proc
+    directory never reach a later process of the same number. Before Linux 6.5, the pid is all there is."""
+    try:
+        proc = os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        yield None
+        return
+    try:
+        yield proc if _still_there(conn) else None
+    finally:
+        os.close(proc)
+
+
+def _still_there(conn: socket.socket) -> bool:
+    try:
+        pidfd = conn.getsockopt(socket.SOL_SOCKET, SO_PEERPIDFD)
+    except OSError as error:
+        return error.errno in (errno.ENOPROTOOPT, errno.EOPNOTSUPP)  # a kernel without it: the pid, unchecked
+    try:
+        signal.pidfd_send_signal(pidfd, 0)  # no signal: only whether the process is still there
     except OSError:
         return False
     finally:
-        close_all(fds)
+        os.close(pidfd)
+    return True
 
 
-def close_all(fds: Sequence[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+def _own_standing() -> dict[str, str] | None:
+    try:
+        proc = os.open("/proc/self", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None  # no /proc: nothing can be checked, so nothing is warm
+    try:
+        return inherited.standing(proc)
+    finally:
+        os.close(proc)
+
+
+def no_new_privs() -> bool:
+    """This process runs with no_new_privs, as every sandboxed command does (Landlock needs it, bubblewrap sets
+    it), and as a container or a service started with no-new-privileges does. No warm interpreter then:
+    Landlock shows nowhere in /proc, so a command confined by it would look like any other process of such a
+    run and could ask the zygote, which is not confined, for a session of its choosing."""
+    ours = _own_standing()
+    return ours is None or inherited.confined(ours)

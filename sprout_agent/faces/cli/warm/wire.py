@@ -1,29 +1,25 @@
 """What the client, the zygote and the child say to each other over the Unix socket.
 
-- The client sends one request: a 5-byte header (`W` and the body's length), then the JSON body (argv, cwd,
-  environment, umask, the signals it ignores, its resource limits, nice value, CPU affinity and cgroup). The
-  header carries descriptors of the client's namespaces (place.namespace_proof), as SCM_RIGHTS.
-- The child, once it has taken the request on (everything applied but the descriptors): `{"ready": true, "pid":
-  N}`, carrying descriptors of its namespaces in turn. The client answers `{"go": true}` carrying its stdin, stdout
-  and stderr as SCM_RIGHTS descriptors (from then on the run is the child's, and the client can no longer fall back
-  to a cold run), or hangs up (the child then exits without running anything). Until `go`, the caller's descriptors
-  are nowhere else: a client that goes cold leaves no copy of its stdout holding a pipe open.
+- The client sends one request: a 5-byte header (`W` and the body's length), then the JSON body (what
+  a run inherits from its caller: inherited.CARRIED, from argv, cwd and environment to limits and signals).
+- The child, once it has taken the request on (everything applied but the descriptors): `{"ready": true,
+  "pid": N}`. The client answers `{"go": true}` carrying its stdin, stdout and stderr as SCM_RIGHTS descriptors
+  (from then on the run is the child's, and the client can no longer fall back to a cold run), or hangs up (the
+  child then exits without running anything). Until `go`, the caller's descriptors are nowhere else: a client
+  that goes cold leaves no copy of its stdout holding a pipe open.
 - The client, after `go`: `{"signal": N}` for each signal it receives, which the child raises on itself.
 - The zygote, when the child has ended: `{"exit": N}` or `{"signal": N}`, the child's wait status.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import socket
 import struct
-from collections.abc import Sequence
 
 HEADER = struct.Struct("!cI")
-MAX_FDS = 8  # a peer's namespaces (place.namespace_proof: seven), with room; more is not a request
 MAX_BODY = 16 * 1024 * 1024  # an environment and argv, with room; more is not a request
 # The signals a client relays over the socket: what a terminal, a shell or a supervisor sends a run. Stopping and
 # continuing (SIGTSTP, SIGCONT) the client does itself, on the child's pid: a stopped child reads no socket.
@@ -44,26 +40,14 @@ def line(**fields: object) -> bytes:
     return json.dumps(fields).encode() + b"\n"
 
 
-def send_request(conn: socket.socket, body: bytes, fds: Sequence[int] = ()) -> None:
-    header = HEADER.pack(b"W", len(body))
-    sent = socket.send_fds(conn, [header], list(fds)) if fds else 0
-    conn.sendall(header[sent:] + body)
+def send_request(conn: socket.socket, body: bytes) -> None:
+    conn.sendall(HEADER.pack(b"W", len(body)) + body)
 
 
-def receive_request(conn: socket.socket) -> tuple[dict[str, object], list[int]] | None:
-    """The request and the descriptors its header carried (the caller closes them); None (any descriptors
-    received closed) for anything else."""
-    start, fds, flags, _address = socket.recv_fds(conn, HEADER.size, MAX_FDS)
-    request = _request(conn, start) if start and not flags & socket.MSG_CTRUNC else None
-    if request is None:
-        _close(fds)
-        return None
-    return request, fds
-
-
-def _request(conn: socket.socket, start: bytes) -> dict[str, object] | None:
-    header = start + (_exactly(conn, HEADER.size - len(start)) or b"")
-    if len(header) != HEADER.size:
+def receive_request(conn: socket.socket) -> dict[str, object] | None:
+    """The request; None for anything else."""
+    header = _exactly(conn, HEADER.size)
+    if header is None:
         return None
     kind, length = HEADER.unpack(header)
     if kind != b"W" or length > MAX_BODY:
@@ -76,31 +60,6 @@ def _request(conn: socket.socket, start: bytes) -> dict[str, object] | None:
     except ValueError:
         return None
     return request if isinstance(request, dict) else None  # pyright: ignore[reportUnknownVariableType]
-
-
-def send_ready(conn: socket.socket, pid: int, fds: Sequence[int]) -> None:
-    socket.send_fds(conn, [line(ready=True, pid=pid)], list(fds))
-
-
-def receive_ready(conn: socket.socket) -> tuple[int, list[int], bytes] | None:
-    """The child's pid and the descriptors its `ready` carried (the caller closes them), and whatever followed it
-    on the stream; None (any descriptors received closed) for anything else."""
-    data, fds, flags, _address = socket.recv_fds(conn, 4096, MAX_FDS)
-    while data and b"\n" not in data and len(data) < 4096:
-        more = conn.recv(4096)
-        if not more:
-            break
-        data += more
-    end = data.find(b"\n")
-    try:
-        ready = json.loads(data[:end]) if end >= 0 and not flags & socket.MSG_CTRUNC else None
-    except ValueError:
-        ready = None
-    pid = ready.get("pid") if isinstance(ready, dict) and ready.get("ready") is True else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    if not isinstance(pid, int) or pid <= 0:
-        _close(fds)
-        return None
-    return pid, fds, data[end + 1 :]
 
 
 def _exactly(conn: socket.socket, size: int) -> bytes | None:
@@ -127,15 +86,10 @@ def receive_go(conn: socket.socket) -> tuple[list[int], bytes] | None:
     except ValueError:
         went = False
     if not went or len(fds) != 3:
-        _close(fds)
+        for fd in fds:
+            os.close(fd)
         return None
     return fds, data[end + 1 :]
-
-
-def _close(fds: Sequence[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
 
 
 class Lines:

@@ -1,0 +1,106 @@
+"""Fails when a module of sprout_agent opens a file other than through the one reader and writer (run by scripts/check).
+
+Usage: python scripts/check_file_access.py [PACKAGE_DIR ...]   (default: sprout_agent)
+
+Every file the agent opens for the model or a repository goes through sprout_agent/trust/opening.py, which resolves
+the path once, walks it without following a link and applies the deny list and the write policy. This check reads
+each module with `ast` (nothing is imported) and reports, with file and line, a call of the builtin `open`,
+`os.open`, `io.open`, `Path.open` / `.read_text` / `.read_bytes` / `.write_text` / `.write_bytes`, or an import of
+`open` from `os` or `io`, anywhere but in opening.py and the modules of `OWN_FILES`, which open only the agent's own
+files (never a path a model, a repository or a server names) or kernel files, each with its reason. A module of
+another part whose opens are that part's to move is listed too, with the part that owns it (ELSEWHERE).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+READER = "sprout_agent/trust/opening.py"
+
+# Modules that open only the agent's own files or the kernel's, with why; a new entry needs a reason as good.
+OWN_FILES = {
+    "sprout_agent/session/store.py": "the session store: transcripts under the agent's data directory (0600/0700)",
+    "sprout_agent/session/branches.py": "copies of the agent's own transcripts (forks) in the session store",
+    "sprout_agent/session/index.py": "the session store's index of its own transcripts",
+    "sprout_agent/model/facts.py": "the model facts cache in the agent's data directory",
+    "sprout_agent/model/rate_gate.py": "the rate-limit gate file in the agent's data directory",
+    "sprout_agent/config/consent.py": "the user's approvals of project servers, in the agent's data directory",
+    "sprout_agent/mcp/oauth/store.py": "OAuth tokens the agent stores for the user, 0600 in its data directory",
+    "sprout_agent/mcp/pool.py": "the servers' stderr log the agent writes in its own logs directory",
+    "sprout_agent/config/mcp_import.py": "`mcp import`: the user's own Claude config, read at the user's command",
+    "sprout_agent/checkpoints/rewind.py": "the rewind's journal in the agent's checkpoint directory",
+    "sprout_agent/checkpoints/git_store.py": "the checkpoint store's stat cache and scratch files in its own directory",
+    "sprout_agent/faces/cli/start.py": "the start-up log in the agent's own logs directory",
+    "sprout_agent/faces/cli/warm/place.py": "the warm interpreter's runtime directory (0700) and /proc/self",
+    "sprout_agent/faces/cli/warm/starting.py": "the warm interpreter's lock and log in its runtime directory",
+    "sprout_agent/faces/cli/warm/zygote.py": "the warm interpreter's lock in its runtime directory",
+    "sprout_agent/faces/cli/warm/inherited.py": "/proc/self/cgroup and the cgroup's own procs file",
+    "sprout_agent/faces/cli/commands/sessions.py": "`sessions export`: the file the user names on the command line",
+    "sprout_agent/faces/cli/claude_flags.py": "--system-prompt-file: the file the user names on the command line",
+    "sprout_agent/faces/terminal/prompt_attach.py": "an image the person at the terminal attaches to a prompt",
+    "sprout_agent/config/output_schema.py": "--json-schema: the file the user names on the command line",
+    "sprout_agent/trust/secrecy.py": "/proc/self (stat, mem): the process hides its own environment",
+    "sprout_agent/trust/landlock.py": "its own source file, and the writable roots opened O_PATH for the ruleset",
+    "sprout_agent/core/processes.py": "/proc/<pid>/stat of the agent's own children",
+    "sprout_agent/tools/_procs.py": "/proc/<pid>/environ of the dev server's own background commands",
+    "sprout_agent/faces/acp/lines.py": "/dev/null",
+}
+# Opens in another part of the work, listed until that part moves them onto the reader and writer.
+ELSEWHERE = {
+    "sprout_agent/batch/": "batch output: its own part (issue 39, item 6) writes results through its own checks",
+    "sprout_agent/faces/pages/": "batch reports and exported pages: with batch output (issue 39, item 6)",
+}
+_PATH_METHODS = frozenset({"read_text", "read_bytes", "write_text", "write_bytes"})
+_NOT_PATHS = frozenset({"webbrowser", "RootStore"})  # `.open(` of these is no file open (a browser, a classmethod)
+
+
+def _violations(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(tree):
+        opened = isinstance(node, ast.ImportFrom) and any(alias.name == "open" for alias in node.names)
+        if isinstance(node, ast.ImportFrom) and opened and node.module in ("os", "io"):
+            yield node.lineno, f"imports open from {node.module}"
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "open":
+            yield node.lineno, "open()"
+        elif isinstance(func, ast.Attribute) and func.attr in _PATH_METHODS:
+            yield node.lineno, f".{func.attr}()"
+        elif isinstance(func, ast.Attribute) and func.attr == "open":
+            receiver = func.value.id if isinstance(func.value, ast.Name) else None
+            if receiver not in _NOT_PATHS:
+                yield node.lineno, f"{receiver or '…'}.open()"
+
+
+def _allowed(relative: str) -> bool:
+    return relative == READER or relative in OWN_FILES or any(relative.startswith(p) for p in ELSEWHERE)
+
+
+def check(packages: list[Path], root: Path) -> list[str]:
+    found: list[str] = []
+    for package in packages:
+        for path in sorted(package.rglob("*.py")):
+            real = path.resolve()
+            relative = real.relative_to(root).as_posix() if real.is_relative_to(root) else real.as_posix()
+            if _allowed(relative):
+                continue
+            for line, what in sorted(_violations(ast.parse(path.read_text(encoding="utf-8"), str(path)))):
+                found.append(f"{relative}:{line}: {what}: open files through sprout_agent/trust/opening.py")
+    return found
+
+
+def main(argv: list[str]) -> int:
+    root = Path(__file__).resolve().parent.parent
+    packages = [Path(arg).resolve() for arg in argv] or [root / "sprout_agent"]
+    stale = [name for name in OWN_FILES if not (root / name).exists()]
+    found = check(packages, root) + [f"{name}: listed in OWN_FILES but gone: remove it" for name in stale]
+    for line in found:
+        print(line, file=sys.stderr)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
