@@ -343,8 +343,9 @@ needs_unshare = pytest.mark.skipif(shutil.which("unshare") is None, reason="no u
 @needs_unshare
 @pytest.mark.e2e
 def test_a_caller_in_namespaces_of_its_own_gets_no_warm_run_though_neither_side_is_dumpable(tmp_path: Path) -> None:
-    """A non-dumpable peer's /proc/<pid>/ns is closed to all but root: the namespaces are checked on descriptors
-    the peer sends instead. The same request from our namespaces gets a `ready` (and then goes away)."""
+    """Every process of ours is non-dumpable now, so neither side of the socket sees the other's /proc/<pid>/ns
+    (closed to all but root): a hardened caller from our namespaces still gets its `ready`, and one in namespaces
+    of its own (unshare) still gets nothing."""
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
     env = agent_env(
