@@ -332,8 +332,11 @@ conn = socket.socket(socket.AF_UNIX)
 conn.settimeout(10)
 with place.address(Path(sys.argv[1])) as listening:
     conn.connect(listening)
-send_request(conn, json.dumps(inherited.of_this_process() | {"argv": ["sprout-agent", "-p", "hi"]}).encode())
-ready = Lines(conn).next()
+try:  # a refused peer's connection may be closed before the request is written: a broken pipe is a refusal too
+    send_request(conn, json.dumps(inherited.of_this_process() | {"argv": ["sprout-agent", "-p", "hi"]}).encode())
+    ready = Lines(conn).next()
+except (BrokenPipeError, ConnectionResetError):
+    ready = None
 print("ready" if ready is not None and ready.get("ready") is True else "refused")
 """
 
