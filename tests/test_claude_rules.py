@@ -141,6 +141,10 @@ NOT_COVERED = [
     ("git commit -S -m x", "git_commit_gpg_sign_runs_gpg"),
     ("git checkout --recurse-submodules main", "git_recurse_submodules_acts_on_other_repositories"),
     ("git apply --unsafe-paths ../x.patch", "git_apply_writes_outside_the_work_tree"),
+    # Attack B (issue 39's last round): git mv renames first and checks the index path after, so it moves a file the
+    # model wrote into .git (a config whose core.fsmonitor every later `git status` runs) or through a link.
+    ("git mv -f cfg .git/config", "git_mv_plants_a_config_in_the_git_directory"),
+    ("git mv hook lnk/pre-commit", "git_mv_plants_a_hook_through_a_link_to_the_hooks_directory"),
     ("rg -z pattern", "rg_search_zip_runs_decompressors"),
     ("make CC=./evil", "make_variable_sets_the_program_a_recipe_runs"),
     ("make --eval='x:=$(shell ./evil)'", "make_eval_runs_make_code"),

@@ -2,9 +2,10 @@
 no config, act on no other repository and write no file outside the work tree (command_rules.py reads the table).
 
 Left out on purpose, so asked for: every subcommand not here (aliases, `*--helper`, `hook`, `submodule foreach`,
-`difftool`, `web--browse`, `help`, plumbing that writes objects or the index), options that run a program (`--exec`,
-`-x` of rebase, `--textconv`, `--ext-diff`, `--filters`, `-s` merge strategies, `-S`/`--sign` (gpg), `-e`/`--edit`),
-write a file anywhere (`--output`, `-o`) or config (`--track`, `-u`), and `--recurse-submodules`.
+`difftool`, `web--browse`, `help`, plumbing that writes objects or the index, `mv` unless a rule names it), options
+that run a program (`--exec`, `-x` of rebase, `--textconv`, `--ext-diff`, `--filters`, `-s` merge strategies,
+`-S`/`--sign` (gpg), `-e`/`--edit`), write a file anywhere (`--output`, `-o`) or config (`--track`, `-u`), and
+`--recurse-submodules`.
 """
 
 from __future__ import annotations
@@ -247,7 +248,13 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("rm",): _row(
         f"-n --dry-run -q --quiet --cached -f --force -r --ignore-unmatch --sparse {PATHSPEC_FILE}", WORK_TREE
     ),
-    ("mv",): _row("-v --verbose -n --dry-run -f --force -k --sparse", WORK_TREE),
+    # git mv renames first and checks the index path after: `git mv -f cfg .git/config` (or through a link to
+    # .git) plants a config or hook the next covered git runs, where the git directory is writable (Landlock, off).
+    ("mv",): _row(
+        "-v --verbose -n --dry-run -f --force -k --sparse",
+        "renames where its paths say, into the git directory or through a link, before git checks them",
+        named_only=True,
+    ),
     ("clean",): _row("-q --quiet -n --dry-run -f --force -d -e= --exclude= -x -X", WORK_TREE, {"-i": "asks on stdin"}),
     ("stash",): _row(
         f"-p --patch -S --staged -k --keep-index --no-keep-index -q --quiet -u --include-untracked -a --all -m="
