@@ -141,6 +141,15 @@ NOT_COVERED = [
     ("git commit -S -m x", "git_commit_gpg_sign_runs_gpg"),
     ("git checkout --recurse-submodules main", "git_recurse_submodules_acts_on_other_repositories"),
     ("git apply --unsafe-paths ../x.patch", "git_apply_writes_outside_the_work_tree"),
+    # Attack B (issue 39's last round): git mv renames first and checks the index path after, so it moves a file the
+    # model wrote into .git (a config whose core.fsmonitor every later `git status` runs) or through a link.
+    ("git mv -f cfg .git/config", "git_mv_plants_a_config_in_the_git_directory"),
+    ("git mv hook lnk/pre-commit", "git_mv_plants_a_hook_through_a_link_to_the_hooks_directory"),
+    # ... and reads what the deny list hides where only bubblewrap hides it from commands (Landlock, --sandbox off).
+    ("git diff --no-index /home/u/.ssh/id_rsa /dev/null", "git_diff_no_index_reads_a_denied_file"),
+    ("git rm --pathspec-from-file=/home/u/.ssh/id_rsa", "git_pathspec_from_file_prints_a_denied_files_lines"),
+    ("git commit -F /home/u/.ssh/id_rsa", "git_commit_f_makes_a_denied_file_the_message"),
+    ("git blame --contents=/home/u/.ssh/id_rsa a.txt", "git_blame_contents_prints_a_denied_file"),
     ("rg -z pattern", "rg_search_zip_runs_decompressors"),
     ("make CC=./evil", "make_variable_sets_the_program_a_recipe_runs"),
     ("make --eval='x:=$(shell ./evil)'", "make_eval_runs_make_code"),
@@ -186,6 +195,7 @@ COVERED = [
     ("Bash(git:*)", "git rebase -i main"),
     ("Bash(git fetch:*)", "git fetch origin --prune"),
     ("Bash(git:*)", "git commit -am 'fix: the parser' --no-verify"),
+    ("Bash(git:*)", "git grep -F -n needle"),  # grep's -F is fixed strings, not a file
     ("Bash(git:*)", "git stash list -p"),
     ("Bash(git:*)", "git log -5 -n3 --author 'A B' -- src"),
     ("Bash(git lfs:*)", "git lfs pull --include x"),  # a subcommand we do not list, named by the rule: its words

@@ -131,6 +131,34 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def test_git_mv_plants_a_config_in_the_git_directory_so_only_a_rule_naming_it_covers_it(tmp_path: Path) -> None:
+    """git mv renames before it checks the index path: a tracked file the model wrote becomes .git/config, and the
+    next covered `git status` runs its core.fsmonitor (no bubblewrap: Landlock or --sandbox off)."""
+    run_git(tmp_path, "init", "-q")
+    ran = tmp_path / "ran"
+    (tmp_path / "cfg").write_text(f'[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch {ran}; false"\n')
+    run_git(tmp_path, "add", "cfg")
+    mv = ["git", "mv", "-f", "cfg", ".git/config"]
+    run_git(tmp_path, *mv[1:])
+    subprocess.run(["git", "status"], cwd=tmp_path, capture_output=True, timeout=30, check=False)
+    assert ran.exists()  # the attack is real: the row must stay out of `Bash(git:*)`
+    why = uncovered(GIT, mv, 1)
+    assert why is not None and "covered only by a rule that names it" in why, why
+
+
+def test_git_diff_no_index_reads_a_denied_file_so_no_git_rule_covers_it(tmp_path: Path) -> None:
+    """Only bubblewrap hides the deny list from commands: under Landlock or --sandbox off, a covered `git diff
+    --no-index` would print ~/.ssh/id_rsa, which dev__read refuses."""
+    secret = tmp_path / "id_rsa"
+    secret.write_text("SECRET-KEY\n")
+    (tmp_path / "repo").mkdir()
+    run_git(tmp_path / "repo", "init", "-q")
+    argv = ["git", "diff", "--no-index", str(secret), os.devnull]
+    assert "SECRET-KEY" in run_git(tmp_path / "repo", *argv[1:]).stdout  # the attack is real
+    why = uncovered(GIT, argv, 1)
+    assert why is not None and why.startswith("'--no-index' makes git read a file of its choosing"), why
+
+
 HELP = re.compile(r"^ {4}(-[\w#])?(?:, )?(--(?:\[no-\])?[\w-]+)?(\S*)(?: (\S+))?", re.MULTILINE)
 
 

@@ -268,3 +268,22 @@ def test_a_failed_or_late_callback_is_no_objection_unless_its_matcher_says_on_fa
     notices = [r for r in sdk.seen if r.get("subtype") == "notice"]
     for reason in ("permissionDecision must be allow, deny or ask", "valid Unicode", "within 0.5 s"):
         assert any(reason in r["text"] for r in notices), reason
+
+
+def test_pre_tool_use_ask_in_plan_mode_never_lets_can_use_tool_allow_a_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack B: a hook's "ask" asks more, never less. In plan (read-only) mode a write tool is refused outright;
+    a PreToolUse callback answering "ask" must not turn that refusal into a question a sloppy can_use_tool allows."""
+    ask = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}}
+    callbacks: dict[str, Callback] = {"ask": lambda _: ask, "can_use_tool": lambda _: {"behavior": "allow"}}
+    options = Options(prompt=None, permission_prompt_tool="stdio", permission_mode="plan")
+    script = [reply(tool_use("dev__write", {"file_path": "planted.txt", "content": "x"}, id="t1")), reply("ok")]
+    _, seen, fake, sdk, _ = session(
+        tmp_path, monkeypatch, hooks_of(PreToolUse=[(None, ["ask"])]), callbacks, script, options=options
+    )
+    assert [r["subtype"] for r in seen] == ["hook_callback"]  # refused by the mode: nobody is asked
+    assert not (tmp_path / "work" / "planted.txt").exists()
+    (result,) = tool_results(fake.requests[1].body)
+    assert result["is_error"] and "read-only" in result_text(result)
+    assert [d["tool_use_id"] for d in sdk.seen[-1]["permission_denials"]] == ["t1"]

@@ -223,3 +223,47 @@ async def test_a_prompt_the_spool_file_cannot_take_ends_the_reading_with_that_er
         resource.setrlimit(resource.RLIMIT_FSIZE, limits)
         signal.signal(signal.SIGXFSZ, previous)
     assert got == [f"prompt {n}" for n in range(5)]
+
+
+def control_request(number: int, pad: int = 0) -> bytes:
+    request = {"subtype": "mcp_status", "pad": "x" * pad}
+    return json.dumps({"type": "control_request", "request_id": f"r{number}", "request": request}).encode()
+
+
+async def test_a_flood_of_control_requests_that_wait_is_bounded_and_the_rest_are_refused_at_once() -> None:
+    """Attack B: each control request was answered by a task of its own holding the whole request, unbounded: forty
+    8 MB `mcp_status` lines sent while the servers started took 340 MB. Now at most a few wait (in number and bytes);
+    the others get an error answer at once, stdin is still read, and a freed slot takes the next request."""
+    from sprout_agent.faces.headless.control import Control, LineWriter
+    from sprout_agent.faces.headless.prompt_queue import PromptQueue
+
+    started = anyio.Event()
+    release = anyio.Event()
+    handled: list[int] = []
+
+    async def mcp_status(request: dict[str, object]) -> dict[str, object]:
+        handled.append(len(str(request["pad"])))
+        started.set()
+        await release.wait()  # as a request that comes while the servers start waits for them
+        return {"mcpServers": []}
+
+    out = io.StringIO()
+    control = Control(LineWriter(out), {"mcp_status": mcp_status}, queue=PromptQueue(), waiting=(4, 10_000))
+    stdin = Stdin()
+    with anyio.fail_after(bounded(10)):
+        async with anyio.create_task_group() as group:
+            group.start_soon(control.run, stdin.lines())
+            async with stdin.send:
+                for number in range(20):
+                    await stdin.send.send(control_request(number, pad=1000))
+                await stdin.send.send(control_request(20, pad=9_000))  # over the bytes left: refused
+                await anyio.wait_all_tasks_blocked()
+                assert len(handled) == 4
+                release.set()
+                await anyio.wait_all_tasks_blocked()
+                await stdin.send.send(control_request(21, pad=9_000))  # the slots are free again
+    answers = {r["response"]["request_id"]: r["response"] for r in map(json.loads, out.getvalue().splitlines())}
+    assert sorted(answers) == sorted(f"r{n}" for n in range(22))  # every request answered, none dropped
+    ok = sorted(int(i[1:]) for i, a in answers.items() if a["subtype"] == "success")
+    assert ok == [0, 1, 2, 3, 21] and handled == [1000] * 4 + [9000]
+    assert all("too many control requests" in answers[f"r{n}"]["error"] for n in range(4, 21))

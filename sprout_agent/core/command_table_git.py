@@ -2,9 +2,10 @@
 no config, act on no other repository and write no file outside the work tree (command_rules.py reads the table).
 
 Left out on purpose, so asked for: every subcommand not here (aliases, `*--helper`, `hook`, `submodule foreach`,
-`difftool`, `web--browse`, `help`, plumbing that writes objects or the index), options that run a program (`--exec`,
-`-x` of rebase, `--textconv`, `--ext-diff`, `--filters`, `-s` merge strategies, `-S`/`--sign` (gpg), `-e`/`--edit`),
-write a file anywhere (`--output`, `-o`) or config (`--track`, `-u`), and `--recurse-submodules`.
+`difftool`, `web--browse`, `help`, plumbing that writes objects or the index, `mv` unless a rule names it), options
+that run a program (`--exec`, `-x` of rebase, `--textconv`, `--ext-diff`, `--filters`, `-s` merge strategies,
+`-S`/`--sign` (gpg), `-e`/`--edit`), write a file anywhere (`--output`, `-o`) or config (`--track`, `-u`), and
+`--recurse-submodules`.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ LOG = merge(
     ),
 )
 NO_SUBMODULES = {"--recurse-submodules?": ELSEWHERE}
-PATHSPEC_FILE = "--pathspec-from-file= --pathspec-file-nul"
+PATHSPEC_FILE = "--pathspec-file-nul"
 EDITS = {"-e --edit": "opens an editor", "-S? --gpg-sign? --verify-signatures": "makes git run gpg"}
 REMOTE = {"--upload-pack= --receive-pack= --exec=": RUNS}
 SWITCH = (
@@ -75,6 +76,11 @@ STRATEGY = {"-s= --strategy=": "makes git run the merge program of its choosing 
 CLONE = {"-u= -c= --config= --template=": RUNS, "--separate-git-dir= --reference= --reference-if-able=": ELSEWHERE}
 CONFIG = "writes git's config, where git finds the programs it runs"
 READ_ONLY = "reads the repository"
+# What reads a file the command names, anywhere: `git diff --no-index ~/.ssh/id_rsa /dev/null`, a commit message
+# `-F`, `--pathspec-from-file` (its lines come back in the error), `blame --contents`. Only bubblewrap hides the deny
+# list from commands (Landlock and --sandbox off do not), so a rule covering these would read what `dev__read` refuses.
+READS = "makes git read a file of its choosing, outside the work tree too (the deny list)"
+READS_FILES = {"-F= --file= --pathspec-from-file= --contents= --ignore-revs-file=": READS}
 WORK_TREE = "changes the work tree, the index or refs, as you would"
 
 
@@ -87,7 +93,7 @@ def _row(
     args: str = ANY,
     requires: frozenset[str] = frozenset(),
 ) -> Command:
-    options = allowed if isinstance(allowed, Options) else opts(allowed, refused)
+    options = allowed if isinstance(allowed, Options) else opts(allowed, {**READS_FILES, **(refused or {})})
     return Command(options, why, named_only=named_only, args=args, requires=requires)
 
 
@@ -98,7 +104,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
         " --find-renames?",
         READ_ONLY,
     ),
-    ("diff",): _row(merge(DIFF, opts("--cached --staged --merge-base --no-index")), READ_ONLY),
+    ("diff",): _row(merge(DIFF, opts("--cached --staged --merge-base", {"--no-index": READS})), READ_ONLY),
     ("log",): _row(LOG, READ_ONLY),
     ("show",): _row(LOG, READ_ONLY),
     ("shortlog",): _row(
@@ -138,8 +144,8 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ),
     ("blame",): _row(
         "--incremental -b --root --show-stats -f --show-name -n --show-number -p --porcelain --line-porcelain -c -t"
-        " -l -s -e --show-email -w --ignore-rev= --ignore-revs-file= --color-lines --color-by-age --minimal -S="
-        " --contents= -C? -M? -L= --abbrev? --no-textconv",
+        " -l -s -e --show-email -w --ignore-rev= --color-lines --color-by-age --minimal -S="
+        " -C? -M? -L= --abbrev? --no-textconv",
         READ_ONLY,
         {"--textconv": RUNS},
     ),
@@ -199,7 +205,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
         | {"--edit-description": "opens an editor"},
     ),
     ("tag",): _row(
-        "-l --list -n? -d --delete -a --annotate -m= --message= -F= --file= --cleanup= -f --force --create-reflog"
+        "-l --list -n? -d --delete -a --annotate -m= --message= --cleanup= -f --force --create-reflog"
         " --column? --no-column --contains= --no-contains= --merged= --no-merged= --sort= --points-at= --format="
         " --color? -i --ignore-case --no-sign",
         WORK_TREE,
@@ -213,7 +219,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
         {"-i --interactive": "asks on stdin", **EDITS},
     ),
     ("commit",): _row(
-        f"-q --quiet -v --verbose -F= --file= --author= --date= -m= --message= -C= --reuse-message= --fixup= --squash="
+        f"-q --quiet -v --verbose --author= --date= -m= --message= -C= --reuse-message= --fixup= --squash="
         f" --reset-author --trailer= -s --signoff --no-signoff --cleanup= --status --no-status -a --all -i --include"
         f" -p --patch -o --only -n --no-verify --dry-run --short --branch --porcelain --long -z --null --amend"
         f" --no-post-rewrite -u? --untracked-files? --no-edit --allow-empty --allow-empty-message --no-gpg-sign"
@@ -247,7 +253,13 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("rm",): _row(
         f"-n --dry-run -q --quiet --cached -f --force -r --ignore-unmatch --sparse {PATHSPEC_FILE}", WORK_TREE
     ),
-    ("mv",): _row("-v --verbose -n --dry-run -f --force -k --sparse", WORK_TREE),
+    # git mv renames first and checks the index path after: `git mv -f cfg .git/config` (or through a link to
+    # .git) plants a config or hook the next covered git runs, where the git directory is writable (Landlock, off).
+    ("mv",): _row(
+        "-v --verbose -n --dry-run -f --force -k --sparse",
+        "renames where its paths say, into the git directory or through a link, before git checks them",
+        named_only=True,
+    ),
     ("clean",): _row("-q --quiet -n --dry-run -f --force -d -e= --exclude= -x -X", WORK_TREE, {"-i": "asks on stdin"}),
     ("stash",): _row(
         f"-p --patch -S --staged -k --keep-index --no-keep-index -q --quiet -u --include-untracked -a --all -m="
@@ -269,7 +281,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("stash", "clear"): _row("", WORK_TREE, args=NONE),
     ("merge",): _row(
         "-n --stat --no-stat --summary --log? --no-log --squash --no-squash --commit --no-commit --cleanup= --ff"
-        " --no-ff --ff-only --rerere-autoupdate -X= --strategy-option= -m= --message= -F= --file= --into-name= -v"
+        " --no-ff --ff-only --rerere-autoupdate -X= --strategy-option= -m= --message= --into-name= -v"
         " --verbose -q --quiet --abort --quit --continue --allow-unrelated-histories --progress --no-progress"
         " --autostash --no-autostash --overwrite-ignore --signoff --no-signoff --no-verify --no-edit --no-gpg-sign",
         f"{WORK_TREE}; runs the repository's hooks",

@@ -139,14 +139,18 @@ class Policy:
             return f"refused: {spec.name} is denied by --deny-tools {pattern}; do not call it again, find another way"
         if command is not None and denies(self.deny_commands, command):
             return f"refused: this command is denied by a {BASH}(…) rule; do not run it, find another way"
-        if hook is not None:
-            return None if hook == "allow" else _Asks(None)
-        allowed, note = self._allowed(spec, command)
-        if allowed or spec.name in self.always or self.mode == AUTO:
+        if hook == "allow":
             return None
-        if self.mode == READ_ONLY:
-            return self._read_only(spec)
-        return None if spec.read_only is True else _Asks(note)  # ask mode: a read is not worth a keypress
+        allowed, note = self._allowed(spec, command)
+        allowed = allowed or spec.name in self.always
+        if hook is None and (allowed or self.mode == AUTO):
+            return None
+        # A hook's "ask" asks more, never less: what read-only mode refuses stays refused, not a question.
+        if self.mode == READ_ONLY and not allowed and (refusal := self._read_only(spec)) is not None:
+            return refusal
+        if hook == "ask" or (self.mode != READ_ONLY and spec.read_only is not True):
+            return _Asks(note)  # ask mode: a read is not worth a keypress
+        return None
 
     def _read_only(self, spec: ToolSpec) -> str | None:
         sandboxed = (spec.server, spec.tool) in self.sandboxed

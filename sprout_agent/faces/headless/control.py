@@ -36,6 +36,10 @@ from sprout_agent.faces.headless.jsonl import parse_user_message
 from sprout_agent.faces.headless.prompt_queue import PromptQueue
 from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, LineSplitter, Oversized
 
+MAX_WAITING = 64  # control requests being answered at once (the SDKs send a few)
+WAITING_BYTES = 2 * MAX_MESSAGE_BYTES  # and their lines' bytes
+_TOO_MANY = "too many control requests are being answered ({} requests, {} bytes): send it again after their answers"
+
 
 @dataclass(frozen=True, slots=True)
 class Skipped:
@@ -109,8 +113,14 @@ class Control:
         handlers: Mapping[str, Handler],
         note: Callable[[str], None] = lambda _: None,
         queue: PromptQueue | None = None,
+        waiting: tuple[int, int] = (MAX_WAITING, WAITING_BYTES),
     ) -> None:
         self.out = out
+        # Requests being answered, and their lines' bytes, at most `waiting`: a handler may wait (for the servers
+        # to start), and each held its whole request; forty 8 MB `mcp_status` lines took 340 MB. Over the bound a
+        # request is refused at once, so stdin is still read (an interrupt, the answers a turn waits for).
+        self._bound = waiting
+        self._waiting, self._waiting_bytes = 0, 0
         self.handlers = handlers
         self.note = note  # one line for stderr: a stdin line was skipped
         self.queue = queue or PromptQueue()  # user lines as read, and skipped lines' reasons (after _SKIPPED)
@@ -187,7 +197,10 @@ class Control:
             body = cast(Body, request)
             if not self.first_line.is_set():
                 self.began_with_initialize = body.get("subtype") == "initialize"
-            group.start_soon(self._answer, request_id, body)
+            if not self._admit(len(line)):
+                self._respond_error(request_id, _TOO_MANY.format(self._waiting, self._waiting_bytes))
+            else:
+                group.start_soon(self._answer, request_id, body, len(line))
         elif kind == "control_response":
             self._resolve(record.get("response"))
         elif kind != "control_cancel_request" and kind not in IGNORED_TYPES:  # we answer each request at once
@@ -210,7 +223,20 @@ class Control:
             self._resolve({"subtype": "error", "request_id": response_id, "error": f"the SDK's answer is {size}"})
         return None
 
-    async def _answer(self, request_id: str, request: Body) -> None:
+    def _admit(self, size: int) -> bool:
+        count, limit = self._waiting, self._bound
+        if count and (count >= limit[0] or self._waiting_bytes + size > limit[1]):
+            return False  # the first always fits: one line is at most the cap
+        self._waiting, self._waiting_bytes = count + 1, self._waiting_bytes + size
+        return True
+
+    async def _answer(self, request_id: str, request: Body, size: int) -> None:
+        try:
+            await self._answer_now(request_id, request)
+        finally:
+            self._waiting, self._waiting_bytes = self._waiting - 1, self._waiting_bytes - size
+
+    async def _answer_now(self, request_id: str, request: Body) -> None:
         subtype = request.get("subtype")
         handler = self.handlers.get(subtype) if isinstance(subtype, str) else None
         if handler is None:
