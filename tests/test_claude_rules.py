@@ -7,6 +7,8 @@ row's id names the failure it prevents. One run as a process: `-p --allowedTools
 from __future__ import annotations
 
 import functools
+import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -363,3 +365,44 @@ def test_tools_flag_offers_the_model_only_those_tools_and_the_stream_names_them_
     assert run.code == 0, run.stderr
     assert [t["name"] for t in fake.requests[0].body["tools"]] == ["dev__bash", "todo__todo_write"]
     assert valid_lines(run.stdout)[0]["tools"] == ["Bash", "TodoWrite"]
+
+
+def _plant(directory: Path, name: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    planted = directory / name
+    planted.write_text("#!/bin/sh\necho PLANTED-RAN\n")
+    planted.chmod(0o755)
+
+
+def _real_git_dir() -> str:
+    found = shutil.which("git")
+    assert found is not None
+    return os.path.dirname(found)
+
+
+@pytest.mark.parametrize("path_entry", [".venv/bin", "", "."], ids=["activated_venv", "empty_entry", "dot"])
+async def test_a_rule_does_not_cover_a_program_the_model_planted_where_path_finds_it_first(
+    tmp_path: Path, path_entry: str
+) -> None:
+    """Attack: the model overwrites `.venv/bin/git` (an activated venv in the working directory is on PATH first),
+    and `Bash(git:*)` would run it unasked as `git status`. A rule for a program we know covers it only when PATH
+    finds it outside what the model can write; any other program's rule already lets the model's code run."""
+    from sprout_agent.trust import program_lookup
+
+    trusted = program_lookup.outside((str(tmp_path),), {"PATH": f"{path_entry}:{_real_git_dir()}"}, str(tmp_path))
+    policy = Policy("default", allow=translate(["Bash(git:*)", "Bash(git log)"], deny=False).patterns,
+                    program_trusted=trusted)  # fmt: skip
+    assert await policy(*bash("git status")) is None  # nothing planted yet: the real git
+    _plant(tmp_path / path_entry, "git")
+    for command in ("git status", "git log"):  # a prefix rule and an exact one
+        refusal = await policy(*bash(command))
+        assert refusal is not None and "PATH finds 'git' in a directory the model can write" in refusal, command
+
+
+def test_a_sessions_rules_hold_to_the_program_its_commands_path_finds(tmp_path: Path) -> None:
+    """The same check as a session builds it: the commands' PATH, the working directory a writable root."""
+    environ = {"PATH": f"{tmp_path}/.venv/bin:{_real_git_dir()}"}
+    prepared = prepare(Options("q", cwd=tmp_path), Locations.nowhere(), agent_env(tmp_path, None, environ))
+    assert prepared.program_trusted("git")
+    _plant(tmp_path / ".venv" / "bin", "git")
+    assert not prepared.program_trusted("git")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sprout_agent.core.tool_names import CLAUDE_CODE_NAMES, model_tool_name
@@ -128,25 +128,38 @@ def command_rules(patterns: Sequence[str]) -> tuple[tuple[str, bool], ...]:
     return tuple(found)
 
 
-def check(rules: Sequence[tuple[str, bool]], command: object) -> tuple[bool, str | None]:
+def check(
+    rules: Sequence[tuple[str, bool]], command: object, program_trusted: Callable[[str], bool] | None = None
+) -> tuple[bool, str | None]:
     """Whether an allow rule covers the command, and when a prefix rule matched but a word its program's table does
     not list keeps it out (`git -c …` under `git:*`), a note saying so. Only a plain command is covered: its words
     (shlex, as bash splits them; quotes are fine) and no other shell syntax. An exact rule covers exactly what it
-    says."""
+    says. `program_trusted`: whether PATH finds a program by that name outside what the model may write
+    (trust/program_lookup.py); a program we have a table for is covered only then."""
     argv = plain_words(command)
     if argv is None:
         return (False, None)
     note: str | None = None
     for words, prefix in rules:
         named = words.split()
-        if argv == named:
-            return (True, None)
-        if prefix and argv[: len(named)] == named:
-            why = _uncovered(argv, len(named))
+        if argv == named or (prefix and argv[: len(named)] == named):
+            why = None if argv == named else _uncovered(argv, len(named))
+            why = why or _planted(argv[0], program_trusted)
             if why is None:
                 return (True, None)
-            note = note or f"the rule {BASH}({words}:*) does not cover it: {why}"
+            note = note or f"the rule {BASH}({words}{':*' if prefix else ''}) does not cover it: {why}"
     return (False, note)
+
+
+def _planted(program: str, program_trusted: Callable[[str], bool] | None) -> str | None:
+    """Why a bare program name we have a table for may run something the model wrote (None: it may not)."""
+    if program_trusted is None or "/" in program or program_trusted(program):
+        return None
+    from sprout_agent.core.command_tables import program_for
+
+    if program_for(program) is None:  # a rule for any other program already lets the model's code run
+        return None
+    return f"PATH finds {program!r} in a directory the model can write (or not at all), not the program the rule means"
 
 
 def _uncovered(argv: list[str], start: int) -> str | None:

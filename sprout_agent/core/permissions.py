@@ -10,7 +10,7 @@ A `Policy` is the loop's `Permit` (`decide`): None lets a call run, a string ref
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Literal, Protocol
@@ -95,6 +95,7 @@ class Policy:
         ask: Ask | None = None,
         sandboxed: Collection[tuple[str, str]] = (),
         read_only_sandbox: bool = False,
+        program_trusted: Callable[[str], bool] | None = None,
     ) -> None:
         self.mode, self.mode_allows = resolve_mode(mode)
         self.mode_name = mode  # as given (Claude Code's name, say): the refusal names it
@@ -102,6 +103,7 @@ class Policy:
         self.deny = tuple(deny)
         # `dev__bash(git:*)` rules (Claude Code's `Bash(git:*)`): checked against the call's command.
         self.allow_commands, self.deny_commands = command_rules(self.allow), command_rules(self.deny)
+        self.program_trusted = program_trusted  # a bare program name found outside what the model may write
         self.ask = ask
         # (server, tool) pairs that run in the OS sandbox (dev's bash): read-only mode lets them run there, when
         # that sandbox is read-only (it is chosen at start: a session switched to read-only later keeps its own).
@@ -165,7 +167,7 @@ class Policy:
             return (True, None)
         if (spec.server, spec.tool) == TASK_TOOL:  # as in Claude Code: each of the child's calls passes this policy
             return (True, None)
-        return check(self.allow_commands, command) if command is not None else (False, None)
+        return check(self.allow_commands, command, self.program_trusted) if command is not None else (False, None)
 
     def set_mode(self, name: str) -> None:
         """Switches the mode (ours or Claude Code's name) from the next call on; ValueError for an unknown one."""

@@ -5,8 +5,9 @@ hand a `Prepared` to `runtime.open_runtime`.
 
 from __future__ import annotations
 
+import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -28,7 +29,9 @@ from sprout_agent.core.ledger import Price, parse_prices
 from sprout_agent.core.structured import OutputContract
 from sprout_agent.session import index as session_index
 from sprout_agent.session import store
+from sprout_agent.trust import program_lookup
 from sprout_agent.trust.opening import Reader
+from sprout_agent.trust.write_policy import writable_roots
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,14 @@ class Prepared:
         `skill` tool reads them."""
         served = any(s.name == "agent" and s.transport == "in-process" for s in self.loaded.servers)
         return tuple((s.name, s.description) for s in self.definitions.skills) if served else ()
+
+    @property
+    def program_trusted(self) -> Callable[[str], bool]:
+        """Whether the commands' PATH finds a program name outside the workspace's writable roots, which a
+        permission rule for a program we know requires (trust/program_lookup.py)."""
+        cwd = os.path.realpath(self.options.cwd)
+        more = (*self.sandbox.policy.allow_write, *(str(d) for d in self.options.add_dirs))
+        return program_lookup.outside(writable_roots(cwd, more), self.inherited_env, cwd)
 
     @property
     def reader(self) -> Reader:

@@ -367,6 +367,7 @@ def _build_agent(
         ask=ask,
         sandboxed=_sandboxed(p),
         read_only_sandbox=p.sandbox.policy.mode == sb.READ_ONLY,
+        program_trusted=p.program_trusted,
     )
     return Agent(
         model=model,
