@@ -33,6 +33,8 @@ OWN_FILES = {
     "sprout_agent/config/mcp_import.py": "`mcp import`: the user's own Claude config, read at the user's command",
     "sprout_agent/checkpoints/rewind.py": "the rewind's journal in the agent's checkpoint directory",
     "sprout_agent/checkpoints/git_store.py": "the checkpoint store's stat cache and scratch files in its own directory",
+    "sprout_agent/checkpoints/blobs.py": "a link's target as a scratch file in the checkpoint store's own directory",
+    "sprout_agent/trust/private_files.py": "the agent's own logs and prompt history, 0600 in 0700 directories",
     "sprout_agent/faces/cli/start.py": "the start-up log in the agent's own logs directory",
     "sprout_agent/faces/cli/warm/place.py": "the warm interpreter's runtime directory (0700) and /proc/self",
     "sprout_agent/faces/cli/warm/starting.py": "the warm interpreter's lock and log in its runtime directory",
