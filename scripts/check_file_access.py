@@ -49,12 +49,17 @@ OWN_FILES = {
     "sprout_agent/core/processes.py": "/proc/<pid>/stat of the agent's own children",
     "sprout_agent/tools/_procs.py": "/proc/<pid>/environ of the dev server's own background commands",
     "sprout_agent/faces/acp/lines.py": "/dev/null",
+    "sprout_agent/batch/private.py": "batch --out: the private writer (0600 in 0700, no link followed, others refused)",
+    "sprout_agent/batch/outdir.py": "batch --out through private.py; another batch's (a shard's) through opening.py",
+    "sprout_agent/batch/runner.py": "OutDir.open(): batch --out through private.py (no file opened here)",
+    "sprout_agent/batch/summary.py": "OutDir.open(): the merged --out through private.py; shards through outdir.py",
+    "sprout_agent/batch/tasks.py": "the task file the user names on the command line",
+    "sprout_agent/batch/workdir.py": "a task's repository opened as a directory, to flock it; --out via private.py",
+    "sprout_agent/faces/pages/batch_report.py": "a batch --out directory checked as the user's own (PrivateDir) first",
+    "sprout_agent/faces/pages/entries.py": "transcripts of the session store or of a checked batch --out directory",
 }
 # Opens in another part of the work, listed until that part moves them onto the reader and writer.
-ELSEWHERE = {
-    "sprout_agent/batch/": "batch output: its own part (issue 39, item 6) writes results through its own checks",
-    "sprout_agent/faces/pages/": "batch reports and exported pages: with batch output (issue 39, item 6)",
-}
+ELSEWHERE: dict[str, str] = {}
 _PATH_METHODS = frozenset({"read_text", "read_bytes", "write_text", "write_bytes"})
 _NOT_PATHS = frozenset({"webbrowser", "RootStore"})  # `.open(` of these is no file open (a browser, a classmethod)
 
