@@ -15,6 +15,7 @@ from mcp.server.lowlevel import Server
 from sprout_agent.tools import _files, _grep, _listing, _shell
 from sprout_agent.tools._server import Args, Report, ToolOutput, ToolSpec, build_server, serve_stdio
 from sprout_agent.trust import command_runs, reading
+from sprout_agent.trust.secrecy import harden
 from sprout_agent.trust.workspace import Workspace
 
 NAME = "dev"
@@ -171,6 +172,7 @@ def create_server_in(cwd: str, env: Mapping[str, str] | None = None) -> Server[A
 
 
 def main() -> None:
+    harden()  # standalone, a client may have given us its whole environment; our commands are our children
     serve_stdio(create_server())
 
 

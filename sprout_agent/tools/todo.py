@@ -13,6 +13,7 @@ from typing import Any
 from mcp.server.lowlevel import Server
 
 from sprout_agent.tools._server import Args, Report, ToolError, ToolOutput, ToolSpec, build_server, serve_stdio
+from sprout_agent.trust.secrecy import harden
 
 NAME = "todo"
 VERSION = "0.1.0"
@@ -150,6 +151,7 @@ def create_server_in(cwd: str, env: Mapping[str, str] | None = None) -> Server[A
 
 
 def main() -> None:
+    harden()  # standalone, a client may have given us its whole environment; our commands are our children
     serve_stdio(create_server())
 
 

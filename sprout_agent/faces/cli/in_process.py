@@ -17,11 +17,8 @@ from sprout_agent.faces.cli.exits import exit_now, fail
 
 
 def run() -> None:
-    """The run itself, in this process (cold) or in a warm child (faces/cli/warm/child.py)."""
-    from sprout_agent.config.settings import is_secret
-    from sprout_agent.trust import secrecy
-
-    secrecy.protect(is_secret)  # before any child exists: none can read our key from /proc
+    """The run itself, in this process (cold) or in a warm child (faces/cli/warm/child.py); either hardened itself
+    first (trust/secrecy.harden)."""
     try:
         if len(sys.argv) == 1 and sys.stdin.isatty():
             from sprout_agent.config.options import Options

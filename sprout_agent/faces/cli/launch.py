@@ -10,11 +10,13 @@ from sprout_agent.core.errors import exit_code_of
 from sprout_agent.faces.cli.exits import exit_now
 from sprout_agent.faces.cli.in_process import run
 from sprout_agent.faces.cli.warm import place as warm_place
+from sprout_agent.trust.secrecy import harden
 
 
 def main() -> None:
     """`sprout-agent`: a run that goes to completion goes to a warm interpreter when one can take it
     (faces/cli/warm); otherwise, and for everything else, it runs here."""
+    harden()  # first: the relay a warm run leaves here holds the key as long as a cold run does
     if warm_place.wanted(sys.argv[1:], os.environ, _is_terminal(0)):
         from sprout_agent.faces.cli.warm.client import hand_over
 

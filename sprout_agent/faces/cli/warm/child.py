@@ -21,11 +21,13 @@ from typing import NoReturn
 
 from sprout_agent.faces.cli.warm import inherited
 from sprout_agent.faces.cli.warm.wire import RELAYED, Lines, line, receive_go, receive_request
+from sprout_agent.trust.secrecy import harden
 
 REQUEST_TIMEOUT = 10.0  # seconds for the client to send its request and its `go`: it does so at once
 
 
 def become_the_run(conn: socket.socket) -> NoReturn:
+    harden()  # before the request brings the run's key: a no-op in a hardened zygote's fork, and cheap
     code = 70  # EX_SOFTWARE: something below failed before the run could say anything
     try:
         for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from sprout_agent.faces.cli.warm import inherited
 from sprout_agent.trust.runtime_dir import private, runtime_directory
+from sprout_agent.trust.secrecy import environment_block
 
 SWITCH = "SPROUT_AGENT_WARM"  # 0, off, false or no: never
 IDLE = "SPROUT_AGENT_WARM_IDLE_SECONDS"
@@ -90,12 +91,12 @@ def _text_settings() -> tuple[str, ...]:
 
 
 def startup_environment(fallback: Mapping[str, str]) -> dict[str, str]:
-    """The environment this process was started with (/proc/self/environ), before Python coerced the locale
-    into os.environ; `fallback` where it cannot be read."""
-    try:
-        with open("/proc/self/environ", "rb") as block:
-            raw = block.read()
-    except OSError:
+    """The environment this process was started with (its environment block, credentials scrubbed by
+    trust/secrecy.harden), before Python coerced the locale into os.environ; `fallback` where it cannot be read.
+    Not /proc/self/environ: a non-dumpable process that is not root may not open its own (the kernel hands the
+    file to root), and every process of ours is non-dumpable from its first instruction."""
+    raw = environment_block()
+    if raw is None:
         return dict(fallback)
     pairs = (entry.partition(b"=") for entry in raw.split(b"\0") if entry)
     return {os.fsdecode(name): os.fsdecode(value) for name, _, value in pairs}

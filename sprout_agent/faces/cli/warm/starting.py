@@ -76,4 +76,7 @@ def warm_up(env: Mapping[str, str], timeout: float = 15.0) -> bool:
 
 
 if __name__ == "__main__":  # `batch`: started as its tasks are (python -m, their environment), so it finds their zygote
+    from sprout_agent.trust.secrecy import harden
+
+    harden()  # it holds the batch's environment, key included, while it starts the zygote
     sys.exit(0 if warm_up(os.environ) else 1)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from sprout_agent.faces.cli.warm import place
 from sprout_agent.faces.cli.warm.wire import line
+from sprout_agent.trust.secrecy import harden
 
 # What a `-p` run imports, from the command line to the model client and the built-in servers (measured with
 # `python -X importtime`); whatever a run imports beyond these it imports itself, as a cold run would.
@@ -44,6 +45,7 @@ PRELOAD = (
 
 
 def main() -> None:
+    harden()  # its environment holds no credential, but every child it forks will: they inherit the mark
     base, print_, idle = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
     lock = os.open(place.lock_path(base, print_), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
