@@ -33,6 +33,8 @@ OWN_FILES = {
     "sprout_agent/config/mcp_import.py": "`mcp import`: the user's own Claude config, read at the user's command",
     "sprout_agent/checkpoints/rewind.py": "the rewind's journal in the agent's checkpoint directory",
     "sprout_agent/checkpoints/git_store.py": "the checkpoint store's stat cache and scratch files in its own directory",
+    "sprout_agent/checkpoints/blobs.py": "a link's target as a scratch file in the checkpoint store's own directory",
+    "sprout_agent/trust/private_files.py": "the agent's own logs and prompt history, 0600 in 0700 directories",
     "sprout_agent/faces/cli/start.py": "the start-up log in the agent's own logs directory",
     "sprout_agent/faces/cli/warm/place.py": "the warm interpreter's runtime directory (0700) and /proc/self",
     "sprout_agent/faces/cli/warm/starting.py": "the warm interpreter's lock and log in its runtime directory",
@@ -47,12 +49,17 @@ OWN_FILES = {
     "sprout_agent/core/processes.py": "/proc/<pid>/stat of the agent's own children",
     "sprout_agent/tools/_procs.py": "/proc/<pid>/environ of the dev server's own background commands",
     "sprout_agent/faces/acp/lines.py": "/dev/null",
+    "sprout_agent/batch/private.py": "batch --out: the private writer (0600 in 0700, no link followed, others refused)",
+    "sprout_agent/batch/outdir.py": "batch --out through private.py; another batch's (a shard's) through opening.py",
+    "sprout_agent/batch/runner.py": "OutDir.open(): batch --out through private.py (no file opened here)",
+    "sprout_agent/batch/summary.py": "OutDir.open(): the merged --out through private.py; shards through outdir.py",
+    "sprout_agent/batch/tasks.py": "the task file the user names on the command line",
+    "sprout_agent/batch/workdir.py": "a task's repository opened as a directory, to flock it; --out via private.py",
+    "sprout_agent/faces/pages/batch_report.py": "a batch --out directory checked as the user's own (PrivateDir) first",
+    "sprout_agent/faces/pages/entries.py": "transcripts of the session store or of a checked batch --out directory",
 }
 # Opens in another part of the work, listed until that part moves them onto the reader and writer.
-ELSEWHERE = {
-    "sprout_agent/batch/": "batch output: its own part (issue 39, item 6) writes results through its own checks",
-    "sprout_agent/faces/pages/": "batch reports and exported pages: with batch output (issue 39, item 6)",
-}
+ELSEWHERE: dict[str, str] = {}
 _PATH_METHODS = frozenset({"read_text", "read_bytes", "write_text", "write_bytes"})
 _NOT_PATHS = frozenset({"webbrowser", "RootStore"})  # `.open(` of these is no file open (a browser, a classmethod)
 

@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from sprout_agent.faces.cli.claude_flags import rewrite
 from sprout_agent.faces.pages.batch_report import write_report
 from sprout_agent.model.rate_gate import RateGate
 from sprout_agent.trust.child_argv import with_operands
+from tests.bounds import bounded
 from tests.harness import ROOT
 from tests.other_account import other_account, shared_directory
 
@@ -258,3 +260,45 @@ def test_with_operands_refuses_options_that_already_end_in_a_double_dash() -> No
     assert with_operands(["prog", "-x"], ["-y", "--"]) == ["prog", "-x", "--", "-y", "--"]
     with pytest.raises(ValueError, match="would not be operands"):
         with_operands(["prog", "--", "-x"], ["text"])
+
+
+def merge_in_a_thread(directories: list[Path], out: Path) -> list[BaseException | None]:
+    """What `merge` raised (None: nothing), or [] while it still waits (a bounded join: a hang fails the test)."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            merge(directories, out)
+        except BaseException as error:
+            outcome.append(error)
+        else:
+            outcome.append(None)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=bounded(20))
+    return outcome
+
+
+def test_merging_a_shard_another_user_made_with_a_fifo_or_links_fails_with_a_message_instead_of_hanging(
+    tmp_path: Path,
+) -> None:
+    """`batch merge` opened a shard's results.jsonl (and transcripts) by path and blocking: another user's FIFO there
+    hung it for good; a `transcripts` link was followed."""
+    other = other_account()
+    if other is None:
+        pytest.skip("no second local account (not root, or no useradd)")
+    secret = tmp_path / "mine"
+    secret.mkdir()
+    (secret / "session.jsonl").write_text("my own transcript\n")
+    with shared_directory() as shared:
+        script = (
+            f'mkdir fifo links && printf \'{{"task_ids": ["a"]}}\' | tee fifo/batch.json > links/batch.json'
+            f" && mkfifo fifo/results.jsonl && ln -s {secret} links/transcripts && chmod 755 fifo links"
+        )
+        other.run(script, shared)
+        for shard, why in (("fifo", "a FIFO (named pipe), not a regular file"), ("links", "symbolic link")):
+            outcome = merge_in_a_thread([shared / shard], tmp_path / f"merged-{shard}")
+            assert outcome, f"merging the {shard} shard hung"
+            assert isinstance(outcome[0], UsageError) and why in str(outcome[0]), outcome
+        assert not any(tmp_path.glob("merged-*/transcripts/session.jsonl"))

@@ -302,3 +302,42 @@ def test_an_interrupted_rewind_is_finished_at_the_next_open_and_spares_a_file_sa
     assert (repo / "a.txt").read_text() == "a\n" and (repo / "b.txt").read_text() == "b\n"
     assert (repo / "c.txt").read_text() == "the user's, after the kill\n"
     assert sorted(p.name for p in repo.iterdir()) == [".git", "a.txt", "b.txt", "c.txt"]
+
+
+SWAPPER = """
+import os, sys
+os.chdir(sys.argv[1])
+while True:  # `sub` is, in turn, the real directory and a link to the secret one (the model's sandboxed command)
+    try:
+        os.rename('real', 'sub'); os.rename('sub', 'real'); os.rename('link', 'sub'); os.rename('sub', 'link')
+    except OSError:
+        pass
+"""
+
+
+def test_a_directory_swapped_for_a_link_while_a_checkpoint_hashes_never_puts_the_linked_file_in_a_blob(
+    tmp_path: Path,
+) -> None:
+    """git hashed each file by its path after we had opened it without following a link: in between, `sub` became
+    a link to `~/.ssh`, and the key went into a blob under our ref, readable by the model's next `git show`."""
+    secret = tmp_path / "ssh"
+    write_files(secret, {"id_rsa": "PRIVATE KEY\n"})
+    repo = make_repo(tmp_path / "repo", {"README": "r\n"})
+    write_files(repo, {"real/id_rsa": "harmless 000000\n"})
+    (repo / "link").symlink_to(secret)
+    changing = os.open(repo / "real" / "id_rsa", os.O_RDWR)  # rewritten through its descriptor wherever it is
+    store = RootStore.open(str(repo), tmp_path / "store", "s1", repository=str(repo / ".git"))
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(repo)])
+    hashed = 0
+    try:
+        for number in range(200):
+            os.pwrite(changing, f"harmless {number:06d}\n".encode(), 0)  # changed: hashed again each time
+            entry = store.snapshot(f"n{number}").entries.get("sub/id_rsa")
+            if entry is not None:
+                hashed += 1
+                assert b"PRIVATE" not in store.contents([entry[1]])[entry[1]], f"snapshot {number}"
+    finally:
+        swapper.kill()
+        swapper.wait(timeout=bounded(10))
+        os.close(changing)
+    assert hashed > 3, "the swap never met a checkpoint: nothing was proved"

@@ -490,6 +490,25 @@ def test_read_dotenv(tmp_path: Path) -> None:
     assert read_dotenv(tmp_path).values == {"A": "1", "B": "two words", "C": "1x"}
 
 
+def test_a_repositorys_env_linked_to_your_aws_credentials_is_not_read(tmp_path: Path) -> None:
+    """Read through the link, `~/.aws/credentials` became "credentials from the project's .env", handed to the
+    repository's server by `${aws_secret_access_key}` in its args (with --trust-project, or one approval)."""
+    aws = tmp_path / "home" / ".aws" / "credentials"
+    aws.parent.mkdir(parents=True)
+    aws.write_text("[default]\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "config").mkdir()
+    (repo / ".env").symlink_to(aws)
+    dotenv = read_dotenv(repo)
+    assert dotenv.values == {}
+    assert dotenv.notices == (f"{repo / '.env'}: not read (a symbolic link out of the project, to {aws})",)
+    (repo / ".env").unlink()
+    (repo / "config" / "dev.env").write_text("A=1\n")
+    (repo / ".env").symlink_to("config/dev.env")  # a link within the project is the project's own
+    assert read_dotenv(repo).values == {"A": "1"}
+
+
 def test_dotenv_cannot_redirect_the_api_or_proxy_the_servers(tmp_path: Path) -> None:
     refused = ["ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_CUSTOM_HEADERS", "HTTPS_PROXY", "http_proxy",
                "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_OPTIONS", "MCP_HOOK_SERVERS",

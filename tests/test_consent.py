@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sprout_agent.config.consent import Approvals, Secrets, Verdict, describe, fingerprint, gate
+from sprout_agent.config.consent import Approvals, Secrets, Verdict, describe, fingerprint, gate, short_command
 from sprout_agent.config.files import ServerConfig, load_config
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
@@ -543,3 +543,19 @@ def test_acp_http_and_sse_servers_from_the_editor_are_accepted_and_a_plain_http_
         prepare_session(
             options, tmp_path, [{"type": "http", "name": "x", "url": "http://example.com", "headers": []}], None
         )
+
+
+def test_the_question_hides_a_literal_key_written_in_a_servers_args() -> None:
+    """`mcp list` masked a key in `args`; the consent question (and `mcp approve`'s listing) printed it whole."""
+    server = ServerConfig(
+        "x",
+        "tool",
+        args=("--api-key", "sk-ant-api03-literalkeyinthefile", "--db=postgres://app:hunter2pass@db/x", "same-token-1"),
+        env={"API_TOKEN": "same-token-1"},
+        cwd="/srv/ghp_literaltokenincwd000",
+        project=True,
+    )
+    text = "\n".join(describe(server, Secrets())) + short_command(server, Secrets())
+    for literal in ("sk-ant-api03-literalkeyinthefile", "hunter2pass", "same-token-1", "ghp_literaltokenincwd000"):
+        assert literal not in text
+    assert "x: tool --api-key '[redacted]' '--db=postgres://app:[redacted]@db/x' '[redacted]'" in text

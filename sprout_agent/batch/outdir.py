@@ -5,7 +5,6 @@ read it: every name goes through private.py (0600 files, 0700 directories, no li
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
@@ -17,6 +16,7 @@ from sprout_agent.batch.outcome import FINISHED, as_object
 from sprout_agent.batch.private import PrivateDir
 from sprout_agent.batch.tasks import Task, file_name
 from sprout_agent.core.errors import UsageError
+from sprout_agent.trust.opening import Refused, descend, open_at, open_directory
 
 RESULTS = "results.jsonl"
 SUBDIRECTORIES = ("transcripts", "logs", "work", "git")
@@ -74,13 +74,39 @@ class OutDir:
 
 
 def read_records(path: Path) -> dict[str, dict[str, Any]]:
-    """Each id's last record in another batch directory (a shard being merged); a link is not followed."""
-    text = ""
-    with contextlib.suppress(FileNotFoundError):
-        fd = os.open(path / RESULTS, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as handle:
-            text = handle.read().decode("utf-8", errors="replace")
-    return _parse_records(text)
+    """Each id's last record in another batch directory (a shard being merged)."""
+    data = read_shard(path, RESULTS)
+    return _parse_records("" if data is None else data.decode("utf-8", errors="replace"))
+
+
+def read_shard(directory: Path, relative: str) -> bytes | None:
+    """A file of another batch's directory (a shard being merged, perhaps written by another user): opened by the
+    one reader (trust/opening.py), never through a link nor waiting on a FIFO; None when it does not exist."""
+    try:
+        top = open_directory(os.path.realpath(directory))
+        try:
+            with open_at(top, relative, str(directory / relative)) as handle:
+                return handle.read()
+        finally:
+            os.close(top)
+    except FileNotFoundError:
+        return None
+    except (OSError, Refused) as error:
+        raise UsageError(f"{directory / relative}: not read ({error})") from None
+
+
+def shard_transcripts(directory: Path) -> list[str]:
+    """The names of the transcripts in another batch's directory, its `transcripts` never entered through a link."""
+    try:
+        fd = descend(open_directory(os.path.realpath(directory)), ["transcripts"], str(directory / "transcripts"))
+    except FileNotFoundError:
+        return []
+    except (OSError, Refused) as error:
+        raise UsageError(f"{directory / 'transcripts'}: not read ({error})") from None
+    try:
+        return sorted(name for name in os.listdir(fd) if name.endswith(".jsonl"))
+    finally:
+        os.close(fd)
 
 
 def _parse_records(text: str) -> dict[str, dict[str, Any]]:

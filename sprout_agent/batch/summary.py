@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from sprout_agent.batch.outcome import STATUSES, USAGE_KEYS
-from sprout_agent.batch.outdir import RESULTS, OutDir, read_records
+from sprout_agent.batch.outdir import RESULTS, OutDir, read_records, read_shard, shard_transcripts
 from sprout_agent.core.errors import UsageError
 
 ROW_KEYS = ("id", "status", "exit_code", "stop_reason", "turns", "cost_usd", "duration_ms", "session_id")
@@ -59,10 +58,10 @@ def merge(directories: list[Path], out: Path | None) -> dict[str, Any]:
     ids: set[str] = set()
     records: dict[str, dict[str, Any]] = {}
     for directory in directories:
-        meta = directory / "batch.json"
-        if not meta.is_file():
+        meta = read_shard(directory, "batch.json")
+        if meta is None:
             raise UsageError(f"{directory}: not a batch --out directory (no batch.json)")
-        ids.update(json.loads(meta.read_text(encoding="utf-8"))["task_ids"])
+        ids.update(json.loads(meta.decode("utf-8"))["task_ids"])
         records.update(read_records(directory))
     summary = summarise(ids, records)
     if out is not None:
@@ -77,17 +76,11 @@ def _write_merged(
     target.open()
     try:
         for directory in directories:
-            for transcript in sorted((directory / "transcripts").glob("*.jsonl")):
-                target.write("transcripts", transcript.name, _read_no_link(transcript))
+            for name in shard_transcripts(directory):
+                target.write("transcripts", name, read_shard(directory, f"transcripts/{name}") or b"")
         lines = "".join(json.dumps(records[i], ensure_ascii=False) + "\n" for i in ids if i in records)
         target.write("", RESULTS, lines)
         target.write_json("batch.json", {"task_ids": ids, "merged_from": [str(d) for d in directories]})
         target.write_json("summary.json", summary)
     finally:
         target.close()
-
-
-def _read_no_link(path: Path) -> bytes:
-    """A shard's file, refused when it is a link (a shard names its own files, never one elsewhere)."""
-    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as handle:
-        return handle.read()

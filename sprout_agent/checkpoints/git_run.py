@@ -29,6 +29,7 @@ def run_git(
     stdin: bytes | str | None = None,
     timeout: float = GIT_TIMEOUT,
     untrusted: tuple[str, ...] = (),
+    pass_fds: tuple[int, ...] = (),
 ) -> bytes:
     """git's output as bytes (decoded by the caller as names are: text mode would turn a name's carriage return
     into a newline); a failure, a timeout or a missing git is a CheckpointError. `untrusted`: the
@@ -37,7 +38,7 @@ def run_git(
     try:
         done = git_runner.run(
             args, cwd=cwd, env=env, stdin=os.fsencode(stdin) if isinstance(stdin, str) else stdin, timeout=timeout,
-            untrusted=untrusted,
+            untrusted=untrusted, pass_fds=pass_fds,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         raise TimedOut(f"git {command} took over {timeout:.0f} s") from None

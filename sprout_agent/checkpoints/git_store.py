@@ -23,17 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from sprout_agent.checkpoints.git_run import CheckpointError, TimedOut, c_quoted, run_git
-from sprout_agent.trust.opening import Refused, open_at, open_directory
+from sprout_agent.checkpoints.blobs import LINK, write_blobs
+from sprout_agent.checkpoints.git_run import CheckpointError, TimedOut, run_git
 
 # Bounds (docs/rewind.md): past them a path is skipped, and the checkpoint lists what it skipped.
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_DIRECTORY_FILES = 5_000  # new (untracked) files under one directory: a dependency tree nobody ignored
 MAX_ROOT_FILES = 200_000  # files in one root: past this the root is not checkpointed at all
 RACY_NS = 2_000_000_000  # a file's stat is trusted once its mtime is this old (git's racy-clean problem)
-FILE, EXECUTABLE, LINK = "100644", "100755", "120000"
+FILE, EXECUTABLE = "100644", "100755"
 _IDENTITY = {"GIT_AUTHOR_NAME": "sprout-agent", "GIT_AUTHOR_EMAIL": "checkpoints@sprout-agent.invalid"}
-__all__ = ["CheckpointError", "Entry", "RootStore", "Snapshot"]
+__all__ = ["LINK", "CheckpointError", "Entry", "RootStore", "Snapshot"]
 
 Entry = tuple[str, str]  # (mode, object id)
 
@@ -279,43 +279,7 @@ class RootStore:
         return [mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
 
     def _hash(self, to_hash: Mapping[str, list[object]], skipped: list[str]) -> dict[str, str]:
-        """Writes the changed files' bytes as blobs, unfiltered; a symlink's blob is its target, never followed.
-        A file that cannot be read is skipped: one such file must not cost the whole checkpoint."""
-        names: dict[str, str] = {}  # path → what hash-object reads
-        with tempfile.TemporaryDirectory(dir=self.work_dir) as scratch:
-            self._name_each(to_hash, scratch, names, skipped)
-            if not names:
-                return {}
-            lines = "".join(f"{c_quoted(name)}\n" for name in names.values())
-            out = self._git(["hash-object", "-w", "--no-filters", "--stdin-paths"], stdin=lines)
-        ids = out.split()
-        if len(ids) != len(names):
-            raise CheckpointError(f"git hash-object answered {len(ids)} ids for {len(names)} files")
-        return dict(zip(names, ids, strict=True))
-
-    def _name_each(
-        self, to_hash: Mapping[str, list[object]], scratch: str, names: dict[str, str], skipped: list[str]
-    ) -> None:
-        """What hash-object reads for each path: a link's target written to a scratch file, a file's own path once it
-        opened from the root without a link on the way (trust/opening.py; git then reads it by that path)."""
-        try:
-            root = open_directory(os.path.realpath(self.root))
-        except (OSError, Refused) as error:
-            raise CheckpointError(f"cannot open {self.root}: {error}") from None
-        try:
-            for number, (path, key) in enumerate(to_hash.items()):
-                try:
-                    if key[0] == LINK:
-                        names[path] = os.path.join(scratch, str(number))
-                        Path(names[path]).write_bytes(os.fsencode(os.readlink(os.path.join(self.root, path))))
-                    else:
-                        open_at(root, path, path).close()
-                        names[path] = os.path.join(self.root, path)
-                except (OSError, Refused):
-                    names.pop(path, None)
-                    skipped.append(f"{path}: unreadable")
-        finally:
-            os.close(root)
+        return write_blobs(self.root, self.work_dir, to_hash, skipped, self._git)
 
     def _update_index(self, entries: Mapping[str, Entry]) -> None:
         previous: Mapping[str, Entry] = self.last.entries if self.last is not None else {}
@@ -333,14 +297,22 @@ class RootStore:
         return env | dict(extra or {})
 
     def _git(
-        self, args: list[str], *, stdin: str | None = None, user_index: bool = False, extra: Mapping[str, str] = {}
+        self,
+        args: list[str],
+        *,
+        stdin: str | None = None,
+        user_index: bool = False,
+        extra: Mapping[str, str] = {},
+        pass_fds: tuple[int, ...] = (),
     ) -> str:
         env = self._env(extra)
         if user_index:
             del env["GIT_INDEX_FILE"]  # git's default: the repository's own index, read and never written here
         where = [f"--git-dir={self.git_dir}", f"--work-tree={self.root}"]
         try:
-            out = run_git([*where, *args], cwd=self.root, env=env, stdin=stdin, untrusted=self.untrusted)
+            out = run_git(
+                [*where, *args], cwd=self.root, env=env, stdin=stdin, untrusted=self.untrusted, pass_fds=pass_fds
+            )
         except TimedOut as error:  # (a FIFO named .gitignore blocks git's listing): not 2 minutes every round
             self.broken = f"{self.root}: no more checkpoints in this session: {error}"
             raise CheckpointError(self.broken) from None

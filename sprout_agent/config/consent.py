@@ -245,8 +245,9 @@ SHOWN_LIMIT = 400  # characters of one shown value: more is said, not shown
 
 def describe(server: ServerConfig, secrets: Secrets) -> list[str]:
     """The lines a person needs to decide: the full command line, cwd, and the env it sets (credentials
-    masked as `${NAME}`, and named, since the server would receive them)."""
-    shown = masked(server, secrets.hidden)
+    masked as `${NAME}`, and named, since the server would receive them; a literal one anywhere else, in `args`
+    or `cwd`, as `[redacted]` by the one filter, as `mcp list` shows it)."""
+    shown = _shown(server, secrets)
     command = printable(_command_line(shown), SHOWN_LIMIT)
     lines = [f"  {printable(server.name)}: {command}"]
     for name, value in sorted(shown.headers.items()):
@@ -281,7 +282,18 @@ def _uses(server: ServerConfig, value: str) -> bool:
 
 def short_command(server: ServerConfig, secrets: Secrets) -> str:
     """The start of the command line, for the question line itself (the whole of it is listed above)."""
-    return printable(_command_line(masked(server, secrets.hidden)), 80)
+    return printable(_command_line(_shown(server, secrets)), 80)
+
+
+def _shown(server: ServerConfig, secrets: Secrets) -> ServerConfig:
+    """The definition as a person reads it: credentials of the environments as `${NAME}`, then what the filter
+    knows (a value the definition hands over as a credential, a well-known key's shape, a URL's password) in the
+    command line and cwd as `[redacted]`; `env` and headers are shown by name (`_value`)."""
+    shown = masked(server, secrets.hidden)
+    redact = redactor(configured_credentials([server]))
+    cwd = None if shown.cwd is None else redact(shown.cwd)
+    url = None if shown.url is None else redact(shown.url)
+    return replace(shown, command=redact(shown.command), args=tuple(map(redact, shown.args)), cwd=cwd, url=url)
 
 
 def _command_line(shown: ServerConfig) -> str:

@@ -23,7 +23,7 @@ from sprout_agent.config.definitions import BUILTIN_AGENTS, AgentDefinition, Cus
 from sprout_agent.core.errors import UsageError
 from sprout_agent.trust.opening import NOTHING_DENIED, DenyList, Fixed, Refused, under
 from sprout_agent.trust.untrusted import printable
-from sprout_agent.trust.write_policy import git_root
+from sprout_agent.trust.write_policy import project_directories
 
 FILE_MAX_BYTES = 256 * 1024
 MAX_PER_KIND = 200  # files of one kind read from one directory
@@ -52,9 +52,9 @@ def places(cwd: Path, home: Path | None, config: Path | None, sources: str | Non
     chosen = set(SOURCES) if sources is None else {part.strip() for part in sources.split(",") if part.strip()}
     if unknown := sorted(chosen - set(SOURCES)):
         raise UsageError(f"--setting-sources: {unknown[0]!r} is not one of {', '.join(SOURCES)}")
-    root = Path(git_root(str(cwd)) or cwd)
-    chain = [cwd, *cwd.parents]
-    project = (chain[: chain.index(root) + 1] if root in chain else [cwd]) if "project" in chosen else []
+    # Innermost first (the nearest wins); none that anybody may write, nor above one (another user's `.claude/`).
+    project = [Path(d) for d in reversed(project_directories(str(cwd)))] if "project" in chosen else []
+    root = project[-1] if project else cwd
     users = [home] if home is not None and "user" in chosen else []
     ours = [config] if config is not None and "user" in chosen else []
     return Places(

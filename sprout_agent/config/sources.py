@@ -8,10 +8,11 @@
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from sprout_agent.trust.write_policy import anybody_may_write
 
 PROJECT_FILE = ".mcp.json"
 USER_FILE = "mcp.json"  # in platformdirs user_config_dir("sprout-agent"): ~/.config/sprout-agent on Linux
@@ -78,13 +79,13 @@ def untrusted_place(path: Path) -> str | None:
     """Why a repository file at `path` is nobody's project (its directory writable by anybody, the file owned by
     another user), or None. The one check for `.mcp.json` and `.env` alike."""
     try:
-        file_stat, dir_stat = path.stat(), path.parent.stat()
+        file_stat = path.stat()
     except OSError as error:
         return f"cannot check it: {error.strerror}"
     uid = os.getuid() if hasattr(os, "getuid") else None
     if uid is not None and file_stat.st_uid not in (uid, 0):
         return "owned by another user"
-    if dir_stat.st_mode & stat.S_IWOTH:
+    if anybody_may_write(str(path.parent)):
         return "its directory is writable by anybody"
     return None
 

@@ -17,6 +17,7 @@ from sprout_agent.core.events import Event
 from sprout_agent.core.protocols import Delegation
 from sprout_agent.mcp.elicitation import Elicitor, Unattended
 from sprout_agent.mcp.sampling import Sampler
+from sprout_agent.trust.write_policy import git_root
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,17 +30,11 @@ def roots_for(cwd: Path) -> tuple[Root, ...]:
     """The working directory, and the git checkout around it when that is another directory."""
     here = cwd.resolve()
     found = [Root(here.as_uri(), here.name or str(here))]
-    top = git_root(here)
+    found_top = git_root(str(here))  # trust/write_policy.py: never one in a directory anybody may write
+    top = None if found_top is None else Path(found_top)
     if top is not None and top != here:
         found.append(Root(top.as_uri(), f"{top.name} (git root)"))
     return tuple(found)
-
-
-def git_root(path: Path) -> Path | None:
-    for candidate in (path, *path.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return None
 
 
 Listener = Callable[[], Awaitable[None]]

@@ -9,6 +9,7 @@ the built-in servers in `tools/`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +31,7 @@ from sprout_agent.mcp import features as server_features
 from sprout_agent.mcp.client_features import ClientFeatures
 from sprout_agent.mcp.oauth.store import OAuthSetup
 from sprout_agent.mcp.state import ServerState, ServerStatus, describe_end, name_tools, needs_login
+from sprout_agent.trust.private_files import open_private
 
 if TYPE_CHECKING:  # for its types only: loading it imports mcp, which the pool leaves to `spawn`'s thread
     from sprout_agent.mcp.lists import NoteSink
@@ -79,8 +81,7 @@ class ServerPool:
 
     async def __aenter__(self) -> ServerPool:
         if self._stderr_log is not None:
-            self._stderr_log.parent.mkdir(parents=True, exist_ok=True)
-            self._log = self._stderr_log.open("ab")
+            self._log = os.fdopen(open_private(self._stderr_log), "ab")  # servers print secrets: 0600, 0700
         await self._tg.__aenter__()
         try:
             await self.spawn()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sprout_agent.core.listing import bounded_listing
 from sprout_agent.trust.opening import NOTHING_DENIED, Reader, Refused
+from sprout_agent.trust.write_policy import project_directories
 
 _NO_DENY_LIST = Reader(NOTHING_DENIED)  # a prompt built outside a session (tests, the SDK's before its start)
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
@@ -30,18 +31,10 @@ Read before you change; keep changes minimal and correct; run the project's chec
 When the task is done, reply with a short summary of what you did and end your turn."""
 
 
-def git_root(start: Path) -> Path | None:
-    for directory in (start, *start.parents):
-        if (directory / ".git").exists():
-            return directory
-    return None
-
-
 def instruction_files(cwd: Path) -> list[Path]:
-    """AGENTS.md and CLAUDE.md from the git root (or cwd) down to cwd, outermost first."""
-    root = git_root(cwd) or cwd
-    chain = [cwd, *cwd.parents]
-    directories = list(reversed(chain[: chain.index(root) + 1]))
+    """AGENTS.md and CLAUDE.md from the git root (or cwd) down to cwd, outermost first (trust/write_policy.py:
+    never from a directory anybody may write, nor above one)."""
+    directories = map(Path, project_directories(str(cwd)))
     return [d / name for d in directories for name in INSTRUCTION_FILES if (d / name).is_file()]
 
 

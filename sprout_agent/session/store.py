@@ -39,6 +39,7 @@ from sprout_agent.core.messages import (
     ToolResult,
     ToolUse,
 )
+from sprout_agent.trust.private_files import open_private, private_directory
 
 STORE_VERSION = 1
 INTERRUPTED = "interrupted: the session ended before this tool call finished"
@@ -156,7 +157,7 @@ class SessionStore:
         }
         store = cls(directory / f"{session_id}.jsonl", header, private_dir=True)
         try:
-            _private_directory(directory)  # an unwritable one fails the run now, before any server starts
+            private_directory(directory)  # an unwritable one fails the run now, before any server starts
         except OSError as error:
             raise store._unwritable(error) from None
         return store
@@ -255,7 +256,7 @@ class SessionStore:
     def _open_fd(self) -> int:
         """The file, 0600 (transcripts hold prompts, file contents and command output), in a 0700 directory."""
         if self._private_dir:
-            _private_directory(self.path.parent)
+            return open_private(self.path)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         info = os.fstat(fd)
         if stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) & 0o077:
@@ -264,14 +265,6 @@ class SessionStore:
 
     def _unwritable(self, error: OSError) -> StoreError:
         return StoreError(f"cannot write the session transcript {self.path}: {error.strerror or error}")
-
-
-def _private_directory(directory: Path) -> None:
-    """The sessions directory, 0700: made so, or tightened if an older version made it 0755 (which also
-    hides the transcripts it wrote 0644)."""
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if stat.S_IMODE(directory.stat().st_mode) & 0o077:
-        directory.chmod(0o700)
 
 
 def _drop_partial_line(path: Path) -> None:

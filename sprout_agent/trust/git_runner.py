@@ -106,10 +106,12 @@ def run(
     timeout: float = TIMEOUT,
     untrusted: tuple[str, ...] = (),
     preexec_fn: Callable[[], None] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.CompletedProcess[bytes]:
     """`git <args>` with the safe settings, bytes out (a name's carriage return survives). `args`: `-C DIR`,
-    `--git-dir=`, `--work-tree=` if any, then one of SUBCOMMANDS and its arguments. Raises OSError (GitRefused,
-    FileNotFoundError) and subprocess.TimeoutExpired; a non-zero exit is the caller's to read."""
+    `--git-dir=`, `--work-tree=` if any, then one of SUBCOMMANDS and its arguments. `pass_fds`: descriptors git
+    reads as `/proc/self/fd/N` (files opened by trust/opening.py, never a path git would resolve again). Raises
+    OSError (GitRefused, FileNotFoundError) and subprocess.TimeoutExpired; a non-zero exit is the caller's to read."""
     where, command, rest = _split(args)
     git, child_env = program(untrusted), environment(env)
     settings = [*_SAFE, *(_CLONE_TRANSPORT if command == "clone" else _NO_TRANSPORT)]
@@ -122,6 +124,7 @@ def run(
     return subprocess.run(
         [git, *_flags(settings), *where, command, *rest], cwd=cwd, input=stdin, capture_output=True, env=child_env,
         timeout=timeout, check=False, stdin=subprocess.DEVNULL if stdin is None else None, preexec_fn=preexec_fn,
+        pass_fds=tuple(pass_fds),
     )  # fmt: skip
 
 

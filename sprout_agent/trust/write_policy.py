@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -32,16 +33,38 @@ ALLOW_OUTSIDE_ENV = "SPROUT_DEV_ALLOW_OUTSIDE"  # 1: the write tools may leave t
 GIT = ".git"
 
 
+def anybody_may_write(directory: str) -> bool:
+    """A directory every local user may write (/tmp, a shared drop): nobody's project. What lies in it (a `.git`, a
+    `CLAUDE.md`, a `.claude/`, a `.mcp.json`) may be another user's, planted for whoever works below it."""
+    try:
+        return bool(os.stat(directory).st_mode & stat.S_IWOTH)
+    except OSError:
+        return False
+
+
 def git_root(path: str) -> str | None:
-    """The nearest directory at or above `path` holding `.git`, if any."""
+    """The nearest directory at or above `path` holding `.git`, if any; never one at or above a directory anybody
+    may write (another user's `/tmp/.git` would make /tmp the project of every directory under it)."""
     current = path
-    while True:
+    while not anybody_may_write(current):
         if os.path.lexists(os.path.join(current, GIT)):
             return current
         parent = os.path.dirname(current)
         if parent == current:
             return None
         current = parent
+    return None
+
+
+def project_directories(cwd: str) -> list[str]:
+    """Where a project's own files are looked for (AGENTS.md, CLAUDE.md, `.claude/`): `cwd` and the directories
+    above it up to its git root (`cwd` alone outside git), outermost first; none that anybody may write."""
+    if anybody_may_write(cwd):
+        return []
+    root, chain = git_root(cwd) or cwd, [cwd]
+    while chain[-1] != root:
+        chain.append(os.path.dirname(chain[-1]))
+    return chain[::-1]
 
 
 def writable_roots(root: str, more: Iterable[str]) -> tuple[str, ...]:

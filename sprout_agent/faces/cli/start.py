@@ -16,6 +16,7 @@ from sprout_agent.core.errors import SproutError, exit_code_of
 from sprout_agent.faces.cli.exits import fail_as
 from sprout_agent.faces.cli.pick_session import with_picked_session
 from sprout_agent.session.prepared import Prepared, prepare
+from sprout_agent.trust.private_files import open_private
 
 
 def run(options: Options, interactive: bool) -> int:
@@ -40,8 +41,6 @@ def _route_logging(log: Path | None) -> None:
     there; so do the SDKs), which in json modes is quiet without -v and in a terminal belongs to the renderer."""
     handler: logging.Handler = logging.NullHandler()
     if log is not None:
-        with contextlib.suppress(OSError):
-            log.parent.mkdir(parents=True, exist_ok=True)
         handler = _AppendToFile(log)
     root = logging.getLogger()
     for earlier in [h for h in root.handlers if getattr(h, _ROUTED, False)]:  # one per process, not one per run
@@ -86,5 +85,5 @@ class _AppendToFile(logging.Handler):
         self.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
-        with contextlib.suppress(Exception), self.path.open("a", encoding="utf-8", errors="replace") as log:
+        with contextlib.suppress(Exception), os.fdopen(open_private(self.path), "a", errors="replace") as log:
             log.write(self.format(record) + "\n")

@@ -25,6 +25,7 @@ from prompt_toolkit.keys import Keys
 from prompt_toolkit.patch_stdout import patch_stdout
 
 from sprout_agent.faces.terminal.prompt_attach import command_candidates, file_candidates
+from sprout_agent.trust.private_files import open_private
 from sprout_agent.trust.untrusted import visible
 
 QUESTION_ARGUMENT_LINES = 20
@@ -153,7 +154,7 @@ class PromptReader:
 def _history(history_file: Path | None) -> History:
     if history_file is not None:
         try:
-            history_file.parent.mkdir(parents=True, exist_ok=True)
+            os.close(open_private(history_file))  # what was typed (a pasted key too): 0600 before FileHistory
             return FileHistory(str(history_file))
         except OSError:
             pass  # an unwritable data dir costs history, not the session
