@@ -274,3 +274,18 @@ def test_a_git_directory_a_task_plants_in_its_tree_runs_nothing_in_the_batchs_di
     text = workdir.diff(tree)
     assert not marker.exists()
     assert text is not None and "-one\n+changed by the task" in text  # the diff of the tree as the batch made it
+
+
+@pytest.mark.parametrize("cwd", ["/", "~", "HOME_PARENT", "../../../../../../../.."])
+def test_a_task_file_cannot_make_the_root_or_your_home_directory_a_tasks_writable_root(
+    tmp_path: Path, cwd: str
+) -> None:
+    """Attack (a hostile batch file): `"cwd": "/"` made the whole tree writable to the task's commands and tools."""
+    home = os.path.realpath(os.path.expanduser("~"))
+    given = {"~": home, "HOME_PARENT": os.path.dirname(home)}.get(cwd, cwd)
+    with pytest.raises(UsageError, match=r"^tasks\.jsonl line 1: `cwd` .* writable to the task; give a project"):
+        load_tasks(tasks_file(tmp_path, {"id": "a", "prompt": "p", "cwd": given}))
+    project = tmp_path / "project"
+    project.mkdir()
+    (task,) = load_tasks(tasks_file(tmp_path, {"id": "a", "prompt": "p", "cwd": "project"}))
+    assert task.cwd == project

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -87,7 +88,7 @@ def _task(where: str, line: str, base: Path) -> Task:
         id=task_id,
         name=file_name(task_id),
         prompt=prompt,
-        cwd=base / _string(where, obj, "cwd") if "cwd" in obj else None,
+        cwd=_cwd(where, base / _string(where, obj, "cwd")) if "cwd" in obj else None,
         repo=_repo(where, _string(where, obj, "repo"), base) if "repo" in obj else None,
         config=_configs(where, obj.get("config"), base),
         model=_string(where, obj, "model") if "model" in obj else None,
@@ -103,6 +104,16 @@ def _string(where: str, obj: dict[str, Any], key: str) -> str:
     if not isinstance(value, str) or not value or "\0" in value:
         raise UsageError(f"{where}: `{key}` must be a non-empty string")
     return value
+
+
+def _cwd(where: str, path: Path) -> Path:
+    """A task's working directory is a writable root of its commands and tools: never `/`, your home directory or
+    one that holds it, which would make everything of yours writable to a task a file of data chose."""
+    real, home = os.path.realpath(path), os.path.realpath(os.path.expanduser("~"))
+    if real == "/" or home == real or home.startswith(real.rstrip("/") + "/"):
+        raise UsageError(f"{where}: `cwd` {str(path)!r} would make {real!r} (and your home directory) writable to "
+                         "the task; give a project directory")  # fmt: skip
+    return path
 
 
 def _repo(where: str, value: str, base: Path) -> str:
