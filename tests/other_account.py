@@ -54,6 +54,16 @@ def other_account() -> Account | None:
     return None
 
 
+def other_account_or_skip() -> Account:
+    """The second account, or the test is skipped where none can be made (not root, or no useradd)."""
+    import pytest
+
+    account = other_account()
+    if account is None:
+        pytest.skip("no second local account (not root, or no useradd)")
+    return account
+
+
 @contextlib.contextmanager
 def shared_directory() -> Iterator[Path]:
     """A directory under /tmp that every account can write, sticky as /tmp is; removed afterwards (by root,

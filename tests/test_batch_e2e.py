@@ -32,7 +32,7 @@ from tests.harness import (
     wait_for,
     wait_until,
 )
-from tests.other_account import other_account, shared_directory
+from tests.other_account import other_account_or_skip, shared_directory
 
 pytestmark = pytest.mark.e2e
 STUB = f"{sys.executable} {ROOT / 'tests' / 'stub_agent.py'}"
@@ -397,9 +397,7 @@ def test_a_batch_tasks_prompt_read_as_an_option_reaches_the_model_as_text_and_st
 def test_a_batch_on_an_out_directory_another_user_made_exits_2_in_one_line_and_leaves_it_alone(
     tmp_path: Path,
 ) -> None:
-    account = other_account()
-    if account is None:
-        pytest.skip("needs root to make a second local account (useradd)")
+    account = other_account_or_skip()
     (tmp_path / "proj").mkdir()
     (tmp_path / "keep.txt").write_text("keep me\n")
     write_tasks(tmp_path / "tasks.jsonl", [{"id": "proj", "prompt": "p"}])

@@ -32,7 +32,7 @@ from sprout_agent.model.rate_gate import RateGate
 from sprout_agent.trust.child_argv import with_operands
 from tests.bounds import bounded
 from tests.harness import ROOT
-from tests.other_account import other_account, shared_directory
+from tests.other_account import other_account_or_skip, shared_directory
 
 STUB = f"{sys.executable} {ROOT / 'tests' / 'stub_agent.py'}"
 
@@ -66,9 +66,7 @@ def test_an_out_directory_pre_created_by_another_local_user_with_work_and_lock_l
 ) -> None:
     """The attack: another account makes the --out directory 0777 with `work -> ~` and `.lock -> ~/keep.txt`;
     the victim's batch used to delete ~/proj through the link and truncate ~/keep.txt."""
-    account = other_account()
-    if account is None:
-        pytest.skip("needs root to make a second local account (useradd)")
+    account = other_account_or_skip()
     home = victim_home(tmp_path)
     with shared_directory() as shared:
         account.run(f"mkdir -m 0777 out && ln -s {home} out/work && ln -s {home}/keep.txt out/.lock", shared)
@@ -218,9 +216,7 @@ def test_the_rate_gate_and_an_exported_page_never_write_through_a_link(tmp_path:
 
 
 def test_private_dir_refuses_a_file_another_user_owns_in_its_place(tmp_path: Path) -> None:
-    account = other_account()
-    if account is None:
-        pytest.skip("needs root to make a second local account (useradd)")
+    account = other_account_or_skip()
     with PrivateDir.open(tmp_path / "out") as top:
         (tmp_path / "out" / "results.jsonl").write_text("")
         os.chown(tmp_path / "out" / "results.jsonl", account.uid, account.gid)
@@ -285,9 +281,7 @@ def test_merging_a_shard_another_user_made_with_a_fifo_or_links_fails_with_a_mes
 ) -> None:
     """`batch merge` opened a shard's results.jsonl (and transcripts) by path and blocking: another user's FIFO there
     hung it for good; a `transcripts` link was followed."""
-    other = other_account()
-    if other is None:
-        pytest.skip("no second local account (not root, or no useradd)")
+    other = other_account_or_skip()
     secret = tmp_path / "mine"
     secret.mkdir()
     (secret / "session.jsonl").write_text("my own transcript\n")

@@ -16,7 +16,7 @@ import pytest
 from sprout_agent.faces.terminal.input import _history  # pyright: ignore[reportPrivateUsage]
 from tests.fake_anthropic import FakeAnthropic, reply
 from tests.harness import FAKE_MCP, run_agent
-from tests.other_account import Account, other_account
+from tests.other_account import Account, other_account_or_skip
 
 
 @pytest.fixture
@@ -40,10 +40,7 @@ def reads(account: Account, path: Path) -> bool:
 
 @pytest.fixture
 def other() -> Account:
-    account = other_account()
-    if account is None:
-        pytest.skip("no second local account (not root, or no useradd)")
-    return account
+    return other_account_or_skip()
 
 
 @pytest.mark.e2e

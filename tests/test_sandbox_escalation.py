@@ -192,14 +192,12 @@ async def test_the_model_cannot_ask_the_dev_server_to_run_outside_the_sandbox(tm
     assert not outside.exists() and os.path.exists(tmp_path)
 
 
-@needs_bwrap
-async def test_an_acp_editor_is_asked_to_run_it_outside_the_sandbox_and_the_model_sees_the_second_run(
-    tmp_path: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    script = [
-        fa.reply(fa.tool_use("dev__bash", {"command": f"touch {outside} && echo made"}, "toolu_1")),
-        fa.reply("ok"),
-    ]
+async def acp_re_run(
+    tmp_path: Path, command: str, picked: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Json, fa.FakeAnthropic]:
+    """A `dev__bash` call the sandbox stops, in an ACP session in ask mode whose editor picks `picked` when asked
+    to run it outside: the permission question and the fake API (its requests)."""
+    script = [fa.reply(fa.tool_use("dev__bash", {"command": command}, "toolu_1")), fa.reply("ok")]
     with fa.FakeAnthropic(script) as fake:
         session_env(monkeypatch, fake)
         monkeypatch.setenv("SPROUT_AGENT_BUILTIN_SERVERS", "dev")
@@ -210,10 +208,19 @@ async def test_an_acp_editor_is_asked_to_run_it_outside_the_sandbox_and_the_mode
             await client.send(prompt_line(2, session_id, "make it"))
             question = await client.question("session/request_permission")
             await client.send(json.dumps({"jsonrpc": "2.0", "id": question["id"], "result": {"outcome": {
-                "outcome": "selected", "optionId": "outside_sandbox_once"}}}))  # fmt: skip
+                "outcome": "selected", "optionId": picked}}}))  # fmt: skip
             assert (await client.answer(2, timeout=60))["result"]["stopReason"] == "end_turn"
+    return question, fake
+
+
+@needs_bwrap
+async def test_an_acp_editor_is_asked_to_run_it_outside_the_sandbox_and_the_model_sees_the_second_run(
+    tmp_path: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    command = f"touch {outside} && echo made"
+    question, fake = await acp_re_run(tmp_path, command, "outside_sandbox_once", monkeypatch)
     params = question["params"]
-    assert params["toolCall"]["title"] == f"Outside the sandbox: touch {outside} && echo made"  # the command itself
+    assert params["toolCall"]["title"] == f"Outside the sandbox: {command}"  # the command itself
     (reason,) = params["toolCall"]["content"]
     assert reason["content"]["text"].startswith("Failed in the sandbox; its output reads as: sandbox: write outside")
     assert [o["optionId"] for o in params["options"]] == [
@@ -230,19 +237,7 @@ async def test_an_acp_editor_is_asked_to_run_it_outside_the_sandbox_and_the_mode
 async def test_an_acp_editor_answering_the_re_run_question_with_the_ordinary_allow_id_keeps_it_in_the_sandbox(
     tmp_path: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    script = [fa.reply(fa.tool_use("dev__bash", {"command": f"touch {outside}"}, "toolu_1")), fa.reply("ok")]
-    with fa.FakeAnthropic(script) as fake:
-        session_env(monkeypatch, fake)
-        monkeypatch.setenv("SPROUT_AGENT_BUILTIN_SERVERS", "dev")
-        options = AcpSetup(Options(permission_mode="ask", allow_tools=("dev__bash",)))
-        async with pipe_agent(options) as client:
-            await client.request(1, "initialize", {"protocolVersion": 1})
-            session_id = await new_session(client, tmp_path)
-            await client.send(prompt_line(2, session_id, "make it"))
-            question = await client.question("session/request_permission")
-            await client.send(json.dumps({"jsonrpc": "2.0", "id": question["id"], "result": {"outcome": {
-                "outcome": "selected", "optionId": "allow_once"}}}))  # fmt: skip
-            assert (await client.answer(2, timeout=60))["result"]["stopReason"] == "end_turn"
+    question, _ = await acp_re_run(tmp_path, f"touch {outside}", "allow_once", monkeypatch)
     assert question["params"]["toolCall"]["title"].startswith("Outside the sandbox: ")
     assert not outside.exists()
 

@@ -14,7 +14,7 @@ from sprout_agent.config.definition_files import load_definitions, places
 from sprout_agent.mcp.client_features import roots_for
 from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.trust.write_policy import WritePolicy, git_root
-from tests.other_account import Account, other_account, shared_directory
+from tests.other_account import Account, other_account_or_skip, shared_directory
 
 PLANT = (
     "mkdir .git .claude .claude/commands .claude/agents .claude/skills .claude/skills/pwn && "
@@ -27,10 +27,7 @@ PLANT = (
 
 @pytest.fixture
 def other() -> Account:
-    account = other_account()
-    if account is None:
-        pytest.skip("no second local account (not root, or no useradd)")
-    return account
+    return other_account_or_skip()
 
 
 @pytest.fixture
