@@ -16,7 +16,9 @@ same factor (tests/conftest.py).
 What is not a bound and stays as written: the code's own timeouts that a test checks (a hook's 100 ms timeout
 that must trip, a tool timeout of 0.5 s against a call that never ends), which are the behaviour under test;
 and the time a fake peer takes on purpose (a slow tool, a delayed reply). No test asserts how long something
-took, and none sleeps to synchronise: a test waits on an event or a condition, bounded.
+took, but where the bound is the behaviour (a batch's exit waits at most 3.5 s for a silent collector:
+test_telemetry_e2e.py, against `bounded(6)`); none sleeps to synchronise: a test waits on an event or a
+condition, bounded.
 """
 
 from __future__ import annotations

@@ -312,15 +312,20 @@ async def test_a_server_that_ignores_sigterm_is_killed_with_its_group(tmp_path: 
         await p.pool.call(p.spec("stubborn", "spawn_grandchild"), {})
         leader = p.status("stubborn").pid
     assert leader is not None
-    await wait_dead(leader, *pids_in(pidfile))
+    grandchildren = pids_in(pidfile)
+    assert len(grandchildren) == 1  # an empty pid file would prove nothing
+    await wait_dead(leader, *grandchildren)
 
 
 async def test_kill_all_now_kills_every_group_synchronously(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchildren"
     async with Pool(fake("a", tools="spawn_grandchild", grandchild_pidfile=str(pidfile))) as p:
         await p.pool.call(p.spec("a", "spawn_grandchild"), {})
+        grandchildren = pids_in(pidfile)
+        leader = p.status("a").pid
+        assert len(grandchildren) == 1 and leader is not None  # an empty pid file would prove nothing
         p.pool.kill_all_now()
-        await wait_dead(p.status("a").pid or 0, *pids_in(pidfile))
+        await wait_dead(leader, *grandchildren)
 
 
 async def test_servers_see_only_the_environment_child_env_gives_them(monkeypatch: pytest.MonkeyPatch) -> None:

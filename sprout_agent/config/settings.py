@@ -24,7 +24,7 @@ def _raw(env: Mapping[str, str], name: str) -> str | None:
     return value or DEFAULTS[name] or None
 
 
-THINKING_SETTINGS = ("adaptive", "on", "off")  # model/facts.py reads the same words
+THINKING_SETTINGS = ("adaptive", "on", "off")
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
 
 

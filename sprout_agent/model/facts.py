@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from sprout_agent.config.settings import EFFORT_LEVELS
+
 CACHE_SECONDS = 24 * 3600
 DEFAULT_WINDOW = 200_000
-THINKING_SETTINGS = ("adaptive", "on", "off")
-EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
 MIN_THINKING_BUDGET = 1024  # the API's floor for `budget_tokens`
 
 # Longest prefix first. Only what Anthropic's model pages state; the Models API is the real source.

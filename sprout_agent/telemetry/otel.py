@@ -7,7 +7,6 @@ collector that cannot be reached costs one notice at the end, and shut-down is b
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
@@ -262,7 +261,3 @@ def batch_processor(
     exporter: SpanExporter, failures: Failures, redact: Callable[[str], str], content: bool
 ) -> BatchSpanProcessor:
     return BatchSpanProcessor(CountingExporter(exporter, failures, redact, content))
-
-
-def pid_attributes() -> dict[str, Any]:
-    return {"process.pid": os.getpid()}

@@ -115,10 +115,6 @@ class JsonlSink:
                 self.out, {**replayed_user_record(text, images), "session_id": self.session_id, "uuid": line_uuid}
             )
 
-    def write_raw(self, record: Record) -> None:
-        """A line of another protocol (a control_response) on the same stdout: one whole line, never interleaved."""
-        write_record(self.out, record)
-
     def init(self, info: InitInfo) -> None:
         self.session_id = info.session_id
         self._limits = (info.context_window, info.max_output_tokens)
