@@ -202,3 +202,23 @@ def test_doctor_needs_no_api_key_and_never_imports_anthropic(tmp_path: Path) -> 
         imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
         assert "sprout_agent.faces.cli.commands.doctor" in imported
         assert not any(name.split(".")[0] == "anthropic" for name in imported), command
+
+
+def test_a_fresh_install_passes_mcp_doctor_and_hooks_test_with_the_session_only_agent_server_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 45: in an empty directory, with the built-in servers, both checks said FAIL for the `agent` server,
+    which only a running session can serve; a CI gate running either always failed."""
+    from sprout_agent.faces.cli.commands.hooks_test import hooks_test_command
+
+    builtins = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev,todo,agent"}
+    run = doctor(tmp_path, monkeypatch, {}, **builtins)
+    assert run.code == 0, run.stdout
+    assert "[skip] agent  (built in)" in run.stdout
+    assert "session only: serves a running session's subagents and skills" in run.stdout
+    assert "2 of 3 servers OK, 1 only inside a session (not started)" in run.stdout
+    as_json = doctor(tmp_path, monkeypatch, {}, as_json=True, **builtins)
+    assert as_json.code == 0 and json.loads(as_json.stdout)["ok"] is True
+    tested = command_here(tmp_path, monkeypatch, {}, lambda s: hooks_test_command(s, (), None, False), builtins)
+    assert tested.code == 0, tested.stdout + tested.stderr
+    assert "[ok] todo  _Stop" in tested.stdout and "agent" not in tested.stdout + tested.stderr

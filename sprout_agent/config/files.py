@@ -344,6 +344,16 @@ BUILTIN_MODULES = {
 BUILTIN_SERVERS = tuple(BUILTIN_MODULES)
 
 
+def session_only(config: ServerConfig) -> str | None:
+    """Why a server can start only inside a running session (None: it starts anywhere). `mcp doctor` and `hooks
+    test` start servers with no session: such a server is skipped there, with this reason, never a failure."""
+    if config.transport == "sdk":
+        return "hosted by the Claude Agent SDK that drives a run"
+    if config.transport == "in-process" and config.in_process == BUILTIN_MODULES["agent"]:
+        return "serves a running session's subagents and skills"
+    return None
+
+
 def with_builtin_servers(
     loaded: LoadedConfig,
     wanted: Sequence[str],

@@ -34,6 +34,7 @@ from sprout_agent.config.files import (
     ServerConfig,
     listed_transport,
     load_config,
+    session_only,
     with_builtin_servers,
 )
 from sprout_agent.config.sandboxing import SandboxPlan, ServerSandboxes, plan
@@ -46,6 +47,8 @@ from sprout_agent.trust.untrusted import printable
 
 BUILT_IN = "built in"
 NOT_APPROVED = "not approved"  # a project server held back for consent: not started, not a failure
+SESSION_ONLY = "session only"  # a server only a running session can serve (config/files.session_only): skipped
+SKIPPED = (NOT_APPROVED, SESSION_ONLY)
 KNOWN_HOOKS = HOOK_POINTS
 
 
@@ -205,7 +208,10 @@ async def diagnose(setup: Setup, timeout: float | None) -> tuple[list[ServerRepo
     for config in setup.loaded.servers:
         problem = missing_command(config, child_environment(os.environ, config.env))
         verdict = setup.verdict(config)
-        if verdict not in (None, Verdict.APPROVED):
+        why = session_only(config)
+        if why is not None:
+            reports[config.name].state, reports[config.name].error = SESSION_ONLY, why
+        elif verdict not in (None, Verdict.APPROVED):
             reports[config.name].state = NOT_APPROVED
             reports[config.name].error = setup.mask(held_back_notice(config, verdict))
         elif problem is None:
@@ -257,7 +263,7 @@ def doctor_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
     reports, notices = anyio.run(diagnose, setup, timeout)
     sandbox = setup.sandbox
     sandbox_ok = not (sandbox.policy.required and sandbox.unavailable is not None)
-    ok = sandbox_ok and all(report.ok or report.state == NOT_APPROVED for report in reports)
+    ok = sandbox_ok and all(report.ok or report.state in SKIPPED for report in reports)
     if as_json:
         _print_json(setup, [asdict(report) for report in reports], ok=ok, notices=notices)
     else:
@@ -265,10 +271,12 @@ def doctor_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
         for report in reports:
             print("\n".join(_doctor_lines(report, setup)))
         held = sum(report.state == NOT_APPROVED for report in reports)
-        failed = sum(not report.ok for report in reports) - held
-        summary = f"{len(reports) - failed - held} of {len(reports)} servers OK" + (
+        in_session = sum(report.state == SESSION_ONLY for report in reports)
+        failed = sum(not report.ok for report in reports) - held - in_session
+        summary = f"{len(reports) - failed - held - in_session} of {len(reports)} servers OK" + (
             f", {failed} failed" if failed else ""
         )
+        summary += f", {in_session} only inside a session (not started)" if in_session else ""
         print(summary + (f", {held} not approved (not started)" if held else ""))
         mark = (
             "ok" if sandbox.active else "off" if sandbox.policy.mode == "off" else "FAIL" if not sandbox_ok else "warn"
@@ -288,7 +296,7 @@ def stderr_lines(tail: str) -> list[str]:
 
 def _doctor_lines(report: ServerReport, setup: Setup) -> list[str]:
     command = " ".join([report.command, *report.args])
-    mark = "ok" if report.ok else "skip" if report.state == NOT_APPROVED else "login" if _login(report) else "FAIL"
+    mark = "ok" if report.ok else "skip" if report.state in SKIPPED else "login" if _login(report) else "FAIL"
     lines = [f"[{mark}] {report.name}  ({report.source})  {printable(command)}".rstrip()]
     if report.sandbox:
         lines.append(f"    sandbox: {report.sandbox}")
@@ -336,7 +344,7 @@ def hooks_command(setup: Setup, timeout: float | None, as_json: bool) -> int:
         for r in reports
         for hook in r.hooks
     ]
-    failed = [r for r in reports if not r.ok and r.state != NOT_APPROVED]
+    failed = [r for r in reports if not r.ok and r.state not in SKIPPED]
     if as_json:
         print(json.dumps({"hooks": rows, "failed_servers": [r.name for r in failed]}, indent=2))
     else:

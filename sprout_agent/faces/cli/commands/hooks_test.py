@@ -12,7 +12,7 @@ from functools import partial
 import anyio
 
 from sprout_agent.config.consent import Verdict, held_back_notice
-from sprout_agent.config.files import ServerConfig
+from sprout_agent.config.files import ServerConfig, session_only
 from sprout_agent.config.sandboxing import ServerSandboxes
 from sprout_agent.config.settings import child_environment
 from sprout_agent.core.events import Event
@@ -43,8 +43,8 @@ async def _run(setup: Setup, names: tuple[str, ...], timeout: float | None) -> t
     failed: dict[str, str] = {}
     startable: list[ServerConfig] = []
     for config in setup.loaded.servers:
-        if names and config.name not in names:
-            continue
+        if (names and config.name not in names) or session_only(config) is not None:
+            continue  # a server only a session can serve has no hook to probe here (mcp doctor says so)
         verdict = setup.verdict(config)
         problem = missing_command(config, child_environment(os.environ, config.env))
         if verdict not in (None, Verdict.APPROVED):
