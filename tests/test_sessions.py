@@ -105,6 +105,10 @@ def test_an_unknown_session_id_or_nothing_to_continue_is_exit_2(tmp_path: Path) 
     bare = run_agent(tmp_path, ["-p", "x", "-r"], fake=None, servers={})  # no id, and no terminal to pick in
     assert bare.code == 2 and "`sprout-agent sessions` lists them" in bare.stderr
     assert len(bare.stderr.strip().splitlines()) == 1
+    piped = run_agent(tmp_path, ["-r"], fake=None, servers={})  # stdin a pipe: it said "stdin was empty" (issue 45)
+    assert piped.code == 2 and piped.stderr.strip().splitlines() == [
+        "sprout-agent: -r needs a session id here: `sprout-agent sessions` lists them (-c resumes the latest)"
+    ]
 
 
 @e2e

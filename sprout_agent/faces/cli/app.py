@@ -160,6 +160,11 @@ def main_command(
     if not headless:
         prompt = None
     elif input_format is InputFormat.text:
+        if resume_id == "" and not (sys.stdin.isatty() and sys.stderr.isatty()):  # the picker needs a terminal:
+            # say so before stdin is read for a prompt ("stdin was empty" named the wrong thing)
+            from sprout_agent.faces.cli.pick_session import NEEDS_AN_ID
+
+            fail_as(output_format.value, NEEDS_AN_ID)
         prompt = headless_prompt(output_format.value, prompt)
     from sprout_agent.faces.cli import start
 

@@ -14,6 +14,7 @@ from sprout_agent.session import index
 from sprout_agent.trust.untrusted import printable
 
 SHOWN = 10  # the newest sessions offered
+NEEDS_AN_ID = "-r needs a session id here: `sprout-agent sessions` lists them (-c resumes the latest)"
 
 
 def with_picked_session(options: Options, sessions: Path | None) -> Options:
@@ -21,7 +22,7 @@ def with_picked_session(options: Options, sessions: Path | None) -> Options:
     if options.resume_id != "":
         return options
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
-        raise UsageError("-r needs a session id here: `sprout-agent sessions` lists them (-c resumes the latest)")
+        raise UsageError(NEEDS_AN_ID)
     found = index.list_sessions(sessions, str(options.cwd))[:SHOWN] if sessions is not None else []
     if not found:
         raise UsageError(f"no recorded session in {options.cwd} to resume (`sprout-agent sessions` lists them all)")
