@@ -234,3 +234,38 @@ def test_with_verbose_a_logged_traceback_goes_to_the_server_log_and_an_unwritabl
     assert "tool write failed" in text and "Traceback" in text and "FileExistsError: somefile.txt" in text
     assert "nowhere to write this" not in text
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["--bogus", "--output-format", "json"], "No such option: --bogus"),
+        (["-p", "hi", "--output-format=stream-json", "--max-turns", "x"], "Invalid value for '--max-turns'"),
+    ],
+)
+def test_a_usage_error_with_a_json_output_format_still_writes_the_result_line_on_stdout(
+    argv: list[str], error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 45: `--bogus --output-format json` wrote no JSON at all, so a script reading stdout got nothing."""
+    from sprout_agent.faces.cli.app import app
+    from sprout_agent.faces.cli.argv import run
+
+    with pytest.raises(SystemExit) as exited:
+        run(app, argv)
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    (line,) = captured.out.splitlines()
+    result = json.loads(line)
+    assert (result["type"], result["exit_code"], result["is_error"]) == ("result", 2, True)
+    assert result["errors"][0].startswith(error) and error in captured.err
+
+
+def test_a_usage_error_without_a_json_output_format_writes_nothing_on_stdout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from sprout_agent.faces.cli.app import app
+    from sprout_agent.faces.cli.argv import run
+
+    with pytest.raises(SystemExit):
+        run(app, ["--bogus", "-p", "hi"])
+    assert capsys.readouterr().out == ""

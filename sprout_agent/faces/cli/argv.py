@@ -4,7 +4,7 @@ positional prompt told apart from a subcommand, with options allowed after it (`
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, cast
 
 import typer
 from typer.core import TyperGroup, TyperOption
@@ -21,6 +21,17 @@ class PromptOrCommand(TyperGroup):
     subcommand names instead. Options may follow the prompt, as in Claude Code."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # Any: typer's vendored click Context
+        given = list(args)
+        try:
+            return self._parse(ctx, args)
+        except _USAGE_ERROR as error:  # click prints it and exits 2; a script reading stdout gets its result too
+            from sprout_agent.core.errors import EXIT_USAGE
+            from sprout_agent.faces.headless.jsonl import report_early_error
+
+            report_early_error(_output_format(given), error.format_message(), EXIT_USAGE, sys.stdout)
+            raise
+
+    def _parse(self, ctx: Any, args: list[str]) -> list[str]:
         given = list(args)  # the parser consumes the list it is given
         rest = super().parse_args(ctx, args)
         protected: list[str] = ctx._protected_args  # pyright: ignore[reportPrivateUsage]
@@ -37,6 +48,24 @@ class PromptOrCommand(TyperGroup):
             ctx.fail(f"unexpected argument {positional[1]!r} after the prompt: quote a prompt of several words")
         ctx.meta[POSITIONAL] = positional[0] if positional else None
         return []
+
+
+# typer vendors click and exports only this subclass of its UsageError (an unknown option, a missing value…): the
+# base, typed as the subclass for its `format_message`, which both have.
+_USAGE_ERROR = cast("type[typer.BadParameter]", typer.BadParameter.__mro__[1])
+
+
+def _output_format(args: list[str]) -> str:
+    """The `--output-format` the command line asks for, read as the parser would have (the last one wins)."""
+    found = "text"
+    for index, word in enumerate(args):
+        if word == "--":
+            break
+        if word == "--output-format" and index + 1 < len(args):
+            found = args[index + 1]
+        elif word.startswith("--output-format="):
+            found = word.partition("=")[2]
+    return found
 
 
 def run(app: typer.Typer, argv: list[str]) -> None:
