@@ -269,3 +269,33 @@ def test_a_usage_error_without_a_json_output_format_writes_nothing_on_stdout(
     with pytest.raises(SystemExit):
         run(app, ["--bogus", "-p", "hi"])
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    ("url", "keyless"),
+    [
+        ("https://gateway.example.com", False),
+        ("http://10.0.0.5:4000", False),
+        ("http://127.0.0.1:8080", True),
+        ("http://127.1.2.3", True),
+        ("http://localhost:4000/v1", True),
+        ("http://[::1]:9000", True),
+    ],
+)
+def test_a_missing_key_with_a_base_url_is_a_usage_error_unless_the_api_is_on_this_machines_loopback(
+    tmp_path: Path, url: str, keyless: bool
+) -> None:
+    """Issue 45: a gateway URL and no key sent `Authorization: Bearer none`, retried five times and exited 1; the
+    README promises 2 for a missing key. A local proxy or model server on the loopback may need none."""
+    from sprout_agent.config.locations import Locations
+    from sprout_agent.config.options import Options
+    from sprout_agent.session.prepared import prepare
+
+    def prepared() -> object:
+        return prepare(Options("q", cwd=tmp_path), Locations.nowhere(), {"ANTHROPIC_BASE_URL": url})
+
+    if keyless:
+        assert prepared() is not None
+    else:
+        with pytest.raises(UsageError, match=r"^ANTHROPIC_API_KEY is not set: .* loopback may need no key\)$"):
+            prepared()

@@ -234,6 +234,22 @@ _INHERITED = frozenset({
 _INHERITED_PREFIXES = ("LC_", "XDG_")
 
 
+def serves_without_a_key(base_url: str | None) -> bool:
+    """A run needs no key only for an API on this machine's loopback (a local proxy or model server): a gateway
+    elsewhere without one was sent `Bearer none`, retried, and the run ended with exit 1 instead of 2."""
+    if base_url is None:
+        return False
+    host = urlsplit(base_url).hostname or ""
+    if host == "localhost":
+        return True
+    import ipaddress  # ~2 ms, only for a base URL with no key
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def child_environment(parent: Mapping[str, str], server_env: Mapping[str, str]) -> dict[str, str]:
     """The environment an MCP server starts with: the `_INHERITED` part of `parent` (never a
     secret-looking name such as ANTHROPIC_API_KEY or *TOKEN*) plus the server's own `env`, which wins."""

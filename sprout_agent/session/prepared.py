@@ -121,8 +121,11 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     dotenv = read_dotenv(options.cwd)
     env = {**dotenv.values, **environ}
     settings = st.Settings.from_env(env)
-    if not settings.api_key_present and not settings.base_url:
-        raise UsageError("ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run again")
+    if not settings.api_key_present and not st.serves_without_a_key(settings.base_url):
+        raise UsageError(
+            "ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run again"
+            + ("" if settings.base_url is None else " (only a server on this machine's loopback may need no key)")
+        )
     model = options.model or settings.model
     st.choice(options.thinking, st.THINKING_SETTINGS, "--thinking")  # a misspelt flag fails here, with exit 2
     st.choice(options.effort, st.EFFORT_LEVELS, "--effort")
