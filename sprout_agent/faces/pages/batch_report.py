@@ -20,6 +20,7 @@ from sprout_agent.faces.pages.charts import bars, histogram
 from sprout_agent.faces.pages.entries import from_stream
 from sprout_agent.faces.pages.session_page import CSP, page, session_html
 
+MONEY, SECONDS = "${:.4f}", "{:.1f} s"  # how the charts show a task's cost and duration
 SORT = (
     "document.querySelectorAll('th').forEach((th,i)=>th.addEventListener('click',()=>{"
     "const body=document.querySelector('tbody');const rows=[...body.rows];const up=th.dataset.up!=='1';"
@@ -62,10 +63,10 @@ def report_html(title: str, rows: Sequence[dict[str, Any]], pending: Sequence[st
     )
     charts = "".join(
         [
-            bars("cost per task (USD)", [(r["id"], r["cost"]) for r in rows], "{:.4f}"),
-            bars("duration per task (s)", [(r["id"], r["seconds"]) for r in rows], "{:.1f}"),
-            histogram("cost distribution (USD)", [r["cost"] for r in rows]),
-            histogram("duration distribution (s)", [r["seconds"] for r in rows]),
+            bars("cost per task", [(r["id"], r["cost"]) for r in rows], MONEY),
+            bars("duration per task", [(r["id"], r["seconds"]) for r in rows], SECONDS),
+            histogram("cost distribution", [r["cost"] for r in rows], MONEY),
+            histogram("duration distribution", [r["seconds"] for r in rows], SECONDS),
             bars("not ok, by stop reason", sorted(_failures(rows).items()), "{:.0f}"),
         ]
     )

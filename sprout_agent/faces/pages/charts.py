@@ -27,8 +27,9 @@ def bars(title: str, items: Sequence[tuple[str, float]], shown: str) -> str:
     return _svg(title, height, "".join(rows) or "<text x=0 y=34 font-size=12>nothing yet</text>")
 
 
-def histogram(title: str, values: Sequence[float], buckets: int = 10) -> str:
-    """How the values spread: `buckets` equal ranges from the least to the most, a column each."""
+def histogram(title: str, values: Sequence[float], shown: str, buckets: int = 10) -> str:
+    """How the values spread: `buckets` equal ranges from the least to the most, a column each; `shown` formats
+    a value on the axis and in the columns' titles (`${:.4f}`, `{:.1f} s`): money and seconds, not raw floats."""
     if not values:
         return _svg(title, 60, "<text x=0 y=34 font-size=12>nothing yet</text>")
     low, high = min(values), max(values)
@@ -43,9 +44,13 @@ def histogram(title: str, values: Sequence[float], buckets: int = 10) -> str:
         start = low + index * step
         cells.append(
             f"<rect x={10 + index * column} y={150 - height} width={column - 2} height={max(height, 0)} "
-            f"fill='#6a9f3b'><title>{start:.4g}–{start + step:.4g}: {count}</title></rect>"
+            f"fill='#6a9f3b'><title>{escape(shown.format(start))}–{escape(shown.format(start + step))}: "
+            f"{count}</title></rect>"
         )
-    axis = f"<text x=10 y=166 font-size=10>{low:.4g}</text><text x={WIDTH - 60} y=166 font-size=10>{high:.4g}</text>"
+    axis = (
+        f"<text x=10 y=166 font-size=10>{escape(shown.format(low))}</text>"
+        f"<text x={WIDTH - 10} y=166 font-size=10 text-anchor=end>{escape(shown.format(high))}</text>"
+    )
     return _svg(title, 172, "".join(cells) + axis)
 
 
