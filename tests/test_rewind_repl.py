@@ -127,6 +127,7 @@ async def test_the_session_goes_on_in_the_fork_with_its_own_checkpoints_and_the_
                 outcome = await rewind_to(tracker, old.path, RewindRequest(2))
                 shadow = next((tmp_path / "data" / "checkpoints").glob("*/shadow.git"))
                 old_ref = _ref(shadow, runtime.session_id)
+                spent_at_fork = agent.ledger.cost
                 forked = continue_in_fork(runtime, outcome)
                 assert forked.session_id == outcome.session_id == agent.session_id == tracker.session_id
                 assert forked.transcript is not None and forked.transcript.path == outcome.forked
@@ -134,6 +135,7 @@ async def test_the_session_goes_on_in_the_fork_with_its_own_checkpoints_and_the_
                 assert sent_prompt(old.path, outcome.turn.offset) == "now write two, please"
                 assert (work / "a.txt").read_text() == "one\n"
                 await agent.run_turn("write three")  # in the fork: numbered 2 there, checkpointed under its ref
+                spent_in_fork = agent.ledger.cost - spent_at_fork
                 assert (work / "b.txt").read_text() == "three\n"
                 assert [t.number for t in tracker.turns] == [1, 2] and tracker.turns[-1].files
                 assert _ref(shadow, runtime.session_id) == old_ref  # the old session's ref did not move
@@ -142,6 +144,13 @@ async def test_the_session_goes_on_in_the_fork_with_its_own_checkpoints_and_the_
                 assert back.restored == ["b.txt"] and not (work / "b.txt").exists()
                 forked.transcript.close()
     assert store.load(old.path).history == old_history  # the old conversation, as it was
+    # Each session's recorded spend is its own conversation's: the fork's is the first turn's and its own, never
+    # the rewound second turn's (issue 45: `sessions export` showed it in the fork's cost).
+    first_turn = next(r["total_usd"] for r in store.records(old.path) if r.get("type") == "cost")
+    rewound_turn = store.load(old.path).cost_usd - first_turn
+    assert rewound_turn > 0 and spent_in_fork > 0
+    assert store.load(old.path).cost_usd == pytest.approx(spent_at_fork, abs=2e-6)  # not the fork's turn too
+    assert store.load(forked.transcript.path).cost_usd == pytest.approx(first_turn + spent_in_fork, abs=2e-6)
     messages = store.load(forked.transcript.path).history
     assert [m.content[0].text for m in messages if isinstance(m.content[0], Text)][:2] == ["write one", "first"]
     sent = fake.requests[-2].body["messages"]  # the fork's first request: the conversation before the rewound turn

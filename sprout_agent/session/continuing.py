@@ -25,6 +25,9 @@ def continue_in_fork(runtime: Runtime, outcome: RewindOutcome) -> Runtime:
     agent.recorder = recorder
     agent.session_id = outcome.session_id
     agent.load(loaded.history, "resume")  # the fork's file holds exactly this history: nothing is written
+    # The fork's spend is what its own conversation cost: what was spent up to the fork (its last `cost` record,
+    # copied), then what this run spends from here; never the rewound turns, which are the old session's.
+    agent.ledger.earlier = loaded.cost_usd - agent.ledger.cost
     if runtime.checkpoints is not None:
         turns = turns_from(branches.records_at(outcome.forked))
         runtime.checkpoints.follow(outcome.session_id, recorder.mark, turns)

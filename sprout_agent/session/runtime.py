@@ -119,7 +119,7 @@ async def open_runtime(
         delegator.attach(agent, _child_setup(prepared, model, session_id))
         tracker = agent.checkpoints = _make_tracker(prepared, emit, session_id, transcript, agent)
         if transcript is not None:
-            agent.emit = _recording_spend(agent.emit, transcript, ledger)
+            agent.emit = _recording_spend(agent.emit, agent, ledger)
         if prepared.resume is not None:
             ledger.earlier = prepared.resume.cost_usd if not prepared.options.fork_session else 0.0
             agent.load(prepared.resume.history, "resume")
@@ -137,14 +137,13 @@ async def open_runtime(
         await agent.end_session("exit")
 
 
-def _recording_spend(
-    emit: Callable[[Event], None], transcript: store.SessionStore, ledger: Ledger
-) -> Callable[[Event], None]:
-    """After each turn the transcript records the session's spend, so a resumed session's cost goes on from it."""
+def _recording_spend(emit: Callable[[Event], None], agent: Agent, ledger: Ledger) -> Callable[[Event], None]:
+    """After each turn the transcript records the session's spend, so a resumed session's cost goes on from it: the
+    agent's transcript of the moment (a rewind's fork goes on in its own, session/continuing.py)."""
 
     def recording(event: Event) -> None:
         emit(event)
-        if isinstance(event, TurnFinished):
+        if isinstance(event, TurnFinished) and isinstance(transcript := agent.recorder, store.SessionStore):
             transcript.spent(ledger.earlier + ledger.cost)
 
     return recording
