@@ -212,12 +212,12 @@ def test_a_fresh_install_passes_mcp_doctor_and_hooks_test_with_the_session_only_
     from sprout_agent.faces.cli.commands.hooks_test import hooks_test_command
 
     builtins = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev,todo,agent"}
-    run = doctor(tmp_path, monkeypatch, {}, **builtins)
+    run = doctor(tmp_path, monkeypatch, {}, SPROUT_AGENT_BUILTIN_SERVERS=builtins["SPROUT_AGENT_BUILTIN_SERVERS"])
     assert run.code == 0, run.stdout
     assert "[skip] agent  (built in)" in run.stdout
     assert "session only: serves a running session's subagents and skills" in run.stdout
     assert "2 of 3 servers OK, 1 only inside a session (not started)" in run.stdout
-    as_json = doctor(tmp_path, monkeypatch, {}, as_json=True, **builtins)
+    as_json = doctor(tmp_path, monkeypatch, {}, as_json=True, SPROUT_AGENT_BUILTIN_SERVERS="dev,todo,agent")
     assert as_json.code == 0 and json.loads(as_json.stdout)["ok"] is True
     tested = command_here(tmp_path, monkeypatch, {}, lambda s: hooks_test_command(s, (), None, False), builtins)
     assert tested.code == 0, tested.stdout + tested.stderr
