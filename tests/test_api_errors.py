@@ -15,7 +15,7 @@ from sprout_agent.core.messages import user_text
 from sprout_agent.core.protocols import ModelRequest
 from sprout_agent.model.api_errors import Failure, explain
 from tests.bounds import bounded
-from tests.fake_anthropic import FakeAnthropic, Step, error, reply
+from tests.fake_anthropic import FakeAnthropic, Step, error, hang, reply
 from tests.harness import API_KEY
 from tests.loop_doubles import MODEL
 
@@ -97,3 +97,45 @@ async def test_an_answered_request_counts_once_in_the_summary() -> None:
             await model.aclose()
     assert (ledger.sent, ledger.requests) == (2, 1)
     assert ledger.summary().startswith("2 requests;")
+
+
+async def test_a_request_that_stays_quiet_says_so_and_a_stream_that_moves_on_starts_the_count_again() -> None:
+    """Issue 45: with the API hanging, a run said nothing for ten minutes. The real client against a reply that
+    comes late: a notice each `waiting_notice` of quiet, the first of a spell marked as such."""
+    from sprout_agent.core.events import ApiWaiting
+    from sprout_agent.model.client import AnthropicModel
+
+    events: list[Event] = []
+    with FakeAnthropic([reply("late", delay=1.0)]) as fake:
+        model = AnthropicModel(
+            model=MODEL, max_tokens=100, emit=events.append, api_key=API_KEY, base_url=fake.base_url,
+            waiting_notice=0.3,
+        )  # fmt: skip
+        try:
+            with anyio.fail_after(bounded(20)):
+                answer = await model.complete(REQUEST, lambda _: None)
+        finally:
+            await model.aclose()
+    assert answer.stop_reason == "end_turn"
+    waits = [event for event in events if isinstance(event, ApiWaiting)]
+    assert waits and waits[0].first and not any(w.first for w in waits[1:])
+    assert [w.seconds for w in waits] == sorted(w.seconds for w in waits)
+
+
+async def test_api_timeout_bounds_a_quiet_request_and_its_end_is_one_line() -> None:
+    """`API_TIMEOUT_MS` (the client's `timeout`): a hanging API fails as a timeout, retried, then one line."""
+    from sprout_agent.model.client import AnthropicModel
+
+    with FakeAnthropic([hang(), hang()]) as fake:
+        model = AnthropicModel(
+            model=MODEL, max_tokens=100, emit=lambda _: None, api_key=API_KEY, base_url=fake.base_url,
+            retries=1, timeout=0.5,
+        )  # fmt: skip
+        try:
+            with pytest.raises(ApiError) as raised, anyio.fail_after(bounded(20)):
+                await model.complete(REQUEST, lambda _: None)
+        finally:
+            await model.aclose()
+    text = str(raised.value)
+    assert "timed out" in text or "timeout" in text, text
+    assert "\n" not in text and "2 attempts" in text

@@ -85,6 +85,7 @@ async def events_of_a_busy_session() -> list[Event]:
         ev.ListChanged("fake", "tools", 5, ("extra",), ("old",)),
         ev.ServerLog("fake", "warning", "feat: disk full"),
         ev.ApiRetry(1, "529: overloaded", 0.5),
+        ev.ApiWaiting(15, True),  # the model client, when a request stays quiet
         ev.ThinkingDelta("the model client streams reasoning"),
         ev.Notice("MCP_HOOK_SERVERS names 'ghost', but no server has that name", "warning"),
         ev.ServerAsked("asking", "elicitation", "Who are you?", "decline", "nobody to ask"),
@@ -217,6 +218,7 @@ def test_json_output_holds_back_every_event_and_writes_only_the_result() -> None
             False,
             "API error 500 (internal server error); retry 1 in 0.6 s",
         ),
+        (ev.ApiWaiting(15, True), False, "waiting for the API: 15 s"),
         (ev.HookFailed("_Stop", "fake", "crashed"), True, "hook _Stop on fake failed: crashed"),
         (ev.HookCalled("_Stop", ("fake", "other")), True, "hook _Stop → fake, other"),
         (
@@ -303,3 +305,16 @@ def test_a_subagents_text_reaches_stream_json_only_with_forward_subagent_text(fo
     kinds = [block["type"] for line in nested if line["type"] == "assistant" for block in line["message"]["content"]]
     assert kinds == (["text", "tool_use"] if forward else ["tool_use"])
     assert [line["type"] for line in nested] == ["assistant", "user", "system"]  # the call, its result, the warning
+
+
+def test_a_script_reads_one_waiting_line_a_quiet_spell_however_long_it_lasts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from sprout_agent.faces.terminal.render import TerminalRenderer
+
+    spell = [ev.ApiWaiting(15, True), ev.ApiWaiting(30, False), ev.ApiWaiting(45, False)]
+    script = TerminalRenderer(interactive=False, verbose=False)
+    for event in spell:
+        script(event)
+    script.close()
+    assert capsys.readouterr().err.count("waiting for the API") == 1

@@ -25,6 +25,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("ANTHROPIC_AUTH_TOKEN", "", "bearer token, instead of ANTHROPIC_API_KEY"),
     EnvVar("ANTHROPIC_BASE_URL", "", "API endpoint; unset = https://api.anthropic.com"),
     EnvVar("ANTHROPIC_MODEL", DEFAULT_MODEL, "model id"),
+    EnvVar("API_TIMEOUT_MS", "600000", "a model request's read timeout, milliseconds (Claude Code's name)"),
     EnvVar("ANTHROPIC_DEFAULT_HAIKU_MODEL", "claude-haiku-5-5", "a subagent definition's `model: haiku`"),
     EnvVar("ANTHROPIC_DEFAULT_SONNET_MODEL", "claude-sonnet-5-5", "a subagent definition's `model: sonnet`"),
     EnvVar("ANTHROPIC_DEFAULT_OPUS_MODEL", "claude-opus-5-5", "a subagent definition's `model: opus`"),

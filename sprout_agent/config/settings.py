@@ -146,6 +146,7 @@ class Settings:
     stop_max_rejections: int = 3
     tool_hooks: bool = False  # SPROUT_AGENT_TOOL_HOOKS=1
     pre_tool_max_objections: int | None = None  # None = unlimited
+    api_timeout_ms: int = 600_000
     server_start_timeout: float = 30.0
     tool_timeout: float = 600.0
     tool_result_max_bytes: int = 51200
@@ -179,6 +180,7 @@ class Settings:
             pre_tool_max_objections=None
             if _raw(env, "SPROUT_AGENT_PRE_TOOL_MAX_OBJECTIONS") is None
             else _int(env, "SPROUT_AGENT_PRE_TOOL_MAX_OBJECTIONS", 0),
+            api_timeout_ms=_int(env, "API_TIMEOUT_MS", 1),
             server_start_timeout=_seconds(env, "SPROUT_AGENT_SERVER_START_TIMEOUT"),
             tool_timeout=_seconds(env, "SPROUT_AGENT_TOOL_TIMEOUT"),
             tool_result_max_bytes=_int(env, "SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", 1),

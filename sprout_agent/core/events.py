@@ -124,6 +124,15 @@ class ApiRetry:
 
 
 @dataclass(frozen=True, slots=True)
+class ApiWaiting:
+    """A request has had no answer, or its reply no event, for `seconds` (said every 15 s of it; `first`: the
+    first time for this quiet spell, which a one-line face shows alone)."""
+
+    seconds: int
+    first: bool
+
+
+@dataclass(frozen=True, slots=True)
 class ToolStarted:
     call_id: str
     name: str
@@ -367,6 +376,7 @@ Event = (
     | AssistantMessage
     | StreamEvent
     | ApiRetry
+    | ApiWaiting
     | ToolStarted
     | ToolRunning
     | ToolProgress

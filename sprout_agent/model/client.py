@@ -22,6 +22,7 @@ from sprout_agent.model.api_messages import EPHEMERAL, to_api_messages, to_api_t
 from sprout_agent.model.facts import ModelFacts, Unreachable, adjusted, effort_param, fallback, thinking_param
 from sprout_agent.model.rate_gate import RateGate
 from sprout_agent.model.reply_stream import ReplyBuilder, StreamCut
+from sprout_agent.model.silence import API_WAITING_NOTICE_S, Silence
 
 if TYPE_CHECKING:
     import anthropic
@@ -33,6 +34,7 @@ RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_
 INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
 COUNT_TIMEOUT = 10.0  # /context waits at most this long for exact counts, then shows the estimate
 MODELS_API_TIMEOUT = 3.0  # a cold start waits at most this long for the model's facts (overlapped with servers)
+DEFAULT_TIMEOUT_S = 600.0  # a request's read timeout unless API_TIMEOUT_MS says otherwise (the SDK's default)
 
 
 class AnthropicModel:
@@ -56,12 +58,15 @@ class AnthropicModel:
         fallback_model: str | None = None,
         partial_messages: bool = False,
         rate_gate: Path | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        waiting_notice: float = API_WAITING_NOTICE_S,
     ) -> None:
         import anthropic  # lazy: costs ~2 s, paid once, overlapped with server start-up
 
         self._model = model
         self._max_tokens = max_tokens
         self._emit = emit
+        self._waiting_notice = waiting_notice
         self._retries = retries
         self._base_url = base_url
         self._on_attempt = on_attempt  # the ledger counts requests actually sent, failed ones included
@@ -72,7 +77,7 @@ class AnthropicModel:
             api_key=api_key,
             base_url=base_url,
             max_retries=0,
-            timeout=anthropic.Timeout(600, connect=10),
+            timeout=anthropic.Timeout(timeout, connect=min(10.0, timeout)),  # API_TIMEOUT_MS, as Claude Code's
             open_telemetry={"traces": False, "propagation": False},
         )
         self._anthropic = anthropic
@@ -150,13 +155,15 @@ class AnthropicModel:
         builder = ReplyBuilder(on_text, lambda text: self._emit(ThinkingDelta(text)), lines.seen)
         if self._on_attempt is not None:
             self._on_attempt()
-        stream = await self._client.messages.create(**self._params(request), stream=True)
-        async with stream:
-            partial = self._partial and request.partial  # not a compaction summary's or a server's sampling
-            async for event in stream:
-                builder.add(event)
-                if partial:
-                    self._emit(StreamEvent(event.to_dict(mode="json")))
+        with Silence(self._emit, self._waiting_notice) as silence:
+            stream = await self._client.messages.create(**self._params(request), stream=True)
+            async with stream:
+                partial = self._partial and request.partial  # not a compaction summary's or a server's sampling
+                async for event in stream:
+                    silence.heard()
+                    builder.add(event)
+                    if partial:
+                        self._emit(StreamEvent(event.to_dict(mode="json")))
         return builder.reply()
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import assert_never
 
 from sprout_agent.core.events import (
     ApiRetry,
+    ApiWaiting,
     AssistantMessage,
     AssistantText,
     CompactionFinished,
@@ -118,6 +119,8 @@ class Updates:
                 self._compaction_finished(event)
             case Notice() | ServerFailed() | ApiRetry():
                 self._notice(event)
+            case ApiWaiting():
+                self._thought(f"waiting for the API: {event.seconds} s")
             case ServerAsked() | ListChanged():
                 self._thought(event.line())
             case ModelWaiting() | AssistantText() | ServerStarted() | HookCalled() | TurnFinished() | ServerLog():

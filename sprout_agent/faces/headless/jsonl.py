@@ -246,6 +246,8 @@ class JsonlSink:
                 return system_record("list_changed", server=event.server, kind=event.kind, **fields)
             case ev.ServerLog():
                 return system_record("server_log", server=event.server, level=event.level, text=event.text)
+            case ev.ApiWaiting():
+                return system_record("api_waiting", seconds=event.seconds)
             case ev.ApiRetry():
                 delay = ms(event.delay)
                 return system_record(

@@ -72,6 +72,9 @@ class TerminalRenderer:
                 pass  # the text and the calls were shown as they came
             case ev.ApiRetry():
                 self._line(Text(f"API error {event.reason}; retry {event.attempt} in {event.delay:.1f} s", "yellow"))
+            case ev.ApiWaiting():
+                if self.interactive or event.first:  # a script's stderr gets one line a quiet spell, not one a 15 s
+                    self._line(Text(f"waiting for the API: {event.seconds} s", "dim"))
             case ev.ToolStarted() | ev.ToolRunning() | ev.ToolProgress() | ev.ToolFinished():
                 self._on_tool(event)
             case ev.ServerStarted() | ev.ServerFailed() | ev.Notice():
