@@ -572,7 +572,7 @@ REPOSITORY_MAY_SET = {
     "SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", "SPROUT_AGENT_MAX_PARALLEL_TOOLS", "SPROUT_AGENT_MAX_OUTPUT_TOKENS",
     "SPROUT_AGENT_MAX_CONTEXT_TOKENS", "SPROUT_AGENT_THINKING", "SPROUT_AGENT_THINKING_BUDGET",
     "SPROUT_AGENT_EFFORT", "SPROUT_AGENT_COMPACT_THRESHOLD", "SPROUT_AGENT_MAX_COMPACTIONS",
-    "SPROUT_AGENT_DEBUG", "SPROUT_AGENT_SHARD_INDEX",
+    "SPROUT_AGENT_DEBUG", "SPROUT_AGENT_SHARD_INDEX", "API_TIMEOUT_MS",
 }  # fmt: skip
 
 
@@ -699,7 +699,7 @@ def test_env_example_is_generated_from_the_table() -> None:
 
 def _env_names_in(path: Path) -> set[str]:
     """Every string constant in `path` that is a whole variable name of ours."""
-    name = re.compile(r"(SPROUT|ANTHROPIC|MCP)_[A-Z0-9_]+")
+    name = re.compile(r"(SPROUT|ANTHROPIC|MCP)_[A-Z0-9_]+|API_TIMEOUT_MS")  # the last: Claude Code's name
     tree = ast.parse(path.read_text())
     return {
         node.value

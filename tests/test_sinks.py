@@ -47,6 +47,7 @@ ONE_OF_EACH: tuple[ev.Event, ...] = (
     ),
     ev.StreamEvent({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}}),
     ev.ApiRetry(1, "overloaded_error", 0.5),
+    ev.ApiWaiting(15, True),
     ev.ToolStarted("call_1", "dev__edit", "dev", "edit", {"file_path": "a.py", "old_string": "x", "new_string": "y"}),
     ev.ToolRunning("call_1"),
     ev.ToolProgress("call_1", "\x1b]0;pwned\x07\x1b[2Jline 2\nline 3"),
