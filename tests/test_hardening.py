@@ -58,7 +58,25 @@ def _entry_points() -> dict[str, tuple[str, str | None]]:
                 imported = ast.parse(node.value).body[0]
                 assert isinstance(imported, ast.ImportFrom) and imported.module
                 found[f"python -c in {module}"] = (imported.module, imported.names[0].name)
+            if (remote := _ray_remote(node)) is not None:  # a function a Ray worker (Ray's process) runs
+                found[f"ray task in {module}"] = (_imported_from(tree, remote) or module, remote)
     return found
+
+
+def _ray_remote(node: ast.AST) -> str | None:
+    """`ray.remote(...)(f)`: the name of `f`."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Call) and node.args):
+        return None
+    inner, target = node.func.func, node.args[0]
+    is_remote = isinstance(inner, ast.Attribute) and inner.attr == "remote"
+    return target.id if is_remote and isinstance(target, ast.Name) else None
+
+
+def _imported_from(tree: ast.Module, name: str) -> str | None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
+            return node.module
+    return None
 
 
 def _is_main_block(node: ast.stmt) -> bool:
@@ -120,6 +138,7 @@ def test_every_console_script_and_python_m_entry_goes_through_harden_first() -> 
     entries = _entry_points()
     assert "console script sprout-agent" in entries and "python -m sprout_agent" in entries
     assert "python -c in sprout_agent.faces.cli.warm.starting" in entries  # the warm interpreter
+    assert entries["ray task in sprout_agent.batch.ray_executor"] == ("sprout_agent.batch.child", "run_task")
     skipping = [
         name
         for name, (module, function) in entries.items()

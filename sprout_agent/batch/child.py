@@ -19,6 +19,7 @@ from sprout_agent.batch.outcome import checkpoints, last_result, read_result, st
 from sprout_agent.batch.tasks import Task
 from sprout_agent.core.processes import die_with_us
 from sprout_agent.trust.child_argv import with_operands
+from sprout_agent.trust.secrecy import harden
 
 GRACE_SECONDS = 15.0  # after SIGINT or SIGTERM the agent reports and ends its servers; then SIGKILL
 POLL_SECONDS = 0.25  # how often a waiting runner looks at the stop request and the clock (the wait ends at exit)
@@ -65,6 +66,7 @@ def command(job: Job, where: Path) -> list[str]:
 
 def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
     """Runs the task; never raises for the task's own failures (they are its record)."""
+    harden()  # a Ray worker runs this in a long-lived process of Ray's that holds the key (here: done already)
     started = time.monotonic()
     base: dict[str, Any] = {"id": job.task.id, "transcript": f"transcripts/{job.task.name}.jsonl", "checkpoints": None}
     try:
