@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 READER = "sprout_agent/trust/opening.py"
@@ -26,25 +26,25 @@ OWN_FILES = {
     "sprout_agent/session/branches.py": "copies of the agent's own transcripts (forks) in the session store",
     "sprout_agent/session/index.py": "the session store's index of its own transcripts",
     "sprout_agent/model/facts.py": "the model facts cache in the agent's data directory",
-    "sprout_agent/model/rate_gate.py": "the rate-limit gate file in the agent's data directory",
+    "sprout_agent/model/rate_gate.py": "a batch's rate-limit gate in its --out (SPROUT_AGENT_RATE_GATE, no .env's)",
     "sprout_agent/config/consent.py": "the user's approvals of project servers, in the agent's data directory",
     "sprout_agent/mcp/oauth/store.py": "OAuth tokens the agent stores for the user, 0600 in its data directory",
-    "sprout_agent/mcp/pool.py": "the servers' stderr log the agent writes in its own logs directory",
     "sprout_agent/config/mcp_import.py": "`mcp import`: the user's own Claude config, read at the user's command",
     "sprout_agent/checkpoints/rewind.py": "the rewind's journal in the agent's checkpoint directory",
     "sprout_agent/checkpoints/git_store.py": "the checkpoint store's stat cache and scratch files in its own directory",
     "sprout_agent/checkpoints/blobs.py": "a link's target as a scratch file in the checkpoint store's own directory",
     "sprout_agent/trust/private_files.py": "the agent's own logs and prompt history, 0600 in 0700 directories",
-    "sprout_agent/faces/cli/start.py": "the start-up log in the agent's own logs directory",
-    "sprout_agent/faces/cli/warm/place.py": "the warm interpreter's runtime directory (0700) and /proc/self",
+    "sprout_agent/faces/cli/warm/place.py": "the warm runtime directory (0700), /proc/self, a peer's /proc/<pid>",
     "sprout_agent/faces/cli/warm/starting.py": "the warm interpreter's lock and log in its runtime directory",
     "sprout_agent/faces/cli/warm/zygote.py": "the warm interpreter's lock in its runtime directory",
-    "sprout_agent/faces/cli/warm/inherited.py": "/proc/self/cgroup and the cgroup's own procs file",
-    "sprout_agent/faces/cli/commands/sessions.py": "`sessions export`: the file the user names on the command line",
+    "sprout_agent/faces/cli/warm/inherited.py": (
+        "/proc/self (cgroup, oom_score_adj), the cgroup's procs file, and a warm peer's /proc/<pid> (status, "
+        "attr/current, loginuid) through a descriptor of its directory"
+    ),
     "sprout_agent/faces/cli/claude_flags.py": "--system-prompt-file: the file the user names on the command line",
-    "sprout_agent/faces/terminal/prompt_attach.py": "an image the person at the terminal attaches to a prompt",
+    "sprout_agent/faces/terminal/prompt_attach.py": "a file the person types @ to attach (in the working directory)",
     "sprout_agent/config/output_schema.py": "--json-schema: the file the user names on the command line",
-    "sprout_agent/trust/secrecy.py": "/proc/self (stat, mem): the process hides its own environment",
+    "sprout_agent/trust/secrecy.py": "/proc/self/stat: where the process's own environment block is, to hide it",
     "sprout_agent/trust/landlock.py": "its own source file, and the writable roots opened O_PATH for the ruleset",
     "sprout_agent/core/processes.py": "/proc/<pid>/stat of the agent's own children",
     "sprout_agent/tools/_procs.py": "/proc/<pid>/environ of the dev server's own background commands",
@@ -99,11 +99,21 @@ def check(packages: list[Path], root: Path) -> list[str]:
     return found
 
 
+def unneeded(root: Path, listed: Mapping[str, str]) -> list[str]:
+    """Listed modules that open nothing (any more): an entry left behind would let a later open there pass unseen."""
+    return [
+        name
+        for name in listed
+        if (root / name).exists() and not any(_violations(ast.parse((root / name).read_text(encoding="utf-8"))))
+    ]
+
+
 def main(argv: list[str]) -> int:
     root = Path(__file__).resolve().parent.parent
     packages = [Path(arg).resolve() for arg in argv] or [root / "sprout_agent"]
     stale = [name for name in OWN_FILES if not (root / name).exists()]
     found = check(packages, root) + [f"{name}: listed in OWN_FILES but gone: remove it" for name in stale]
+    found += [f"{name}: listed in OWN_FILES but opens no file: remove it" for name in unneeded(root, OWN_FILES)]
     for line in found:
         print(line, file=sys.stderr)
     return 1 if found else 0

@@ -152,6 +152,8 @@ NOT_COVERED = [
     ("git rm --pathspec-from-file=/home/u/.ssh/id_rsa", "git_pathspec_from_file_prints_a_denied_files_lines"),
     ("git commit -F /home/u/.ssh/id_rsa", "git_commit_f_makes_a_denied_file_the_message"),
     ("git blame --contents=/home/u/.ssh/id_rsa a.txt", "git_blame_contents_prints_a_denied_file"),
+    ("git blame -S /home/u/.ssh/id_rsa a.txt", "git_blame_s_prints_a_denied_files_lines"),
+    ("git grep -P -f /home/u/.ssh/id_rsa", "git_grep_f_prints_a_denied_files_lines"),
     ("rg -z pattern", "rg_search_zip_runs_decompressors"),
     ("make CC=./evil", "make_variable_sets_the_program_a_recipe_runs"),
     ("make --eval='x:=$(shell ./evil)'", "make_eval_runs_make_code"),

@@ -159,6 +159,24 @@ def test_git_diff_no_index_reads_a_denied_file_so_no_git_rule_covers_it(tmp_path
     assert why is not None and why.startswith("'--no-index' makes git read a file of its choosing"), why
 
 
+@pytest.mark.parametrize(
+    ("words", "refused"),
+    [(["blame", "-S", "{secret}", "a.txt"], "-S"), (["grep", "-P", "-f", "{secret}"], "-f")],
+    ids=["git_blame_s_prints_a_denied_files_lines", "git_grep_f_prints_a_denied_files_lines"],
+)
+def test_an_option_that_reads_its_patterns_or_revisions_from_a_file_prints_its_lines_so_no_git_rule_covers_it(
+    tmp_path: Path, repo: Path, words: list[str], refused: str
+) -> None:
+    """`blame -S FILE` and `grep -f FILE` read a file of the command's choosing and quote a line they cannot parse:
+    under Landlock or --sandbox off, a covered one would print ~/.ssh/id_rsa's lines, which dev__read refuses."""
+    secret = tmp_path / "id_rsa"
+    secret.write_text("+SECRET-KEY-LINE\n")  # not a revision, nor a valid regular expression
+    argv = ["git", *(w.format(secret=secret) for w in words)]
+    assert "SECRET-KEY-LINE" in run_git(repo, *argv[1:]).stdout  # the attack is real (stderr is read too)
+    why = uncovered(GIT, argv, 1)
+    assert why is not None and why.startswith(f"{refused!r} makes git read a file of its choosing"), why
+
+
 HELP = re.compile(r"^ {4}(-[\w#])?(?:, )?(--(?:\[no-\])?[\w-]+)?(\S*)(?: (\S+))?", re.MULTILINE)
 
 

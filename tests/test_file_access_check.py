@@ -3,6 +3,7 @@ modules it lists fails scripts/check, naming the file and line; the tree as it i
 
 from __future__ import annotations
 
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -44,3 +45,11 @@ def test_every_way_of_opening_a_file_outside_the_reader_fails_the_check_naming_i
 def test_the_agent_as_it_is_opens_files_only_through_the_reader_or_its_listed_own_files() -> None:
     done = _check()
     assert done.returncode == 0, done.stderr
+
+
+def test_a_listed_module_that_opens_no_file_any_more_fails_the_check_so_its_entry_goes(tmp_path: Path) -> None:
+    """An entry left behind would let the next open in that module pass unseen."""
+    (tmp_path / "still.py").write_text("def f(p):\n    return p.read_text()\n")
+    (tmp_path / "moved.py").write_text("import os\ndef f(fd):\n    return os.fdopen(fd)\n")
+    unneeded = runpy.run_path(str(SCRIPT))["unneeded"]
+    assert unneeded(tmp_path, {"still.py": "why", "moved.py": "why"}) == ["moved.py"]

@@ -1,23 +1,23 @@
 """What a batch writes, only its user can steer or read: a directory is used only when this user owns it, nobody
 else can write it or rename it away, and it is no link; every name in it is opened, made and deleted relative to
-its descriptor without following a link; files are 0600 in 0700 directories, as the session store's. Standard
-library only, so that it can move onto the shared writer in trust/ (docs/security.md, "Batch output")."""
+its descriptor without following a link; files are 0600 in 0700 directories, as the session store's
+(trust/private_files.py's modes), written whole by the one writer (trust/opening.py) (docs/security.md, "Batch
+output")."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
 import os
-import secrets
 import shutil
 import stat
 from pathlib import Path
 from types import TracebackType
 
-DIR_MODE = 0o700
-FILE_MODE = 0o600
+from sprout_agent.trust.opening import replace_in
+from sprout_agent.trust.private_files import DIR_MODE, FILE_MODE
+
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class Unsafe(OSError):
@@ -138,18 +138,8 @@ def write_file(path: Path, data: str | bytes) -> None:
 
 
 def write_at(dir_fd: int, name: str, data: str | bytes) -> None:
-    temporary = f".{_one(name)}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(temporary, _NEW, FILE_MODE, dir_fd=dir_fd)
-    try:
-        try:
-            _write_all(fd, data.encode() if isinstance(data, str) else data)
-        finally:
-            os.close(fd)
-        os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary, dir_fd=dir_fd)
-        raise
+    """`name` in the directory replaced whole, 0600, by the one writer (trust/opening.replace_in)."""
+    replace_in(dir_fd, _one(name), data.encode() if isinstance(data, str) else data, FILE_MODE)
 
 
 def _one(name: str) -> str:

@@ -289,11 +289,11 @@ def _shown(server: ServerConfig, secrets: Secrets) -> ServerConfig:
     """The definition as a person reads it: credentials of the environments as `${NAME}`, then what the filter
     knows (a value the definition hands over as a credential, a well-known key's shape, a URL's password) in the
     command line and cwd as `[redacted]`; `env` and headers are shown by name (`_value`)."""
-    shown = masked(server, secrets.hidden)
-    redact = redactor(configured_credentials([server]))
-    cwd = None if shown.cwd is None else redact(shown.cwd)
-    url = None if shown.url is None else redact(shown.url)
-    return replace(shown, command=redact(shown.command), args=tuple(map(redact, shown.args)), cwd=cwd, url=url)
+    show = for_reading(secrets, {}, [server])  # as `mcp list` shows it: one rule for what a person reads
+    cwd = None if server.cwd is None else show(server.cwd)
+    url = None if server.url is None else show(server.url)
+    command, args = show(server.command), tuple(map(show, server.args))
+    return replace(masked(server, secrets.hidden), command=command, args=args, cwd=cwd, url=url)
 
 
 def _command_line(shown: ServerConfig) -> str:

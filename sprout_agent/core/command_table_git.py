@@ -144,20 +144,21 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ),
     ("blame",): _row(
         "--incremental -b --root --show-stats -f --show-name -n --show-number -p --porcelain --line-porcelain -c -t"
-        " -l -s -e --show-email -w --ignore-rev= --color-lines --color-by-age --minimal -S="
+        " -l -s -e --show-email -w --ignore-rev= --color-lines --color-by-age --minimal"
         " -C? -M? -L= --abbrev? --no-textconv",
         READ_ONLY,
-        {"--textconv": RUNS},
+        {"--textconv": RUNS, "-S=": READS},  # -S FILE: its lines come back as "bad graft data: …"
     ),
     ("grep",): _row(
         "--cached --no-index --untracked --exclude-standard -v --invert-match -i --ignore-case -w --word-regexp -a"
         " --text -I -r --recursive --max-depth= -E --extended-regexp -G --basic-regexp -F --fixed-strings -P"
         " --perl-regexp -n --line-number --column -h -H --full-name -l --files-with-matches --name-only -L"
         " --files-without-match -z --null -o --only-matching -c --count --color? --break --heading -C= --context="
-        " -B= --before-context= -A= --after-context= --threads= -N -p --show-function -W --function-context -f= -e="
+        " -B= --before-context= -A= --after-context= --threads= -N -p --show-function -W --function-context -e="
         " --and --or --not -q --quiet --all-match -m= --max-count= --no-textconv",
         READ_ONLY,
-        {"-O? --open-files-in-pager? --textconv --ext-grep": RUNS, **NO_SUBMODULES},
+        # -f FILE: a line that is no valid pattern comes back in git's error, whole.
+        {"-O? --open-files-in-pager? --textconv --ext-grep": RUNS, "-f=": READS, **NO_SUBMODULES},
     ),
     ("describe",): _row(
         "--contains --debug --all --tags --long --first-parent --abbrev? --exact-match --candidates= --match="
