@@ -87,3 +87,26 @@ def test_mcp_doctor_masks_credentials_in_the_command_line_and_in_the_missing_com
         assert run.code == 1  # no command exists, nothing listens at the URL
         assert_no_secret(run.stdout + run.stderr)
         assert f"command not found on PATH: {MISSING}-${{GH_TOKEN}}" in run.stdout
+
+
+def test_mcp_doctor_and_hooks_mask_a_tool_or_hook_a_server_names_after_a_credential(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server chooses its tools' and hooks' names: a key-shaped one is masked in both (the hooks were not)."""
+    from sprout_agent.faces.cli.commands.hooks_test import hooks_test_command
+    from tests.harness import fake_server
+
+    servers: dict[str, dict[str, object]] = {"named": fake_server(tools=f"echo,{SHAPED},_{SHAPED}")}
+    commands = (
+        lambda setup: doctor_module.doctor_command(setup, 10.0, True),
+        lambda setup: doctor_module.doctor_command(setup, 10.0, False),
+        lambda setup: doctor_module.hooks_command(setup, 10.0, True),
+        lambda setup: doctor_module.hooks_command(setup, 10.0, False),
+        lambda setup: hooks_test_command(setup, (), 10.0, True),
+        lambda setup: hooks_test_command(setup, (), 10.0, False),
+    )
+    for command in commands:
+        run = command_here(tmp_path, monkeypatch, servers, command)
+        assert run.code == 0, run.stdout + run.stderr
+        assert_no_secret(run.stdout + run.stderr)
+        assert "[redacted]" in run.stdout

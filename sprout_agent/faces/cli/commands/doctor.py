@@ -254,7 +254,7 @@ async def _start(configs: list[ServerConfig], setup: Setup, reports: dict[str, S
             report.stderr_tail = "" if report.ok else setup.mask(status.stderr_tail)
             # A server may name a tool after what it was given (its env): shown through the mask like the rest.
             report.tools = [setup.mask(s.tool) for s in specs if s.server == status.name and not is_hook(s)]
-            report.hooks = [s.tool for s in specs if s.server == status.name and is_hook(s)]
+            report.hooks = [setup.mask(s.tool) for s in specs if s.server == status.name and is_hook(s)]
             report.hooks_active = bool(report.hooks) and allowlist is not None and allowlist.allows(status.name)
     return notices
 

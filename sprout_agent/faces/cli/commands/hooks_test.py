@@ -30,10 +30,11 @@ def hooks_test_command(setup: Setup, names: Sequence[str], timeout: float | None
         return 2
     reports, failed = anyio.run(_run, setup, tuple(names), timeout)
     record = as_record(reports, failed)
+    # A server names its hooks and writes their answers: shown through the mask `mcp doctor` shows them by.
     if as_json:
-        print(json.dumps(record, indent=2, ensure_ascii=False))
+        print(setup.mask(json.dumps(record, indent=2, ensure_ascii=False)))
     else:
-        print("\n".join(printable(line) for line in report_lines(reports, failed)))
+        print("\n".join(printable(setup.mask(line)) for line in report_lines(reports, failed)))
     return 0 if record["ok"] else 1
 
 
