@@ -42,7 +42,6 @@ OWN_FILES = {
         "attr/current, loginuid) through a descriptor of its directory"
     ),
     "sprout_agent/faces/cli/claude_flags.py": "--system-prompt-file: the file the user names on the command line",
-    "sprout_agent/faces/terminal/prompt_attach.py": "a file the person types @ to attach (in the working directory)",
     "sprout_agent/config/output_schema.py": "--json-schema: the file the user names on the command line",
     "sprout_agent/trust/secrecy.py": "/proc/self/stat: where the process's own environment block is, to hide it",
     "sprout_agent/trust/landlock.py": "its own source file, and the writable roots opened O_PATH for the ruleset",

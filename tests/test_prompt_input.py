@@ -96,3 +96,22 @@ def test_tab_candidates_list_one_directory_level_without_git_or_hidden_files(tmp
 def test_tab_candidates_for_slash_commands() -> None:
     assert command_candidates("/c", names_for("repl")) == ["/clear", "/compact", "/context", "/cost"]
     assert command_candidates("/mo", names_for("repl")) == ["/model"]
+
+
+def test_a_fifo_swapped_in_for_a_mentioned_file_is_not_attached_and_never_holds_the_prompt(tmp_path: Path) -> None:
+    """Between the check that `@notes.txt` is a file and its read, a repository's process may put a FIFO there:
+    the read goes through the one reader (a regular file only, opened without blocking), so nothing waits."""
+    import threading
+
+    from sprout_agent.faces.terminal import prompt_attach
+    from tests.bounds import bounded
+
+    fifo = tmp_path / "notes.txt"
+    os.mkfifo(fifo)
+    found: list[tuple[str | None, str | None]] = []
+    reading = threading.Thread(target=lambda: found.append(prompt_attach._read(fifo, "notes.txt")), daemon=True)  # pyright: ignore[reportPrivateUsage]
+    reading.start()
+    reading.join(bounded(10))
+    assert found, "the read of a FIFO blocked"
+    ((body, note),) = found
+    assert body is None and note is not None and note.startswith("@notes.txt: not attached (")

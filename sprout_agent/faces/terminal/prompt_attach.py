@@ -14,10 +14,12 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from sprout_agent.core.images import ATTACH_MAX_BYTES, attachment, sniff
 from sprout_agent.core.mentions import TRAILING
 from sprout_agent.core.messages import Image
+from sprout_agent.trust.opening import Reader, Refused
 from sprout_agent.trust.untrusted import printable
 
 FILE_MAX_BYTES = 256 * 1024
@@ -85,21 +87,31 @@ def attach_mentions(prompt: str, cwd: Path, skip: Collection[str] = ()) -> Attac
     return Attached(text, tuple(notes), tuple(images))
 
 
+def _open(path: Path) -> BinaryIO:
+    """The one reader's open: a regular file along its path, never a link swapped in nor a FIFO that would hold the
+    prompt (Refused, or OSError)."""
+    return Reader().open_file(str(path))
+
+
+def _why(error: OSError | Refused) -> str:
+    return str(error) if isinstance(error, Refused) else error.strerror or "unreadable"
+
+
 def _binary_kind(path: Path) -> str | None:
     """An image or PDF type by the file's first bytes; None for anything else (read as text)."""
     try:
-        with path.open("rb") as file:
+        with _open(path) as file:
             return sniff(file.read(32))
-    except OSError:
+    except (OSError, Refused):
         return None
 
 
 def _read_binary(path: Path, name: str) -> tuple[Image | None, str | None]:
     try:
-        with path.open("rb") as file:
+        with _open(path) as file:
             raw = file.read(ATTACH_MAX_BYTES + 1)
-    except OSError as error:
-        return None, f"@{name}: not attached ({error.strerror or 'unreadable'})"
+    except (OSError, Refused) as error:
+        return None, f"@{name}: not attached ({_why(error)})"
     if len(raw) > ATTACH_MAX_BYTES:
         return None, f"@{name}: not attached (over {ATTACH_MAX_BYTES // 2**20} MB)"
     block = attachment(raw)
@@ -132,11 +144,11 @@ def _resolve(raw: str, root: Path) -> tuple[str, Path | None, str | None]:
 
 def _read(path: Path, name: str) -> tuple[str | None, str | None]:
     try:
-        with path.open("rb") as file:
+        with _open(path) as file:
             data = file.read(FILE_MAX_BYTES + 1)
             size = os.fstat(file.fileno()).st_size
-    except OSError as error:
-        return None, f"@{name}: not attached ({error.strerror or 'unreadable'})"
+    except (OSError, Refused) as error:
+        return None, f"@{name}: not attached ({_why(error)})"
     clipped = len(data) > FILE_MAX_BYTES
     data = data[:FILE_MAX_BYTES]
     if b"\0" in data:
