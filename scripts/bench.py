@@ -356,7 +356,7 @@ async def tool_hook_call_seconds(calls: int) -> dict[str, list[float]]:
     import sprout_agent.mcp.link  # noqa: F401
     from sprout_agent.config.files import ServerConfig
     from sprout_agent.config.settings import child_environment
-    from sprout_agent.core.hooks import Hooks, parse_allowlist
+    from sprout_agent.core.hooks.calling import Hooks, parse_allowlist
     from sprout_agent.mcp.pool import ServerPool
 
     env = {"FAKE_MCP_TOOLS": "echo", "FAKE_MCP_HOOKS": json.dumps({"_PreToolUse": ""})}

@@ -134,7 +134,7 @@ def sprout_paths(home: Path) -> Paths:
 
 
 def warm_env(home: Path, env: dict[str, str]) -> dict[str, str]:
-    """Runs that go to the warm interpreter (faces/cli/warm), in a runtime directory of this home's."""
+    """Runs that go to the warm interpreter (faces/warm), in a runtime directory of this home's."""
     runtime = home / "run"
     runtime.mkdir(mode=0o700, exist_ok=True)
     return env | {"SPROUT_AGENT_WARM": "1", "XDG_RUNTIME_DIR": str(runtime), "SPROUT_AGENT_WARM_IDLE_SECONDS": "60"}

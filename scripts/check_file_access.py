@@ -34,10 +34,10 @@ OWN_FILES = {
     "sprout_agent/checkpoints/git_store.py": "the checkpoint store's stat cache and scratch files in its own directory",
     "sprout_agent/checkpoints/blobs.py": "a link's target as a scratch file in the checkpoint store's own directory",
     "sprout_agent/trust/private_files.py": "the agent's own logs and prompt history, 0600 in 0700 directories",
-    "sprout_agent/faces/cli/warm/place.py": "the warm runtime directory (0700), /proc/self, a peer's /proc/<pid>",
-    "sprout_agent/faces/cli/warm/starting.py": "the warm interpreter's lock and log in its runtime directory",
-    "sprout_agent/faces/cli/warm/zygote.py": "the warm interpreter's lock in its runtime directory",
-    "sprout_agent/faces/cli/warm/inherited.py": (
+    "sprout_agent/faces/warm/place.py": "the warm runtime directory (0700), /proc/self, a peer's /proc/<pid>",
+    "sprout_agent/faces/warm/starting.py": "the warm interpreter's lock and log in its runtime directory",
+    "sprout_agent/faces/warm/zygote.py": "the warm interpreter's lock in its runtime directory",
+    "sprout_agent/faces/warm/inherited.py": (
         "/proc/self (cgroup, oom_score_adj), the cgroup's procs file, and a warm peer's /proc/<pid> (status, "
         "attr/current, loginuid) through a descriptor of its directory"
     ),

@@ -15,8 +15,8 @@ import anyio.to_thread
 import pytest
 
 from sprout_agent.faces.acp.lines import MAX_LINE_BYTES, LineReader, Writer
-from sprout_agent.faces.acp.options import AcpSetup
 from sprout_agent.faces.acp.server import run
+from sprout_agent.faces.acp.session_template import AcpSetup
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic
 from tests.harness import API_KEY

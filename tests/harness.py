@@ -121,7 +121,7 @@ def warm_zygotes(runtime: Path) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if any(b"warm.zygote" in a for a in argv) and base in argv and pid_alive(int(entry.name)):
+        if any(b"warm_run" in a for a in argv) and base in argv and pid_alive(int(entry.name)):
             found.append(int(entry.name))
     return found
 

@@ -27,7 +27,7 @@ import anyio
 from sprout_agent.core.agent import Agent, TurnResult
 from sprout_agent.core.compaction import Compactor
 from sprout_agent.core.events import Event
-from sprout_agent.core.hooks import Hooks, parse_allowlist
+from sprout_agent.core.hooks.calling import Hooks, parse_allowlist
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.limits import Limits
 from sprout_agent.core.messages import Block, Image, Message, Text, Thinking, ToolResult, ToolUse, Usage

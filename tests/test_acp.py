@@ -20,7 +20,7 @@ import pytest
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
 from sprout_agent.core.limits import Limits
-from sprout_agent.faces.acp.options import AcpSetup
+from sprout_agent.faces.acp.session_template import AcpSetup
 from tests.acp_harness import EditorClient, acp_agent, statuses, stdio_server, texts
 from tests.acp_pipes import sdk_agent
 from tests.fake_anthropic import FakeAnthropic, Step, hang, reply, tool_use

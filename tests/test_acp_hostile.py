@@ -10,7 +10,7 @@ import pytest
 
 from sprout_agent.config.locations import Locations
 from sprout_agent.faces.acp.lines import decode, encode
-from sprout_agent.faces.acp.options import AcpSetup
+from sprout_agent.faces.acp.session_template import AcpSetup
 from tests.acp_pipes import PipeClient, new_session, notification, pipe_agent, prompt_line, session_env
 from tests.fake_anthropic import FakeAnthropic, hang, reply
 from tests.harness import fake_server, wait_until

@@ -16,10 +16,10 @@ from sprout_agent.core.events import Event
 from sprout_agent.core.images import PDF, attachment, sniff
 from sprout_agent.core.messages import Image, Message, Text
 from sprout_agent.core.protocols import ModelRequest
-from sprout_agent.faces.acp.options import AcpSetup
 from sprout_agent.faces.acp.prompt_content import image_input, prompt_content
+from sprout_agent.faces.acp.session_template import AcpSetup
 from sprout_agent.faces.acp.wire import INVALID_PARAMS, RpcError
-from sprout_agent.faces.headless.jsonl import parse_user_message
+from sprout_agent.faces.sdk.user_lines import parse_user_message
 from sprout_agent.faces.terminal.prompt_attach import attach_mentions
 from sprout_agent.model import facts as model_facts
 from sprout_agent.model.client import AnthropicModel

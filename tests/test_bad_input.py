@@ -20,7 +20,7 @@ from sprout_agent.config.settings import Settings
 from sprout_agent.core.compaction import parse_threshold
 from sprout_agent.core.errors import ConfigError, UsageError
 from sprout_agent.core.ledger import parse_prices
-from sprout_agent.faces.headless.jsonl import parse_user_line
+from sprout_agent.faces.sdk.user_lines import parse_user_line
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import agent_command, agent_env, run_agent

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from sprout_agent.batch import workdir
-from sprout_agent.batch.child import Finished, Job, command
 from sprout_agent.batch.outcome import read_result
 from sprout_agent.batch.outdir import OutDir, read_records, to_run
 from sprout_agent.batch.runner import BatchOptions, run_batch
 from sprout_agent.batch.summary import merge, summarise, table
+from sprout_agent.batch.task_run import Finished, Job, command
 from sprout_agent.batch.tasks import file_name, load_tasks, parse_shard, shard_of
 from sprout_agent.core.errors import EXIT_BUDGET, UsageError
 from sprout_agent.trust.sandbox import WORKSPACE_WRITE, Policy, Sandbox

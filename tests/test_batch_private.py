@@ -17,11 +17,11 @@ import pytest
 from typer.main import get_command
 
 from sprout_agent.batch import workdir
-from sprout_agent.batch.child import Job, command
 from sprout_agent.batch.outdir import OutDir
 from sprout_agent.batch.private import PrivateDir, Unsafe, write_file
 from sprout_agent.batch.runner import BatchOptions, LocalExecutor, run_batch
 from sprout_agent.batch.summary import merge
+from sprout_agent.batch.task_run import Job, command
 from sprout_agent.batch.tasks import load_tasks
 from sprout_agent.core.errors import UsageError
 from sprout_agent.faces.cli.app import app

@@ -16,7 +16,7 @@ from sprout_agent.config.files import ServerConfig, load_config
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
 from sprout_agent.core.errors import ConfigError
-from sprout_agent.faces.acp.options import AcpSetup
+from sprout_agent.faces.acp.session_template import AcpSetup
 from sprout_agent.faces.acp.setup import prepare_session
 from sprout_agent.faces.terminal.ask import Choice
 from sprout_agent.faces.terminal.consent_prompt import Press, ask_about_project_servers

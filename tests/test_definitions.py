@@ -15,8 +15,8 @@ from sprout_agent.config.definitions import CustomCommand
 from sprout_agent.config.skill_reading import read_skill
 from sprout_agent.core.errors import UsageError
 from sprout_agent.faces.acp.commands import available_commands
-from sprout_agent.faces.commands import custom_command, custom_for, expand
 from sprout_agent.faces.repl.repl import help_text
+from sprout_agent.faces.slash_commands import custom_command, custom_for, expand
 from sprout_agent.model.system_prompt import (
     SKILL_NAMES_MAX_CHARS,
     SKILLS_MAX_CHARS,

@@ -137,8 +137,8 @@ def _hardens_first(module: str, function: str | None, depth: int = 0) -> bool:
 def test_every_console_script_and_python_m_entry_goes_through_harden_first() -> None:
     entries = _entry_points()
     assert "console script sprout-agent" in entries and "python -m sprout_agent" in entries
-    assert "python -c in sprout_agent.faces.cli.warm.starting" in entries  # the warm interpreter
-    assert entries["ray task in sprout_agent.batch.ray_executor"] == ("sprout_agent.batch.child", "run_task")
+    assert "python -c in sprout_agent.faces.cli.warm_run" in entries  # the warm interpreter
+    assert entries["ray task in sprout_agent.batch.ray_executor"] == ("sprout_agent.batch.task_run", "run_task")
     skipping = [
         name
         for name, (module, function) in entries.items()
@@ -149,7 +149,7 @@ def test_every_console_script_and_python_m_entry_goes_through_harden_first() -> 
 
 def test_a_warm_run_hardens_itself_before_it_reads_its_request() -> None:
     # A zygote's fork is no entry point of its own: it inherits the zygote's mark, and hardens again (idempotent).
-    assert _hardens_first("sprout_agent.faces.cli.warm.child", "become_the_run")
+    assert _hardens_first("sprout_agent.faces.warm.child", "become_the_run")
 
 
 # ---------------------------------------------------------------- what harden does (one process each)
@@ -310,7 +310,7 @@ def test_the_warm_interpreter_leaves_the_key_readable(tmp_path: Path, mechanism:
     environ and memory of every process of ours to the command."""
     sandbox, env = MECHANISMS[mechanism]
     scan = _scan(tmp_path, sandbox, env, warm=warm, prefix=[])
-    assert ("warm.zygote" in scan.parent) is warm, scan.parent  # the run was where the test meant it to be
+    assert ("warm_run" in scan.parent) is warm, scan.parent  # the run was where the test meant it to be
     assert scan.found("key") == []
     holders = scan.found("token")
     assert all("fake_mcp_server" in r["cmd"] and r["in_cmdline"] == [] for r in holders), holders
@@ -334,7 +334,7 @@ def test_a_process_of_the_same_user_cannot_open_the_memory_of_the_relay_the_zygo
     scan could have opened it."""
     assert SETPRIV is not None
     scan = _scan(tmp_path, ["--sandbox", "off"], {}, warm=True, prefix=[SETPRIV, "--bounding-set=-sys_ptrace", "--"])
-    assert "warm.zygote" in scan.parent, scan.parent
+    assert "warm_run" in scan.parent, scan.parent
     agents, (server,) = _ours(scan, tmp_path)
     assert len(agents) == 3 and not any(r["mem"] for r in agents), agents
     assert server["mem"] and scan.found("key") == []
@@ -345,8 +345,8 @@ def test_a_process_of_the_same_user_cannot_open_the_memory_of_the_relay_the_zygo
 ASK = """
 import json, socket, sys
 from pathlib import Path
-from sprout_agent.faces.cli.warm import inherited, place
-from sprout_agent.faces.cli.warm.wire import Lines, send_request
+from sprout_agent.faces.warm import inherited, place
+from sprout_agent.faces.warm.wire import Lines, send_request
 conn = socket.socket(socket.AF_UNIX)
 conn.settimeout(10)
 with place.address(Path(sys.argv[1])) as listening:

@@ -1,4 +1,5 @@
-"""Hook callbacks (core.hook_callbacks) at the loop's hook points, in-process with a scripted model and MCP hooks
+"""Hook callbacks (core.hooks.program_callbacks) at the loop's hook points, in-process with a scripted model and
+MCP hooks
 in memory: an MCP hook and a callback on the same point both run, MCP first; they share `_Stop`'s budget; a call
 whose input a callback changed is recorded as it ran. The SDK side (matchers, wire, output fields) is
 tests/test_sdk_hooks.py."""
@@ -9,7 +10,7 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
-from sprout_agent.core.hook_callbacks import CallbackAnswer
+from sprout_agent.core.hooks.program_callbacks import CallbackAnswer
 from sprout_agent.core.messages import ToolUse
 from tests.loop_doubles import (
     Behaviour,

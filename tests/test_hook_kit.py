@@ -13,8 +13,8 @@ import anyio
 import pytest
 
 from sprout_agent.config.settings import child_environment
+from sprout_agent.core.hooks.kit import HookReport, as_record, probe, report_lines
 from sprout_agent.faces.cli.commands.doctor import load_setup
-from sprout_agent.faces.cli.commands.hook_kit import HookReport, as_record, probe, report_lines
 from sprout_agent.faces.cli.commands.hooks_test import hooks_test_command
 from sprout_agent.mcp.pool import ServerPool
 from tests.bounds import bounded

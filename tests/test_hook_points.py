@@ -19,7 +19,7 @@ from sprout_agent.core.events import (
     HookTimedOut,
 )
 from sprout_agent.core.messages import ToolResult, ToolUse
-from sprout_agent.faces.commands import clear_command
+from sprout_agent.faces.slash_commands import clear_command
 from tests.bounds import bounded
 from tests.loop_doubles import (
     CWD,

@@ -11,7 +11,7 @@ import pytest
 
 from sprout_agent.config.settings import Settings
 from sprout_agent.core.errors import EXIT_USAGE, UsageError
-from sprout_agent.core.hooks import Allowlist, parse_allowlist
+from sprout_agent.core.hooks.calling import Allowlist, parse_allowlist
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import fake_server, pid_alive, result_text, run_agent, tool_results

@@ -40,7 +40,7 @@ from sprout_agent.core.events import (
     ToolRunning,
     ToolStarted,
 )
-from sprout_agent.core.hook_contract import CONTEXT_FIELDS, HOOK_TEXT_MAX_CHARS
+from sprout_agent.core.hooks.contract import CONTEXT_FIELDS, HOOK_TEXT_MAX_CHARS
 from sprout_agent.core.images import checked
 from sprout_agent.core.messages import Image, Message, Text, ToolResult, ToolUse, Usage, user_text
 from sprout_agent.core.permissions import Decision, Policy

@@ -270,7 +270,7 @@ def test_the_model_cost_per_response_is_the_ledger_price() -> None:
     ],
 )
 def test_a_stdin_json_line_in_each_accepted_form_is_the_users_text(line: str, text: str) -> None:
-    from sprout_agent.faces.headless.jsonl import parse_user_line
+    from sprout_agent.faces.sdk.user_lines import parse_user_line
 
     assert parse_user_line(line) == text
 
@@ -287,7 +287,7 @@ def test_a_stdin_json_line_in_each_accepted_form_is_the_users_text(line: str, te
     ],
 )
 def test_a_malformed_stdin_json_line_says_what_is_wrong(line: str, problem: str) -> None:
-    from sprout_agent.faces.headless.jsonl import parse_user_line
+    from sprout_agent.faces.sdk.user_lines import parse_user_line
 
     with pytest.raises(ValueError, match=problem):
         parse_user_line(line)

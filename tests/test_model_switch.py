@@ -11,7 +11,7 @@ from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
 from sprout_agent.config.settings import Settings
 from sprout_agent.core.events import Event
-from sprout_agent.faces.acp.options import AcpSetup
+from sprout_agent.faces.acp.session_template import AcpSetup
 from sprout_agent.faces.acp.setup import prepare_session
 from sprout_agent.model import facts as model_facts
 from sprout_agent.model.client import AnthropicModel

@@ -9,7 +9,7 @@ import pytest
 
 from sprout_agent.core.errors import UsageError
 from sprout_agent.faces.cli.stdin_prompt import STDIN_MAX_BYTES, attach_stdin, read_piped
-from sprout_agent.faces.commands import names_for
+from sprout_agent.faces.slash_commands import names_for
 from sprout_agent.faces.terminal.prompt_attach import (
     FILE_MAX_BYTES,
     attach_mentions,

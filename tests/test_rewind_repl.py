@@ -19,7 +19,7 @@ from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
 from sprout_agent.core import events as ev
 from sprout_agent.core.messages import Text, Usage
-from sprout_agent.faces.commands import names_for
+from sprout_agent.faces.slash_commands import names_for
 from sprout_agent.session import store
 from sprout_agent.session.prepared import prepare
 from tests.bounds import bounded

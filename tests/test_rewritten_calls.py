@@ -14,7 +14,7 @@ import pytest
 from sprout_agent.config.options import Options
 from sprout_agent.core.claude_rules import translate
 from sprout_agent.core.events import ToolFinished
-from sprout_agent.core.hook_callbacks import CallbackAnswer
+from sprout_agent.core.hooks.program_callbacks import CallbackAnswer
 from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec

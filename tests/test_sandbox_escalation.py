@@ -20,7 +20,7 @@ from sprout_agent.core.events import Event
 from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
-from sprout_agent.faces.acp.options import AcpSetup
+from sprout_agent.faces.acp.session_template import AcpSetup
 from sprout_agent.faces.terminal.ask import question
 from sprout_agent.trust import sandbox as _sandbox
 from tests import fake_anthropic as fa

@@ -314,7 +314,7 @@ async def lines_from(receive: MemoryObjectReceiveStream[bytes]) -> AsyncIterator
 
 @pytest.mark.anyio
 async def test_a_request_cancelled_while_waiting_is_withdrawn_and_stdin_ending_fails_the_rest() -> None:
-    from sprout_agent.faces.headless.control import Control, ControlError, LineWriter
+    from sprout_agent.faces.sdk.control import Control, ControlError, LineWriter
 
     out = io.StringIO()
 
@@ -411,7 +411,7 @@ async def lines_or_markers(receive: MemoryObjectReceiveStream[bytes | Oversized]
 
 @pytest.mark.anyio
 async def test_an_over_cap_control_line_is_answered_in_its_protocol_and_any_other_line_queues_its_error() -> None:
-    from sprout_agent.faces.headless.control import Control, ControlError, LineWriter, Skipped, prompts_of
+    from sprout_agent.faces.sdk.control import Control, ControlError, LineWriter, Skipped, prompts_of
     from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, Oversized
 
     out, notes, failures = io.StringIO(), list[str](), list[str]()
@@ -456,7 +456,7 @@ async def test_an_over_cap_control_line_is_answered_in_its_protocol_and_any_othe
 
 @pytest.mark.anyio
 async def test_a_100_mb_stdin_line_is_counted_not_kept_and_the_lines_around_it_arrive_whole() -> None:
-    from sprout_agent.faces.headless.control import stdin_lines
+    from sprout_agent.faces.sdk.control import stdin_lines
     from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, Oversized
 
     chunk = b"x" * 65536

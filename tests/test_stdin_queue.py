@@ -1,4 +1,4 @@
-"""The stream-json prompt queue (faces/headless/prompt_queue.py) under a writer that runs ahead of the turns: bounded
+"""The stream-json prompt queue (faces/sdk/prompt_queue.py) under a writer that runs ahead of the turns: bounded
 in bytes in memory, spilled to disk, stdin held back beyond both, nothing dropped or reordered, and never a wedge:
 a request of ours is answered even when its answer comes behind a full queue. In-process, with the real `Control`
 reading lines from a stream the test writes, and small bounds (the e2e test measures the real ones)."""
@@ -17,8 +17,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from tests.bounds import bounded
 
 if TYPE_CHECKING:  # they load mcp (stdio_wire): imported where used (tests/conftest.py)
-    from sprout_agent.faces.headless.control import Control
-    from sprout_agent.faces.headless.prompt_queue import PromptQueue
+    from sprout_agent.faces.sdk.control import Control
+    from sprout_agent.faces.sdk.prompt_queue import PromptQueue
     from sprout_agent.mcp.transports.stdio_wire import Oversized
 
 pytestmark = pytest.mark.anyio
@@ -48,20 +48,20 @@ class Stdin:
 
 
 def control_with(queue: PromptQueue, handlers: dict[str, object] | None = None) -> tuple[Control, io.StringIO]:
-    from sprout_agent.faces.headless.control import Control, LineWriter
+    from sprout_agent.faces.sdk.control import Control, LineWriter
 
     out = io.StringIO()
     return Control(LineWriter(out), handlers or {}, queue=queue), out  # type: ignore[arg-type]
 
 
 def bounded_queue(memory_prompts: int, spool_prompts: int) -> PromptQueue:
-    from sprout_agent.faces.headless.prompt_queue import PromptQueue
+    from sprout_agent.faces.sdk.prompt_queue import PromptQueue
 
     return PromptQueue(memory_bytes=memory_prompts * PROMPT_BYTES, spool_bytes=spool_prompts * PROMPT_BYTES)
 
 
 async def texts(control: Control, count: int) -> list[str]:
-    from sprout_agent.faces.headless.control import Skipped, prompts_of
+    from sprout_agent.faces.sdk.control import Skipped, prompts_of
 
     got: list[str] = []
     async for queued in prompts_of(control):
@@ -174,7 +174,7 @@ async def test_an_interrupt_behind_queued_prompts_is_answered_while_they_wait() 
 
 
 async def test_a_skipped_line_keeps_its_place_among_spilled_prompts() -> None:
-    from sprout_agent.faces.headless.control import Skipped, prompts_of
+    from sprout_agent.faces.sdk.control import Skipped, prompts_of
     from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, Oversized
 
     queue = bounded_queue(1, 50)
@@ -199,7 +199,7 @@ async def test_a_prompt_the_spool_file_cannot_take_ends_the_reading_with_that_er
     import signal
 
     from sprout_agent.core.errors import UsageError
-    from sprout_agent.faces.headless.control import Skipped, prompts_of
+    from sprout_agent.faces.sdk.control import Skipped, prompts_of
 
     queue = bounded_queue(2, 50)
     control, _ = control_with(queue)
@@ -234,8 +234,8 @@ async def test_a_flood_of_control_requests_that_wait_is_bounded_and_the_rest_are
     """Attack B: each control request was answered by a task of its own holding the whole request, unbounded: forty
     8 MB `mcp_status` lines sent while the servers started took 340 MB. Now at most a few wait (in number and bytes);
     the others get an error answer at once, stdin is still read, and a freed slot takes the next request."""
-    from sprout_agent.faces.headless.control import Control, LineWriter
-    from sprout_agent.faces.headless.prompt_queue import PromptQueue
+    from sprout_agent.faces.sdk.control import Control, LineWriter
+    from sprout_agent.faces.sdk.prompt_queue import PromptQueue
 
     started = anyio.Event()
     release = anyio.Event()

@@ -366,7 +366,7 @@ class _StopsAtBash:
         return event == "PreToolUse" and subject == "Bash"
 
     async def run(self, event: str, fields: Any, subject: str | None = None, tool_use_id: str | None = None) -> Any:
-        from sprout_agent.core.hook_callbacks import CallbackAnswer
+        from sprout_agent.core.hooks.program_callbacks import CallbackAnswer
 
         return [CallbackAnswer(stop="no shell today")]
 
@@ -402,7 +402,7 @@ class _StopsAtSubagentStart:
         return event == "SubagentStart"
 
     async def run(self, event: str, fields: Any, subject: str | None = None, tool_use_id: str | None = None) -> Any:
-        from sprout_agent.core.hook_callbacks import CallbackAnswer
+        from sprout_agent.core.hooks.program_callbacks import CallbackAnswer
 
         return [CallbackAnswer(stop="enough")]
 

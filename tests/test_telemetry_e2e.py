@@ -213,7 +213,7 @@ def test_a_notice_that_quotes_a_credential_goes_out_as_a_log_record_redacted(
     # A notice may quote a server (a re-listing that failed gives the server's error message); the spans' filter
     # did not cover the log records.
     from sprout_agent.core.events import Notice
-    from sprout_agent.telemetry.session import Telemetry
+    from sprout_agent.telemetry.signals import Telemetry
 
     shaped, plain = "ghp_" + "Z9y8X7w6V5u4" * 3, "plain-secret-4242-abcd"
     off = {f"OTEL_{kind}_EXPORTER": "none" for kind in ("TRACES", "METRICS")}

@@ -11,7 +11,7 @@ import pytest
 from opentelemetry import trace
 
 from sprout_agent.core.events import HookObjected, Notice, ToolFinished
-from sprout_agent.telemetry.session import Telemetry
+from sprout_agent.telemetry.signals import Telemetry
 from tests.bounds import bounded
 from tests.otlp_receiver import Receiver
 

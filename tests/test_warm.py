@@ -1,4 +1,4 @@
-"""The warm interpreter (sprout_agent/faces/cli/warm): a `-p` run handed to a zygote's child behaves as a cold one
+"""The warm interpreter (sprout_agent/faces/warm): a `-p` run handed to a zygote's child behaves as a cold one
 (output, exit codes, signals, stdin), nothing of one run reaches the next, a confined peer is refused, and the
 switches and the idle bound hold. Real processes throughout; each test has a runtime directory of its own, and
 its zygote is ended at teardown."""
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sprout_agent.faces.cli.warm import place
+from sprout_agent.faces.warm import place
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import (
@@ -231,8 +231,8 @@ def test_a_confined_peer_gets_nothing_and_a_confined_run_goes_cold(tmp_path: Pat
 import ctypes, socket, sys
 ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS, as Landlock needs
 from pathlib import Path
-from sprout_agent.faces.cli.warm.place import address
-from sprout_agent.faces.cli.warm.wire import send_request, Lines
+from sprout_agent.faces.warm.place import address
+from sprout_agent.faces.warm.wire import send_request, Lines
 conn = socket.socket(socket.AF_UNIX)
 conn.settimeout(10)
 with address(Path({str(sock)!r})) as listening:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from sprout_agent.faces.cli.warm import inherited, place
+from sprout_agent.faces.warm import inherited, place
 from sprout_agent.trust import landlock as _landlock
 from sprout_agent.trust import sandbox as _sandbox
 from tests.bounds import bounded
@@ -94,8 +94,8 @@ import json, os, re, socket, sys
 sock, marker = sys.argv[1], sys.argv[2]
 sys.path.insert(0, sys.argv[3])
 from pathlib import Path
-from sprout_agent.faces.cli.warm import inherited, place
-from sprout_agent.faces.cli.warm.wire import Lines, send_go, send_request
+from sprout_agent.faces.warm import inherited, place
+from sprout_agent.faces.warm.wire import Lines, send_go, send_request
 print("NoNewPrivs", re.search(r"NoNewPrivs:\s*(\d)", open("/proc/self/status").read()).group(1))
 server = {"mcpServers": {"x": {"command": "touch", "args": [marker]}}}
 sys.argv = ["sprout-agent", "--sandbox", "off", "--dangerously-skip-permissions", "--mcp-config", json.dumps(server),

@@ -7,8 +7,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from sprout_agent.batch.child import Finished, Job, run_task
 from sprout_agent.batch.outcome import interrupted_record
+from sprout_agent.batch.task_run import Finished, Job, run_task
 from sprout_agent.core.errors import UsageError
 
 

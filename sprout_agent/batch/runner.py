@@ -15,11 +15,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from sprout_agent.batch.child import Finished, Job, run_task
 from sprout_agent.batch.outcome import interrupted_record
 from sprout_agent.batch.outdir import OutDir, to_run
 from sprout_agent.batch.progress import Progress
 from sprout_agent.batch.summary import summarise, table
+from sprout_agent.batch.task_run import Finished, Job, run_task
 from sprout_agent.batch.tasks import Task, load_tasks, parse_shard, shard_of
 from sprout_agent.core.errors import EXIT_BUDGET, EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, UsageError
 

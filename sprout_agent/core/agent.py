@@ -24,7 +24,7 @@ from sprout_agent.core.events import (
     TurnChanges,
     TurnFinished,
 )
-from sprout_agent.core.hooks import HookOutput, Hooks, is_hook
+from sprout_agent.core.hooks.calling import HookOutput, Hooks, is_hook
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.limits import Limits
 from sprout_agent.core.messages import Image, Message, Text, ToolResult, ToolUse, user_text, with_calls
@@ -182,7 +182,7 @@ class Agent:
         self._pending = await self.hooks.on_session_start(self._hook_context(source=source))
 
     async def end_session(self, reason: str) -> None:
-        """`_SessionEnd`, once per session, bounded by the hook timeout (hooks.py): exit waits no longer."""
+        """`_SessionEnd`, once per session, bounded by the hook timeout (calling.py): exit waits no longer."""
         if self._ended:
             return
         self._ended = True
@@ -396,5 +396,5 @@ class Agent:
         self._append(Message("user", tuple(ToolResult(u.id, (Text(reason),), True) for u in uses)))
 
     def _hook_context(self, **extra: object) -> dict[str, object]:
-        """What a hook may declare (hook_contract.HOOK_CONTEXT): the session's ids plus the point's own."""
+        """What a hook may declare (contract.HOOK_CONTEXT): the session's ids plus the point's own."""
         return {"session_id": self.session_id, "cwd": self.cwd, **self.hook_fields, **extra}

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class Limits:
     """How far the loop may go. A flag that bounds the loop is a field here: the command line fills it by name
-    (faces/cli/options.py), so such a flag touches only this record, its one declaration and the loop."""
+    (faces/cli/flags.py), so such a flag touches only this record, its one declaration and the loop."""
 
     max_turns: int | None = None  # model requests per user turn; None = no limit
     max_budget_usd: float | None = None  # the session's spend (the ledger's cost) after which no request starts

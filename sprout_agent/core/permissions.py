@@ -37,6 +37,9 @@ CLAUDE_MODES: dict[str, tuple[str, tuple[str, ...]]] = {
     "dontAsk": (ASK, ()),
 }
 
+# Our modes as Claude Code names them, for what the SDKs read (system/init, hook inputs); its own names pass through.
+AS_CLAUDE_MODE = {AUTO: "bypassPermissions", ASK: "default", READ_ONLY: "plan"}
+
 
 def resolve_mode(name: str) -> tuple[str, tuple[str, ...]]:
     """Our mode and the tools it allows on top, for one of our mode names or one of Claude Code's."""

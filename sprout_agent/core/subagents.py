@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sprout_agent.core.claude_rules import BUILTIN_TOOLS
 from sprout_agent.core.events import Event, ToolFinished, ToolStarted
-from sprout_agent.core.hook_contract import is_hook
+from sprout_agent.core.hooks.contract import is_hook
 from sprout_agent.core.listing import bounded_listing
 from sprout_agent.core.messages import Text
 from sprout_agent.core.protocols import ToolHost, ToolOutcome, ToolSpec

@@ -17,7 +17,7 @@ import anyio
 
 from sprout_agent.core.errors import sprout_error_in
 from sprout_agent.core.events import Event, ToolFinished, ToolProgress, ToolRunning, ToolStarted
-from sprout_agent.core.hooks import Hooks
+from sprout_agent.core.hooks.calling import Hooks
 from sprout_agent.core.images import checked
 from sprout_agent.core.limits import Limits
 from sprout_agent.core.messages import (

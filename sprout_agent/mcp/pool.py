@@ -23,7 +23,7 @@ from sprout_agent.config.files import ServerConfig
 from sprout_agent.core import processes
 from sprout_agent.core.errors import ServerAnswered, ServerGone
 from sprout_agent.core.events import Event, Notice, ServerFailed, ServerLog, ServerStarted
-from sprout_agent.core.hooks import is_hook
+from sprout_agent.core.hooks.calling import is_hook
 from sprout_agent.core.messages import Text
 from sprout_agent.core.processes import ServerProcess
 from sprout_agent.core.protocols import HookCallFailed, PromptInfo, ResourceInfo, ToolOutcome, ToolSpec

@@ -13,7 +13,7 @@ import anyio
 from sprout_agent.config.files import ServerConfig, Transport
 from sprout_agent.core.errors import NeedsLogin, ServerGone
 from sprout_agent.core.events import Event, Notice
-from sprout_agent.core.hooks import is_hook
+from sprout_agent.core.hooks.calling import is_hook
 from sprout_agent.core.processes import ServerProcess
 from sprout_agent.core.protocols import PromptInfo, ResourceInfo, ToolSpec
 from sprout_agent.core.tool_names import model_tool_name, with_hash

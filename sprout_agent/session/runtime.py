@@ -28,7 +28,7 @@ from sprout_agent.core.agent import Agent
 from sprout_agent.core.compaction import Compactor, parse_threshold
 from sprout_agent.core.errors import ServerStartError
 from sprout_agent.core.events import Event, Notice, TurnFinished
-from sprout_agent.core.hooks import Hooks, parse_allowlist
+from sprout_agent.core.hooks.calling import Hooks, parse_allowlist
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.permissions import READ_ONLY, Ask, Policy
 from sprout_agent.core.protocols import Model, ToolHost

@@ -1,6 +1,6 @@
 """A session's OpenTelemetry, when switched on (docs/telemetry.md): started from the prepared settings, fed every
 event the session emits, and closed within a bound at the end. The SDK itself is imported only when on
-(telemetry/session.py); a setup the SDK refuses is one notice, and the run goes on untraced."""
+(telemetry/signals.py); a setup the SDK refuses is one notice, and the run goes on untraced."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import anyio.to_thread
 
 from sprout_agent.core.events import Event, Notice
 from sprout_agent.session.prepared import Prepared
-from sprout_agent.telemetry.switch import CLOSE_S, telemetry_on
+from sprout_agent.telemetry.enabled import CLOSE_S, telemetry_on
 
 if TYPE_CHECKING:
-    from sprout_agent.telemetry.session import Telemetry
+    from sprout_agent.telemetry.signals import Telemetry
 
 
 def start_telemetry(prepared: Prepared, session_id: str, emit: Callable[[Event], None]) -> Telemetry | None:
@@ -24,7 +24,7 @@ def start_telemetry(prepared: Prepared, session_id: str, emit: Callable[[Event],
     if not telemetry_on(prepared.inherited_env):
         return None
     try:
-        from sprout_agent.telemetry.session import Telemetry
+        from sprout_agent.telemetry.signals import Telemetry
 
         return Telemetry(
             prepared.inherited_env,

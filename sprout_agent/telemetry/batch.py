@@ -12,7 +12,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import Span
 
 from sprout_agent.telemetry import otel
-from sprout_agent.telemetry.switch import CLOSE_S
+from sprout_agent.telemetry.enabled import CLOSE_S
 from sprout_agent.trust.secrets import redactor
 
 

@@ -1,4 +1,4 @@
-"""Slash commands for editors (the table in faces/commands.py): announced with `available_commands_update`, run
+"""Slash commands for editors (the table in faces/slash_commands.py): announced with `available_commands_update`, run
 when a prompt names one."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from sprout_agent.config.definitions import CustomCommand
 from sprout_agent.core.protocols import PromptInfo
-from sprout_agent.faces import commands as shared
+from sprout_agent.faces import slash_commands as shared
 from sprout_agent.faces.acp.wire import Json
-from sprout_agent.faces.commands import (
+from sprout_agent.faces.slash_commands import (
     Command,
     commands_for,
     markdown_table,

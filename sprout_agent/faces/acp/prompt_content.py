@@ -11,7 +11,7 @@ from typing import cast
 from sprout_agent.config.settings import DEFAULT_MODEL
 from sprout_agent.core.images import MAX_PDF_BASE64_BYTES, attachment
 from sprout_agent.core.messages import Image
-from sprout_agent.faces.acp.options import AcpSetup
+from sprout_agent.faces.acp.session_template import AcpSetup
 from sprout_agent.faces.acp.wire import INVALID_PARAMS, Json, RpcError
 from sprout_agent.model import facts as model_facts
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import assert_never
 
-from sprout_agent.core.hook_contract import HOOK_CALL_ID_PREFIX
+from sprout_agent.core.hooks.contract import HOOK_CALL_ID_PREFIX
 from sprout_agent.core.messages import (
     Image,
     Message,

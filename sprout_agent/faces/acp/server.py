@@ -15,8 +15,8 @@ from anyio.abc import TaskGroup
 from sprout_agent import __version__
 from sprout_agent.core.errors import EXIT_OK
 from sprout_agent.faces.acp.lines import LineReader, Writer, guard_stdio
-from sprout_agent.faces.acp.options import AcpSetup
 from sprout_agent.faces.acp.prompt_content import image_input, prompt_content
+from sprout_agent.faces.acp.session_template import AcpSetup
 from sprout_agent.faces.acp.wire import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,

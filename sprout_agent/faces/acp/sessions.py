@@ -19,7 +19,7 @@ from sprout_agent.faces.acp import choices, commands
 from sprout_agent.faces.acp.editor_host import EditorHost, EditorOffers
 from sprout_agent.faces.acp.updates import Updates
 from sprout_agent.faces.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Connection, Json, RpcError
-from sprout_agent.faces.commands import switch_to
+from sprout_agent.faces.slash_commands import switch_to
 from sprout_agent.mcp.prompts import PromptFailed
 from sprout_agent.mcp.sampling import SamplingRequest
 from sprout_agent.session.prepared import Prepared

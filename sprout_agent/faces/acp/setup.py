@@ -13,7 +13,7 @@ from sprout_agent.config.expansion import os_string_problem
 from sprout_agent.config.files import ServerConfig
 from sprout_agent.config.remote import check_url, header_name, header_value
 from sprout_agent.core.errors import ConfigError, SproutError
-from sprout_agent.faces.acp.options import AcpSetup
+from sprout_agent.faces.acp.session_template import AcpSetup
 from sprout_agent.faces.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Json, RpcError
 from sprout_agent.session.prepared import Prepared, prepare
 

@@ -45,7 +45,7 @@ from sprout_agent.core.events import (
     ToolStarted,
     TurnFinished,
 )
-from sprout_agent.core.hook_contract import HOOK_CALL_ID_PREFIX
+from sprout_agent.core.hooks.contract import HOOK_CALL_ID_PREFIX
 from sprout_agent.core.messages import Image, Text
 from sprout_agent.faces.acp import toolview
 from sprout_agent.faces.acp.wire import Json

@@ -12,13 +12,13 @@ from sprout_agent import CLAUDE_CODE_PROTOCOL, __version__
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.settings import EFFORT_LEVELS, THINKING_SETTINGS, choice, model_id
 from sprout_agent.core.errors import UsageError
-from sprout_agent.faces.cli import options as o
+from sprout_agent.faces.cli import flags as o
 from sprout_agent.faces.cli.argv import POSITIONAL, PromptOrCommand
 from sprout_agent.faces.cli.commands.batch import batch_app
 from sprout_agent.faces.cli.commands.servers import hooks_app, mcp_app
 from sprout_agent.faces.cli.commands.sessions_app import sessions_app
 from sprout_agent.faces.cli.exits import exit_now, fail, fail_as
-from sprout_agent.faces.cli.options import InputFormat, OutputFormat
+from sprout_agent.faces.cli.flags import InputFormat, OutputFormat
 
 app = typer.Typer(
     cls=PromptOrCommand,
@@ -209,8 +209,8 @@ def acp_command(
     web: o.WebOption = None,
 ) -> None:
     """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, any ACP client)."""
-    from sprout_agent.faces.acp.options import AcpSetup
     from sprout_agent.faces.acp.server import serve
+    from sprout_agent.faces.acp.session_template import AcpSetup
 
     try:
         if model is not None:

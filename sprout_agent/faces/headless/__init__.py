@@ -1,2 +1,2 @@
-"""`-p`: a run to completion for scripts: the text/json/stream-json sinks, the SDKs' control protocol over
-stdin (interrupt, permission questions, model switch) and the SDK session they drive."""
+"""`-p`: a run to completion for scripts: the text/json/stream-json sinks and the run itself; with
+`--input-format stream-json` it drives the SDKs' control protocol (`faces/sdk/`)."""

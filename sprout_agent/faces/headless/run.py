@@ -33,11 +33,11 @@ from sprout_agent.core.errors import (
 from sprout_agent.core.events import Event, Notice, TurnChanges, TurnFinished
 from sprout_agent.core.messages import Image, Usage
 from sprout_agent.core.tool_names import sdk_tool_name
-from sprout_agent.faces.headless.control import Control, LineWriter, Skipped, prompts_of, stdin_lines
 from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
-from sprout_agent.faces.headless.sdk_hooks import SdkHooks
-from sprout_agent.faces.headless.sdk_session import SdkAsk, SdkRelay, SdkSession
 from sprout_agent.faces.lifecycle import open_face
+from sprout_agent.faces.sdk.control import Control, LineWriter, Skipped, prompts_of, stdin_lines
+from sprout_agent.faces.sdk.sdk_hooks import SdkHooks
+from sprout_agent.faces.sdk.sdk_session import SdkAsk, SdkRelay, SdkSession
 from sprout_agent.faces.terminal.render import TerminalRenderer
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.session.runtime import Runtime, new_session_id, open_runtime

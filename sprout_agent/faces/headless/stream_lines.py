@@ -29,6 +29,7 @@ from sprout_agent.core.messages import (
     ToolUse,
     Usage,
 )
+from sprout_agent.core.permissions import AS_CLAUDE_MODE
 
 SCHEMA_VERSION = 2
 Record = dict[str, object]
@@ -42,8 +43,6 @@ MCP_STATUS = {
     "needs login": "needs-auth",
     "not approved": "disabled",
 }
-# Our permission modes → Claude Code's names (its own names pass through unchanged).
-PERMISSION_MODE = {"auto": "bypassPermissions", "ask": "default", "read-only": "plan"}
 # Our stop reasons that end a turn early → the result subtypes Claude Code uses for them.
 RESULT_SUBTYPE = {
     "max_turns": "error_max_turns",
@@ -151,7 +150,7 @@ def init_record(info: InitInfo) -> Record:
             }
             for s in info.servers
         ],
-        "permissionMode": PERMISSION_MODE.get(info.permission_mode, info.permission_mode),
+        "permissionMode": AS_CLAUDE_MODE.get(info.permission_mode, info.permission_mode),
         "slash_commands": list(info.slash_commands),
         "apiKeySource": info.api_key_source,
         "output_style": "default",

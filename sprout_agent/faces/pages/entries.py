@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from sprout_agent.core.hook_contract import HOOK_CALL_ID_PREFIX
+from sprout_agent.core.hooks.contract import HOOK_CALL_ID_PREFIX
 from sprout_agent.core.messages import Image, Message, Text, Thinking, ToolResult, ToolUse, text_of
 from sprout_agent.faces.terminal.prompt_attach import without_attachments
 from sprout_agent.session.store import decode_message, records

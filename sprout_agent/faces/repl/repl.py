@@ -16,7 +16,11 @@ from sprout_agent.core.events import changes_summary
 from sprout_agent.core.messages import Image, ToolUse
 from sprout_agent.core.permissions import Ask, Decision
 from sprout_agent.core.protocols import ToolSpec
-from sprout_agent.faces.commands import (
+from sprout_agent.faces.lifecycle import SignalWatch, open_face
+from sprout_agent.faces.repl import view
+from sprout_agent.faces.repl.asks import server_askers
+from sprout_agent.faces.repl.login import login_offers
+from sprout_agent.faces.slash_commands import (
     Line,
     custom_command,
     custom_for,
@@ -30,10 +34,6 @@ from sprout_agent.faces.commands import (
     shared_command,
     tool_rows,
 )
-from sprout_agent.faces.lifecycle import SignalWatch, open_face
-from sprout_agent.faces.repl import view
-from sprout_agent.faces.repl.asks import server_askers
-from sprout_agent.faces.repl.login import login_offers
 from sprout_agent.faces.terminal.input import PromptReader, TurnKeys
 from sprout_agent.faces.terminal.prompt_attach import attach_mentions, mentions
 from sprout_agent.faces.terminal.render import TerminalRenderer
@@ -67,7 +67,7 @@ class Repl:
         self.typed: dict[int, str] = {}  # turn number → the line typed for it (/rewind puts it back)
 
     async def command(self, line: str) -> bool:
-        """Runs a slash command (the table in faces/commands.py, or a server's prompt); False means leave."""
+        """Runs a slash command (the table in faces/slash_commands.py, or a server's prompt); False means leave."""
         found = parse(line, "repl")
         if (custom := custom_command(self.prepared.definitions.commands, line, "repl")) is not None:
             await self.turn(expand(*custom), typed=line)

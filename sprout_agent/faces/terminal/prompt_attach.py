@@ -196,5 +196,5 @@ def file_candidates(partial: str, cwd: Path) -> list[str]:
 
 
 def command_candidates(partial: str, names: Sequence[str]) -> list[str]:
-    """The commands (ours from faces/commands.py, then the servers' prompts) that start with `partial`."""
+    """The commands (ours from faces/slash_commands.py, then the servers' prompts) that start with `partial`."""
     return [name for name in names if name.startswith(partial)]

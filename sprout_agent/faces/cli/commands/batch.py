@@ -15,10 +15,10 @@ import typer
 from typer.core import TyperGroup
 
 from sprout_agent.core.errors import UsageError
-from sprout_agent.faces.cli import options as o
+from sprout_agent.faces.cli import flags as o
 from sprout_agent.faces.cli.exits import exit_now, fail
-from sprout_agent.faces.cli.options import OutputFormat
-from sprout_agent.faces.cli.warm import place as warm_place
+from sprout_agent.faces.cli.flags import OutputFormat
+from sprout_agent.faces.warm import place as warm_place
 
 if TYPE_CHECKING:  # the batch loads when the command runs
     from sprout_agent.batch.runner import BatchOptions, Executor, TaskTracing
@@ -116,7 +116,7 @@ def batch_run(
 @contextmanager
 def _traced(tasks: Path) -> Generator[TaskTracing | None]:
     """With SPROUT_AGENT_TELEMETRY=1 the batch is one trace, a span per task (docs/telemetry.md); else nothing."""
-    from sprout_agent.telemetry.switch import telemetry_on
+    from sprout_agent.telemetry.enabled import telemetry_on
 
     if not telemetry_on(os.environ):
         yield None
@@ -190,7 +190,7 @@ def batch_merge(
 
 
 def _warmed(make_executor: Callable[[], Executor], options: BatchOptions) -> Callable[[], Executor]:
-    """The local executor's tasks start from the warm interpreter (faces/cli/warm): it is started, and awaited,
+    """The local executor's tasks start from the warm interpreter (faces/warm): it is started, and awaited,
     when the tasks are known and about to run, not before (a bad task file fails at once). By a process started
     as the tasks are (`python -m`, this environment): Python may have changed its own environment as it started
     (a coerced C locale adds LC_CTYPE), so the tasks' interpreter, and so their zygote, can differ from this one."""
@@ -203,7 +203,7 @@ def _warmed(make_executor: Callable[[], Executor], options: BatchOptions) -> Cal
         import sys
 
         with contextlib.suppress(OSError, subprocess.SubprocessError):
-            warm_up = [sys.executable, "-m", "sprout_agent.faces.cli.warm.starting"]
+            warm_up = [sys.executable, "-m", "sprout_agent.faces.cli.warm_run"]
             subprocess.run(warm_up, env=os.environ, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
         return make_executor()
 

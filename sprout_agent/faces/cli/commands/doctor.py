@@ -40,7 +40,7 @@ from sprout_agent.config.files import (
 from sprout_agent.config.sandboxing import SandboxPlan, ServerSandboxes, plan
 from sprout_agent.config.settings import Settings, child_environment
 from sprout_agent.core.events import Event, Notice
-from sprout_agent.core.hook_contract import HOOK_POINTS, TOOL_HOOKS, is_hook, parse_allowlist
+from sprout_agent.core.hooks.contract import HOOK_POINTS, TOOL_HOOKS, is_hook, parse_allowlist
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.mcp.oauth.store import oauth_setup
 from sprout_agent.trust.untrusted import printable

@@ -1,4 +1,4 @@
-"""`sprout-agent hooks test [SERVER…]`: starts the servers as a run here would, then runs hook_kit's probe."""
+"""`sprout-agent hooks test [SERVER…]`: starts the servers as a run here would, then runs core/hooks/kit.py's probe."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from sprout_agent.config.files import ServerConfig, session_only
 from sprout_agent.config.sandboxing import ServerSandboxes
 from sprout_agent.config.settings import child_environment
 from sprout_agent.core.events import Event
+from sprout_agent.core.hooks.kit import HookReport, as_record, probe, report_lines
 from sprout_agent.faces.cli.commands.doctor import Setup, missing_command, stderr_lines
-from sprout_agent.faces.cli.commands.hook_kit import HookReport, as_record, probe, report_lines
 from sprout_agent.trust.untrusted import printable
 
 

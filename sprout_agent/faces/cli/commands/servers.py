@@ -12,7 +12,7 @@ import typer
 from sprout_agent.config.locations import Locations
 from sprout_agent.core.errors import EXIT_USAGE, exit_code_of
 from sprout_agent.faces.cli.exits import exit_now, fail
-from sprout_agent.faces.cli.options import ConfigOption as _ConfigOption
+from sprout_agent.faces.cli.flags import ConfigOption as _ConfigOption
 
 mcp_app = typer.Typer(help="The configured MCP servers: list them, or start each one and report.", no_args_is_help=True)
 _CwdOption = Annotated[

@@ -27,7 +27,7 @@ from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from sprout_agent.faces.cli.warm import inherited
+from sprout_agent.faces.warm import inherited
 from sprout_agent.trust.runtime_dir import private, runtime_directory
 from sprout_agent.trust.secrecy import environment_block
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from sprout_agent.core import hook_contract as hc
+from sprout_agent.core.hooks import contract as hc
 from sprout_agent.core.messages import text_of
 from sprout_agent.core.protocols import HookCallFailed, ToolHost, ToolSpec
 

@@ -1,4 +1,4 @@
-"""A run in the process it is in: a cold `sprout-agent`, or a warm interpreter's child (faces/cli/warm/child.py).
+"""A run in the process it is in: a cold `sprout-agent`, or a warm interpreter's child (faces/warm/child.py).
 A bare interactive start skips Typer; whatever escapes becomes one line and the exit code `errors.exit_code_of`
 gives it.
 
@@ -17,7 +17,7 @@ from sprout_agent.faces.cli.exits import exit_now, fail
 
 
 def run() -> None:
-    """The run itself, in this process (cold) or in a warm child (faces/cli/warm/child.py); either hardened itself
+    """The run itself, in this process (cold) or in a warm child (faces/warm/child.py); either hardened itself
     first (trust/secrecy.harden)."""
     try:
         if len(sys.argv) == 1 and sys.stdin.isatty():

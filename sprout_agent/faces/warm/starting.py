@@ -11,15 +11,16 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from sprout_agent.faces.cli.warm import place
+from sprout_agent.faces.warm import place
 
 # What the zygote keeps of the environment of the run that started it: what Python and its locale need, never
 # a credential (each child gets its own run's environment).
 _KEPT = ("PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "XDG_RUNTIME_DIR", "TZ", "LANG", "LC_ALL", "LC_CTYPE")
 
 
-def start(base: Path, print_: str, env: Mapping[str, str]) -> None:
-    """Starts a zygote in the background unless one holds the lock (starting or serving); never fails a run."""
+def start(base: Path, print_: str, env: Mapping[str, str], program: str) -> None:
+    """Starts a zygote in the background unless one holds the lock (starting or serving); never fails a run.
+    `program` is the zygote's `python -c` program (the command line's `warm_run.PROGRAM`: what it serves)."""
     lock = place.lock_path(base, print_)
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
@@ -36,8 +37,7 @@ def start(base: Path, print_: str, env: Mapping[str, str]) -> None:
     # From the environment this process started with: Python adds LC_CTYPE to os.environ when it coerces a C
     # locale, and a zygote given that would start in another mode (UTF-8 mode off) than the runs it serves.
     kept = {k: v for k, v in place.startup_environment(env).items() if k in _KEPT or k.startswith(("PYTHON", "LC_"))}
-    code = "from sprout_agent.faces.cli.warm.zygote import main; main()"
-    argv = [sys.executable, "-P", "-c", code, str(base), print_, str(place.idle_seconds(env))]
+    argv = [sys.executable, "-P", "-c", program, str(base), print_, str(place.idle_seconds(env))]
     with contextlib.suppress(OSError):
         # Its stderr (a traceback if it fails to start) goes to a log beside the socket, truncated each start.
         log = os.open(
@@ -57,7 +57,7 @@ def start(base: Path, print_: str, env: Mapping[str, str]) -> None:
             os.close(log)
 
 
-def warm_up(env: Mapping[str, str], timeout: float = 15.0) -> bool:
+def warm_up(env: Mapping[str, str], program: str, timeout: float = 15.0) -> bool:
     """Makes sure a zygote serves this interpreter's runs, starting one and waiting for it (bounded): `batch`
     does so before its first task, so that every task, not only the later ones, starts warm. False when none
     came up in time (the tasks then start cold, as they would without it)."""
@@ -66,17 +66,10 @@ def warm_up(env: Mapping[str, str], timeout: float = 15.0) -> bool:
         return False
     print_ = place.fingerprint(sys.path if sys.flags.safe_path else sys.path[1:])
     path = place.socket_path(base, print_)
-    start(base, print_, env)
+    start(base, print_, env, program)
     deadline = time.monotonic() + timeout
     while not path.exists():
         if time.monotonic() > deadline:
             return False
         time.sleep(0.02)
     return True
-
-
-if __name__ == "__main__":  # `batch`: started as its tasks are (python -m, their environment), so it finds their zygote
-    from sprout_agent.trust.secrecy import harden
-
-    harden()  # it holds the batch's environment, key included, while it starts the zygote
-    sys.exit(0 if warm_up(os.environ) else 1)

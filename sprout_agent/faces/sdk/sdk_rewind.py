@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sprout_agent.core.errors import SproutError, StoreError
-from sprout_agent.faces.headless.control import Body, ControlError
+from sprout_agent.faces.sdk.control import Body, ControlError
 from sprout_agent.session import branches
 from sprout_agent.session.rewinding import RewindOutcome, RewindRequest, rewind_to
 from sprout_agent.session.runtime import Runtime

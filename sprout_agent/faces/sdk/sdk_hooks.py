@@ -1,6 +1,6 @@
 """The Claude Agent SDKs' hook callbacks (`hooks` in `initialize`): matched and called over the control protocol
 (`hook_callback`), their output read as Claude Code reads it. The loop calls them at its hook points through
-core.hook_callbacks.HookCallbacks, after the MCP hooks of each point (docs/sdk.md#hook-callbacks)."""
+core.hooks.program_callbacks.HookCallbacks, after the MCP hooks of each point (docs/sdk.md#hook-callbacks)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ from typing import Any, cast
 
 import anyio
 
-from sprout_agent.core import hook_callbacks as cb
 from sprout_agent.core.events import Event, Notice
-from sprout_agent.core.hook_contract import truncate
-from sprout_agent.core.permissions import Policy
-from sprout_agent.faces.headless.control import Body, Control, ControlError
-from sprout_agent.faces.headless.stream_lines import PERMISSION_MODE
+from sprout_agent.core.hooks import program_callbacks as cb
+from sprout_agent.core.hooks.contract import truncate
+from sprout_agent.core.permissions import AS_CLAUDE_MODE, Policy
+from sprout_agent.faces.sdk.control import Body, Control, ControlError
 from sprout_agent.session.runtime import Runtime
 from sprout_agent.session.store import SessionStore
 
@@ -152,7 +151,7 @@ class SdkHooks:
             "session_id": runtime.session_id,
             "transcript_path": transcript,
             "cwd": agent.cwd,
-            "permission_mode": PERMISSION_MODE.get(mode, mode),
+            "permission_mode": AS_CLAUDE_MODE.get(mode, mode),
         }
 
     async def notify(self, message: str, notification_type: str) -> None:
@@ -206,5 +205,5 @@ def tool_input(value: object) -> dict[str, object] | None:
 
 
 def _text(value: object) -> str:
-    """A text field of the answer, capped as an MCP hook's text is (hook_contract.truncate)."""
+    """A text field of the answer, capped as an MCP hook's text is (contract.truncate)."""
     return truncate(value) if isinstance(value, str) else ""

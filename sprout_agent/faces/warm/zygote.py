@@ -20,31 +20,16 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from sprout_agent.faces.cli.warm import place
-from sprout_agent.faces.cli.warm.wire import line
+from sprout_agent.faces.warm import place
+from sprout_agent.faces.warm.wire import line
 from sprout_agent.trust.secrecy import harden
 
-# What a `-p` run imports, from the command line to the model client and the built-in servers (measured with
-# `python -X importtime`); whatever a run imports beyond these it imports itself, as a cold run would.
-PRELOAD = (
-    "sprout_agent.faces.cli.app",
-    "sprout_agent.faces.cli.argv",
-    "sprout_agent.faces.cli.start",
-    "sprout_agent.faces.headless.run",
-    "sprout_agent.session.runtime",
-    "sprout_agent.mcp.link",
-    "sprout_agent.mcp.transports.in_process",
-    "sprout_agent.model.client",
-    "sprout_agent.tools.dev",
-    "sprout_agent.tools.todo",
-    "anthropic.lib.streaming",
-    "httpx2",
-)
 
-
-def main() -> None:
+def main(preload: Sequence[str], run: Callable[[], None]) -> None:
+    """The zygote's life: `preload` imported once, then a child per connection that becomes `run`."""
     harden()  # its environment holds no credential, but every child it forks will: they inherit the mark
     base, print_, idle = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
     lock = os.open(place.lock_path(base, print_), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
@@ -56,11 +41,11 @@ def main() -> None:
         return  # it would serve commands confined by Landlock as readily as their runs: place.no_new_privs
     if place.fingerprint(sys.path) != print_:
         return  # started by an interpreter unlike this one: it would never be asked
-    for name in PRELOAD:
+    for name in preload:
         importlib.import_module(name)
     if threading.active_count() != 1:
         return  # an import started a thread: forking would copy it half-way through
-    zygote = _Zygote(place.socket_path(base, print_), print_, idle, lock)
+    zygote = _Zygote(place.socket_path(base, print_), print_, idle, lock, run)
     try:
         zygote.run()
     finally:
@@ -90,7 +75,8 @@ STALE_CHECK_SECONDS = 30.0
 
 
 class _Zygote:
-    def __init__(self, path: Path, print_: str, idle: float, lock: int) -> None:
+    def __init__(self, path: Path, print_: str, idle: float, lock: int, run: Callable[[], None]) -> None:
+        self.run_one = run
         self.path = path
         self.print_ = print_
         self.lock = lock  # a child closes it: a run in flight must not keep the next zygote from starting
@@ -156,7 +142,7 @@ class _Zygote:
         self.last = time.monotonic()
         pid = os.fork()
         if pid == 0:
-            from sprout_agent.faces.cli.warm.child import become_the_run
+            from sprout_agent.faces.warm.child import become_the_run
 
             self.selector.close()
             self.listener.close()
@@ -165,7 +151,7 @@ class _Zygote:
             os.close(self.lock)
             for other in self.children.values():  # the other runs' status channels are not this run's
                 other.close()
-            become_the_run(conn)
+            become_the_run(conn, self.run_one)
         self.children[pid] = conn
 
     def _reap(self) -> None:

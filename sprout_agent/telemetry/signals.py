@@ -23,7 +23,7 @@ from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricExport
 
 from sprout_agent.core import events as ev
 from sprout_agent.telemetry import otel, process
-from sprout_agent.telemetry.switch import content_on
+from sprout_agent.telemetry.enabled import content_on
 from sprout_agent.trust.secrets import redactor
 
 _SEVERITY = {"info": SeverityNumber.INFO, "warning": SeverityNumber.WARN, "error": SeverityNumber.ERROR}

@@ -2,8 +2,8 @@
 
 The sovereignty rules live here: the allowlist, the per-call timeout and kill-on-second-timeout, the
 session-wide `_Stop` and `_PreToolUse` objection budgets, context on request, and the JSON-encoded
-injection. The names and the context each hook may declare are in hook_contract.py. A driving program's hook
-callbacks (hook_callbacks.py) run at the same points, and their answers go through the same rules.
+injection. The names and the context each hook may declare are in contract.py. A driving program's hook
+callbacks (program_callbacks.py) run at the same points, and their answers go through the same rules.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import anyio
 
-from sprout_agent.core import hook_callbacks as cb
 from sprout_agent.core.events import (
     Event,
     HookAnswered,
@@ -28,7 +27,8 @@ from sprout_agent.core.events import (
     Notice,
     StopBudgetSpent,
 )
-from sprout_agent.core.hook_contract import (
+from sprout_agent.core.hooks import program_callbacks as cb
+from sprout_agent.core.hooks.contract import (
     CONSECUTIVE_TIMEOUTS_TO_KILL,
     POST_COMPACT,
     POST_TOOL_USE,
@@ -47,10 +47,10 @@ from sprout_agent.core.hook_contract import (
     fill_context,
     truncate,
 )
-from sprout_agent.core.hook_contract import is_hook as is_hook
-from sprout_agent.core.hook_contract import parse_allowlist as parse_allowlist
-from sprout_agent.core.hook_messages import HookMessages, encoded
-from sprout_agent.core.hook_messages import HookOutput as HookOutput
+from sprout_agent.core.hooks.contract import is_hook as is_hook
+from sprout_agent.core.hooks.contract import parse_allowlist as parse_allowlist
+from sprout_agent.core.hooks.in_history import HookMessages, encoded
+from sprout_agent.core.hooks.in_history import HookOutput as HookOutput
 from sprout_agent.core.messages import Image, Message, Text, text_of
 from sprout_agent.core.protocols import HookCallFailed, ToolHost, ToolSpec
 from sprout_agent.core.tracing import NO_TRACER, Tracer

@@ -16,14 +16,15 @@ import sys
 from types import FrameType
 from typing import NoReturn
 
-from sprout_agent.faces.cli.warm import inherited, place, starting
-from sprout_agent.faces.cli.warm.wire import RELAYED, Lines, line, send_go, send_request
+from sprout_agent.faces.warm import inherited, place, starting
+from sprout_agent.faces.warm.wire import RELAYED, Lines, line, send_go, send_request
 
 READY_TIMEOUT = 5.0  # seconds from connecting to the child's `ready`: a fork and a few system calls
 
 
-def hand_over() -> None:
-    """Runs this invocation in a warm child if one can take it; returns when it must run cold here."""
+def hand_over(program: str) -> None:
+    """Runs this invocation in a warm child if one can take it; returns when it must run cold here (then a zygote
+    is started with `program` for the next run: starting.start)."""
     env = os.environ
     if place.no_new_privs():  # confined (a sandbox, a container's no-new-privileges): see place.py
         return
@@ -42,7 +43,7 @@ def hand_over() -> None:
             conn.connect(listening)
     except OSError:
         conn.close()
-        starting.start(base, print_, env)
+        starting.start(base, print_, env, program)
         return
     child = _committed(conn, body)
     if child is None:

@@ -18,7 +18,7 @@ from sprout_agent.config.files import REMOTE
 from sprout_agent.config.settings import model_id
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.errors import UsageError
-from sprout_agent.core.hooks import is_hook
+from sprout_agent.core.hooks.calling import is_hook
 from sprout_agent.core.status import context_line, counted_context_line
 from sprout_agent.model.facts import ModelFacts
 from sprout_agent.model.switch import effort_command, switch_agent

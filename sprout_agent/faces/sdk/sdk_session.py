@@ -24,10 +24,10 @@ from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.core.tool_names import sdk_tool_name
-from sprout_agent.faces.commands import switch_to
-from sprout_agent.faces.headless.control import Body, Control, ControlError, Handler
-from sprout_agent.faces.headless.sdk_hooks import SdkHooks, tool_input
-from sprout_agent.faces.headless.sdk_rewind import ENABLE, SdkRewind
+from sprout_agent.faces.sdk.control import Body, Control, ControlError, Handler
+from sprout_agent.faces.sdk.sdk_hooks import SdkHooks, tool_input
+from sprout_agent.faces.sdk.sdk_rewind import ENABLE, SdkRewind
+from sprout_agent.faces.slash_commands import switch_to
 from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session.prepared import Prepared, prepare
 from sprout_agent.session.runtime import Runtime

@@ -1,5 +1,5 @@
 """Hook callbacks: a second source of hooks at the same hook points, for a program that drives the session (the
-Claude Agent SDKs' `hooks`). The loop calls them through `HookCallbacks`; `Hooks` (hooks.py) merges their answers
+Claude Agent SDKs' `hooks`). The loop calls them through `HookCallbacks`; `Hooks` (calling.py) merges their answers
 with the MCP hooks' under one rule (docs/sdk.md#hook-callbacks). Events and fields are Claude Code's."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from sprout_agent.core.messages import Image, Text
 
 # The source named in the history's hook pairs and in hook events, where an MCP hook names its server.
 CALLBACK_SOURCE = "sdk"
-# Claude Code's events for the hook points we have (hook_contract's names are the MCP hooks').
+# Claude Code's events for the hook points we have (contract.py's names are the MCP hooks').
 PRE_TOOL_USE = "PreToolUse"
 POST_TOOL_USE = "PostToolUse"
 POST_TOOL_USE_FAILURE = "PostToolUseFailure"

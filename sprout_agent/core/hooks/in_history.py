@@ -1,6 +1,6 @@
 """What a hook said, as the history carries it: an assistant `tool_use` named `<server>__<hook>` and a user
 `tool_result` holding the text as JSON data, so nothing in it can pose as the agent, the user or the system. The
-call ids carry a prefix the faces and the pages know (hook_contract.HOOK_CALL_ID_PREFIX) and a salt of the session,
+call ids carry a prefix the faces and the pages know (contract.HOOK_CALL_ID_PREFIX) and a salt of the session,
 so they never meet a model's own ids."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sprout_agent.core.hook_contract import HOOK_CALL_ID_PREFIX
+from sprout_agent.core.hooks.contract import HOOK_CALL_ID_PREFIX
 from sprout_agent.core.messages import Message, Text, ToolResult, ToolUse
 
 

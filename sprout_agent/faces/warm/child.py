@@ -17,16 +17,17 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from typing import NoReturn
 
-from sprout_agent.faces.cli.warm import inherited
-from sprout_agent.faces.cli.warm.wire import RELAYED, Lines, line, receive_go, receive_request
+from sprout_agent.faces.warm import inherited
+from sprout_agent.faces.warm.wire import RELAYED, Lines, line, receive_go, receive_request
 from sprout_agent.trust.secrecy import harden
 
 REQUEST_TIMEOUT = 10.0  # seconds for the client to send its request and its `go`: it does so at once
 
 
-def become_the_run(conn: socket.socket) -> NoReturn:
+def become_the_run(conn: socket.socket, run: Callable[[], None]) -> NoReturn:
     harden()  # before the request brings the run's key: a no-op in a hardened zygote's fork, and cheap
     code = 70  # EX_SOFTWARE: something below failed before the run could say anything
     try:
@@ -41,7 +42,7 @@ def become_the_run(conn: socket.socket) -> NoReturn:
             os._exit(0)
         conn.settimeout(None)
         threading.Thread(target=_relay, args=(lines,), daemon=True, name="warm-signals").start()
-        code = _run()
+        code = _run(run)
     except BaseException:  # the child must never return into the zygote's loop
         with contextlib.suppress(BaseException):
             import traceback
@@ -110,10 +111,8 @@ def _relay(lines: Lines) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _run() -> int:
-    """`in_process.run`, which leaves through `exit_now` (os._exit) or SystemExit; returns the exit code."""
-    from sprout_agent.faces.cli.in_process import run
-
+def _run(run: Callable[[], None]) -> int:
+    """The run (the command line's, which leaves through `exit_now` (os._exit) or SystemExit); returns the exit code."""
     try:
         run()
     except SystemExit as leaving:
