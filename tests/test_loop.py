@@ -43,6 +43,7 @@ from sprout_agent.core.events import (
 from sprout_agent.core.hooks.contract import CONTEXT_FIELDS, HOOK_TEXT_MAX_CHARS
 from sprout_agent.core.images import checked
 from sprout_agent.core.messages import Image, Message, Text, ToolResult, ToolUse, Usage, user_text
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import HookCallFailed, ModelRequest, ToolSpec
 from tests.bounds import bounded
@@ -460,13 +461,13 @@ async def run_calls(policy: Policy | None, *uses: ToolUse) -> tuple[dict[str, tu
 
 
 async def test_auto_runs_every_tool() -> None:
-    results, ran, _ = await run_calls(Policy("auto"), ECHO, READ_ONLY)
+    results, ran, _ = await run_calls(Policy(PermissionMode.AUTO), ECHO, READ_ONLY)
     assert results == {"t_echo": (False, "hi"), "t_ro": (False, "read only")}
     assert sorted(ran) == ["echo", "read_only"]
 
 
 async def test_read_only_runs_only_tools_declared_read_only_and_says_how_to_allow_the_rest() -> None:
-    results, ran, loop = await run_calls(Policy("read-only"), ECHO, READ_ONLY)
+    results, ran, loop = await run_calls(Policy(PermissionMode.READ_ONLY), ECHO, READ_ONLY)
     refused, reason = results["t_echo"]
     assert refused and "--permission-mode read-only" in reason and "--allow-tools fake__echo" in reason
     assert results["t_ro"] == (False, "read only")
@@ -474,8 +475,8 @@ async def test_read_only_runs_only_tools_declared_read_only_and_says_how_to_allo
     assert loop.of(ToolRunning) == [ToolRunning("t_ro")]
 
 
-@pytest.mark.parametrize("mode", ["auto", "read-only"])
-async def test_a_deny_pattern_beats_an_allow_pattern_which_beats_the_mode(mode: str) -> None:
+@pytest.mark.parametrize("mode", [PermissionMode.AUTO, PermissionMode.READ_ONLY])
+async def test_a_deny_pattern_beats_an_allow_pattern_which_beats_the_mode(mode: PermissionMode) -> None:
     policy = Policy(mode, allow=["fake__echo", "fake__add"], deny=["fake__e*"])
     results, ran, _ = await run_calls(policy, ECHO, ADD)
     assert results["t_echo"][0] and "denied by --deny-tools fake__e*" in results["t_echo"][1]
@@ -484,14 +485,14 @@ async def test_a_deny_pattern_beats_an_allow_pattern_which_beats_the_mode(mode: 
 
 
 async def test_an_allow_pattern_overrides_read_only() -> None:
-    results, ran, _ = await run_calls(Policy("read-only", allow=["fake__ec*"]), ECHO, ADD)
+    results, ran, _ = await run_calls(Policy(PermissionMode.READ_ONLY, allow=["fake__ec*"]), ECHO, ADD)
     assert results["t_echo"] == (False, "hi")
     assert results["t_add"][0] and "read-only" in results["t_add"][1]
     assert ran == ["echo"]
 
 
 async def test_ask_with_nobody_to_ask_refuses_with_a_reason_and_allowed_tools_still_run() -> None:
-    results, ran, _ = await run_calls(Policy("ask", allow=["*read*"]), ECHO, READ_ONLY)
+    results, ran, _ = await run_calls(Policy(PermissionMode.ASK, allow=["*read*"]), ECHO, READ_ONLY)
     assert results["t_echo"] == (
         True,
         "not approved: sprout-agent runs with --permission-mode ask and no terminal to ask; "
@@ -516,7 +517,7 @@ async def test_ask_once_always_and_deny_with_a_reason_and_the_question_sees_the_
         reply(call("fake__add", "t4", a=1, b=2)),
         reply("finished"),
     ]
-    loop = build_loop(script, permit=Policy("ask", ask=ask))
+    loop = build_loop(script, permit=Policy(PermissionMode.ASK, ask=ask))
     assert (await loop.turn()).text == "finished"
     assert asked == [
         ("fake__echo", "t1", {"text": "one"}),

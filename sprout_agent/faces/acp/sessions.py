@@ -102,7 +102,7 @@ class AcpSession:
     def mode(self) -> str:
         """The listed mode the session's permission policy is in (the command line's until the runtime is up)."""
         policy = self._runtime.agent.permit if self._runtime is not None else None
-        name = policy.mode_name if isinstance(policy, Policy) else self.prepared.options.permission_mode
+        name = policy.permission_mode if isinstance(policy, Policy) else self.prepared.permission_mode
         return choices.shown_mode(name)
 
     def model(self) -> str:

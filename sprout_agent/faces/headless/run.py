@@ -295,7 +295,7 @@ class Headless:
                 servers=servers,
                 tools=[sdk_tool_name(spec.server, spec.tool) for spec in agent.tools],
                 model_tools=[spec.name for spec in agent.tools],
-                permission_mode=self.prepared.options.permission_mode,
+                permission_mode=self.prepared.permission_mode,
                 api_key_source="ANTHROPIC_API_KEY" if self.prepared.settings_env.get("ANTHROPIC_API_KEY") else "none",
                 hooks=hooks,
                 resumed=self.prepared.resume is not None,
