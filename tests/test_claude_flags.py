@@ -61,7 +61,7 @@ def test_print_is_a_flag_and_options_may_follow_the_prompt() -> None:
     params, prompt, _ = parsed("--print")  # the prompt comes on stdin
     assert params["print_mode"] and prompt is None
     params, prompt, _ = parsed("fix the test", "--max-turns", "3")  # interactive, options after the prompt too
-    assert (params["print_mode"], prompt, params["max_turns"]) == (False, "fix the test", 3)
+    assert (params["print_mode"], prompt, params["max_requests"]) == (False, "fix the test", 3)
     params, prompt, _ = parsed("--config", "a.json", "-p", "q", "--permission-mode", "plan")
     assert (params["config_files"], prompt, params["permission_mode"]) == ([Path("a.json")], "q", "plan")
 

@@ -46,6 +46,7 @@ from sprout_agent.core.messages import Image, Message, Text, ToolResult, ToolUse
 from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import HookCallFailed, ModelRequest, ToolSpec
+from sprout_agent.core.stop_reasons import TurnStop
 from tests.bounds import bounded
 from tests.loop_doubles import (
     CWD,
@@ -534,7 +535,7 @@ async def test_ask_once_always_and_deny_with_a_reason_and_the_question_sees_the_
 
 async def test_max_turns_ends_the_turn_with_stop_reason_max_turns_and_a_valid_history() -> None:
     script = [*(reply(call("fake__echo", text=str(i))) for i in range(2)), reply("fresh count")]
-    loop = build_loop(script, max_turns=2)
+    loop = build_loop(script, max_requests=2)
     assert await loop.turn() == TurnResult("max_turns", "", 2)  # a third request would pass the limit
     assert len(loop.model.requests) == 2 and len(loop.host.calls) == 2
     assert isinstance(loop.history[-1].content[0], ToolResult)  # the last call is answered
@@ -563,7 +564,7 @@ async def test_the_cost_budget_ends_the_turn_with_stop_reason_budget() -> None:
         ("refusal", EXIT_RUNTIME),
     ],
 )
-def test_stop_reasons_map_to_the_documented_exit_codes(stop_reason: str, code: int) -> None:
+def test_stop_reasons_map_to_the_documented_exit_codes(stop_reason: TurnStop, code: int) -> None:
     from sprout_agent.core.errors import exit_code_for_stop
 
     assert exit_code_for_stop(TurnResult(stop_reason, "", 1).stop_reason) == code

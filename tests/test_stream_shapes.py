@@ -153,7 +153,7 @@ def test_a_tool_result_is_a_user_message_with_the_whole_result_then_our_timing()
         ("budget", "error_max_budget_usd", 4),
     ],
 )
-def test_each_user_turn_ends_with_its_result(stop_reason: str, subtype: str, code: int) -> None:
+def test_each_user_turn_ends_with_its_result(stop_reason: Any, subtype: str, code: int) -> None:
     replied = ev.ModelReplied(stop_reason, Usage(10, 2), 0.4, 0.001)
     turn = ev.TurnFinished(stop_reason, "the answer", 3, Usage(30, 6, 1, 2), 0.125, 1.5)
     _, out = streamed(replied, turn)

@@ -79,7 +79,7 @@ def main_command(
     fallback_model: o.FallbackModelOption = None,
     system_prompt: o.SystemPromptOption = None,
     append_system_prompt: o.AppendSystemPromptOption = None,
-    max_turns: o.MaxTurnsOption = None,
+    max_requests: o.MaxRequestsOption = None,
     cwd: Annotated[
         Path | None, typer.Option(metavar="PATH", help="Working directory for the agent and its tools.")
     ] = None,
@@ -184,7 +184,7 @@ def acp_command(
     ctx: typer.Context,
     config_files: o.ConfigOption = None,
     model: o.ModelOption = None,
-    max_turns: o.MaxTurnsOption = None,
+    max_requests: o.MaxRequestsOption = None,
     permission_mode: o.PermissionModeOption = None,
     allow_tools: o.AllowToolsOption = None,
     deny_tools: o.DenyToolsOption = None,

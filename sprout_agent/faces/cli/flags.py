@@ -72,7 +72,7 @@ ConfigOption = Annotated[
 ModelOption = Annotated[
     str | None, typer.Option("--model", metavar="NAME", help="Model name (default: $ANTHROPIC_MODEL or built in).")
 ]
-MaxTurnsOption = Annotated[
+MaxRequestsOption = Annotated[
     int | None, typer.Option("--max-turns", min=1, metavar="N", help="Most model requests per prompt.")
 ]
 MaxBudgetOption = Annotated[

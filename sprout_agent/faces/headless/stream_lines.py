@@ -30,6 +30,7 @@ from sprout_agent.core.messages import (
     Usage,
 )
 from sprout_agent.core.permission_mode import PermissionMode
+from sprout_agent.core.stop_reasons import StopReason
 
 SCHEMA_VERSION = 2
 Record = dict[str, object]
@@ -44,7 +45,7 @@ MCP_STATUS = {
     "not approved": "disabled",
 }
 # Our stop reasons that end a turn early → the result subtypes Claude Code uses for them.
-RESULT_SUBTYPE = {
+RESULT_SUBTYPE: dict[StopReason, str] = {
     "max_turns": "error_max_turns",
     "budget": "error_max_budget_usd",
     "error": "error_during_execution",
@@ -86,7 +87,7 @@ class InitInfo:
 @dataclass(frozen=True, slots=True)
 class ResultInfo:
     text: str
-    stop_reason: str
+    stop_reason: StopReason
     session_id: str | None  # None: the run failed before a session existed
     turns: int  # model requests
     usage: Usage

@@ -46,7 +46,7 @@ _BATCH_OWNED = frozenset(
     {"-p", "--prompt", "--output-format", "--input-format", "--cwd", "-c", "--continue", "-r", "--resume", "--"}
 )
 # The main command's options `batch run` takes for every task, passed on by name (the rest are the batch's own).
-_PASSED_ON = ("config_files", "model", "max_turns", "permission_mode", "allow_tools", "deny_tools", "trust_project")
+_PASSED_ON = ("config_files", "model", "max_requests", "permission_mode", "allow_tools", "deny_tools", "trust_project")
 _OutputOption = Annotated[OutputFormat, typer.Option(help="text (a table) or json (one summary object).")]
 
 
@@ -73,7 +73,7 @@ def batch_run(
     # For every task's `sprout-agent -p`, as the main command takes them (passed on by name: agent_argv).
     config_files: o.ConfigOption = None,
     model: o.ModelOption = None,
-    max_turns: o.MaxTurnsOption = None,
+    max_requests: o.MaxRequestsOption = None,
     permission_mode: o.PermissionModeOption = None,
     allow_tools: o.AllowToolsOption = None,
     deny_tools: o.DenyToolsOption = None,
