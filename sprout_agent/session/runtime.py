@@ -27,7 +27,7 @@ from sprout_agent.config.sandboxing import ServerSandboxes
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.compaction import Compactor, parse_threshold
 from sprout_agent.core.errors import ServerStartError
-from sprout_agent.core.events import Event, Notice, TurnFinished
+from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.hooks.calling import Hooks, parse_allowlist
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.permission_mode import PermissionMode
@@ -44,6 +44,7 @@ from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session import checkpointing, store
 from sprout_agent.session.delegation import ChildRecord, ChildSetup, Delegator
 from sprout_agent.session.prepared import Prepared
+from sprout_agent.session.recording import recording
 from sprout_agent.session.session_telemetry import close_telemetry, observed, start_telemetry
 from sprout_agent.trust import sandbox as sb
 
@@ -120,7 +121,7 @@ async def open_runtime(
         delegator.attach(agent, _child_setup(prepared, model, session_id))
         tracker = agent.checkpoints = _make_tracker(prepared, emit, session_id, transcript, agent)
         if transcript is not None:
-            agent.emit = _recording_spend(agent.emit, agent, ledger)
+            agent.emit = recording(agent.emit, lambda: agent.recorder, ledger, prepared.inherited_env)
         if prepared.resume is not None:
             ledger.earlier = prepared.resume.cost_usd if not prepared.options.fork_session else 0.0
             agent.load(prepared.resume.history, "resume")
@@ -136,18 +137,6 @@ async def open_runtime(
         # A face that knows better (a signal, an ACP close, /clear) has already ended it: this is a no-op then.
         # A cancelled session gets none: its servers are going down with it (the faces end it before that).
         await agent.end_session("exit")
-
-
-def _recording_spend(emit: Callable[[Event], None], agent: Agent, ledger: Ledger) -> Callable[[Event], None]:
-    """After each turn the transcript records the session's spend, so a resumed session's cost goes on from it: the
-    agent's transcript of the moment (a rewind's fork goes on in its own, session/continuing.py)."""
-
-    def recording(event: Event) -> None:
-        emit(event)
-        if isinstance(event, TurnFinished) and isinstance(transcript := agent.recorder, store.SessionStore):
-            transcript.spent(ledger.earlier + ledger.cost)
-
-    return recording
 
 
 def _make_pool(prepared: Prepared, emit: Callable[[Event], None], client: ClientFeatures) -> ServerPool:
