@@ -35,9 +35,15 @@ class LocalEnvironment:
 
     default_user = None
 
-    def __init__(self, workdir: str, env: dict[str, str], timeout: float) -> None:
+    def __init__(self, workdir: str, env: dict[str, str], timeout: float, paths: dict[str, str]) -> None:
         self.workdir, self.env, self.timeout = workdir, env, timeout
+        self.paths = paths  # the container's absolute paths (/installed-agent) → directories of the test's
         self.commands: list[dict[str, Any]] = []
+
+    def here(self, text: str) -> str:
+        for there, local in self.paths.items():
+            text = text.replace(there, local)
+        return text
 
     async def exec(
         self,
@@ -50,7 +56,7 @@ class LocalEnvironment:
         merged = {**self.env, **(env or {})}
         done = await asyncio.to_thread(
             subprocess.run,
-            ["bash", "-c", command],
+            ["bash", "-c", self.here(command)],
             cwd=cwd or self.workdir,
             env=merged,
             capture_output=True,
@@ -61,12 +67,13 @@ class LocalEnvironment:
         return ExecResult(stdout=done.stdout, stderr=done.stderr, return_code=done.returncode)
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
-        Path(target_path).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source_path, target_path)
+        target = Path(self.here(target_path))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source_path, target)
 
 
 async def drive(agent: BaseInstalledAgent, spec: dict[str, Any]) -> dict[str, Any]:
-    environment = LocalEnvironment(spec["workdir"], spec["env"], spec.get("timeout", 120))
+    environment = LocalEnvironment(spec["workdir"], spec["env"], spec.get("timeout", 300), spec.get("paths", {}))
     context = AgentContext()
     raised: dict[str, Any] | None = None
     seconds: dict[str, float] = {}
@@ -110,17 +117,17 @@ def claude_code(spec: dict[str, Any]) -> dict[str, Any]:
 
 def sprout(spec: dict[str, Any]) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "harbor"))
+    from harbor.models.task.config import MCPServerConfig
     from sprout_harbor import SproutAgent
 
     agent = SproutAgent(
         logs_dir=Path(spec["logs_dir"]),
         model_name=spec.get("model"),
         environment_logs_dir=PurePosixPath(spec["logs_dir"]),
+        mcp_servers=[MCPServerConfig(**server) for server in spec.get("mcp_servers", [])],
         **spec.get("kwargs", {}),
     )
-    found = asyncio.run(drive(agent, spec))
-    found["install_commands"] = [c["command"] for c in found["commands"]][: spec.get("install_count", 0)]
-    return found
+    return asyncio.run(drive(agent, spec))
 
 
 def atif(path: str) -> dict[str, Any]:
