@@ -24,7 +24,7 @@ from sprout_agent.config.sandboxing import SandboxPlan, plan, server_notices
 from sprout_agent.config.server_config import configured_credentials
 from sprout_agent.core.claude_rules import offered_builtins
 from sprout_agent.core.compaction import context_window, parse_threshold
-from sprout_agent.core.errors import ConfigError, UsageError
+from sprout_agent.core.errors import ConfigError, MissingCredential, UsageError
 from sprout_agent.core.ledger import Price, parse_prices
 from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.structured import OutputContract
@@ -124,7 +124,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     env = {**dotenv.values, **environ}
     settings = st.Settings.from_env(env)
     if not settings.api_key_present and not st.serves_without_a_key(settings.base_url):
-        raise UsageError(
+        raise MissingCredential(
             "ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run again"
             + ("" if settings.base_url is None else " (only a server on this machine's loopback may need no key)")
         )
