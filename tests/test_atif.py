@@ -71,7 +71,7 @@ def test_a_result_whose_call_is_not_in_the_transcript_is_left_out_and_the_steps_
 def test_sessions_export_atif_is_a_trajectory_harbors_models_accept_with_tokens_and_cost_per_step(
     tmp_path: Path,
 ) -> None:
-    harbor_python()  # skips first when there is no harbor virtualenv
+    harbor_python(own_step=False)  # skips first when there is no harbor virtualenv
     session_id = str(uuid.uuid4())
     script = [
         reply("Looking.", tool_use("fake__echo", {"text": "one"}, id="t1"), tool_use("fake__fail", id="t2"),
