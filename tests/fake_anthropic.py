@@ -45,7 +45,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit
 
 from tests.api_rules import request_problems
@@ -359,7 +359,7 @@ class FakeAnthropic:
         self.lookup_delay = lookup_delay  # seconds before a model lookup is answered (a real API's round trip)
         self.model_lookups: list[str] = []  # the path of every GET, in order
 
-    def start(self) -> FakeAnthropic:
+    def start(self) -> Self:
         self._server = _Server(("127.0.0.1", self._port), self.handler)
         self._server.fake = self
         threading.Thread(target=self._server.serve_forever, args=(0.02,), name="fake-anthropic", daemon=True).start()
@@ -371,7 +371,7 @@ class FakeAnthropic:
             self._server.shutdown()
             self._server.server_close()
 
-    def __enter__(self) -> FakeAnthropic:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
