@@ -45,6 +45,12 @@ RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_
 # Claude 4 models think between tool calls with a budget only behind this beta (adaptive does it by itself).
 INTERLEAVED_BETA = INTERLEAVED_THINKING
 COUNT_TIMEOUT = 10.0  # /context waits at most this long for exact counts, then shows the estimate
+GEN_AI_PROVIDERS = {
+    "anthropic": "anthropic",
+    "bedrock": "aws.bedrock",
+    "vertex": "gcp.vertex_ai",
+    "foundry": "azure.ai.foundry",
+}
 DEFAULT_TIMEOUT_S = 600.0  # a request's read timeout unless API_TIMEOUT_MS says otherwise (the SDK's default)
 
 
@@ -112,6 +118,11 @@ class AnthropicModel:
     @property
     def provider(self) -> Provider:
         return self._provider
+
+    @property
+    def gen_ai_provider(self) -> str:
+        """The provider as telemetry's `gen_ai.provider.name` says it (the SDK's names for the clouds)."""
+        return GEN_AI_PROVIDERS[self._provider.kind]
 
     async def aclose(self) -> None:
         """Closes the HTTP client on the loop that used it (left to the garbage collector, it would close on
@@ -213,11 +224,8 @@ class AnthropicModel:
         if self._helper is not None and self._helper.stale:  # its TTL passed: a fresh key before the request
             self._key = self._client.api_key = await anyio.to_thread.run_sync(self._helper.key)
         params = self._params(request)
-        self._betas_sent = (
-            tuple(params.get("extra_headers", {}).get("anthropic-beta", "").split(","))
-            if ("extra_headers" in params)
-            else ()
-        )
+        sent = params.get("extra_headers", {}).get("anthropic-beta", "")
+        self._betas_sent = tuple(beta for beta in sent.split(",") if beta)  # what a 400 may name
         if self._on_attempt is not None:
             self._on_attempt()
         with Silence(self._emit, self._waiting_notice) as silence:
