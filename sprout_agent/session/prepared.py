@@ -11,9 +11,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sprout_agent.config import consent
+from sprout_agent.config import applied_settings, consent
 from sprout_agent.config import files as cfg
 from sprout_agent.config import settings as st
+from sprout_agent.config.claude_settings import Places as SettingsPlaces
+from sprout_agent.config.claude_settings import SettingsFile, load_settings
 from sprout_agent.config.definition_files import load_definitions, places
 from sprout_agent.config.definitions import BUILTIN_AGENTS, Definitions
 from sprout_agent.config.dotenv_file import read_dotenv
@@ -58,6 +60,7 @@ class Prepared:
     sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # what dev__bash commands run under
     output: OutputContract | None = None  # --json-schema: what each answer must be
     definitions: Definitions = field(default_factory=lambda: Definitions(agents=BUILTIN_AGENTS))
+    claude: applied_settings.Applied = field(default_factory=applied_settings.Applied)  # Claude Code's settings
 
     @property
     def thinking(self) -> str | None:
@@ -108,18 +111,26 @@ class Prepared:
     def held_back_notices(self) -> tuple[str, ...]:
         """One line per project server this run does not start, for a face with nobody to ask."""
         gated = self.held_back
+        held = tuple(held.notice() for held in self.claude.held)
         if gated is None:
-            return ()
-        return tuple(consent.held_back_notice(server, gated.verdicts[server.name]) for server in gated.pending)
+            return held
+        return held + tuple(consent.held_back_notice(server, gated.verdicts[server.name]) for server in gated.pending)
 
 
 def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) -> Prepared:
     """Reads `.env`, settings and config files; `environ` (the real environment) wins over `.env`.
 
     Project servers the user has not approved are held back (`held_back`); the faces ask or say so."""
-    options = asking_sdk(as_claude_code(options, environ))
+    options = as_claude_code(options, environ)
+    home = Path(environ["HOME"]) if environ.get("HOME") else None
+    trusted = options.trust_project or consent.trusted_by_environment(environ)
+    approvals = _Approvals(locations.data, trusted)
+    claude = _claude_settings(options, locations, home, approvals.verdict)
+    if not options.permission_mode_given and claude.mode is not None:  # --permission-mode wins over defaultMode
+        options = replace(options, permission_mode=claude.mode)
+    options = asking_sdk(options)
     dotenv = read_dotenv(options.cwd)
-    env = {**dotenv.values, **environ}
+    env = {**dotenv.values, **claude.env, **environ}
     settings = st.Settings.from_env(env)
     if not settings.api_key_present and not st.serves_without_a_key(settings.base_url):
         raise UsageError(
@@ -137,26 +148,23 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     _check_session_id(options, locations.sessions)
     added_dirs = add_dirs_env(options.add_dirs, options.cwd)
     loaded = _loaded(options, env, environ, locations)
-    sandbox = _sandbox(options, locations, environ, loaded.sandbox)
+    sandbox = _sandbox(options, locations, environ, loaded.sandbox, claude.rules.denied_paths())
     tools_env = {**sandbox.server_env(), **added_dirs}
     offered, tools_warnings = (None, ()) if options.builtin_tools is None else offered_builtins(options.builtin_tools)
     loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, tools_env, offered)
     loaded = replace(loaded, notices=loaded.notices + tools_warnings)
-    trusted = options.trust_project or consent.trusted_by_environment(environ)
     has_project_servers = any(server.project for server in loaded.servers)
-    approvals = (
-        consent.Approvals.load(locations.data) if has_project_servers and not trusted else consent.Approvals(None)
-    )
-    gated = consent.gate(loaded, approvals, consent.secrets_in(env, environ), trusted=trusted)
+    remembered = approvals.loaded() if has_project_servers and not trusted else consent.Approvals(None)
+    gated = consent.gate(loaded, remembered, consent.secrets_in(env, environ), trusted=trusted or claude.all_project_servers)
     notices = (
-        gated.loaded.notices
+        claude.notices
+        + gated.loaded.notices
         + dotenv.notices
         + tuple(n for n in (sandbox.notice(),) if n is not None)
         + server_notices(sandbox, gated.loaded.servers)
     )
     loaded = replace(gated.loaded, notices=notices)
     resume = _resumed(options, locations.sessions)
-    home = Path(environ["HOME"]) if environ.get("HOME") else None
     where = places(options.cwd, home, locations.config, options.setting_sources)
     definitions = load_definitions(where, options.agents_json, sandbox.deny_list(environ))
     loaded = replace(loaded, notices=loaded.notices + definitions.notices)
@@ -171,20 +179,55 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
         threshold,
         locations,
         resume,
-        inherited_env=dict(environ),
+        inherited_env={**claude.env, **environ},
         held_back=gated if gated.pending else None,
         sandbox=sandbox,
         output=output,
         definitions=definitions,
+        claude=claude,
     )
+
+
+@dataclass
+class _Approvals:
+    """The remembered consent answers, read once and only when a repository file or server needs them."""
+
+    data: Path | None
+    trusted: bool
+    _loaded: consent.Approvals | None = None
+
+    def loaded(self) -> consent.Approvals:
+        if self._loaded is None:
+            self._loaded = consent.Approvals.load(self.data)
+        return self._loaded
+
+    def verdict(self, found: SettingsFile, print_: str) -> consent.Verdict:
+        return applied_settings.verdicts(self.loaded(), self.trusted)(found, print_)
+
+
+def _claude_settings(
+    options: Options, locations: Locations, home: Path | None, verdict: Callable[[SettingsFile, str], consent.Verdict]
+) -> applied_settings.Applied:
+    """Claude Code's settings files as this run applies them (none read that are not there)."""
+    where = SettingsPlaces(options.cwd, home, locations.config, locations.managed_settings, options.settings)
+    found = load_settings(where, options.setting_sources)
+    if not found.files:
+        return applied_settings.Applied(notices=found.notices)
+    return applied_settings.apply(found, verdict, cwd=options.cwd, home=home, run_mode=options.permission_mode)
 
 
 # Both Agent SDKs (Python and TypeScript) set it on the CLI process they start, which they drive over stream-json.
 def _sandbox(
-    options: Options, locations: Locations, environ: Mapping[str, str], configured: cfg.SandboxPaths
+    options: Options,
+    locations: Locations,
+    environ: Mapping[str, str],
+    configured: cfg.SandboxPaths,
+    denied: tuple[str, ...] = (),
 ) -> SandboxPlan:
-    """The sandbox policy; the agent's own directories (sessions, history, config) are hidden from commands."""
+    """The sandbox policy; the agent's own directories (sessions, history, config) are hidden from commands, and so
+    is every path a settings file's `Read(…)` deny rule names (`Read(./.env)`): no tool reads around the rule."""
     own = tuple(p for p in (locations.data, locations.sessions, locations.config, locations.logs) if p is not None)
+    own += tuple(Path(path) for path in denied)
     return plan(
         options.sandbox,
         options.sandbox_network,

@@ -368,6 +368,7 @@ def _build_agent(
         sandboxed=_sandboxed(p),
         read_only_sandbox=p.sandbox.policy.mode == sb.READ_ONLY,
         program_trusted=p.program_trusted,
+        rules=p.claude.rules,
     )
     return Agent(
         model=model,
