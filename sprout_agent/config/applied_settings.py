@@ -73,9 +73,10 @@ class Held:
     def notice(self) -> str:
         why = {Verdict.DECLINED: "you declined it", Verdict.CHANGED: "it changed since you approved it"}
         keys = ", ".join(_widening_names(self.widening))
+        said = why.get(self.verdict, "not approved yet")
         return (
-            f"{self.file.shown}: its deny and ask rules apply; not applied ({why.get(self.verdict, 'not approved yet')})"
-            f": {keys}; approve it in an interactive session, or run with --trust-project"
+            f"{self.file.shown}: its deny and ask rules apply; not applied ({said}): {keys}; approve it in an "
+            "interactive session, or run with --trust-project"
         )
 
 
@@ -174,7 +175,9 @@ def _mode(files: tuple[SettingsFile, ...], warnings: list[str]) -> str | None:
         if not isinstance(mode, str):
             continue
         if not _known(mode):
-            warnings.append(f"{found.shown}: permissions.defaultMode {mode!r} is not a mode sprout-agent knows; ignored")
+            warnings.append(
+                f"{found.shown}: permissions.defaultMode {mode!r} is not a mode sprout-agent knows; ignored"
+            )
         elif disabled and width(mode) == _WIDEST:
             warnings.append(f"{found.shown}: permissions.defaultMode {mode} is disabled by the managed settings")
         else:

@@ -7,6 +7,7 @@ the hooks, consent). A file that is not there costs one failed open; a malformed
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any, cast
 
 from sprout_agent.config.sources import untrusted_place
 from sprout_agent.core.errors import UsageError
+from sprout_agent.trust.opening import Reader, Refused
 
 MANAGED, FLAG, LOCAL, PROJECT, USER = "managed", "flag", "local", "project", "user"
 SCOPES = (MANAGED, FLAG, LOCAL, PROJECT, USER)  # highest precedence first
@@ -123,13 +125,8 @@ def _candidates(places: Places, chosen: frozenset[str]) -> list[tuple[str, Path,
 
 
 def _read_file(scope: str, path: Path, base: Path, notices: list[str]) -> SettingsFile | None:
-    try:
-        with path.open("rb") as handle:  # one open: a missing file costs nothing more
-            raw = handle.read(SETTINGS_MAX_BYTES + 1)
-    except FileNotFoundError:
-        return None
-    except OSError as error:
-        notices.append(f"{path}: not read ({error.strerror}); the session goes on without it")
+    raw = _bytes(path, str(path), notices)
+    if raw is None:
         return None
     if scope in REPOSITORY_SCOPES and (why := untrusted_place(path)) is not None:
         notices.append(f"{path}: not read ({why})")
@@ -138,18 +135,29 @@ def _read_file(scope: str, path: Path, base: Path, notices: list[str]) -> Settin
     return None if data is None else SettingsFile(scope, str(path), base, data, path)
 
 
+def _bytes(path: Path, shown: str, notices: list[str], *, missing_ok: bool = True) -> bytes | None:
+    """By the one reader (trust/opening.py): a FIFO planted as `.claude/settings.json` never blocks the start. A
+    file that is not there costs one failed open and says nothing."""
+    try:
+        return Reader().read(str(path), os.getcwd(), SETTINGS_MAX_BYTES)
+    except FileNotFoundError:
+        if not missing_ok:
+            notices.append(f"{shown}: not read (no such file); the session goes on without it")
+        return None
+    except (OSError, Refused) as error:
+        why = error.strerror if isinstance(error, OSError) else str(error)
+        notices.append(f"{shown}: not read ({why}); the session goes on without it")
+        return None
+
+
 def _flag(value: str, cwd: Path, notices: list[str]) -> SettingsFile | None:
     """`--settings` (or the SDK's settings): inline JSON when it starts with `{`, else a file's path."""
     if value.lstrip().startswith("{"):
         data = _parsed(value.encode(), "--settings", notices)
         return None if data is None else SettingsFile(FLAG, "--settings", cwd, data)
     path = cwd / Path(value).expanduser()
-    try:
-        raw = path.read_bytes()[: SETTINGS_MAX_BYTES + 1]
-    except OSError as error:
-        notices.append(f"--settings {value}: not read ({error.strerror}); the session goes on without it")
-        return None
-    data = _parsed(raw, str(path), notices)
+    raw = _bytes(path, f"--settings {value}", notices, missing_ok=False)
+    data = None if raw is None else _parsed(raw, str(path), notices)
     return None if data is None else SettingsFile(FLAG, str(path), cwd, data, path)
 
 

@@ -58,7 +58,10 @@ def _translate(pattern: str) -> str:
     out: list[str] = []
     index = 0
     while index < len(pattern):
-        if pattern.startswith("**/", index):
+        if pattern.endswith("/**") and index == len(pattern) - 3:
+            out.append("(?:/.*)?")  # `secrets/**` also names the directory itself: a search of it reads them all
+            index += 3
+        elif pattern.startswith("**/", index):
             out.append("(?:.*/)?")
             index += 3
         elif pattern.startswith("**", index):

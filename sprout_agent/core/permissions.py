@@ -150,7 +150,9 @@ class Policy:
         ruled = self.rules.decide(spec, use, self.program_trusted)
         if ruled is not None and ruled[0] == "deny":
             why = f"{ruled[1].text} in {ruled[1].source}"
-            return f"refused: {spec.name} is denied by the permission rule {why}; do not call it again, find another way"
+            return (
+                f"refused: {spec.name} is denied by the permission rule {why}; do not call it again, find another way"
+            )
         if ruled is not None and ruled[0] == "ask":
             hook = "ask"  # an ask rule asks in every mode, whatever a hook or an allow rule says (Claude Code)
         if hook == "allow":

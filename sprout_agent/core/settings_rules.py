@@ -63,7 +63,7 @@ class Rule:
             path = use.input.get("path")
             named = path if isinstance(path, str) and path else "."
             return any(self.path.matches(found) for found in candidates(named, cwd))
-        if name == BASH and self.kind != "allow" and READ_TOOLS <= self.tools:
+        if name == BASH and self.kind != "allow" and self.tools >= READ_TOOLS:
             return any(self.path.matches(found) for word in _command_words(use.input.get("command"), cwd)
                        for found in candidates(word, cwd))  # fmt: skip
         return False

@@ -155,7 +155,9 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     loaded = replace(loaded, notices=loaded.notices + tools_warnings)
     has_project_servers = any(server.project for server in loaded.servers)
     remembered = approvals.loaded() if has_project_servers and not trusted else consent.Approvals(None)
-    gated = consent.gate(loaded, remembered, consent.secrets_in(env, environ), trusted=trusted or claude.all_project_servers)
+    gated = consent.gate(
+        loaded, remembered, consent.secrets_in(env, environ), trusted=trusted or claude.all_project_servers
+    )
     notices = (
         claude.notices
         + gated.loaded.notices
