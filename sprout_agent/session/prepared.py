@@ -181,7 +181,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
         threshold,
         locations,
         resume,
-        inherited_env={**claude.env, **environ},
+        inherited_env=dict(environ),
         held_back=gated if gated.pending else None,
         sandbox=sandbox,
         output=output,
@@ -213,6 +213,8 @@ def _claude_settings(
     """Claude Code's settings files as this run applies them (none read that are not there)."""
     where = SettingsPlaces(options.cwd, home, locations.config, locations.managed_settings, options.settings)
     found = load_settings(where, options.setting_sources)
+    if options.verbose:  # the keys kept and ignored: one line, with -v only
+        found = replace(found, notices=found.notices + found.verbose)
     if not found.files:
         return applied_settings.Applied(notices=found.notices)
     return applied_settings.apply(found, verdict, cwd=options.cwd, home=home, run_mode=options.permission_mode)
