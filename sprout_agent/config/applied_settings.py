@@ -37,7 +37,8 @@ def split(data: Mapping[str, Any], run_mode: str) -> tuple[dict[str, Any], dict[
     restricting = {key: permissions[key] for key in RESTRICTING if key in permissions}
     rest = {key: value for key, value in permissions.items() if key not in RESTRICTING}
     mode = rest.get("defaultMode")
-    if isinstance(mode, str) and _known(mode) and width(mode) <= width(run_mode):
+    # bypassPermissions is never the repository's to choose, even where the run would run everything anyway.
+    if isinstance(mode, str) and _known(mode) and width(mode) <= width(run_mode) and width(mode) < _WIDEST:
         restricting["defaultMode"] = rest.pop("defaultMode")
     widening = {key: value for key, value in data.items() if key not in ("permissions", "$schema")}
     if rest:
@@ -124,6 +125,8 @@ def apply(
     """The files as applied: a repository file's widening part only when `verdict` says it was approved."""
     files: list[SettingsFile] = []
     held: list[Held] = []
+    # The mode the run has without the repository's files: your own files' defaultMode, else the flags'.
+    run_mode = _mode(tuple(f for f in settings.files if not f.repository), []) or run_mode
     for found in settings.files:
         if not found.repository:
             files.append(found)

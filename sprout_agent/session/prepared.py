@@ -117,14 +117,22 @@ class Prepared:
         return held + tuple(consent.held_back_notice(server, gated.verdicts[server.name]) for server in gated.pending)
 
 
-def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) -> Prepared:
+def prepare(
+    options: Options,
+    locations: Locations,
+    environ: Mapping[str, str],
+    *,
+    settings_approved: frozenset[str] = frozenset(),
+) -> Prepared:
     """Reads `.env`, settings and config files; `environ` (the real environment) wins over `.env`.
 
-    Project servers the user has not approved are held back (`held_back`); the faces ask or say so."""
+    Project servers the user has not approved are held back (`held_back`), and so is what widens in a repository's
+    settings file (`claude.held`); the faces ask or say so. `settings_approved`: the fingerprints of the settings
+    files a person approved just now (applied even when the answer could not be saved)."""
     options = as_claude_code(options, environ)
     home = Path(environ["HOME"]) if environ.get("HOME") else None
     trusted = options.trust_project or consent.trusted_by_environment(environ)
-    approvals = _Approvals(locations.data, trusted)
+    approvals = _Approvals(locations.data, trusted, settings_approved)
     claude = _claude_settings(options, locations, home, approvals.verdict)
     if not options.permission_mode_given and claude.mode is not None:  # --permission-mode wins over defaultMode
         options = replace(options, permission_mode=claude.mode)
@@ -196,6 +204,7 @@ class _Approvals:
 
     data: Path | None
     trusted: bool
+    approved_now: frozenset[str]
     _loaded: consent.Approvals | None = None
 
     def loaded(self) -> consent.Approvals:
@@ -204,7 +213,8 @@ class _Approvals:
         return self._loaded
 
     def verdict(self, found: SettingsFile, print_: str) -> consent.Verdict:
-        return applied_settings.verdicts(self.loaded(), self.trusted)(found, print_)
+        trusted = self.trusted or print_ in self.approved_now
+        return applied_settings.verdicts(self.loaded(), trusted)(found, print_)
 
 
 def _claude_settings(
