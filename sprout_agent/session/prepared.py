@@ -86,6 +86,13 @@ class Prepared:
         return program_lookup.outside(writable_roots(cwd, more), self.inherited_env, cwd)
 
     @property
+    def sandboxed_tools(self) -> tuple[tuple[str, str], ...]:
+        """dev's bash, when it is the built-in server's and the sandbox works: read-only mode runs it there, and ask
+        mode may re-run what the sandbox stopped outside it."""
+        builtin_dev = any(s.name == "dev" and s.transport == "in-process" for s in self.loaded.servers)
+        return (("dev", "bash"),) if builtin_dev and self.sandbox.active else ()
+
+    @property
     def reader(self) -> Reader:
         """The one reader with the run's deny list, for the files the agent reads itself for the model (CLAUDE.md)."""
         return Reader(self.sandbox.deny_list(self.inherited_env))

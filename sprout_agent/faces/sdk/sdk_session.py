@@ -20,6 +20,7 @@ import anyio
 from sprout_agent.core.claude_rules import translate
 from sprout_agent.core.errors import SproutError
 from sprout_agent.core.events import Event, Notice
+from sprout_agent.core.hooks.program_callbacks import chained
 from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
@@ -73,7 +74,8 @@ class SdkSession:
         self._apply_system()
         if self.callbacks is not None:
             self.callbacks.runtime = runtime
-            runtime.agent.hooks.callbacks = self.callbacks
+            hooks = runtime.agent.hooks  # after the settings files' command hooks, if any
+            hooks.callbacks = chained(hooks.callbacks, self.callbacks)
         self.ready.set()
 
     def cancel_turn(self) -> None:
