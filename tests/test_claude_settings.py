@@ -134,13 +134,13 @@ CASES: list[tuple[str, dict[str, list[str]], str, dict[str, Any], str]] = [
     ("default", {"allow": ["Bash(npm run test:*)"]}, "bash", {"command": "npm run test -- -x"}, "runs"),
     ("default", {"allow": ["Bash(npm run test:*)"]}, "bash", {"command": "npm run build"}, "asks"),
     ("default", {"allow": ["Bash(npm run test:*)"]}, "bash", {"command": "npm run test; rm -rf /"}, "asks"),
-    ("auto", {"deny": ["Read(./secrets/**)"]}, "read", {"path": "secrets/key.pem"}, "denied"),
+    ("auto", {"deny": ["Read(./secrets/**)"]}, "read", {"file_path": "secrets/key.pem"}, "denied"),
     ("auto", {"deny": ["Read(./secrets/**)"]}, "grep", {"path": "secrets"}, "denied"),
-    ("auto", {"deny": ["Read(./secrets/**)"]}, "read", {"path": "public/readme.md"}, "runs"),
-    ("default", {"allow": ["Edit(/src/**)"]}, "edit", {"path": "src/app/main.py"}, "runs"),
-    ("default", {"allow": ["Edit(/src/**)"]}, "write", {"path": "lib/main.py"}, "asks"),
-    ("auto", {"deny": ["Edit(*.lock)"]}, "write", {"path": "deep/down/poetry.lock"}, "denied"),
-    ("auto", {"deny": ["Read(//etc/**)"]}, "read", {"path": "/etc/hostname"}, "denied"),
+    ("auto", {"deny": ["Read(./secrets/**)"]}, "read", {"file_path": "public/readme.md"}, "runs"),
+    ("default", {"allow": ["Edit(/src/**)"]}, "edit", {"file_path": "src/app/main.py"}, "runs"),
+    ("default", {"allow": ["Edit(/src/**)"]}, "write", {"file_path": "lib/main.py"}, "asks"),
+    ("auto", {"deny": ["Edit(*.lock)"]}, "write", {"file_path": "deep/down/poetry.lock"}, "denied"),
+    ("auto", {"deny": ["Read(//etc/**)"]}, "read", {"file_path": "/etc/hostname"}, "denied"),
     ("auto", {"deny": ["Read(~/.aws/**)"]}, "glob", {"path": "~/.aws", "pattern": "*"}, "denied"),
     ("default", {"allow": ["mcp__github__get_issue"]}, "github__get_issue", {}, "runs"),
     ("default", {"allow": ["mcp__github__get_issue"]}, "github__merge", {}, "asks"),
@@ -148,8 +148,8 @@ CASES: list[tuple[str, dict[str, list[str]], str, dict[str, Any], str]] = [
     ("auto", {"deny": ["Bash(git push:*)"], "allow": ["Bash(git:*)"]}, "bash", {"command": "git push"}, "denied"),
     ("auto", {"ask": ["Bash(git push:*)"], "allow": ["Bash(git push:*)"]}, "bash", {"command": "git push"}, "asks"),
     ("bypassPermissions", {"ask": ["Bash(git push:*)"]}, "bash", {"command": "git push -f"}, "asks"),
-    ("auto", {"ask": ["Edit"]}, "edit", {"path": "x"}, "asks"),
-    ("plan", {"allow": ["Edit(/src/**)"]}, "edit", {"path": "src/a.py"}, "runs"),
+    ("auto", {"ask": ["Edit"]}, "edit", {"file_path": "x"}, "asks"),
+    ("plan", {"allow": ["Edit(/src/**)"]}, "edit", {"file_path": "src/a.py"}, "runs"),
 ]
 
 
@@ -165,14 +165,14 @@ def test_a_deny_rule_on_dot_env_keeps_the_agent_out_through_every_tool(tmp_path:
     write(tmp_path / ".env", "API_KEY=hunter2")
     (tmp_path / "innocent").symlink_to(tmp_path / ".env")
     p = policy(tmp_path, "bypassPermissions", deny=["Read(./.env)"])
-    assert decide(p, "read", path=".env") == "denied"
-    assert decide(p, "read", path=str(tmp_path / ".env")) == "denied"
-    assert decide(p, "read", path="innocent") == "denied"  # a link to it is it
+    assert decide(p, "read", file_path=".env") == "denied"
+    assert decide(p, "read", file_path=str(tmp_path / ".env")) == "denied"
+    assert decide(p, "read", file_path="innocent") == "denied"  # a link to it is it
     assert decide(p, "grep", path=".env", pattern="KEY") == "denied"
     assert decide(p, "glob", path=".env", pattern="*") == "denied"
     for command in ("cat .env", "cat ./.env", "grep KEY < .env", "ls && cat '.env'", f"head {tmp_path}/.env"):
         assert decide(p, "bash", command=command) == "denied", command
-    assert decide(p, "read", path="README.md") == "runs"
+    assert decide(p, "read", file_path="README.md") == "runs"
     assert decide(p, "bash", command="cat README.md") == "runs"
     # Searches of the directory above it and commands that build the name are the sandbox's: the rule hides the file.
     assert p.rules.denied_paths() == (str(tmp_path / ".env"),)

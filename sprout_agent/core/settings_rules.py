@@ -60,7 +60,7 @@ class Rule:
     def _path_matches(self, name: str, use: ToolUse, cwd: str) -> bool:
         assert self.path is not None
         if name in self.tools:
-            path = use.input.get("path")
+            path = use.input.get("file_path", use.input.get("path"))  # read, write, edit: file_path; searches: path
             named = path if isinstance(path, str) and path else "."
             return any(self.path.matches(found) for found in candidates(named, cwd))
         if name == BASH and self.kind != "allow" and self.tools >= READ_TOOLS:
