@@ -226,3 +226,29 @@ def test_a_hook_that_hangs_is_killed_at_its_timeout_and_the_call_goes_on(tmp_pat
     assert results(fake)["echo"] == (False, "after\n[exit code: 0]")
     assert "ran past its 1 s timeout and was killed" in run.stderr
     assert not pid_alive(int(pid_file.read_text()))
+
+
+def test_hooks_test_probes_the_settings_command_hooks_and_never_runs_unapproved_ones(tmp_path: Path) -> None:
+    repo, home = scratch(tmp_path)
+    claude_code_project(repo)
+    marker = {"type": "command", "command": "touch probed; exit 1"}
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    settings["hooks"]["SessionStart"] = [{"hooks": [marker]}]
+    write(repo / ".claude" / "settings.json", settings)
+
+    def hooks_test(env: dict[str, str]) -> Run:
+        completed = subprocess.run(
+            agent_command(["hooks", "test"]), capture_output=True, text=True, cwd=repo, timeout=bounded(90),
+            env=agent_env(home, None, {"SPROUT_AGENT_BUILTIN_SERVERS": "none", **env}),
+        )  # fmt: skip
+        return Run(completed.returncode, completed.stdout, completed.stderr)
+
+    unapproved = hooks_test({})
+    assert "not applied (not approved yet)" in unapproved.stdout and not (repo / "probed").exists()
+    trusted = hooks_test({"SPROUT_AGENT_TRUST_PROJECT": "1"})
+    assert trusted.code == 1, trusted.stdout + trusted.stderr  # the SessionStart hook fails: exit 1
+    assert (repo / "probed").exists()
+    lines = trusted.stdout
+    assert "✓ PreToolUse[Bash]" in lines and "guard.sh" in lines and "exit 0" in lines
+    assert "✗ SessionStart `touch probed; exit 1`" in lines and "exit 1" in lines
+    assert "✓ Stop" in lines and "blocks (exit 2)" in lines and "run the test suite before you stop" in lines
