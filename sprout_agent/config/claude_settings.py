@@ -24,8 +24,7 @@ REPOSITORY_SCOPES = frozenset({LOCAL, PROJECT})  # a cloned repository's: what w
 SETTINGS_MAX_BYTES = 1024 * 1024
 # The keys something here reads; any other is kept and ignored (one -v line names them).
 READ_KEYS = frozenset(
-    {"$schema", "permissions", "hooks", "disableAllHooks", "allowManagedHooksOnly", "env", "outputStyle"}
-    | {"enableAllProjectMcpServers", "enabledMcpjsonServers", "disabledMcpjsonServers", "apiKeyHelper"}
+    {"$schema", "permissions", "hooks", "disableAllHooks", "allowManagedHooksOnly", "env", "enableAllProjectMcpServers"}
 )
 
 
