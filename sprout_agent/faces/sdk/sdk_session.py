@@ -161,18 +161,20 @@ class SdkSession:
         flags would be (the session is prepared again with them), and confirmed with the `*_applied` fields the
         SDK checks; one that came too late (the session runs already) is confirmed as not applied."""
         sdk_servers = _names(request.get("sdkMcpServers"), "sdkMcpServers")
-        given, deny, dirs, agents = (
+        given, deny, dirs, agents, settings = (
             request.get("mcpServers"),
             request.get("disallowedTools"),
             request.get("additionalDirectories"),
             request.get("agents"),
+            request.get("settings"),  # settingsDelivery "initialize": read as --settings (claude_settings.py)
         )
-        if not sdk_servers and given is None and deny is None and dirs is None and not agents:
+        if not sdk_servers and given is None and deny is None and dirs is None and not agents and settings is None:
             return {}
         fields = {
             "mcp_servers_applied": given,
             "disallowed_tools_applied": deny,
             "additional_directories_applied": dirs,
+            "settings_applied": settings,
         }
         if self.runtime is not None:
             self.emit(Notice("initialize came after the session started: its servers and settings are not applied"))
@@ -193,6 +195,7 @@ class SdkSession:
             claude_rules=options.claude_rules or deny is not None,
             add_dirs=(*options.add_dirs, *added),
             agents_json=(*options.agents_json, *([json.dumps(agents)] if agents else [])),
+            settings=(*options.settings, *_settings_value(settings)),
         )
         try:
             self.prepared = prepare(changed, self.prepared.locations, self.prepared.inherited_env)
@@ -378,3 +381,14 @@ class SdkRelay:
         if not isinstance(response, dict):
             raise ControlError("the SDK's mcp_message answer has no mcp_response object")
         return cast(dict[str, Any], response)
+
+
+def _settings_value(settings: object) -> tuple[str, ...]:
+    """`initialize.settings` as a `--settings` value: an object as its JSON, a string (JSON or a path) as it is."""
+    if settings is None:
+        return ()
+    if isinstance(settings, dict):
+        return (json.dumps(settings),)
+    if isinstance(settings, str):
+        return (settings,)
+    raise ControlError("initialize: settings must be an object or a string")
