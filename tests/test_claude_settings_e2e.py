@@ -252,3 +252,25 @@ def test_hooks_test_probes_the_settings_command_hooks_and_never_runs_unapproved_
     assert "✓ PreToolUse[Bash]" in lines and "guard.sh" in lines and "exit 0" in lines
     assert "✗ SessionStart `touch probed; exit 1`" in lines and "exit 1" in lines
     assert "✓ Stop" in lines and "blocks (exit 2)" in lines and "run the test suite before you stop" in lines
+
+
+def test_an_output_style_from_the_settings_shapes_the_system_prompt_and_the_init_line(tmp_path: Path) -> None:
+    repo, home = scratch(tmp_path)
+    style = "---\nname: Pirate\ndescription: talks like one\n---\nAnswer as a pirate would, arr.\n"
+    write(home / ".claude" / "output-styles" / "pirate.md", style)
+    write(home / ".claude" / "settings.json", {"outputStyle": "Pirate"})
+    with FakeAnthropic([reply("arr")]) as fake:
+        run = run_in(repo, home, ["--output-format", "stream-json", "--verbose"], fake)
+    assert run.code == 0, run.stderr
+    system = "".join(block["text"] for block in fake.requests[0].body["system"])
+    assert "Answer as a pirate would, arr." in system
+    init = next(json.loads(line) for line in run.stdout.splitlines() if '"subtype": "init"' in line)
+    assert init["output_style"] == "Pirate"
+    write(home / ".claude" / "settings.json", {"outputStyle": "Explanatory"})
+    with FakeAnthropic([reply("ok")]) as fake:
+        run = run_in(repo, home, [], fake)
+    assert "Output style: Explanatory" in "".join(block["text"] for block in fake.requests[0].body["system"])
+    write(home / ".claude" / "settings.json", {"outputStyle": "Nonexistent"})
+    with FakeAnthropic([reply("ok")]) as fake:
+        run = run_in(repo, home, ["--verbose"], fake)
+    assert run.code == 0 and "outputStyle 'Nonexistent': no such style" in run.stderr

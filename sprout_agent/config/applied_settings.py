@@ -99,6 +99,7 @@ class Applied:
     add_dirs: tuple[Path, ...] = ()
     env: dict[str, str] = field(default_factory=dict[str, str])
     all_project_servers: bool = False  # enableAllProjectMcpServers
+    output_style: str | None = None  # outputStyle of the highest file that sets one (output_styles.py reads it)
     held: tuple[Held, ...] = ()
     notices: tuple[str, ...] = ()
 
@@ -161,8 +162,9 @@ def _applied(
             warnings += said
     mode = _mode(files, warnings)
     all_servers = any(f.data.get("enableAllProjectMcpServers") is True for f in files)
-    return Applied(files, RuleSet(tuple(rules), str(cwd)), mode, _dirs(files, warnings), env, all_servers, held,
-                   tuple(warnings))  # fmt: skip
+    style = next((s for f in files if isinstance(s := f.data.get("outputStyle"), str) and s.strip()), None)
+    return Applied(files, RuleSet(tuple(rules), str(cwd)), mode, _dirs(files, warnings), env, all_servers, style,
+                   held, tuple(warnings))  # fmt: skip
 
 
 def _mode(files: tuple[SettingsFile, ...], warnings: list[str]) -> str | None:

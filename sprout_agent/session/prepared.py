@@ -22,6 +22,7 @@ from sprout_agent.config.dotenv_file import read_dotenv
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options, add_dirs_env, as_claude_code, asking_sdk
 from sprout_agent.config.output_schema import load_output_schema
+from sprout_agent.config.output_styles import load_style
 from sprout_agent.config.sandboxing import SandboxPlan, plan, server_notices
 from sprout_agent.config.server_config import configured_credentials
 from sprout_agent.core.claude_rules import offered_builtins
@@ -61,6 +62,7 @@ class Prepared:
     output: OutputContract | None = None  # --json-schema: what each answer must be
     definitions: Definitions = field(default_factory=lambda: Definitions(agents=BUILTIN_AGENTS))
     claude: applied_settings.Applied = field(default_factory=applied_settings.Applied)  # Claude Code's settings
+    style: tuple[str, str] = ("default", "")  # outputStyle: its name and the instructions it adds
 
     @property
     def thinking(self) -> str | None:
@@ -84,6 +86,11 @@ class Prepared:
         cwd = os.path.realpath(self.options.cwd)
         more = (*self.sandbox.policy.allow_write, *(str(d) for d in self.options.add_dirs))
         return program_lookup.outside(writable_roots(cwd, more), self.inherited_env, cwd)
+
+    def with_style(self, append: str | None) -> str | None:
+        """`--append-system-prompt` (or the SDK's) with the output style's instructions before it."""
+        parts = [part for part in (self.style[1], append) if part]
+        return "\n\n".join(parts) if parts else None
 
     @property
     def sandboxed_tools(self) -> tuple[tuple[str, str], ...]:
@@ -184,7 +191,8 @@ def prepare(
     resume = _resumed(options, locations.sessions)
     where = places(options.cwd, home, locations.config, options.setting_sources)
     definitions = load_definitions(where, options.agents_json, sandbox.deny_list(environ))
-    loaded = replace(loaded, notices=loaded.notices + definitions.notices)
+    style, said = _style(claude.output_style, options.cwd, home, sandbox, environ)
+    loaded = replace(loaded, notices=loaded.notices + definitions.notices + said)
     return Prepared(
         options,
         settings,
@@ -202,7 +210,18 @@ def prepare(
         output=output,
         definitions=definitions,
         claude=claude,
+        style=style,
     )
+
+
+def _style(
+    name: str | None, cwd: Path, home: Path | None, sandbox: SandboxPlan, environ: Mapping[str, str]
+) -> tuple[tuple[str, str], tuple[str, ...]]:
+    """The outputStyle's name and instructions (read only when a settings file names one), and a notice if unknown."""
+    if name is None:
+        return ("default", ""), ()
+    text, notice = load_style(name, cwd, home, sandbox.deny_list(environ))
+    return ((name, text), ()) if text is not None else (("default", ""), (notice or "",))
 
 
 @dataclass

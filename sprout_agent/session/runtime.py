@@ -381,7 +381,7 @@ def _build_agent(
         system=build_system_prompt(
             p.options.cwd,
             replace=p.options.system_prompt,
-            append=p.options.append_system_prompt,
+            append=p.with_style(p.options.append_system_prompt),
             skills=p.skills,
             reader=p.reader,
         ),

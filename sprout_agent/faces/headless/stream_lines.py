@@ -81,6 +81,7 @@ class InitInfo:
     max_output_tokens: int = 0
     agents: Sequence[str] = ()  # the agent definitions' names (subagent types)
     slash_commands: Sequence[str] = ()  # the custom commands' names (a script sends them as prompts)
+    output_style: str = "default"  # the settings' outputStyle
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +154,7 @@ def init_record(info: InitInfo) -> Record:
         "permissionMode": AS_CLAUDE_MODE.get(info.permission_mode, info.permission_mode),
         "slash_commands": list(info.slash_commands),
         "apiKeySource": info.api_key_source,
-        "output_style": "default",
+        "output_style": info.output_style,
         "agents": list(info.agents),
         "skills": [],
         "plugins": [],

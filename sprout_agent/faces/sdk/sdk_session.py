@@ -121,8 +121,8 @@ class SdkSession:
                 {"name": a.name, "description": a.description, "model": a.model or "inherit"}
                 for a in self.prepared.definitions.agents
             ],
-            "output_style": "default",
-            "available_output_styles": ["default"],
+            "output_style": self.prepared.style[0],
+            "available_output_styles": sorted({"default", self.prepared.style[0]}),
             "models": [{"value": model, "displayName": model, "description": "the session's model"}],
             "account": {},
             "pid": os.getpid(),
@@ -149,7 +149,7 @@ class SdkSession:
         self.runtime.agent.system = build_system_prompt(
             options.cwd,
             replace=replace if replace is not None else options.system_prompt,
-            append=append if append is not None else options.append_system_prompt,
+            append=self.prepared.with_style(append if append is not None else options.append_system_prompt),
             skills=self.prepared.skills,
             reader=self.prepared.reader,
         )
