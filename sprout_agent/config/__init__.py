@@ -8,7 +8,8 @@ into `server_config.py`'s types, plus the built-in servers) with `compat.py`, `r
 (Claude Code's settings files, read and applied); `sandboxing.py` (the sandbox plan); `mcp_import.py` (`mcp import
 claude`); `locations.py` (every user directory: the one module that asks platformdirs); `output_schema.py` (the
 `--json-schema` schema and its validator: the one importer of jsonschema); `definitions.py` and `definition_files.py`
-(agents, skills and commands kept in Markdown) with `skill_reading.py`.
+(agents, skills and commands kept in Markdown) with `skill_reading.py`; `output_styles.py` (the settings'
+`outputStyle`).
 
 Imports: trust, core.
 """
