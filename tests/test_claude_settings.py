@@ -299,3 +299,24 @@ def test_a_repository_cannot_widen_the_mode_your_own_settings_chose(tmp_path: Pa
     write(tmp_path / ".claude" / "settings.json", {"permissions": {"defaultMode": "plan"}})
     found = load_settings(Places(tmp_path, home, None))
     assert apply(found, lambda f, p: Verdict.UNKNOWN, cwd=tmp_path, home=home, run_mode="auto").mode == "plan"
+
+
+def test_slash_permissions_lists_every_rule_with_where_it_came_from(tmp_path: Path) -> None:
+    from sprout_agent.faces.slash_commands import parse, permission_lines
+    from tests.loop_doubles import build_loop
+
+    rules, _ = parse_rules(
+        "deny", ["Read(./.env)"], source=".claude/settings.json", settings_base=str(tmp_path), cwd=str(tmp_path),
+        home=None,
+    )  # fmt: skip
+    asked, _ = parse_rules("ask", ["Bash(git push:*)"], source="~/.claude/settings.json", settings_base="/", cwd="/",
+                           home=None)  # fmt: skip
+    policy = Policy("default", allow=("dev__read",), rules=RuleSet((*rules, *asked), str(tmp_path)))
+    lines = [text for text, _ in permission_lines(build_loop([], permit=policy).agent)]
+    assert lines == [
+        "mode: default (ask)",
+        "  deny   Read(./.env)  (.claude/settings.json)",
+        "  ask    Bash(git push:*)  (~/.claude/settings.json)",
+        "  allow  dev__read  (command line)",
+    ]
+    assert parse("/permissions", "repl") is not None and parse("/permissions", "acp") is not None
