@@ -139,6 +139,8 @@ def _bytes(path: Path, shown: str, notices: list[str], *, missing_ok: bool = Tru
     """By the one reader (trust/opening.py): a FIFO planted as `.claude/settings.json` never blocks the start. A
     file that is not there costs one failed open and says nothing."""
     try:
+        if not os.path.lexists(path):  # one lstat: most runs have no settings file at most of these places
+            raise FileNotFoundError(path)
         return Reader().read(str(path), os.getcwd(), SETTINGS_MAX_BYTES)
     except FileNotFoundError:
         if not missing_ok:
