@@ -16,18 +16,24 @@ from typing import Any, cast
 from sprout_agent.config.claude_settings import MANAGED, ClaudeSettings, SettingsFile, strings
 from sprout_agent.config.consent import Approvals, Verdict
 from sprout_agent.config.guarded_env import refused_because
-from sprout_agent.core.permissions import resolve_mode
+from sprout_agent.core.permission_mode import PermissionMode, parse_mode
 from sprout_agent.core.settings_rules import KINDS, Rule, RuleSet, parse_rules
 
-# Claude Code's modes (and ours) from the most to the least restrictive: a repository may pick one no wider
-# than the run would have without it.
-_WIDTH = {"plan": 0, "read-only": 0, "default": 1, "dontAsk": 1, "ask": 1, "acceptEdits": 2}
 _WIDEST = 3  # bypassPermissions, auto: run everything
 RESTRICTING = ("deny", "ask", "disableBypassPermissionsMode")  # permissions' keys that only take away
 
 
-def width(mode: str) -> int:
-    return _WIDTH.get(mode, _WIDEST)
+def width(name: str) -> int:
+    """How much a mode lets run unasked, from plan (0) to bypassPermissions (3): a repository may pick a mode no
+    wider than the one the run would have without it."""
+    mode = parse_mode(name)
+    match mode.ours:
+        case PermissionMode.READ_ONLY:
+            return 0
+        case PermissionMode.ASK:
+            return 2 if mode.allows else 1
+        case PermissionMode.AUTO:
+            return _WIDEST
 
 
 def split(data: Mapping[str, Any], run_mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -48,7 +54,7 @@ def split(data: Mapping[str, Any], run_mode: str) -> tuple[dict[str, Any], dict[
 
 def _known(mode: str) -> bool:
     try:
-        resolve_mode(mode)
+        parse_mode(mode)
     except ValueError:
         return False
     return True

@@ -257,7 +257,8 @@ def permission_lines(agent: Agent) -> list[Line]:
     policy = agent.permit
     if not isinstance(policy, Policy):
         return [("permissions: decided by the program driving this session", "dim")]
-    lines: list[Line] = [(f"mode: {policy.mode_name} ({policy.mode})", "")]
+    mode = policy.permission_mode
+    lines: list[Line] = [(f"mode: {mode} ({mode.ours})", "")]
     flagged = [("deny", pattern) for pattern in policy.deny] + [("allow", pattern) for pattern in policy.allow]
     rows = [(kind, printable(rule.text, 200), printable(rule.source, 200)) for rule in policy.rules.rules
             for kind in (rule.kind,)] + [(kind, pattern, "command line") for kind, pattern in flagged]  # fmt: skip

@@ -23,7 +23,7 @@ from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.hooks import program_callbacks as cb
 from sprout_agent.core.hooks.contract import truncate
 from sprout_agent.core.hooks.hook_output import HookCallbackError, matcher_error, matches, read_output
-from sprout_agent.core.permissions import AS_CLAUDE_MODE, Policy
+from sprout_agent.core.permissions import Policy
 from sprout_agent.core.processes import signal_group, spawn
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.trust.sandbox import Sandbox, SandboxUnavailable
@@ -236,9 +236,9 @@ def settings_hooks(
     cwd = str(p.options.cwd)
 
     def common() -> dict[str, object]:
-        mode = policy.mode_name
+        mode = policy.permission_mode.claude_name
         return {"session_id": session_id, "transcript_path": transcript, "cwd": cwd,
-                "permission_mode": AS_CLAUDE_MODE.get(mode, mode)}  # fmt: skip
+                "permission_mode": str(mode)}  # fmt: skip
 
     sandbox = Sandbox(p.sandbox.policy) if p.sandbox.active else None
     return CommandHooks(hooks, cwd=cwd, sandbox=sandbox, emit=emit, common=common) if hooks else None

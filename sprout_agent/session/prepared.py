@@ -20,7 +20,7 @@ from sprout_agent.config.definition_files import load_definitions, places
 from sprout_agent.config.definitions import BUILTIN_AGENTS, Definitions
 from sprout_agent.config.dotenv_file import read_dotenv
 from sprout_agent.config.locations import Locations
-from sprout_agent.config.options import Options, add_dirs_env, as_claude_code, asking_sdk
+from sprout_agent.config.options import Options, add_dirs_env, decided_mode
 from sprout_agent.config.output_schema import load_output_schema
 from sprout_agent.config.output_styles import load_style
 from sprout_agent.config.sandboxing import SandboxPlan, plan, server_notices
@@ -29,6 +29,7 @@ from sprout_agent.core.claude_rules import offered_builtins
 from sprout_agent.core.compaction import context_window, parse_threshold
 from sprout_agent.core.errors import ConfigError, UsageError
 from sprout_agent.core.ledger import Price, parse_prices
+from sprout_agent.core.permission_mode import PermissionMode, parse_mode
 from sprout_agent.core.structured import OutputContract
 from sprout_agent.session import index as session_index
 from sprout_agent.session import store
@@ -55,6 +56,7 @@ class Prepared:
     window: int  # context window, tokens
     threshold: int | None  # compaction threshold, tokens; None = off
     locations: Locations
+    permission_mode: PermissionMode  # as given, or as `decided_mode` defaulted it
     resume: store.LoadedSession | None = None  # --continue / --resume
     inherited_env: Mapping[str, str] = field(default_factory=dict[str, str])
     held_back: consent.Gated | None = None  # project servers waiting for consent; None = none
@@ -143,14 +145,13 @@ def prepare(
     Project servers the user has not approved are held back (`held_back`), and so is what widens in a repository's
     settings file (`claude.held`); the faces ask or say so. `settings_approved`: the fingerprints of the settings
     files a person approved just now (applied even when the answer could not be saved)."""
-    options = as_claude_code(options, environ)
     home = Path(environ["HOME"]) if environ.get("HOME") else None
     trusted = options.trust_project or consent.trusted_by_environment(environ)
     approvals = _Approvals(locations.data, trusted, settings_approved)
-    claude = _claude_settings(options, locations, home, approvals.verdict)
-    if not options.permission_mode_given and claude.mode is not None:  # --permission-mode wins over defaultMode
-        options = replace(options, permission_mode=claude.mode)
-    options = asking_sdk(options)
+    mode = decided_mode(options, environ)
+    claude = _claude_settings(options, locations, home, approvals.verdict, mode)
+    if options.permission_mode is None and claude.mode is not None:  # --permission-mode wins over defaultMode
+        mode = decided_mode(replace(options, permission_mode=parse_mode(claude.mode)), environ)
     dotenv = read_dotenv(options.cwd)
     env = {**dotenv.values, **claude.env, **environ}
     settings = st.Settings.from_env(env)
@@ -170,7 +171,7 @@ def prepare(
     _check_session_id(options, locations.sessions)
     added_dirs = add_dirs_env(options.add_dirs, options.cwd)
     loaded = _loaded(options, env, environ, locations)
-    sandbox = _sandbox(options, locations, environ, loaded.sandbox, claude.rules.denied_paths())
+    sandbox = _sandbox(options, mode, locations, environ, loaded.sandbox, claude.rules.denied_paths())
     tools_env = {**sandbox.server_env(), **added_dirs}
     offered, tools_warnings = (None, ()) if options.builtin_tools is None else offered_builtins(options.builtin_tools)
     loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, tools_env, offered)
@@ -203,6 +204,7 @@ def prepare(
         window,
         threshold,
         locations,
+        mode,
         resume,
         inherited_env=dict(environ),
         held_back=gated if gated.pending else None,
@@ -244,21 +246,27 @@ class _Approvals:
 
 
 def _claude_settings(
-    options: Options, locations: Locations, home: Path | None, verdict: Callable[[SettingsFile, str], consent.Verdict]
+    options: Options,
+    locations: Locations,
+    home: Path | None,
+    verdict: Callable[[SettingsFile, str], consent.Verdict],
+    run_mode: PermissionMode,
 ) -> applied_settings.Applied:
-    """Claude Code's settings files as this run applies them (none read that are not there)."""
+    """Claude Code's settings files as this run applies them (none read that are not there); `run_mode`: the mode
+    the run has without them, which a repository's file may narrow at once."""
     where = SettingsPlaces(options.cwd, home, locations.config, locations.managed_settings, options.settings)
     found = load_settings(where, options.setting_sources)
     if options.verbose:  # the keys kept and ignored: one line, with -v only
         found = replace(found, notices=found.notices + found.verbose)
     if not found.files:
         return applied_settings.Applied(notices=found.notices)
-    return applied_settings.apply(found, verdict, cwd=options.cwd, home=home, run_mode=options.permission_mode)
+    return applied_settings.apply(found, verdict, cwd=options.cwd, home=home, run_mode=run_mode)
 
 
 # Both Agent SDKs (Python and TypeScript) set it on the CLI process they start, which they drive over stream-json.
 def _sandbox(
     options: Options,
+    mode: PermissionMode,
     locations: Locations,
     environ: Mapping[str, str],
     configured: cfg.SandboxPaths,
@@ -272,7 +280,7 @@ def _sandbox(
         options.sandbox,
         options.sandbox_network,
         (*options.sandbox_allow_write, *options.add_dirs, *configured.allow_write),
-        permission_mode=options.permission_mode,
+        permission_mode=mode,
         cwd=options.cwd,
         hidden=(*own, *configured.deny_read),
         environ=environ,
