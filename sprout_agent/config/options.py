@@ -62,6 +62,7 @@ class Options:
     json_schema: str | None = None  # --json-schema: a file or inline JSON; each answer is a value valid against it
     agents_json: tuple[str, ...] = ()  # --agents (and the SDK's initialize `agents`): agent definitions as JSON
     setting_sources: str | None = None  # --setting-sources user,project,local: whose definitions are read
+    settings: tuple[str, ...] = ()  # --settings FILE|JSON, then the SDK's initialize.settings (claude_settings.py)
 
 
 SDK_MARK = "CLAUDE_AGENT_SDK_VERSION"

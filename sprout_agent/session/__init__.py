@@ -4,9 +4,10 @@ manager that owns the servers, the model client, the transcript, the hooks and t
 order; `store.py` the transcript (append-only JSONL), `index.py` finds and lists sessions; `delegation.py` builds
 and runs subagents; `checkpointing.py` the checkpoint tracker of a session; `rewinding.py` the one rewind, with
 `branches.py` (a transcript forked at a turn) and `continuing.py` (the session going on in the fork);
-`session_telemetry.py` a session's OpenTelemetry, loaded when on; `recording.py` what the transcript records from
-the loop's events (each reply's usage, the spend) and the Claude Code copy of it (`claude_transcript.py`);
-`recorded.py` reads a transcript back for the exports, `atif.py` as an ATIF trajectory.
+`session_telemetry.py` a session's OpenTelemetry, loaded when on; `command_hooks.py` the settings files' command hooks;
+`recording.py` what the transcript records from the loop's events (each reply's usage, the spend) and the Claude Code
+copy of it (`claude_transcript.py`); `recorded.py` reads a transcript back for the exports, `atif.py` as an ATIF
+trajectory.
 
 Imports: mcp, model, batch, checkpoints, telemetry, config, trust, core.
 """

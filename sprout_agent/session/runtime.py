@@ -42,6 +42,7 @@ from sprout_agent.model import facts as model_facts
 from sprout_agent.model.facts import ModelFacts
 from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session import checkpointing, store
+from sprout_agent.session.command_hooks import settings_hooks
 from sprout_agent.session.delegation import ChildRecord, ChildSetup, Delegator
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.session.recording import recording
@@ -50,6 +51,7 @@ from sprout_agent.trust import sandbox as sb
 
 if TYPE_CHECKING:
     from sprout_agent.model.client import AnthropicModel
+    from sprout_agent.model.key_helper import KeyHelper
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +195,6 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
     """Imports anthropic and reads the model's facts (from the cache, else the Models API), off the loop."""
     from sprout_agent.model.client import AnthropicModel
 
-    key = _api_key(prepared)
     facts = resolve_facts(prepared, prepared.model)
     if prepared.options.verbose:
         emit(Notice(facts.describe()))
@@ -202,8 +203,11 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
         model=prepared.model,
         max_tokens=prepared.settings.max_output_tokens,
         emit=emit,
-        api_key=key,
+        api_key=_api_key(prepared),
         base_url=base_url,
+        provider=prepared.settings.provider,
+        key_helper=_key_helper(prepared),
+        env=prepared.settings_env,
         on_attempt=ledger.attempted,
         facts=facts,
         thinking=prepared.thinking,
@@ -219,6 +223,15 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
     return model, facts
 
 
+def _key_helper(prepared: Prepared) -> KeyHelper | None:
+    """SPROUT_AGENT_API_KEY_HELPER, run in your environment (never a project's .env: it may not set it)."""
+    from sprout_agent.model.key_helper import KeyHelper
+
+    command = prepared.settings.key_helper
+    ttl = prepared.settings.key_helper_ttl_ms / 1000
+    return KeyHelper(command, ttl, prepared.inherited_env) if command is not None else None
+
+
 def _api_key(prepared: Prepared) -> str:
     key = prepared.settings_env.get("ANTHROPIC_API_KEY") or prepared.settings_env.get("ANTHROPIC_AUTH_TOKEN")
     return key or "none"  # a keyless local server behind ANTHROPIC_BASE_URL
@@ -228,6 +241,9 @@ def resolve_facts(prepared: Prepared, model: str) -> ModelFacts:
     """The model's facts: the day-old cache, else the Models API, else the built-in table (blocking)."""
     from sprout_agent.model.client import retrieve_model_info
 
+    settings = prepared.settings
+    if not settings.provider.features.models_api or settings.key_helper is not None:  # the built-in table
+        return model_facts.fallback(model)  # Bedrock, Vertex, Foundry have no Models API; a helper's key is not read
     base_url = prepared.settings.base_url
     cache = prepared.locations.cache / "models" if prepared.locations.cache is not None else None
     return model_facts.resolve(
@@ -294,7 +310,7 @@ def _child_setup(p: Prepared, model: AnthropicModel, session_id: str) -> ChildSe
     session has ours, its transcript beside the session's (`<id>.agents/`)."""
 
     def model_for(name: str | None, emit: Callable[[Event], None]) -> Model:
-        wanted = st.resolve_model_alias(name, p.settings_env) if name else model.name
+        wanted = st.provider_model(name, p.settings_env, p.settings.provider) if name else model.name
         return model.derived(wanted, emit)  # the session's model too: its events (stream, retries) are the child's
 
     def system_for(definition: AgentDefinition) -> str:
@@ -356,10 +372,13 @@ def _build_agent(
         allow=p.options.allow_tools,
         deny=p.options.deny_tools,
         ask=ask,
-        sandboxed=_sandboxed(p),
+        sandboxed=p.sandboxed_tools,
         read_only_sandbox=p.sandbox.policy.mode == sb.READ_ONLY,
         program_trusted=p.program_trusted,
+        rules=p.claude.rules,
     )
+    transcript_path = str(transcript.path) if transcript is not None else ""
+    hooks.callbacks = settings_hooks(p, emit, session_id, transcript_path, policy)
     return Agent(
         model=model,
         host=host,
@@ -368,7 +387,7 @@ def _build_agent(
         system=build_system_prompt(
             p.options.cwd,
             replace=p.options.system_prompt,
-            append=p.options.append_system_prompt,
+            append=p.with_style(p.options.append_system_prompt),
             skills=p.skills,
             reader=p.reader,
         ),
@@ -382,10 +401,3 @@ def _build_agent(
         permit=policy,
         escalate=policy.escalate,
     )
-
-
-def _sandboxed(p: Prepared) -> tuple[tuple[str, str], ...]:
-    """dev's bash, when it is the built-in server's and the sandbox works: read-only mode runs it there, and ask
-    mode may re-run what the sandbox stopped outside it."""
-    builtin_dev = any(s.name == "dev" and s.transport == "in-process" for s in p.loaded.servers)
-    return (("dev", "bash"),) if builtin_dev and p.sandbox.active else ()

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sprout_agent.core.errors import MissingCredential
-from sprout_agent.faces.acp.wire import INVALID_PARAMS, Json, RpcError
+from sprout_agent.core.errors import MissingCredential, SproutError
+from sprout_agent.faces.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Json, RpcError
 
 AUTH_REQUIRED = -32000  # ACP's "Authentication required"
 KEY_METHOD = "anthropic-api-key"
@@ -38,23 +38,23 @@ AUTH_METHODS: list[Json] = [
 
 
 def authenticate(params: Json, environ: Mapping[str, str]) -> Json:
-    """`{}` when this process has a credential (or an API on this machine's loopback needs none); else
-    Authentication required, saying what to set. A session's project `.env` can still supply one at session/new."""
+    """`{}` when this process's environment holds what a session needs (a key or token, a key helper, a cloud
+    provider, or an API on this machine's loopback: the same check as session/new's); else Authentication required,
+    saying what to set. A session's project `.env` can still supply a key at session/new."""
+    # The sessions' machinery loads with the first session, or here: initialize is answered before it.
+    from sprout_agent.config.settings import Settings
+    from sprout_agent.session.prepared import check_credentials
+
     method = params.get("methodId")
     if method not in (KEY_METHOD, ENVIRONMENT_METHOD):
         raise RpcError(INVALID_PARAMS, f"Invalid params: unknown methodId {method!r}")
-    if environ.get("ANTHROPIC_API_KEY") or environ.get("ANTHROPIC_AUTH_TOKEN") or _keyless(environ):
-        return {}
-    raise RpcError(AUTH_REQUIRED, f"Authentication required: {_HOW}.")
-
-
-def _keyless(environ: Mapping[str, str]) -> bool:
-    from sprout_agent.config import settings as st  # the sessions' machinery loads with the first session
-
     try:
-        return st.serves_without_a_key(environ.get("ANTHROPIC_BASE_URL") or None)
-    except ValueError:  # not a URL: session/new says so
-        return False
+        check_credentials(Settings.from_env(environ))
+    except MissingCredential as error:
+        raise auth_required(error) from None
+    except SproutError as error:  # a malformed setting: said as session/new says it (never echoing a key)
+        raise RpcError(INTERNAL_ERROR, str(error)) from None
+    return {}
 
 
 def auth_required(error: MissingCredential) -> RpcError:

@@ -125,6 +125,7 @@ def main_command(
     json_schema: o.JsonSchemaOption = None,
     agents_json: o.AgentsOption = None,
     setting_sources: o.SettingSourcesOption = None,
+    settings: o.SettingsOption = None,
     no_warm: o.NoWarmOption = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")

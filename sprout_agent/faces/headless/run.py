@@ -18,6 +18,7 @@ import anyio
 
 from sprout_agent.config.consent import held_back_notice
 from sprout_agent.config.options import SDK_MARK
+from sprout_agent.config.provider import provider_record
 from sprout_agent.core.agent import TurnResult
 from sprout_agent.core.errors import (
     EXIT_OK,
@@ -306,7 +307,9 @@ class Headless:
                 context_window=agent.compactor.window if agent.compactor is not None else 0,
                 max_output_tokens=self.prepared.settings.max_output_tokens,
                 agents=[definition.name for definition in self.prepared.definitions.agents],
+                output_style=self.prepared.style[0],
                 slash_commands=[command.name for command in self.prepared.definitions.commands],
+                provider=provider_record(self.prepared.settings.provider),
             )
         )
 

@@ -15,6 +15,7 @@ from typing import TextIO, assert_never, cast
 
 from sprout_agent import CLAUDE_CODE_PROTOCOL, __version__
 from sprout_agent.config.files import Transport, listed_transport
+from sprout_agent.config.provider import Provider, provider_record
 from sprout_agent.config.sandboxing import SandboxPlan
 from sprout_agent.core import events as ev
 from sprout_agent.core.messages import (
@@ -82,6 +83,8 @@ class InitInfo:
     max_output_tokens: int = 0
     agents: Sequence[str] = ()  # the agent definitions' names (subagent types)
     slash_commands: Sequence[str] = ()  # the custom commands' names (a script sends them as prompts)
+    provider: Mapping[str, object] = field(default_factory=lambda: provider_record(Provider()))  # where requests go
+    output_style: str = "default"  # the settings' outputStyle
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +157,7 @@ def init_record(info: InitInfo) -> Record:
         "permissionMode": info.permission_mode.claude_name,
         "slash_commands": list(info.slash_commands),
         "apiKeySource": info.api_key_source,
-        "output_style": "default",
+        "output_style": info.output_style,
         "agents": list(info.agents),
         "skills": [],
         "plugins": [],
@@ -167,6 +170,7 @@ def init_record(info: InitInfo) -> Record:
         "hooks": [{"server": server, "hook": hook} for server, hook in info.hooks],
         "sandbox": dict(info.sandbox),
         "context_window": info.context_window,
+        "provider": dict(info.provider),
     }
 
 
