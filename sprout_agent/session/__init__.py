@@ -5,9 +5,10 @@ order. It gives every collaborator at construction and sets nothing after: `serv
 `ServerPool` (a run, `mcp doctor` and `hooks test` alike), `model_building.py` builds the model client in a
 thread, `assembly.py` the agent and its parts; the two real cycles (the `agent` server's delegator needs the agent,
 a server's sampling the model) go through core's late-bound handle. `store.py` the transcript (append-only
-JSONL), `index.py` finds and lists sessions; `delegation.py` builds and runs subagents; `checkpointing.py` the checkpoint tracker of a session; `rewinding.py` the one rewind, with
-`branches.py` (a transcript forked at a turn) and `continuing.py` (the session going on in the fork);
-`session_telemetry.py` a session's OpenTelemetry, loaded when on.
+JSONL), `index.py` finds and lists sessions; `delegation.py` builds and runs subagents; `checkpointing.py` the
+checkpoint tracker of a session; `rewinding.py` the one rewind, with `branches.py` (a transcript forked at a turn)
+and `continuing.py` (the session going on in the fork); `session_telemetry.py` a session's OpenTelemetry, loaded
+when on.
 
 Imports: mcp, model, checkpoints, telemetry, config, trust, core.
 """
