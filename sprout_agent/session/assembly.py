@@ -18,7 +18,8 @@ from sprout_agent.core.hooks.calling import Hooks, parse_allowlist
 from sprout_agent.core.hooks.program_callbacks import HookCallbacks
 from sprout_agent.core.late import Handle
 from sprout_agent.core.ledger import Ledger
-from sprout_agent.core.permissions import READ_ONLY, Ask, Policy
+from sprout_agent.core.permission_mode import PermissionMode
+from sprout_agent.core.permissions import Ask, Policy
 from sprout_agent.core.protocols import Model, ToolHost
 from sprout_agent.core.tracing import Tracer
 from sprout_agent.mcp.pool import ServerPool
@@ -56,7 +57,7 @@ def build_agent(p: Prepared, parts: AgentParts) -> tuple[Agent, Tracker | None]:
     """The session's agent, and its checkpoints (None: off, or no data directory)."""
     hooks = _hooks(p, parts)
     policy = Policy(
-        p.options.permission_mode,
+        p.permission_mode,
         allow=p.options.allow_tools,
         deny=p.options.deny_tools,
         ask=parts.ask,
@@ -158,7 +159,7 @@ def _make_tracker(p: Prepared, parts: AgentParts, policy: Policy) -> Tracker | N
         emit=parts.emit,
         transcript=transcript,
         turns=checkpointing.recorded_turns(transcript.path if transcript is not None else None),
-        read_only=lambda: policy.mode == READ_ONLY,
+        read_only=lambda: policy.mode is PermissionMode.READ_ONLY,
     )
 
 
