@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import random
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -362,20 +362,15 @@ def retrieve_model_info(model: str, api_key: str | None, base_url: str | None) -
 
 
 def known_models() -> tuple[str, ...]:
-    """The model ids the anthropic SDK names (its `ModelParam`), without dated snapshots and the ones it warns
-    are deprecated: an editor's model picker, kept current by the SDK's upgrades rather than by hand."""
+    """The model ids the anthropic SDK names in its public `ModelParam`, without dated snapshots: an editor's model
+    picker, kept current by the SDK's upgrades rather than by hand. The SDK's list of deprecated models is private
+    to it (a module it may move or drop in any release), so a deprecated alias stays listed."""
     from typing import get_args
 
     from anthropic.types.model_param import ModelParam
 
-    try:  # private to the SDK (it warns with it on every request): without it, nothing is left out for it
-        from anthropic._data import deprecated_models  # pyright: ignore[reportPrivateImportUsage]
-
-        deprecated: Collection[str] = deprecated_models.DEPRECATED_MODELS
-    except (ImportError, AttributeError):
-        deprecated = ()
     names = (name for literal in get_args(ModelParam) for name in get_args(literal) if isinstance(name, str))
-    return tuple(name for name in names if not _DATED.search(name) and name not in deprecated)
+    return tuple(name for name in names if not _DATED.search(name))
 
 
 _DATED = re.compile(r"-\d{8}$")

@@ -9,6 +9,8 @@ SWITCH = "SPROUT_AGENT_TELEMETRY"  # 1: export traces, metrics and logs as the O
 CONTENT = "SPROUT_AGENT_TELEMETRY_CONTENT"  # 1: prompts, answers, tool inputs and results in spans too
 _ON = ("1", "true", "yes", "on")
 CLOSE_S = 3.5  # what exit may wait for the last exports, a session's or a batch's (docs/telemetry.md)
+# The SDK and its exporters are an extra (pyproject, `telemetry`): switched on without them, this is what to run.
+INSTALL = "pip install 'sprout-agent[telemetry]'"
 
 
 def telemetry_on(environ: Mapping[str, str]) -> bool:
@@ -17,3 +19,11 @@ def telemetry_on(environ: Mapping[str, str]) -> bool:
 
 def content_on(environ: Mapping[str, str]) -> bool:
     return environ.get(CONTENT, "").strip().lower() in _ON
+
+
+def off_reason(error: Exception) -> str:
+    """The one line said when telemetry is on but cannot start: the extra's install command when OpenTelemetry's SDK
+    or an exporter is missing (the API alone comes with the mcp SDK), else the error the SDK raised."""
+    if isinstance(error, ModuleNotFoundError) and (error.name or "").partition(".")[0] == "opentelemetry":
+        return f"telemetry is off: the OpenTelemetry SDK is not installed ({error.name}): {INSTALL}"
+    return f"telemetry is off: {type(error).__name__}: {error}"
