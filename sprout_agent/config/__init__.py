@@ -1,4 +1,13 @@
-"""Everything decided before anything starts: the options record, settings from the environment and `.env`,
-the config files (`.mcp.json`), which project servers may start (consent) and what commands run under (the
-sandbox plan), and the `--json-schema` schema with its validator (the one importer of jsonschema). Imports trust/ and
-core/ only; nothing here starts a process or opens a connection."""
+"""Everything decided before anything starts; nothing here starts a process or opens a connection.
+
+`options.py` (`Options`, one field per flag), `settings.py` and `env_vars.py` (the environment variables, one table;
+`.env.example` is generated from it), `dotenv_file.py` and `guarded_env.py` (a project's `.env`, and the names it
+may not set), `sources.py` (which config files a run reads), `files.py` (the `mcpServers` JSON parsed, expanded and
+checked into `server_config.py`'s types, plus the built-in servers) with `compat.py`, `remote.py`, `expansion.py`
+and `server_names.py`; `consent.py` (which project servers may start); `sandboxing.py` (the sandbox plan);
+`mcp_import.py` (`mcp import claude`); `locations.py` (every user directory: the one module that asks
+platformdirs); `output_schema.py` (the `--json-schema` schema and its validator: the one importer of jsonschema);
+`definitions.py` and `definition_files.py` (agents, skills and commands kept in Markdown) with `skill_reading.py`.
+
+Imports: trust, core.
+"""

@@ -1,4 +1,5 @@
-"""How a person, a script or an editor drives a session: `cli/` (the command line and its subcommands) over
-`repl/`, `headless/` (-p) and `acp/`, which share `terminal/` (rendering, input), `lifecycle` (signals and
-`_SessionEnd`) and `commands` (the slash-command table). Faces import the layers below them (session, mcp,
-model, batch, config, trust, core), never each other sideways."""
+"""How a person, a script or an editor drives a session. `cli/` (the command line and its subcommands) over `repl/`,
+`headless/` (-p), `acp/` and `pages/`; `sdk/` (the SDKs' control protocol, which headless drives); below them
+`terminal/` (rendering, input), `lifecycle.py` (signals and `_SessionEnd`), `slash_commands.py` (the slash-command
+table) and `warm/` (the warm interpreter). Faces import the layers below them, never each other sideways.
+"""

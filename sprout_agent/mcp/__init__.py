@@ -1,4 +1,11 @@
-"""The MCP client: the server pool (one owner of every connection), the link to one server, lists, results,
-prompts and resources, and the client features servers may use (roots, elicitation, sampling);
-`transports/` (stdio, in-process, sdk, http, sse) and `oauth/`. With tools/, the only importer of the mcp SDK
-and httpx2; imports config/, trust/ and core/."""
+"""The MCP client; with tools/, the only importer of the mcp SDK and httpx2.
+
+`pool.py` (`ServerPool`) owns every server's life, from the spawn to the end of its process group, and is the tool
+host the loop calls; `link.py` is the client session to one server; `state.py`, `lists.py` (resources, prompts,
+notifications), `results.py` (tool results as our blocks), `prompts.py` (`/server:prompt` and `@server:uri`),
+`features.py` (the resource tools, re-listing); `client_features.py`, `callbacks.py`, `elicitation.py` and
+`sampling.py` answer what servers ask; `agent_server.py` is the in-session `agent` server (the `task` tool).
+`transports/` how a server is reached, `oauth/` logins to remote servers.
+
+Imports: config, trust, core.
+"""

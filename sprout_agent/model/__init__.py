@@ -1,4 +1,11 @@
-"""The model side: the only importer of anthropic. The client (streaming, retries, fallback), API message
-shapes, the reply stream, each model's facts (window, prices, thinking), the model switch, the API's web
-tools, tool schemas in the structured-outputs subset, the rate gate and the system prompt. Imports config/,
-trust/ and core/."""
+"""The model side: the only importer of anthropic.
+
+`client.py` (streaming, retries, the fallback model), `api_messages.py` our messages as the API's JSON,
+`reply_stream.py` the reply built from the raw stream events, `api_errors.py` a failed request in words, `facts.py`
+each model's window, output cap, thinking and effort (the Models API, cached), `switch.py` `/model` and `/effort`,
+`web_tools.py` the API's web search and fetch, `strict_schema.py` a tool schema in the structured-outputs subset,
+`rate_gate.py` the file a batch's runs share to back off together, `silence.py` the notice that a request has gone
+quiet, `system_prompt.py`.
+
+Imports: config, trust, core.
+"""

@@ -14,5 +14,9 @@ What one run leaves for the next: nothing. The zygote never reads a request (the
 never runs a session, and was started with a minimal environment: each child is a fresh copy of a process
 that only imported modules. Off with `--no-warm` or `SPROUT_AGENT_WARM=0`; it ends after
 `SPROUT_AGENT_WARM_IDLE_SECONDS` (600) without a run. The interactive session and the subcommands never use it.
-Standard library only: the client side runs before anything heavy is imported.
+Also: `starting.py` (starting a zygote), `wire.py` (what the three say), `inherited.py` (what a process inherits,
+in one list), `child.py` (a child becoming the run). A mechanism below the command line, which tells it what to
+preload and run (faces/cli/warm_run.py). Standard library only: the client side runs before anything heavy.
+
+Imports: trust.
 """

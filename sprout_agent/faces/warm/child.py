@@ -1,5 +1,5 @@
 """A forked child of the zygote becoming one run: the caller's descriptors, directory, umask, environment and
-argv, then the run (`in_process.run`) as a cold `launch.main` would call it.
+argv, then the run it was given (the command line's `run_here.run`, as a cold `launch.main` would call it).
 
 Until the client says `go`, nothing of the run has happened (stdin unread, nothing written), so a child that
 cannot take the request on simply exits and the client runs cold. After `go`, a thread relays the client's

@@ -1,2 +1,3 @@
-"""OAuth for remote MCP servers: the SDK's provider with our token store (keyring or a private file) and the
-browser login (or the test redirect)."""
+"""OAuth for remote MCP servers: `provider.py` (the SDK's provider with our token store), `store.py` (keyring or a
+private file) and `login.py` (the browser login, or the test redirect).
+"""
