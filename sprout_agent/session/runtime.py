@@ -30,7 +30,8 @@ from sprout_agent.core.errors import ServerStartError
 from sprout_agent.core.events import Event, Notice, TurnFinished
 from sprout_agent.core.hooks.calling import Hooks, parse_allowlist
 from sprout_agent.core.ledger import Ledger
-from sprout_agent.core.permissions import READ_ONLY, Ask, Policy
+from sprout_agent.core.permission_mode import PermissionMode
+from sprout_agent.core.permissions import Ask, Policy
 from sprout_agent.core.protocols import Model, ToolHost
 from sprout_agent.mcp.client_features import ClientFeatures, Roots, SdkMessages, roots_for
 from sprout_agent.mcp.elicitation import Elicitor, Unattended
@@ -224,6 +225,7 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
         partial_messages=prepared.options.include_partial_messages and prepared.options.output_format == "stream-json",
         rate_gate=Path(gate) if (gate := prepared.inherited_env.get("SPROUT_AGENT_RATE_GATE")) else None,
         timeout=prepared.settings.api_timeout_ms / 1000,
+        waiting_notice=prepared.settings.api_waiting_ms / 1000,
     )
     return model, facts
 
@@ -294,7 +296,7 @@ def _make_tracker(
         emit=emit,
         transcript=transcript,
         turns=checkpointing.recorded_turns(transcript.path if transcript is not None else None),
-        read_only=lambda: isinstance(policy, Policy) and policy.mode == READ_ONLY,
+        read_only=lambda: isinstance(policy, Policy) and policy.mode is PermissionMode.READ_ONLY,
     )
 
 
@@ -361,7 +363,7 @@ def _build_agent(
         pre_tool_max_objections=p.settings.pre_tool_max_objections,
     )
     policy = Policy(
-        p.options.permission_mode,
+        p.permission_mode,
         allow=p.options.allow_tools,
         deny=p.options.deny_tools,
         ask=ask,

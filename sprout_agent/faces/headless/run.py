@@ -32,6 +32,7 @@ from sprout_agent.core.errors import (
 )
 from sprout_agent.core.events import Event, Notice, TurnChanges, TurnFinished
 from sprout_agent.core.messages import Image, Usage
+from sprout_agent.core.stop_reasons import StopReason
 from sprout_agent.core.tool_names import sdk_tool_name
 from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
 from sprout_agent.faces.lifecycle import open_face
@@ -39,6 +40,7 @@ from sprout_agent.faces.sdk.control import Control, LineWriter, Skipped, prompts
 from sprout_agent.faces.sdk.sdk_hooks import SdkHooks
 from sprout_agent.faces.sdk.sdk_session import SdkAsk, SdkRelay, SdkSession
 from sprout_agent.faces.terminal.render import TerminalRenderer
+from sprout_agent.faces.warm.title import name_run
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.session.runtime import Runtime, new_session_id, open_runtime
 from sprout_agent.trust.untrusted import printable
@@ -49,7 +51,7 @@ class Outcome:
     """How the run has ended so far: what `finish` reports. Each step of the run replaces it whole."""
 
     code: int = EXIT_OK
-    stop_reason: str = "end_turn"
+    stop_reason: StopReason = "end_turn"
     text: str = ""  # the last turn's answer
     turns: int = 0  # model requests, while no agent exists to count them
     errors: tuple[str, ...] = ()
@@ -171,6 +173,7 @@ class Headless:
                     self.prepared, self.emit, session_id=self.session_id, **self._sdk_parts()
                 ) as runtime:
                     self.runtime = runtime
+                    name_run(runtime.session_id, self.prepared.options.cwd)  # in ps and top
                     if self.sdk is not None:
                         self.sdk.attach(runtime)
                     await life.turns(partial(self._turns, runtime), partial(runtime.agent.end_session, "signal"))
@@ -295,7 +298,7 @@ class Headless:
                 servers=servers,
                 tools=[sdk_tool_name(spec.server, spec.tool) for spec in agent.tools],
                 model_tools=[spec.name for spec in agent.tools],
-                permission_mode=self.prepared.options.permission_mode,
+                permission_mode=self.prepared.permission_mode,
                 api_key_source="ANTHROPIC_API_KEY" if self.prepared.settings_env.get("ANTHROPIC_API_KEY") else "none",
                 hooks=hooks,
                 resumed=self.prepared.resume is not None,
