@@ -60,6 +60,10 @@ OWN_FILES = {
     "sprout_agent/batch/workdir.py": "a task's repository opened as a directory, to flock it; --out via private.py",
     "sprout_agent/faces/pages/batch_report.py": "a batch --out directory checked as the user's own (PrivateDir) first",
     "sprout_agent/faces/pages/entries.py": "transcripts of the session store or of a checked batch --out directory",
+    "sprout_agent/session/claude_transcript.py": (
+        "PrivateDir.open(): the Claude Code copy of a transcript under CLAUDE_CONFIG_DIR (the real environment's, "
+        "never .env's) through private.py"
+    ),
 }
 # Opens in another part of the work, listed until that part moves them onto the reader and writer.
 ELSEWHERE: dict[str, str] = {}

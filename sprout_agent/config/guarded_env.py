@@ -45,8 +45,9 @@ REFUSED: tuple[tuple[str, str], ...] = (
     ("your checkpoints", "SPROUT_AGENT_CHECKPOINTS"),
     # How soon a quiet request says so: a notice each millisecond would bury the screen and the scripts' stderr.
     ("what you are told", "SPROUT_AGENT_API_WAITING_MS"),
-    # HOME and XDG_* locate your config, approvals and sessions; the rate gate is a file every run writes.
-    ("where your files are", "HOME XDG_.* SPROUT_AGENT_RATE_GATE"),
+    # HOME and XDG_* locate your config, approvals and sessions; the rate gate is a file every run writes;
+    # CLAUDE_CONFIG_DIR is where a copy of each transcript is written, in Claude Code's format.
+    ("where your files are", "HOME XDG_.* SPROUT_AGENT_RATE_GATE CLAUDE_CONFIG_DIR"),
 )  # fmt: skip
 
 # What a batch task's `env` may not set on top of REFUSED (a task's env is its process's real environment, where

@@ -27,6 +27,10 @@ class UsageError(SproutError):
     exit_code = EXIT_USAGE
 
 
+class MissingCredential(UsageError):
+    """No API key or token, for an API that needs one (ACP answers it as Authentication required)."""
+
+
 class ConfigError(UsageError):
     """A config file that cannot be used as written."""
 

@@ -13,7 +13,7 @@ from sprout_agent.config import settings as st
 from sprout_agent.config.definitions import AgentDefinition
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.compaction import Compactor
-from sprout_agent.core.events import Event, Notice, TurnFinished
+from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.hooks.calling import Hooks, parse_allowlist
 from sprout_agent.core.hooks.program_callbacks import HookCallbacks, chained
 from sprout_agent.core.late import Handle
@@ -30,6 +30,7 @@ from sprout_agent.session import checkpointing, store
 from sprout_agent.session.command_hooks import settings_hooks
 from sprout_agent.session.delegation import ChildRecord, ChildSetup
 from sprout_agent.session.prepared import Prepared
+from sprout_agent.session.recording import recording
 from sprout_agent.trust import sandbox as sb
 
 if TYPE_CHECKING:
@@ -68,7 +69,9 @@ def build_agent(p: Prepared, parts: AgentParts) -> tuple[Agent, Tracker | None]:
     )
     hooks = _hooks(p, parts, policy)
     tracker = _make_tracker(p, parts, policy)
-    emit = parts.emit if parts.transcript is None else _recording_spend(parts.emit, parts.itself, parts.ledger)
+    emit = parts.emit
+    if parts.transcript is not None:
+        emit = recording(emit, lambda: parts.itself.get().recorder, parts.ledger, p.inherited_env)
     agent = Agent(
         model=parts.model,
         host=parts.host,
@@ -134,18 +137,6 @@ def _compactor(p: Prepared, parts: AgentParts) -> Compactor:
         emit=parts.emit,
         on_usage=parts.ledger.add,
     )
-
-
-def _recording_spend(emit: Callable[[Event], None], agent: Handle[Agent], ledger: Ledger) -> Callable[[Event], None]:
-    """After each turn the transcript records the session's spend, so a resumed session's cost goes on from it: the
-    agent's transcript of the moment (a rewind's fork goes on in its own, session/continuing.py)."""
-
-    def recording(event: Event) -> None:
-        emit(event)
-        if isinstance(event, TurnFinished) and isinstance(transcript := agent.get().recorder, store.SessionStore):
-            transcript.spent(ledger.earlier + ledger.cost)
-
-    return recording
 
 
 def _make_tracker(p: Prepared, parts: AgentParts, policy: Policy) -> Tracker | None:

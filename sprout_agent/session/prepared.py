@@ -28,7 +28,7 @@ from sprout_agent.config.sandboxing import SandboxPlan, plan, server_notices
 from sprout_agent.config.server_config import configured_credentials
 from sprout_agent.core.claude_rules import offered_builtins
 from sprout_agent.core.compaction import context_window, parse_threshold
-from sprout_agent.core.errors import ConfigError, UsageError
+from sprout_agent.core.errors import ConfigError, MissingCredential, UsageError
 from sprout_agent.core.ledger import Price, parse_prices
 from sprout_agent.core.permission_mode import PermissionMode, parse_mode
 from sprout_agent.core.structured import OutputContract
@@ -156,7 +156,7 @@ def prepare(
     dotenv = read_dotenv(options.cwd)
     env = {**dotenv.values, **claude.env, **environ}
     settings = st.Settings.from_env(env)
-    _check_credentials(settings)
+    check_credentials(settings)
     model = _model(options, settings, env)
     st.choice(options.thinking, st.THINKING_SETTINGS, "--thinking")  # a misspelt flag fails here, with exit 2
     st.choice(options.effort, st.EFFORT_LEVELS, "--effort")
@@ -213,16 +213,17 @@ def prepare(
     )
 
 
-def _check_credentials(settings: st.Settings) -> None:
+def check_credentials(settings: st.Settings) -> None:
     """The provider's extra is installed, and the first party has a key (the clouds' credential chains are theirs
-    to find: a failure names the variables to set, model/api_errors.py)."""
+    to find: a failure names the variables to set, model/api_errors.py); no key is a MissingCredential (ACP's
+    Authentication required)."""
     provider = settings.provider
     if (missing := missing_extra(provider.kind)) is not None:
         raise UsageError(missing)
     if provider.kind != "anthropic" or settings.api_key_present or settings.key_helper is not None:
         return
     if not st.serves_without_a_key(settings.base_url):
-        raise UsageError(
+        raise MissingCredential(
             "ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run again"
             + ("" if settings.base_url is None else " (only a server on this machine's loopback may need no key)")
         )

@@ -3,6 +3,7 @@ session/prompt and session/cancel, each session with its own servers; stdin clos
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Awaitable
 from functools import partial
@@ -14,6 +15,7 @@ from anyio.abc import TaskGroup
 
 from sprout_agent import __version__
 from sprout_agent.core.errors import EXIT_OK
+from sprout_agent.faces.acp.auth import AUTH_METHODS, authenticate
 from sprout_agent.faces.acp.lines import LineReader, Writer, guard_stdio
 from sprout_agent.faces.acp.prompt_content import image_input, prompt_content
 from sprout_agent.faces.acp.session_template import AcpSetup
@@ -52,6 +54,7 @@ class AcpServer:
             writer,
             {
                 "initialize": self.initialize,
+                "authenticate": lambda params: authenticate(params, os.environ),
                 "session/new": self.new_session,
                 "session/load": self.load_session,
                 "session/prompt": self.prompt,
@@ -78,7 +81,7 @@ class AcpServer:
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": capabilities,
-            "authMethods": [],
+            "authMethods": AUTH_METHODS,
             "agentInfo": {"name": "sprout-agent", "title": "sprout-agent", "version": __version__},
         }
 

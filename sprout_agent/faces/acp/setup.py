@@ -12,7 +12,8 @@ from typing import Literal, cast
 from sprout_agent.config.expansion import os_string_problem
 from sprout_agent.config.files import ServerConfig
 from sprout_agent.config.remote import check_url, header_name, header_value
-from sprout_agent.core.errors import ConfigError, SproutError
+from sprout_agent.core.errors import ConfigError, MissingCredential, SproutError
+from sprout_agent.faces.acp.auth import auth_required
 from sprout_agent.faces.acp.session_template import AcpSetup
 from sprout_agent.faces.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Json, RpcError
 from sprout_agent.session.prepared import Prepared, prepare
@@ -25,6 +26,8 @@ def prepare_session(o: AcpSetup, cwd: Path, raw_servers: object, resume_id: str 
     options = replace(o.template, cwd=cwd, resume_id=resume_id)
     try:
         prepared = prepare(options, o.locations, os.environ)
+    except MissingCredential as error:
+        raise auth_required(error) from None
     except SproutError as error:
         raise RpcError(INTERNAL_ERROR, str(error)) from None
     # Servers without a directory of their own run in the session's, as they would with --cwd.

@@ -142,16 +142,32 @@ def _mtime(path: Path) -> float:
         return time.time()  # gone meanwhile: not old
 
 
-def export_command(session_id: str, *, as_json: bool, out: Path | None, locations: Locations | None = None) -> int:
-    """`sessions export ID`: the session's page (or its JSON twin), written to `out` or `ID.html` here."""
+def export_command(
+    session_id: str, *, as_json: bool, out: Path | None, locations: Locations | None = None, atif: bool = False
+) -> int:
+    """`sessions export ID`: the session's page (or its JSON twin, or its ATIF trajectory), written to `out` or
+    `ID.html` (`ID.json`, `ID.atif.json`) here."""
     from sprout_agent.batch.private import write_file
-    from sprout_agent.faces.pages.entries import from_store
-    from sprout_agent.faces.pages.session_page import session_html
 
     _, directory = _sessions_dir(locations)
-    session = from_store(session_index.find(directory, session_id))
-    target = out or Path(f"{session.session_id}.{'json' if as_json else 'html'}")
-    text = json.dumps(session.as_json(), ensure_ascii=False, indent=1) if as_json else session_html(session)
+    path = session_index.find(directory, session_id)
+    if atif:
+        from sprout_agent.session import atif as atif_format
+        from sprout_agent.session.recorded import read
+
+        recorded = read(path)
+        target, text = out or Path(f"{recorded.session_id}.atif.json"), atif_format.to_json(recorded)
+    else:
+        target, text = _page(path, as_json, out)
     write_file(target, text)  # 0600: the page holds what the session read and ran
     print(target)
     return EXIT_OK
+
+
+def _page(path: Path, as_json: bool, out: Path | None) -> tuple[Path, str]:
+    from sprout_agent.faces.pages.entries import from_store
+    from sprout_agent.faces.pages.session_page import session_html
+
+    session = from_store(path)
+    target = out or Path(f"{session.session_id}.{'json' if as_json else 'html'}")
+    return target, json.dumps(session.as_json(), ensure_ascii=False, indent=1) if as_json else session_html(session)

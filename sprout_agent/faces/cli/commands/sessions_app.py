@@ -58,17 +58,20 @@ def sessions_export(
     session_id: _SessionArgument,
     html: Annotated[bool, typer.Option("--html", help="One self-contained HTML page (the default).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="The same view as JSON, for tools.")] = False,
+    atif: Annotated[bool, typer.Option("--atif", help="An ATIF trajectory (Harbor's format), as JSON.")] = False,
     out: Annotated[
-        Path | None, typer.Option(metavar="FILE", help="Where to write it (default: ID.html or ID.json here).")
+        Path | None,
+        typer.Option(metavar="FILE", help="Where to write it (default: ID.html, ID.json or ID.atif.json here)."),
     ] = None,
 ) -> None:
     """A session as a page to open or share: prompts, answers, thinking, each tool call with its result and time,
-    hook decisions, compactions, the cost; nothing in it loads or runs anything."""
+    hook decisions, compactions, the cost; nothing in it loads or runs anything. `--atif`: the steps, tool calls,
+    tokens and cost as an ATIF trajectory."""
     from sprout_agent.faces.cli.commands.sessions import export_command
 
-    if html and as_json:
-        fail("give --html or --json, not both", 2)
-    _run(lambda: export_command(session_id, as_json=as_json, out=out))
+    if html + as_json + atif > 1:
+        fail("give one of --html, --json and --atif", 2)
+    _run(lambda: export_command(session_id, as_json=as_json, out=out, atif=atif))
 
 
 @sessions_app.command("rewind")
