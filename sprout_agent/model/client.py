@@ -126,6 +126,11 @@ class AnthropicModel:
             clone.switch(model, fallback(model))  # the table's facts: no Models API request before a child starts
         return clone
 
+    def use_http_client(self, http_client: Any) -> None:
+        """--record / --replay (model/cassettes/): every request from now on, the session's and its subagents',
+        goes through the cassette's HTTP client, whichever provider's client this is."""
+        self._client = self._client.with_options(http_client=http_client)
+
     def thinking_config(self, max_tokens: int) -> dict[str, Any] | None:
         return thinking_param(self.thinking, self.facts, max_tokens, self._thinking_budget)
 

@@ -29,6 +29,7 @@ from sprout_agent.core.ledger import Price, parse_prices
 from sprout_agent.core.structured import OutputContract
 from sprout_agent.session import index as session_index
 from sprout_agent.session import store
+from sprout_agent.session.taping import TapePlan, tape_plan
 from sprout_agent.trust import program_lookup
 from sprout_agent.trust.opening import Reader
 from sprout_agent.trust.write_policy import writable_roots
@@ -58,6 +59,7 @@ class Prepared:
     sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # what dev__bash commands run under
     output: OutputContract | None = None  # --json-schema: what each answer must be
     definitions: Definitions = field(default_factory=lambda: Definitions(agents=BUILTIN_AGENTS))
+    tape: TapePlan | None = None  # --record / --replay (session/taping.py); None: neither
 
     @property
     def thinking(self) -> str | None:
@@ -121,7 +123,9 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     dotenv = read_dotenv(options.cwd)
     env = {**dotenv.values, **environ}
     settings = st.Settings.from_env(env)
-    if not settings.api_key_present and not st.serves_without_a_key(settings.base_url):
+    tape = tape_plan(options, environ)  # a replay needs no key: nothing leaves the process
+    replaying = tape is not None and tape.replay is not None
+    if not settings.api_key_present and not st.serves_without_a_key(settings.base_url) and not replaying:
         raise UsageError(
             "ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run again"
             + ("" if settings.base_url is None else " (only a server on this machine's loopback may need no key)")
@@ -176,6 +180,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
         sandbox=sandbox,
         output=output,
         definitions=definitions,
+        tape=tape,
     )
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
-from sprout_agent.checkpoints.tracker import Tracker, checkpoint_roots
+from sprout_agent.checkpoints.tracker import Tracker
 from sprout_agent.config import settings as st
 from sprout_agent.config.definitions import AgentDefinition
 from sprout_agent.config.sandboxing import ServerSandboxes
@@ -30,7 +30,7 @@ from sprout_agent.core.errors import ServerStartError
 from sprout_agent.core.events import Event, Notice, TurnFinished
 from sprout_agent.core.hooks.calling import Hooks, parse_allowlist
 from sprout_agent.core.ledger import Ledger
-from sprout_agent.core.permissions import READ_ONLY, Ask, Policy
+from sprout_agent.core.permissions import Ask, Policy
 from sprout_agent.core.protocols import Model, ToolHost
 from sprout_agent.mcp.client_features import ClientFeatures, Roots, SdkMessages, roots_for
 from sprout_agent.mcp.elicitation import Elicitor, Unattended
@@ -44,6 +44,7 @@ from sprout_agent.session import checkpointing, store
 from sprout_agent.session.delegation import ChildRecord, ChildSetup, Delegator
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.session.session_telemetry import close_telemetry, observed, start_telemetry
+from sprout_agent.session.taping import Tape, replayed_facts
 from sprout_agent.trust import sandbox as sb
 
 if TYPE_CHECKING:
@@ -103,12 +104,14 @@ async def open_runtime(
         if transcript is not None:
             stack.callback(transcript.close)
         stack.callback(pool.kill_all_now)  # a cancel between the spawn and the pool's enter orphans nothing
+        tape = stack.enter_context(Tape(prepared, session_id, emit))  # --record / --replay (docs/cassettes.md)
         await pool.spawn()  # the processes boot on the other core while mcp loads in a thread
         building = _build_model_in_background(prepared, emit, ledger)  # anthropic (~2 s) loads while they hand-shake
         await stack.enter_async_context(pool)
         _check_strict(prepared, pool)
         model, facts = await anyio.to_thread.run_sync(building.result, abandon_on_cancel=True)
         stack.push_async_callback(model.aclose)  # its HTTP connections end with the session, on this loop
+        tape.attach(model, facts)
         if client.sampler is not None:
             client.sampler.model = model  # until now a server's sampling request is refused: no model yet
         host = tool_host(pool) if tool_host is not None else pool
@@ -117,7 +120,7 @@ async def open_runtime(
             agent.tracer = agent.hooks.tracer = telemetry.tracer
         _fit_window(prepared, agent, facts)
         delegator.attach(agent, _child_setup(prepared, model, session_id))
-        tracker = agent.checkpoints = _make_tracker(prepared, emit, session_id, transcript, agent)
+        tracker = agent.checkpoints = checkpointing.session_tracker(prepared, emit, session_id, transcript, agent)
         if transcript is not None:
             agent.emit = _recording_spend(agent.emit, agent, ledger)
         if prepared.resume is not None:
@@ -237,6 +240,8 @@ def resolve_facts(prepared: Prepared, model: str) -> ModelFacts:
     """The model's facts: the day-old cache, else the Models API, else the built-in table (blocking)."""
     from sprout_agent.model.client import retrieve_model_info
 
+    if (recorded := replayed_facts(prepared.tape, model)) is not None:  # --replay: no request, no cache
+        return recorded
     base_url = prepared.settings.base_url
     cache = prepared.locations.cache / "models" if prepared.locations.cache is not None else None
     return model_facts.resolve(
@@ -276,26 +281,6 @@ def _make_store(prepared: Prepared, session_id: str) -> store.SessionStore | Non
     if prepared.locations.sessions is None:
         return None
     return store.SessionStore.new(prepared.locations.sessions, session_id, str(prepared.options.cwd), prepared.model)
-
-
-def _make_tracker(
-    p: Prepared, emit: Callable[[Event], None], session_id: str, transcript: store.SessionStore | None, agent: Agent
-) -> Tracker | None:
-    """The turn's checkpoints (docs/rewind.md), in the user data directory; a resumed session goes on from its
-    recorded turns. Nothing is checkpointed without a data directory, or with SPROUT_AGENT_CHECKPOINTS=off."""
-    if not p.settings.checkpoints:
-        return None
-    policy = agent.permit
-    return checkpointing.tracker_for(
-        p.locations,
-        session_id,
-        str(p.options.cwd),
-        checkpoint_roots(str(p.options.cwd), [str(p.options.cwd / d) for d in p.options.add_dirs]),
-        emit=emit,
-        transcript=transcript,
-        turns=checkpointing.recorded_turns(transcript.path if transcript is not None else None),
-        read_only=lambda: isinstance(policy, Policy) and policy.mode == READ_ONLY,
-    )
 
 
 def _child_setup(p: Prepared, model: AnthropicModel, session_id: str) -> ChildSetup:

@@ -136,6 +136,9 @@ def main_command(
     json_schema: o.JsonSchemaOption = None,
     agents_json: o.AgentsOption = None,
     setting_sources: o.SettingSourcesOption = None,
+    record: o.RecordOption = None,
+    replay: o.ReplayOption = None,
+    replay_mode: o.ReplayModeOption = None,
     no_warm: o.NoWarmOption = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
