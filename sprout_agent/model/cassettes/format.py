@@ -4,12 +4,14 @@ back whole and checked, so a truncated or hand-edited file is one clear error na
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from sprout_agent.core.errors import CassetteError
+from sprout_agent.trust.opening import Reader, Refused
 
 VERSION = 1  # the `version` of the header line; a reader refuses any other (docs/cassettes.md, "Versions")
 FORMAT = "sprout-agent cassette"
@@ -18,6 +20,7 @@ REQUEST_HEADERS = ("anthropic-version", "anthropic-beta", "content-type")
 # Response headers kept: what the client acts on (retries, rate limits) and the API's request id.
 RESPONSE_HEADERS = ("content-type", "request-id", "retry-after", "retry-after-ms", "x-should-retry")
 RESPONSE_HEADER_PREFIXES = ("anthropic-ratelimit-",)
+MAX_BYTES = 512 << 20  # a cassette read back whole: a longer session is recorded, and refused here, whole
 
 Json = dict[str, Any]
 
@@ -94,6 +97,40 @@ def redacted(value: Any, redact: Callable[[str], str]) -> Any:
     return value
 
 
+# The field of each delta type that carries the block's text; a credential may be split across deltas.
+_DELTA_TEXT = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
+
+
+def whole_deltas(events: list[Json], redact: Callable[[str], str]) -> list[Json]:
+    """The events with each content block whose text the filter changes sent as one delta of its filtered text: a
+    key streamed in pieces (`ghp_`, then the rest) is caught whole, never kept in parts."""
+    pieces: dict[tuple[object, str], list[int]] = {}
+    for position, event in enumerate(events):
+        delta = _delta(event)
+        if delta is not None and delta.get("type") in _DELTA_TEXT:
+            pieces.setdefault((event["data"].get("index"), str(delta["type"])), []).append(position)
+    out: list[Json | None] = list(events)
+    for (_, kind), positions in pieces.items():
+        field = _DELTA_TEXT[kind]
+        whole = "".join(str((_delta(events[p]) or {}).get(field, "")) for p in positions)
+        if redact(whole) == whole:
+            continue
+        first = events[positions[0]]
+        merged = dict(first["data"]) | {"delta": {"type": kind, field: redact(whole)}}
+        out[positions[0]] = first | {"data": merged}
+        for position in positions[1:]:
+            out[position] = None
+    return [event for event in out if event is not None]
+
+
+def _delta(event: Json) -> Json | None:
+    data = event.get("data")
+    if event.get("event") != "content_block_delta" or not isinstance(data, dict):
+        return None
+    delta = cast(Json, data).get("delta")
+    return cast(Json, delta) if isinstance(delta, dict) else None
+
+
 def line_of(record: Json) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
@@ -101,10 +138,13 @@ def line_of(record: Json) -> str:
 def load(path: Path) -> Cassette:
     """The cassette at `path`, checked whole: a line that is not JSON, a request without its answer, a field
     missing or of the wrong type, another format or version: one `CassetteError` naming the line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+    try:  # the one reader: a regular file only, no link followed, never waiting on a FIFO a repository put there
+        data = Reader().read(str(path), os.getcwd(), MAX_BYTES)
+        text = data.decode("utf-8")
+    except (OSError, Refused, UnicodeDecodeError) as error:
         raise CassetteError(f"cassette {path}: cannot be read ({error})") from error
+    if len(data) > MAX_BYTES:
+        raise CassetteError(f"cassette {path}: larger than {MAX_BYTES >> 20} MiB")
     records = [(number, _record(path, number, line)) for number, line in enumerate(text.splitlines(), 1) if line]
     if not records:
         raise CassetteError(f"cassette {path}: empty")

@@ -27,7 +27,7 @@ class CassetteWriter:
         directory.mkdir(parents=True, exist_ok=True)
         self.path, fd = _create(directory, session_id)
         self._file = os.fdopen(fd, "w", encoding="utf-8")
-        self._redact = redact
+        self.redact = redact
         self._lock = threading.Lock()  # exchanges end on the loop; the header is written from the model's thread
         self._numbers = itertools.count(1)
         self._write({"type": "cassette", "format": fmt.FORMAT, "version": fmt.VERSION} | header)
@@ -39,7 +39,7 @@ class CassetteWriter:
         self._write({"type": "request", "n": n, **request}, {"type": "response", "n": n, **response})
 
     def _write(self, *records: Json) -> None:
-        text = "".join(fmt.line_of(fmt.redacted(record, self._redact)) for record in records)
+        text = "".join(fmt.line_of(fmt.redacted(record, self.redact)) for record in records)
         with self._lock:
             if not self._file.closed:
                 self._file.write(text)
@@ -73,12 +73,14 @@ def recording_client(writer: CassetteWriter) -> httpx2.AsyncClient:
                 kind = "timeout" if isinstance(error, httpx2.TimeoutException) else "connection"
                 writer.exchange(n, asked, {"status": 0, "headers": {}, "error": {"kind": kind, "message": str(error)}})
                 raise
-            if kwargs.get("stream"):
-                response.stream = _Tee(
-                    response.stream, lambda body, done: writer.exchange(n, asked, _answer(response, body, done))
-                )
-            else:
-                writer.exchange(n, asked, _answer(response, response.content, True))
+            if not kwargs.get("stream"):
+                writer.exchange(n, asked, _answer(response, response.content, True, writer.redact))
+                return response
+
+            def ended(body: bytes, complete: bool) -> None:
+                writer.exchange(n, asked, _answer(response, body, complete, writer.redact))
+
+            response.stream = _Tee(response.stream, ended)
             return response
 
     return Recording()
@@ -94,12 +96,13 @@ def _request(request: httpx2.Request) -> Json:
     return {"method": request.method, "path": request.url.raw_path.decode("ascii"), "headers": headers, "body": body}
 
 
-def _answer(response: httpx2.Response, raw: bytes, complete: bool) -> Json:
+def _answer(response: httpx2.Response, raw: bytes, complete: bool, redact: Callable[[str], str]) -> Json:
     headers = fmt.kept_headers(response.headers.multi_items(), fmt.RESPONSE_HEADERS, fmt.RESPONSE_HEADER_PREFIXES)
     text = _decoded(raw, response.headers.get("content-encoding", "")).decode("utf-8", errors="replace")
     answer: Json = {"status": response.status_code, "headers": headers}
     if headers.get("content-type", "").startswith("text/event-stream"):
         events, tail = fmt.parse_sse(text)
+        events = fmt.whole_deltas(events, redact)
         answer |= {"events": events, "complete": complete} | ({"tail": tail} if tail else {})
         if (usage := _usage(events)) is not None:
             answer["usage"] = usage
