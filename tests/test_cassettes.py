@@ -203,7 +203,10 @@ def test_no_credential_reaches_a_cassette(tmp_path: Path, monkeypatch: pytest.Mo
     server_secret = "s3rv3r-credential-value-42"
     session = Session(tmp_path, monkeypatch, Options(f"use the token {token} please"))
     session.in_process = [replace(fake_in_process(), env={"SERVICE_PASSWORD": server_secret})]
-    script = [reply(tool_use("fake__echo", {"text": f"{server_secret} and {API_KEY}"})), reply(f"done with {token} and {server_secret}")]
+    script = [
+        reply(tool_use("fake__echo", {"text": f"{server_secret} and {API_KEY}"})),
+        reply(f"done with {token} and {server_secret}"),
+    ]
     recorded, fake = session.record(script)
     assert recorded.code == 0, recorded.stderr
     sent = json.dumps([r.headers for r in fake.requests])
@@ -247,3 +250,16 @@ def test_a_truncated_or_hand_edited_cassette_is_one_clear_error(
     with pytest.raises(CassetteError, match=re.escape(error)) as raised:
         session.replay()
     assert raised.value.exit_code == 2 and str(raised.value).startswith(f"cassette {path}: ")
+
+
+def test_a_repositorys_env_file_cannot_turn_recording_or_replay_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = Session(tmp_path, monkeypatch, Options("hi"))
+    leak, fake_tape = tmp_path / "leak", tmp_path / "theirs.jsonl"
+    (session.a / ".env").write_text(f"SPROUT_AGENT_RECORD={leak}\nSPROUT_AGENT_REPLAY={fake_tape}\n")
+    with FakeAnthropic([reply("hello")]) as fake:
+        run = headless(tmp_path, monkeypatch, replace(session.options, cwd=session.a), fake=fake, servers={})
+    assert (run.code, run.stdout) == (0, "hello\n"), run.stderr  # the API answered, not a cassette
+    assert not leak.exists()
+    assert "SPROUT_AGENT_RECORD" in run.stderr and "SPROUT_AGENT_REPLAY" in run.stderr  # each ignored, with a notice
