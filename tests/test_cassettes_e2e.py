@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
-from tests.harness import Run, run_agent
+from tests.harness import Run, fake_server, run_agent, write_config
 
 pytestmark = pytest.mark.e2e
 TOOLS = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
@@ -79,3 +79,40 @@ def test_a_truncated_cassette_is_one_line_and_exit_2_before_anything_starts(tmp_
     (line,) = replayed.stderr.strip().splitlines()
     assert line.startswith(f"sprout-agent: cassette {cassette}: line 3 is not JSON (")
     assert line.endswith("): truncated or edited by hand? record it again")
+
+
+def test_replay_reports_a_tool_result_that_changed_a_call_refused_and_a_hook_that_objects_now(tmp_path: Path) -> None:
+    repo, tapes = tmp_path / "repo", tmp_path / "tapes"
+    repo.mkdir()
+    (repo / "data.txt").write_text("v1\n")
+    script = [reply(tool_use("dev__read", {"file_path": "data.txt"}, id="toolu_read")), reply("It says v1.")]
+    with FakeAnthropic(script) as fake:
+        recorded = run_agent(
+            tmp_path, ["-p", "read data.txt", "--cwd", str(repo), "--record", str(tapes)], fake=fake, env=TOOLS
+        )
+    assert recorded.code == 0, recorded.stderr
+    (cassette,) = tapes.glob("*.jsonl")
+    env = {**TOOLS, "SPROUT_AGENT_RECORD": str(tapes)}  # a session named by id is found where sessions are recorded
+
+    def replay(*args: str, extra: dict[str, str] | None = None) -> Run:
+        return without_key(tmp_path, ["replay", cassette.stem, "--cwd", str(repo), *args], {**env, **(extra or {})})
+
+    same = replay()
+    assert (same.code, same.stdout) == (0, f"replay of {cassette}: 2 of 2 recorded request(s) made; no divergence\n")
+    (repo / "data.txt").write_text("v2\n")
+    changed = replay()
+    assert changed.code == 6, changed.stderr
+    assert changed.stdout.splitlines()[1:] == [
+        '  exchange 2: tool result: dev__read {"file_path": "data.txt"}: result changed: recorded "     1\\tv1", '
+        'now "     1\\tv2"'
+    ]
+    refused = replay("--deny-tools", "dev__read")
+    assert (
+        refused.code == 6
+        and '  exchange 2: refused: dev__read {"file_path": "data.txt"}: refused now' in refused.stdout
+    )
+    hooks = write_config(tmp_path, {"guard": fake_server(stop="the tests are red")})
+    objecting = replay("--config", str(hooks), extra={"MCP_HOOK_SERVERS": "guard"})
+    assert objecting.code == 6
+    assert '  the run: hook: _Stop from guard objects now: "the tests are red"' in objecting.stdout
+    assert "  the run: ended: replay: request 3 has no answer: the cassette recorded 2 requests" in objecting.stdout

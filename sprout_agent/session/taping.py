@@ -19,7 +19,7 @@ from sprout_agent.trust.secrets import redactor
 
 if TYPE_CHECKING:
     from sprout_agent.model.cassettes.format import Cassette
-    from sprout_agent.model.cassettes.player import Player
+    from sprout_agent.model.cassettes.player import Answered, Player
     from sprout_agent.model.cassettes.recorder import CassetteWriter
     from sprout_agent.model.client import AnthropicModel
     from sprout_agent.session.prepared import Prepared
@@ -37,13 +37,16 @@ class TapePlan:
     replay: Cassette | None = None
     lenient: bool = False
     name: str | None = None  # the cassette's file name without .jsonl; None: the session id
+    observe: Callable[[Answered], None] | None = None  # `sprout-agent replay`: told of every request answered
 
 
 def tape_plan(options: Options, environ: Mapping[str, str]) -> TapePlan | None:
-    """The flags over the real environment (never `.env`: guarded_env.py); exit 2 for a cassette that cannot be
-    used. None when neither is asked for."""
-    record = options.record or _path(environ.get(RECORD_ENV))
-    replay = options.replay or _path(environ.get(REPLAY_ENV))
+    """The flags over the real environment (never `.env`: guarded_env.py), a flag over the other's variable (a
+    replay under SPROUT_AGENT_RECORD is not recorded); exit 2 for a cassette that cannot be used. None when neither
+    is asked for."""
+    record, replay = options.record, options.replay
+    if record is None and replay is None:
+        record, replay = _path(environ.get(RECORD_ENV)), _path(environ.get(REPLAY_ENV))
     if record is None and replay is None:
         return None
     if record is not None and replay is not None:
@@ -95,11 +98,14 @@ class Tape:
             return
         known = {**prepared.inherited_env, **prepared.settings_env, **prepared.configured_credentials}
         self._redact = redactor(known)  # the one filter of trust/secrets.py, for every string written or compared
-        if self._plan.replay is not None:
+        plan = self._plan
+        if plan.replay is not None:
             from sprout_agent.model.cassettes.player import Player
 
-            cwd, lenient = str(prepared.options.cwd), self._plan.lenient
-            self.player = Player(self._plan.replay, lenient=lenient, cwd=cwd, redact=self._redact, warn=self._warn)
+            cwd = str(prepared.options.cwd)
+            self.player = Player(
+                plan.replay, lenient=plan.lenient, cwd=cwd, redact=self._redact, warn=self._warn, observe=plan.observe
+            )
 
     def _warn(self, text: str) -> None:
         self._emit(Notice(text, "warning"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anthropic
@@ -18,16 +19,35 @@ from sprout_agent.model.cassettes.compare import comparable, difference_text
 from sprout_agent.model.cassettes.format import Cassette, Exchange, Json
 
 
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """A request the player answered: its number in the run, the exchange that answered it, both requests in
+    comparable form, and the request as sent (filtered): what `sprout-agent replay` reports from."""
+
+    number: int
+    exchange: Exchange
+    recorded: Json
+    sent: Json
+    request: Json
+
+
 class Player:
     """Which recorded exchange answers each request. Requests are matched by content, not arrival, so a
     subagent's and its sibling's, or the three counts of `/context`, may come in any order."""
 
     def __init__(
-        self, cassette: Cassette, *, lenient: bool, cwd: str, redact: Callable[[str], str], warn: Callable[[str], None]
+        self,
+        cassette: Cassette,
+        *,
+        lenient: bool,
+        cwd: str,
+        redact: Callable[[str], str],
+        warn: Callable[[str], None],
+        observe: Callable[[Answered], None] | None = None,
     ) -> None:
         self.cassette = cassette
         self.lenient = lenient
-        self._cwd, self._redact, self._warn = cwd, redact, warn
+        self._cwd, self._redact, self._warn, self._observe = cwd, redact, warn, observe
         self._pending = [(e, comparable(e.request, cassette.cwd)) for e in cassette.exchanges]
         self._sent = 0
         self.diverged: ReplayDiverged | None = None  # strict: the first difference, which every later request repeats
@@ -37,11 +57,12 @@ class Player:
         self._sent += 1
         if self.diverged is not None:
             raise self.diverged
-        sent = comparable(fmt.redacted(request, self._redact), self._cwd)
+        request = fmt.redacted(request, self._redact)
+        sent = comparable(request, self._cwd)
         for index, (exchange, recorded) in enumerate(self._pending):
             if recorded == sent:
                 del self._pending[index]
-                return exchange
+                return self._answered(exchange, recorded, sent, request)
         if not self._pending:
             return self._fail(f"request {self._sent} has no answer: the cassette recorded {self._count()}")
         exchange, recorded = self._nearest(sent)
@@ -49,9 +70,15 @@ class Player:
         if not self.lenient:
             return self._fail(f"{where} at {difference_text(recorded, sent)}")
         self.differed += 1
-        if self.differed == 1:
+        if self.differed == 1 and self._observe is None:  # `replay` reports every difference itself
             self._warn(f"replay: {where} at {difference_text(recorded, sent)}; answering by position (lenient)")
-        return self._pending.pop(0)[0]
+        exchange, recorded = self._pending.pop(0)
+        return self._answered(exchange, recorded, sent, request)
+
+    def _answered(self, exchange: Exchange, recorded: Json, sent: Json, request: Json) -> Exchange:
+        if self._observe is not None:
+            self._observe(Answered(self._sent, exchange, recorded, sent, request))
+        return exchange
 
     def unanswered(self) -> list[Exchange]:
         return [exchange for exchange, _ in self._pending]
