@@ -33,7 +33,8 @@ class Replayed:
     @property
     def result(self) -> dict[str, Any]:
         """The run's last `result` line (empty if it wrote none)."""
-        return next((e for e in reversed(self.events) if e.get("type") == "result"), {})
+        empty: dict[str, Any] = {}
+        return next((e for e in reversed(self.events) if e.get("type") == "result"), empty)
 
     def of(self, subtype: str) -> list[dict[str, Any]]:
         """The `system` lines of one subtype (`hook_objected`, `tool_finished`…)."""
