@@ -20,7 +20,7 @@ REQUEST_HEADERS = ("anthropic-version", "anthropic-beta", "content-type")
 # Response headers kept: what the client acts on (retries, rate limits) and the API's request id.
 RESPONSE_HEADERS = ("content-type", "request-id", "retry-after", "retry-after-ms", "x-should-retry")
 RESPONSE_HEADER_PREFIXES = ("anthropic-ratelimit-",)
-MAX_BYTES = 512 << 20  # a cassette read back whole: a longer session is recorded, and refused here, whole
+MAX_BYTES = 512 << 20  # a cassette is read whole into memory: a larger one is refused
 
 Json = dict[str, Any]
 
