@@ -14,7 +14,6 @@ from sprout_agent import __version__
 from sprout_agent.config.options import Options
 from sprout_agent.core.errors import CassetteError, UsageError
 from sprout_agent.core.events import Event, Notice
-from sprout_agent.model.facts import ModelFacts, fallback
 from sprout_agent.trust.secrets import redactor
 
 if TYPE_CHECKING:
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
     from sprout_agent.model.cassettes.player import Answered, Player
     from sprout_agent.model.cassettes.recorder import CassetteWriter
     from sprout_agent.model.client import AnthropicModel
+    from sprout_agent.model.facts import ModelFacts
     from sprout_agent.session.prepared import Prepared
 
 RECORD_ENV, REPLAY_ENV, REPLAY_MODE_ENV = "SPROUT_AGENT_RECORD", "SPROUT_AGENT_REPLAY", "SPROUT_AGENT_REPLAY_MODE"
@@ -152,6 +152,8 @@ def replayed_facts(plan: TapePlan | None, model: str) -> ModelFacts | None:
     never a Models API request. None when not replaying."""
     if plan is None or plan.replay is None:
         return None
+    from sprout_agent.model.facts import fallback
+
     recorded = plan.replay.header.get("facts")
     if isinstance(recorded, dict) and recorded.get("model") == model:  # pyright: ignore[reportUnknownMemberType]
         return _facts_from(cast(dict[str, Any], recorded))
@@ -163,6 +165,8 @@ def _plain(value: object) -> object:
 
 
 def _facts_from(recorded: dict[str, Any]) -> ModelFacts:
+    from sprout_agent.model.facts import ModelFacts
+
     sets = ("thinking_types", "effort_levels")
     fields: dict[str, Any] = {k: frozenset(v) if k in sets and v is not None else v for k, v in recorded.items()}
     try:
