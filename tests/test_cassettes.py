@@ -6,6 +6,7 @@ holds a credential; a truncated or hand-edited one is one clear error. The CLI a
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -263,3 +264,15 @@ def test_a_repositorys_env_file_cannot_turn_recording_or_replay_on(
     assert (run.code, run.stdout) == (0, "hello\n"), run.stderr  # the API answered, not a cassette
     assert not leak.exists()
     assert "SPROUT_AGENT_RECORD" in run.stderr and "SPROUT_AGENT_REPLAY" in run.stderr  # each ignored, with a notice
+
+
+def test_a_fifo_put_where_a_cassette_should_be_is_refused_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sprout_agent.core.errors import CassetteError
+
+    session = Session(tmp_path, monkeypatch, Options("hi"))
+    session.tapes.mkdir()
+    os.mkfifo(session.tapes / "theirs.jsonl")  # a repository's: reading it would block the run forever
+    with pytest.raises(CassetteError, match=r"theirs\.jsonl is a FIFO \(named pipe\), not a regular file"):
+        session.replay()
