@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
-from tests.harness import Run, fake_server, run_agent, write_config
+from tests.harness import Run, Terminal, agent_command, agent_env, fake_server, run_agent, write_config
 
 pytestmark = pytest.mark.e2e
 TOOLS = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
@@ -139,3 +139,30 @@ def test_a_batch_recorded_once_replays_task_by_task_with_no_key(tmp_path: Path) 
         return {record["id"]: record["result"] for record in map(json.loads, lines)}
 
     assert results("second") == results("first") == {"one": "ONE", "two": "TWO"}
+
+
+def test_an_interactive_session_recorded_on_a_terminal_replays_there_with_no_key(tmp_path: Path) -> None:
+    tapes = tmp_path / "tapes"
+
+    def session(args: list[str], env: dict[str, str]) -> int:
+        term = Terminal(agent_command(args), env, tmp_path)
+        try:
+            term.expect("›")
+            term.send("first question\r")
+            term.expect("first answer")
+            term.send("second question\r")
+            term.expect("second answer")
+            term.seen = ""
+            term.expect("›")
+            term.send("\x04")  # Ctrl-D leaves
+        finally:
+            code = term.close()
+        return code
+
+    with FakeAnthropic([reply("first answer"), reply("second answer")]) as fake:
+        assert session(["--record", str(tapes)], agent_env(tmp_path, fake)) == 0
+    with FakeAnthropic() as gone:
+        closed = gone.base_url
+    session(
+        ["--replay", str(tapes)], agent_env(tmp_path, None, {"ANTHROPIC_API_KEY": "", "ANTHROPIC_BASE_URL": closed})
+    )
