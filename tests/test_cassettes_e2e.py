@@ -163,6 +163,5 @@ def test_an_interactive_session_recorded_on_a_terminal_replays_there_with_no_key
         assert session(["--record", str(tapes)], agent_env(tmp_path, fake)) == 0
     with FakeAnthropic() as gone:
         closed = gone.base_url
-    session(
-        ["--replay", str(tapes)], agent_env(tmp_path, None, {"ANTHROPIC_API_KEY": "", "ANTHROPIC_BASE_URL": closed})
-    )
+    no_key = {"ANTHROPIC_API_KEY": "", "ANTHROPIC_BASE_URL": closed}
+    assert session(["--replay", str(tapes)], agent_env(tmp_path, None, no_key)) == 0
