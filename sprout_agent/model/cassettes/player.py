@@ -80,9 +80,6 @@ class Player:
             self._observe(Answered(self._sent, exchange, recorded, sent, request))
         return exchange
 
-    def unanswered(self) -> list[Exchange]:
-        return [exchange for exchange, _ in self._pending]
-
     def finish(self) -> None:
         """Strict: the run must have made every recorded request, and none that differs (a difference a subagent
         or a compaction swallowed still fails the run)."""
