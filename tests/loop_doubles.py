@@ -41,6 +41,7 @@ from sprout_agent.core.protocols import (
     ToolOutcome,
     ToolSpec,
 )
+from sprout_agent.core.stop_reasons import ModelStop
 from sprout_agent.core.structured import OutputContract
 from sprout_agent.core.tool_names import model_tool_name
 from sprout_agent.model import web_tools as server_tools
@@ -74,7 +75,7 @@ def call(name: str, id: str | None = None, /, **arguments: object) -> ToolUse:
     return ToolUse(id or "", name, dict(arguments))
 
 
-def reply(*parts: str | Block, stop_reason: str | None = None, usage: Usage | None = None) -> ModelReply:
+def reply(*parts: str | Block, stop_reason: ModelStop | None = None, usage: Usage | None = None) -> ModelReply:
     """A model response; strings become text, stop_reason defaults to tool_use if it calls a tool, else end_turn.
 
     Without `usage`, tokens are estimated from the request as the HTTP fake does (len(json) // 4).
@@ -547,7 +548,7 @@ def build_loop(
     window: int = 200_000,
     threshold: int | None = 134_400,  # the default: 80 % of (200k window - 32k output)
     max_compactions: int = 10,
-    max_turns: int | None = None,
+    max_requests: int | None = None,
     max_budget_usd: float | None = None,
     max_parallel_tools: int = 8,
     permit: Permit | None = None,
@@ -604,7 +605,7 @@ def build_loop(
         system=system,
         ledger=ledger,
         compactor=compactor,
-        limits=Limits(max_turns, max_budget_usd, max_parallel_tools),
+        limits=Limits(max_requests, max_budget_usd, max_parallel_tools),
         session_id=SESSION_ID,
         cwd=cwd,
         permit=permit,

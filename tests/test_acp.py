@@ -410,7 +410,7 @@ async def test_stop_reasons_map_to_acp_and_an_api_failure_is_an_error_not_a_cras
     client = EditorClient()
     env = {"SPROUT_AGENT_BUILTIN_SERVERS": "todo"}
     with FakeAnthropic(script) as fake:
-        async with editor(tmp_path, monkeypatch, fake, client, env, Options(limits=Limits(max_turns=1))) as conn:
+        async with editor(tmp_path, monkeypatch, fake, client, env, Options(limits=Limits(max_requests=1))) as conn:
             session_id = await open_session(conn, tmp_path)
 
             async def ask(text: str) -> str:

@@ -13,6 +13,7 @@ import pytest
 
 from sprout_agent.config.options import Options
 from sprout_agent.core.messages import Message, Text
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.faces.acp import listing
 from sprout_agent.session.store import SessionStore
 from tests.acp_harness import EditorClient, stdio_server, texts
@@ -32,7 +33,9 @@ async def test_new_session_offers_our_modes_and_a_model_picker_that_grows_to_the
 
     client = EditorClient()
     # Claude Code's `default` on the command line is shown as the mode that behaves the same: ours, ask.
-    async with editor(tmp_path, monkeypatch, None, client, template=Options(permission_mode="default")) as conn:
+    async with editor(
+        tmp_path, monkeypatch, None, client, template=Options(permission_mode=PermissionMode.DEFAULT)
+    ) as conn:
         init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
         capabilities = init.agent_capabilities.session_capabilities
         assert capabilities.list is not None and capabilities.close is not None
@@ -62,7 +65,9 @@ async def test_a_mode_switched_from_the_editor_applies_to_the_next_call_and_is_a
     script: list[Step] = [reply(tool_use("dev__write", write, id="w1")), reply("refused."), reply("ok")]
     client = EditorClient()
     with FakeAnthropic(script) as fake:
-        async with editor(tmp_path, monkeypatch, fake, client, DEV, Options(permission_mode="auto")) as conn:
+        async with editor(
+            tmp_path, monkeypatch, fake, client, DEV, Options(permission_mode=PermissionMode.AUTO)
+        ) as conn:
             session_id = await open_session(conn, tmp_path)
             await conn.set_session_mode(session_id=session_id, mode_id="read-only")
             announced = await client.wait_for(lambda u: u.session_update == "current_mode_update")

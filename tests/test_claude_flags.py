@@ -20,6 +20,7 @@ from sprout_agent.config.options import Options
 from sprout_agent.core.claude_rules import translate
 from sprout_agent.core.errors import UsageError
 from sprout_agent.core.messages import ToolUse
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.permissions import Policy
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.faces.cli.app import app
@@ -60,7 +61,7 @@ def test_print_is_a_flag_and_options_may_follow_the_prompt() -> None:
     params, prompt, _ = parsed("--print")  # the prompt comes on stdin
     assert params["print_mode"] and prompt is None
     params, prompt, _ = parsed("fix the test", "--max-turns", "3")  # interactive, options after the prompt too
-    assert (params["print_mode"], prompt, params["max_turns"]) == (False, "fix the test", 3)
+    assert (params["print_mode"], prompt, params["max_requests"]) == (False, "fix the test", 3)
     params, prompt, _ = parsed("--config", "a.json", "-p", "q", "--permission-mode", "plan")
     assert (params["config_files"], prompt, params["permission_mode"]) == ([Path("a.json")], "q", "plan")
 
@@ -171,7 +172,7 @@ def bash(command: str) -> tuple[ToolSpec, ToolUse]:
 @pytest.mark.anyio
 async def test_a_command_rule_allows_a_plain_command_and_never_a_compound_one() -> None:
     allow = translate(["Bash(git status:*)", "Bash(npm test)"], deny=False).patterns
-    policy = Policy("ask", allow=allow)
+    policy = Policy(PermissionMode.ASK, allow=allow)
     for command in ("git status", "git  status --short", "npm test"):
         assert await policy(*bash(command)) is None, command
     for command in (
@@ -189,7 +190,7 @@ async def test_a_command_rule_allows_a_plain_command_and_never_a_compound_one() 
 
 @pytest.mark.anyio
 async def test_a_command_deny_rule_catches_each_part_of_a_compound_command() -> None:
-    policy = Policy("auto", deny=translate(["Bash(rm:*)"], deny=True).patterns)
+    policy = Policy(PermissionMode.AUTO, deny=translate(["Bash(rm:*)"], deny=True).patterns)
     assert await policy(*bash("ls -la")) is None
     for command in ("rm -rf build", "ls; rm -rf /", "true && rm x", "echo $(rm x)"):
         assert "denied" in (await policy(*bash(command)) or ""), command
@@ -263,7 +264,7 @@ def test_add_dir_lets_the_dev_tools_write_there_and_only_there(tmp_path: Path) -
 
 def test_plan_mode_narrows_the_sandbox_as_read_only_does(tmp_path: Path) -> None:
     environ = agent_env(tmp_path, None)
-    for mode in ("plan", "read-only"):
+    for mode in (PermissionMode.PLAN, PermissionMode.READ_ONLY):
         prepared = prepare(Options("q", cwd=tmp_path, permission_mode=mode), Locations.nowhere(), environ)
         assert prepared.sandbox.policy.mode in ("read-only", "off"), mode
 

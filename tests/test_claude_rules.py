@@ -1,4 +1,4 @@
-"""A Claude Code script's restrictions hold. When a run takes Claude Code's `default` mode (options.as_claude_code);
+"""A Claude Code script's restrictions hold. When a run takes Claude Code's `default` mode (options.decided_mode);
 what a command rule (`Bash(git:*)`) covers: for a program we know, only what its table lists (command_tables.py; each
 row is tested in test_command_rules.py), so every escape found so far is refused. Table-driven, in-process: each
 row's id names the failure it prevents. One run as a process: `-p --allowedTools`, as a script passes them.
@@ -19,6 +19,7 @@ from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import SDK_MARK, Options
 from sprout_agent.core.claude_rules import translate
 from sprout_agent.core.messages import ToolUse
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.session.prepared import prepare
@@ -29,7 +30,7 @@ from tests.stream_schema import valid_lines
 pytestmark = pytest.mark.anyio
 
 
-UNSET = {"permission_mode_given": False}  # as the CLI passes it when no --permission-mode is given
+UNSET: dict[str, Any] = {"permission_mode": None}  # as the CLI passes it when no --permission-mode is given
 SDK = {SDK_MARK: "0.2.189"}  # what both Agent SDKs set on the process they start
 
 
@@ -49,10 +50,13 @@ SDK = {SDK_MARK: "0.2.189"}  # what both Agent SDKs set on the process they star
         pytest.param(UNSET, {}, "auto", id="our_own_command_line_lost_its_auto_default"),
         pytest.param(UNSET, SDK, "auto", id="a_nested_text_run_under_an_sdk_was_taken_for_the_sdk"),
         pytest.param(
-            {"claude_rules": True, "permission_mode": "auto"}, {}, "auto", id="an_explicit_mode_was_overruled"
+            {"claude_rules": True, "permission_mode": PermissionMode.AUTO},
+            {},
+            "auto",
+            id="an_explicit_mode_was_overruled",
         ),
         pytest.param(
-            {"claude_rules": True, "input_format": "stream-json", "permission_mode": "bypassPermissions"},
+            {"claude_rules": True, "input_format": "stream-json", "permission_mode": PermissionMode.BYPASS_PERMISSIONS},
             SDK,
             "bypassPermissions",
             id="the_sdks_bypass_permissions_was_overruled",
@@ -63,7 +67,7 @@ def test_a_claude_code_script_without_a_mode_runs_in_claude_codes_default(
     tmp_path: Path, options: dict[str, Any], environ: dict[str, str], mode: str
 ) -> None:
     prepared = prepare(Options("q", cwd=tmp_path, **options), Locations.nowhere(), agent_env(tmp_path, None, environ))
-    assert prepared.options.permission_mode == mode
+    assert prepared.permission_mode == mode
 
 
 def bash(command: str) -> tuple[ToolSpec, ToolUse]:
@@ -72,7 +76,7 @@ def bash(command: str) -> tuple[ToolSpec, ToolUse]:
 
 def nobody_asked(*rules: str) -> Policy:
     """As `claude -p` runs a script: Claude Code's default mode, its rules, nobody to ask."""
-    return Policy("default", allow=translate(rules, deny=False).patterns)
+    return Policy(PermissionMode.DEFAULT, allow=translate(rules, deny=False).patterns)
 
 
 NOT_COVERED = [
@@ -252,16 +256,18 @@ async def test_a_command_a_rule_does_not_cover_falls_to_the_mode() -> None:
         return Decision("once")
 
     rules = translate(["Bash(git:*)"], deny=False).patterns
-    assert await Policy("default", allow=rules, ask=person)(*bash("git -c core.pager=cat log")) is None
+    assert await Policy(PermissionMode.DEFAULT, allow=rules, ask=person)(*bash("git -c core.pager=cat log")) is None
     assert asked == ["git -c core.pager=cat log"]  # asked, not run unasked
-    assert await Policy("auto", allow=rules)(*bash("git -c core.pager=cat log")) is None  # auto runs anything
+    assert (
+        await Policy(PermissionMode.AUTO, allow=rules)(*bash("git -c core.pager=cat log")) is None
+    )  # auto runs anything
 
 
 @pytest.mark.parametrize(
     "command", ["'rm' -rf build", 'r"m" -rf build', "ls; 'rm' -rf build", "echo 'a;b' && rm -rf build"]
 )
 async def test_quoting_the_program_name_does_not_escape_a_deny_rule(command: str) -> None:
-    policy = Policy("auto", deny=translate(["Bash(rm:*)"], deny=True).patterns)
+    policy = Policy(PermissionMode.AUTO, deny=translate(["Bash(rm:*)"], deny=True).patterns)
     assert "denied" in (await policy(*bash(command)) or ""), command
 
 
@@ -392,7 +398,7 @@ async def test_a_rule_does_not_cover_a_program_the_model_planted_where_path_find
     from sprout_agent.trust import program_lookup
 
     trusted = program_lookup.outside((str(tmp_path),), {"PATH": f"{path_entry}:{_real_git_dir()}"}, str(tmp_path))
-    policy = Policy("default", allow=translate(["Bash(git:*)", "Bash(git log)"], deny=False).patterns,
+    policy = Policy(PermissionMode.DEFAULT, allow=translate(["Bash(git:*)", "Bash(git log)"], deny=False).patterns,
                     program_trusted=trusted)  # fmt: skip
     assert await policy(*bash("git status")) is None  # nothing planted yet: the real git
     _plant(tmp_path / path_entry, "git")

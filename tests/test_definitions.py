@@ -46,7 +46,7 @@ def test_the_project_wins_over_the_user_and_the_flag_over_both_and_built_ins_sta
     found = load_definitions(places(project, home, None), (flag,))
     agents = {a.name: a for a in found.agents}
     assert agents["reviewer"].description == "Reviews a diff" and agents["reviewer"].tools == ("Read", "Grep")
-    assert agents["reviewer"].model == "haiku" and agents["reviewer"].max_turns == 5
+    assert agents["reviewer"].model == "haiku" and agents["reviewer"].max_requests == 5
     assert agents["mine"].description == "from the flag" and agents["mine"].source == "--agents"
     assert {"general-purpose", "Explore"} <= set(agents) and found.notices == ()
 

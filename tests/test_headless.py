@@ -215,7 +215,7 @@ def test_stream_json_is_init_then_events_then_result_through_tools_and_a_hook_ob
 def test_max_turns_is_exit_3_in_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     script = [reply(tool_use("fake__echo", {"text": str(i)})) for i in range(3)]
     with FakeAnthropic(script) as fake:
-        options = Options("go", cwd=tmp_path, output_format="json", verbose=True, limits=Limits(max_turns=2))
+        options = Options("go", cwd=tmp_path, output_format="json", verbose=True, limits=Limits(max_requests=2))
         run = headless(tmp_path, monkeypatch, options, fake=fake, servers={}, in_process=[fake_in_process()])
     assert run.code == 3
     (result,) = valid_lines(run.stdout)

@@ -43,8 +43,10 @@ from sprout_agent.core.events import (
 from sprout_agent.core.hooks.contract import CONTEXT_FIELDS, HOOK_TEXT_MAX_CHARS
 from sprout_agent.core.images import checked
 from sprout_agent.core.messages import Image, Message, Text, ToolResult, ToolUse, Usage, user_text
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import HookCallFailed, ModelRequest, ToolSpec
+from sprout_agent.core.stop_reasons import TurnStop
 from tests.bounds import bounded
 from tests.loop_doubles import (
     CWD,
@@ -460,13 +462,13 @@ async def run_calls(policy: Policy | None, *uses: ToolUse) -> tuple[dict[str, tu
 
 
 async def test_auto_runs_every_tool() -> None:
-    results, ran, _ = await run_calls(Policy("auto"), ECHO, READ_ONLY)
+    results, ran, _ = await run_calls(Policy(PermissionMode.AUTO), ECHO, READ_ONLY)
     assert results == {"t_echo": (False, "hi"), "t_ro": (False, "read only")}
     assert sorted(ran) == ["echo", "read_only"]
 
 
 async def test_read_only_runs_only_tools_declared_read_only_and_says_how_to_allow_the_rest() -> None:
-    results, ran, loop = await run_calls(Policy("read-only"), ECHO, READ_ONLY)
+    results, ran, loop = await run_calls(Policy(PermissionMode.READ_ONLY), ECHO, READ_ONLY)
     refused, reason = results["t_echo"]
     assert refused and "--permission-mode read-only" in reason and "--allow-tools fake__echo" in reason
     assert results["t_ro"] == (False, "read only")
@@ -474,8 +476,8 @@ async def test_read_only_runs_only_tools_declared_read_only_and_says_how_to_allo
     assert loop.of(ToolRunning) == [ToolRunning("t_ro")]
 
 
-@pytest.mark.parametrize("mode", ["auto", "read-only"])
-async def test_a_deny_pattern_beats_an_allow_pattern_which_beats_the_mode(mode: str) -> None:
+@pytest.mark.parametrize("mode", [PermissionMode.AUTO, PermissionMode.READ_ONLY])
+async def test_a_deny_pattern_beats_an_allow_pattern_which_beats_the_mode(mode: PermissionMode) -> None:
     policy = Policy(mode, allow=["fake__echo", "fake__add"], deny=["fake__e*"])
     results, ran, _ = await run_calls(policy, ECHO, ADD)
     assert results["t_echo"][0] and "denied by --deny-tools fake__e*" in results["t_echo"][1]
@@ -484,14 +486,14 @@ async def test_a_deny_pattern_beats_an_allow_pattern_which_beats_the_mode(mode: 
 
 
 async def test_an_allow_pattern_overrides_read_only() -> None:
-    results, ran, _ = await run_calls(Policy("read-only", allow=["fake__ec*"]), ECHO, ADD)
+    results, ran, _ = await run_calls(Policy(PermissionMode.READ_ONLY, allow=["fake__ec*"]), ECHO, ADD)
     assert results["t_echo"] == (False, "hi")
     assert results["t_add"][0] and "read-only" in results["t_add"][1]
     assert ran == ["echo"]
 
 
 async def test_ask_with_nobody_to_ask_refuses_with_a_reason_and_allowed_tools_still_run() -> None:
-    results, ran, _ = await run_calls(Policy("ask", allow=["*read*"]), ECHO, READ_ONLY)
+    results, ran, _ = await run_calls(Policy(PermissionMode.ASK, allow=["*read*"]), ECHO, READ_ONLY)
     assert results["t_echo"] == (
         True,
         "not approved: sprout-agent runs with --permission-mode ask and no terminal to ask; "
@@ -516,7 +518,7 @@ async def test_ask_once_always_and_deny_with_a_reason_and_the_question_sees_the_
         reply(call("fake__add", "t4", a=1, b=2)),
         reply("finished"),
     ]
-    loop = build_loop(script, permit=Policy("ask", ask=ask))
+    loop = build_loop(script, permit=Policy(PermissionMode.ASK, ask=ask))
     assert (await loop.turn()).text == "finished"
     assert asked == [
         ("fake__echo", "t1", {"text": "one"}),
@@ -533,7 +535,7 @@ async def test_ask_once_always_and_deny_with_a_reason_and_the_question_sees_the_
 
 async def test_max_turns_ends_the_turn_with_stop_reason_max_turns_and_a_valid_history() -> None:
     script = [*(reply(call("fake__echo", text=str(i))) for i in range(2)), reply("fresh count")]
-    loop = build_loop(script, max_turns=2)
+    loop = build_loop(script, max_requests=2)
     assert await loop.turn() == TurnResult("max_turns", "", 2)  # a third request would pass the limit
     assert len(loop.model.requests) == 2 and len(loop.host.calls) == 2
     assert isinstance(loop.history[-1].content[0], ToolResult)  # the last call is answered
@@ -562,7 +564,7 @@ async def test_the_cost_budget_ends_the_turn_with_stop_reason_budget() -> None:
         ("refusal", EXIT_RUNTIME),
     ],
 )
-def test_stop_reasons_map_to_the_documented_exit_codes(stop_reason: str, code: int) -> None:
+def test_stop_reasons_map_to_the_documented_exit_codes(stop_reason: TurnStop, code: int) -> None:
     from sprout_agent.core.errors import exit_code_for_stop
 
     assert exit_code_for_stop(TurnResult(stop_reason, "", 1).stop_reason) == code

@@ -15,6 +15,7 @@ import pytest
 
 from sprout_agent.core.events import Event
 from sprout_agent.core.messages import ToolUse
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
 from tests.api_rules import assert_valid_request
@@ -53,7 +54,7 @@ async def test_builtin_todo_write_counts_as_read_only_but_bash_does_not(tmp_path
     events: list[Event] = []
     with anyio.fail_after(bounded(30)):
         async with builtin_pool(tmp_path, events) as pool:
-            loop = build_loop(script, host=pool, permit=Policy("read-only"))
+            loop = build_loop(script, host=pool, permit=Policy(PermissionMode.READ_ONLY))
             assert (await loop.turn("plan")).text == "done"
     results = loop.results(-2)
     assert not results["t_todo"][0], results["t_todo"]
@@ -170,7 +171,7 @@ async def test_parallel_questions_come_one_at_a_time_and_always_answers_the_wait
         open_questions -= 1
         return next(answers)
 
-    policy = Policy("ask", ask=ask)
+    policy = Policy(PermissionMode.ASK, ask=ask)
     outcomes: dict[int, str | None] = {}
 
     async def call(index: int, name: str) -> None:
@@ -187,7 +188,7 @@ async def test_parallel_questions_come_one_at_a_time_and_always_answers_the_wait
 
 @pytest.mark.anyio
 async def test_policy_order_deny_then_allow_then_mode() -> None:
-    policy = Policy("read-only", allow=["git__*"], deny=["git__push"])
+    policy = Policy(PermissionMode.READ_ONLY, allow=["git__*"], deny=["git__push"])
     assert await policy(spec("git__status"), use_of("git__status")) is None  # allowed although not declared read-only
     assert "denied by --deny-tools git__push" in (await policy(spec("git__push"), use_of("git__push")) or "")
     assert await policy(spec("dev__read", read_only=True), use_of("dev__read")) is None
@@ -197,7 +198,7 @@ async def test_policy_order_deny_then_allow_then_mode() -> None:
 
 @pytest.mark.anyio
 async def test_claude_code_mode_names_map_onto_ours_and_switch_from_the_next_call() -> None:
-    policy = Policy("acceptEdits")  # ask, with the edit tools allowed on top; nobody to ask here
+    policy = Policy(PermissionMode.ACCEPT_EDITS)  # ask, with the edit tools allowed on top; nobody to ask here
     assert await policy(spec("dev__edit", read_only=False), use_of("dev__edit")) is None
     assert "not approved" in (await policy(spec("dev__bash", read_only=False), use_of("dev__bash")) or "")
     policy.set_mode("bypassPermissions")
@@ -219,7 +220,8 @@ async def test_the_time_a_person_takes_to_answer_is_not_the_tools_time() -> None
         return Decision("once")
 
     loop = build_loop(
-        [model_reply(call("fake__echo", "t1", text="hi")), model_reply("ok")], permit=Policy("ask", ask=slow_person)
+        [model_reply(call("fake__echo", "t1", text="hi")), model_reply("ok")],
+        permit=Policy(PermissionMode.ASK, ask=slow_person),
     )
     await loop.turn()
     ended = time.monotonic()

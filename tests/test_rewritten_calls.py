@@ -16,6 +16,7 @@ from sprout_agent.core.claude_rules import translate
 from sprout_agent.core.events import ToolFinished
 from sprout_agent.core.hooks.program_callbacks import CallbackAnswer
 from sprout_agent.core.messages import ToolUse
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
@@ -75,7 +76,7 @@ def finished(loop: Loop) -> ToolFinished:
 @pytest.mark.anyio
 async def test_a_permission_answers_rewrite_to_a_denied_command_is_refused_and_never_runs() -> None:
     person = Person(RM)
-    loop = await bash_turn(Policy("ask", deny=NO_RM, ask=person))
+    loop = await bash_turn(Policy(PermissionMode.ASK, deny=NO_RM, ask=person))
     assert loop.host.calls_of("bash") == []  # type: ignore[attr-defined]
     assert person.asked == [{"command": "echo harmless"}]
     is_error, text = loop.results(-2)["t1"]
@@ -89,7 +90,7 @@ async def test_a_hook_callbacks_rewrite_to_a_denied_command_is_refused_through_t
     for permission in ("allow", None):  # an allow skips the question, never the deny rules
         person = Person(None)
         hook = CallbackAnswer(permission=permission, updated_input=dict(RM))  # type: ignore[arg-type]
-        loop = await bash_turn(Policy("ask", deny=NO_RM, ask=person), hook)
+        loop = await bash_turn(Policy(PermissionMode.ASK, deny=NO_RM, ask=person), hook)
         assert loop.host.calls_of("bash") == [] and person.asked == []  # type: ignore[attr-defined]
         event = finished(loop)
         assert event.denied and event.denied_input == RM
@@ -99,7 +100,7 @@ async def test_a_hook_callbacks_rewrite_to_a_denied_command_is_refused_through_t
 async def test_a_rewrite_the_rules_would_ask_about_runs_on_the_answer_that_gave_it_and_nobody_is_asked_twice() -> None:
     changed: dict[str, object] = {"command": "echo changed"}
     person = Person(changed)
-    loop = await bash_turn(Policy("ask", deny=NO_RM, ask=person))
+    loop = await bash_turn(Policy(PermissionMode.ASK, deny=NO_RM, ask=person))
     (ran,) = loop.host.calls_of("bash")  # type: ignore[attr-defined]
     assert ran.arguments == changed and person.asked == [{"command": "echo harmless"}]  # one question, no loop
     assert loop.results(-2)["t1"] == (False, "echo changed") and not finished(loop).denied
@@ -107,7 +108,9 @@ async def test_a_rewrite_the_rules_would_ask_about_runs_on_the_answer_that_gave_
 
 @pytest.mark.anyio
 async def test_a_hook_rewrite_is_judged_as_the_call_it_now_is_an_allowed_one_runs_unasked_another_is_asked() -> None:
-    policy = Policy("ask", allow=translate(["Bash(echo:*)"], deny=False).patterns, ask=(person := Person(None)))
+    policy = Policy(
+        PermissionMode.ASK, allow=translate(["Bash(echo:*)"], deny=False).patterns, ask=(person := Person(None))
+    )
     loop = await bash_turn(policy, CallbackAnswer(updated_input={"command": "echo fine"}), command="ls")
     assert person.asked == [] and loop.results(-2)["t1"] == (False, "echo fine")
     loop = await bash_turn(policy, CallbackAnswer(updated_input={"command": "ls"}), command="echo harmless")

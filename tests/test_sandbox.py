@@ -18,6 +18,7 @@ from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
 from sprout_agent.core.errors import UsageError
 from sprout_agent.core.messages import ToolUse
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.permissions import Policy
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.session.prepared import prepare
@@ -187,12 +188,16 @@ def test_a_project_env_file_cannot_turn_the_sandbox_off(tmp_path: Path) -> None:
 async def test_read_only_permission_mode_runs_dev_bash_in_the_read_only_sandbox_instead_of_refusing(
     tmp_path: Path,
 ) -> None:
-    prepared = prepare(Options(prompt="hi", cwd=tmp_path, permission_mode="read-only"), locations(tmp_path), ENV)
+    prepared = prepare(
+        Options(prompt="hi", cwd=tmp_path, permission_mode=PermissionMode.READ_ONLY), locations(tmp_path), ENV
+    )
     assert prepared.sandbox.policy.mode == "read-only" and not prepared.sandbox.policy.network
     bash = ToolSpec("dev__bash", "dev", "bash", "", {}, read_only=False)
     use = ToolUse("toolu_1", "dev__bash", {"command": "ls"})
-    assert await Policy("read-only", sandboxed=[("dev", "bash")], read_only_sandbox=True)(bash, use) is None
-    refused = await Policy("read-only")(bash, use)  # no working sandbox: refused as before
+    assert (
+        await Policy(PermissionMode.READ_ONLY, sandboxed=[("dev", "bash")], read_only_sandbox=True)(bash, use) is None
+    )
+    refused = await Policy(PermissionMode.READ_ONLY)(bash, use)  # no working sandbox: refused as before
     assert refused is not None and refused.startswith("refused: sprout-agent runs with --permission-mode read-only")
 
 
@@ -202,7 +207,7 @@ async def test_a_session_switched_to_read_only_refuses_commands_its_writable_san
     start, so a session started in auto that goes read-only must not run commands in a sandbox that writes."""
     bash = ToolSpec("dev__bash", "dev", "bash", "", {}, read_only=False)
     use = ToolUse("toolu_1", "dev__bash", {"command": "rm -rf src"})
-    policy = Policy("auto", sandboxed=[("dev", "bash")], read_only_sandbox=False)
+    policy = Policy(PermissionMode.AUTO, sandboxed=[("dev", "bash")], read_only_sandbox=False)
     assert await policy(bash, use) is None
     policy.set_mode("read-only")
     refused = await policy(bash, use)

@@ -18,6 +18,7 @@ from rich.console import Console
 from sprout_agent.config.options import Options
 from sprout_agent.core.events import Event
 from sprout_agent.core.messages import ToolUse
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.faces.acp.session_template import AcpSetup
@@ -58,7 +59,9 @@ class ScriptedPerson:
         return Decision(kind, outside_sandbox=outside_sandbox is not None)  # type: ignore[arg-type]
 
 
-async def run(tmp_path: Path, person: ScriptedPerson, *commands: str, mode: str = "ask") -> list[str]:
+async def run(
+    tmp_path: Path, person: ScriptedPerson, *commands: str, mode: PermissionMode = PermissionMode.ASK
+) -> list[str]:
     """One turn calling dev__bash with each command in turn; the results' texts."""
     script = [reply(call("dev__bash", f"t{i}", command=command)) for i, command in enumerate(commands)]
     policy = Policy(mode, allow=["dev__bash"], ask=person, sandboxed=[("dev", "bash")])
@@ -110,7 +113,7 @@ async def test_auto_mode_never_escalates_and_a_command_that_succeeds_is_never_as
     tmp_path: Path, outside: Path
 ) -> None:
     person = ScriptedPerson()
-    texts = await run(tmp_path, person, f"touch {outside}", mode="auto")
+    texts = await run(tmp_path, person, f"touch {outside}", mode=PermissionMode.AUTO)
     assert not outside.exists() and "sandbox: write outside" in texts[0]
     assert await run(tmp_path, person, "echo fine") == ["fine\n[exit code: 0]"]
     assert person.asked == []
@@ -120,12 +123,16 @@ async def test_only_a_person_in_ask_mode_and_only_our_sandboxed_tool_can_escalat
     use = ToolUse("t1", "dev__bash", {"command": "touch /etc/x"})
     other = ToolSpec("other__bash", "other", "bash", "", {})  # a server that marks its results the same way
     person = ScriptedPerson("once", "once")
-    assert not await Policy("ask", ask=None, sandboxed=[("dev", "bash")]).escalate(BASH, use, "sandbox: …")
-    assert not await Policy("auto", ask=person, sandboxed=[("dev", "bash")]).escalate(BASH, use, "sandbox: …")
-    assert not await Policy("ask", ask=person, sandboxed=[("dev", "bash")]).escalate(other, use, "sandbox: …")
-    assert not await Policy("ask", ask=person).escalate(BASH, use, "sandbox: …")  # no working sandbox
+    assert not await Policy(PermissionMode.ASK, ask=None, sandboxed=[("dev", "bash")]).escalate(BASH, use, "sandbox: …")
+    assert not await Policy(PermissionMode.AUTO, ask=person, sandboxed=[("dev", "bash")]).escalate(
+        BASH, use, "sandbox: …"
+    )
+    assert not await Policy(PermissionMode.ASK, ask=person, sandboxed=[("dev", "bash")]).escalate(
+        other, use, "sandbox: …"
+    )
+    assert not await Policy(PermissionMode.ASK, ask=person).escalate(BASH, use, "sandbox: …")  # no working sandbox
     assert person.asked == []
-    assert await Policy("ask", ask=person, sandboxed=[("dev", "bash")]).escalate(BASH, use, "sandbox: …")
+    assert await Policy(PermissionMode.ASK, ask=person, sandboxed=[("dev", "bash")]).escalate(BASH, use, "sandbox: …")
 
 
 async def test_a_plain_yes_or_one_that_changes_the_call_is_no_answer_to_the_re_run_question() -> None:
@@ -143,7 +150,7 @@ async def test_a_plain_yes_or_one_that_changes_the_call_is_no_answer_to_the_re_r
         assert outside_sandbox == "sandbox: …"
         return next(answers)
 
-    policy = Policy("ask", ask=answer, sandboxed=[("dev", "bash")])
+    policy = Policy(PermissionMode.ASK, ask=answer, sandboxed=[("dev", "bash")])
     assert [await policy.escalate(BASH, use, "sandbox: …") for _ in range(4)] == [False, False, False, True]
     assert policy.always_outside_sandbox == set()
 
@@ -201,7 +208,7 @@ async def acp_re_run(
     with fa.FakeAnthropic(script) as fake:
         session_env(monkeypatch, fake)
         monkeypatch.setenv("SPROUT_AGENT_BUILTIN_SERVERS", "dev")
-        options = AcpSetup(Options(permission_mode="ask", allow_tools=("dev__bash",)))
+        options = AcpSetup(Options(permission_mode=PermissionMode.ASK, allow_tools=("dev__bash",)))
         async with pipe_agent(options) as client:
             await client.request(1, "initialize", {"protocolVersion": 1})
             session_id = await new_session(client, tmp_path)

@@ -18,6 +18,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from sprout_agent.config.files import load_config
 from sprout_agent.config.options import Options
+from sprout_agent.core.permission_mode import PermissionMode
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, hang, model_info, reply, tool_use
 from tests.fake_sdk import FakeSdk, Json, mentions, run_with_sdk
@@ -92,7 +93,7 @@ def test_servers_and_rules_sent_in_initialize_are_applied_and_confirmed_before_t
         reply(tool_use("fake__echo", {"text": "hi"}), tool_use("dev__bash", {"command": "echo no"})),
         reply("ok"),
     ]
-    options = Options(prompt=None, await_initialize=True, permission_mode="auto")
+    options = Options(prompt=None, await_initialize=True, permission_mode=PermissionMode.AUTO)
     with FakeAnthropic(script_steps) as fake:
         code, sdk, err = run_with_sdk(tmp_path, monkeypatch, script, fake=fake, options=options, env=DEV)
     assert code == 0, err

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from sprout_agent.config.options import Options
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.tool_names import sdk_tool_name
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.fake_sdk import FakeSdk, Json, mentions, run_with_sdk
@@ -153,7 +154,7 @@ def test_pre_tool_use_ask_asks_can_use_tool_even_in_bypass_mode_and_can_use_tool
         "ask": lambda _: ask,
         "can_use_tool": lambda _: {"behavior": "allow", "updatedInput": changed},
     }
-    options = Options(prompt=None, permission_prompt_tool="stdio", permission_mode="bypassPermissions")
+    options = Options(prompt=None, permission_prompt_tool="stdio", permission_mode=PermissionMode.BYPASS_PERMISSIONS)
     script = [reply(tool_use("dev__write", {"file_path": "a.txt", "content": "x"}, id="t1")), reply("ok")]
     hooks = hooks_of(PreToolUse=[(None, ["ask"])])
     _, seen, fake, _, _ = session(tmp_path, monkeypatch, hooks, callbacks, script, options=options)
@@ -277,7 +278,7 @@ def test_pre_tool_use_ask_in_plan_mode_never_lets_can_use_tool_allow_a_write(
     a PreToolUse callback answering "ask" must not turn that refusal into a question a sloppy can_use_tool allows."""
     ask = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}}
     callbacks: dict[str, Callback] = {"ask": lambda _: ask, "can_use_tool": lambda _: {"behavior": "allow"}}
-    options = Options(prompt=None, permission_prompt_tool="stdio", permission_mode="plan")
+    options = Options(prompt=None, permission_prompt_tool="stdio", permission_mode=PermissionMode.PLAN)
     script = [reply(tool_use("dev__write", {"file_path": "planted.txt", "content": "x"}, id="t1")), reply("ok")]
     _, seen, fake, sdk, _ = session(
         tmp_path, monkeypatch, hooks_of(PreToolUse=[(None, ["ask"])]), callbacks, script, options=options

@@ -12,6 +12,7 @@ import pytest
 
 from sprout_agent.core import events as ev
 from sprout_agent.core.messages import Image, Text, Thinking, ToolUse, Usage, user_text
+from sprout_agent.core.permission_mode import PermissionMode, parse_mode
 from sprout_agent.core.protocols import ModelRequest
 from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
 from tests.bounds import bounded
@@ -41,7 +42,7 @@ def init_info(**overrides: Any) -> InitInfo:
         "hooks": [],
         "resumed": False,
         "model_tools": ["up__echo", "up__add"],
-        "permission_mode": "ask",
+        "permission_mode": PermissionMode.ASK,
         "api_key_source": "ANTHROPIC_API_KEY",
     }
     return InitInfo(**(fields | overrides))
@@ -89,7 +90,7 @@ def test_init_is_claude_codes_system_init_with_our_details_as_extra_fields() -> 
 )
 def test_init_names_the_permission_mode_as_claude_code_does(ours: str, claude: str) -> None:
     out = io.StringIO()
-    JsonlSink(out, stream=True).init(init_info(permission_mode=ours))
+    JsonlSink(out, stream=True).init(init_info(permission_mode=parse_mode(ours)))
     assert valid_lines(out.getvalue())[0]["permissionMode"] == claude
 
 
@@ -152,7 +153,7 @@ def test_a_tool_result_is_a_user_message_with_the_whole_result_then_our_timing()
         ("budget", "error_max_budget_usd", 4),
     ],
 )
-def test_each_user_turn_ends_with_its_result(stop_reason: str, subtype: str, code: int) -> None:
+def test_each_user_turn_ends_with_its_result(stop_reason: Any, subtype: str, code: int) -> None:
     replied = ev.ModelReplied(stop_reason, Usage(10, 2), 0.4, 0.001)
     turn = ev.TurnFinished(stop_reason, "the answer", 3, Usage(30, 6, 1, 2), 0.125, 1.5)
     _, out = streamed(replied, turn)
@@ -316,7 +317,7 @@ async def test_the_calls_the_permission_policy_refused_are_the_turns_permission_
         model_reply(call("fake__echo", "t_echo", text="hi"), call("fake__add", "t_add", a=1, b=2)),
         model_reply("the echo was refused"),
     ]
-    loop = build_loop(script, permit=Policy("auto", deny=["fake__echo"]))
+    loop = build_loop(script, permit=Policy(PermissionMode.AUTO, deny=["fake__echo"]))
     with anyio.fail_after(bounded(10)):
         await loop.turn("go")
     sink, out = streamed(*loop.events)

@@ -14,6 +14,7 @@ from sprout_agent.config.definitions import BUILTIN_AGENTS, AgentDefinition
 from sprout_agent.core import subagents as sa
 from sprout_agent.core.events import Notice, SubagentEvent, SubagentFinished, SubagentStarted, ToolStarted
 from sprout_agent.core.messages import Text, ToolResult, Usage
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.protocols import ModelRequest, ToolOutcome
 from sprout_agent.session.delegation import ChildSetup, Delegator
 from tests.loop_doubles import (
@@ -468,7 +469,7 @@ async def test_a_task_runs_unasked_in_read_only_mode_and_its_childs_calls_still_
             child_reply("general-purpose", "refused"),
             reply("ok"),
         ],
-        permit=Policy("plan"),
+        permit=Policy(PermissionMode.PLAN),
     )
     await loop.turn()
     assert result_text(loop) == (False, "refused")

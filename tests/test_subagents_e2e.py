@@ -205,7 +205,7 @@ def test_an_sdk_in_its_default_mode_starts_its_agents_unasked(tmp_path: Path, mo
     agents = json.dumps({"greeter": {"description": "Greets", "prompt": "Reply.", "tools": []}})
     task = {"description": "greet", "prompt": "say hi", "subagent_type": "greeter"}
     with FakeAnthropic([reply(tool_use("agent__task", task, id="toolu_task")), reply("Hi"), reply("DONE")]) as fake:
-        options = Options(prompt=None, permission_mode_given=False, agents_json=(agents,))
+        options = Options(prompt=None, agents_json=(agents,))
         env = {**BUILTINS, "CLAUDE_AGENT_SDK_VERSION": "0.1.0"}
         code, _, err = run_with_sdk(tmp_path, monkeypatch, script, fake=fake, env=env, options=options)
     assert code == 0, err

@@ -12,6 +12,7 @@ from rich.console import Console, RenderableType
 
 from sprout_agent.core import events as ev
 from sprout_agent.core.messages import Text, ToolUse
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.faces.terminal import ask, tool_view
@@ -223,7 +224,7 @@ async def test_ask_mode_runs_read_only_tools_without_asking() -> None:
         asked.append(spec.name)
         return Decision("deny")
 
-    policy = Policy("ask", ask=asker)
+    policy = Policy(PermissionMode.ASK, ask=asker)
     read = ToolSpec("dev__read", "dev", "read", "", {}, read_only=True)
     unknown = ToolSpec("other__thing", "other", "thing", "", {}, read_only=None)
     assert await policy(read, ToolUse("1", "dev__read", {})) is None

@@ -28,6 +28,7 @@ from typing import Any, cast
 from sprout_agent.config.files import LoadedConfig, ServerConfig
 from sprout_agent.config.server_config import configured_credentials
 from sprout_agent.core.errors import ConfigError
+from sprout_agent.trust.env_flags import env_flag
 from sprout_agent.trust.secrets import is_secret, redactor, secret_name
 from sprout_agent.trust.untrusted import printable
 
@@ -199,7 +200,7 @@ class Approvals:
 
 
 def trusted_by_environment(environ: Mapping[str, str]) -> bool:
-    return environ.get(TRUST_PROJECT_ENV, "").strip().lower() in ("1", "true", "yes")
+    return env_flag(environ, TRUST_PROJECT_ENV)
 
 
 @dataclass(frozen=True, slots=True)

@@ -203,8 +203,8 @@ def _agent_file(found: _Found) -> AgentDefinition:
 def agent_definition(name: object, fields: Mapping[str, Any], prompt: str, source: str) -> AgentDefinition:
     if not prompt:
         raise ValueError("no prompt (the Markdown body, or `prompt`)")
-    max_turns = fields.get("maxTurns")
-    if max_turns is not None and (not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1):
+    limit = fields.get("maxTurns")  # Claude Code's name for the most model requests a task makes
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise ValueError("maxTurns must be a positive integer")
     model = fields.get("model")
     if model is not None and (not isinstance(model, str) or not re.fullmatch(r"[\x21-\x7e]{1,100}", model)):
@@ -217,7 +217,7 @@ def agent_definition(name: object, fields: Mapping[str, Any], prompt: str, sourc
         tools=None if tools is None else _names(tools, "tools"),
         disallowed_tools=_names(fields.get("disallowedTools") or [], "disallowedTools"),
         model=model,
-        max_turns=max_turns,
+        max_requests=limit,
         source=source,
     )
 

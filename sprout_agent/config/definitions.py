@@ -27,7 +27,7 @@ class AgentDefinition:
     tools: tuple[str, ...] | None = None  # names or patterns of the parent's tools; None: all the parent's
     disallowed_tools: tuple[str, ...] = ()
     model: str | None = None  # an alias (sonnet, opus, haiku, inherit) or a model id; None: the parent's
-    max_turns: int | None = None
+    max_requests: int | None = None  # the definition's `maxTurns`: model requests per task
     source: str = "built-in"  # the file it came from, "sdk", "--agents" or "built-in"
 
 

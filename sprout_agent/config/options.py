@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sprout_agent.core.errors import UsageError
 from sprout_agent.core.limits import Limits
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.trust.write_policy import ADD_DIRS_ENV
 
 
@@ -35,8 +36,7 @@ class Options:
     continue_latest: bool = False  # --continue
     session_id: str | None = None  # --session-id UUID: the new session's id
     fork_session: bool = False  # --fork-session: the resumed history goes on under a new id
-    permission_mode: str = "auto"  # ours (auto | ask | read-only) or Claude Code's name, as given
-    permission_mode_given: bool = True  # False: no --permission-mode; `prepare` picks as `claude -p` would
+    permission_mode: PermissionMode | None = None  # as given (ours or Claude Code's); None: `decided_mode` picks
     claude_rules: bool = False  # --allowedTools / --disallowedTools given (Claude Code's rule flags)
     allow_tools: tuple[str, ...] = ()  # patterns such as dev__bash or git__*
     deny_tools: tuple[str, ...] = ()
@@ -70,24 +70,20 @@ class Options:
 SDK_MARK = "CLAUDE_AGENT_SDK_VERSION"
 
 
-def as_claude_code(options: Options, environ: Mapping[str, str]) -> Options:
-    """A run that says it is a Claude Code script (its rule flags, or an Agent SDK driving it) and names no mode
-    gets Claude Code's `default` mode, so its restrictions hold: what no rule allows is asked, or refused when
-    nobody can be asked. Our own command lines keep our default, `auto`. `environ` is the real environment: a
-    project's .env cannot choose."""
-    if options.permission_mode_given:
-        return options
-    sdk = options.input_format == "stream-json" and SDK_MARK in environ
-    return replace(options, permission_mode="default") if options.claude_rules or sdk else options
-
-
-def asking_sdk(options: Options) -> Options:
-    """With the SDK's can_use_tool callback to ask, our `auto` mode (the default) becomes `ask`, as Claude Code's
-    default mode asks: a callback that is never called would be a surprise. The SDK's bypassPermissions runs
-    everything unasked."""
-    if options.permission_prompt_tool == "stdio" and options.permission_mode == "auto":
-        return replace(options, permission_mode="ask")
-    return options
+def decided_mode(options: Options, environ: Mapping[str, str]) -> PermissionMode:
+    """The run's permission mode, the one place it is defaulted. Not given: Claude Code's `default` for a run that
+    says it is a Claude Code script (its rule flags, or an Agent SDK driving it), so its restrictions hold (what no
+    rule allows is asked, or refused when nobody can be asked); our own command lines get ours, `auto`. Then, with
+    the SDK's can_use_tool callback to ask, `auto` becomes `ask`, as Claude Code's default mode asks: a callback
+    that is never called would be a surprise (the SDK's bypassPermissions runs everything unasked). `environ` is
+    the real environment: a project's .env cannot choose."""
+    mode = options.permission_mode
+    if mode is None:
+        sdk = options.input_format == "stream-json" and SDK_MARK in environ
+        mode = PermissionMode.DEFAULT if options.claude_rules or sdk else PermissionMode.AUTO
+    if options.permission_prompt_tool == "stdio" and mode is PermissionMode.AUTO:
+        return PermissionMode.ASK
+    return mode
 
 
 def add_dirs_env(add_dirs: tuple[Path, ...], cwd: Path) -> dict[str, str]:

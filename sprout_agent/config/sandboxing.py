@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sprout_agent.config.files import ServerConfig
 from sprout_agent.core.errors import UsageError
-from sprout_agent.core.permissions import READ_ONLY, resolve_mode
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.trust import sandbox as sb
 from sprout_agent.trust.opening import NOTHING_DENIED, DenyList
 
@@ -100,7 +100,7 @@ def plan(
     network: str | None,
     allow_write: Sequence[Path],
     *,
-    permission_mode: str,
+    permission_mode: PermissionMode,
     cwd: Path,
     hidden: Sequence[Path],
     environ: Mapping[str, str],
@@ -115,7 +115,7 @@ def plan(
         raise UsageError(f"--sandbox / {MODE_ENV} must be one of {', '.join(CHOICES)}, got {value!r}")
     required = value == sb.REQUIRED
     chosen = sb.WORKSPACE_WRITE if required else value
-    if resolve_mode(permission_mode)[0] == READ_ONLY and chosen == sb.WORKSPACE_WRITE:  # plan is read-only too
+    if permission_mode.ours is PermissionMode.READ_ONLY and chosen == sb.WORKSPACE_WRITE:  # plan is read-only too
         chosen = sb.READ_ONLY
     net = (network or environ.get(NETWORK_ENV, "").strip() or "on").lower()
     if net not in ("on", "off"):

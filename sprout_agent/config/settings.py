@@ -15,6 +15,7 @@ from sprout_agent.config.env_vars import PROCESS_ENV_VARS as PROCESS_ENV_VARS
 from sprout_agent.config.env_vars import EnvVar as EnvVar
 from sprout_agent.config.env_vars import render_env_example as render_env_example
 from sprout_agent.core.errors import UsageError
+from sprout_agent.trust.env_flags import env_flag
 from sprout_agent.trust.secrets import is_secret  # one filter for every child, shared with the tools
 
 
@@ -54,7 +55,15 @@ def elicitation_policy(flag: str | None, environ: Mapping[str, str]) -> str:
 
 def sampling_allowed(flag: bool, environ: Mapping[str, str]) -> bool:
     """--allow-sampling, or SPROUT_AGENT_ALLOW_SAMPLING=1 in the real environment (never .env: it spends money)."""
-    return flag or environ.get("SPROUT_AGENT_ALLOW_SAMPLING", "").strip().lower() in ("1", "true", "yes", "on")
+    return flag or env_flag(environ, "SPROUT_AGENT_ALLOW_SAMPLING")
+
+
+def _switch(env: Mapping[str, str], name: str) -> bool:
+    """A switch (trust/env_flags.py's spellings), else the table's default; a misspelt one is a UsageError."""
+    try:
+        return env_flag(env, name, env_flag(DEFAULTS, name), strict=True)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def _int(env: Mapping[str, str], name: str, minimum: int) -> int:
@@ -176,7 +185,7 @@ class Settings:
             hook_servers=env.get("MCP_HOOK_SERVERS"),
             hook_timeout_ms=_int(env, "SPROUT_AGENT_HOOK_TIMEOUT_MS", 1),
             stop_max_rejections=_int(env, "SPROUT_AGENT_STOP_MAX_REJECTIONS", 0),
-            tool_hooks=choice(_raw(env, "SPROUT_AGENT_TOOL_HOOKS"), ("0", "1"), "SPROUT_AGENT_TOOL_HOOKS") == "1",
+            tool_hooks=_switch(env, "SPROUT_AGENT_TOOL_HOOKS"),
             pre_tool_max_objections=None
             if _raw(env, "SPROUT_AGENT_PRE_TOOL_MAX_OBJECTIONS") is None
             else _int(env, "SPROUT_AGENT_PRE_TOOL_MAX_OBJECTIONS", 0),
@@ -198,9 +207,8 @@ class Settings:
             thinking=choice(_raw(env, "SPROUT_AGENT_THINKING"), THINKING_SETTINGS, "SPROUT_AGENT_THINKING"),
             thinking_budget=_int(env, "SPROUT_AGENT_THINKING_BUDGET", 1024),
             effort=choice(_raw(env, "SPROUT_AGENT_EFFORT"), EFFORT_LEVELS, "SPROUT_AGENT_EFFORT"),
-            web=choice(_raw(env, "SPROUT_AGENT_WEB"), ("on", "off"), "SPROUT_AGENT_WEB") == "on",
-            checkpoints=choice(_raw(env, "SPROUT_AGENT_CHECKPOINTS"), ("on", "off"), "SPROUT_AGENT_CHECKPOINTS")
-            == "on",
+            web=_switch(env, "SPROUT_AGENT_WEB"),
+            checkpoints=_switch(env, "SPROUT_AGENT_CHECKPOINTS"),
         )
 
 

@@ -39,6 +39,7 @@ from sprout_agent.core.protocols import (
     ToolHost,
 )
 from sprout_agent.core.replies import assistant_message, last_text, reply_text
+from sprout_agent.core.stop_reasons import GoingOn, ModelStop, TurnStop
 from sprout_agent.core.structured import RETRIES_EXHAUSTED, Answer, OutputContract
 from sprout_agent.core.tool_round import ToolRound
 from sprout_agent.core.tracing import (
@@ -54,7 +55,7 @@ from sprout_agent.core.tracing import (
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
-    stop_reason: str  # end_turn, max_tokens, refusal, max_turns, budget, structured_output_retries…
+    stop_reason: TurnStop  # the last reply's (end_turn, max_tokens, refusal…), a bound's, a hook's…
     text: str  # the final assistant text (with --json-schema: the value as JSON)
     turns: int  # model requests made in this turn
     structured: dict[str, object] | None = None  # --json-schema: the answer, valid against the schema
@@ -222,7 +223,7 @@ class Agent:
             finished = await self._finish(reply, turns, not after_objection, objected)
             if isinstance(finished, TurnResult):
                 return finished
-            if finished == "objected":  # a `_Stop` objection keeps the turn going
+            if finished is GoingOn.OBJECTED:  # a `_Stop` objection keeps the turn going
                 after_objection = objected = True
 
     async def _run_tools(self, uses: list[ToolUse]) -> None:
@@ -244,19 +245,17 @@ class Agent:
             self._answer_unrun(uses, f"not run: the reply stopped with {reply.stop_reason}")
         return False
 
-    async def _finish(
-        self, reply: ModelReply, turns: int, ask_stop: bool, objected: bool
-    ) -> TurnResult | Literal["asked again", "objected"]:
+    async def _finish(self, reply: ModelReply, turns: int, ask_stop: bool, objected: bool) -> TurnResult | GoingOn:
         """The turn's result: its structured answer or the reply's text. Or the turn goes on: the model was asked
         again for the structured answer it has not given, or a `_Stop` hook objected."""
         if (unanswered := self._unanswered(reply.stop_reason, turns)) is not None:
-            return unanswered if isinstance(unanswered, TurnResult) else "asked again"
+            return unanswered
         answer = self._answer
         structured = answer.value if answer is not None else None
         text = answer.text() if answer is not None and structured is not None else reply_text(reply)
         ending = reply.stop_reason == "end_turn" or structured is not None
         if ending and ask_stop and await self._stop_objected(text, objected):
-            return "objected"
+            return GoingOn.OBJECTED
         return TurnResult("end_turn" if structured is not None else reply.stop_reason, text, turns, structured)
 
     async def _stop_objected(self, text: str, objected: bool) -> bool:
@@ -275,15 +274,15 @@ class Agent:
         reached = self.limits.reached(turns, self.ledger.budget_spent())
         return TurnResult(reached, last_text(self.history), turns) if reached is not None else None
 
-    def _unanswered(self, stop_reason: str, turns: int) -> TurnResult | bool | None:
-        """The reply ended without the StructuredOutput call the turn needs: True when the model is asked again,
+    def _unanswered(self, stop_reason: ModelStop, turns: int) -> TurnResult | Literal[GoingOn.ASKED_AGAIN] | None:
+        """The reply ended without the StructuredOutput call the turn needs: ASKED_AGAIN when the model is asked,
         the failed turn when its attempts are spent; None when the turn needs no call or has its answer."""
         answer = self._answer
         if answer is None or not answer.wanted_after(stop_reason):
             return None
         if not answer.exhausted and (again := answer.missing()) is not None:
             self._append(again)
-            return True
+            return GoingOn.ASKED_AGAIN
         return TurnResult(RETRIES_EXHAUSTED, "", turns, error=answer.failure())  # no text: it is not the answer
 
     async def _submit(self, prompt: str, attachments: tuple[Image, ...]) -> TurnResult | None:

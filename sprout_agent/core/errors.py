@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sprout_agent.core.stop_reasons import FINISHED, StopReason
+
 # Documented exit codes (README and docs/cli.md, "Exit codes").
 EXIT_OK = 0
 EXIT_RUNTIME = 1
@@ -82,13 +84,13 @@ def exit_code_of(error: BaseException) -> int:
     return found.exit_code if found is not None else EXIT_RUNTIME
 
 
-def exit_code_for_stop(stop_reason: str) -> int:
+def exit_code_for_stop(stop_reason: StopReason) -> int:
     """How a turn's stop reason ends a run: only a finished answer is success."""
     if stop_reason == "max_turns":
         return EXIT_MAX_TURNS
     if stop_reason == "budget":
         return EXIT_BUDGET
-    if stop_reason in ("end_turn", "stop_sequence", "hook_stopped"):  # hook_stopped: a hook's `continue: false`
+    if stop_reason in FINISHED or stop_reason == "hook_stopped":  # hook_stopped: a hook's `continue: false`
         return EXIT_OK
     return EXIT_RUNTIME
 

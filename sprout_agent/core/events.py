@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sprout_agent.core.messages import Block, Image, Text, Usage
+from sprout_agent.core.stop_reasons import ModelStop, StopReason
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +88,7 @@ class AssistantText:
 
 @dataclass(frozen=True, slots=True)
 class ModelReplied:
-    stop_reason: str
+    stop_reason: ModelStop
     usage: Usage
     seconds: float
     cost_usd: float = 0.0  # of this response, from the ledger's price table
@@ -102,7 +103,7 @@ class AssistantMessage:
     message_id: str
     model: str
     content: tuple[Block, ...]
-    stop_reason: str
+    stop_reason: ModelStop
     usage: Usage
     sdk_names: Mapping[str, str] = field(default_factory=dict[str, str])
     cost_usd: float = 0.0  # of this response, from the ledger's price table
@@ -302,9 +303,9 @@ def changes_summary(files: int, added: int, removed: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class TurnFinished:
-    """The loop ended a user turn: `stop_reason` is end_turn, max_tokens, refusal, max_turns, cancelled…"""
+    """The loop ended a user turn (the headless face's SDK interrupt ends one too: `interrupted`)."""
 
-    stop_reason: str
+    stop_reason: StopReason
     text: str
     turns: int
     usage: Usage
@@ -341,7 +342,7 @@ class SubagentFinished:
 
     call_id: str
     agent: str
-    stop_reason: str
+    stop_reason: StopReason  # the child's turn's, or `error` / `cancelled` when it never ended one
     turns: int
     usage: Usage
     cost_usd: float

@@ -19,36 +19,9 @@ import anyio
 
 from sprout_agent.core.claude_rules import BASH, check, command_rules, denies
 from sprout_agent.core.messages import ToolUse
+from sprout_agent.core.permission_mode import Ours, PermissionMode, parse_mode
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.core.subagents import TASK_TOOL
-
-AUTO, ASK, READ_ONLY = "auto", "ask", "read-only"
-MODES = (AUTO, ASK, READ_ONLY)
-# The edit tools Claude Code's acceptEdits mode lets run unasked: the built-in dev server's writes.
-EDIT_TOOLS = ("dev__write", "dev__edit")
-# Claude Code's `--permission-mode` names (and the SDK's set_permission_mode) → (our mode, tools allowed on top).
-# default asks for what is not a read, as our ask mode does; plan may only read; dontAsk refuses what is not
-# allowed beforehand, which is our ask mode with nobody to ask (an SDK that answers can_use_tool asks on).
-CLAUDE_MODES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "default": (ASK, ()),
-    "acceptEdits": (ASK, EDIT_TOOLS),
-    "plan": (READ_ONLY, ()),
-    "bypassPermissions": (AUTO, ()),
-    "dontAsk": (ASK, ()),
-}
-
-# Our modes as Claude Code names them, for what the SDKs read (system/init, hook inputs); its own names pass through.
-AS_CLAUDE_MODE = {AUTO: "bypassPermissions", ASK: "default", READ_ONLY: "plan"}
-
-
-def resolve_mode(name: str) -> tuple[str, tuple[str, ...]]:
-    """Our mode and the tools it allows on top, for one of our mode names or one of Claude Code's."""
-    if name in MODES:
-        return name, ()
-    if name in CLAUDE_MODES:
-        return CLAUDE_MODES[name]
-    known = ", ".join((*MODES, *CLAUDE_MODES))
-    raise ValueError(f"unknown permission mode {name!r} (known: {known})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +64,7 @@ class Policy:
 
     def __init__(
         self,
-        mode: str,
+        mode: PermissionMode,
         *,
         allow: Sequence[str] = (),
         deny: Sequence[str] = (),
@@ -100,8 +73,7 @@ class Policy:
         read_only_sandbox: bool = False,
         program_trusted: Callable[[str], bool] | None = None,
     ) -> None:
-        self.mode, self.mode_allows = resolve_mode(mode)
-        self.mode_name = mode  # as given (Claude Code's name, say): the refusal names it
+        self.permission_mode = mode  # as given (Claude Code's name, say): the refusal names it
         self.allow = tuple(allow)
         self.deny = tuple(deny)
         # `dev__bash(git:*)` rules (Claude Code's `Bash(git:*)`): checked against the call's command.
@@ -134,7 +106,7 @@ class Policy:
         if answered:
             return None
         if self.ask is None:
-            return _nobody_to_ask(self.mode_name, spec, ruled.note)
+            return _nobody_to_ask(self.permission_mode, spec, ruled.note)
         return await self._ask(spec, use)
 
     def _rules(self, spec: ToolSpec, use: ToolUse, hook: Literal["allow", "ask"] | None) -> str | _Asks | None:
@@ -148,12 +120,12 @@ class Policy:
             return None
         allowed, note = self._allowed(spec, command)
         allowed = allowed or spec.name in self.always
-        if hook is None and (allowed or self.mode == AUTO):
+        if hook is None and (allowed or self.mode is PermissionMode.AUTO):
             return None
         # A hook's "ask" asks more, never less: what read-only mode refuses stays refused, not a question.
-        if self.mode == READ_ONLY and not allowed and (refusal := self._read_only(spec)) is not None:
+        if self.mode is PermissionMode.READ_ONLY and not allowed and (refusal := self._read_only(spec)) is not None:
             return refusal
-        if hook == "ask" or (self.mode != READ_ONLY and spec.read_only is not True):
+        if hook == "ask" or (self.mode is not PermissionMode.READ_ONLY and spec.read_only is not True):
             return _Asks(note)  # ask mode: a read is not worth a keypress
         return None
 
@@ -166,16 +138,20 @@ class Policy:
     def _allowed(self, spec: ToolSpec, command: object) -> tuple[bool, str | None]:
         """Whether an allow pattern, the mode or a command rule lets the call run; with a note when a command
         rule matched the command's start but an option keeps the command out (`git -c …` under `git:*`)."""
-        if matching(self.allow, spec) is not None or matching(self.mode_allows, spec) is not None:
+        if matching(self.allow, spec) is not None or matching(self.permission_mode.allows, spec) is not None:
             return (True, None)
         if (spec.server, spec.tool) == TASK_TOOL:  # as in Claude Code: each of the child's calls passes this policy
             return (True, None)
         return check(self.allow_commands, command, self.program_trusted) if command is not None else (False, None)
 
+    @property
+    def mode(self) -> Ours:
+        """Our mode, which decides the calls."""
+        return self.permission_mode.ours
+
     def set_mode(self, name: str) -> None:
         """Switches the mode (ours or Claude Code's name) from the next call on; ValueError for an unknown one."""
-        self.mode, self.mode_allows = resolve_mode(name)
-        self.mode_name = name
+        self.permission_mode = parse_mode(name)
 
     async def _ask(self, spec: ToolSpec, use: ToolUse) -> str | ToolUse | None:
         assert self.ask is not None
@@ -196,7 +172,7 @@ class Policy:
         """Whether a call the sandbox stopped runs again outside it: only in ask mode, only when a person is
         there to say so, only for the tools that run in our sandbox (the re-run is theirs to honour), and only on
         an answer that says "outside the sandbox" (`Decision.outside_sandbox`) about this call as it ran."""
-        if self.mode != ASK or self.ask is None or (spec.server, spec.tool) not in self.sandboxed:
+        if self.mode is not PermissionMode.ASK or self.ask is None or (spec.server, spec.tool) not in self.sandboxed:
             return False
         # "Always" is for this exact call only: for any command it would let a model run anything unsandboxed
         # by printing what a denied write prints.

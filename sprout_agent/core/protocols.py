@@ -8,6 +8,7 @@ from typing import Literal, Protocol
 
 from sprout_agent.core.events import Event, TurnChanges
 from sprout_agent.core.messages import Block, Image, Message, Text, ToolResult, ToolUse, Usage
+from sprout_agent.core.stop_reasons import ModelStop
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,7 @@ class ModelRequest:
 @dataclass(frozen=True, slots=True)
 class ModelReply:
     content: tuple[Block, ...]
-    stop_reason: str
+    stop_reason: ModelStop
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     id: str = ""  # the API's message id (msg_…)

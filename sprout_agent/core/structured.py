@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 from sprout_agent.core.messages import INVALID_INPUT_KEY, Message, Text, user_text
 from sprout_agent.core.protocols import ToolOutcome, ToolSpec
+from sprout_agent.core.stop_reasons import ModelStop, TurnStop
 
 STRUCTURED_OUTPUT_TOOL = "StructuredOutput"  # Claude Code's name: hook matchers and transcripts written for it match
 MAX_ATTEMPTS = 5  # Claude Code's MAX_STRUCTURED_OUTPUT_RETRIES default
-RETRIES_EXHAUSTED = "structured_output_retries"  # the turn's stop reason when no attempt produced a valid value
+RETRIES_EXHAUSTED: TurnStop = "structured_output_retries"  # the turn's stop reason when no attempt gave a valid value
 DESCRIPTION = (
     "Use this tool to return your final response in the requested structured format. You MUST call this tool "
     "exactly once at the end of your response to provide the structured output."
@@ -44,7 +45,7 @@ class OutputContract:
 
 
 # The reply ended without a StructuredOutput call the turn needs: the model is asked again (while attempts last).
-_NO_ANSWER = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence"})
+_NO_ANSWER: frozenset[ModelStop] = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence"})
 
 
 class Answer:
@@ -78,7 +79,7 @@ class Answer:
         self.value = dict(value)
         return ToolOutcome((Text(ACCEPTED),))
 
-    def wanted_after(self, stop_reason: str) -> bool:
+    def wanted_after(self, stop_reason: ModelStop) -> bool:
         """The reply ended (as `stop_reason` says) without the StructuredOutput call the turn still needs."""
         return self.value is None and stop_reason in _NO_ANSWER
 

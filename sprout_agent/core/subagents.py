@@ -17,12 +17,13 @@ from sprout_agent.core.hooks.contract import is_hook
 from sprout_agent.core.listing import bounded_listing
 from sprout_agent.core.messages import Text
 from sprout_agent.core.protocols import ToolHost, ToolOutcome, ToolSpec
+from sprout_agent.core.stop_reasons import FINISHED, TurnStop
 from sprout_agent.core.tool_names import sdk_tool_name
 
 TASK_TOOL = ("agent", "task")  # the built-in server's tool that starts a subagent (mcp/agent_server.py)
 DEFAULT_AGENT = "general-purpose"
 DEFAULT_MAX_DEPTH = 1  # children start no children, as in Claude Code (SPROUT_AGENT_SUBAGENT_DEPTH raises it)
-CHILD_MAX_TURNS = 50  # model requests of one child, unless its definition or the parent's --max-turns says less
+CHILD_MAX_REQUESTS = 50  # model requests of one child, unless its definition or the parent's --max-turns says less
 CHANGED_FILES_SHOWN = 20  # files named in a child's answer; the rest counted
 # The agent types in the task tool's description, which every request carries: a repository may hold hundreds of
 # definitions with 1 KB descriptions. Past this, the rest by name only (their names bounded too).
@@ -167,10 +168,10 @@ def _diff_paths(diff: str) -> Iterable[str]:
             yield line[4:].removeprefix("b/").strip()
 
 
-def answer(text: str, stop_reason: str, turns: int, work: ChildWork) -> ToolOutcome:
+def answer(text: str, stop_reason: TurnStop, turns: int, work: ChildWork) -> ToolOutcome:
     """The child's final text as the parent's tool result, with why it stopped when it did not finish."""
     lines = [text.strip() or "(the subagent gave no answer)"]
-    if stop_reason not in ("end_turn", "stop_sequence"):
+    if stop_reason not in FINISHED:
         lines.insert(0, f"[the subagent stopped before it finished: {stop_reason} after {turns} requests]")
     lines.extend(work.lines())
-    return ToolOutcome((Text("\n\n".join(lines)),), is_error=stop_reason in ("budget", "hook_stopped", "error"))
+    return ToolOutcome((Text("\n\n".join(lines)),), is_error=stop_reason in ("budget", "hook_stopped"))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from sprout_agent.core.messages import Usage
     from sprout_agent.core.protocols import ModelReply
+    from sprout_agent.core.stop_reasons import TurnStop
 
 Attribute = str | int | float | bool | Sequence[str]
 # What a tracer keeps of a text (a prompt, a tool's input or result): cut by the tracer, after its secret filter (cut
@@ -94,7 +95,7 @@ def turn_attributes(session_id: str, fields: Mapping[str, object], prompt: str, 
 
 
 def turn_end_attributes(
-    usage: Usage, stop_reason: str, requests: int, cost_usd: float, files_changed: int
+    usage: Usage, stop_reason: TurnStop, requests: int, cost_usd: float, files_changed: int
 ) -> dict[str, Attribute]:
     """A user turn's span, once the turn has ended."""
     attributes = tracing_usage(usage) | {"sprout.stop_reason": stop_reason, "sprout.requests": requests}

@@ -14,12 +14,17 @@ from sprout_agent.core.errors import SproutError
 from sprout_agent.core.events import ServerAsked
 from sprout_agent.core.images import checked
 from sprout_agent.core.messages import Image, Message, Text
+from sprout_agent.core.stop_reasons import ModelStop
 from sprout_agent.mcp import elicitation as el
 from sprout_agent.mcp.client_features import ClientFeatures
 from sprout_agent.mcp.sampling import SamplingRefused, SamplingRequest, reply_text
 
 USER_REJECTED = -1  # the spec's code for a sampling request the user rejected
-_STOP_REASONS = {"end_turn": "endTurn", "max_tokens": "maxTokens", "stop_sequence": "stopSequence"}
+_STOP_REASONS: dict[ModelStop, str] = {
+    "end_turn": "endTurn",
+    "max_tokens": "maxTokens",
+    "stop_sequence": "stopSequence",
+}
 
 
 class Callbacks(NamedTuple):

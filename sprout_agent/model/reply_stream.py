@@ -25,6 +25,7 @@ from sprout_agent.core.messages import (
     Usage,
 )
 from sprout_agent.core.protocols import ModelReply
+from sprout_agent.core.stop_reasons import ModelStop
 
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
@@ -57,7 +58,8 @@ class ReplyBuilder:
         self._on_server_tool = on_server_tool  # a web search or fetch as it happens, for the faces' tool lines
         self._blocks: dict[int, _Open] = {}
         self._usage: dict[str, int] = {}
-        self._stop_reason: str | None = None
+        # The SDK types it as our `ModelStop` (its `StopReason`); a reason newer than both passes through unchecked.
+        self._stop_reason: ModelStop | None = None
         self._stopped = False
         self._model = ""
         self._id = ""

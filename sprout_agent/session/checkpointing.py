@@ -17,7 +17,8 @@ from sprout_agent.checkpoints.timeline import Turn, turns_from
 from sprout_agent.checkpoints.tracker import Tracker, checkpoint_roots, repository_of
 from sprout_agent.config.locations import Locations
 from sprout_agent.core.events import Event
-from sprout_agent.core.permissions import READ_ONLY, Policy
+from sprout_agent.core.permission_mode import PermissionMode
+from sprout_agent.core.permissions import Policy
 from sprout_agent.session import branches
 from sprout_agent.session.store import SessionStore
 from sprout_agent.trust import git_runner
@@ -46,7 +47,7 @@ def session_tracker(
         emit=emit,
         transcript=transcript,
         turns=recorded_turns(transcript.path if transcript is not None else None),
-        read_only=lambda: isinstance(policy, Policy) and policy.mode == READ_ONLY,
+        read_only=lambda: isinstance(policy, Policy) and policy.mode is PermissionMode.READ_ONLY,
     )
 
 

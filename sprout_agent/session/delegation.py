@@ -36,6 +36,7 @@ from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.limits import Limits
 from sprout_agent.core.messages import Text
 from sprout_agent.core.protocols import Model, Recorder, ToolOutcome
+from sprout_agent.core.stop_reasons import StopReason
 from sprout_agent.core.tool_names import model_tool_name
 
 TASK_NAME = model_tool_name(*sa.TASK_TOOL)
@@ -159,7 +160,7 @@ class Delegator:
             if isinstance(child.recorder, Closing):
                 child.recorder.close()
             usage = child.ledger.usage
-            stop = result.stop_reason if result is not None else "error" if error else "cancelled"
+            stop: StopReason = result.stop_reason if result is not None else "error" if error else "cancelled"
             turns = result.turns if result is not None else 0
             seconds = time.monotonic() - started
             caller.emit(
@@ -222,10 +223,10 @@ def _limits(parent: Agent, definition: AgentDefinition) -> Limits:
     """The child's bounds, drawn from the parent's: the session's budget (its ledger counts its spend in the
     parent's, `Ledger.counted_in`), and its own or the parent's turn limit."""
     limits = parent.limits
-    turns = definition.max_turns or limits.max_turns or sa.CHILD_MAX_TURNS
-    if limits.max_turns is not None:
-        turns = min(turns, limits.max_turns)
-    return replace(limits, max_turns=turns)
+    requests = definition.max_requests or limits.max_requests or sa.CHILD_MAX_REQUESTS
+    if limits.max_requests is not None:
+        requests = min(requests, limits.max_requests)
+    return replace(limits, max_requests=requests)
 
 
 def _compactor(parent: Compactor | None, model: Model, emit: Callable[[Event], None], ledger: Ledger) -> Compactor:

@@ -18,7 +18,7 @@ from sprout_agent.config.definition_files import load_definitions, places
 from sprout_agent.config.definitions import BUILTIN_AGENTS, Definitions
 from sprout_agent.config.dotenv_file import read_dotenv
 from sprout_agent.config.locations import Locations
-from sprout_agent.config.options import Options, add_dirs_env, as_claude_code, asking_sdk
+from sprout_agent.config.options import Options, add_dirs_env, decided_mode
 from sprout_agent.config.output_schema import load_output_schema
 from sprout_agent.config.sandboxing import SandboxPlan, plan, server_notices
 from sprout_agent.config.server_config import configured_credentials
@@ -26,6 +26,7 @@ from sprout_agent.core.claude_rules import offered_builtins
 from sprout_agent.core.compaction import context_window, parse_threshold
 from sprout_agent.core.errors import ConfigError, UsageError
 from sprout_agent.core.ledger import Price, parse_prices
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.structured import OutputContract
 from sprout_agent.session import index as session_index
 from sprout_agent.session import store
@@ -53,6 +54,7 @@ class Prepared:
     window: int  # context window, tokens
     threshold: int | None  # compaction threshold, tokens; None = off
     locations: Locations
+    permission_mode: PermissionMode  # as given, or as `decided_mode` defaulted it
     resume: store.LoadedSession | None = None  # --continue / --resume
     inherited_env: Mapping[str, str] = field(default_factory=dict[str, str])
     held_back: consent.Gated | None = None  # project servers waiting for consent; None = none
@@ -119,7 +121,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     """Reads `.env`, settings and config files; `environ` (the real environment) wins over `.env`.
 
     Project servers the user has not approved are held back (`held_back`); the faces ask or say so."""
-    options = asking_sdk(as_claude_code(options, environ))
+    mode = decided_mode(options, environ)
     dotenv = read_dotenv(options.cwd)
     env = {**dotenv.values, **environ}
     settings = st.Settings.from_env(env)
@@ -141,7 +143,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     _check_session_id(options, locations.sessions)
     added_dirs = add_dirs_env(options.add_dirs, options.cwd)
     loaded = _loaded(options, env, environ, locations)
-    sandbox = _sandbox(options, locations, environ, loaded.sandbox)
+    sandbox = _sandbox(options, mode, locations, environ, loaded.sandbox)
     tools_env = {**sandbox.server_env(), **added_dirs}
     offered, tools_warnings = (None, ()) if options.builtin_tools is None else offered_builtins(options.builtin_tools)
     loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, tools_env, offered)
@@ -174,6 +176,7 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
         window,
         threshold,
         locations,
+        mode,
         resume,
         inherited_env=dict(environ),
         held_back=gated if gated.pending else None,
@@ -186,7 +189,11 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
 
 # Both Agent SDKs (Python and TypeScript) set it on the CLI process they start, which they drive over stream-json.
 def _sandbox(
-    options: Options, locations: Locations, environ: Mapping[str, str], configured: cfg.SandboxPaths
+    options: Options,
+    mode: PermissionMode,
+    locations: Locations,
+    environ: Mapping[str, str],
+    configured: cfg.SandboxPaths,
 ) -> SandboxPlan:
     """The sandbox policy; the agent's own directories (sessions, history, config) are hidden from commands."""
     own = tuple(p for p in (locations.data, locations.sessions, locations.config, locations.logs) if p is not None)
@@ -194,7 +201,7 @@ def _sandbox(
         options.sandbox,
         options.sandbox_network,
         (*options.sandbox_allow_write, *options.add_dirs, *configured.allow_write),
-        permission_mode=options.permission_mode,
+        permission_mode=mode,
         cwd=options.cwd,
         hidden=(*own, *configured.deny_read),
         environ=environ,

@@ -346,7 +346,7 @@ def _build_agent(
         pre_tool_max_objections=p.settings.pre_tool_max_objections,
     )
     policy = Policy(
-        p.options.permission_mode,
+        p.permission_mode,
         allow=p.options.allow_tools,
         deny=p.options.deny_tools,
         ask=ask,

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from sprout_agent.trust.env_flags import env_flag
+
 SWITCH = "SPROUT_AGENT_TELEMETRY"  # 1: export traces, metrics and logs as the OTEL_* variables say
 CONTENT = "SPROUT_AGENT_TELEMETRY_CONTENT"  # 1: prompts, answers, tool inputs and results in spans too
-_ON = ("1", "true", "yes", "on")
 CLOSE_S = 3.5  # what exit may wait for the last exports, a session's or a batch's (docs/telemetry.md)
 
 
 def telemetry_on(environ: Mapping[str, str]) -> bool:
-    return environ.get(SWITCH, "").strip().lower() in _ON
+    return env_flag(environ, SWITCH)
 
 
 def content_on(environ: Mapping[str, str]) -> bool:
-    return environ.get(CONTENT, "").strip().lower() in _ON
+    return env_flag(environ, CONTENT)

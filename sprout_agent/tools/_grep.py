@@ -15,6 +15,7 @@ import anyio.to_thread
 
 from sprout_agent.tools._listing import SKIP_DIRS, directory, glob_matcher, list_files
 from sprout_agent.tools._server import Args, ToolError, ToolOutput
+from sprout_agent.trust.env_flags import env_flag
 from sprout_agent.trust.opening import Reader, Refused
 from sprout_agent.trust.secrets import command_env
 from sprout_agent.trust.workspace import Workspace
@@ -151,7 +152,7 @@ def _finish(lines: Iterable[str], prefix: str) -> list[str]:
 
 def ripgrep(ws: Workspace) -> str | None:
     """The rg to run (None: use the Python search)."""
-    return None if os.environ.get(NO_RG_ENV, "") == "1" else ws.program("rg")
+    return None if env_flag(os.environ, NO_RG_ENV) else ws.program("rg")
 
 
 def _target(ws: Workspace, path: str | None) -> tuple[str, list[str] | None]:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from sprout_agent.trust import landlock as _landlock
 from sprout_agent.trust.child_argv import with_operands
+from sprout_agent.trust.env_flags import env_flag
 from sprout_agent.trust.runtime_dir import hidden_from_commands
 from sprout_agent.trust.sandbox_output import (
     DENIED_WRITE,
@@ -106,7 +107,7 @@ class Policy:
     def from_env(cls, env: Mapping[str, str], root: str) -> Policy:
         """The policy the SPROUT_DEV_SANDBOX* variables in `env` describe; ValueError on a bad value."""
         mode = env.get(MODE_ENV, "").strip().lower() or WORKSPACE_WRITE
-        required = env.get(REQUIRED_ENV, "").strip() == "1" or mode == REQUIRED
+        required = env_flag(env, REQUIRED_ENV) or mode == REQUIRED
         mode = WORKSPACE_WRITE if mode == REQUIRED else mode
         if mode not in MODES:
             raise ValueError(f"{MODE_ENV} must be one of off, read-only, workspace-write, required; got {mode!r}")

@@ -17,6 +17,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from sprout_agent.trust.env_flags import env_flag
 from sprout_agent.trust.opening import NOTHING_DENIED, DenyList, Reader, Refused, WriteTarget, kind_of
 from sprout_agent.trust.sandbox import Policy, Sandbox, trusted_which
 from sprout_agent.trust.write_policy import ADD_DIRS_ENV, ALLOW_OUTSIDE_ENV, WritePolicy, under
@@ -49,7 +50,7 @@ class Workspace:
         # --add-dir directories are writable for commands as for the write tools: one set of roots.
         added = tuple(os.path.realpath(p) for p in environ.get(ADD_DIRS_ENV, "").split(os.pathsep) if p)
         policy = replace(policy, allow_write=tuple(dict.fromkeys((*policy.allow_write, *added))))
-        return cls(root=root, allow_outside=environ.get(ALLOW_OUTSIDE_ENV, "") == "1", sandbox=Sandbox(policy))
+        return cls(root=root, allow_outside=env_flag(environ, ALLOW_OUTSIDE_ENV), sandbox=Sandbox(policy))
 
     def resolve(self, path: str) -> str:
         """Absolute, symlink-free path; relative paths are taken from the working directory."""

@@ -5,32 +5,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sprout_agent.core.permissions import resolve_mode
+from sprout_agent.core.permission_mode import PermissionMode, parse_mode
 from sprout_agent.faces.acp.wire import INVALID_PARAMS, Json, RpcError
 
 MODE_OPTION, MODEL_OPTION = "mode", "model"  # the config options' ids
 # (id, name, description): ours, plus Claude Code's acceptEdits; `plan` and `default`, `bypassPermissions` and
-# `dontAsk` given on the command line are shown as the mode here that behaves the same (core/permissions.py).
-MODES: tuple[tuple[str, str, str], ...] = (
-    ("ask", "Ask", "Reads run; edits, commands and other tools ask first"),
-    ("acceptEdits", "Accept edits", "As Ask, but the built-in file edits run unasked"),
-    ("read-only", "Read only (plan)", "Only reads run, and commands in the read-only sandbox"),
-    ("auto", "Auto", "Every call runs unasked (the OS sandbox still confines commands)"),
+# `dontAsk` given on the command line are shown as the mode here that behaves the same (core/permission_mode.py).
+MODES: tuple[tuple[PermissionMode, str, str], ...] = (
+    (PermissionMode.ASK, "Ask", "Reads run; edits, commands and other tools ask first"),
+    (PermissionMode.ACCEPT_EDITS, "Accept edits", "As Ask, but the built-in file edits run unasked"),
+    (PermissionMode.READ_ONLY, "Read only (plan)", "Only reads run, and commands in the read-only sandbox"),
+    (PermissionMode.AUTO, "Auto", "Every call runs unasked (the OS sandbox still confines commands)"),
 )
 
 
-def shown_mode(name: str) -> str:
-    """The listed mode that behaves as `name` (ours or Claude Code's); `name` itself when none does."""
-    resolved = resolve_mode(name)
-    return next((mode for mode, _, _ in MODES if resolve_mode(mode) == resolved), name)
+def shown_mode(given: PermissionMode) -> PermissionMode:
+    """The listed mode that behaves as `given` (ours or Claude Code's); `given` itself when none does."""
+    return next((mode for mode, _, _ in MODES if mode.behaves_as(given)), given)
 
 
-def listed_mode(raw: object) -> str:
+def listed_mode(raw: object) -> PermissionMode:
     """A mode id the editor sent: one we listed, else Invalid params."""
     if not isinstance(raw, str) or raw not in {mode for mode, _, _ in MODES}:
         listed = ", ".join(mode for mode, _, _ in MODES)
         raise RpcError(INVALID_PARAMS, f"Invalid params: unknown mode {str(raw)[:80]!r} (modes: {listed})")
-    return raw
+    return parse_mode(raw)
 
 
 def mode_state(current: str) -> Json:

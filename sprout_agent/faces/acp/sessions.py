@@ -15,6 +15,7 @@ from sprout_agent.core.events import Notice, changes_summary
 from sprout_agent.core.messages import Image, ToolUse
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolHost, ToolSpec
+from sprout_agent.core.stop_reasons import TurnStop
 from sprout_agent.faces.acp import choices, commands
 from sprout_agent.faces.acp.editor_host import EditorHost, EditorOffers
 from sprout_agent.faces.acp.updates import Updates
@@ -26,7 +27,7 @@ from sprout_agent.session.prepared import Prepared
 from sprout_agent.session.runtime import Runtime, new_session_id, open_runtime
 
 # The loop's stop reasons as ACP names them; anything else ended the turn normally.
-STOP_REASONS = {"max_tokens": "max_tokens", "max_turns": "max_turn_requests", "refusal": "refusal"}
+STOP_REASONS: dict[TurnStop, str] = {"max_tokens": "max_tokens", "max_turns": "max_turn_requests", "refusal": "refusal"}
 PERMISSION_OPTIONS: tuple[Json, ...] = (
     {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
     {"optionId": "allow_always", "name": "Always allow this tool", "kind": "allow_always"},
@@ -102,7 +103,7 @@ class AcpSession:
     def mode(self) -> str:
         """The listed mode the session's permission policy is in (the command line's until the runtime is up)."""
         policy = self._runtime.agent.permit if self._runtime is not None else None
-        name = policy.mode_name if isinstance(policy, Policy) else self.prepared.options.permission_mode
+        name = policy.permission_mode if isinstance(policy, Policy) else self.prepared.permission_mode
         return choices.shown_mode(name)
 
     def model(self) -> str:

@@ -58,17 +58,6 @@ def _rules(ours: list[str] | None, claude: list[str] | None, *, deny: bool) -> t
     return _patterns(ours) + translated.patterns
 
 
-def _mode(name: str, output_format: str) -> str:
-    """A --permission-mode name, ours or Claude Code's, kept as given; a wrong one exits 2."""
-    from sprout_agent.core.permissions import resolve_mode
-
-    try:
-        resolve_mode(name)
-    except ValueError as error:
-        fail_as(output_format, f"--permission-mode: {error}")
-    return name
-
-
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"sprout-agent {__version__} (Claude Code headless protocol {CLAUDE_CODE_PROTOCOL})")
@@ -90,7 +79,7 @@ def main_command(
     fallback_model: o.FallbackModelOption = None,
     system_prompt: o.SystemPromptOption = None,
     append_system_prompt: o.AppendSystemPromptOption = None,
-    max_turns: o.MaxTurnsOption = None,
+    max_requests: o.MaxRequestsOption = None,
     cwd: Annotated[
         Path | None, typer.Option(metavar="PATH", help="Working directory for the agent and its tools.")
     ] = None,
@@ -177,8 +166,7 @@ def main_command(
         first_prompt=first_prompt,
         cwd=work_dir,
         add_dirs=tuple(path.resolve() for path in add_dirs or ()),
-        permission_mode=_mode(permission_mode or "auto", output_format.value),
-        permission_mode_given=permission_mode is not None,
+        permission_mode=o.checked_mode(permission_mode, output_format.value),
         allow_tools=_rules(allow_tools, allowed_tools, deny=False),
         deny_tools=_rules(deny_tools, disallowed_tools, deny=True),
         claude_rules=allowed_tools is not None or disallowed_tools is not None,
@@ -228,7 +216,7 @@ def replay_cli(
         ctx.params,
         cwd=(cwd or Path.cwd()).resolve(),
         config_files=tuple(path.resolve() for path in config_files or ()),
-        permission_mode=_mode(permission_mode or "auto", "text"),
+        permission_mode=o.checked_mode(permission_mode),
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
     )
@@ -243,7 +231,7 @@ def acp_command(
     ctx: typer.Context,
     config_files: o.ConfigOption = None,
     model: o.ModelOption = None,
-    max_turns: o.MaxTurnsOption = None,
+    max_requests: o.MaxRequestsOption = None,
     permission_mode: o.PermissionModeOption = None,
     allow_tools: o.AllowToolsOption = None,
     deny_tools: o.DenyToolsOption = None,
@@ -271,7 +259,7 @@ def acp_command(
     template = o.options_from(
         ctx.params,
         config_files=tuple(path.resolve() for path in config_files or ()),
-        permission_mode=_mode(permission_mode or "auto", "text"),
+        permission_mode=o.checked_mode(permission_mode),
         allow_tools=_patterns(allow_tools),
         deny_tools=_patterns(deny_tools),
         sandbox_allow_write=tuple(path.resolve() for path in sandbox_allow_write or ()),

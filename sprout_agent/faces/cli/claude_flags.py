@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sprout_agent.core.errors import UsageError
+from sprout_agent.core.permission_mode import PermissionMode
 
 # Flags dropped with a warning: flag → (values it takes, what sprout-agent does instead); OPTIONAL: a value
 # if the next argument does not start with "-" (Claude Code's `--debug [filter]`, parsed as its parser does).
@@ -46,7 +47,7 @@ IGNORED: dict[str, tuple[int, str]] = {
 
 # Flags with another spelling here: flag → our flag, and a value to give it (None: the flag's own value).
 RENAMED: dict[str, tuple[str, str | None]] = {
-    "--dangerously-skip-permissions": ("--permission-mode", "bypassPermissions"),
+    "--dangerously-skip-permissions": ("--permission-mode", PermissionMode.BYPASS_PERMISSIONS),
     "--allowed-tools": ("--allowedTools", None),
     "--disallowed-tools": ("--disallowedTools", None),
 }

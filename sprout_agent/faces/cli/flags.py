@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
+from sprout_agent.core.permission_mode import PermissionMode, parse_mode
+
 if TYPE_CHECKING:  # the record is imported when a run is built, not for --help or a subcommand
     from sprout_agent.config.options import Options
 
@@ -75,7 +77,7 @@ ConfigOption = Annotated[
 ModelOption = Annotated[
     str | None, typer.Option("--model", metavar="NAME", help="Model name (default: $ANTHROPIC_MODEL or built in).")
 ]
-MaxTurnsOption = Annotated[
+MaxRequestsOption = Annotated[
     int | None, typer.Option("--max-turns", min=1, metavar="N", help="Most model requests per prompt.")
 ]
 MaxBudgetOption = Annotated[
@@ -229,6 +231,21 @@ PermissionModeOption = Annotated[
         "script (--allowedTools/--disallowedTools, an Agent SDK; docs/permissions.md).",
     ),
 ]
+
+
+def checked_mode(given: str | None, output_format: str = "text") -> PermissionMode | None:
+    """A --permission-mode as every command takes it (the main command, `acp`, `batch`): parsed by the one parser,
+    None when not given (the run decides: `config.options.decided_mode`); a wrong one exits 2."""
+    if given is None:
+        return None
+    try:
+        return parse_mode(given)
+    except ValueError as error:
+        from sprout_agent.faces.cli.exits import fail_as
+
+        fail_as(output_format, f"--permission-mode: {error}")
+
+
 AllowedToolsOption = Annotated[
     list[str] | None,
     typer.Option(

@@ -32,6 +32,7 @@ from sprout_agent.core.errors import (
 )
 from sprout_agent.core.events import Event, Notice, TurnChanges, TurnFinished
 from sprout_agent.core.messages import Image, Usage
+from sprout_agent.core.stop_reasons import StopReason
 from sprout_agent.core.tool_names import sdk_tool_name
 from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
 from sprout_agent.faces.lifecycle import open_face
@@ -49,7 +50,7 @@ class Outcome:
     """How the run has ended so far: what `finish` reports. Each step of the run replaces it whole."""
 
     code: int = EXIT_OK
-    stop_reason: str = "end_turn"
+    stop_reason: StopReason = "end_turn"
     text: str = ""  # the last turn's answer
     turns: int = 0  # model requests, while no agent exists to count them
     errors: tuple[str, ...] = ()
@@ -295,7 +296,7 @@ class Headless:
                 servers=servers,
                 tools=[sdk_tool_name(spec.server, spec.tool) for spec in agent.tools],
                 model_tools=[spec.name for spec in agent.tools],
-                permission_mode=self.prepared.options.permission_mode,
+                permission_mode=self.prepared.permission_mode,
                 api_key_source="ANTHROPIC_API_KEY" if self.prepared.settings_env.get("ANTHROPIC_API_KEY") else "none",
                 hooks=hooks,
                 resumed=self.prepared.resume is not None,

@@ -29,7 +29,8 @@ from sprout_agent.core.messages import (
     ToolUse,
     Usage,
 )
-from sprout_agent.core.permissions import AS_CLAUDE_MODE
+from sprout_agent.core.permission_mode import PermissionMode
+from sprout_agent.core.stop_reasons import StopReason
 
 SCHEMA_VERSION = 2
 Record = dict[str, object]
@@ -44,7 +45,7 @@ MCP_STATUS = {
     "not approved": "disabled",
 }
 # Our stop reasons that end a turn early → the result subtypes Claude Code uses for them.
-RESULT_SUBTYPE = {
+RESULT_SUBTYPE: dict[StopReason, str] = {
     "max_turns": "error_max_turns",
     "budget": "error_max_budget_usd",
     "error": "error_during_execution",
@@ -76,7 +77,7 @@ class InitInfo:
     sandbox: Mapping[str, object] = field(default_factory=lambda: SandboxPlan.off().record())
     context_window: int = 0  # tokens, from the Models API (or the table/default when it cannot say)
     model_tools: Sequence[str] = ()  # the names the model sees (server__tool)
-    permission_mode: str = "auto"  # ours or Claude Code's
+    permission_mode: PermissionMode = PermissionMode.AUTO  # as given; shown as Claude Code names it
     api_key_source: str = "none"  # ANTHROPIC_API_KEY | none: where the credential came from, never the value
     max_output_tokens: int = 0
     agents: Sequence[str] = ()  # the agent definitions' names (subagent types)
@@ -86,7 +87,7 @@ class InitInfo:
 @dataclass(frozen=True, slots=True)
 class ResultInfo:
     text: str
-    stop_reason: str
+    stop_reason: StopReason
     session_id: str | None  # None: the run failed before a session existed
     turns: int  # model requests
     usage: Usage
@@ -150,7 +151,7 @@ def init_record(info: InitInfo) -> Record:
             }
             for s in info.servers
         ],
-        "permissionMode": AS_CLAUDE_MODE.get(info.permission_mode, info.permission_mode),
+        "permissionMode": info.permission_mode.claude_name,
         "slash_commands": list(info.slash_commands),
         "apiKeySource": info.api_key_source,
         "output_style": "default",

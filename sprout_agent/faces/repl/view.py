@@ -21,7 +21,6 @@ from sprout_agent.core.messages import (
     ToolUse,
     text_of,
 )
-from sprout_agent.core.permissions import resolve_mode
 from sprout_agent.faces.terminal.prompt_attach import without_attachments
 from sprout_agent.mcp.state import ServerStatus
 from sprout_agent.session.prepared import Prepared
@@ -33,9 +32,8 @@ REPLAY_TEXT_CHARS = 300
 def banner(prepared: Prepared, model: str) -> str:
     options = prepared.options
     names = ", ".join(server.name for server in prepared.loaded.servers) or "none"
-    mode = options.permission_mode
-    ours = resolve_mode(mode)[0]
-    mode = mode if mode == ours else f"{mode} ({ours})"  # Claude Code's name: say what it means here
+    given = prepared.permission_mode
+    mode = given if given is given.ours else f"{given} ({given.ours})"  # Claude Code's name: say what it means here
     return (
         f"sprout-agent · {model} · {_home(options.cwd)}\n"
         f"permissions {mode} · sandbox {prepared.sandbox.describe()} · servers: {names}\n"

@@ -15,7 +15,8 @@ import anyio
 from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.hooks import program_callbacks as cb
 from sprout_agent.core.hooks.contract import truncate
-from sprout_agent.core.permissions import AS_CLAUDE_MODE, Policy
+from sprout_agent.core.permission_mode import PermissionMode
+from sprout_agent.core.permissions import Policy
 from sprout_agent.faces.sdk.control import Body, Control, ControlError
 from sprout_agent.session.runtime import Runtime
 from sprout_agent.session.store import SessionStore
@@ -145,13 +146,13 @@ class SdkHooks:
             return {}
         agent = runtime.agent
         policy = agent.permit
-        mode = policy.mode_name if isinstance(policy, Policy) else "default"
+        mode = policy.permission_mode if isinstance(policy, Policy) else PermissionMode.DEFAULT
         transcript = str(agent.recorder.path) if isinstance(agent.recorder, SessionStore) else ""
         return {
             "session_id": runtime.session_id,
             "transcript_path": transcript,
             "cwd": agent.cwd,
-            "permission_mode": AS_CLAUDE_MODE.get(mode, mode),
+            "permission_mode": mode.claude_name,
         }
 
     async def notify(self, message: str, notification_type: str) -> None:

@@ -31,6 +31,7 @@ from sprout_agent.faces.slash_commands import switch_to
 from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session.prepared import Prepared, prepare
 from sprout_agent.session.runtime import Runtime
+from sprout_agent.trust.env_flags import env_flag
 
 # How long a permission question waits for the SDK's callback (it may ask a person): then the call is refused.
 ASK_TIMEOUT = 600.0
@@ -55,7 +56,7 @@ class SdkSession:
         self.settled = anyio.Event()  # the first `initialize` has been answered (or refused)
         self.callbacks: SdkHooks | None = None  # the SDK's hook callbacks (set by the face: they need the channel)
         self.forward_subagent_text: Callable[[], None] | None = None  # `forwardSubagentText` (set by the face)
-        enabled = prepared.inherited_env.get(ENABLE, "").strip().lower() in ("1", "true", "yes", "on")
+        enabled = env_flag(prepared.inherited_env, ENABLE)
         self.rewind = SdkRewind(enabled, lambda: self.runtime, lambda: self.turn is not None)
 
     def handlers(self) -> dict[str, Handler]:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # loaded when first needed: a -p run never renders Markdown, 
 
 from sprout_agent.core import events as ev
 from sprout_agent.core.events import Event
+from sprout_agent.core.stop_reasons import FINISHED
 from sprout_agent.faces.terminal.calls import short_arguments
 from sprout_agent.faces.terminal.subagent_lines import outermost, shown
 from sprout_agent.trust.untrusted import printable, visible
@@ -246,7 +247,7 @@ class TerminalRenderer:
             text = event.text if not self.answers.isatty() else visible(event.text)  # raw for a pipe
             self.answers.write(text if text.endswith("\n") or not text else text + "\n")
             self.answers.flush()
-        elif self.interactive and event.stop_reason not in ("end_turn", "stop_sequence"):
+        elif self.interactive and event.stop_reason not in FINISHED:
             self.say(f"stopped: {event.stop_reason}", "yellow")
         if event.changes is not None and (line := self._changes_line(event.changes)):
             self.say(line)

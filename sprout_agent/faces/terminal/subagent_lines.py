@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sprout_agent.core import events as ev
+from sprout_agent.core.stop_reasons import FINISHED
 from sprout_agent.faces.terminal.calls import short_arguments
 from sprout_agent.trust.untrusted import visible
 
@@ -39,7 +40,7 @@ def shown(event: ev.SubagentStarted | ev.SubagentEvent | ev.SubagentFinished, ve
                 f"{NEST}{event.agent}: {event.stop_reason}{why} after {event.turns} requests, "
                 f"{event.seconds:.1f}s, ${event.cost_usd:.4f}"
             )
-            return Shown(line=visible(line), warning=event.stop_reason not in ("end_turn", "stop_sequence"))
+            return Shown(line=visible(line), warning=event.stop_reason not in FINISHED)
         case ev.SubagentEvent():
             return _inner(*outermost(event)[1:], verbose)
 

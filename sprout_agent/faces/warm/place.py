@@ -28,10 +28,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sprout_agent.faces.warm import inherited
+from sprout_agent.trust.env_flags import env_flag
 from sprout_agent.trust.runtime_dir import private, runtime_directory
 from sprout_agent.trust.secrecy import environment_block
 
-SWITCH = "SPROUT_AGENT_WARM"  # 0, off, false or no: never
+SWITCH = "SPROUT_AGENT_WARM"  # a switch, on by default (trust/env_flags.py): off means never
 IDLE = "SPROUT_AGENT_WARM_IDLE_SECONDS"
 IDLE_DEFAULT = 600.0
 NO_WARM = "--no-warm"
@@ -39,13 +40,12 @@ NO_WARM = "--no-warm"
 # the list to the Typer app.
 SUBCOMMANDS = frozenset({"mcp", "hooks", "batch", "sessions", "acp"})
 _ANSWERS_AT_ONCE = frozenset({"--help", "-h", "--version"})
-_OFF = frozenset({"0", "off", "false", "no"})
 SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)  # Linux 6.5+; named in Python's socket module from 3.13
 
 
 def wanted(args: Sequence[str], env: Mapping[str, str], stdin_is_terminal: bool) -> bool:
     """A run that goes to completion (`-p`, or a prompt on a pipe), not a subcommand, and not switched off."""
-    if env.get(SWITCH, "").strip().lower() in _OFF or not sys.platform.startswith("linux"):
+    if not env_flag(env, SWITCH, default=True) or not sys.platform.startswith("linux"):
         return False
     words = set(args)
     if NO_WARM in words or words & SUBCOMMANDS or words & _ANSWERS_AT_ONCE:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from sprout_agent.trust.env_flags import env_flag
+
 _log = logging.getLogger(__name__)  # the -v log: why the keyring was passed over
 
 SERVICE = "sprout-agent MCP OAuth"
@@ -56,7 +58,7 @@ TEST_REDIRECT_ENV = "SPROUT_AGENT_OAUTH_TEST_REDIRECT"
 
 def oauth_setup(data: Path | None, environ: Mapping[str, str], flow: str = "stored") -> OAuthSetup:
     """The user's token store; with SPROUT_AGENT_OAUTH_TEST_REDIRECT=1 (tests only) the flow runs without a browser."""
-    return OAuthSetup(UserTokens(data), "test" if environ.get(TEST_REDIRECT_ENV) == "1" else flow)
+    return OAuthSetup(UserTokens(data), "test" if env_flag(environ, TEST_REDIRECT_ENV) else flow)
 
 
 def canonical(url: str) -> str:

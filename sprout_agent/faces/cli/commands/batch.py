@@ -46,7 +46,7 @@ _BATCH_OWNED = frozenset(
     {"-p", "--prompt", "--output-format", "--input-format", "--cwd", "-c", "--continue", "-r", "--resume", "--"}
 )
 # The main command's options `batch run` takes for every task, passed on by name (the rest are the batch's own).
-_PASSED_ON = ("config_files", "model", "max_turns", "permission_mode", "allow_tools", "deny_tools", "trust_project")
+_PASSED_ON = ("config_files", "model", "max_requests", "permission_mode", "allow_tools", "deny_tools", "trust_project")
 _OutputOption = Annotated[OutputFormat, typer.Option(help="text (a table) or json (one summary object).")]
 
 
@@ -73,7 +73,7 @@ def batch_run(
     # For every task's `sprout-agent -p`, as the main command takes them (passed on by name: agent_argv).
     config_files: o.ConfigOption = None,
     model: o.ModelOption = None,
-    max_turns: o.MaxTurnsOption = None,
+    max_requests: o.MaxRequestsOption = None,
     permission_mode: o.PermissionModeOption = None,
     allow_tools: o.AllowToolsOption = None,
     deny_tools: o.DenyToolsOption = None,
@@ -89,8 +89,7 @@ def batch_run(
     owned = sorted({arg.split("=", 1)[0] for arg in passed or ()} & _BATCH_OWNED)
     if owned:
         fail(f"batch: {owned[0]} is the batch's to set for each task (the prompt, output, directory, session)", 2)
-    if permission_mode is not None:
-        _checked_mode(permission_mode)
+    o.checked_mode(permission_mode)  # a wrong one exits 2 before any task; each task's -p parses it again
     agent_args = [*o.agent_argv(ctx.params, ctx.command.params, _PASSED_ON), *(passed or [])]
     options = runner.BatchOptions(
         tasks_file=tasks,
@@ -136,17 +135,6 @@ def _traced(tasks: Path) -> Generator[TaskTracing | None]:
     finally:
         if (said := tracing.close()) is not None:
             print(said, file=sys.stderr)
-
-
-def _checked_mode(name: str) -> str:
-    """Ours or Claude Code's mode names, as the main command takes them; a wrong one exits 2 before any task."""
-    from sprout_agent.core.permissions import resolve_mode
-
-    try:
-        resolve_mode(name)
-    except ValueError as error:
-        fail(f"--permission-mode: {error}", 2)
-    return name
 
 
 @batch_app.command("report")

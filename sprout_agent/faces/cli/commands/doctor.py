@@ -41,6 +41,7 @@ from sprout_agent.config.sandboxing import SandboxPlan, ServerSandboxes, plan
 from sprout_agent.config.settings import Settings, child_environment
 from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.hooks.contract import HOOK_POINTS, TOOL_HOOKS, is_hook, parse_allowlist
+from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.mcp.oauth.store import oauth_setup
 from sprout_agent.trust.untrusted import printable
@@ -87,8 +88,8 @@ def load_setup(
     hidden = tuple(p for p in (data_dir, user_config_dir) if p is not None)
     hidden += loaded.sandbox.deny_read
     sandbox = plan(
-        None, None, loaded.sandbox.allow_write, permission_mode="auto", cwd=cwd, hidden=hidden, environ=os.environ,
-        strict=False,
+        None, None, loaded.sandbox.allow_write, permission_mode=PermissionMode.AUTO, cwd=cwd, hidden=hidden,
+        environ=os.environ, strict=False,
     )  # fmt: skip
     servers = with_builtin_servers(loaded, settings.builtin_servers, cwd, sandbox.server_env())
     secrets = secrets_in(env, os.environ)
