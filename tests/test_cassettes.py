@@ -192,7 +192,7 @@ def test_a_run_that_ends_before_the_recording_does_fails_strict_replay(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session = recorded_hello(tmp_path, monkeypatch)
-    replayed = session.replay(limits=Limits(max_turns=1))  # the tool round's second request is never made
+    replayed = session.replay(limits=Limits(max_requests=1))  # the tool round's second request is never made
     assert replayed.code == 6
     assert (
         "replay: the run ended with 1 recorded request(s) not made; the first: exchange 2 (line 4)" in replayed.stderr
