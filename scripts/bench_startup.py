@@ -8,6 +8,7 @@ is read from /proc/PID/stat when the fake has the request. Then the import cost 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -141,18 +142,17 @@ def warm_env(home: Path, env: dict[str, str]) -> dict[str, str]:
 
 
 def zygote_of(env: dict[str, str]) -> int | None:
-    """The zygote serving `env`'s runtime directory, once its socket is up (waits for it, bounded)."""
+    """The zygote serving `env`'s runtime directory, once its socket is up (waits for it, bounded): the pid its
+    lock names (faces/warm/live.py; its command line is its title, which names no directory)."""
+    from sprout_agent.faces.warm import live
+
     base = Path(env["XDG_RUNTIME_DIR"]) / "sprout-agent"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if any(base.glob("*.sock")):
-            for entry in Path("/proc").iterdir():
-                try:
-                    argv = (entry / "cmdline").read_bytes().split(b"\0")
-                except OSError:
-                    continue
-                if any(b"warm.zygote" in a for a in argv) and str(base).encode() in argv:
-                    return int(entry.name)
+            with contextlib.suppress(OSError):
+                for one in live.interpreters(base):
+                    return one.pid
         time.sleep(0.05)
     return None
 

@@ -37,6 +37,10 @@ OWN_FILES = {
     "sprout_agent/faces/warm/place.py": "the warm runtime directory (0700), /proc/self, a peer's /proc/<pid>",
     "sprout_agent/faces/warm/starting.py": "the warm interpreter's lock and log in its runtime directory",
     "sprout_agent/faces/warm/zygote.py": "the warm interpreter's lock in its runtime directory",
+    "sprout_agent/faces/warm/live.py": (
+        "the warm interpreters' locks in their runtime directory (0700, through its descriptor, no link followed) "
+        "and their /proc/<pid> (comm, stat, status, children), /proc/uptime"
+    ),
     "sprout_agent/faces/warm/inherited.py": (
         "/proc/self (cgroup, oom_score_adj), the cgroup's procs file, and a warm peer's /proc/<pid> (status, "
         "attr/current, loginuid) through a descriptor of its directory"

@@ -173,15 +173,12 @@ def expectations(path: Path) -> dict[str, str]:
 
 
 def end_warm_interpreters(warm_dir: str) -> None:
-    """Ends the warm interpreters started in our private runtime directory (by pid, found by their argv)."""
-    for entry in Path("/proc").iterdir():
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if any(b"warm.zygote" in a for a in argv) and any(a.startswith(warm_dir.encode()) for a in argv):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(entry.name), signal.SIGTERM)
+    """Ends the warm interpreters started in our private runtime directory (by the pids their locks name)."""
+    from sprout_agent.faces.warm import live
+
+    with contextlib.suppress(OSError):
+        for one in live.interpreters(Path(warm_dir) / "sprout-agent"):
+            live.stop(one.pid)
 
 
 def main() -> int:

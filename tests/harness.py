@@ -111,19 +111,14 @@ def pid_alive(pid: int) -> bool:
 
 def warm_zygotes(runtime: Path) -> list[int]:
     """The live warm interpreters serving the runtime directory `runtime` (XDG_RUNTIME_DIR of the runs that
-    started them), found by their command line: the zygote is given its directory, `runtime/sprout-agent`."""
-    base = str(runtime / "sprout-agent").encode()
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if any(b"warm_run" in a for a in argv) and base in argv and pid_alive(int(entry.name)):
-            found.append(int(entry.name))
-    return found
+    started them): the pids their locks name, each a live process of ours called a warm interpreter
+    (faces/warm/live.py; their command line is their title now, which names no directory)."""
+    from sprout_agent.faces.warm import live
+
+    try:
+        return [one.pid for one in live.interpreters(runtime / "sprout-agent") if pid_alive(one.pid)]
+    except OSError:
+        return []
 
 
 def end_warm_zygotes(runtime: Path) -> None:

@@ -772,3 +772,11 @@ def test_child_environment_of_the_real_process_has_no_anthropic_key() -> None:
     child = child_environment({**os.environ, "ANTHROPIC_API_KEY": "sk-ant-x"}, {})
     assert "ANTHROPIC_API_KEY" not in child
     assert child.get("PATH") == os.environ.get("PATH")
+
+
+def test_the_waiting_notice_may_come_sooner_than_15_s_never_later() -> None:
+    assert Settings.from_env({"SPROUT_AGENT_API_WAITING_MS": "500"}).api_waiting_ms == 500
+    assert Settings.from_env({}).api_waiting_ms == 15_000
+    for wrong in ("15001", "0", "soon"):
+        with pytest.raises(UsageError, match="SPROUT_AGENT_API_WAITING_MS"):
+            Settings.from_env({"SPROUT_AGENT_API_WAITING_MS": wrong})

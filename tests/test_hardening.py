@@ -207,11 +207,17 @@ for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
         memory = True
     except OSError:
         memory = False
+    try:
+        comm = open(f"/proc/{pid}/comm").read().strip()
+        ppid = int(open(f"/proc/{pid}/stat", "rb").read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError):
+        comm, ppid = "", 0
     row = {"pid": pid, "cmd": cmdline.replace(b"\\0", b" ").decode(errors="replace")[:300], "environ": readable,
-           "mem": memory,
+           "mem": memory, "comm": comm, "ppid": ppid,
            "in_cmdline": [n for n, v in needles.items() if v in cmdline],
            "in_environ": [n for n, v in needles.items() if v in environ]}
-    if mark in cmdline or row["in_cmdline"] or row["in_environ"]:
+    # Ours by name too: the command lines of a run and of a warm interpreter are their titles (faces/warm/title.py)
+    if mark in cmdline or row["in_cmdline"] or row["in_environ"] or comm in ("sprout-agent", "sprout-warm"):
         print(json.dumps(row))
 """
 
@@ -219,7 +225,7 @@ for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
 @dataclass
 class Scan:
     rows: list[dict[str, Any]]
-    parent: str  # the command line of the process that started the MCP server: the run's
+    parent: str  # the command line of the process that started the MCP server (the run's), and its parent's name
 
     def found(self, needle: str) -> list[dict[str, Any]]:
         return [r for r in self.rows if needle in r["in_environ"] or needle in r["in_cmdline"]]
@@ -233,7 +239,12 @@ def _scan(tmp_path: Path, sandbox: list[str], env: dict[str, str], *, warm: bool
     parent = tmp_path / "server-parent"
     # The server, through a shell that notes who started it (the run: warm, the zygote's child), holds a credential
     # from the user's environment, as `${VAR}` in the config's `env`.
-    noting = ["-c", 'tr "\\0" " " < /proc/$PPID/cmdline > "$0"; exec "$@"', str(parent), sys.executable, FAKE_MCP, mark]
+    noting = [
+        "-c",
+        'tr "\\0" " " < /proc/$PPID/cmdline > "$0"; cat /proc/$(cut -d" " -f4 /proc/$PPID/stat)/comm >> "$0"; '
+        'exec "$@"',
+        str(parent), sys.executable, FAKE_MCP, mark,
+    ]  # fmt: skip
     server = {"command": "bash", "args": noting, "env": {"PROBE_API_TOKEN": "${PROBE_TOKEN}", "FAKE_MCP_TOOLS": "echo"}}
     servers = {"mcpServers": {"probe": server}}
     (tmp_path / "servers.json").write_text(json.dumps(servers))
@@ -295,7 +306,11 @@ def _ours(scan: Scan, tmp_path: Path) -> tuple[list[dict[str, Any]], list[dict[s
     """The run's agent processes (the relay, the zygote and the run when warm) and its server, as the scan saw them."""
     seen = [r for r in scan.rows if str(tmp_path) in r["cmd"]]
     servers = [r for r in seen if "fake_mcp_server" in r["cmd"]]
-    return [r for r in seen if "sprout_agent" in r["cmd"] and r not in servers], servers
+    # The relay's command line is the one it was started with; the run's is its title, `… in <tmp_path>`; the
+    # warm interpreter's names no directory: it is the one whose child the run is.
+    agents = [r for r in seen if ("sprout_agent" in r["cmd"] or r["comm"] == "sprout-agent") and r not in servers]
+    zygotes = [r for r in scan.rows if r["comm"] == "sprout-warm" and any(a["ppid"] == r["pid"] for a in agents)]
+    return agents + zygotes, servers
 
 
 @pytest.mark.e2e
@@ -310,7 +325,7 @@ def test_the_warm_interpreter_leaves_the_key_readable(tmp_path: Path, mechanism:
     environ and memory of every process of ours to the command."""
     sandbox, env = MECHANISMS[mechanism]
     scan = _scan(tmp_path, sandbox, env, warm=warm, prefix=[])
-    assert ("warm_run" in scan.parent) is warm, scan.parent  # the run was where the test meant it to be
+    assert scan.parent.endswith("sprout-warm\n") is warm, scan.parent  # the run was where the test meant it to be
     assert scan.found("key") == []
     holders = scan.found("token")
     assert all("fake_mcp_server" in r["cmd"] and r["in_cmdline"] == [] for r in holders), holders
@@ -334,7 +349,7 @@ def test_a_process_of_the_same_user_cannot_open_the_memory_of_the_relay_the_zygo
     scan could have opened it."""
     assert SETPRIV is not None
     scan = _scan(tmp_path, ["--sandbox", "off"], {}, warm=True, prefix=[SETPRIV, "--bounding-set=-sys_ptrace", "--"])
-    assert "warm_run" in scan.parent, scan.parent
+    assert scan.parent.endswith("sprout-warm\n"), scan.parent
     agents, (server,) = _ours(scan, tmp_path)
     assert len(agents) == 3 and not any(r["mem"] for r in agents), agents
     assert server["mem"] and scan.found("key") == []

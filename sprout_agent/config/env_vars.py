@@ -26,6 +26,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("ANTHROPIC_BASE_URL", "", "API endpoint; unset = https://api.anthropic.com"),
     EnvVar("ANTHROPIC_MODEL", DEFAULT_MODEL, "model id"),
     EnvVar("API_TIMEOUT_MS", "600000", "a model request's read timeout, milliseconds (Claude Code's name)"),
+    EnvVar("SPROUT_AGENT_API_WAITING_MS", "15000", "a quiet request says so after this long, milliseconds, 1-15000"),
     EnvVar("ANTHROPIC_DEFAULT_HAIKU_MODEL", "claude-haiku-5-5", "a subagent definition's `model: haiku`"),
     EnvVar("ANTHROPIC_DEFAULT_SONNET_MODEL", "claude-sonnet-5-5", "a subagent definition's `model: sonnet`"),
     EnvVar("ANTHROPIC_DEFAULT_OPUS_MODEL", "claude-opus-5-5", "a subagent definition's `model: opus`"),

@@ -42,6 +42,8 @@ REFUSED: tuple[tuple[str, str], ...] = (
     ("the sandbox", "SPROUT_AGENT_SANDBOX.* SPROUT_DEV_.*"),
     # The way back from what the agent did (docs/rewind.md): a repository must not switch it off.
     ("your checkpoints", "SPROUT_AGENT_CHECKPOINTS"),
+    # How soon a quiet request says so: a notice each millisecond would bury the screen and the scripts' stderr.
+    ("what you are told", "SPROUT_AGENT_API_WAITING_MS"),
     # HOME and XDG_* locate your config, approvals and sessions; the rate gate is a file every run writes.
     ("where your files are", "HOME XDG_.* SPROUT_AGENT_RATE_GATE"),
 )  # fmt: skip

@@ -75,6 +75,12 @@ def _int(env: Mapping[str, str], name: str, minimum: int) -> int:
     return int(value)
 
 
+def _at_most(value: int, most: int, name: str) -> int:
+    if value > most:
+        raise UsageError(f"{name} may be at most {most}, got {value}")
+    return value
+
+
 def _seconds(env: Mapping[str, str], name: str) -> float:
     value = _raw(env, name) or ""
     try:
@@ -156,6 +162,7 @@ class Settings:
     tool_hooks: bool = False  # SPROUT_AGENT_TOOL_HOOKS=1
     pre_tool_max_objections: int | None = None  # None = unlimited
     api_timeout_ms: int = 600_000
+    api_waiting_ms: int = 15_000  # the "waiting for the API" notice (model/silence.py): at most 15 s, documented
     server_start_timeout: float = 30.0
     tool_timeout: float = 600.0
     tool_result_max_bytes: int = 51200
@@ -190,6 +197,7 @@ class Settings:
             if _raw(env, "SPROUT_AGENT_PRE_TOOL_MAX_OBJECTIONS") is None
             else _int(env, "SPROUT_AGENT_PRE_TOOL_MAX_OBJECTIONS", 0),
             api_timeout_ms=_int(env, "API_TIMEOUT_MS", 1),
+            api_waiting_ms=_at_most(_int(env, "SPROUT_AGENT_API_WAITING_MS", 1), 15_000, "SPROUT_AGENT_API_WAITING_MS"),
             server_start_timeout=_seconds(env, "SPROUT_AGENT_SERVER_START_TIMEOUT"),
             tool_timeout=_seconds(env, "SPROUT_AGENT_TOOL_TIMEOUT"),
             tool_result_max_bytes=_int(env, "SPROUT_AGENT_TOOL_RESULT_MAX_BYTES", 1),

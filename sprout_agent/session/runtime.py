@@ -227,6 +227,7 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
         partial_messages=prepared.options.include_partial_messages and prepared.options.output_format == "stream-json",
         rate_gate=Path(gate) if (gate := prepared.inherited_env.get("SPROUT_AGENT_RATE_GATE")) else None,
         timeout=prepared.settings.api_timeout_ms / 1000,
+        waiting_notice=prepared.settings.api_waiting_ms / 1000,
     )
     return model, facts
 

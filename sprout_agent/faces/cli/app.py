@@ -226,6 +226,19 @@ def replay_cli(
         exit_now(fail_with(error))
 
 
+@app.command("doctor")
+def doctor_command(
+    stop: Annotated[bool, typer.Option("--stop", help="Ask them all to leave (each once its runs end).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
+) -> None:
+    """List the warm interpreters running for you (age, memory, runs, whether they serve this install's code)."""
+    import os
+
+    from sprout_agent.faces.cli.commands.warm_doctor import doctor_command as body
+
+    exit_now(body(os.environ, stop, as_json))
+
+
 @app.command("acp")
 def acp_command(
     ctx: typer.Context,

@@ -2,5 +2,5 @@
 `stream_lines.py` the lines in Claude Code's shapes; with `--input-format stream-json` it drives the SDKs' control
 protocol (`faces/sdk/`).
 
-Imports: faces/sdk, faces/terminal, faces/lifecycle, session, config, trust, core.
+Imports: faces/sdk, faces/terminal, faces/lifecycle, faces/warm, session, config, trust, core.
 """

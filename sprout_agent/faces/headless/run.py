@@ -40,6 +40,7 @@ from sprout_agent.faces.sdk.control import Control, LineWriter, Skipped, prompts
 from sprout_agent.faces.sdk.sdk_hooks import SdkHooks
 from sprout_agent.faces.sdk.sdk_session import SdkAsk, SdkRelay, SdkSession
 from sprout_agent.faces.terminal.render import TerminalRenderer
+from sprout_agent.faces.warm.title import name_run
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.session.runtime import Runtime, new_session_id, open_runtime
 from sprout_agent.trust.untrusted import printable
@@ -172,6 +173,7 @@ class Headless:
                     self.prepared, self.emit, session_id=self.session_id, **self._sdk_parts()
                 ) as runtime:
                     self.runtime = runtime
+                    name_run(runtime.session_id, self.prepared.options.cwd)  # in ps and top
                     if self.sdk is not None:
                         self.sdk.attach(runtime)
                     await life.turns(partial(self._turns, runtime), partial(runtime.agent.end_session, "signal"))

@@ -37,6 +37,7 @@ from sprout_agent.faces.slash_commands import (
 from sprout_agent.faces.terminal.input import PromptReader, TurnKeys
 from sprout_agent.faces.terminal.prompt_attach import attach_mentions, mentions
 from sprout_agent.faces.terminal.render import TerminalRenderer
+from sprout_agent.faces.warm.title import name_run
 from sprout_agent.mcp.prompts import attach_resources, command_name, mention, prompt_text
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.session.runtime import Runtime, open_runtime
@@ -258,6 +259,7 @@ async def run_repl(prepared: Prepared, renderer: TerminalRenderer) -> int:
             approve_sampling=approve,
         ) as runtime:
             early.started = True
+            name_run(runtime.session_id, prepared.options.cwd)  # in ps and top
             repl = Repl(prepared, renderer, runtime, keys)
             agent.append(runtime.agent)
             pool = runtime.pool

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import NoReturn
 
-from sprout_agent.faces.warm import inherited
+from sprout_agent.faces.warm import inherited, title
 from sprout_agent.faces.warm.wire import RELAYED, Lines, line, receive_go, receive_request
 from sprout_agent.trust.secrecy import harden
 
@@ -40,6 +40,8 @@ def become_the_run(conn: socket.socket, run: Callable[[], None]) -> NoReturn:
         lines = _take_on(conn)
         if lines is None:
             os._exit(0)
+        # A run, no longer the zygote's copy, in ps and top; the session names itself once it has an id
+        title.name_run(None)
         conn.settimeout(None)
         threading.Thread(target=_relay, args=(lines,), daemon=True, name="warm-signals").start()
         code = _run(run)

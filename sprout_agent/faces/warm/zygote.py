@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from sprout_agent.faces.warm import place
+from sprout_agent import __version__
+from sprout_agent.faces.warm import live, place, title
 from sprout_agent.faces.warm.wire import line
 from sprout_agent.trust.secrecy import harden
 
@@ -37,15 +38,26 @@ def main(preload: Sequence[str], run: Callable[[], None]) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return  # another zygote got there first
+    _serve(base, print_, idle, lock, preload, run)
+    # Still holding the lock: nobody serves these files any more. Not after an exception: its traceback goes to
+    # the log, which stays for the user (the next zygote to start clears it a minute later).
+    live.forget(base, print_)
+
+
+def _serve(base: Path, print_: str, idle: float, lock: int, preload: Sequence[str], run: Callable[[], None]) -> None:
     if place.no_new_privs():
         return  # it would serve commands confined by Landlock as readily as their runs: place.no_new_privs
     if place.fingerprint(sys.path) != print_:
         return  # started by an interpreter unlike this one: it would never be asked
+    live.claim(lock)
+    title.name_warm(__version__)
     for name in preload:
         importlib.import_module(name)
     if threading.active_count() != 1:
         return  # an import started a thread: forking would copy it half-way through
     zygote = _Zygote(place.socket_path(base, print_), print_, idle, lock, run)
+    with contextlib.suppress(OSError):
+        live.clear_dead(base, keep=print_)  # older code's files, and those of zygotes that died
     try:
         zygote.run()
     finally:
@@ -70,8 +82,9 @@ def _bind(path: Path) -> socket.socket:
 
 
 # How often an idle zygote checks that the code it imported is still what is installed (an edit or an upgrade
-# changes the fingerprint, and runs then look for another socket): a stale one leaves instead of idling out.
-STALE_CHECK_SECONDS = 30.0
+# changes the fingerprint, and runs then look for another socket): a stale one leaves instead of idling out. It
+# also checks as its last run in flight ends (about 6 ms, after the run's status went out).
+STALE_CHECK_SECONDS = 10.0
 
 
 class _Zygote:
@@ -107,10 +120,10 @@ class _Zygote:
                 else:
                     with contextlib.suppress(OSError):
                         os.read(self.wake_read, 4096)
-            self._reap()
+            ended = self._reap()
             if not ready and not self.children and time.monotonic() - self.last >= self.idle:
                 break
-            if not ready and place.fingerprint(sys.path) != self.print_:
+            if not self.children and (ended or not ready) and place.fingerprint(sys.path) != self.print_:
                 self.stopping = True  # the code changed under it: no run will ask for it again
             if self.stopping:
                 self.stop_listening()
@@ -154,22 +167,26 @@ class _Zygote:
             become_the_run(conn, self.run_one)
         self.children[pid] = conn
 
-    def _reap(self) -> None:
+    def _reap(self) -> int:
+        """Tells each ended run's caller how it ended; returns how many ended."""
+        ended = 0
         while self.children:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                return ended
             if pid == 0:
-                return
+                return ended
             conn = self.children.pop(pid, None)
             if conn is None:
                 continue
             if os.WIFSIGNALED(status):
-                ended = line(signal=os.WTERMSIG(status))
+                how = line(signal=os.WTERMSIG(status))
             else:
-                ended = line(exit=os.waitstatus_to_exitcode(status))
+                how = line(exit=os.waitstatus_to_exitcode(status))
             with contextlib.suppress(OSError):
-                conn.sendall(ended)
+                conn.sendall(how)
             conn.close()
             self.last = time.monotonic()
+            ended += 1
+        return ended
