@@ -45,7 +45,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit
 
 from tests.api_rules import request_problems
@@ -262,11 +262,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        self._answer(urlsplit(self.path).path, self._parsed(raw), raw)
+
+    @staticmethod
+    def _parsed(raw: bytes) -> Any:
         try:
-            body: Any = json.loads(raw)
+            return json.loads(raw)
         except ValueError:
-            body = raw.decode(errors="replace")
-        path = urlsplit(self.path).path
+            return raw.decode(errors="replace")
+
+    def _answer(self, path: str, body: Any, raw: bytes) -> None:
+        """The Messages API at `path` (tests/fake_providers.py translates each cloud's wire to it first)."""
         fake: FakeAnthropic = getattr(self.server, "fake")  # noqa: B009 - set by FakeAnthropic.start
         rec = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         n = fake._record(rec)
@@ -299,15 +305,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(out)
 
+    content_type = "text/event-stream"
+
     def _stream(self, events: list[tuple[str, Json]]) -> None:
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-type", self.content_type)
         self.send_header("connection", "close")  # no content-length: the body ends when the socket closes
         self.end_headers()
         for name, data in events:
-            self.wfile.write(sse(name, data))
+            self.wfile.write(self._frame(name, data))
             self.wfile.flush()
         self.close_connection = True
+
+    def _frame(self, name: str, data: Json) -> bytes:
+        """One event on the wire: SSE here; AWS event-stream framing in the fake Bedrock."""
+        return sse(name, data)
 
 
 def _err_body(etype: str, message: str) -> Json:
@@ -325,6 +337,8 @@ class _Server(ThreadingHTTPServer):
 
 class FakeAnthropic:
     """The server; a context manager. `requests` lists every request received, in order."""
+
+    handler: type[BaseHTTPRequestHandler] = _Handler  # a provider's fake speaks its own wire (tests/fake_providers.py)
 
     def __init__(
         self,
@@ -345,8 +359,8 @@ class FakeAnthropic:
         self.lookup_delay = lookup_delay  # seconds before a model lookup is answered (a real API's round trip)
         self.model_lookups: list[str] = []  # the path of every GET, in order
 
-    def start(self) -> FakeAnthropic:
-        self._server = _Server(("127.0.0.1", self._port), _Handler)
+    def start(self) -> Self:
+        self._server = _Server(("127.0.0.1", self._port), self.handler)
         self._server.fake = self
         threading.Thread(target=self._server.serve_forever, args=(0.02,), name="fake-anthropic", daemon=True).start()
         return self
@@ -357,7 +371,7 @@ class FakeAnthropic:
             self._server.shutdown()
             self._server.server_close()
 
-    def __enter__(self) -> FakeAnthropic:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -680,6 +680,8 @@ def test_env_table_names_every_variable_settings_reads() -> None:
     assert {"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "MCP_HOOK_SERVERS"} <= names
     source = (REPO / "sprout_agent" / "config" / "settings.py").read_text()
     settings_src = source[source.index("class Settings") : source.index("def child_environment")]
+    settings_src += (REPO / "sprout_agent" / "config" / "provider.py").read_text()  # Settings.provider's
+    settings_src += (REPO / "sprout_agent" / "model" / "providers.py").read_text()  # the Foundry key
     read = {n for n in names if f'"{n}"' in settings_src}
     assert read == names
 
@@ -699,7 +701,11 @@ def test_env_example_is_generated_from_the_table() -> None:
 
 def _env_names_in(path: Path) -> set[str]:
     """Every string constant in `path` that is a whole variable name of ours."""
-    name = re.compile(r"(SPROUT|ANTHROPIC|MCP)_[A-Z0-9_]+|API_TIMEOUT_MS")  # the last: Claude Code's name
+    # The last ones: Claude Code's names, and the clouds' (docs/providers.md).
+    name = re.compile(
+        r"(SPROUT|ANTHROPIC|MCP)_[A-Z0-9_]+|API_TIMEOUT_MS|CLAUDE_CODE_(USE|SKIP|DISABLE|API)_[A-Z0-9_]+|"
+        r"AWS_[A-Z0-9_]+|CLOUD_ML_REGION|GCLOUD_PROJECT|GOOGLE_CLOUD_PROJECT"
+    )
     tree = ast.parse(path.read_text())
     return {
         node.value

@@ -1,7 +1,8 @@
 """Everything decided before anything starts; nothing here starts a process or opens a connection.
 
 `options.py` (`Options`, one field per flag), `settings.py` and `env_vars.py` (the environment variables, one table;
-`.env.example` is generated from it), `dotenv_file.py` and `guarded_env.py` (a project's `.env`, and the names it
+`.env.example` is generated from it), `provider.py` (which provider answers: Claude Code's variables, each
+provider's features and model ids), `dotenv_file.py` and `guarded_env.py` (a project's `.env`, and the names it
 may not set), `sources.py` (which config files a run reads), `files.py` (the `mcpServers` JSON parsed, expanded and
 checked into `server_config.py`'s types, plus the built-in servers) with `compat.py`, `remote.py`, `expansion.py`
 and `server_names.py`; `consent.py` (which project servers may start); `sandboxing.py` (the sandbox plan);

@@ -65,6 +65,37 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "checkpoints of the writable tree before each turn that could write, for /rewind",
     ),
     EnvVar("SPROUT_AGENT_BUILTIN_SERVERS", "dev,todo,agent", "built-in MCP servers to start: comma-separated, or none"),
+    # Claude Code's provider variables, meaning what they mean there (docs/providers.md); the SDK and the clouds'
+    # own libraries read the credentials (the AWS chain, Google's application default credentials).
+    EnvVar("CLAUDE_CODE_USE_BEDROCK", "", "1: requests go to Amazon Bedrock (needs AWS_REGION and the bedrock extra)"),
+    EnvVar("AWS_REGION", "", "Bedrock's region, such as us-east-1 (AWS_DEFAULT_REGION is read when it is unset)"),
+    EnvVar("AWS_DEFAULT_REGION", "", "Bedrock's region when AWS_REGION is unset"),
+    EnvVar(
+        "ANTHROPIC_BEDROCK_BASE_URL", "", "Bedrock runtime endpoint; unset = bedrock-runtime.<region>.amazonaws.com"
+    ),
+    EnvVar(
+        "CLAUDE_CODE_SKIP_BEDROCK_AUTH", "", "1: requests to Bedrock are not signed (a gateway in front signs them)"
+    ),
+    EnvVar(
+        "CLAUDE_CODE_USE_VERTEX", "", "1: requests go to Google Vertex AI (needs CLOUD_ML_REGION and the vertex extra)"
+    ),
+    EnvVar("CLOUD_ML_REGION", "", "Vertex AI's region: global, or a region such as us-east5"),
+    EnvVar(
+        "ANTHROPIC_VERTEX_PROJECT_ID", "", "Vertex AI's project; unset = GCLOUD_PROJECT, GOOGLE_CLOUD_PROJECT or ADC's"
+    ),
+    EnvVar("GCLOUD_PROJECT", "", "Vertex AI's project when ANTHROPIC_VERTEX_PROJECT_ID is unset"),
+    EnvVar("GOOGLE_CLOUD_PROJECT", "", "Vertex AI's project when neither of the two above is set"),
+    EnvVar("ANTHROPIC_VERTEX_BASE_URL", "", "Vertex AI endpoint; unset = the region's aiplatform.googleapis.com"),
+    EnvVar("CLAUDE_CODE_SKIP_VERTEX_AUTH", "", "1: no Google token is sent (a gateway in front authenticates)"),
+    EnvVar("CLAUDE_CODE_USE_FOUNDRY", "", "1: requests go to Microsoft Foundry"),
+    EnvVar("ANTHROPIC_FOUNDRY_RESOURCE", "", "Foundry resource name (https://<name>.services.ai.azure.com/anthropic/)"),
+    EnvVar("ANTHROPIC_FOUNDRY_BASE_URL", "", "Foundry endpoint, instead of ANTHROPIC_FOUNDRY_RESOURCE"),
+    EnvVar("ANTHROPIC_FOUNDRY_API_KEY", "", "Foundry key"),
+    EnvVar(
+        "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS", "", "1: no anthropic-beta header is sent (gateways that refuse them)"
+    ),
+    EnvVar("SPROUT_AGENT_API_KEY_HELPER", "", "a command (run by /bin/sh) that prints the key; run again when stale"),
+    EnvVar("CLAUDE_CODE_API_KEY_HELPER_TTL_MS", "300000", "how long the helper's key is used before it runs again"),
 )
 DEFAULTS = {var.name: var.default for var in ENV_VARS}
 
@@ -100,6 +131,10 @@ PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
         "",
         "1: headless runs let servers sample the model, on your bill (as --allow-sampling); never read from .env",
     ),
+    # Read by the anthropic SDK and botocore themselves, from this process's environment (docs/providers.md).
+    EnvVar("ANTHROPIC_CUSTOM_HEADERS", "", "more request headers, `Name: value` per line (a gateway's own auth)"),
+    EnvVar("AWS_PROFILE", "", "Bedrock: the AWS profile whose credentials sign requests (SSO, roles, keys)"),
+    EnvVar("AWS_BEARER_TOKEN_BEDROCK", "", "Bedrock: an API key, instead of the AWS credential chain"),
     EnvVar("SPROUT_AGENT_DEBUG", "", "any value: an internal error raises with its traceback instead of one line"),
     EnvVar(
         "SPROUT_AGENT_TELEMETRY",

@@ -20,7 +20,10 @@ REFUSED: tuple[tuple[str, str], ...] = (
     ("where requests and credentials go",
      r"ANTHROPIC_(?!API_KEY$|MODEL$).* .*_PROXY SSL_CERT_.* .*_CA_BUNDLE NODE_EXTRA_CA_CERTS NODE_TLS_.* "
      r"OTEL_.* SPROUT_AGENT_TELEMETRY.* TRACEPARENT TRACESTATE SPROUT_AGENT_RECORD SPROUT_AGENT_REPLAY.* "
-     r"SPROUT_AGENT_CASSETTE_NAME"),
+     r"SPROUT_AGENT_CASSETTE_NAME "
+     # The provider, its region, endpoint and credentials (docs/providers.md), and the command printing a key.
+     r"CLAUDE_CODE_USE_.* CLAUDE_CODE_SKIP_.* CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS AWS_.* CLOUD_ML_REGION "
+     r"VERTEX_REGION_.* GOOGLE_.* GCLOUD_.* CLOUDSDK_.* AZURE_.* SPROUT_AGENT_API_KEY_HELPER CLAUDE_CODE_API_KEY_.*"),
     # The batch's command for each task; which built-in servers start (the sandboxed dev server, or none); which
     # process runs the session (the warm interpreter).
     # GIT_*: GIT_DIR, GIT_CONFIG_* and the like point the git our tools run at a repository or config of theirs.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from sprout_agent.config.env_vars import DEFAULT_MODEL as DEFAULT_MODEL
@@ -14,6 +14,8 @@ from sprout_agent.config.env_vars import ENV_VARS as ENV_VARS
 from sprout_agent.config.env_vars import PROCESS_ENV_VARS as PROCESS_ENV_VARS
 from sprout_agent.config.env_vars import EnvVar as EnvVar
 from sprout_agent.config.env_vars import render_env_example as render_env_example
+from sprout_agent.config.provider import Provider, checked_url, choose, native_model
+from sprout_agent.config.provider import is_unicode as is_unicode
 from sprout_agent.core.errors import UsageError
 from sprout_agent.trust.env_flags import env_flag
 from sprout_agent.trust.secrets import is_secret  # one filter for every child, shared with the tools
@@ -128,30 +130,6 @@ def _credential(env: Mapping[str, str], name: str) -> bool:
     return bool(value)
 
 
-def _base_url(env: Mapping[str, str], name: str) -> str | None:
-    """ANTHROPIC_BASE_URL checked before anything starts: an http(s) URL with a host and a valid port."""
-    value = _raw(env, name)
-    if value is None:
-        return None
-    try:
-        parts = urlsplit(value)
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:  # an unclosed IPv6 bracket, a port that is not a number or out of range
-        valid = False
-    if not valid or not value.isprintable() or " " in value or not is_unicode(value):
-        raise UsageError(f"{name} must be an http:// or https:// URL with a host (and a valid port), got {value!r}")
-    return value
-
-
-def is_unicode(text: str) -> bool:
-    """False for text holding lone surrogates (how Python keeps argv or environment bytes that are not UTF-8)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Every environment setting the agent reads, parsed and checked once at start-up."""
@@ -182,6 +160,9 @@ class Settings:
     effort: str | None = None
     web: bool = False  # the API's web search and fetch offered to the model
     checkpoints: bool = True  # SPROUT_AGENT_CHECKPOINTS: the tree is checkpointed around turns (docs/rewind.md)
+    provider: Provider = field(default_factory=Provider)  # CLAUDE_CODE_USE_* and companions (docs/providers.md)
+    key_helper: str | None = None  # SPROUT_AGENT_API_KEY_HELPER: a command printing a gateway's key
+    key_helper_ttl_ms: int = 300_000  # CLAUDE_CODE_API_KEY_HELPER_TTL_MS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -209,7 +190,7 @@ class Settings:
             compact_threshold=_raw(env, "SPROUT_AGENT_COMPACT_THRESHOLD"),
             max_compactions=_int(env, "SPROUT_AGENT_MAX_COMPACTIONS", 0),
             api_key_present=has_key or has_token,
-            base_url=_base_url(env, "ANTHROPIC_BASE_URL"),
+            base_url=checked_url(env, "ANTHROPIC_BASE_URL"),
             builtin_servers=_builtin_names(env, "SPROUT_AGENT_BUILTIN_SERVERS"),
             prices=_raw(env, "SPROUT_AGENT_PRICES"),
             thinking=choice(_raw(env, "SPROUT_AGENT_THINKING"), THINKING_SETTINGS, "SPROUT_AGENT_THINKING"),
@@ -217,6 +198,9 @@ class Settings:
             effort=choice(_raw(env, "SPROUT_AGENT_EFFORT"), EFFORT_LEVELS, "SPROUT_AGENT_EFFORT"),
             web=_switch(env, "SPROUT_AGENT_WEB"),
             checkpoints=_switch(env, "SPROUT_AGENT_CHECKPOINTS"),
+            provider=choose(env),
+            key_helper=_raw(env, "SPROUT_AGENT_API_KEY_HELPER"),
+            key_helper_ttl_ms=_int(env, "CLAUDE_CODE_API_KEY_HELPER_TTL_MS", 1),
         )
 
 
@@ -228,13 +212,19 @@ MODEL_ALIASES = {
 }
 
 
-def resolve_model_alias(name: str, env: Mapping[str, str]) -> str:
+def resolve_model_alias(name: str, env: Mapping[str, str], where: str = "a subagent's model") -> str:
     """`haiku`, `sonnet`, `opus` → a model id (the variable's, else ours); any other name is taken as an id."""
     alias = MODEL_ALIASES.get(name.lower())
     if alias is None:
-        return model_id(name, "a subagent's model")
+        return model_id(name, where)
     variable, default = alias
     return model_id(env.get(variable) or default, variable)
+
+
+def provider_model(name: str, env: Mapping[str, str], provider: Provider, where: str = "a subagent's model") -> str:
+    """An alias or id (--model, ANTHROPIC_MODEL, /model, a subagent's `model`) as the chosen provider names it:
+    `sonnet` on Bedrock is the Sonnet inference profile of AWS_REGION's geography (config/provider.py)."""
+    return native_model(resolve_model_alias(name, env, where), provider)
 
 
 # ---------------------------------------------------------------- MCP child environment

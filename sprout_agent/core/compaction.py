@@ -27,6 +27,7 @@ from sprout_agent.core.messages import (
     ToolUse,
     Usage,
 )
+from sprout_agent.core.model_names import canonical
 from sprout_agent.core.protocols import Model, ModelRequest
 
 # Context windows by model-name prefix, longest prefix first; SPROUT_AGENT_MAX_CONTEXT_TOKENS overrides.
@@ -56,7 +57,8 @@ Output only the summary."""
 def context_window(model: str, override: int | None) -> int:
     if override is not None:
         return override
-    return next((size for prefix, size in CONTEXT_WINDOWS if model.startswith(prefix)), DEFAULT_WINDOW)
+    name = canonical(model)  # a Bedrock or Vertex id has its model's window
+    return next((size for prefix, size in CONTEXT_WINDOWS if name.startswith(prefix)), DEFAULT_WINDOW)
 
 
 def parse_threshold(raw: str | None, window: int, reserve: int) -> int | None:

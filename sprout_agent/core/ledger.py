@@ -8,6 +8,7 @@ from dataclasses import astuple, dataclass, field
 
 from sprout_agent.core.errors import UsageError
 from sprout_agent.core.messages import Usage
+from sprout_agent.core.model_names import canonical
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +50,10 @@ def parse_prices(raw: str | None) -> dict[str, Price]:
 
 
 def price_for(model: str, overrides: dict[str, Price]) -> Price:
+    """The first prefix that `model` or its first-party name (a Bedrock or Vertex id's, model_names.py) starts with."""
     table = [*sorted(overrides.items(), key=lambda item: -len(item[0])), *PRICES]
-    return next(price for prefix, price in table if model.startswith(prefix))
+    name = canonical(model)
+    return next(price for prefix, price in table if model.startswith(prefix) or name.startswith(prefix))
 
 
 @dataclass

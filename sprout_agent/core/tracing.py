@@ -102,8 +102,9 @@ def turn_end_attributes(
     return attributes | {"sprout.cost_usd": cost_usd, "sprout.files_changed": files_changed}
 
 
-def request_attributes(model: str) -> dict[str, Attribute]:
-    return {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic", "gen_ai.request.model": model}
+def request_attributes(model: str, provider: str = "anthropic") -> dict[str, Attribute]:
+    """A model request's span; `provider` in OpenTelemetry's names (aws.bedrock, gcp.vertex_ai: the SDK's own)."""
+    return {"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider, "gen_ai.request.model": model}
 
 
 class FirstToken:

@@ -15,7 +15,7 @@ from typing import Literal
 
 from sprout_agent.config.definitions import CustomCommand
 from sprout_agent.config.files import REMOTE
-from sprout_agent.config.settings import model_id
+from sprout_agent.config.settings import provider_model
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.errors import UsageError
 from sprout_agent.core.hooks.calling import is_hook
@@ -198,7 +198,8 @@ async def model_command(runtime: Runtime, argument: str) -> list[Line]:
     new model's facts (window, capabilities) are fetched so that its settings are checked."""
     agent = runtime.agent
     if not argument:
-        return [(f"model: {agent.model.name}{_facts_line(agent.model)}", "")]
+        where = runtime.prepared.settings.provider.describe()  # who serves it: the provider and its region
+        return [(f"model: {agent.model.name} on {where}{_facts_line(agent.model)}", "")]
     try:
         facts, notes = await switch_to(runtime, argument, "/model")
     except ValueError as error:
@@ -214,7 +215,8 @@ async def switch_to(runtime: Runtime, name: str, where: str) -> tuple[ModelFacts
     new model's facts fetched, then the client, ledger and window follow; the lines saying which settings were
     adjusted. ValueError (naming `where` for a bad id) when it cannot switch."""
     try:
-        checked = model_id(name, where)
+        prepared = runtime.prepared  # `sonnet`, or a first-party id, as the provider names it
+        checked = provider_model(name, prepared.settings_env, prepared.settings.provider, where)
     except UsageError as error:
         raise ValueError(str(error)) from None
     facts = await facts_for(runtime.prepared, checked)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import copy
 import random
-import re
-from collections.abc import Callable, Collection
-from http import HTTPStatus
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from sprout_agent.config.provider import INTERLEAVED_THINKING, Provider
 from sprout_agent.core.errors import ApiError, PromptTooLongError
 from sprout_agent.core.events import ApiRetry, Event, Notice, StreamEvent, ThinkingDelta
 from sprout_agent.core.messages import Message, Text
@@ -19,21 +18,39 @@ from sprout_agent.core.protocols import ModelReply, ModelRequest
 from sprout_agent.model import web_tools as server_tools
 from sprout_agent.model.api_errors import Failure, explain
 from sprout_agent.model.api_messages import EPHEMERAL, to_api_messages, to_api_tools
-from sprout_agent.model.facts import ModelFacts, Unreachable, adjusted, effort_param, fallback, thinking_param
+from sprout_agent.model.catalog import known_models, retrieve_model_info
+from sprout_agent.model.facts import ModelFacts, adjusted, effort_param, fallback, thinking_param
+from sprout_agent.model.key_helper import KeyHelper
+from sprout_agent.model.providers import async_client, regional, renew
 from sprout_agent.model.rate_gate import RateGate
 from sprout_agent.model.reply_stream import ReplyBuilder, StreamCut
+from sprout_agent.model.sdk_errors import (
+    api_message,
+    describe,
+    error_type,
+    failure_kind,
+    is_transport_error,
+    retry_after_header,
+    retry_reason,
+)
 from sprout_agent.model.silence import API_WAITING_NOTICE_S, Silence
+from sprout_agent.trust.secrets import redactor
 
 if TYPE_CHECKING:
-    import anthropic
+    pass
 
 # Statuses the API uses for "try again later"; 529 is Anthropic's overloaded.
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 # Claude 4 models think between tool calls with a budget only behind this beta (adaptive does it by itself).
-INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
+INTERLEAVED_BETA = INTERLEAVED_THINKING
 COUNT_TIMEOUT = 10.0  # /context waits at most this long for exact counts, then shows the estimate
-MODELS_API_TIMEOUT = 3.0  # a cold start waits at most this long for the model's facts (overlapped with servers)
+GEN_AI_PROVIDERS = {
+    "anthropic": "anthropic",
+    "bedrock": "aws.bedrock",
+    "vertex": "gcp.vertex_ai",
+    "foundry": "azure.ai.foundry",
+}
 DEFAULT_TIMEOUT_S = 600.0  # a request's read timeout unless API_TIMEOUT_MS says otherwise (the SDK's default)
 
 
@@ -60,6 +77,9 @@ class AnthropicModel:
         rate_gate: Path | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
         waiting_notice: float = API_WAITING_NOTICE_S,
+        provider: Provider | None = None,
+        key_helper: KeyHelper | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         import anthropic  # lazy: costs ~2 s, paid once, overlapped with server start-up
 
@@ -68,18 +88,18 @@ class AnthropicModel:
         self._emit = emit
         self._waiting_notice = waiting_notice
         self._retries = retries
-        self._base_url = base_url
+        self._provider = provider or Provider(base_url=base_url)
+        self._base_url = self._provider.base_url or base_url
         self._on_attempt = on_attempt  # the ledger counts requests actually sent, failed ones included
+        self._helper = key_helper  # SPROUT_AGENT_API_KEY_HELPER: the key is the helper's, run again when stale
+        self._key = key_helper.key() if key_helper is not None else api_key
         # The SDK's own retries would be invisible to the user; ours emit events and also cover cut streams.
         # No spans of the SDK's own, and no trace context in requests to the API: with telemetry on, our `chat`
         # span is the request's (docs/telemetry.md), and a trace id is nothing Anthropic's servers need.
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key,
-            base_url=base_url,
-            max_retries=0,
-            timeout=anthropic.Timeout(timeout, connect=min(10.0, timeout)),  # API_TIMEOUT_MS, as Claude Code's
-            open_telemetry={"traces": False, "propagation": False},
-        )
+        self._client = async_client(self._provider, api_key=self._key, env=env or {}, timeout=timeout)
+        self._regional: dict[str, Any] = {}  # Vertex: a client per VERTEX_REGION_CLAUDE_… region
+        self._refused_betas: set[str] = set()  # betas a 400 named: never sent again this session (shared by clones)
+        self._betas_sent: tuple[str, ...] = ()
         self._anthropic = anthropic
         self.facts = facts or fallback(model)
         self.thinking = thinking  # adaptive | on | off | None (the model's default, from its capabilities)
@@ -95,10 +115,20 @@ class AnthropicModel:
     def name(self) -> str:
         return self._model
 
+    @property
+    def provider(self) -> Provider:
+        return self._provider
+
+    @property
+    def gen_ai_provider(self) -> str:
+        """The provider as telemetry's `gen_ai.provider.name` says it (the SDK's names for the clouds)."""
+        return GEN_AI_PROVIDERS[self._provider.kind]
+
     async def aclose(self) -> None:
         """Closes the HTTP client on the loop that used it (left to the garbage collector, it would close on
         whichever loop runs then, or a closed one)."""
-        await self._client.close()
+        for client in (*self._regional.values(), self._client):
+            await client.close()
 
     @name.setter
     def name(self, model: str) -> None:
@@ -136,14 +166,14 @@ class AnthropicModel:
 
     async def complete(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
         attempt = 0
+        recoveries: set[str] = set()  # each at most once per request: a renewal of the credentials
         while True:
             if self._gate is not None and (wait := self._gate.wait_seconds()) > 0:
                 await anyio.sleep(wait)  # another run of the batch hit a rate limit: back off with it
             try:
                 return await self._stream_once(request, on_text)
             except Exception as error:  # classified below; anything unknown is re-raised
-                if self._spare is not None and self._overloaded(error):
-                    self._fall_back()
+                if await self._recovered(error, recoveries):
                     continue
                 retry_after = self._retry_delay(error, attempt)
                 if self._gate is not None and getattr(error, "status_code", None) == 429:
@@ -151,17 +181,60 @@ class AnthropicModel:
                 if retry_after is None or attempt >= self._retries:
                     raise self._as_api_error(error, attempt + 1) from error
                 attempt += 1
-                self._emit(ApiRetry(attempt, _retry_reason(error, self._anthropic), retry_after))
+                self._emit(ApiRetry(attempt, retry_reason(error, self._anthropic), retry_after))
                 await anyio.sleep(retry_after)
+
+    async def _recovered(self, error: Exception, done: set[str]) -> bool:
+        """Whether the request goes again at once: to --fallback-model after an overload, without a beta a 400
+        named, or with renewed credentials after a 401/403 (once per request, with a notice, the turn kept)."""
+        if self._spare is not None and self._overloaded(error):
+            self._fall_back()
+            return True
+        if refused := self._refused(error):
+            self._refused_betas.update(refused)
+            where = self._provider.name
+            self._emit(
+                Notice(f"{where} refused the beta {', '.join(refused)}: sent again without it (and from now on)")
+            )
+            return True
+        if getattr(error, "status_code", None) in (401, 403) and "renew" not in done:
+            done.add("renew")
+            return await self._renew()
+        return False
+
+    def _refused(self, error: Exception) -> list[str]:
+        """The betas of the last request when a 400 names one, or speaks of a beta flag (Bedrock's and the
+        gateways' "invalid beta flag" names none)."""
+        if not self._betas_sent or not isinstance(error, self._anthropic.BadRequestError):
+            return []
+        said = str(error).lower()
+        named = [beta for beta in self._betas_sent if beta in said]
+        return named or (list(self._betas_sent) if "beta" in said else [])
+
+    async def _renew(self) -> bool:
+        """New credentials: the key helper run again, or the cloud's credentials dropped to be fetched anew."""
+        if self._helper is not None:
+            self._helper.expire()
+            self._key = self._client.api_key = await anyio.to_thread.run_sync(self._helper.key)
+        elif not renew(self._client, self._provider):
+            return False
+        self._regional.clear()  # each copy holds the old credentials
+        self._emit(Notice(f"{self._provider.name} refused the credentials: renewed them, sending the request again"))
+        return True
 
     async def _stream_once(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
         # our accumulation: the SDK's raises on a tool input it cannot parse
         lines = server_tools.CallLines(self._emit)  # web searches and fetches as tool lines, as they happen
         builder = ReplyBuilder(on_text, lambda text: self._emit(ThinkingDelta(text)), lines.seen)
+        if self._helper is not None and self._helper.stale:  # its TTL passed: a fresh key before the request
+            self._key = self._client.api_key = await anyio.to_thread.run_sync(self._helper.key)
+        params = self._params(request)
+        sent = params.get("extra_headers", {}).get("anthropic-beta", "")
+        self._betas_sent = tuple(beta for beta in sent.split(",") if beta)  # what a 400 may name
         if self._on_attempt is not None:
             self._on_attempt()
         with Silence(self._emit, self._waiting_notice) as silence:
-            stream = await self._client.messages.create(**self._params(request), stream=True)
+            stream = await self._client_for(self._model).messages.create(**params, stream=True)
             async with stream:
                 partial = self._partial and request.partial  # not a compaction summary's or a server's sampling
                 async for event in stream:
@@ -170,6 +243,19 @@ class AnthropicModel:
                     if partial:
                         self._emit(StreamEvent(event.to_dict(mode="json")))
         return builder.reply()
+
+    def _client_for(self, model: str) -> Any:
+        region = self._provider.region_for(model) or ""
+        if region == (self._provider.region or ""):
+            return self._client
+        if region not in self._regional:
+            self._regional[region] = regional(self._client, self._provider, model)
+        return self._regional[region]
+
+    def _beta(self, beta: str) -> bool:
+        """Whether `beta` may be sent: the provider has been shown to take it (config/provider.py), no 400 named it,
+        and CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS is off."""
+        return self._provider.allows_beta(beta) and beta not in self._refused_betas
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         cap = self.facts.max_output
@@ -183,7 +269,7 @@ class AnthropicModel:
         params: dict[str, Any] = {"model": self._model, "messages": messages, "max_tokens": max_tokens}
         if thinking is not None:
             params["thinking"] = thinking
-            if thinking["type"] == "enabled" and request.tools:
+            if thinking["type"] == "enabled" and request.tools and self._beta(INTERLEAVED_BETA):
                 params["extra_headers"] = {"anthropic-beta": INTERLEAVED_BETA}
         if (effort := self._effort()) is not None:
             params["output_config"] = {"effort": effort}
@@ -192,12 +278,15 @@ class AnthropicModel:
             params["system"] = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
         if request.tools or web:  # the server tools first: the breakpoint stays on the last MCP tool
             strict = self.facts.structured_outputs is True  # unknown: not sent (a refusal would fail every request)
-            params["tools"] = (server_tools.definitions() if web else []) + to_api_tools(request.tools, strict=strict)
+            offered = server_tools.definitions(self._provider.features.web_fetch) if web else []
+            params["tools"] = offered + to_api_tools(request.tools, strict=strict)
         return params
 
     async def count_tokens(self, request: ModelRequest) -> tuple[int, int, int] | None:
         """(system, tools, messages) tokens as the API counts them, or None when it cannot (offline, a proxy
-        without the endpoint): three counts at once, since the endpoint answers only a total."""
+        without the endpoint, a provider without it): three counts at once, since the endpoint answers only a total."""
+        if not self._provider.features.count_tokens:
+            return None
         history = list(request.messages) or [Message("user", (Text("."),))]  # the endpoint wants a message
         full = ModelRequest(request.system, history, request.tools, web=request.web)
         parts = (full, ModelRequest("", history, request.tools, web=request.web), ModelRequest("", history, web=False))
@@ -207,7 +296,7 @@ class AnthropicModel:
             params = self._params(part)
             for key in ("max_tokens", "extra_headers"):
                 params.pop(key, None)
-            counts[index] = (await self._client.messages.count_tokens(**params)).input_tokens
+            counts[index] = (await self._client_for(self._model).messages.count_tokens(**params)).input_tokens
 
         try:
             with anyio.fail_after(COUNT_TIMEOUT):
@@ -222,6 +311,11 @@ class AnthropicModel:
     def _web(self) -> bool:
         """--web, unless the model's capabilities say it has no web search (a line says so, once)."""
         if not self.web:
+            return False
+        if not self._provider.features.web_search:
+            if "web" not in self._warned:
+                self._warned.add("web")
+                self._emit(Notice(f"{self._provider.name} has no web search: --web is off"))
             return False
         if self.facts.web_search is False:
             if "web" not in self._warned:
@@ -242,7 +336,7 @@ class AnthropicModel:
         """529, or an `overloaded_error` in the middle of a stream: what --fallback-model is for."""
         sdk = self._anthropic
         return isinstance(error, sdk.APIStatusError) and (
-            error.status_code == 529 or _error_type(error) == "overloaded_error"
+            error.status_code == 529 or error_type(error) == "overloaded_error"
         )
 
     def _fall_back(self) -> None:
@@ -257,132 +351,30 @@ class AnthropicModel:
         """Seconds to wait before retrying `error`, or None if it must not be retried."""
         sdk = self._anthropic
         backoff = min(8.0, 0.5 * 2**attempt) * (0.75 + random.random() / 2)
-        if isinstance(error, StreamCut | sdk.APIConnectionError) or _is_transport_error(error):
+        if isinstance(error, StreamCut | sdk.APIConnectionError) or is_transport_error(error):
             return backoff
         if isinstance(error, sdk.APIStatusError):
             if error.status_code == 200:  # an `event: error` in the middle of the stream
-                return backoff if _error_type(error) in RETRYABLE_ERROR_TYPES else None
+                return backoff if error_type(error) in RETRYABLE_ERROR_TYPES else None
             if error.status_code not in RETRYABLE_STATUSES:
                 return None
-            return _retry_after_header(error) or backoff
+            return retry_after_header(error) or backoff
         return None
 
     def _as_api_error(self, error: Exception, attempts: int) -> Exception:
         sdk = self._anthropic
         if isinstance(error, sdk.BadRequestError) and "prompt is too long" in str(error).lower():
-            return PromptTooLongError(_describe(error))
-        if isinstance(error, StreamCut | sdk.APIError) or _is_transport_error(error):
-            status: int | None = error.status_code if isinstance(error, sdk.APIStatusError) else None
-            if isinstance(error, sdk.APITimeoutError):
-                kind = "timeout"
-            elif isinstance(error, StreamCut):
-                kind = "cut"
-            elif status is None:
-                kind = "connection"
-            else:
-                kind = _error_type(error) if isinstance(error, sdk.APIStatusError) else ""
-            message = _api_message(error) if isinstance(error, sdk.APIStatusError) else _describe(error)
-            return ApiError(explain(Failure(status, kind, message, attempts, self._model, self._base_url)), status)
-        return error
+            return PromptTooLongError(describe(error))
+        kind = failure_kind(error, sdk)
+        if kind is None:
+            return error
+        status: int | None = error.status_code if isinstance(error, sdk.APIStatusError) else None
+        message = api_message(error) if isinstance(error, sdk.APIStatusError) else describe(error)
+        # A gateway or a cloud may quote what it was sent; the key or the helper's output is never shown.
+        known = {"ANTHROPIC_API_KEY": self._key or "", "SPROUT_AGENT_API_KEY_HELPER": self._key or ""}
+        where = self._provider
+        failure = Failure(status, kind, redactor(known)(message), attempts, self._model, self._base_url, where)
+        return ApiError(explain(failure), status)
 
-
-def _is_transport_error(error: Exception) -> bool:
-    """A read timeout or reset in the middle of a stream escapes the SDK as a raw httpx2/httpcore2 error."""
-    return type(error).__module__.startswith(("httpx", "httpcore"))
-
-
-def _error_type(error: anthropic.APIStatusError) -> str:
-    body = error.body
-    if isinstance(body, dict):
-        inner = body.get("error")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        if isinstance(inner, dict):
-            return str(inner.get("type", ""))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-    return ""
-
-
-def _api_message(error: anthropic.APIStatusError) -> str:
-    """The API's own `error.message`, one line; the SDK's text (with the whole body) when there is none."""
-    body = error.body
-    inner = body.get("error") if isinstance(body, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    message = inner.get("message") if isinstance(inner, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    return " ".join(str(message if message else error.message).split())  # pyright: ignore[reportUnknownArgumentType]
-
-
-def _retry_after_header(error: anthropic.APIStatusError) -> float | None:
-    headers = error.response.headers
-    try:
-        if (ms := headers.get("retry-after-ms")) is not None:
-            return min(60.0, float(ms) / 1000)
-        if (seconds := headers.get("retry-after")) is not None:
-            return min(60.0, float(seconds))
-    except ValueError:
-        return None
-    return None
-
-
-def _describe(error: Exception) -> str:
-    status = getattr(error, "status_code", None)
-    message = getattr(error, "message", None) or str(error) or type(error).__name__
-    text = " ".join(str(message).split())
-    return f"{status}: {text}" if status else text
-
-
-def _retry_reason(error: Exception, sdk: Any) -> str:
-    """Why a request is retried, as a person reads it: `500 (internal server error)`, `529 (overloaded)`,
-    `connection failed`; never a Python repr (the final failure, if it comes, says what the API said)."""
-    status = getattr(error, "status_code", None)
-    if isinstance(error, sdk.APIStatusError) and status != 200:
-        try:
-            return f"{status} ({HTTPStatus(status).phrase.lower()})"
-        except ValueError:
-            kind = _error_type(cast(Any, error)).removesuffix("_error").replace("_", " ")
-            return f"{status} ({kind or 'error'})"
-    if isinstance(error, StreamCut):
-        return "the reply stream was cut"
-    name = type(error).__name__.lower()
-    if "timeout" in name:
-        return "timed out"
-    return "connection failed" if _is_transport_error(error) or "connection" in name else "the reply stream failed"
-
-
-def retrieve_model_info(model: str, api_key: str | None, base_url: str | None) -> dict[str, Any] | None:
-    """`models.retrieve` as JSON; None when the API has no entry (404, or a proxy without /v1/models)."""
-    import anthropic
-
-    client = anthropic.Anthropic(
-        api_key=api_key,
-        base_url=base_url,
-        max_retries=0,
-        timeout=MODELS_API_TIMEOUT,
-        open_telemetry={"traces": False, "propagation": False},  # as the session's client: no spans of its own
-    )
-    try:
-        return client.models.retrieve(model).model_dump(mode="json")
-    except (anthropic.NotFoundError, anthropic.BadRequestError, anthropic.PermissionDeniedError):
-        return None
-    except anthropic.APIError as error:  # offline, timeout, 5xx: ask again next time
-        raise Unreachable(str(error)) from error
-    finally:
-        client.close()
-
-
-def known_models() -> tuple[str, ...]:
-    """The model ids the anthropic SDK names (its `ModelParam`), without dated snapshots and the ones it warns
-    are deprecated: an editor's model picker, kept current by the SDK's upgrades rather than by hand."""
-    from typing import get_args
-
-    from anthropic.types.model_param import ModelParam
-
-    try:  # private to the SDK (it warns with it on every request): without it, nothing is left out for it
-        from anthropic._data import deprecated_models  # pyright: ignore[reportPrivateImportUsage]
-
-        deprecated: Collection[str] = deprecated_models.DEPRECATED_MODELS
-    except (ImportError, AttributeError):
-        deprecated = ()
-    names = (name for literal in get_args(ModelParam) for name in get_args(literal) if isinstance(name, str))
-    return tuple(name for name in names if not _DATED.search(name) and name not in deprecated)
-
-
-_DATED = re.compile(r"-\d{8}$")
 
 __all__ = ["EPHEMERAL", "AnthropicModel", "known_models", "retrieve_model_info", "to_api_messages", "to_api_tools"]

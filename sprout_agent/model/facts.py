@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from sprout_agent.config.settings import EFFORT_LEVELS
+from sprout_agent.core.model_names import canonical
 
 CACHE_SECONDS = 24 * 3600
 DEFAULT_WINDOW = 200_000
@@ -92,9 +93,11 @@ def _supported(value: object) -> bool | None:
 
 
 def fallback(model: str) -> ModelFacts:
-    structured = model.startswith(_STRUCTURED_OUTPUTS) or None
+    """The table's facts, found by the first-party name (a Bedrock or Vertex id is its model's: model_names.py)."""
+    name = canonical(model)
+    structured = name.startswith(_STRUCTURED_OUTPUTS) or None
     for prefix, window, max_output in _TABLE:
-        if model.startswith(prefix):
+        if name.startswith(prefix):
             return ModelFacts(model, window, max_output, None, None, "built-in table", structured_outputs=structured)
     return ModelFacts(model, DEFAULT_WINDOW, None, None, None, "default", structured_outputs=structured)
 

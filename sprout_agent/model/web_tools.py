@@ -33,8 +33,9 @@ SERVER = "anthropic"  # the "server" the faces name for these calls
 SUMMARY_TITLES = 3
 
 
-def definitions() -> list[dict[str, Any]]:
-    return [dict(tool) for tool in DEFINITIONS]
+def definitions(fetch: bool = True) -> list[dict[str, Any]]:
+    """Both tools; without `fetch` (a provider that has no web fetch: config/provider.py), search alone."""
+    return [dict(tool) for tool in DEFINITIONS if fetch or tool["name"] != "web_fetch"]
 
 
 def result_json(block: ServerToolResult) -> dict[str, Any]:

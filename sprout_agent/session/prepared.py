@@ -20,6 +20,7 @@ from sprout_agent.config.dotenv_file import read_dotenv
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options, add_dirs_env, decided_mode
 from sprout_agent.config.output_schema import load_output_schema
+from sprout_agent.config.provider import missing_extra
 from sprout_agent.config.sandboxing import SandboxPlan, plan, server_notices
 from sprout_agent.config.server_config import configured_credentials
 from sprout_agent.core.claude_rules import offered_builtins
@@ -125,14 +126,10 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     dotenv = read_dotenv(options.cwd)
     env = {**dotenv.values, **environ}
     settings = st.Settings.from_env(env)
-    tape = tape_plan(options, environ)  # a replay needs no key: nothing leaves the process
-    replaying = tape is not None and tape.replay is not None
-    if not settings.api_key_present and not st.serves_without_a_key(settings.base_url) and not replaying:
-        raise UsageError(
-            "ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run again"
-            + ("" if settings.base_url is None else " (only a server on this machine's loopback may need no key)")
-        )
-    model = options.model or settings.model
+    tape = tape_plan(options, environ)
+    if tape is None or tape.replay is None:  # a replay needs no key: nothing leaves the process
+        _check_credentials(settings)
+    model = _model(options, settings, env)
     st.choice(options.thinking, st.THINKING_SETTINGS, "--thinking")  # a misspelt flag fails here, with exit 2
     st.choice(options.effort, st.EFFORT_LEVELS, "--effort")
     st.elicitation_policy(options.elicitation, environ)
@@ -185,6 +182,27 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
         definitions=definitions,
         tape=tape,
     )
+
+
+def _check_credentials(settings: st.Settings) -> None:
+    """The provider's extra is installed, and the first party has a key (the clouds' credential chains are theirs
+    to find: a failure names the variables to set, model/api_errors.py)."""
+    provider = settings.provider
+    if (missing := missing_extra(provider.kind)) is not None:
+        raise UsageError(missing)
+    if provider.kind != "anthropic" or settings.api_key_present or settings.key_helper is not None:
+        return
+    if not st.serves_without_a_key(settings.base_url):
+        raise UsageError(
+            "ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run again"
+            + ("" if settings.base_url is None else " (only a server on this machine's loopback may need no key)")
+        )
+
+
+def _model(options: Options, settings: st.Settings, env: Mapping[str, str]) -> str:
+    """--model, else ANTHROPIC_MODEL: an alias (sonnet, opus, haiku) or an id, as the provider names it."""
+    where = "--model" if options.model else "ANTHROPIC_MODEL"
+    return st.provider_model(options.model or settings.model, env, settings.provider, where)
 
 
 # Both Agent SDKs (Python and TypeScript) set it on the CLI process they start, which they drive over stream-json.

@@ -49,6 +49,7 @@ from sprout_agent.trust import sandbox as sb
 
 if TYPE_CHECKING:
     from sprout_agent.model.client import AnthropicModel
+    from sprout_agent.model.key_helper import KeyHelper
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +207,6 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
     """Imports anthropic and reads the model's facts (from the cache, else the Models API), off the loop."""
     from sprout_agent.model.client import AnthropicModel
 
-    key = _api_key(prepared)
     facts = resolve_facts(prepared, prepared.model)
     if prepared.options.verbose:
         emit(Notice(facts.describe()))
@@ -215,8 +215,11 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
         model=prepared.model,
         max_tokens=prepared.settings.max_output_tokens,
         emit=emit,
-        api_key=key,
+        api_key=_api_key(prepared),
         base_url=base_url,
+        provider=prepared.settings.provider,
+        key_helper=_key_helper(prepared),
+        env=prepared.settings_env,
         on_attempt=ledger.attempted,
         facts=facts,
         thinking=prepared.thinking,
@@ -232,6 +235,15 @@ def _make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledge
     return model, facts
 
 
+def _key_helper(prepared: Prepared) -> KeyHelper | None:
+    """SPROUT_AGENT_API_KEY_HELPER, run in your environment (never a project's .env: it may not set it)."""
+    from sprout_agent.model.key_helper import KeyHelper
+
+    command = prepared.settings.key_helper
+    ttl = prepared.settings.key_helper_ttl_ms / 1000
+    return KeyHelper(command, ttl, prepared.inherited_env) if command is not None else None
+
+
 def _api_key(prepared: Prepared) -> str:
     key = prepared.settings_env.get("ANTHROPIC_API_KEY") or prepared.settings_env.get("ANTHROPIC_AUTH_TOKEN")
     return key or "none"  # a keyless local server behind ANTHROPIC_BASE_URL
@@ -241,8 +253,10 @@ def resolve_facts(prepared: Prepared, model: str) -> ModelFacts:
     """The model's facts: the day-old cache, else the Models API, else the built-in table (blocking)."""
     from sprout_agent.model.client import retrieve_model_info
 
-    if (recorded := replayed_facts(prepared.tape, model)) is not None:  # --replay: no request, no cache
-        return recorded
+    replayed = replayed_facts(prepared.tape, model)  # --replay: as recorded, no request, no cache
+    settings = prepared.settings
+    if replayed is not None or not settings.provider.features.models_api or settings.key_helper is not None:
+        return replayed or model_facts.fallback(model)  # Bedrock, Vertex, Foundry have no Models API; a helper's key
     base_url = prepared.settings.base_url
     cache = prepared.locations.cache / "models" if prepared.locations.cache is not None else None
     return model_facts.resolve(
@@ -289,7 +303,7 @@ def _child_setup(p: Prepared, model: AnthropicModel, session_id: str) -> ChildSe
     session has ours, its transcript beside the session's (`<id>.agents/`)."""
 
     def model_for(name: str | None, emit: Callable[[Event], None]) -> Model:
-        wanted = st.resolve_model_alias(name, p.settings_env) if name else model.name
+        wanted = st.provider_model(name, p.settings_env, p.settings.provider) if name else model.name
         return model.derived(wanted, emit)  # the session's model too: its events (stream, retries) are the child's
 
     def system_for(definition: AgentDefinition) -> str:

@@ -34,8 +34,13 @@ NOT_SECRET = frozenset(
 # its positions (a 64 KB value took 2 s).
 # Group 1 is what comes before the password, so a filter can keep it (`postgres://app:[redacted]@db`).
 URL_PASSWORD = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:)[^\s/@]+@")
-# Prefixes of well-known key formats, so a key under an innocent name is still caught.
-KEY_FORMATS = r"sk-ant-|sk-proj-|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|xox[abpr]-|AKIA[0-9A-Z]{16}"
+# Prefixes of well-known key formats, so a key under an innocent name is still caught. The clouds': AWS access key
+# ids (long-lived AKIA, temporary ASIA), Bedrock API keys (long-term ABSK…, short-term bedrock-api-key-…) and
+# Google OAuth access tokens (ya29.…), with the characters theirs hold beyond a name's.
+KEY_FORMATS = (
+    r"sk-ant-|sk-proj-|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|xox[abpr]-|A[KS]IA[0-9A-Z]{16}|"
+    r"ABSK[A-Za-z0-9+/=]{8,}|bedrock-api-key-[A-Za-z0-9+/=]*|ya29\.[A-Za-z0-9._-]+"
+)
 _KEY_VALUE = re.compile(f"^({KEY_FORMATS})")
 # The same keys inside a text (a prompt, a tool's output): the prefix and what follows it where no letter or digit
 # precedes it (an `_` may: `gh__ghp_…`, a tool named after a key) or after a JSON escape (`\n`: a tool's input is

@@ -155,7 +155,7 @@ class AcpSession:
         """Every model we know joins the picker once the runtime is up (anthropic is loaded by then)."""
         from sprout_agent.model.client import known_models
 
-        known = choices.unique((*self.models, *known_models()))
+        known = choices.unique((*self.models, *known_models(self.prepared.settings.provider)))
         if known != self.models:
             self.models = known
             self.options_changed()

@@ -18,6 +18,7 @@ import anyio
 
 from sprout_agent.config.consent import held_back_notice
 from sprout_agent.config.options import SDK_MARK
+from sprout_agent.config.provider import provider_record
 from sprout_agent.core.agent import TurnResult
 from sprout_agent.core.errors import (
     EXIT_OK,
@@ -307,6 +308,7 @@ class Headless:
                 max_output_tokens=self.prepared.settings.max_output_tokens,
                 agents=[definition.name for definition in self.prepared.definitions.agents],
                 slash_commands=[command.name for command in self.prepared.definitions.commands],
+                provider=provider_record(self.prepared.settings.provider),
             )
         )
 

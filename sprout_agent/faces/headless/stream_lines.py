@@ -15,6 +15,7 @@ from typing import TextIO, assert_never, cast
 
 from sprout_agent import CLAUDE_CODE_PROTOCOL, __version__
 from sprout_agent.config.files import Transport, listed_transport
+from sprout_agent.config.provider import Provider, provider_record
 from sprout_agent.config.sandboxing import SandboxPlan
 from sprout_agent.core import events as ev
 from sprout_agent.core.messages import (
@@ -82,6 +83,7 @@ class InitInfo:
     max_output_tokens: int = 0
     agents: Sequence[str] = ()  # the agent definitions' names (subagent types)
     slash_commands: Sequence[str] = ()  # the custom commands' names (a script sends them as prompts)
+    provider: Mapping[str, object] = field(default_factory=lambda: provider_record(Provider()))  # where requests go
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +169,7 @@ def init_record(info: InitInfo) -> Record:
         "hooks": [{"server": server, "hook": hook} for server, hook in info.hooks],
         "sandbox": dict(info.sandbox),
         "context_window": info.context_window,
+        "provider": dict(info.provider),
     }
 
 

@@ -34,8 +34,10 @@ def banner(prepared: Prepared, model: str) -> str:
     names = ", ".join(server.name for server in prepared.loaded.servers) or "none"
     given = prepared.permission_mode
     mode = given if given is given.ours else f"{given} ({given.ours})"  # Claude Code's name: say what it means here
+    provider = prepared.settings.provider  # named unless it is Anthropic's own API, as before
+    via = f" on {provider.describe()}" if provider.kind != "anthropic" or provider.gateway else ""
     return (
-        f"sprout-agent · {model} · {_home(options.cwd)}\n"
+        f"sprout-agent · {model}{via} · {_home(options.cwd)}\n"
         f"permissions {mode} · sandbox {prepared.sandbox.describe()} · servers: {names}\n"
         "/help for commands · Tab completes /commands and @files · Esc cancels a turn · Ctrl-D leaves"
     )

@@ -1,0 +1,91 @@
+"""The SDK client for the chosen provider (config/provider.py): Anthropic's, or the SDK's own Bedrock, Vertex or Foundry
+client, each imported only when chosen; and what renews a provider's credentials after a 401 or 403."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+from sprout_agent.config.provider import Provider
+
+
+def async_client(provider: Provider, *, api_key: str | None, env: Mapping[str, str], timeout: float) -> Any:
+    """The client for `provider`, with no retries of its own (ours emit events) and no spans of its own (ours are
+    the request's): the first party's takes the key, the clouds' clients find their own credentials (the AWS chain,
+    Google's application default credentials) as the SDK documents."""
+    import anthropic
+
+    common: dict[str, Any] = {
+        "max_retries": 0,
+        "timeout": anthropic.Timeout(timeout, connect=min(10.0, timeout)),  # API_TIMEOUT_MS, as Claude Code's
+        "open_telemetry": {"traces": False, "propagation": False},
+    }
+    if provider.kind == "bedrock":
+        return _bedrock(provider, common)
+    if provider.kind == "vertex":
+        return _vertex(provider, common)
+    if provider.kind == "foundry":
+        return anthropic.AsyncAnthropicFoundry(
+            api_key=env.get("ANTHROPIC_FOUNDRY_API_KEY"),
+            **({"base_url": provider.base_url} if provider.base_url else {"resource": provider.resource}),
+            **common,
+        )
+    return anthropic.AsyncAnthropic(api_key=api_key, base_url=provider.base_url, **common)
+
+
+def _bedrock(provider: Provider, common: dict[str, Any]) -> Any:
+    from anthropic.lib.bedrock import AsyncAnthropicBedrock
+
+    class Unsigned(AsyncAnthropicBedrock):
+        """CLAUDE_CODE_SKIP_BEDROCK_AUTH: a gateway in front of Bedrock signs the request, so nothing is added."""
+
+        async def _prepare_request(self, request: Any) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
+            return None
+
+    chosen = Unsigned if provider.skip_auth else AsyncAnthropicBedrock
+    # AWS_BEARER_TOKEN_BEDROCK and the credential chain (AWS_PROFILE, SSO, keys, roles) are read by the SDK and
+    # botocore from the real environment, where a project's .env cannot put them (guarded_env.py).
+    return chosen(aws_region=provider.region, base_url=provider.base_url, **common)
+
+
+def _vertex(provider: Provider, common: dict[str, Any]) -> Any:
+    from anthropic.lib.vertex import AsyncAnthropicVertex
+
+    class Unauthenticated(AsyncAnthropicVertex):
+        """CLAUDE_CODE_SKIP_VERTEX_AUTH: a gateway in front of Vertex authenticates instead; no token is asked for."""
+
+        async def _prepare_request(self, request: Any) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
+            return None
+
+    chosen = Unauthenticated if provider.skip_auth else AsyncAnthropicVertex
+    project: dict[str, Any] = {"project_id": provider.project} if provider.project else {}
+    return chosen(region=provider.region or "", base_url=provider.base_url, **project, **common)
+
+
+def regional(client: Any, provider: Provider, model: str) -> Any:
+    """The client for `model`: on Vertex, one in its VERTEX_REGION_CLAUDE_… region when that is not the default."""
+    region = provider.region_for(model)
+    if provider.kind != "vertex" or region == provider.region:
+        return client
+    return client.with_options(region=region)
+
+
+def renew(client: Any, provider: Provider) -> bool:
+    """After a 401 or 403: drops the credentials the client holds so the next request fetches them anew (the AWS
+    chain re-read, Google's credentials reloaded); False when the provider has nothing to renew."""
+    if provider.skip_auth:
+        return False
+    if provider.kind == "bedrock" and getattr(client, "api_key", None) is None:
+        # The SDK keeps one boto3 session per set of arguments; a new one reads the profile, SSO cache and keys again.
+        auth = importlib.import_module("anthropic.lib.aws._auth")
+        cached = getattr(auth, "_get_session", None)
+        clear = getattr(cached, "cache_clear", None)
+        if callable(clear):
+            clear()
+            return True
+        return False
+    if provider.kind == "vertex" and getattr(client, "access_token", None) is None:
+        client.credentials = None  # application default credentials loaded and refreshed again
+        return True
+    return False

@@ -1,0 +1,199 @@
+"""The real CLI against fakes that speak each provider's wire (tests/fake_providers.py), through the SDK's own
+Bedrock, Vertex and Foundry clients: a tool round on each, credentials that stop being taken mid-session renewed
+without losing the turn, a gateway that refuses a beta, Claude Code's variables unchanged."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fake_anthropic import Json, reply, thinking, tool_use
+from tests.fake_providers import FakeBedrock, FakeFoundry, FakeGateway, FakeVertex
+from tests.harness import fake_server, run_agent, tool_results
+
+pytestmark = pytest.mark.e2e
+
+OLD_KEYS = ("AKIAOLDOLDOLDOLDOLD1", "old-secret-key-0123456789")
+NEW_KEYS = ("AKIANEWNEWNEWNEWNEW2", "new-secret-key-9876543210")
+SERVERS = {"up": fake_server(tools="echo")}
+
+
+def _tool_round(then: str = "done") -> list[Any]:
+    return [reply(tool_use("up__echo", {"text": "ping"})), reply(then)]
+
+
+def _stream_json(out: str) -> list[Json]:
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def _aws_profile(home: Path, keys: tuple[str, str]) -> Path:
+    """A shared credentials file with one profile, as `aws configure` (or an SSO login's export) writes it."""
+    path = home / "aws-credentials"
+    path.write_text(f"[work]\naws_access_key_id = {keys[0]}\naws_secret_access_key = {keys[1]}\n")
+    return path
+
+
+def test_bedrock_runs_a_tool_round_signed_with_sigv4_on_the_sonnet_inference_profile(tmp_path: Path) -> None:
+    with FakeBedrock(_tool_round(), region="eu-west-1", accept=OLD_KEYS) as fake:
+        env = {
+            "CLAUDE_CODE_USE_BEDROCK": "1",
+            "AWS_REGION": "eu-west-1",
+            "ANTHROPIC_BEDROCK_BASE_URL": fake.base_url,
+            "AWS_SHARED_CREDENTIALS_FILE": str(_aws_profile(tmp_path, OLD_KEYS)),
+            "AWS_PROFILE": "work",
+            "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+        }
+        args = ["-p", "echo ping", "--model", "sonnet", "--output-format", "stream-json", "--verbose"]
+        run = run_agent(tmp_path, args, fake=None, servers=SERVERS, env=env)
+    assert run.code == 0, run.stderr
+    assert fake.refusals == []
+    assert fake.paths == ["/model/eu.anthropic.claude-sonnet-5-5/invoke-with-response-stream"] * 2
+    first, second = fake.requests
+    assert first.body["system"][0]["cache_control"] == {"type": "ephemeral"}  # caching asked for, as first party
+    assert [r["content"][0]["text"] for r in tool_results(second.body)] == ["ping"]
+    lines = _stream_json(run.stdout)
+    init = lines[0]
+    assert init["provider"] == {"kind": "bedrock", "name": "Amazon Bedrock", "region": "eu-west-1",
+                                "endpoint": fake.base_url}  # fmt: skip
+    assert init["model"] == "eu.anthropic.claude-sonnet-5-5"
+    assert lines[-1]["result"] == "done" and lines[-1]["total_cost_usd"] > 0  # priced as Sonnet
+
+
+def test_bedrock_credentials_replaced_mid_session_are_read_again_after_the_403_and_the_turn_goes_on(
+    tmp_path: Path,
+) -> None:
+    profile = _aws_profile(tmp_path, OLD_KEYS)
+
+    def rotate(body: Json) -> Any:
+        """As `aws sso login` in another terminal: new keys on disk, the old ones no longer taken."""
+        _aws_profile(tmp_path, NEW_KEYS)
+        fake.accept = NEW_KEYS
+        return reply(tool_use("up__echo", {"text": "ping"}))
+
+    with FakeBedrock([rotate, reply("done")], region="us-east-1", accept=OLD_KEYS) as fake:
+        env = {
+            "CLAUDE_CODE_USE_BEDROCK": "1",
+            "AWS_REGION": "us-east-1",
+            "ANTHROPIC_BEDROCK_BASE_URL": fake.base_url,
+            "AWS_SHARED_CREDENTIALS_FILE": str(profile),
+            "AWS_PROFILE": "work",
+            "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+        }
+        run = run_agent(tmp_path, ["-p", "echo ping", "--model", "haiku"], fake=None, servers=SERVERS, env=env)
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "done"
+    assert [status for status, _ in fake.refusals] == [403]  # once, then signed with the new keys
+    assert "Amazon Bedrock refused the credentials: renewed them" in run.stderr
+    assert len(fake.requests) == 2
+
+
+def test_a_missing_bedrock_region_is_one_line_naming_aws_region_and_exit_2(tmp_path: Path) -> None:
+    run = run_agent(tmp_path, ["-p", "hi"], fake=None, env={"CLAUDE_CODE_USE_BEDROCK": "1"})
+    assert run.code == 2
+    assert "AWS_REGION" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def _vertex_env(tmp_path: Path, fake: FakeVertex) -> dict[str, str]:
+    adc = tmp_path / "adc.json"
+    adc.write_text(json.dumps(fake.credentials()))
+    adc.chmod(stat.S_IRUSR | stat.S_IWUSR)
+    return {
+        "CLAUDE_CODE_USE_VERTEX": "1",
+        "CLOUD_ML_REGION": "us-east5",
+        "ANTHROPIC_VERTEX_PROJECT_ID": "proj-1",
+        "ANTHROPIC_VERTEX_BASE_URL": f"{fake.base_url}/v1",
+        "GOOGLE_APPLICATION_CREDENTIALS": str(adc),
+    }
+
+
+def test_vertex_runs_a_tool_round_with_a_google_token_and_the_vertex_anthropic_version(tmp_path: Path) -> None:
+    with FakeVertex(_tool_round(), project="proj-1", region="us-east5") as fake:
+        run = run_agent(tmp_path, ["-p", "echo ping", "--model", "claude-sonnet-4-5"], fake=None, servers=SERVERS,
+                        env=_vertex_env(tmp_path, fake))  # fmt: skip
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "done" and fake.refusals == []
+    model_path = "/v1/projects/proj-1/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929"
+    assert fake.paths == ["/token", f"{model_path}:streamRawPredict", f"{model_path}:streamRawPredict"]
+    assert all(token.startswith("ya29.fake-") for token in fake.tokens_used)
+
+
+def test_a_vertex_token_revoked_mid_session_is_fetched_again_after_the_401_and_the_turn_goes_on(
+    tmp_path: Path,
+) -> None:
+    def revoke(body: Json) -> Any:
+        fake.expire_all()
+        return reply(tool_use("up__echo", {"text": "ping"}))
+
+    with FakeVertex([revoke, reply("done")], project="proj-1", region="us-east5") as fake:
+        run = run_agent(tmp_path, ["-p", "echo ping"], fake=None, servers=SERVERS, env=_vertex_env(tmp_path, fake))
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "done"
+    assert [status for status, _ in fake.refusals] == [401]
+    assert [p for p in fake.paths if p == "/token"] == ["/token", "/token"]
+    assert "Google Vertex AI refused the credentials: renewed them" in run.stderr
+
+
+def test_foundry_runs_a_tool_round_with_its_key_in_both_headers(tmp_path: Path) -> None:
+    with FakeFoundry(_tool_round(), key="foundry-key-0123456789") as fake:
+        env = {
+            "CLAUDE_CODE_USE_FOUNDRY": "1",
+            "ANTHROPIC_FOUNDRY_BASE_URL": f"{fake.base_url}/anthropic",
+            "ANTHROPIC_FOUNDRY_API_KEY": "foundry-key-0123456789",
+        }
+        run = run_agent(tmp_path, ["-p", "echo ping", "--model", "opus"], fake=None, servers=SERVERS, env=env)
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "done" and fake.refusals == []
+    assert fake.paths == ["/anthropic/v1/messages"] * 2
+    assert [r.body["model"] for r in fake.requests] == ["claude-opus-5-5"] * 2
+
+
+def _thinking_round() -> list[Any]:
+    return [reply(thinking("use the tool"), tool_use("up__echo", {"text": "ping"})), reply("done")]
+
+
+def test_a_gateway_that_refuses_the_beta_gets_the_request_again_without_it_and_never_again(tmp_path: Path) -> None:
+    with FakeGateway(_thinking_round()) as fake:
+        env = {"ANTHROPIC_BASE_URL": fake.base_url, "SPROUT_AGENT_THINKING": "on"}
+        run = run_agent(tmp_path, ["-p", "echo ping"], fake=None, servers=SERVERS, env=env)
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "done"
+    assert [status for status, _ in fake.refusals] == [400]  # once: the retry and the next round carry none
+    assert [r.headers.get("anthropic-beta") for r in fake.requests] == [None, None]
+    assert all(r.body["thinking"]["type"] == "enabled" for r in fake.requests)  # thinking kept, its beta dropped
+    assert "LLM gateway refused the beta interleaved-thinking-2025-05-14" in run.stderr
+
+
+def test_disable_experimental_betas_sends_no_beta_header_at_all(tmp_path: Path) -> None:
+    with FakeGateway(_thinking_round()) as fake:
+        env = {
+            "ANTHROPIC_BASE_URL": fake.base_url,
+            "SPROUT_AGENT_THINKING": "on",
+            "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS": "1",
+        }
+        run = run_agent(tmp_path, ["-p", "echo ping"], fake=None, servers=SERVERS, env=env)
+    assert run.code == 0, run.stderr
+    assert fake.refusals == [] and all("anthropic-beta" not in p for p in fake.paths)
+    assert [r.headers.get("anthropic-beta") for r in fake.requests] == [None, None]
+
+
+def test_a_key_helpers_key_is_fetched_again_after_a_401_and_never_reaches_the_servers(tmp_path: Path) -> None:
+    counter = tmp_path / "count"
+    counter.write_text("1")
+    helper = tmp_path / "helper.sh"
+    helper.write_text(f'#!/bin/sh\nn=$(cat "{counter}")\necho $((n + 1)) > "{counter}"\necho "gw-key-$n-abcdefgh"\n')
+    helper.chmod(0o700)
+    servers = {"up": fake_server(tools="env")}
+    script = [reply(tool_use("up__env", {"name": "SPROUT_AGENT_API_KEY_HELPER"})), reply("done")]
+    with FakeGateway(script, keys=("gw-key-2-abcdefgh",)) as fake:
+        env = {"ANTHROPIC_BASE_URL": fake.base_url, "SPROUT_AGENT_API_KEY_HELPER": str(helper)}
+        run = run_agent(tmp_path, ["-p", "what is in your env"], fake=None, servers=servers, env=env)
+    assert run.code == 0, run.stderr
+    assert [status for status, _ in fake.refusals] == [401]
+    assert [r.headers["authorization"] for r in fake.requests] == ["Bearer gw-key-2-abcdefgh"] * 2
+    assert "gw-key" not in run.stderr and "gw-key" not in run.stdout
+    (seen,) = tool_results(fake.requests[1].body)  # the server's own environment has no helper (nor its key)
+    assert seen["content"][0]["text"] == "<unset>"
