@@ -25,7 +25,7 @@ from tests.inproc_fake import fake_in_process
 from tests.stream_schema import valid_lines
 
 NO_KEY = {"ANTHROPIC_API_KEY": ""}  # and no ANTHROPIC_BASE_URL: a request that left the process would fail
-VOLATILE = {"session_id", "uuid", "duration_ms", "duration_api_ms", "apiKeySource"}  # a replay has no key
+VOLATILE = {"session_id", "uuid", "duration_ms", "duration_api_ms", "apiKeySource", "provider"}  # no key, no endpoint
 
 
 def cassette_of(directory: Path) -> Path:

@@ -15,7 +15,7 @@ from tests.harness import Run, Terminal, agent_command, agent_env, fake_server, 
 
 pytestmark = pytest.mark.e2e
 TOOLS = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
-VOLATILE = {"session_id", "uuid", "duration_ms", "duration_api_ms", "apiKeySource"}
+VOLATILE = {"session_id", "uuid", "duration_ms", "duration_api_ms", "apiKeySource", "provider"}  # no key, no endpoint
 
 
 def without_key(tmp_path: Path, args: list[str], env: dict[str, str]) -> Run:
