@@ -107,12 +107,12 @@ def test_the_agent_sdks_command_line_parses_with_one_warning_per_ignored_flag() 
     assert params["include_partial_messages"]  # an option now: the table never drops a flag Typer knows
     assert params["builtin_tools"] == "Read,Bash"
     assert params["json_schema"] == '{"type": "object"}'  # the SDKs' output_format, passed on as given
-    assert params["setting_sources"] == "user,project"  # whose agents, skills and commands are read
+    assert params["setting_sources"] == "user,project"  # whose settings, agents, skills and commands are read
+    assert params["settings"] == ['{"a": 1}']  # read as Claude Code's settings (claude_settings.py)
     ignored = [w.split()[1] for w in warnings if "is ignored" in w]
     assert ignored == [
         "--task-budget",
         "--betas",
-        "--settings",
         "--include-hook-events",
         "--resume-session-at=m1",
         "--session-mirror",
@@ -289,7 +289,7 @@ def test_claude_code_style_command_lines_run(tmp_path: Path) -> None:
     assert run.code == 0, run.stderr
     (result,) = valid_lines(run.stdout)
     assert result["result"] == "forty-two"
-    assert "--settings {} is not supported by sprout-agent and is ignored" in run.stderr
+    assert "--settings" not in run.stderr  # read now: an empty object is no settings
     tools = {tool["name"] for tool in fake.requests[0].body["tools"]}
     assert "fake__echo" in tools and "dev__bash" in tools  # strict: only --mcp-config servers, built-ins kept
     assert piped.code == 0 and piped.stdout == "piped\n"

@@ -107,3 +107,30 @@ async def test_pre_compact_callbacks_hear_the_trigger_and_the_focus_before_a_man
     await loop.turn()
     await loop.agent.compact("manual", focus="the tests")
     assert callbacks.calls == [("PreCompact", {"trigger": "manual", "custom_instructions": "the tests"})]
+
+
+async def test_a_stop_callback_is_called_again_with_stop_hook_active_after_its_objection_until_it_lets_go() -> None:
+    # As Claude Code does (programs block until their tests pass); the reply after the objection made no tool call.
+    def until_active(fields: Mapping[str, object]) -> CallbackAnswer:
+        return CallbackAnswer() if fields["stop_hook_active"] else CallbackAnswer(block="run the tests first")
+
+    loop = build_loop([reply("done"), reply("really done"), reply("unused")], stop_max_rejections=3)
+    loop.hooks.callbacks = callbacks = Callbacks(Stop=until_active)
+    result = await loop.turn()
+    assert result.text == "really done" and len(loop.model.bodies) == 2
+    assert [fields["stop_hook_active"] for event, fields in callbacks.calls if event == "Stop"] == [False, True]
+
+
+async def test_a_stop_callback_that_always_objects_is_bounded_by_the_objection_budget() -> None:
+    loop = build_loop([reply(f"done {n}") for n in range(6)], stop_max_rejections=2)
+    loop.hooks.callbacks = callbacks = Callbacks(Stop=lambda _: CallbackAnswer(block="never good enough"))
+    result = await loop.turn()
+    assert result.text == "done 2" and len(loop.model.bodies) == 3  # two objections honoured, then the end is taken
+    assert len([event for event, _ in callbacks.calls if event == "Stop"]) == 2
+
+
+async def test_an_mcp_stop_hook_is_not_asked_again_right_after_its_objection_the_specs_rule() -> None:
+    host = with_hooks(_Stop=answers(then="keep going"))
+    loop = build_loop([reply("done"), reply("done again"), reply("unused")], host=host, hook_servers="*")
+    result = await loop.turn()
+    assert result.text == "done again" and len(loop.model.bodies) == 2

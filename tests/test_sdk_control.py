@@ -71,8 +71,9 @@ def test_initialize_is_answered_an_unknown_subtype_gets_an_error_and_the_session
 def test_servers_and_rules_sent_in_initialize_are_applied_and_confirmed_before_the_session_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The TypeScript SDK's default: `--await-initialize` and its servers (and, on request, its deny rules and
-    directories) only in `initialize`, each confirmed by an `*_applied` field or the SDK ends the session."""
+    """The TypeScript SDK's default: `--await-initialize` and its servers (and, on request, its deny rules,
+    directories and settings) only in `initialize`, each confirmed by an `*_applied` field or the SDK ends the
+    session."""
     answers: dict[str, Json] = {}
     extra = tmp_path / "extra"
     extra.mkdir()
@@ -84,13 +85,17 @@ def test_servers_and_rules_sent_in_initialize_are_applied_and_confirmed_before_t
             mcpServers={"fake": fake_server()},
             disallowedTools=["Bash"],
             additionalDirectories=[str(extra)],
-            settings={"permissions": {}},  # not read here: not confirmed, so the SDK says so itself
+            settings={"permissions": {"deny": ["Read(./secret.txt)"]}},  # settingsDelivery "initialize"
         )
         sdk.user("go")
         sdk.expect(is_result)
 
     script_steps = [
-        reply(tool_use("fake__echo", {"text": "hi"}), tool_use("dev__bash", {"command": "echo no"})),
+        reply(
+            tool_use("fake__echo", {"text": "hi"}),
+            tool_use("dev__bash", {"command": "echo no"}),
+            tool_use("dev__read", {"file_path": "secret.txt"}),
+        ),
         reply("ok"),
     ]
     options = Options(prompt=None, await_initialize=True, permission_mode=PermissionMode.AUTO)
@@ -99,11 +104,12 @@ def test_servers_and_rules_sent_in_initialize_are_applied_and_confirmed_before_t
     assert code == 0, err
     response = answers["init"]["response"]
     assert response["mcp_servers_applied"] is True and response["disallowed_tools_applied"] is True
-    assert response["additional_directories_applied"] is True and "settings_applied" not in response
+    assert response["additional_directories_applied"] is True and response["settings_applied"] is True
     tools = [tool["name"] for tool in fake.requests[0].body["tools"]]
     assert "fake__echo" in tools and "dev__bash" in tools
-    echoed, denied = tool_results(fake.requests[1].body)
+    echoed, denied, secret = tool_results(fake.requests[1].body)
     assert "hi" in result_text(echoed) and denied.get("is_error") and "denied" in result_text(denied)
+    assert secret.get("is_error") and "Read(./secret.txt) in --settings" in result_text(secret)
     init = next(json.loads(line) for line in sdk.out.raw if '"subtype": "init"' in line)
     assert "mcp__fake__echo" in init["tools"]
 

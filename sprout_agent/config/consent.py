@@ -33,6 +33,7 @@ from sprout_agent.trust.secrets import is_secret, redactor, secret_name
 from sprout_agent.trust.untrusted import printable
 
 APPROVALS_FILE = "project-servers.json"
+SETTINGS_ENTRY = "(settings)"  # a settings file's answer; no server name has parentheses (server_names.py)
 TRUST_PROJECT_ENV = "SPROUT_AGENT_TRUST_PROJECT"  # read from the real environment only, never from .env
 
 
@@ -173,6 +174,23 @@ class Approvals:
                 "approved": approved,
                 "command": _command_line(shown),  # for a person reading the file
             }
+        return self._saved(records)
+
+    def settings_verdict(self, path: Path, fingerprint: str) -> Verdict:
+        """The answer about a repository settings file's widening part (its allow rules, hooks, env…), kept beside
+        its servers' under the file's own path, as a server's under its config file's (`SETTINGS_ENTRY`)."""
+        entry = self.records.get(str(path.absolute()), {}).get(SETTINGS_ENTRY)
+        if entry is None:
+            return Verdict.UNKNOWN
+        if entry.get("fingerprint") != fingerprint:
+            return Verdict.CHANGED
+        return Verdict.APPROVED if entry.get("approved") is True else Verdict.DECLINED
+
+    def answered_settings(self, answers: Iterable[tuple[Path, str, bool]]) -> Approvals:
+        """(settings file, fingerprint of its widening part, approved) recorded, and written to disk."""
+        records = {key: dict(value) for key, value in self.records.items()}
+        for path, print_, approved in answers:
+            records.setdefault(str(path.absolute()), {})[SETTINGS_ENTRY] = {"fingerprint": print_, "approved": approved}
         return self._saved(records)
 
     def forgotten(self, servers: Iterable[ServerConfig]) -> Approvals:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 APP = "sprout-agent"
+# Where Claude Code reads managed (administrator) settings on Linux and WSL; they win over every other file.
+MANAGED_SETTINGS = Path("/etc/claude-code/managed-settings.json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +20,7 @@ class Locations:
     data: Path | None  # prompt history
     logs: Path | None  # MCP servers' stderr with --verbose
     cache: Path | None = None  # what can be fetched again (the Models API's entries); None = nothing cached
+    managed_settings: Path | None = None  # Claude Code's managed settings file; None = none is read
 
     @classmethod
     def for_user(cls) -> Locations:
@@ -31,6 +34,7 @@ class Locations:
             data,
             Path(platformdirs.user_log_dir(APP)),
             Path(platformdirs.user_cache_dir(APP)),
+            MANAGED_SETTINGS,
         )
 
     @classmethod

@@ -221,7 +221,7 @@ class Agent:
                     continue
             elif self._paused(reply, uses):
                 continue
-            finished = await self._finish(reply, turns, not after_objection, objected)
+            finished = await self._finish(reply, turns, after_objection, objected)
             if isinstance(finished, TurnResult):
                 return finished
             if finished is GoingOn.OBJECTED:  # a `_Stop` objection keeps the turn going
@@ -246,7 +246,7 @@ class Agent:
             self._answer_unrun(uses, f"not run: the reply stopped with {reply.stop_reason}")
         return False
 
-    async def _finish(self, reply: ModelReply, turns: int, ask_stop: bool, objected: bool) -> TurnResult | GoingOn:
+    async def _finish(self, reply: ModelReply, turns: int, again: bool, objected: bool) -> TurnResult | GoingOn:
         """The turn's result: its structured answer or the reply's text. Or the turn goes on: the model was asked
         again for the structured answer it has not given, or a `_Stop` hook objected."""
         if (unanswered := self._unanswered(reply.stop_reason, turns)) is not None:
@@ -255,15 +255,15 @@ class Agent:
         structured = answer.value if answer is not None else None
         text = answer.text() if answer is not None and structured is not None else reply_text(reply)
         ending = reply.stop_reason == "end_turn" or structured is not None
-        if ending and ask_stop and await self._stop_objected(text, objected):
+        if ending and await self._stop_objected(text, objected, again):
             return GoingOn.OBJECTED
         return TurnResult("end_turn" if structured is not None else reply.stop_reason, text, turns, structured)
 
-    async def _stop_objected(self, text: str, objected: bool) -> bool:
-        """`_Stop`: a hook that objects keeps the turn going (a structured answer must then be given again).
-        `objected`: an objection already kept this turn going (the callbacks' `stop_hook_active`)."""
+    async def _stop_objected(self, text: str, objected: bool, again: bool) -> bool:
+        """`_Stop`: an objection keeps the turn going (a structured answer must then be given again). `objected`: one
+        did already (`stop_hook_active`); `again`: just now, so only the callbacks are asked (`_Stop` is not)."""
         context = self._hook_context(last_assistant_message=text, trigger="end_turn", stop_hook_active=objected)
-        objections = await self.hooks.on_stop(context)
+        objections = await self.hooks.on_stop(context, mcp=not again)
         if not objections:
             return False
         self._append(*objections)

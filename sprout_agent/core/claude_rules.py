@@ -52,8 +52,9 @@ def split_rules(values: Iterable[str]) -> list[str]:
     return rules
 
 
-def translate(values: Iterable[str], *, deny: bool) -> Translated:
-    flag = "--disallowedTools" if deny else "--allowedTools"
+def translate(values: Iterable[str], *, deny: bool, where: str | None = None) -> Translated:
+    """`where`: what the warnings name (a settings file's list); the flag by default."""
+    flag = where or ("--disallowedTools" if deny else "--allowedTools")
     patterns: list[str] = []
     warnings: list[str] = []
     for rule in split_rules(values):

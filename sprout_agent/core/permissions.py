@@ -21,6 +21,7 @@ from sprout_agent.core.claude_rules import BASH, check, command_rules, denies
 from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permission_mode import Ours, PermissionMode, parse_mode
 from sprout_agent.core.protocols import ToolSpec
+from sprout_agent.core.settings_rules import NO_RULES, RuleSet
 from sprout_agent.core.subagents import TASK_TOOL
 
 
@@ -72,6 +73,7 @@ class Policy:
         sandboxed: Collection[tuple[str, str]] = (),
         read_only_sandbox: bool = False,
         program_trusted: Callable[[str], bool] | None = None,
+        rules: RuleSet = NO_RULES,
     ) -> None:
         self.permission_mode = mode  # as given (Claude Code's name, say): the refusal names it
         self.allow = tuple(allow)
@@ -79,6 +81,7 @@ class Policy:
         # `dev__bash(git:*)` rules (Claude Code's `Bash(git:*)`): checked against the call's command.
         self.allow_commands, self.deny_commands = command_rules(self.allow), command_rules(self.deny)
         self.program_trusted = program_trusted  # a bare program name found outside what the model may write
+        self.rules = rules  # the settings files' allow, ask and deny rules (settings_rules.py)
         self.ask = ask
         # (server, tool) pairs that run in the OS sandbox (dev's bash): read-only mode lets them run there, when
         # that sandbox is read-only (it is chosen at start: a session switched to read-only later keeps its own).
@@ -116,10 +119,18 @@ class Policy:
             return f"refused: {spec.name} is denied by --deny-tools {pattern}; do not call it again, find another way"
         if command is not None and denies(self.deny_commands, command):
             return f"refused: this command is denied by a {BASH}(…) rule; do not run it, find another way"
+        ruled = self.rules.decide(spec, use, self.program_trusted)
+        if ruled is not None and ruled[0] == "deny":
+            why = f"{ruled[1].text} in {ruled[1].source}"
+            return (
+                f"refused: {spec.name} is denied by the permission rule {why}; do not call it again, find another way"
+            )
+        if ruled is not None and ruled[0] == "ask":
+            hook = "ask"  # an ask rule asks in every mode, whatever a hook or an allow rule says (Claude Code)
         if hook == "allow":
             return None
         allowed, note = self._allowed(spec, command)
-        allowed = allowed or spec.name in self.always
+        allowed = allowed or spec.name in self.always or (ruled is not None and ruled[0] == "allow")
         if hook is None and (allowed or self.mode is PermissionMode.AUTO):
             return None
         # A hook's "ask" asks more, never less: what read-only mode refuses stays refused, not a question.

@@ -19,6 +19,7 @@ from sprout_agent.config.settings import provider_model
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.errors import UsageError
 from sprout_agent.core.hooks.calling import is_hook
+from sprout_agent.core.permissions import Policy
 from sprout_agent.core.status import context_line, counted_context_line
 from sprout_agent.model.facts import ModelFacts
 from sprout_agent.model.switch import effort_command, switch_agent
@@ -48,6 +49,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("cost", "tokens and cost so far"),
     Command("model", "show the model, or switch to NAME for the next request", "[NAME]"),
     Command("effort", "show the effort level and the model's choices, or set it", "[LEVEL]"),
+    Command("permissions", "the permission mode and every rule, with where each came from"),
     # REPL only for now: its questions are drawn in the terminal; an editor would need its own (docs/rewind.md).
     Command("rewind", "put files back to before a turn, fork the conversation there, or both (Esc Esc)", faces=_REPL),
     Command("login", "log in to a remote server with OAuth (the browser), then start it", "NAME", _REPL),
@@ -245,8 +247,30 @@ async def shared_command(runtime: Runtime, command: Command, argument: str) -> l
             return await model_command(runtime, argument)
         case "effort":
             return effort_lines(agent, argument)
+        case "permissions":
+            return permission_lines(agent)
         case _:
             return None
+
+
+def permission_lines(agent: Agent) -> list[Line]:
+    """/permissions: the mode, then the deny, ask and allow rules (the order they are decided in), each with its
+    source: a settings file, or the command line's patterns."""
+    policy = agent.permit
+    if not isinstance(policy, Policy):
+        return [("permissions: decided by the program driving this session", "dim")]
+    mode = policy.permission_mode
+    lines: list[Line] = [(f"mode: {mode} ({mode.ours})", "")]
+    flagged = [("deny", pattern) for pattern in policy.deny] + [("allow", pattern) for pattern in policy.allow]
+    rows = [(kind, printable(rule.text, 200), printable(rule.source, 200)) for rule in policy.rules.rules
+            for kind in (rule.kind,)] + [(kind, pattern, "command line") for kind, pattern in flagged]  # fmt: skip
+    for kind in ("deny", "ask", "allow"):
+        for found, text, source in rows:
+            if found == kind:
+                lines.append((f"  {kind:<5}  {text}  ({source})", ""))
+    if len(lines) == 1:
+        lines.append(("  no rules: the mode decides every call", "dim"))
+    return lines
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -11,15 +11,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sprout_agent.config import consent
+from sprout_agent.config import applied_settings, consent
 from sprout_agent.config import files as cfg
 from sprout_agent.config import settings as st
+from sprout_agent.config.claude_settings import Places as SettingsPlaces
+from sprout_agent.config.claude_settings import SettingsFile, load_settings
 from sprout_agent.config.definition_files import load_definitions, places
 from sprout_agent.config.definitions import BUILTIN_AGENTS, Definitions
 from sprout_agent.config.dotenv_file import read_dotenv
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options, add_dirs_env, decided_mode
 from sprout_agent.config.output_schema import load_output_schema
+from sprout_agent.config.output_styles import load_style
 from sprout_agent.config.provider import missing_extra
 from sprout_agent.config.sandboxing import SandboxPlan, plan, server_notices
 from sprout_agent.config.server_config import configured_credentials
@@ -27,7 +30,7 @@ from sprout_agent.core.claude_rules import offered_builtins
 from sprout_agent.core.compaction import context_window, parse_threshold
 from sprout_agent.core.errors import ConfigError, UsageError
 from sprout_agent.core.ledger import Price, parse_prices
-from sprout_agent.core.permission_mode import PermissionMode
+from sprout_agent.core.permission_mode import PermissionMode, parse_mode
 from sprout_agent.core.structured import OutputContract
 from sprout_agent.session import index as session_index
 from sprout_agent.session import store
@@ -62,6 +65,8 @@ class Prepared:
     sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # what dev__bash commands run under
     output: OutputContract | None = None  # --json-schema: what each answer must be
     definitions: Definitions = field(default_factory=lambda: Definitions(agents=BUILTIN_AGENTS))
+    claude: applied_settings.Applied = field(default_factory=applied_settings.Applied)  # Claude Code's settings
+    style: tuple[str, str] = ("default", "")  # outputStyle: its name and the instructions it adds
     tape: TapePlan | None = None  # --record / --replay (session/taping.py); None: neither
 
     @property
@@ -86,6 +91,18 @@ class Prepared:
         cwd = os.path.realpath(self.options.cwd)
         more = (*self.sandbox.policy.allow_write, *(str(d) for d in self.options.add_dirs))
         return program_lookup.outside(writable_roots(cwd, more), self.inherited_env, cwd)
+
+    def with_style(self, append: str | None) -> str | None:
+        """`--append-system-prompt` (or the SDK's) with the output style's instructions before it."""
+        parts = [part for part in (self.style[1], append) if part]
+        return "\n\n".join(parts) if parts else None
+
+    @property
+    def sandboxed_tools(self) -> tuple[tuple[str, str], ...]:
+        """dev's bash, when it is the built-in server's and the sandbox works: read-only mode runs it there, and ask
+        mode may re-run what the sandbox stopped outside it."""
+        builtin_dev = any(s.name == "dev" and s.transport == "in-process" for s in self.loaded.servers)
+        return (("dev", "bash"),) if builtin_dev and self.sandbox.active else ()
 
     @property
     def reader(self) -> Reader:
@@ -113,18 +130,33 @@ class Prepared:
     def held_back_notices(self) -> tuple[str, ...]:
         """One line per project server this run does not start, for a face with nobody to ask."""
         gated = self.held_back
+        held = tuple(held.notice() for held in self.claude.held)
         if gated is None:
-            return ()
-        return tuple(consent.held_back_notice(server, gated.verdicts[server.name]) for server in gated.pending)
+            return held
+        return held + tuple(consent.held_back_notice(server, gated.verdicts[server.name]) for server in gated.pending)
 
 
-def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) -> Prepared:
+def prepare(
+    options: Options,
+    locations: Locations,
+    environ: Mapping[str, str],
+    *,
+    settings_approved: frozenset[str] = frozenset(),
+) -> Prepared:
     """Reads `.env`, settings and config files; `environ` (the real environment) wins over `.env`.
 
-    Project servers the user has not approved are held back (`held_back`); the faces ask or say so."""
+    Project servers the user has not approved are held back (`held_back`), and so is what widens in a repository's
+    settings file (`claude.held`); the faces ask or say so. `settings_approved`: the fingerprints of the settings
+    files a person approved just now (applied even when the answer could not be saved)."""
+    home = Path(environ["HOME"]) if environ.get("HOME") else None
+    trusted = options.trust_project or consent.trusted_by_environment(environ)
+    approvals = _Approvals(locations.data, trusted, settings_approved)
     mode = decided_mode(options, environ)
+    claude = _claude_settings(options, locations, home, approvals.verdict, mode)
+    if options.permission_mode is None and claude.mode is not None:  # --permission-mode wins over defaultMode
+        mode = decided_mode(replace(options, permission_mode=parse_mode(claude.mode)), environ)
     dotenv = read_dotenv(options.cwd)
-    env = {**dotenv.values, **environ}
+    env = {**dotenv.values, **claude.env, **environ}
     settings = st.Settings.from_env(env)
     tape = tape_plan(options, environ)
     if tape is None or tape.replay is None:  # a replay needs no key: nothing leaves the process
@@ -140,29 +172,29 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
     _check_session_id(options, locations.sessions)
     added_dirs = add_dirs_env(options.add_dirs, options.cwd)
     loaded = _loaded(options, env, environ, locations)
-    sandbox = _sandbox(options, mode, locations, environ, loaded.sandbox)
+    sandbox = _sandbox(options, mode, locations, environ, loaded.sandbox, claude.rules.denied_paths())
     tools_env = {**sandbox.server_env(), **added_dirs}
     offered, tools_warnings = (None, ()) if options.builtin_tools is None else offered_builtins(options.builtin_tools)
     loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, tools_env, offered)
     loaded = replace(loaded, notices=loaded.notices + tools_warnings)
-    trusted = options.trust_project or consent.trusted_by_environment(environ)
     has_project_servers = any(server.project for server in loaded.servers)
-    approvals = (
-        consent.Approvals.load(locations.data) if has_project_servers and not trusted else consent.Approvals(None)
+    remembered = approvals.loaded() if has_project_servers and not trusted else consent.Approvals(None)
+    gated = consent.gate(
+        loaded, remembered, consent.secrets_in(env, environ), trusted=trusted or claude.all_project_servers
     )
-    gated = consent.gate(loaded, approvals, consent.secrets_in(env, environ), trusted=trusted)
     notices = (
-        gated.loaded.notices
+        claude.notices
+        + gated.loaded.notices
         + dotenv.notices
         + tuple(n for n in (sandbox.notice(),) if n is not None)
         + server_notices(sandbox, gated.loaded.servers)
     )
     loaded = replace(gated.loaded, notices=notices)
     resume = _resumed(options, locations.sessions)
-    home = Path(environ["HOME"]) if environ.get("HOME") else None
     where = places(options.cwd, home, locations.config, options.setting_sources)
     definitions = load_definitions(where, options.agents_json, sandbox.deny_list(environ))
-    loaded = replace(loaded, notices=loaded.notices + definitions.notices)
+    style, said = _style(claude.output_style, options.cwd, home, sandbox, environ)
+    loaded = replace(loaded, notices=loaded.notices + definitions.notices + said)
     return Prepared(
         options,
         settings,
@@ -180,6 +212,8 @@ def prepare(options: Options, locations: Locations, environ: Mapping[str, str]) 
         sandbox=sandbox,
         output=output,
         definitions=definitions,
+        claude=claude,
+        style=style,
         tape=tape,
     )
 
@@ -205,6 +239,53 @@ def _model(options: Options, settings: st.Settings, env: Mapping[str, str]) -> s
     return st.provider_model(options.model or settings.model, env, settings.provider, where)
 
 
+def _style(
+    name: str | None, cwd: Path, home: Path | None, sandbox: SandboxPlan, environ: Mapping[str, str]
+) -> tuple[tuple[str, str], tuple[str, ...]]:
+    """The outputStyle's name and instructions (read only when a settings file names one), and a notice if unknown."""
+    if name is None:
+        return ("default", ""), ()
+    text, notice = load_style(name, cwd, home, sandbox.deny_list(environ))
+    return ((name, text), ()) if text is not None else (("default", ""), (notice or "",))
+
+
+@dataclass
+class _Approvals:
+    """The remembered consent answers, read once and only when a repository file or server needs them."""
+
+    data: Path | None
+    trusted: bool
+    approved_now: frozenset[str]
+    _loaded: consent.Approvals | None = None
+
+    def loaded(self) -> consent.Approvals:
+        if self._loaded is None:
+            self._loaded = consent.Approvals.load(self.data)
+        return self._loaded
+
+    def verdict(self, found: SettingsFile, print_: str) -> consent.Verdict:
+        trusted = self.trusted or print_ in self.approved_now
+        return applied_settings.verdicts(self.loaded(), trusted)(found, print_)
+
+
+def _claude_settings(
+    options: Options,
+    locations: Locations,
+    home: Path | None,
+    verdict: Callable[[SettingsFile, str], consent.Verdict],
+    run_mode: PermissionMode,
+) -> applied_settings.Applied:
+    """Claude Code's settings files as this run applies them (none read that are not there); `run_mode`: the mode
+    the run has without them, which a repository's file may narrow at once."""
+    where = SettingsPlaces(options.cwd, home, locations.config, locations.managed_settings, options.settings)
+    found = load_settings(where, options.setting_sources)
+    if options.verbose:  # the keys kept and ignored: one line, with -v only
+        found = replace(found, notices=found.notices + found.verbose)
+    if not found.files:
+        return applied_settings.Applied(notices=found.notices)
+    return applied_settings.apply(found, verdict, cwd=options.cwd, home=home, run_mode=run_mode)
+
+
 # Both Agent SDKs (Python and TypeScript) set it on the CLI process they start, which they drive over stream-json.
 def _sandbox(
     options: Options,
@@ -212,9 +293,12 @@ def _sandbox(
     locations: Locations,
     environ: Mapping[str, str],
     configured: cfg.SandboxPaths,
+    denied: tuple[str, ...] = (),
 ) -> SandboxPlan:
-    """The sandbox policy; the agent's own directories (sessions, history, config) are hidden from commands."""
+    """The sandbox policy; the agent's own directories (sessions, history, config) are hidden from commands, and so
+    is every path a settings file's `Read(…)` deny rule names (`Read(./.env)`): no tool reads around the rule."""
     own = tuple(p for p in (locations.data, locations.sessions, locations.config, locations.logs) if p is not None)
+    own += tuple(Path(path) for path in denied)
     return plan(
         options.sandbox,
         options.sandbox_network,

@@ -41,6 +41,7 @@ from sprout_agent.model import facts as model_facts
 from sprout_agent.model.facts import ModelFacts
 from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session import checkpointing, store
+from sprout_agent.session.command_hooks import settings_hooks
 from sprout_agent.session.delegation import ChildRecord, ChildSetup, Delegator
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.session.session_telemetry import close_telemetry, observed, start_telemetry
@@ -365,10 +366,13 @@ def _build_agent(
         allow=p.options.allow_tools,
         deny=p.options.deny_tools,
         ask=ask,
-        sandboxed=_sandboxed(p),
+        sandboxed=p.sandboxed_tools,
         read_only_sandbox=p.sandbox.policy.mode == sb.READ_ONLY,
         program_trusted=p.program_trusted,
+        rules=p.claude.rules,
     )
+    transcript_path = str(transcript.path) if transcript is not None else ""
+    hooks.callbacks = settings_hooks(p, emit, session_id, transcript_path, policy)
     return Agent(
         model=model,
         host=host,
@@ -377,7 +381,7 @@ def _build_agent(
         system=build_system_prompt(
             p.options.cwd,
             replace=p.options.system_prompt,
-            append=p.options.append_system_prompt,
+            append=p.with_style(p.options.append_system_prompt),
             skills=p.skills,
             reader=p.reader,
         ),
@@ -391,10 +395,3 @@ def _build_agent(
         permit=policy,
         escalate=policy.escalate,
     )
-
-
-def _sandboxed(p: Prepared) -> tuple[tuple[str, str], ...]:
-    """dev's bash, when it is the built-in server's and the sandbox works: read-only mode runs it there, and ask
-    mode may re-run what the sandbox stopped outside it."""
-    builtin_dev = any(s.name == "dev" and s.transport == "in-process" for s in p.loaded.servers)
-    return (("dev", "bash"),) if builtin_dev and p.sandbox.active else ()

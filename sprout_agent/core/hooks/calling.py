@@ -130,16 +130,18 @@ class Hooks:
             return []
         return [spec for spec in self.active() if spec.tool == hook]
 
-    async def on_stop(self, context: Mapping[str, object]) -> list[Message]:
-        """Runs the `_Stop` gate; returns the objection messages to append (empty = the agent may stop)."""
+    async def on_stop(self, context: Mapping[str, object], *, mcp: bool = True) -> list[Message]:
+        """Runs the `_Stop` gate; returns the objection messages to append (empty = the agent may stop). `mcp`
+        False: right after an objection, where the spec does not ask `_Stop` again but the callbacks are asked
+        (with `stop_hook_active`), within the same budget."""
         hook, event = self._stop_point
-        if self._max_rejections == 0 or not (self.targets(hook) or self._wanted(event)):
+        if self._max_rejections == 0 or not ((mcp and self.targets(hook)) or self._wanted(event)):
             return []
         if self._rejections >= self._max_rejections:
             self._spent(hook, self._rejections)
             return []
         context = {**context, "objections_so_far": self._rejections, "rejections_left": self.rejections_left}
-        outputs = await self.call(hook, context)
+        outputs = await self.call(hook, context) if mcp else []
         names = ("stop_hook_active", "last_assistant_message", "agent_id", "agent_type")
         answers = await self.run_callbacks(event, {k: context[k] for k in names if k in context})
         outputs += [HookOutput(cb.CALLBACK_SOURCE, text) for a in answers if (text := a.block or a.context)]

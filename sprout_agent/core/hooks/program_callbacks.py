@@ -72,6 +72,35 @@ class HookCallbacks(Protocol):
         ...
 
 
+class Chained:
+    """Two sources of callbacks at the same points, run one after the other: the settings files' command hooks,
+    then a driving program's (docs/hooks.md gives the order)."""
+
+    def __init__(self, first: HookCallbacks, then: HookCallbacks) -> None:
+        self.sources = (first, then)
+
+    def wants(self, event: str, subject: str | None = None) -> bool:
+        return any(source.wants(event, subject) for source in self.sources)
+
+    async def run(
+        self, event: str, fields: Mapping[str, object], subject: str | None = None, tool_use_id: str | None = None
+    ) -> list[CallbackAnswer]:
+        answers: list[CallbackAnswer] = []
+        for source in self.sources:
+            if source.wants(event, subject):
+                answers += await source.run(event, fields, subject, tool_use_id)
+        return answers
+
+
+def chained(first: HookCallbacks | None, then: HookCallbacks | None) -> HookCallbacks | None:
+    """`first`, then `then` (either may be None); chaining the same source again changes nothing."""
+    if first is None or then is None or first is then:
+        return first or then
+    if isinstance(first, Chained) and first.sources[1] is then:
+        return first
+    return Chained(first, then)
+
+
 @dataclass(frozen=True, slots=True)
 class PreToolVerdict:
     """What the PreToolUse callbacks decided about one call, merged: deny wins over ask, ask over allow."""

@@ -125,6 +125,7 @@ def main_command(
     json_schema: o.JsonSchemaOption = None,
     agents_json: o.AgentsOption = None,
     setting_sources: o.SettingSourcesOption = None,
+    settings: o.SettingsOption = None,
     record: o.RecordOption = None,
     replay: o.ReplayOption = None,
     replay_mode: o.ReplayModeOption = None,

@@ -19,7 +19,6 @@ from sprout_agent.core.permission_mode import PermissionMode
 # A flag Typer knows (an option some branch added since) is never dropped: the option wins over this table.
 OPTIONAL = -1
 IGNORED: dict[str, tuple[int, str]] = {
-    "--settings": (1, "Claude Code's settings files are not read (sprout-agent: .env and SPROUT_AGENT_* variables)"),
     "--betas": (1, "no beta headers are sent"),
     "--plugin-dir": (1, "plugins are not supported"),
     "--agent": (1, "the main agent is sprout-agent's; its subagents are chosen by the model"),

@@ -162,8 +162,18 @@ SettingSourcesOption = Annotated[
     typer.Option(
         "--setting-sources",
         metavar="SOURCES",
-        help="user, project, local (comma-separated): whose agent definitions, skills and commands are read, as "
-        "Claude Code's flag chooses its settings (its settings files themselves are not read). Default: all.",
+        help="user, project, local (comma-separated): whose settings files (~/.claude/settings.json, "
+        ".claude/settings.json, .claude/settings.local.json), agent definitions, skills and commands are read, as "
+        "Claude Code's flag chooses. Default: all.",
+    ),
+]
+SettingsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--settings",
+        metavar="FILE|JSON",
+        help="Claude Code's settings (a file, or inline JSON): over the project's and your own settings files, "
+        "under the managed ones (docs/settings.md). Repeatable.",
     ),
 ]
 AgentsOption = Annotated[

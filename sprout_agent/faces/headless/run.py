@@ -307,6 +307,7 @@ class Headless:
                 context_window=agent.compactor.window if agent.compactor is not None else 0,
                 max_output_tokens=self.prepared.settings.max_output_tokens,
                 agents=[definition.name for definition in self.prepared.definitions.agents],
+                output_style=self.prepared.style[0],
                 slash_commands=[command.name for command in self.prepared.definitions.commands],
                 provider=provider_record(self.prepared.settings.provider),
             )

@@ -84,6 +84,7 @@ class InitInfo:
     agents: Sequence[str] = ()  # the agent definitions' names (subagent types)
     slash_commands: Sequence[str] = ()  # the custom commands' names (a script sends them as prompts)
     provider: Mapping[str, object] = field(default_factory=lambda: provider_record(Provider()))  # where requests go
+    output_style: str = "default"  # the settings' outputStyle
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +157,7 @@ def init_record(info: InitInfo) -> Record:
         "permissionMode": info.permission_mode.claude_name,
         "slash_commands": list(info.slash_commands),
         "apiKeySource": info.api_key_source,
-        "output_style": "default",
+        "output_style": info.output_style,
         "agents": list(info.agents),
         "skills": [],
         "plugins": [],

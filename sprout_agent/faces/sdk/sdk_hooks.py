@@ -4,8 +4,6 @@ core.hooks.program_callbacks.HookCallbacks, after the MCP hooks of each point (d
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -14,7 +12,8 @@ import anyio
 
 from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.hooks import program_callbacks as cb
-from sprout_agent.core.hooks.contract import truncate
+from sprout_agent.core.hooks.hook_output import HookCallbackError, matcher_error, matches, read_output
+from sprout_agent.core.hooks.hook_output import tool_input as tool_input
 from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.permissions import Policy
 from sprout_agent.faces.sdk.control import Body, Control, ControlError
@@ -23,12 +22,6 @@ from sprout_agent.session.store import SessionStore
 
 DEFAULT_TIMEOUT = 60.0  # seconds: Claude Code's default for a matcher without `timeout`
 MAX_TIMEOUT = 3600.0  # an SDK's timeout beyond this is taken as this: no callback holds a session for a day
-_SIMPLE_MATCHER = re.compile(r"[A-Za-z0-9_|]+")  # Claude Code: exact names joined by `|`; anything else a regex
-_PERMISSIONS = ("allow", "deny", "ask")
-
-
-class HookCallbackError(ValueError):
-    """A callback answered with something Claude Code rejects (a failure, not a decision)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +34,7 @@ class Matcher:
     block_on_failure: bool  # onFailure other than "continue": a failed callback blocks what the event guards
 
     def matches(self, subject: str | None) -> bool:
-        if self.pattern in (None, "", "*"):
-            return True
-        if subject is None:
-            return False
-        if _SIMPLE_MATCHER.fullmatch(self.pattern):
-            return subject in self.pattern.split("|")
-        return re.search(self.pattern, subject) is not None
+        return matches(self.pattern, subject)
 
 
 def parse_hooks(raw: object) -> dict[str, list[Matcher]]:
@@ -75,13 +62,8 @@ def _matcher(event: str, item: object) -> Matcher:
     pattern, ids, timeout = entry.get("matcher"), entry.get("hookCallbackIds"), entry.get("timeout")
     if pattern is not None and not isinstance(pattern, str):
         raise ValueError(f"initialize: hooks.{event} matcher must be a string or null")
-    if pattern and not _SIMPLE_MATCHER.fullmatch(pattern) and pattern != "*":
-        try:
-            re.compile(pattern)
-        except re.error as error:
-            raise ValueError(
-                f"initialize: hooks.{event} matcher {pattern!r} is not a regular expression: {error}"
-            ) from None
+    if (wrong := matcher_error(pattern)) is not None:
+        raise ValueError(f"initialize: hooks.{event} matcher {pattern!r} is not a regular expression: {wrong}")
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in cast(list[object], ids)):
         raise ValueError(f"initialize: hooks.{event} hookCallbackIds must be a list of strings")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
@@ -161,50 +143,3 @@ class SdkHooks:
         if self.wants(cb.NOTIFICATION, notification_type):
             fields = {"message": message, "notification_type": notification_type}
             await self.run(cb.NOTIFICATION, fields, notification_type)
-
-
-def read_output(output: Body) -> cb.CallbackAnswer:
-    """A `SyncHookJSONOutput` as Claude Code reads it; `async: true` is no answer (it does not wait for it)."""
-    if output.get("async") is True:
-        return cb.CallbackAnswer()
-    stop = None
-    if output.get("continue") is False:
-        stop = _text(output.get("stopReason"))
-    decision, reason = output.get("decision"), _text(output.get("reason"))
-    if decision not in (None, "block", "approve"):
-        raise HookCallbackError(f"decision must be 'block' or 'approve', not {decision!r}")
-    specific = output.get("hookSpecificOutput")
-    specific = cast(Body, specific) if isinstance(specific, dict) else {}
-    permission = specific.get("permissionDecision")
-    if permission is not None and permission not in (*_PERMISSIONS, "defer"):
-        raise HookCallbackError(f"permissionDecision must be allow, deny or ask, not {permission!r}")
-    if decision == "approve" and permission is None:
-        permission = "allow"  # the old PreToolUse form
-    updated = specific.get("updatedInput")
-    if updated is not None and (updated := tool_input(updated)) is None:
-        raise HookCallbackError("updatedInput must be a JSON object of valid Unicode text")
-    return cb.CallbackAnswer(
-        context=_text(specific.get("additionalContext")),
-        block=reason if decision == "block" else None,
-        permission=permission if permission in _PERMISSIONS else None,
-        permission_reason=_text(specific.get("permissionDecisionReason")),
-        updated_input=updated,
-        stop=stop,
-    )
-
-
-def tool_input(value: object) -> dict[str, object] | None:
-    """An SDK's `updatedInput` as a call's input, or None when it cannot be one: not an object, or text the API
-    would refuse (a lone surrogate would fail every later request of the session)."""
-    if not isinstance(value, dict):
-        return None
-    try:
-        json.dumps(value, ensure_ascii=False).encode()
-    except (UnicodeEncodeError, ValueError, RecursionError):
-        return None
-    return cast(dict[str, object], value)
-
-
-def _text(value: object) -> str:
-    """A text field of the answer, capped as an MCP hook's text is (contract.truncate)."""
-    return truncate(value) if isinstance(value, str) else ""

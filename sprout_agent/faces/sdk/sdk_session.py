@@ -20,6 +20,7 @@ import anyio
 from sprout_agent.core.claude_rules import translate
 from sprout_agent.core.errors import SproutError
 from sprout_agent.core.events import Event, Notice
+from sprout_agent.core.hooks.program_callbacks import chained
 from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
@@ -74,7 +75,8 @@ class SdkSession:
         self._apply_system()
         if self.callbacks is not None:
             self.callbacks.runtime = runtime
-            runtime.agent.hooks.callbacks = self.callbacks
+            hooks = runtime.agent.hooks  # after the settings files' command hooks, if any
+            hooks.callbacks = chained(hooks.callbacks, self.callbacks)
         self.ready.set()
 
     def cancel_turn(self) -> None:
@@ -120,8 +122,8 @@ class SdkSession:
                 {"name": a.name, "description": a.description, "model": a.model or "inherit"}
                 for a in self.prepared.definitions.agents
             ],
-            "output_style": "default",
-            "available_output_styles": ["default"],
+            "output_style": self.prepared.style[0],
+            "available_output_styles": sorted({"default", self.prepared.style[0]}),
             "models": [{"value": model, "displayName": model, "description": "the session's model"}],
             "account": {},
             "pid": os.getpid(),
@@ -148,7 +150,7 @@ class SdkSession:
         self.runtime.agent.system = build_system_prompt(
             options.cwd,
             replace=replace if replace is not None else options.system_prompt,
-            append=append if append is not None else options.append_system_prompt,
+            append=self.prepared.with_style(append if append is not None else options.append_system_prompt),
             skills=self.prepared.skills,
             reader=self.prepared.reader,
         )
@@ -160,18 +162,20 @@ class SdkSession:
         flags would be (the session is prepared again with them), and confirmed with the `*_applied` fields the
         SDK checks; one that came too late (the session runs already) is confirmed as not applied."""
         sdk_servers = _names(request.get("sdkMcpServers"), "sdkMcpServers")
-        given, deny, dirs, agents = (
+        given, deny, dirs, agents, settings = (
             request.get("mcpServers"),
             request.get("disallowedTools"),
             request.get("additionalDirectories"),
             request.get("agents"),
+            request.get("settings"),  # settingsDelivery "initialize": read as --settings (claude_settings.py)
         )
-        if not sdk_servers and given is None and deny is None and dirs is None and not agents:
+        if not sdk_servers and given is None and deny is None and dirs is None and not agents and settings is None:
             return {}
         fields = {
             "mcp_servers_applied": given,
             "disallowed_tools_applied": deny,
             "additional_directories_applied": dirs,
+            "settings_applied": settings,
         }
         if self.runtime is not None:
             self.emit(Notice("initialize came after the session started: its servers and settings are not applied"))
@@ -192,6 +196,7 @@ class SdkSession:
             claude_rules=options.claude_rules or deny is not None,
             add_dirs=(*options.add_dirs, *added),
             agents_json=(*options.agents_json, *([json.dumps(agents)] if agents else [])),
+            settings=(*options.settings, *_settings_value(settings)),
         )
         try:
             self.prepared = prepare(changed, self.prepared.locations, self.prepared.inherited_env)
@@ -377,3 +382,14 @@ class SdkRelay:
         if not isinstance(response, dict):
             raise ControlError("the SDK's mcp_message answer has no mcp_response object")
         return cast(dict[str, Any], response)
+
+
+def _settings_value(settings: object) -> tuple[str, ...]:
+    """`initialize.settings` as a `--settings` value: an object as its JSON, a string (JSON or a path) as it is."""
+    if settings is None:
+        return ()
+    if isinstance(settings, dict):
+        return (json.dumps(settings),)
+    if isinstance(settings, str):
+        return (settings,)
+    raise ControlError("initialize: settings must be an object or a string")

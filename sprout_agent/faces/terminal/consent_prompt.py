@@ -45,7 +45,11 @@ def ask_about_project_servers(
     press: Press = _press,
     write: Callable[[str], object] = sys.stderr.write,
 ) -> Prepared:
-    """`prepared` with the servers the user approves now added; declined ones are remembered as declined."""
+    """`prepared` with the servers the user approves now added; declined ones are remembered as declined. The
+    project's settings files are asked about first, the same way (settings_consent.py)."""
+    from sprout_agent.faces.terminal.settings_consent import ask_about_project_settings
+
+    prepared = ask_about_project_settings(prepared, press, write)
     held = prepared.held_back
     if held is None:
         return prepared

@@ -17,6 +17,7 @@ from sprout_agent.config.sandboxing import ServerSandboxes
 from sprout_agent.config.settings import child_environment
 from sprout_agent.core.events import Event
 from sprout_agent.core.hooks.kit import HookReport, as_record, probe, report_lines
+from sprout_agent.faces.cli.commands.command_hooks_test import CommandReport, command_hook_reports, home_dir
 from sprout_agent.faces.cli.commands.doctor import Setup, missing_command, stderr_lines
 from sprout_agent.trust.untrusted import printable
 
@@ -30,12 +31,23 @@ def hooks_test_command(setup: Setup, names: Sequence[str], timeout: float | None
         return 2
     reports, failed = anyio.run(_run, setup, tuple(names), timeout)
     record = as_record(reports, failed)
+    commands, notices = ([], []) if names else _command_hooks(setup)  # naming servers probes only theirs
+    record["settings_hooks"] = [{"line": report.line, "ok": report.ok} for report in commands]
+    record["settings_notices"] = notices
+    record["ok"] = bool(record["ok"]) and all(report.ok for report in commands)
     # A server names its hooks and writes their answers: shown through the mask `mcp doctor` shows them by.
     if as_json:
         print(setup.mask(json.dumps(record, indent=2, ensure_ascii=False)))
     else:
-        print("\n".join(printable(setup.mask(line)) for line in report_lines(reports, failed)))
+        lines = [*report_lines(reports, failed), *(["settings command hooks:"] if commands or notices else [])]
+        lines += [f"  {report.line}" for report in commands] + [f"  {notice}" for notice in notices]
+        print("\n".join(printable(setup.mask(line)) for line in lines))
     return 0 if record["ok"] else 1
+
+
+def _command_hooks(setup: Setup) -> tuple[list[CommandReport], list[str]]:
+    """The settings files' command hooks, run as a session here would run them (command_hooks_test.py)."""
+    return command_hook_reports(setup.cwd, home_dir(), None, setup.data, setup.trusted, setup.sandbox)
 
 
 async def _run(setup: Setup, names: tuple[str, ...], timeout: float | None) -> tuple[list[HookReport], dict[str, str]]:
