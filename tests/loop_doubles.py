@@ -44,6 +44,7 @@ from sprout_agent.core.protocols import (
 from sprout_agent.core.stop_reasons import ModelStop
 from sprout_agent.core.structured import OutputContract
 from sprout_agent.core.tool_names import model_tool_name
+from sprout_agent.core.tracing import NO_TRACER, Tracer
 from sprout_agent.model import web_tools as server_tools
 from sprout_agent.model.api_messages import EPHEMERAL, to_api_messages, to_api_tools
 from tests.api_rules import assert_valid_request, sign
@@ -562,6 +563,7 @@ def build_loop(
     cwd: str = CWD,
     output: OutputContract | None = None,
     strict: bool = False,
+    tracer: Tracer = NO_TRACER,
 ) -> Loop:
     """The real Agent, Hooks, Ledger and Compactor around a scripted model and an in-memory host.
 
@@ -595,6 +597,7 @@ def build_loop(
         emit=events.append,
         tool_hooks=tool_hooks,
         pre_tool_max_objections=pre_tool_max_objections,
+        tracer=tracer,
     )
     recorder = MemoryRecorder()
     agent = Agent(
@@ -612,6 +615,7 @@ def build_loop(
         escalate=escalate,
         recorder=recorder,
         output=output,
+        tracer=tracer,
     )
     return Loop(agent, model, host, hooks, ledger, compactor, recorder, events)
 

@@ -18,8 +18,10 @@ from sprout_agent.config.files import ServerConfig
 from sprout_agent.config.locations import Locations
 from sprout_agent.config.options import Options
 from sprout_agent.core.events import Event, ServerAsked
+from sprout_agent.core.late import Late
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.messages import Usage, user_text
+from sprout_agent.core.protocols import Model
 from sprout_agent.faces.acp.sessions import AcpSession
 from sprout_agent.mcp.client_features import ClientFeatures, Roots, roots_for
 from sprout_agent.mcp.elicitation import Answer, Elicitor, FormQuestion, Question, Unattended
@@ -76,9 +78,10 @@ async def asking(
 
 
 def sampler_with(model: ScriptedModel, events: list[Event], approve: Approve = always, **kw: Any) -> Sampler:
-    made = Sampler(ledger=Ledger(MODEL), emit=events.append, approve=approve, max_output_tokens=kw.pop("cap", 32), **kw)
-    made.model = model
-    return made
+    built: Late[Model] = Late("the session's model")
+    built.bind(model)
+    cap = kw.pop("cap", 32)
+    return Sampler(model=built, ledger=Ledger(MODEL), emit=events.append, approve=approve, max_output_tokens=cap, **kw)
 
 
 # ---------------------------------------------------------------- roots and declared capabilities

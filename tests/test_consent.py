@@ -262,7 +262,7 @@ def test_mcp_list_doctor_approve_and_revoke_show_and_change_the_state(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from sprout_agent.faces.cli.commands import doctor
-    from sprout_agent.faces.cli.commands.consent import approve_command, revoke_command
+    from sprout_agent.faces.cli.commands.consent import consent_command
 
     monkeypatch.setenv("SPROUT_AGENT_BUILTIN_SERVERS", "none")
     repo = hostile_repo(tmp_path)
@@ -277,11 +277,11 @@ def test_mcp_list_doctor_approve_and_revoke_show_and_change_the_state(
     assert "evil  (.mcp.json)  [not approved]" in listed()
     assert doctor.doctor_command(setup(), None, False) == 0
     assert "[skip] evil" in capsys.readouterr().out and not (repo / "pwned-evil").exists()
-    assert approve_command(setup(), ["evil"], False) == 0
+    assert consent_command(setup(), ["evil"], False, approve=True) == 0
     assert "[approved]" in listed()
-    assert revoke_command(setup(), [], True) == 0
+    assert consent_command(setup(), [], True, approve=False) == 0
     assert "[not approved]" in listed()
-    assert approve_command(setup(), ["nope"], False) == 2
+    assert consent_command(setup(), ["nope"], False, approve=True) == 2
     assert "not a project server here: nope" in capsys.readouterr().err
 
 

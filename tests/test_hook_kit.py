@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
 import pytest
 
+from sprout_agent.config.files import ServerConfig
 from sprout_agent.config.settings import child_environment
 from sprout_agent.core.hooks.kit import HookReport, as_record, probe, report_lines
 from sprout_agent.faces.cli.commands.doctor import load_setup
@@ -114,6 +117,26 @@ async def test_an_answer_over_the_cap_is_a_warning_naming_the_cap() -> None:
     host = MemoryHost({"long": server(_PostCompact=answers(then="x" * 20_000))})
     (report,) = await probe(host, 1000, "/tmp")
     assert report.verdict == "warn" and "16384" in report.warnings[0]
+
+
+def test_hooks_test_starts_servers_as_a_run_does_so_a_hook_that_reads_the_roots_keeps_the_contract(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One factory (session/server_pool.py) for a run, `mcp doctor` and `hooks test`: the roots, the unattended
+    # answers, OAuth and the sandbox are offered alike. A probe without them failed a hook a run would keep.
+    monkeypatch.setenv("SPROUT_AGENT_BUILTIN_SERVERS", "none")
+    setup = load_setup((), tmp_path, tmp_path / "config", tmp_path / "data", False)
+    # In-process, with a command as the built-in servers have (`hooks test` looks for it before starting).
+    roots = ServerConfig(
+        "roots", sys.executable, cwd=str(tmp_path), transport="in-process", in_process="tests.roots_hook_server"
+    )
+    setup = replace(setup, loaded=replace(setup.loaded, servers=(roots,)))
+    code = hooks_test_command(setup, (), None, as_json=True)  # bounded by the start and hook timeouts
+    record = json.loads(capsys.readouterr().out)
+    assert code == 0, record
+    (hook,) = record["hooks"]
+    assert (hook["server"], hook["hook"], hook["verdict"]) == ("roots", "_SessionStart", "ok")
+    assert f"working in {tmp_path.resolve().as_uri()}" in json.dumps(hook["answers"])
 
 
 @pytest.mark.e2e  # real server processes (the stdlib fake: fast); the command itself runs in this process

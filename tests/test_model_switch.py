@@ -16,8 +16,8 @@ from sprout_agent.faces.acp.setup import prepare_session
 from sprout_agent.model import facts as model_facts
 from sprout_agent.model.client import AnthropicModel
 from sprout_agent.model.switch import effort_command, fitted_window, switch_model
+from sprout_agent.session.model_building import facts_for
 from sprout_agent.session.prepared import prepare
-from sprout_agent.session.runtime import facts_for
 from tests.fake_anthropic import FakeAnthropic, model_info
 
 THINKER = "claude-thinker-test"

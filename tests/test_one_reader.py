@@ -46,11 +46,11 @@ def _skill_server(repo: Path, home: Path) -> tuple[Any, list[str]]:
     """The `agent` server over the skills found in `repo` as a session finds them, with the deny list of a session
     whose sandbox is on (~/.ssh hidden)."""
     from sprout_agent.mcp import agent_server
-    from sprout_agent.session.delegation import Delegator
+    from tests.test_subagents import unattached
 
     deny = DenyList.of([str(home / ".ssh")], str(repo))
     found = load_definitions(places(repo, home, None), deny=deny)
-    delegator = Delegator(BUILTIN_AGENTS, found.skills)
+    delegator = unattached(BUILTIN_AGENTS, found.skills)
     return agent_server.create_server_in(str(repo), {}, delegator), list(found.notices)
 
 

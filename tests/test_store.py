@@ -84,9 +84,9 @@ def test_appending_after_a_cut_line_drops_the_fragment(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- results recorded one by one (SIGKILL)
 
 
-def store_loop(tmp_path: Path, script: list[Any], host: MemoryHost) -> tuple[Loop, Path]:
+def store_loop(tmp_path: Path, script: list[Any], host: MemoryHost, **options: Any) -> tuple[Loop, Path]:
     """build_loop with the real session store as its recorder."""
-    loop = build_loop(script, host=host)
+    loop = build_loop(script, host=host, **options)
     recorder = store.SessionStore.new(tmp_path, "s1", "/w", "m")
     loop.agent.recorder = recorder
     return loop, tmp_path / "s1.jsonl"
@@ -96,9 +96,9 @@ def store_loop(tmp_path: Path, script: list[Any], host: MemoryHost) -> tuple[Loo
 async def test_a_kill_while_one_call_runs_keeps_the_results_of_the_calls_that_finished(tmp_path: Path) -> None:
     host = MemoryHost({"fake": server(echo=echo(), slow=hangs())})
     uses = [call("fake__echo", "t1", text="one"), call("fake__slow", "t2"), call("fake__echo", "t3", text="three")]
-    loop, path = store_loop(tmp_path, [reply(*uses)], host)
     finished: list[str] = []
-    loop.agent.emit = lambda event: finished.append(event.call_id) if isinstance(event, ToolFinished) else None
+    on_event = lambda event: finished.append(event.call_id) if isinstance(event, ToolFinished) else None  # noqa: E731
+    loop, path = store_loop(tmp_path, [reply(*uses)], host, on_event=on_event)
     async with anyio.create_task_group() as group:
         group.start_soon(loop.turn)
         with anyio.fail_after(bounded(10)):

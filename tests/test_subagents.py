@@ -10,9 +10,11 @@ from typing import Any
 import anyio
 import pytest
 
-from sprout_agent.config.definitions import BUILTIN_AGENTS, AgentDefinition
+from sprout_agent.config.definitions import BUILTIN_AGENTS, AgentDefinition, Skill
 from sprout_agent.core import subagents as sa
+from sprout_agent.core.agent import Agent
 from sprout_agent.core.events import Notice, SubagentEvent, SubagentFinished, SubagentStarted, ToolStarted
+from sprout_agent.core.late import Late
 from sprout_agent.core.messages import Text, ToolResult, Usage
 from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.protocols import ModelRequest, ToolOutcome
@@ -43,7 +45,9 @@ def delegating(
     dev: dict[str, Any] | None = None,
     **options: Any,
 ) -> tuple[Loop, MemoryHost]:
-    delegator = Delegator(definitions, (), max_depth)
+    parent: Late[Agent] = Late("the session's agent")
+    setup = ChildSetup(lambda _name, _emit: loop.model, _system, lambda _child: None)
+    delegator = Delegator(definitions, (), setup, parent, max_depth)
 
     async def task(c: Call) -> ToolOutcome:
         return await delegator.run_task(c.call_id, c.arguments)
@@ -55,8 +59,18 @@ def delegating(
     }
     host = MemoryHost(servers)
     loop = build_loop(script, host=host, hook_servers="guard" if hooks else None, **options)
-    delegator.attach(loop.agent, ChildSetup(lambda _name, _emit: loop.model, _system, lambda _child: None))
+    parent.bind(loop.agent)
     return loop, host
+
+
+def unattached(definitions: Sequence[AgentDefinition], skills: Sequence[Skill] = ()) -> Delegator:
+    """A delegator whose session has no agent yet: it lists its definitions and reads skills, and runs no task."""
+    setup = ChildSetup(_no_model, _system, lambda _child: None)
+    return Delegator(definitions, skills, setup, Late("the session's agent"))
+
+
+def _no_model(name: str | None, emit: Any) -> Any:
+    raise AssertionError("no child is built before the session's agent exists")
 
 
 def _system(definition: AgentDefinition) -> str:
@@ -256,18 +270,18 @@ async def test_a_definition_tool_rule_with_a_specifier_gives_no_tool_and_says_so
 async def test_acp_shows_a_childs_calls_as_calls_of_their_own_naming_the_parent_call() -> None:
     from sprout_agent.faces.acp.updates import PARENT_META, Updates
 
+    sent: list[dict[str, Any]] = []
+    updates = Updates("s1", sent.append, "/tmp")
     loop, _host = delegating(
         [
             reply(call("agent__task", "toolu_task", description="find", prompt="go", subagent_type="Explore")),
             child_reply("Explore", call("dev__grep", "toolu_child", pattern="x")),
             child_reply("Explore", "x is in a.py"),
             reply("ok"),
-        ]
+        ],
+        on_event=updates.emit,
     )
-    sent: list[dict[str, Any]] = []
-    updates = Updates("s1", sent.append, "/tmp")
     updates.begin()
-    loop.agent.emit = updates.emit
     await loop.turn()
     updates.end()
     calls = {u["update"]["toolCallId"]: u["update"] for u in sent if u["update"]["sessionUpdate"] == "tool_call"}
@@ -390,12 +404,12 @@ def test_hundreds_of_agent_definitions_with_long_descriptions_keep_the_task_tool
     # The task tool's description is sent with every request: 400 definitions at their 1 KB maximum (two
     # directories' worth) were ~400 KB there, ~100k tokens a request.
     many = [AgentDefinition(f"agent-{n}", "x" * 1024, "prompt") for n in range(400)]
-    described = Delegator(many, ()).task_description()
+    described = unattached(many).task_description()
     assert len(described) <= sa.TASK_LISTING_MAX_CHARS + sa.TASK_NAMES_MAX_CHARS + 500
     assert f"- agent-0: {'x' * 1024}" in described.splitlines()  # the first ones whole: the model picks by them
     rest = described.splitlines()[-1]
     assert "more, by name only" in rest and "agent-399" not in described and rest.endswith("…")
-    assert Delegator(many[:3], ()).task_description().count("\n") == 4  # intro, heading, a line each
+    assert unattached(many[:3]).task_description().count("\n") == 4  # intro, heading, a line each
 
 
 class _StopsAtSubagentStart:

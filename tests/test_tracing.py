@@ -17,22 +17,20 @@ from sprout_agent.core.messages import Usage
 from sprout_agent.telemetry.otel import OtelTracer
 from sprout_agent.trust.secrets import redactor
 from tests.bounds import bounded
-from tests.loop_doubles import Loop, MemoryHost, answers, build_loop, call, default_server, hangs, reply, server
+from tests.loop_doubles import MemoryHost, answers, build_loop, call, default_server, hangs, reply, server
 from tests.test_subagents import child_reply, delegating
 
 pytestmark = pytest.mark.anyio
 KEY = "sk-ant-api03-secretsecretsecret"
 
 
-def traced(loop: Loop, *, content: bool = False, environ: dict[str, str] | None = None) -> InMemorySpanExporter:
+def tracing(*, content: bool = False, environ: dict[str, str] | None = None) -> tuple[OtelTracer, InMemorySpanExporter]:
+    """A tracer for the loop (build_loop's `tracer`) and the exporter its finished spans go to."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     redact = redactor({"ANTHROPIC_API_KEY": KEY, **(environ or {})})
-    loop.agent.tracer = loop.hooks.tracer = OtelTracer(
-        provider.get_tracer("test"), otel_context.Context(), content, redact
-    )
-    return exporter
+    return OtelTracer(provider.get_tracer("test"), otel_context.Context(), content, redact), exporter
 
 
 def by_name(exporter: InMemorySpanExporter) -> dict[str, ReadableSpan]:
@@ -50,8 +48,10 @@ def attrs(span: ReadableSpan) -> dict[str, Any]:
 
 async def test_a_turn_is_a_span_with_its_model_requests_and_tool_calls_as_children() -> None:
     usage = Usage(100, 20, 30, 5)
-    loop = build_loop([reply(call("fake__echo", "t1", text="hi"), usage=usage), reply("done", usage=usage)])
-    exporter = traced(loop)
+    tracer, exporter = tracing()
+    loop = build_loop(
+        [reply(call("fake__echo", "t1", text="hi"), usage=usage), reply("done", usage=usage)], tracer=tracer
+    )
     await loop.turn("say hi")
     spans = by_name(exporter)
     turn = spans["invoke_agent sprout-agent"]
@@ -70,8 +70,8 @@ async def test_a_turn_is_a_span_with_its_model_requests_and_tool_calls_as_childr
 
 
 async def test_contents_are_recorded_only_when_asked_and_a_key_never() -> None:
-    loop = build_loop([reply(call("fake__echo", "t1", text=f"my key is {KEY}")), reply("done")])
-    exporter = traced(loop, content=True)
+    tracer, exporter = tracing(content=True)
+    loop = build_loop([reply(call("fake__echo", "t1", text=f"my key is {KEY}")), reply("done")], tracer=tracer)
     await loop.turn(f"use {KEY} please")
     spans = by_name(exporter)
     assert attrs(spans["invoke_agent sprout-agent"])["sprout.prompt"] == "use [redacted] please"
@@ -81,8 +81,8 @@ async def test_contents_are_recorded_only_when_asked_and_a_key_never() -> None:
 
 async def test_a_hook_objection_is_a_span_with_its_decision() -> None:
     host = MemoryHost({"fake": {**default_server(), **server(_Stop=answers("tests are red"))}})
-    loop = build_loop([reply("done"), reply("really done")], host=host, hook_servers="fake")
-    exporter = traced(loop)
+    tracer, exporter = tracing()
+    loop = build_loop([reply("done"), reply("really done")], host=host, hook_servers="fake", tracer=tracer)
     await loop.turn()
     hooks = [s for s in exporter.get_finished_spans() if s.name == "hook _Stop"]
     assert [attrs(s)["sprout.hook.decision"] for s in hooks] == ["objection"]
@@ -91,8 +91,10 @@ async def test_a_hook_objection_is_a_span_with_its_decision() -> None:
 
 async def test_a_hook_that_times_out_twice_is_a_timeout_then_a_kill() -> None:
     host = MemoryHost({"slow": server(_Stop=hangs())})
-    loop = build_loop([reply("one"), reply("two")], host=host, hook_servers="slow", hook_timeout_ms=int(bounded(50)))
-    exporter = traced(loop)
+    tracer, exporter = tracing()
+    loop = build_loop(
+        [reply("one"), reply("two")], host=host, hook_servers="slow", hook_timeout_ms=int(bounded(50)), tracer=tracer
+    )
     await loop.turn("a")
     await loop.turn("b")
     decisions = [attrs(s)["sprout.hook.decision"] for s in exporter.get_finished_spans() if s.name == "hook _Stop"]
@@ -100,8 +102,8 @@ async def test_a_hook_that_times_out_twice_is_a_timeout_then_a_kill() -> None:
 
 
 async def test_a_compaction_is_a_span_with_its_token_counts() -> None:
-    loop = build_loop([reply("a long answer " * 50), reply("the summary")])
-    exporter = traced(loop)
+    tracer, exporter = tracing()
+    loop = build_loop([reply("a long answer " * 50), reply("the summary")], tracer=tracer)
     await loop.turn()
     with anyio.fail_after(bounded(10)):
         await loop.agent.compact("manual")
@@ -112,8 +114,8 @@ async def test_a_compaction_is_a_span_with_its_token_counts() -> None:
 
 async def test_a_cancelled_turn_ends_its_spans_marked_cancelled() -> None:
     host = MemoryHost({"fake": {**default_server(), **server(stuck=hangs())}})
-    loop = build_loop([reply(call("fake__stuck", "t1"))], host=host)
-    exporter = traced(loop)
+    tracer, exporter = tracing()
+    loop = build_loop([reply(call("fake__stuck", "t1"))], host=host, tracer=tracer)
     with anyio.move_on_after(bounded(10)) as scope:
         async with anyio.create_task_group() as group:
             group.start_soon(loop.agent.run_turn, "go")
@@ -126,15 +128,16 @@ async def test_a_cancelled_turn_ends_its_spans_marked_cancelled() -> None:
 
 
 async def test_a_subagent_is_a_span_holding_the_childs_turn() -> None:
+    tracer, exporter = tracing()
     loop, _host = delegating(
         [
             reply(call("agent__task", "toolu_task", description="find", prompt="go", subagent_type="Explore")),
             child_reply("Explore", call("dev__grep", "toolu_c", pattern="x")),
             child_reply("Explore", "found"),
             reply("ok"),
-        ]
+        ],
+        tracer=tracer,
     )
-    exporter = traced(loop)
     await loop.turn()
     spans = exporter.get_finished_spans()
     names = {s.name for s in spans}
@@ -148,8 +151,8 @@ async def test_a_subagent_is_a_span_holding_the_childs_turn() -> None:
 async def test_a_password_in_a_url_is_redacted_from_recorded_contents() -> None:
     # The process's own variables are filtered by value, but a URL a tool prints (a config file, a log) is not one.
     url = "postgres://app:hunter2-db-pw@db.example/app"
-    loop = build_loop([reply(call("fake__echo", "t1", text=f"DATABASE_URL={url}")), reply("done")])
-    exporter = traced(loop, content=True)
+    tracer, exporter = tracing(content=True)
+    loop = build_loop([reply(call("fake__echo", "t1", text=f"DATABASE_URL={url}")), reply("done")], tracer=tracer)
     await loop.turn(f"connect to {url}")
     spans = by_name(exporter)
     tool = attrs(spans["execute_tool fake__echo"])
@@ -165,8 +168,8 @@ async def test_a_password_in_a_url_is_redacted_from_recorded_contents() -> None:
 async def test_a_secret_at_the_content_limit_is_redacted_before_the_cut_leaves_a_part_of_it() -> None:
     # Cut first, the end of the text held the secret's first characters, which no longer matched it.
     secret = "plain-secret-" + "q" * 30
-    loop = build_loop([reply(call("fake__echo", "t1", text="x" * 4080 + secret)), reply("done")])
-    exporter = traced(loop, content=True, environ={"DB_PASSWORD": secret})
+    tracer, exporter = tracing(content=True, environ={"DB_PASSWORD": secret})
+    loop = build_loop([reply(call("fake__echo", "t1", text="x" * 4080 + secret)), reply("done")], tracer=tracer)
     await loop.turn("x" * 4090 + secret)
     spans = by_name(exporter)
     tool = attrs(spans["execute_tool fake__echo"])
@@ -183,8 +186,8 @@ async def test_a_key_on_a_line_of_its_own_in_a_tools_input_is_redacted() -> None
     # The input is recorded as JSON, where a line break is `\n`: a key after one followed a letter, and the
     # well-known shapes were looked for only at a word's start.
     token = "ghp_" + "R4nd0mT0k3n" * 3
-    loop = build_loop([reply(call("fake__echo", "t1", text=f"tokens:\n{token}\n")), reply("done")])
-    exporter = traced(loop, content=True)
+    tracer, exporter = tracing(content=True)
+    loop = build_loop([reply(call("fake__echo", "t1", text=f"tokens:\n{token}\n")), reply("done")], tracer=tracer)
     await loop.turn()
     tool = attrs(by_name(exporter)["execute_tool fake__echo"])
     assert token not in tool["gen_ai.tool.call.arguments"] and token not in tool["sprout.tool.result"]
@@ -194,8 +197,8 @@ async def test_a_password_with_a_quote_is_redacted_from_a_tools_input_too() -> N
     # The input is recorded as JSON, where the password's quote and backslash are escaped: the value as the
     # environment holds it was no longer in the text.
     password = 'hunter"2\\db-pw'
-    loop = build_loop([reply(call("fake__echo", "t1", text=f"PGPASSWORD={password}")), reply("done")])
-    exporter = traced(loop, content=True, environ={"PGPASSWORD": password})
+    tracer, exporter = tracing(content=True, environ={"PGPASSWORD": password})
+    loop = build_loop([reply(call("fake__echo", "t1", text=f"PGPASSWORD={password}")), reply("done")], tracer=tracer)
     await loop.turn()
     tool = attrs(by_name(exporter)["execute_tool fake__echo"])
     assert "hunter" not in tool["gen_ai.tool.call.arguments"] and "hunter" not in tool["sprout.tool.result"]

@@ -13,7 +13,8 @@ rules) and the tables of what a command rule covers (`command_rules.py`, `comman
 `processes.py` (spawning a server in its own process group); `tool_names.py`; `status.py` (status lines the faces
 share); `limits.py` (the loop's bounds); `stop_reasons.py` (why a reply or a turn ended, typed); `listing.py` (a
 bounded listing for the model); `structured.py` (`--json-schema`'s `StructuredOutput`); `subagents.py` (what a
-subagent may use); `tracing.py` (the seam telemetry implements).
+subagent may use); `tracing.py` (the seam telemetry implements); `late.py` (a late-bound handle: made first, bound
+once, refused before).
 
 Imports: nothing of sprout-agent.
 """

@@ -83,6 +83,7 @@ class Agent:
         recorder: Recorder | None = None,
         output: OutputContract | None = None,
         tracer: Tracer = NO_TRACER,
+        checkpoints: Checkpoints | None = None,  # the turns' checkpoints (None: the tree is not checkpointed)
     ) -> None:
         self.model = model
         self.host = host
@@ -94,11 +95,10 @@ class Agent:
         self.session_id = session_id
         self.cwd = cwd
         self._tool_round = ToolRound(
-            host, hooks, emit, self._hook_context, limits, permit=permit, escalate=escalate, recorder=recorder
+            host, hooks, emit, self._hook_context, limits, tracer, permit=permit, escalate=escalate, recorder=recorder
         )
-        self.tracer = tracer  # the tool round's too (the property below)
         self.output = output  # --json-schema: each turn ends with a valid StructuredOutput call
-        self.checkpoints: Checkpoints | None = None  # set by the session when the tree is checkpointed
+        self.checkpoints = checkpoints
         self.web = True  # the API's web tools may be offered (with --web); a subagent's definition may leave them out
         self._answer: Answer | None = None
         self.history: list[Message] = []
@@ -111,23 +111,15 @@ class Agent:
         self._measured: tuple[int, int] | None = None  # (tokens the API reported, history length then)
         self.hook_fields: dict[str, object] = {}  # a subagent's own fields in every hook context (agent_id…)
 
-    # The tool round reports and records through the same sink and recorder as the loop: one of each, kept there,
-    # so a face (or a test) that swaps one swaps it for both.
+    # The tool round reports, traces and records through the same sink, tracer and recorder as the loop: one of
+    # each, kept there. The sink and the tracer are the constructor's; the recorder changes with a rewind's fork.
     @property
     def emit(self) -> Callable[[Event], None]:
         return self._tool_round.emit
 
-    @emit.setter
-    def emit(self, emit: Callable[[Event], None]) -> None:
-        self._tool_round.emit = emit
-
     @property
     def tracer(self) -> Tracer:
         return self._tool_round.tracer
-
-    @tracer.setter
-    def tracer(self, tracer: Tracer) -> None:
-        self._tool_round.tracer = tracer
 
     @property
     def recorder(self) -> Recorder | None:
@@ -145,6 +137,11 @@ class Agent:
     @property
     def escalate(self) -> Escalate | None:
         return self._tool_round.escalate
+
+    def use_system_prompt(self, system: str) -> None:
+        """A face's system prompt from the next request on (an SDK's `initialize`), measured as the tools are."""
+        self.system = system
+        self._measure()
 
     def enter_with(self, outputs: Sequence[HookOutput]) -> None:
         """What hooks said before the first prompt (`_SubagentStart` for a child): it enters after that prompt."""
@@ -357,7 +354,10 @@ class Agent:
         offered = tuple(s for s in self.host.tools() if not is_hook(s))  # `server__tool`: never our tool's name
         self.tools = (*offered, self.output.spec()) if self.output is not None else offered
         self._by_name = {spec.name: spec for spec in self.tools}
-        # What every request carries besides the history; compaction cannot shrink it.
+        self._measure()
+
+    def _measure(self) -> None:
+        """What every request carries besides the history (system prompt, tools): compaction cannot shrink it."""
         tool_chars = sum(len(s.name) + len(s.description) + len(json.dumps(s.input_schema)) for s in self.tools)
         self.fixed_tokens = (len(self.system) + tool_chars) // 4
 

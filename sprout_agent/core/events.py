@@ -350,7 +350,8 @@ class SubagentFinished:
     error: str = ""
 
 
-# What the hook points report; every sink renders these together.
+# What the hook points report, named once: Event takes them whole, and every sink renders them together (an
+# `isinstance(event, HookEvent)` ahead of its `match`, then one exhaustive `match` over these alone).
 HookEvent = (
     HookCalled
     | HookObjected
@@ -382,15 +383,7 @@ Event = (
     | ToolRunning
     | ToolProgress
     | ToolFinished
-    | HookCalled
-    | HookObjected
-    | HookInjected
-    | HookTimedOut
-    | HookFailed
-    | HookServerKilled
-    | StopBudgetSpent
-    | HookAnswered
-    | HookBudgetSpent
+    | HookEvent
     | CompactionStarted
     | CompactionFinished
     | ServerAsked

@@ -49,6 +49,7 @@ class ToolRound:
         emit: Callable[[Event], None],
         hook_context: Callable[..., dict[str, object]],
         limits: Limits,
+        tracer: Tracer = NO_TRACER,
         *,
         permit: Permit | None = None,
         escalate: Escalate | None = None,
@@ -62,7 +63,7 @@ class ToolRound:
         self.escalate = escalate
         self.recorder = recorder
         self._limiter = anyio.CapacityLimiter(limits.max_parallel_tools)
-        self.tracer: Tracer = NO_TRACER
+        self.tracer = tracer
 
     async def run(
         self, uses: Sequence[ToolUse], tools: Mapping[str, ToolSpec], answer: Answer | None, recorded: RoundRecorded

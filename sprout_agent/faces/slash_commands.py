@@ -23,7 +23,8 @@ from sprout_agent.core.permissions import Policy
 from sprout_agent.core.status import context_line, counted_context_line
 from sprout_agent.model.facts import ModelFacts
 from sprout_agent.model.switch import effort_command, switch_agent
-from sprout_agent.session.runtime import Runtime, facts_for
+from sprout_agent.session.model_building import facts_for
+from sprout_agent.session.runtime import Runtime
 from sprout_agent.trust.untrusted import printable
 
 Face = Literal["repl", "acp"]

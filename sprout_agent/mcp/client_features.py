@@ -74,8 +74,10 @@ class SdkMessages(Protocol):
     async def send(self, server: str, message: dict[str, Any]) -> dict[str, Any]: ...
 
 
-@dataclass
+@dataclass(frozen=True)
 class ClientFeatures:
+    """Given whole at construction (session/server_pool.py); `roots` changes inside, by `Roots.change`."""
+
     roots: Roots
     emit: Callable[[Event], None] = _ignore  # each question and model call a server makes is an event
     elicit: Elicitor = field(default_factory=Unattended)

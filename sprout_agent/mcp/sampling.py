@@ -2,7 +2,8 @@
 request's `max_tokens` and our output cap, with no tools, counted in the ledger and the budget.
 
 Stdlib only (the MCP side, callbacks.py, turns the request into a `SamplingRequest`). The model arrives
-after the servers have started (anthropic loads meanwhile): a request before that is refused.
+after the servers have started (anthropic loads meanwhile), through a late-bound handle: a request before that is
+refused.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from sprout_agent.core.events import Event, ServerAsked
+from sprout_agent.core.late import Handle
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.messages import Image, Message, Text
 from sprout_agent.core.protocols import Model, ModelReply, ModelRequest
@@ -54,13 +56,14 @@ class Sampler:
     def __init__(
         self,
         *,
+        model: Handle[Model],
         ledger: Ledger,
         emit: Callable[[Event], None],
         approve: Approve,
         max_output_tokens: int,
         max_budget_usd: float | None = None,
     ) -> None:
-        self.model: Model | None = None  # set once the runtime has built it
+        self._model = model  # bound by the runtime once it has built the model
         self._ledger = ledger
         self._emit = emit
         self._approve = approve
@@ -72,8 +75,7 @@ class Sampler:
         self._check(request)
         if not await self._approve(request):
             self._refused(request, "the user declined")
-        model = self.model
-        assert model is not None  # checked above; approval does not unset it
+        model = self._model.get()  # bound: checked above, and a binding stays
         bounded = ModelRequest(request.system, request.messages, (), max_tokens=min(request.max_tokens, self._cap))
         reply = await model.complete(bounded, lambda _text: None)
         cost = self._ledger.add(reply.usage)
@@ -82,7 +84,7 @@ class Sampler:
         return reply
 
     def _check(self, request: SamplingRequest) -> None:
-        if self.model is None:
+        if not self._model.bound:
             self._refused(request, "the model is not ready yet")
         if not request.messages:
             self._refused(request, "no messages")

@@ -10,45 +10,18 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sprout_agent.checkpoints.git_run import GIT_TIMEOUT
 from sprout_agent.checkpoints.timeline import Turn, turns_from
-from sprout_agent.checkpoints.tracker import Tracker, checkpoint_roots, repository_of
+from sprout_agent.checkpoints.tracker import Tracker, repository_of
 from sprout_agent.config.locations import Locations
 from sprout_agent.core.events import Event
-from sprout_agent.core.permission_mode import PermissionMode
-from sprout_agent.core.permissions import Policy
 from sprout_agent.session import branches
 from sprout_agent.session.store import SessionStore
 from sprout_agent.trust import git_runner
 
-if TYPE_CHECKING:
-    from sprout_agent.core.agent import Agent
-    from sprout_agent.session.prepared import Prepared
-
 REF_PREFIX = "refs/sprout-agent/"
 _SESSION_ID = re.compile(r"[0-9a-f][0-9a-f-]{0,63}")  # what a ref or file name of ours may be made of
-
-
-def session_tracker(
-    p: Prepared, emit: Callable[[Event], None], session_id: str, transcript: SessionStore | None, agent: Agent
-) -> Tracker | None:
-    """The turn's checkpoints (docs/rewind.md), in the user data directory; a resumed session goes on from its
-    recorded turns. Nothing is checkpointed without a data directory, or with SPROUT_AGENT_CHECKPOINTS=off."""
-    if not p.settings.checkpoints:
-        return None
-    policy = agent.permit
-    return tracker_for(
-        p.locations,
-        session_id,
-        str(p.options.cwd),
-        checkpoint_roots(str(p.options.cwd), [str(p.options.cwd / d) for d in p.options.add_dirs]),
-        emit=emit,
-        transcript=transcript,
-        turns=recorded_turns(transcript.path if transcript is not None else None),
-        read_only=lambda: isinstance(policy, Policy) and policy.mode is PermissionMode.READ_ONLY,
-    )
 
 
 def store_dir(locations: Locations) -> Path | None:

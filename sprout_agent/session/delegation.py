@@ -32,6 +32,7 @@ from sprout_agent.core.events import (
     SubagentStarted,
     ToolStarted,
 )
+from sprout_agent.core.late import Handle
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.limits import Limits
 from sprout_agent.core.messages import Text
@@ -76,22 +77,24 @@ class _Caller:
 
 
 class Delegator:
-    """Implements `protocols.Delegation` for one session. The `agent` server lists its tools as the servers start;
-    `attach` gives it the session's agent and model once they exist (no call can come before)."""
+    """Implements `protocols.Delegation` for one session. The `agent` server lists its tools as the servers start,
+    before the session's agent exists: `parent` is bound to it once it does (a call before that is refused)."""
 
     def __init__(
-        self, definitions: Sequence[AgentDefinition], skills: Sequence[Skill], max_depth: int = sa.DEFAULT_MAX_DEPTH
+        self,
+        definitions: Sequence[AgentDefinition],
+        skills: Sequence[Skill],
+        setup: ChildSetup,
+        parent: Handle[Agent],
+        max_depth: int = sa.DEFAULT_MAX_DEPTH,
     ) -> None:
         self._definitions = {d.name: d for d in definitions}
         self._skills = tuple(skills)
         self._max_depth = max_depth
-        self.parent: Agent | None = None
-        self._setup: ChildSetup | None = None
+        self._parent = parent
+        self._setup = setup
         self._callers: dict[str, _Caller] = {}  # a child's own `task` calls, by id: who is asking, how deep
         self._numbers = itertools.count(1)
-
-    def attach(self, parent: Agent, setup: ChildSetup) -> None:
-        self.parent, self._setup = parent, setup
 
     def task_description(self) -> str:
         lines = [
@@ -110,7 +113,7 @@ class Delegator:
 
     async def run_task(self, call_id: str, arguments: Mapping[str, object]) -> ToolOutcome:
         caller = self._callers.get(call_id) or self._main_caller()
-        if caller is None or self._setup is None:
+        if caller is None:
             return _error("subagents are not available in this session")
         prompt, kind = arguments.get("prompt"), arguments.get("subagent_type") or sa.DEFAULT_AGENT
         if not isinstance(prompt, str) or not prompt.strip() or not isinstance(kind, str):
@@ -128,7 +131,10 @@ class Delegator:
             return outcome
 
     def _main_caller(self) -> _Caller | None:
-        return None if self.parent is None else _Caller(self.parent, 1, self.parent.emit)
+        if not self._parent.bound:
+            return None
+        parent = self._parent.get()
+        return _Caller(parent, 1, parent.emit)
 
     async def _run(
         self, caller: _Caller, setup: ChildSetup, call: tuple[str, AgentDefinition], prompt: str, description: str

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from sprout_agent.model.cassettes.format import Cassette
     from sprout_agent.model.cassettes.player import Answered, Player
     from sprout_agent.model.cassettes.recorder import CassetteWriter
-    from sprout_agent.model.client import AnthropicModel
     from sprout_agent.model.facts import ModelFacts
     from sprout_agent.session.prepared import Prepared
 
@@ -85,9 +84,9 @@ def _cassette(path: Path, name: str | None) -> Cassette:
 
 
 class Tape:
-    """One session's recording or replay, a context manager: `attach` hands the model its HTTP client; leaving
-    without an error ends a strict replay's check (ReplayDiverged, exit 6); leaving closes the cassette. Asked for
-    neither, it does nothing and imports nothing."""
+    """One session's recording or replay, a context manager: `http_client` is the model client's; leaving without
+    an error ends a strict replay's check (ReplayDiverged, exit 6); leaving closes the cassette. Asked for neither,
+    it does nothing and imports nothing."""
 
     def __init__(self, prepared: Prepared, session_id: str, emit: Callable[[Event], None]) -> None:
         self._prepared, self._plan, self._session_id, self._emit = prepared, prepared.tape, session_id, emit
@@ -110,17 +109,20 @@ class Tape:
     def _warn(self, text: str) -> None:
         self._emit(Notice(text, "warning"))
 
-    def attach(self, model: AnthropicModel, facts: ModelFacts) -> None:
+    def http_client(self, facts: ModelFacts) -> Any:
+        """The model client's HTTP client (called from the model's thread, once the facts are known): the player's, a
+        new cassette's, or None (the SDK's own) when neither is asked for."""
         if self.player is not None:
             from sprout_agent.model.cassettes.player import replaying_client
 
-            model.use_http_client(replaying_client(self.player))
-        elif self._plan is not None and self._plan.record is not None:
-            from sprout_agent.model.cassettes.recorder import CassetteWriter, recording_client
+            return replaying_client(self.player)
+        if self._plan is None or self._plan.record is None:
+            return None
+        from sprout_agent.model.cassettes.recorder import CassetteWriter, recording_client
 
-            name = self._plan.name or self._session_id
-            self.writer = CassetteWriter(self._plan.record, name, self._header(facts), self._redact)
-            model.use_http_client(recording_client(self.writer))
+        name = self._plan.name or self._session_id
+        self.writer = CassetteWriter(self._plan.record, name, self._header(facts), self._redact)
+        return recording_client(self.writer)
 
     def _header(self, facts: ModelFacts) -> dict[str, Any]:
         options = self._prepared.options

@@ -19,6 +19,7 @@ from sprout_agent.core.events import (
     HookAnswered,
     HookBudgetSpent,
     HookCalled,
+    HookEvent,
     HookFailed,
     HookInjected,
     HookObjected,
@@ -90,6 +91,9 @@ class Updates:
         self._render(event)
 
     def _render(self, event: Event) -> None:  # noqa: C901 - one arm per event type, checked exhaustive
+        if isinstance(event, HookEvent):  # the hook points' events: one union (core/events.py), one method
+            self._hook(event)
+            return
         match event:
             case TextDelta():
                 self.message(event.text)
@@ -105,14 +109,6 @@ class Updates:
                 self._tool_finished(event)
             case ModelReplied():
                 self._usage(event)
-            case HookObjected():
-                self._hook_objected(event)
-            case HookInjected():
-                self._hook_injected(event)
-            case HookAnswered():
-                self._think(f"Hook {event.hook} ({event.server}) said", event.text, "completed")
-            case HookTimedOut() | HookFailed() | HookServerKilled() | StopBudgetSpent() | HookBudgetSpent():
-                self._hook_trouble(event)
             case CompactionStarted():
                 self._compaction_started(event)
             case CompactionFinished():
@@ -123,7 +119,7 @@ class Updates:
                 self._thought(f"waiting for the API: {event.seconds} s")
             case ServerAsked() | ListChanged():
                 self._thought(event.line())
-            case ModelWaiting() | AssistantText() | ServerStarted() | HookCalled() | TurnFinished() | ServerLog():
+            case ModelWaiting() | AssistantText() | ServerStarted() | TurnFinished() | ServerLog():
                 pass  # text went out as chunks; the prompt's response carries the stop reason
             case AssistantMessage() | StreamEvent():
                 pass  # the same reply again, whole or raw: ACP had it as chunks
@@ -257,6 +253,21 @@ class Updates:
         update: Json = {"sessionUpdate": "usage_update", "used": used, "size": max(size, used)}
         update["cost"] = {"amount": round(cost, 6), "currency": "USD"}
         self.send(update)
+
+    def _hook(self, event: HookEvent) -> None:
+        match event:
+            case HookObjected():
+                self._hook_objected(event)
+            case HookInjected():
+                self._hook_injected(event)
+            case HookAnswered():
+                self._think(f"Hook {event.hook} ({event.server}) said", event.text, "completed")
+            case HookTimedOut() | HookFailed() | HookServerKilled() | StopBudgetSpent() | HookBudgetSpent():
+                self._hook_trouble(event)
+            case HookCalled():
+                pass  # the calls that said something are shown by what they said
+            case _:
+                assert_never(event)
 
     def _hook_objected(self, event: HookObjected) -> None:
         then = "the call did not run" if event.hook == "_PreToolUse" else "the agent goes on"

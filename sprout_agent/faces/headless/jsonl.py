@@ -212,6 +212,8 @@ class JsonlSink:
                 return [record] if record is not None else []
 
     def _record(self, event: Event) -> Record | None:  # noqa: C901 - one arm per event type, checked exhaustive
+        if isinstance(event, ev.HookEvent):  # the hook points' events: one union (core/events.py), one function
+            return hook_record(event)
         match event:
             case (
                 ev.ModelWaiting()
@@ -252,18 +254,6 @@ class JsonlSink:
                 )
             case ev.ToolProgress():
                 return system_record("tool_progress", id=event.call_id, tail=event.tail) if self.progress else None
-            case (
-                ev.HookCalled()
-                | ev.HookObjected()
-                | ev.HookInjected()
-                | ev.HookTimedOut()
-                | ev.HookFailed()
-                | ev.HookServerKilled()
-                | ev.StopBudgetSpent()
-                | ev.HookAnswered()
-                | ev.HookBudgetSpent()
-            ):
-                return hook_record(event)
             case ev.CompactionStarted():
                 return system_record("compaction_started", reason=event.reason, tokens_before=event.tokens_before)
             case ev.CompactionFinished():

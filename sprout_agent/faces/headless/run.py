@@ -206,11 +206,12 @@ class Headless:
             self.emit(Notice(notice, "warning"))
 
     def _sdk_parts(self) -> dict[str, Any]:
-        """The SDK's permission callback (with `--permission-prompt-tool stdio`) and its in-process servers."""
+        """The SDK's permission callback (with `--permission-prompt-tool stdio`), its in-process servers and its
+        hook callbacks."""
         if self.control is None or self.sdk is None:
             return {}
         sdk_servers = [s.name for s in self.prepared.loaded.servers if s.transport == "sdk"]
-        parts: dict[str, Any] = {"sdk": SdkRelay(self.control, sdk_servers)}
+        parts: dict[str, Any] = {"sdk": SdkRelay(self.control, sdk_servers), "callbacks": self.sdk.callbacks}
         if self.prepared.options.permission_prompt_tool == "stdio":
             parts["ask"] = SdkAsk(self.control, self.sdk.cancel_turn, self.sdk.callbacks, self.sdk.emit)
         return parts

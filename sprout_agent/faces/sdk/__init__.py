@@ -4,5 +4,5 @@ what the SDKs' requests do to the session (`sdk_session.py`: initialize, interru
 mode switches; `sdk_hooks.py`: their hook callbacks; `sdk_rewind.py`: their file checkpointing). The headless face
 drives it.
 
-Imports: faces/slash_commands, session, mcp, model, trust, core.
+Imports: faces/slash_commands, session, mcp, trust, core.
 """

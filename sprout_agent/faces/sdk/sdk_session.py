@@ -20,7 +20,6 @@ import anyio
 from sprout_agent.core.claude_rules import translate
 from sprout_agent.core.errors import SproutError
 from sprout_agent.core.events import Event, Notice
-from sprout_agent.core.hooks.program_callbacks import chained
 from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permissions import Decision, Policy
 from sprout_agent.core.protocols import ToolSpec
@@ -29,7 +28,7 @@ from sprout_agent.faces.sdk.control import Body, Control, ControlError, Handler
 from sprout_agent.faces.sdk.sdk_hooks import SdkHooks, tool_input
 from sprout_agent.faces.sdk.sdk_rewind import ENABLE, SdkRewind
 from sprout_agent.faces.slash_commands import switch_to
-from sprout_agent.model.system_prompt import build_system_prompt
+from sprout_agent.session.assembly import session_system_prompt
 from sprout_agent.session.prepared import Prepared, prepare
 from sprout_agent.session.runtime import Runtime
 from sprout_agent.trust.env_flags import env_flag
@@ -71,12 +70,11 @@ class SdkSession:
         }
 
     def attach(self, runtime: Runtime) -> None:
+        """The running session (its hooks were given `callbacks` at construction: the face passes them)."""
         self.runtime = runtime
         self._apply_system()
         if self.callbacks is not None:
             self.callbacks.runtime = runtime
-            hooks = runtime.agent.hooks  # after the settings files' command hooks, if any
-            hooks.callbacks = chained(hooks.callbacks, self.callbacks)
         self.ready.set()
 
     def cancel_turn(self) -> None:
@@ -145,15 +143,7 @@ class SdkSession:
     def _apply_system(self) -> None:
         if self.system is None or self.runtime is None:
             return
-        options = self.prepared.options
-        replace, append = self.system
-        self.runtime.agent.system = build_system_prompt(
-            options.cwd,
-            replace=replace if replace is not None else options.system_prompt,
-            append=self.prepared.with_style(append if append is not None else options.append_system_prompt),
-            skills=self.prepared.skills,
-            reader=self.prepared.reader,
-        )
+        self.runtime.agent.use_system_prompt(session_system_prompt(self.prepared, *self.system))
 
     def _startup_config(self, request: Body) -> Body:
         """What the TypeScript SDK sends in `initialize` rather than on the command line: its in-process servers

@@ -58,6 +58,9 @@ class TerminalRenderer:
         return self._view
 
     def __call__(self, event: Event) -> None:  # noqa: C901 - one arm per event type, checked exhaustive
+        if isinstance(event, ev.HookEvent):  # the hook points' events: one union (core/events.py), one method
+            self._on_hook(event)
+            return
         match event:
             case ev.ModelWaiting():
                 self._on_model_waiting(event)
@@ -85,18 +88,6 @@ class TerminalRenderer:
             case ev.ServerLog():
                 if self.verbose:
                     self._line(Text(visible(f"[{event.server} {event.level}] {event.text}"), style="dim"))
-            case (
-                ev.HookCalled()
-                | ev.HookObjected()
-                | ev.HookInjected()
-                | ev.HookTimedOut()
-                | ev.HookFailed()
-                | ev.HookServerKilled()
-                | ev.StopBudgetSpent()
-                | ev.HookAnswered()
-                | ev.HookBudgetSpent()
-            ):
-                self._on_hook(event)
             case ev.CompactionStarted() | ev.CompactionFinished():
                 self._on_compaction(event)
             case ev.TurnFinished():

@@ -38,21 +38,17 @@ def _list(project: Sequence[ServerConfig], setup: Setup) -> None:
     sys.stderr.write("project servers:\n" + "\n".join(lines) + "\n")
 
 
-def approve_command(setup: Setup, names: Sequence[str], every: bool) -> int:
+def consent_command(setup: Setup, names: Sequence[str], every: bool, *, approve: bool) -> int:
+    """`mcp approve` (`approve`) or `mcp revoke`: the same choice of servers, then the answer recorded or withdrawn."""
     chosen = _chosen(setup, names, every)
     if chosen is None:
         return EXIT_USAGE
-    setup.approvals.answered(chosen, approved=True, secrets=setup.secrets)
+    if approve:
+        setup.approvals.answered(chosen, approved=True, secrets=setup.secrets)
+        done, meaning = "approved", "it starts in runs here until its definition changes"
+    else:
+        setup.approvals.forgotten(chosen)
+        done, meaning = "revoked", "runs here ask again (headless runs do not start it)"
     for server in chosen:
-        print(f"approved {server.name}: it starts in runs here until its definition changes")
-    return 0
-
-
-def revoke_command(setup: Setup, names: Sequence[str], every: bool) -> int:
-    chosen = _chosen(setup, names, every)
-    if chosen is None:
-        return EXIT_USAGE
-    setup.approvals.forgotten(chosen)
-    for server in chosen:
-        print(f"revoked {server.name}: runs here ask again (headless runs do not start it)")
+        print(f"{done} {server.name}: {meaning}")
     return 0

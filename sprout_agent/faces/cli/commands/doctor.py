@@ -11,9 +11,8 @@ import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from functools import partial
 from pathlib import Path
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 import anyio
 
@@ -37,13 +36,12 @@ from sprout_agent.config.files import (
     session_only,
     with_builtin_servers,
 )
-from sprout_agent.config.sandboxing import SandboxPlan, ServerSandboxes, plan
-from sprout_agent.config.settings import Settings, child_environment
+from sprout_agent.config.sandboxing import SandboxPlan, plan
+from sprout_agent.config.settings import Settings, child_environment, elicitation_policy
 from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.hooks.contract import HOOK_POINTS, TOOL_HOOKS, is_hook, parse_allowlist
 from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.protocols import ToolSpec
-from sprout_agent.mcp.oauth.store import oauth_setup
 from sprout_agent.trust.untrusted import printable
 
 BUILT_IN = "built in"
@@ -51,6 +49,9 @@ NOT_APPROVED = "not approved"  # a project server held back for consent: not sta
 SESSION_ONLY = "session only"  # a server only a running session can serve (config/files.session_only): skipped
 SKIPPED = (NOT_APPROVED, SESSION_ONLY)
 KNOWN_HOOKS = HOOK_POINTS
+
+if TYPE_CHECKING:
+    from sprout_agent.session.server_pool import ServerPlace
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,13 @@ class Setup:
     sandbox: SandboxPlan = field(default_factory=SandboxPlan.off)  # as a run here would have it
     data: Path | None = None  # the user data directory: OAuth tokens when the OS has no keyring
     secrets: Secrets = field(default_factory=Secrets)  # in the definitions, yours and the .env's (consent.py)
+
+    def place(self) -> ServerPlace:
+        """Where the servers start: as a run here would start them (without --verbose: no stderr log)."""
+        from sprout_agent.session.server_pool import ServerPlace
+
+        elicitation = elicitation_policy(None, os.environ)  # never .env, as in a run
+        return ServerPlace(self.settings, os.environ, self.sandbox, self.cwd, self.data, None, elicitation)
 
     def verdict(self, config: ServerConfig) -> Verdict | None:
         """None for a server that needs no consent (not from the project's file)."""
@@ -225,7 +233,7 @@ async def diagnose(setup: Setup, timeout: float | None) -> tuple[list[ServerRepo
 
 
 async def _start(configs: list[ServerConfig], setup: Setup, reports: dict[str, ServerReport]) -> list[str]:
-    from sprout_agent.mcp.pool import ServerPool  # the pool loads mcp itself, in a thread, after spawning
+    from sprout_agent.session.server_pool import server_pool  # the pool loads mcp itself, in a thread, after spawning
 
     notices: list[str] = []
 
@@ -233,18 +241,8 @@ async def _start(configs: list[ServerConfig], setup: Setup, reports: dict[str, S
         if isinstance(event, Notice):
             notices.append(event.text)
 
-    settings = setup.settings
-    pool = ServerPool(
-        configs,
-        emit=emit,
-        start_timeout=settings.server_start_timeout,
-        tool_timeout=settings.tool_timeout,
-        result_max_bytes=settings.tool_result_max_bytes,
-        child_env=partial(child_environment, os.environ),  # never .env, as in a run
-        sandbox=ServerSandboxes(setup.sandbox, setup.cwd).wrap,
-        oauth=oauth_setup(setup.data, os.environ),
-    )
-    allowlist = parse_allowlist(settings.hook_servers)
+    pool = server_pool(configs, setup.place(), emit)  # as a run starts them: one factory
+    allowlist = parse_allowlist(setup.settings.hook_servers)
     async with pool:
         specs: list[ToolSpec] = list(pool.tools())
         for status in pool.status():

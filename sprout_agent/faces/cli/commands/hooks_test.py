@@ -7,13 +7,11 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
-from functools import partial
 
 import anyio
 
 from sprout_agent.config.consent import Verdict, held_back_notice
 from sprout_agent.config.files import ServerConfig, session_only
-from sprout_agent.config.sandboxing import ServerSandboxes
 from sprout_agent.config.settings import child_environment
 from sprout_agent.core.events import Event
 from sprout_agent.core.hooks.kit import HookReport, as_record, probe, report_lines
@@ -51,7 +49,7 @@ def _command_hooks(setup: Setup) -> tuple[list[CommandReport], list[str]]:
 
 
 async def _run(setup: Setup, names: tuple[str, ...], timeout: float | None) -> tuple[list[HookReport], dict[str, str]]:
-    from sprout_agent.mcp.pool import ServerPool  # loads mcp itself, in a thread, after spawning
+    from sprout_agent.session.server_pool import server_pool  # the pool loads mcp itself, in a thread, after spawning
 
     failed: dict[str, str] = {}
     startable: list[ServerConfig] = []
@@ -72,20 +70,11 @@ async def _run(setup: Setup, names: tuple[str, ...], timeout: float | None) -> t
     def ignore(event: Event) -> None:  # start-up notices are mcp doctor's business
         del event
 
-    settings = setup.settings
-    pool = ServerPool(
-        startable,
-        emit=ignore,
-        start_timeout=settings.server_start_timeout,
-        tool_timeout=settings.tool_timeout,
-        result_max_bytes=settings.tool_result_max_bytes,
-        child_env=partial(child_environment, os.environ),  # never .env, as in a run
-        sandbox=ServerSandboxes(setup.sandbox, setup.cwd).wrap,
-    )
+    pool = server_pool(startable, setup.place(), ignore)  # as a run starts them: OAuth, roots, answers, sandbox
     async with pool:
         for status in pool.status():
             if status.state != "running":  # with the server's own last words, as `mcp doctor` shows them
                 tail = "".join(f"\n    {line}" for line in stderr_lines(status.stderr_tail))
                 failed[status.name] = (status.last_error or status.state) + tail
-        reports = await probe(pool, settings.hook_timeout_ms, str(setup.cwd), names)
+        reports = await probe(pool, setup.settings.hook_timeout_ms, str(setup.cwd), names)
     return reports, failed

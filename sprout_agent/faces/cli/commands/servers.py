@@ -80,7 +80,7 @@ def mcp_approve(
 
     setup = _doctor_setup(ctx, None, cwd)
     assert isinstance(setup, doctor.Setup)
-    exit_now(consent_commands.approve_command(setup, names or (), every))
+    exit_now(consent_commands.consent_command(setup, names or (), every, approve=True))
 
 
 @mcp_app.command("revoke")
@@ -93,7 +93,7 @@ def mcp_revoke(
 
     setup = _doctor_setup(ctx, None, cwd)
     assert isinstance(setup, doctor.Setup)
-    exit_now(consent_commands.revoke_command(setup, names or (), every))
+    exit_now(consent_commands.consent_command(setup, names or (), every, approve=False))
 
 
 @mcp_app.command("import")
