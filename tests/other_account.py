@@ -40,11 +40,13 @@ class Account:
 
 
 def other_account() -> Account | None:
+    if os.geteuid() != 0:  # only root may run a process as another account: an account made by an earlier root run
+        return None  # (kept for the next one) is no use to a normal user's run
     with contextlib.suppress(KeyError):
         entry = pwd.getpwnam(NAME)
         return Account(entry.pw_uid, entry.pw_gid)
     useradd = shutil.which("useradd")
-    if os.geteuid() != 0 or useradd is None:
+    if useradd is None:
         return None
     command = [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", NAME]
     subprocess.run(command, capture_output=True, timeout=bounded(30), check=False)  # 9: another worker made it

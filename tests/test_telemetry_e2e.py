@@ -15,7 +15,7 @@ import pytest
 
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
-from tests.harness import agent_command, agent_env, fake_server, run_agent, write_config
+from tests.harness import ROOT, agent_command, agent_env, fake_server, run_agent, write_config
 from tests.otlp_receiver import Received, Receiver
 
 pytestmark = pytest.mark.e2e
@@ -293,3 +293,30 @@ def test_a_credential_the_config_hands_a_server_is_redacted_in_recorded_contents
     assert len(tools) == 2 and all("[redacted]" in s.attributes["sprout.tool.result"] for s in tools)
     everything = repr([(s.name, s.status, s.attributes) for s in receiver.spans])
     assert token not in everything and bearer not in everything
+
+
+def test_telemetry_switched_on_without_its_extra_says_the_install_command_in_one_line_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    # The SDK is the `telemetry` extra (pyproject), not installed by default. This Python cannot import it, as one
+    # installed without the extra: `opentelemetry.sdk` fails as Python fails a missing module (the API, which the
+    # mcp SDK brings, still imports).
+    missing = tmp_path / "without-extra" / "opentelemetry" / "sdk"
+    missing.mkdir(parents=True)
+    (missing / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'opentelemetry.sdk'\", name='opentelemetry.sdk')\n"
+    )
+    with FakeAnthropic([reply("done")]) as fake:
+        env = {
+            "SPROUT_AGENT_TELEMETRY": "1",
+            "PYTHONPATH": f"{missing.parent.parent}{os.pathsep}{ROOT}",
+            "SPROUT_AGENT_WARM": "0",  # a warm interpreter has its own sys.path: this process's is the one tested
+        }
+        run = run_agent(tmp_path, ["-p", "go"], fake=fake, env=env)
+    assert run.code == 0 and run.stdout.strip() == "done", run.stderr
+    said = [line for line in run.stderr.splitlines() if "telemetry" in line]
+    assert said == [
+        "telemetry is off: the OpenTelemetry SDK is not installed (opentelemetry.sdk): "
+        "pip install 'sprout-agent[telemetry]'"
+    ], run.stderr
+    assert "Traceback" not in run.stderr

@@ -122,13 +122,22 @@ print("RAN", Lines(conn).next())
 """
 
 
+def code_in(work: Path) -> Path:
+    """Our package, copied into the command's working directory, where every sandbox lets the command read it: the
+    checkout may lie under /tmp (a CI's clone), which bubblewrap replaces with a private one."""
+    code = work / "code"
+    if not code.exists():
+        shutil.copytree(ROOT / "sprout_agent", code / "sprout_agent", ignore=shutil.ignore_patterns("__pycache__"))
+    return code
+
+
 def attack(work: Path, warm: Warm, sandbox_env: dict[str, str], marker: Path) -> str:
     """The model's dev__bash command, under the sandbox `sandbox_env` chooses, runs ATTACK against the zygote;
     what it printed."""
     sock = warm.socket()
     assert sock is not None
     (work / "attack.py").write_text(ATTACK)
-    command = f"{PY} attack.py {sock} {marker} {ROOT}"
+    command = f"{PY} attack.py {sock} {marker} {code_in(work)}"
     env = {**warm.env, **sandbox_env, "SPROUT_AGENT_BUILTIN_SERVERS": "dev"}
     with FakeAnthropic([reply(tool_use("dev__bash", {"command": command})), reply("done")]) as fake:
         run_in(work, work.parent, ["-p", "go"], fake, env)
@@ -140,8 +149,8 @@ def unconfined_attack(work: Path, warm: Warm, marker: Path) -> str:
     sock = warm.socket()
     env = agent_env(work.parent, None, warm.env)
     done = subprocess.run(
-        [PY, "attack.py", str(sock), str(marker), str(ROOT)], cwd=work, env=env, capture_output=True, text=True,
-        timeout=bounded(120),
+        [PY, "attack.py", str(sock), str(marker), str(code_in(work))], cwd=work, env=env, capture_output=True,
+        text=True, timeout=bounded(120),
     )  # fmt: skip
     return done.stdout
 

@@ -4,7 +4,6 @@ model picker offers, mapped to the chosen provider's names."""
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
 from typing import Any
 
 from sprout_agent.config.provider import Provider, native_model
@@ -35,21 +34,16 @@ def retrieve_model_info(model: str, api_key: str | None, base_url: str | None) -
 
 
 def known_models(provider: Provider | None = None) -> tuple[str, ...]:
-    """The model ids the anthropic SDK names (its `ModelParam`), without dated snapshots and the ones it warns
-    are deprecated: an editor's model picker, kept current by the SDK's upgrades rather than by hand; as `provider`
-    names them (Bedrock's inference profiles, Vertex's dated ids) when one is given."""
+    """The model ids the anthropic SDK names in its public `ModelParam`, without dated snapshots: an editor's model
+    picker, kept current by the SDK's upgrades rather than by hand; as `provider` names them (Bedrock's inference
+    profiles, Vertex's dated ids) when one is given. The SDK's list of deprecated models is private to it (a module
+    it may move or drop in any release), so a deprecated alias stays listed."""
     from typing import get_args
 
     from anthropic.types.model_param import ModelParam
 
-    try:  # private to the SDK (it warns with it on every request): without it, nothing is left out for it
-        from anthropic._data import deprecated_models  # pyright: ignore[reportPrivateImportUsage]
-
-        deprecated: Collection[str] = deprecated_models.DEPRECATED_MODELS
-    except (ImportError, AttributeError):
-        deprecated = ()
     names = (name for literal in get_args(ModelParam) for name in get_args(literal) if isinstance(name, str))
-    current = (name for name in names if not _DATED.search(name) and name not in deprecated)
+    current = (name for name in names if not _DATED.search(name))
     if provider is None:
         return tuple(current)
     return tuple(dict.fromkeys(native_model(name, provider) for name in current))

@@ -12,7 +12,7 @@ import anyio.to_thread
 
 from sprout_agent.core.events import Event, Notice
 from sprout_agent.session.prepared import Prepared
-from sprout_agent.telemetry.enabled import CLOSE_S, telemetry_on
+from sprout_agent.telemetry.enabled import CLOSE_S, off_reason, telemetry_on
 
 if TYPE_CHECKING:
     from sprout_agent.telemetry.signals import Telemetry
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 def start_telemetry(prepared: Prepared, session_id: str, emit: Callable[[Event], None]) -> Telemetry | None:
     """OpenTelemetry when SPROUT_AGENT_TELEMETRY=1 in the real environment (docs/telemetry.md); its SDK loads only
-    then. It cannot fail the run: a setup that fails is one notice, and the run goes on untraced."""
+    then. It cannot fail the run: a setup that fails, or an SDK not installed, is one notice, and the run goes on
+    untraced."""
     if not telemetry_on(prepared.inherited_env):
         return None
     try:
@@ -33,8 +34,8 @@ def start_telemetry(prepared: Prepared, session_id: str, emit: Callable[[Event],
             # The API key may come from `.env`, a server's credential from the config: the filter knows them too.
             secrets_in={**prepared.configured_credentials, **prepared.settings_env},
         )
-    except Exception as error:  # a bad OTEL_* value the SDK refuses
-        emit(Notice(f"telemetry is off: {type(error).__name__}: {error}", "warning"))
+    except Exception as error:  # a bad OTEL_* value the SDK refuses, or the SDK not installed (the extra)
+        emit(Notice(off_reason(error), "warning"))
         return None
 
 

@@ -115,17 +115,17 @@ def batch_run(
 @contextmanager
 def _traced(tasks: Path) -> Generator[TaskTracing | None]:
     """With SPROUT_AGENT_TELEMETRY=1 the batch is one trace, a span per task (docs/telemetry.md); else nothing."""
-    from sprout_agent.telemetry.enabled import telemetry_on
+    from sprout_agent.telemetry.enabled import off_reason, telemetry_on
 
     if not telemetry_on(os.environ):
         yield None
         return
-    from sprout_agent.telemetry.batch import BatchTelemetry
-
     try:
+        from sprout_agent.telemetry.batch import BatchTelemetry
+
         tracing = BatchTelemetry(os.environ, str(tasks), lambda text: print(text, file=sys.stderr))
-    except Exception as error:  # a setting the SDK refuses: one notice, and the batch goes on untraced
-        print(f"telemetry is off: {type(error).__name__}: {error}", file=sys.stderr)
+    except Exception as error:  # a setting the SDK refuses, or no SDK (the extra): one notice, and untraced
+        print(off_reason(error), file=sys.stderr)
         tracing = None
     if tracing is None:  # outside the `except`: the batch's own errors are not "during" this one
         yield None
