@@ -1,10 +1,9 @@
 """For your own tests (docs/cassettes.md, "In your tests"): the agent driven by a recorded conversation, in a scratch
 copy of a repository, with your hooks, MCP servers and tools running for real and no key, no network. `run_cassette`
-works from any test runner; with pytest, the `sprout_replay` fixture (`-p sprout_agent.testing`, or import it)."""
+works from any test runner; `replayer(tmp_path)` is what a pytest fixture returns (no pytest needed here)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -108,15 +107,12 @@ def _lines(out: str) -> list[dict[str, Any]]:
     return found
 
 
-if importlib.util.find_spec("pytest") is not None:
-    import pytest
+def replayer(directory: str | Path) -> Replaying:
+    """`run_cassette` with each run's scratch directory under `directory` (a test's tmp_path): what a `sprout_replay`
+    fixture returns (docs/cassettes.md shows the three lines of one)."""
+    count = iter(range(1, 1_000_000))
 
-    @pytest.fixture
-    def sprout_replay(tmp_path: Path) -> Replaying:
-        """`sprout_replay(cassette, repo=…, servers=…, env=…)`: `run_cassette` under the test's tmp_path."""
-        count = iter(range(1, 1_000_000))
+    def run(cassette: str | Path, **options: Any) -> Replayed:
+        return run_cassette(cassette, workdir=Path(directory) / f"sprout-replay-{next(count)}", **options)
 
-        def run(cassette: str | Path, **options: Any) -> Replayed:
-            return run_cassette(cassette, workdir=tmp_path / f"sprout-replay-{next(count)}", **options)
-
-        return run
+    return run

@@ -1,5 +1,5 @@
 """The testing API (sprout_agent/testing.py) and its example: examples/cassettes/check_guard_replay.py run by pytest
-as a user runs it (`-p sprout_agent.testing`), and the same cassette without the guard, which the API shows."""
+as a user runs it, and the same cassette without the guard, which the API shows."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from tests.cassette_example import CASSETTE, GUARD_ENV, ROOT, guard_servers
 pytestmark = pytest.mark.e2e
 
 
-def test_the_example_passes_under_pytest_with_the_plugin(tmp_path: Path) -> None:
+def test_the_example_passes_under_pytest_as_a_user_runs_it(tmp_path: Path) -> None:
     example = ROOT / "examples" / "cassettes" / "check_guard_replay.py"
-    command = [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "-p", "sprout_agent.testing"]
+    command = [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider"]
     done = subprocess.run(
         [*command, "--rootdir", str(tmp_path), str(example)], cwd=tmp_path, capture_output=True, text=True,
         timeout=bounded(120),

@@ -2,8 +2,8 @@
 guard_session.jsonl, in which the model tries to write the key to `.env` and then writes NOTES.md, replayed against
 today's examples/pre_tool_guard.py. Passes while the guard keeps `.env` out of reach, with no key and no network.
 
-Run it with `pytest -p sprout_agent.testing examples/cassettes/check_guard_replay.py` (our tests do:
-tests/test_cassette_example.py). Named so that no test runner collects it by default.
+Run it with `pytest examples/cassettes/check_guard_replay.py` (our tests do: tests/test_cassette_example.py). Named
+so that no test runner collects it by default.
 """
 
 from __future__ import annotations
@@ -11,11 +11,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sprout_agent.testing import Replaying
+import pytest
+
+from sprout_agent.testing import Replaying, replayer
 
 HERE = Path(__file__).resolve().parent
 GUARD = {"guard": {"command": sys.executable, "args": [str(HERE.parent / "pre_tool_guard.py")]}}
 HOOKS_ON = {"MCP_HOOK_SERVERS": "guard", "SPROUT_AGENT_TOOL_HOOKS": "1", "SPROUT_AGENT_BUILTIN_SERVERS": "dev"}
+
+
+@pytest.fixture
+def sprout_replay(tmp_path: Path) -> Replaying:  # in your conftest.py, for every test that replays a cassette
+    return replayer(tmp_path)
 
 
 def test_the_guard_keeps_the_key_out_of_env_and_the_session_still_finishes(sprout_replay: Replaying) -> None:
