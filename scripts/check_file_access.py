@@ -45,6 +45,8 @@ OWN_FILES = {
         "/proc/self (cgroup, oom_score_adj), the cgroup's procs file, and a warm peer's /proc/<pid> (status, "
         "attr/current, loginuid) through a descriptor of its directory"
     ),
+    "sprout_agent/model/cassettes/recorder.py": "--record DIR: a new cassette (O_EXCL, no link followed) in DIR",
+    "sprout_agent/testing.py": "run_cassette: its config file, in its scratch directory (its own, or its caller's)",
     "sprout_agent/faces/cli/claude_flags.py": "--system-prompt-file: the file the user names on the command line",
     "sprout_agent/config/output_schema.py": "--json-schema: the file the user names on the command line",
     "sprout_agent/trust/secrecy.py": "/proc/self/stat: where the process's own environment block is, to hide it",

@@ -1,4 +1,6 @@
-"""sprout-agent: a command-line coding agent with MCP-driven lifecycle hooks."""
+"""sprout-agent: a command-line coding agent with MCP-driven lifecycle hooks.
+
+`testing.py` is for your own tests: the agent driven by a recorded conversation (docs/cassettes.md)."""
 
 __version__ = "0.1.0"
 # The Claude Code release whose headless protocol (stream-json, the SDKs' control requests) sprout-agent speaks:

@@ -31,7 +31,7 @@ def headless(
     monkeypatch: pytest.MonkeyPatch,
     options: Options,
     *,
-    fake: FakeAnthropic,
+    fake: FakeAnthropic | None,
     servers: dict[str, dict[str, Any]] | None = None,
     env: dict[str, str] | None = None,
     stdin: str = "",

@@ -79,7 +79,8 @@ def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
         process = subprocess.Popen(
             command(job, tree.path),
             cwd=tree.path,
-            env={**os.environ, **job.env},
+            # A recording (or replay) of the batch names each task's cassette for the task (docs/cassettes.md).
+            env={**os.environ, **job.env, "SPROUT_AGENT_CASSETTE_NAME": job.task.name},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -167,6 +167,12 @@ PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
         "",
         "a file the runs of a batch share: each waits on it before a request, a 429 closes it (set by batch)",
     ),
+    EnvVar(
+        "SPROUT_AGENT_RECORD", "", "a directory: each session's model traffic recorded there as a cassette (--record)"
+    ),
+    EnvVar("SPROUT_AGENT_REPLAY", "", "a cassette, or a directory of them: replay the model's side (--replay)"),
+    EnvVar("SPROUT_AGENT_REPLAY_MODE", "strict", "strict or lenient: what a replayed request that differs does"),
+    EnvVar("SPROUT_AGENT_CASSETTE_NAME", "", "the cassette's name instead of the session id (set by batch per task)"),
     EnvVar("SPROUT_AGENT_BATCH_AGENT", "", "batch: the command each task runs; unset = this sprout-agent (python -m)"),
     EnvVar(
         "SPROUT_AGENT_SHARD_INDEX", "", "batch --shard COUNT: this shard's index, from 0 (before JOB_COMPLETION_INDEX)"

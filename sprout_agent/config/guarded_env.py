@@ -16,9 +16,11 @@ REFUSED: tuple[tuple[str, str], ...] = (
     # Every ANTHROPIC_* but the key and the model: a repository's endpoint would get your key and the whole
     # conversation. Proxies and CA bundles route or intercept any traffic.
     # OTEL_* and the telemetry switch: where traces of your sessions (and, if you allow, their contents) go.
+    # A cassette holds the whole conversation, and a replay answers in the model's place (docs/cassettes.md).
     ("where requests and credentials go",
      r"ANTHROPIC_(?!API_KEY$|MODEL$).* .*_PROXY SSL_CERT_.* .*_CA_BUNDLE NODE_EXTRA_CA_CERTS NODE_TLS_.* "
-     r"OTEL_.* SPROUT_AGENT_TELEMETRY.* TRACEPARENT TRACESTATE "
+     r"OTEL_.* SPROUT_AGENT_TELEMETRY.* TRACEPARENT TRACESTATE SPROUT_AGENT_RECORD SPROUT_AGENT_REPLAY.* "
+     r"SPROUT_AGENT_CASSETTE_NAME "
      # The provider, its region, endpoint and credentials (docs/providers.md), and the command printing a key.
      r"CLAUDE_CODE_USE_.* CLAUDE_CODE_SKIP_.* CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS AWS_.* CLOUD_ML_REGION "
      r"VERTEX_REGION_.* GOOGLE_.* GCLOUD_.* CLOUDSDK_.* AZURE_.* SPROUT_AGENT_API_KEY_HELPER CLAUDE_CODE_API_KEY_.*"),

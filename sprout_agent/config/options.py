@@ -63,6 +63,9 @@ class Options:
     agents_json: tuple[str, ...] = ()  # --agents (and the SDK's initialize `agents`): agent definitions as JSON
     setting_sources: str | None = None  # --setting-sources user,project,local: whose definitions are read
     settings: tuple[str, ...] = ()  # --settings FILE|JSON, then the SDK's initialize.settings (claude_settings.py)
+    record: Path | None = None  # --record DIR: the model's side of the session into DIR/<session id>.jsonl
+    replay: Path | None = None  # --replay CASSETTE|DIR: the model's side served from a cassette (docs/cassettes.md)
+    replay_mode: str | None = None  # --replay-mode strict | lenient; None = SPROUT_AGENT_REPLAY_MODE or strict
 
 
 SDK_MARK = "CLAUDE_AGENT_SDK_VERSION"

@@ -11,6 +11,7 @@ EXIT_USAGE = 2
 EXIT_MAX_TURNS = 3
 EXIT_BUDGET = 4
 EXIT_CONFLICTS = 5  # `sessions rewind`: done, but files the user changed were left alone (docs/sessions.md)
+EXIT_REPLAY_DIVERGED = 6  # --replay: a request differs from the recorded one (docs/cassettes.md)
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 
@@ -45,6 +46,17 @@ class ApiError(SproutError):
 
 class PromptTooLongError(ApiError):
     """The API refused the request because the prompt exceeds the context window."""
+
+
+class CassetteError(UsageError):
+    """A cassette that cannot be read as the format says (truncated, hand-edited, another version)."""
+
+
+class ReplayDiverged(SproutError):
+    """--replay (strict): the run sent a request the cassette did not record; the message names the first
+    difference as a path and both values."""
+
+    exit_code = EXIT_REPLAY_DIVERGED
 
 
 class StoreError(SproutError):

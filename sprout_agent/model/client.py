@@ -80,6 +80,7 @@ class AnthropicModel:
         provider: Provider | None = None,
         key_helper: KeyHelper | None = None,
         env: Mapping[str, str] | None = None,
+        http_client: Any = None,  # --record / --replay: the cassette's (model/cassettes/); None: the SDK's own
     ) -> None:
         import anthropic  # lazy: costs ~2 s, paid once, overlapped with server start-up
 
@@ -96,7 +97,9 @@ class AnthropicModel:
         # The SDK's own retries would be invisible to the user; ours emit events and also cover cut streams.
         # No spans of the SDK's own, and no trace context in requests to the API: with telemetry on, our `chat`
         # span is the request's (docs/telemetry.md), and a trace id is nothing Anthropic's servers need.
-        self._client = async_client(self._provider, api_key=self._key, env=env or {}, timeout=timeout)
+        self._client = async_client(
+            self._provider, api_key=self._key, env=env or {}, timeout=timeout, http_client=http_client
+        )
         self._regional: dict[str, Any] = {}  # Vertex: a client per VERTEX_REGION_CLAUDE_… region
         self._refused_betas: set[str] = set()  # betas a 400 named: never sent again this session (shared by clones)
         self._betas_sent: tuple[str, ...] = ()

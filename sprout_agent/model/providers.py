@@ -10,7 +10,9 @@ from typing import Any
 from sprout_agent.config.provider import Provider
 
 
-def async_client(provider: Provider, *, api_key: str | None, env: Mapping[str, str], timeout: float) -> Any:
+def async_client(
+    provider: Provider, *, api_key: str | None, env: Mapping[str, str], timeout: float, http_client: Any = None
+) -> Any:
     """The client for `provider`, with no retries of its own (ours emit events) and no spans of its own (ours are
     the request's): the first party's takes the key, the clouds' clients find their own credentials (the AWS chain,
     Google's application default credentials) as the SDK documents."""
@@ -21,6 +23,8 @@ def async_client(provider: Provider, *, api_key: str | None, env: Mapping[str, s
         "timeout": anthropic.Timeout(timeout, connect=min(10.0, timeout)),  # API_TIMEOUT_MS, as Claude Code's
         "open_telemetry": {"traces": False, "propagation": False},
     }
+    if http_client is not None:  # --record / --replay: every request through the cassette (model/cassettes/)
+        common["http_client"] = http_client
     if provider.kind == "bedrock":
         return _bedrock(provider, common)
     if provider.kind == "vertex":

@@ -10,7 +10,8 @@ checkpoint tracker of a session; `rewinding.py` the one rewind, with `branches.p
 and `continuing.py` (the session going on in the fork); `session_telemetry.py` a session's OpenTelemetry, loaded
 when on; `command_hooks.py` the settings files' command hooks; `recording.py` what the transcript records from the
 loop's events (each reply's usage, the spend) and the Claude Code copy of it (`claude_transcript.py`);
-`recorded.py` reads a transcript back for the exports, `atif.py` as an ATIF trajectory.
+`recorded.py` reads a transcript back for the exports, `atif.py` as an ATIF trajectory; `taping.py` --record and
+--replay (cassettes).
 
 Imports: mcp, model, batch, checkpoints, telemetry, config, trust, core.
 """

@@ -17,6 +17,7 @@ from sprout_agent.core.ledger import Ledger
 from sprout_agent.model import facts as model_facts
 from sprout_agent.model.facts import ModelFacts
 from sprout_agent.session.prepared import Prepared
+from sprout_agent.session.taping import Tape, replayed_facts
 
 if TYPE_CHECKING:
     from sprout_agent.model.client import AnthropicModel
@@ -24,18 +25,21 @@ if TYPE_CHECKING:
 
 
 def build_model_in_background(
-    prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger
+    prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger, tape: Tape | None = None
 ) -> Future[tuple[AnthropicModel, ModelFacts]]:
     """A plain thread, not a task: a task group here would wrap every error the session raises in a group."""
     executor = ThreadPoolExecutor(1, thread_name_prefix="sprout-model")
     # In the caller's context: the model's facts request is in the session's trace when telemetry is on.
-    future = executor.submit(contextvars.copy_context().run, make_model, prepared, emit, ledger)
+    future = executor.submit(contextvars.copy_context().run, make_model, prepared, emit, ledger, tape)
     executor.shutdown(wait=False)  # the thread ends once the model is built; nobody waits for it to exit
     return future
 
 
-def make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger) -> tuple[AnthropicModel, ModelFacts]:
-    """Imports anthropic and reads the model's facts (from the cache, else the Models API), off the loop."""
+def make_model(
+    prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger, tape: Tape | None = None
+) -> tuple[AnthropicModel, ModelFacts]:
+    """Imports anthropic and reads the model's facts (from the cache, else the Models API), off the loop; with
+    --record or --replay, its HTTP client is the tape's."""
     from sprout_agent.model.client import AnthropicModel
 
     facts = resolve_facts(prepared, prepared.model)
@@ -62,6 +66,7 @@ def make_model(prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger
         rate_gate=Path(gate) if (gate := prepared.inherited_env.get("SPROUT_AGENT_RATE_GATE")) else None,
         timeout=prepared.settings.api_timeout_ms / 1000,
         waiting_notice=prepared.settings.api_waiting_ms / 1000,
+        http_client=tape.http_client(facts) if tape is not None else None,
     )
     return model, facts
 
@@ -84,6 +89,8 @@ def resolve_facts(prepared: Prepared, model: str) -> ModelFacts:
     """The model's facts: the day-old cache, else the Models API, else the built-in table (blocking)."""
     from sprout_agent.model.client import retrieve_model_info
 
+    if (recorded := replayed_facts(prepared.tape, model)) is not None:  # --replay: as recorded, no request, no cache
+        return recorded
     settings = prepared.settings
     if not settings.provider.features.models_api or settings.key_helper is not None:  # the built-in table
         return model_facts.fallback(model)  # Bedrock, Vertex, Foundry have no Models API; a helper's key is not read

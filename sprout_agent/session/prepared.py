@@ -34,6 +34,7 @@ from sprout_agent.core.permission_mode import PermissionMode, parse_mode
 from sprout_agent.core.structured import OutputContract
 from sprout_agent.session import index as session_index
 from sprout_agent.session import store
+from sprout_agent.session.taping import TapePlan, tape_plan
 from sprout_agent.trust import program_lookup
 from sprout_agent.trust.opening import Reader
 from sprout_agent.trust.write_policy import writable_roots
@@ -66,6 +67,7 @@ class Prepared:
     definitions: Definitions = field(default_factory=lambda: Definitions(agents=BUILTIN_AGENTS))
     claude: applied_settings.Applied = field(default_factory=applied_settings.Applied)  # Claude Code's settings
     style: tuple[str, str] = ("default", "")  # outputStyle: its name and the instructions it adds
+    tape: TapePlan | None = None  # --record / --replay (session/taping.py); None: neither
 
     @property
     def thinking(self) -> str | None:
@@ -156,7 +158,9 @@ def prepare(
     dotenv = read_dotenv(options.cwd)
     env = {**dotenv.values, **claude.env, **environ}
     settings = st.Settings.from_env(env)
-    check_credentials(settings)
+    tape = tape_plan(options, environ)
+    if tape is None or tape.replay is None:  # a replay needs no key: nothing leaves the process
+        check_credentials(settings)
     model = _model(options, settings, env)
     st.choice(options.thinking, st.THINKING_SETTINGS, "--thinking")  # a misspelt flag fails here, with exit 2
     st.choice(options.effort, st.EFFORT_LEVELS, "--effort")
@@ -210,6 +214,7 @@ def prepare(
         definitions=definitions,
         claude=claude,
         style=style,
+        tape=tape,
     )
 
 

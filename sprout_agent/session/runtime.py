@@ -38,6 +38,7 @@ from sprout_agent.session.model_building import build_model_in_background
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.session.server_pool import Asking, place_of, server_pool, session_client
 from sprout_agent.session.session_telemetry import close_telemetry, observed, start_telemetry
+from sprout_agent.session.taping import Tape
 
 if TYPE_CHECKING:
     from sprout_agent.model.client import AnthropicModel
@@ -95,8 +96,9 @@ async def open_runtime(
         if transcript is not None:
             stack.callback(transcript.close)
         stack.callback(pool.kill_all_now)  # a cancel between the spawn and the pool's enter orphans nothing
+        tape = stack.enter_context(Tape(prepared, session_id, emit))  # --record / --replay (docs/cassettes.md)
         await pool.spawn()  # the processes boot on the other core while mcp loads in a thread
-        building = build_model_in_background(prepared, emit, ledger)  # anthropic (~2 s) loads while they hand-shake
+        building = build_model_in_background(prepared, emit, ledger, tape)  # anthropic (~2 s) loads as they hand-shake
         await stack.enter_async_context(pool)
         _check_strict(prepared, pool)
         model, facts = await anyio.to_thread.run_sync(building.result, abandon_on_cancel=True)

@@ -126,6 +126,9 @@ def main_command(
     agents_json: o.AgentsOption = None,
     setting_sources: o.SettingSourcesOption = None,
     settings: o.SettingsOption = None,
+    record: o.RecordOption = None,
+    replay: o.ReplayOption = None,
+    replay_mode: o.ReplayModeOption = None,
     no_warm: o.NoWarmOption = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
@@ -178,6 +181,50 @@ app.add_typer(mcp_app, name="mcp")
 app.add_typer(hooks_app, name="hooks")
 app.add_typer(batch_app, name="batch")  # commands/batch.py
 app.add_typer(sessions_app, name="sessions")  # commands/sessions_app.py
+
+
+@app.command("replay")
+def replay_cli(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(metavar="SESSION|CASSETTE", help="A cassette, or a recorded session's id.")],
+    cassettes: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR", help="Where the session was recorded (--record DIR; default $SPROUT_AGENT_RECORD)."
+        ),
+    ] = None,
+    in_place: Annotated[
+        bool, typer.Option(help="Run in the working directory itself, not in a scratch copy of it (removed after).")
+    ] = False,
+    cwd: Annotated[Path | None, typer.Option(metavar="PATH", help="The working directory (default: here).")] = None,
+    config_files: o.ConfigOption = None,
+    mcp_configs: o.McpConfigOption = None,
+    strict_mcp_config: o.StrictMcpConfigOption = False,
+    model: o.ModelOption = None,
+    permission_mode: o.PermissionModeOption = None,
+    allow_tools: o.AllowToolsOption = None,
+    deny_tools: o.DenyToolsOption = None,
+    trust_project: o.TrustProjectOption = False,
+    sandbox: o.SandboxOption = None,
+) -> None:
+    """Re-run a recorded -p session with today's tools, hooks and MCP servers, the model's side from its cassette,
+    and report where it went another way: a tool result that changed, a call refused, a hook that objects now
+    (exit 6; 0 when nothing did). docs/cassettes.md."""
+    from sprout_agent.core.errors import SproutError
+    from sprout_agent.faces.cli.commands.replay import fail_with, replay_command
+
+    template = o.options_from(
+        ctx.params,
+        cwd=(cwd or Path.cwd()).resolve(),
+        config_files=tuple(path.resolve() for path in config_files or ()),
+        permission_mode=o.checked_mode(permission_mode),
+        allow_tools=_patterns(allow_tools),
+        deny_tools=_patterns(deny_tools),
+    )
+    try:
+        exit_now(replay_command(target, cassettes, template, in_place))
+    except SproutError as error:
+        exit_now(fail_with(error))
 
 
 @app.command("doctor")

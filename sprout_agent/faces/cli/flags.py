@@ -41,6 +41,11 @@ class SandboxMode(enum.StrEnum):
     required = "required"
 
 
+class ReplayMode(enum.StrEnum):
+    strict = "strict"
+    lenient = "lenient"
+
+
 class OnOff(enum.StrEnum):
     on = "on"
     off = "off"
@@ -197,6 +202,32 @@ NoWarmOption = Annotated[
         "--no-warm",
         help="Run in this process, not in the warm interpreter (also SPROUT_AGENT_WARM=0).",
         show_default=False,
+    ),
+]
+
+# Cassettes (docs/cassettes.md): the model's side of a session, recorded once and replayed without a key.
+RecordOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--record",
+        metavar="DIR",
+        help="Write each model request and its answer to DIR/<session id>.jsonl, credentials left out "
+        "(env SPROUT_AGENT_RECORD).",
+    ),
+]
+ReplayOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--replay",
+        metavar="CASSETTE|DIR",
+        help="Answer the model's requests from a recorded cassette: no key, no network (env SPROUT_AGENT_REPLAY).",
+    ),
+]
+ReplayModeOption = Annotated[
+    ReplayMode | None,
+    typer.Option(
+        help="strict (default): a request that differs from the recorded one fails the run (exit 6); lenient: it is "
+        "answered by position, with a warning."
     ),
 ]
 

@@ -38,7 +38,7 @@ IDLE_DEFAULT = 600.0
 NO_WARM = "--no-warm"
 # The subcommands (faces/cli/app.py) and the flags that answer at once: none of them is a session. A test holds
 # the list to the Typer app.
-SUBCOMMANDS = frozenset({"mcp", "hooks", "batch", "sessions", "acp", "doctor"})
+SUBCOMMANDS = frozenset({"mcp", "hooks", "batch", "sessions", "acp", "doctor", "replay"})
 _ANSWERS_AT_ONCE = frozenset({"--help", "-h", "--version"})
 SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)  # Linux 6.5+; named in Python's socket module from 3.13
 

@@ -1,0 +1,9 @@
+"""Cassettes (docs/cassettes.md): the model's side of a session recorded once and replayed with no key and no network.
+
+`format.py` the file's lines, read back whole and checked; `compare.py` a request in comparable form and its first
+difference from the recorded one; `recorder.py` --record, the SDK's HTTP client with `send` taped; `player.py`
+--replay, an HTTP transport answering from the cassette, strict or lenient; `divergence.py` what `sprout-agent
+replay` reports. Imported only when a flag or that command asks.
+
+Imports: core, trust.
+"""
