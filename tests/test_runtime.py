@@ -66,9 +66,11 @@ async def test_leaving_the_runtime_ends_its_servers_and_keeps_the_transcript(tmp
     assert transcript.stem == runtime.session_id
     kinds = [json.loads(line)["type"] for line in transcript.read_text().splitlines()]
     # The result as soon as known; the turn's record and its checkpoints around the round (docs/rewind.md); after
-    # the turn, the session's spend (a resumed session's cost line goes on from it).
+    # the turn, the session's spend (a resumed session's cost line goes on from it). Each reply's usage and cost
+    # (`reply`) just before the message it came with (what a harness reads, docs/sessions.md).
     assert kinds == [
-        "session", "turn", "message", "message", "checkpoint", "tool_result", "message", "checkpoint", "cost"
+        "session", "turn", "message", "reply", "message", "checkpoint", "tool_result", "reply", "message", "checkpoint",
+        "cost",
     ]  # fmt: skip
 
 
