@@ -148,6 +148,10 @@ class ScriptedModel:
         self._name = model
 
     @property
+    def gen_ai_provider(self) -> str:
+        return "anthropic"  # the first party's, as the real client's for ANTHROPIC_BASE_URL
+
+    @property
     def remaining(self) -> int:
         return len(self._steps)
 

@@ -369,8 +369,7 @@ class Agent:
         started = time.monotonic()
         request = ModelRequest(self.system, tuple(self.history), self.tools, web=self.web, partial=True)
         first = FirstToken(started, lambda text: self.emit(TextDelta(text)))
-        provider = str(getattr(self.model, "gen_ai_provider", "anthropic"))  # a test double may have none
-        with self.tracer.span(f"chat {self.model.name}", request_attributes(self.model.name, provider)) as span:
+        with self.tracer.span(f"chat {self.model.name}", request_attributes(self.model)) as span:
             reply = await self.model.complete(request, first)
             span.set(reply_attributes(reply, first.seconds()))
         cost = self.ledger.add(reply.usage)

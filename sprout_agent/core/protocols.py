@@ -78,6 +78,11 @@ class Model(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def gen_ai_provider(self) -> str:
+        """Who serves the model, as telemetry's `gen_ai.provider.name` says it (`anthropic`, `aws.bedrock`, …)."""
+        ...
+
     async def complete(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply: ...
 
 

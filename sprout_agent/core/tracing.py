@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from sprout_agent.core.messages import Usage
-    from sprout_agent.core.protocols import ModelReply
+    from sprout_agent.core.protocols import Model, ModelReply
     from sprout_agent.core.stop_reasons import TurnStop
 
 Attribute = str | int | float | bool | Sequence[str]
@@ -102,9 +102,13 @@ def turn_end_attributes(
     return attributes | {"sprout.cost_usd": cost_usd, "sprout.files_changed": files_changed}
 
 
-def request_attributes(model: str, provider: str = "anthropic") -> dict[str, Attribute]:
-    """A model request's span; `provider` in OpenTelemetry's names (aws.bedrock, gcp.vertex_ai: the SDK's own)."""
-    return {"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider, "gen_ai.request.model": model}
+def request_attributes(model: Model) -> dict[str, Attribute]:
+    """A model request's span; the provider in OpenTelemetry's names (aws.bedrock, gcp.vertex_ai: the SDK's own)."""
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": model.gen_ai_provider,
+        "gen_ai.request.model": model.name,
+    }
 
 
 class FirstToken:
