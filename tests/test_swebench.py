@@ -15,6 +15,7 @@ import pytest
 
 from sprout_agent.batch import workdir
 from sprout_agent.batch.runner import BatchOptions, run_batch
+from sprout_agent.batch.summary import merge
 from sprout_agent.batch.swebench import GITHUB, TEST_FILES, Swebench, load_instances
 from sprout_agent.batch.task_run import Finished, Job
 from sprout_agent.batch.tasks import Checkout, load_tasks
@@ -234,3 +235,16 @@ def test_a_later_run_replaces_an_instances_patch_and_adds_what_it_finished(tmp_p
     preds = json.loads((out / "preds.json").read_text())
     assert sorted(preds) == ["a__a-1", "b__b-2", "c__c-3"]
     assert preds["c__c-3"]["model_patch"] == "diff --git a/y b/y\n"
+
+
+def test_merging_shards_merges_their_predictions(tmp_path: Path) -> None:
+    ids = [f"acme__calc-{n}" for n in range(6)]
+    path = instances_file(tmp_path, *(row(i) for i in ids))
+    for index in (0, 1):
+        executor = instant({i: f"diff --git a/{i} b/{i}\n".encode() for i in ids}, {})
+        options = BatchOptions(path, tmp_path / f"shard{index}", shard=f"{index}/2", swebench=Swebench())
+        run_batch(options, {}, lambda executor=executor: executor)
+    merge([tmp_path / "shard0", tmp_path / "shard1"], tmp_path / "all")
+    preds = json.loads((tmp_path / "all" / "preds.json").read_text())
+    assert sorted(preds) == ids and preds["acme__calc-4"]["model_patch"] == "diff --git a/acme__calc-4 b/acme__calc-4\n"
+    assert len((tmp_path / "all" / "predictions.jsonl").read_text().splitlines()) == 6
