@@ -33,7 +33,7 @@ def git(*args: str, cwd: Path) -> str:
     return done.stdout.strip()
 
 
-def row(instance_id: str = "acme__calc-1", **fields: Any) -> dict[str, Any]:
+def row(instance_id: Any = "acme__calc-1", **fields: Any) -> dict[str, Any]:
     return {"instance_id": instance_id, "repo": "acme/calc", "base_commit": BASE, "problem_statement": "add() is wrong",
             "patch": "THE GOLD PATCH", "test_patch": "diff --git a/t b/t", "version": "1.0"} | fields  # fmt: skip
 
