@@ -89,6 +89,16 @@ def test_a_malformed_row_is_refused_in_one_line_naming_it(tmp_path: Path, line: 
     assert caught.value.exit_code == EXIT_USAGE
 
 
+def test_a_malformed_instance_file_stops_the_batch_before_it_makes_out_or_runs_anything(tmp_path: Path) -> None:
+    executor = instant({}, {})
+    options = BatchOptions(
+        instances_file(tmp_path, row(), row(base_commit="HEAD")), tmp_path / "out", swebench=Swebench()
+    )
+    with pytest.raises(UsageError, match=r"^instances.jsonl line 2: `base_commit` must be a full commit id"):
+        run_batch(options, {}, lambda: executor)
+    assert not (tmp_path / "out").exists() and executor.jobs == []
+
+
 def test_duplicate_instances_and_a_repository_missing_from_the_repos_directory_are_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="line 2: duplicate task id 'acme__calc-1'"):
         load_instances(instances_file(tmp_path, row(), row()), Swebench())
@@ -137,7 +147,7 @@ def applied_at_base(repo: Path, base: str, patch: bytes, where: Path) -> Path:
     return where
 
 
-def test_a_checkout_patch_applies_at_base_commit_with_binary_files_renames_modes_deletions_and_commits(
+def test_a_checkout_patch_applies_at_base_commit_with_binary_files_renames_modes_and_commits_and_can_leave_out_tests(
     tmp_path: Path,
 ) -> None:
     repo, base = two_commits(tmp_path / "repo")
@@ -154,21 +164,18 @@ def test_a_checkout_patch_applies_at_base_commit_with_binary_files_renames_modes
         assert (applied / name).read_bytes() == (tree.path / name).read_bytes(), name
     assert os.access(applied / "run.sh", os.X_OK) and not (applied / "gone.txt").exists()
     assert not (applied / "old_name.py").exists()
+    patch_without_tests(tree, base)
 
 
-def test_with_tests_left_out_the_patch_has_every_change_but_the_test_files(tmp_path: Path) -> None:
-    repo, base = two_commits(tmp_path / "repo")
-    (task,) = load_instances(instances_file(tmp_path, row()), Swebench(leave_out_tests=True))
-    assert task.checkout is not None
-    checkout = Checkout(base, leave_out=task.checkout.leave_out)
-    tree = workdir.prepare(str(repo), None, tmp_path / "out", "i", checkout)
-    edit_like_a_model(tree.path)
+def patch_without_tests(tree: workdir.Tree, base: str) -> None:
+    """--exclude-tests: the same tree's patch has every change but the test files (named by TEST_FILES)."""
     for name in ("testing/helper.py", "pkg/test/data.txt", "web/__tests__/a.js", "web/a.test.js", "pkg/b_test.go",
                  "pkg/conftest.py", "pkg/tests.py", "pkg/test_x.py", "pkg/x_test.py", "web/a.spec.ts"):  # fmt: skip
         (tree.path / name).parent.mkdir(parents=True, exist_ok=True)
         (tree.path / name).write_text("a test\n")
     (tree.path / "pkg" / "contest.py").write_text("a module\n")
-    patch = workdir.patch(tree, checkout) or b""
+    leave_out = tuple(f":(exclude,glob){glob}" for glob in TEST_FILES)
+    patch = workdir.patch(tree, Checkout(base, leave_out=leave_out)) or b""
     assert b"test" not in patch.replace(b"contest", b"")  # no test file's name anywhere in it
     assert b"b/calc.py" in patch and b"b/pkg/contest.py" in patch and b"GIT binary patch" in patch
 
