@@ -70,7 +70,7 @@ class Player:
         if not self.lenient:
             return self._fail(f"{where} at {difference_text(recorded, sent)}")
         self.differed += 1
-        if self.differed == 1 and self._observe is None:  # `replay` reports every difference itself
+        if self.differed == 1:
             self._warn(f"replay: {where} at {difference_text(recorded, sent)}; answering by position (lenient)")
         exchange, recorded = self._pending.pop(0)
         return self._answered(exchange, recorded, sent, request)
