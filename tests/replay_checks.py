@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from tests.api_rules import InvalidRequest, endpoint_problems
+from tests.fake_providers import bedrock_messages
 
 if TYPE_CHECKING:
     from sprout_agent.model.cassettes.player import Answered
@@ -31,8 +32,12 @@ class ReplayRules:
 
         def observe(answered: Answered) -> None:
             request = answered.request
-            path = urlsplit(str(request.get("path", ""))).path
-            found = endpoint_problems(path, request.get("body"))
+            path, body = str(request.get("path", "")), request.get("body")
+            path, body = bedrock_messages(path, body) or (
+                urlsplit(path).path,
+                body,
+            )  # Bedrock's wire, as its fake reads it
+            found = endpoint_problems(path, body)
             self.problems += [f"request {answered.number} ({path}): {problem}" for problem in found]
             if then is not None:
                 then(answered)

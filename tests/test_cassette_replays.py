@@ -5,10 +5,12 @@ that strict matching lets through still fails when the request it makes the agen
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,9 @@ from tests.acp_harness import EditorClient
 from tests.acp_pipes import sdk_agent
 from tests.api_rules import InvalidRequest
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
+from tests.fake_providers import FakeBedrock, event_stream_message
 from tests.harness import agent_env
+from tests.headless_here import headless
 from tests.test_cassettes import NO_KEY, Session, cassette_of, records
 
 DEV = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
@@ -143,3 +147,68 @@ async def test_a_prompt_over_acp_recorded_replays_to_the_same_session_updates_wi
     assert "".join(u["content"]["text"] for u in replayed if u["session_update"] == "agent_message_chunk") == (
         "Reading.It: alpha."
     )
+
+
+def test_a_bedrock_session_is_recorded_as_readable_events_without_the_credential_it_streamed_and_replays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bedrock's answer is binary (AWS event-stream frames, each event base64 inside): recorded as the events it
+    carries, a credential the model streamed in pieces is filtered as on the first party's SSE (base64 hid it from
+    the filter), and a replay frames them again for the SDK's Bedrock client, with no AWS credentials. Recording
+    signs as ever: the recorder's identity encoding is a client header, set before the request is signed."""
+    token = "ghp_" + "z9y8x7w6v5" * 4
+    keys = ("AKIAOLDOLDOLDOLDOLD1", "old-secret-key-0123456789")
+    credentials = tmp_path / "aws-credentials"
+    credentials.write_text(f"[work]\naws_access_key_id = {keys[0]}\naws_secret_access_key = {keys[1]}\n")
+    aws = {
+        "CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "eu-west-1", "AWS_PROFILE": "work",
+        "AWS_SHARED_CREDENTIALS_FILE": str(credentials), "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+    }  # fmt: skip
+    session = Session(tmp_path, monkeypatch, Options("write it", model="sonnet"))
+    session.env = {**DEV, **aws}
+    script = [
+        reply(tool_use("dev__write", {"file_path": "it.txt", "content": "it\n"}, id="toolu_b")),
+        reply(f"Wrote it; the token was {token}."),
+    ]
+    with FakeBedrock(script, region="eu-west-1", accept=keys) as fake:
+        session.env["ANTHROPIC_BEDROCK_BASE_URL"] = fake.base_url
+        options = replace(session.options, cwd=session.a, record=session.tapes)
+        recorded = headless(tmp_path, monkeypatch, options, fake=None, servers={}, env=session.env)
+    assert recorded.code == 0 and fake.refusals == [], recorded.stderr
+    text = cassette_of(session.tapes).read_text()
+    assert token not in text and base64.b64encode(token.encode()).decode()[:20] not in text
+    answers = [line for line in records(cassette_of(session.tapes)) if line["type"] == "response"]
+    assert answers[0]["headers"]["content-type"] == "application/vnd.amazon.eventstream"
+    events = answers[1]["events"]
+    assert (events[0]["event"], events[-1]["event"]) == ("message_start", "message_stop")
+    deltas = [e["data"]["delta"]["text"] for e in events if e["event"] == "content_block_delta"]
+    assert deltas == ["Wrote it; the token was [redacted]."]  # streamed in pieces, filtered whole
+    session.env["ANTHROPIC_BEDROCK_BASE_URL"] = fake.base_url  # stopped: a request that left would fail
+    for name in ("AWS_SHARED_CREDENTIALS_FILE", "AWS_PROFILE"):  # and no AWS credentials: nothing is signed for AWS
+        del session.env[name]
+    replayed = session.replay()
+    assert (replayed.code, replayed.stdout) == (0, "Wrote it; the token was [redacted].\n"), replayed.stderr
+    assert (session.b / "it.txt").read_text() == "it\n"
+
+
+def test_bedrock_frames_read_back_as_their_events_and_frame_again_byte_for_byte_until_a_cut_one() -> None:
+    from sprout_agent.model.cassettes.eventstream import parse_event_stream, render_event_stream
+
+    start = {"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 3}}}
+    chunk = {"bytes": base64.b64encode(json.dumps(start, separators=(",", ":")).encode()).decode()}
+    chunk_frame = event_stream_message(
+        {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"},
+        json.dumps(chunk).encode(),
+    )
+    throttled = {":exception-type": "throttlingException", ":content-type": "application/json"}
+    exception = event_stream_message({**throttled, ":message-type": "exception"}, b'{"message":"Too many requests"}')
+    events = parse_event_stream(chunk_frame + exception + exception[:-9])  # the last one cut mid-message
+    assert events == [
+        {"event": "message_start", "data": start},
+        {"event": ":exception", "headers": {**throttled, ":message-type": "exception"},
+         "data": {"message": "Too many requests"}},
+    ]  # fmt: skip
+    assert b"".join(render_event_stream(events)) == chunk_frame + exception
+    corrupt = bytearray(chunk_frame)
+    corrupt[-20] ^= 1  # a payload byte: the message's checksum no longer holds
+    assert parse_event_stream(bytes(corrupt)) == []
