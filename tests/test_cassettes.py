@@ -91,6 +91,7 @@ def test_a_tool_round_replays_with_the_fake_stopped_and_no_key_to_the_same_stdou
     lines = records(cassette_of(session.tapes))
     assert [line["type"] for line in lines] == ["cassette", "request", "response", "request", "response"]
     assert lines[1]["body"] == fake.requests[0].body  # the request as sent, whole
+    assert fake.requests[0].headers["accept-encoding"] == "identity"  # asked for uncompressed, before any signing
     assert lines[2]["events"][0]["event"] == "message_start" and lines[2]["events"][-1]["event"] == "message_stop"
 
 
