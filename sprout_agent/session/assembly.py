@@ -29,6 +29,7 @@ from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session import checkpointing, store
 from sprout_agent.session.command_hooks import settings_hooks
 from sprout_agent.session.delegation import ChildRecord, ChildSetup
+from sprout_agent.session.keeping import keeper
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.session.recording import recording
 from sprout_agent.trust import sandbox as sb
@@ -66,6 +67,7 @@ def build_agent(p: Prepared, parts: AgentParts) -> tuple[Agent, Tracker | None]:
         read_only_sandbox=p.sandbox.policy.mode == sb.READ_ONLY,
         program_trusted=p.program_trusted,
         rules=p.claude.rules,
+        keep=keeper(p, parts.emit) if parts.ask is not None else None,
     )
     hooks = _hooks(p, parts, policy)
     tracker = _make_tracker(p, parts, policy)
