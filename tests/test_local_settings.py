@@ -215,3 +215,50 @@ def test_enable_all_project_mcp_servers_starts_them_only_once_its_file_is_approv
     assert project_servers(prepared_in(repo, tmp_path)) == ([], ["alpha"])
     write(tmp_path / "home" / ".claude" / "settings.json", {"enableAllProjectMcpServers": True})
     assert project_servers(prepared_in(repo, tmp_path)) == (["alpha"], [])
+
+
+def notification_hooks(tmp_path: Path, command: str) -> Any:
+    from sprout_agent.session.command_hooks import CommandHook, CommandHooks
+
+    hook = CommandHook("Notification", "permission_prompt", command, 10.0, "settings.json")
+    common = {"session_id": "s1", "cwd": str(tmp_path), "permission_mode": "default"}
+    return CommandHooks([hook], cwd=str(tmp_path), sandbox=None, emit=lambda _: None, common=lambda: common)
+
+
+def test_a_settings_notification_hook_hears_that_a_call_waits_for_permission(tmp_path: Path) -> None:
+    from sprout_agent.core.hooks.notification import notifying
+
+    async def ask(spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
+        return Decision("deny")
+
+    asking = notifying(ask, notification_hooks(tmp_path, "cat > heard.json"))
+    assert asking is not None
+    policy = Policy(parse_mode("default"), ask=asking)
+    assert anyio.run(policy.decide, DEV_BASH, ToolUse("1", "dev__bash", {"command": "make"})) == "denied by the user"
+    heard = json.loads((tmp_path / "heard.json").read_text())
+    assert heard["hook_event_name"] == "Notification" and heard["notification_type"] == "permission_prompt"
+    assert heard["message"] == "Claude needs your permission to use Bash" and heard["session_id"] == "s1"
+
+
+def test_a_notification_hook_still_running_when_the_turn_is_cancelled_is_killed(tmp_path: Path) -> None:
+    from sprout_agent.core.hooks.notification import notifying
+
+    os.mkfifo(tmp_path / "started")
+
+    async def ask(spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
+        await anyio.sleep_forever()  # nobody answers: the turn is cancelled around the question
+        raise AssertionError
+
+    async def main() -> int:
+        asking = notifying(ask, notification_hooks(tmp_path, "echo $$ > started; exec sleep 60"))
+        assert asking is not None
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(asking, DEV_BASH, ToolUse("1", "dev__bash", {}))
+                pid = int(await anyio.to_thread.run_sync((tmp_path / "started").read_text))
+                group.cancel_scope.cancel()
+        return pid
+
+    pid = anyio.run(main)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
