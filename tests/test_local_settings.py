@@ -252,9 +252,14 @@ def test_a_notification_hook_still_running_when_the_turn_is_cancelled_is_killed(
     async def main() -> int:
         asking = notifying(ask, notification_hooks(tmp_path, "echo $$ > started; exec sleep 60"))
         assert asking is not None
+        question = asking
+
+        async def asked() -> None:
+            await question(DEV_BASH, ToolUse("1", "dev__bash", {}))
+
         with anyio.fail_after(10):
             async with anyio.create_task_group() as group:
-                group.start_soon(asking, DEV_BASH, ToolUse("1", "dev__bash", {}))
+                group.start_soon(asked)
                 pid = int(await anyio.to_thread.run_sync((tmp_path / "started").read_text))
                 group.cancel_scope.cancel()
         return pid
