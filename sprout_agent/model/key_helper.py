@@ -24,11 +24,11 @@ REFRESH_TIMEOUT_S = 300.0  # awsAuthRefresh, gcpAuthRefresh: a browser login wai
 _KEY_CHARS = frozenset(chr(c) for c in range(0x21, 0x7F))  # a key goes in a header: printable ASCII, no spaces
 
 
-def run(command: Command, env: Mapping[str, str], *, shown: bool = False) -> str:
+def run(command: Command, env: Mapping[str, str], *, shown: bool = False, timeout: float | None = None) -> str:
     """Runs `command` by `/bin/sh -c` (as Claude Code does) with the environment the agent's tools get (secrets
     filtered out), stdin closed, its process group killed when it overruns. `shown`: its output goes to our stderr
     (a login's code to type in a browser) and "" is returned; else it is returned, and an error never quotes it."""
-    timeout = REFRESH_TIMEOUT_S if shown else HELPER_TIMEOUT_S
+    timeout = timeout or (REFRESH_TIMEOUT_S if shown else HELPER_TIMEOUT_S)
     out: int = 2 if shown else subprocess.PIPE  # fd 2, never stdout: -p's stdout is the answer or JSON lines
     try:
         child = subprocess.Popen(
