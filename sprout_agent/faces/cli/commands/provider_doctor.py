@@ -115,7 +115,7 @@ def credential_source(commands: CredentialCommands, prepared: Prepared) -> str:
         return "Google application default credentials"
     if kind == "foundry":
         return "ANTHROPIC_FOUNDRY_API_KEY"
-    named = [name for name in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY") if env.get(name)]
+    named = [name for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN") if env.get(name)]  # as api_key() picks
     return named[0] if named else "none (a server on this machine's loopback)"
 
 
