@@ -81,6 +81,7 @@ def test_a_truncated_cassette_is_one_line_and_exit_2_before_anything_starts(tmp_
     assert line.endswith("): truncated or edited by hand? record it again")
 
 
+@pytest.mark.slow
 def test_replay_reports_a_tool_result_that_changed_a_call_refused_and_a_hook_that_objects_now(tmp_path: Path) -> None:
     repo, tapes = tmp_path / "repo", tmp_path / "tapes"
     repo.mkdir()
@@ -118,6 +119,7 @@ def test_replay_reports_a_tool_result_that_changed_a_call_refused_and_a_hook_tha
     assert "  the run: ended: replay: request 3 has no answer: the cassette recorded 2 requests" in objecting.stdout
 
 
+@pytest.mark.slow
 def test_a_batch_recorded_once_replays_task_by_task_with_no_key(tmp_path: Path) -> None:
     tasks = [{"id": "one", "prompt": "say one"}, {"id": "two", "prompt": "say two"}]
     (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(task) + "\n" for task in tasks))
@@ -141,6 +143,7 @@ def test_a_batch_recorded_once_replays_task_by_task_with_no_key(tmp_path: Path) 
     assert results("second") == results("first") == {"one": "ONE", "two": "TWO"}
 
 
+@pytest.mark.slow
 def test_an_interactive_session_recorded_on_a_terminal_replays_there_with_no_key(tmp_path: Path) -> None:
     tapes = tmp_path / "tapes"
 

@@ -319,6 +319,7 @@ def _ours(scan: Scan, tmp_path: Path) -> tuple[list[dict[str, Any]], list[dict[s
     "mechanism",
     ["off", pytest.param("landlock", marks=needs_landlock), pytest.param("bubblewrap", marks=needs_bwrap)],
 )
+@pytest.mark.slow
 def test_the_warm_interpreter_leaves_the_key_readable(tmp_path: Path, mechanism: str, warm: bool) -> None:
     """The attack of issue 39: the relay a warm run leaves behind kept the key in its environ. As root (CAP_SYS_PTRACE
     opens every environ, non-dumpable or not) what holds is the scrub; as any other user, non-dumpable closes the
@@ -343,6 +344,7 @@ def test_the_warm_interpreter_leaves_the_key_readable(tmp_path: Path, mechanism:
 
 @needs_plain_user
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_a_process_of_the_same_user_cannot_open_the_memory_of_the_relay_the_zygote_or_the_run(tmp_path: Path) -> None:
     """Root without CAP_SYS_PTRACE, as any other user is: where the key still is (os.environ, the request), the
     memory of our non-dumpable processes, is closed, while the server's (dumpable: an exec) is open, which shows the
@@ -379,6 +381,7 @@ needs_unshare = pytest.mark.skipif(shutil.which("unshare") is None, reason="no u
 
 @needs_unshare
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_a_caller_in_namespaces_of_its_own_gets_no_warm_run_though_neither_side_is_dumpable(tmp_path: Path) -> None:
     """Every process of ours is non-dumpable now, so neither side of the socket sees the other's /proc/<pid>/ns
     (closed to all but root): a hardened caller from our namespaces still gets its `ready`, and one in namespaces

@@ -103,6 +103,7 @@ def keep(page: Any, path: Path) -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_the_session_page_renders_in_chromium_and_the_transcripts_script_never_runs(
     tmp_path: Path, browser: Any
 ) -> None:
@@ -141,6 +142,7 @@ def write_batch(directory: Path) -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_the_batch_report_sorts_on_a_click_draws_its_charts_and_shows_a_running_batch(
     tmp_path: Path, browser: Any
 ) -> None:

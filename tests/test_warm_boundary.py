@@ -157,6 +157,7 @@ def unconfined_attack(work: Path, warm: Warm, marker: Path) -> str:
 
 @pytest.mark.e2e
 @pytest.mark.skipif(_sandbox.probe() is not None, reason=f"no bubblewrap here: {_sandbox.probe()}")
+@pytest.mark.slow
 def test_a_command_under_bubblewrap_cannot_reach_the_warm_interpreter_wherever_the_runtime_directory_is(
     tmp_path: Path,
 ) -> None:
@@ -180,6 +181,7 @@ def test_a_command_under_bubblewrap_cannot_reach_the_warm_interpreter_wherever_t
 
 @pytest.mark.e2e
 @pytest.mark.skipif(_landlock.abi() < 1, reason="no Landlock in this kernel")
+@pytest.mark.slow
 def test_a_command_under_landlock_that_asks_the_warm_interpreter_for_a_run_gets_nothing(
     tmp_path: Path, warm: Warm
 ) -> None:
@@ -365,6 +367,7 @@ def _bit(signum: int, mask: str) -> bool:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_a_warm_runs_process_state_is_a_cold_runs_but_for_what_inherited_lists_as_different(
     tmp_path: Path, warm: Warm
 ) -> None:
