@@ -17,8 +17,8 @@ import pytest
 
 from sprout_agent.config.options import Options
 from sprout_agent.faces.cli.commands.provider_doctor import Report, check_provider
-from tests.fake_anthropic import FakeAnthropic, cut, error, reply
-from tests.fake_providers import FakeBedrock, FakeFoundry, FakeGateway, FakeVertex
+from tests.fake_anthropic import cut, error, reply
+from tests.fake_providers import FakeBedrock, FakeFoundry, FakeGateway, FakeVertex, ProviderFake
 from tests.harness import run_agent
 
 KEYS = ("ASIADOCTORDOCTORDOC1", "doctor-secret-key-0123456789")
@@ -65,7 +65,7 @@ def test_doctor_says_each_stage_held_with_one_1_token_request_on_each_providers_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wire: str
 ) -> None:
     settings: tuple[str, ...] = ()
-    fakes: dict[str, FakeAnthropic] = {
+    fakes: dict[str, ProviderFake] = {
         "bedrock": FakeBedrock([reply("ok")], region="eu-west-1", accept=KEYS),
         "vertex": FakeVertex([reply("ok")], project="proj-1", region="us-east5"),
         "foundry": FakeFoundry([reply("ok")], key="foundry-key-0123456789"),

@@ -52,7 +52,7 @@ class Renewal:
         """The secrets the commands gave, by a secret-sounding name: the error filter replaces them."""
         known = {"SPROUT_AGENT_API_KEY_HELPER": self._helper.current or ""} if self._helper is not None else {}
         if self._aws is not None:
-            known |= {"AWS_SECRET_ACCESS_KEY": self._aws.secret_key, "AWS_SESSION_TOKEN": self._aws.session_token or ""}
+            known |= {"aws_secret_key": self._aws.secret_key, "aws_session_token": self._aws.session_token or ""}
         return known
 
     async def before_request(self, client: Any) -> None:
