@@ -11,7 +11,8 @@ answer written to `.claude/settings.local.json`); `sandboxing.py` (the sandbox p
 `mcp_import.py` (`mcp import claude`); `locations.py` (every user directory: the one module that asks
 platformdirs); `output_schema.py` (the `--json-schema` schema and its validator: the one importer of jsonschema);
 `definitions.py` and `definition_files.py` (agents, skills and commands kept in Markdown) with `skill_reading.py`;
-`output_styles.py` (the settings' `outputStyle`).
+`output_styles.py` (the settings' `outputStyle`); `credential_commands.py` (the commands that fetch or refresh
+the provider's credentials: apiKeyHelper, awsAuthRefresh, awsCredentialExport, gcpAuthRefresh).
 
 Imports: trust, core.
 """

@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from sprout_agent.config.claude_settings import MANAGED, ClaudeSettings, SettingsFile, strings
 from sprout_agent.config.consent import Approvals, Verdict
+from sprout_agent.config.credential_commands import SETTINGS_KEYS
 from sprout_agent.config.guarded_env import refused_because
 from sprout_agent.core.permission_mode import PermissionMode, parse_mode
 from sprout_agent.core.settings_rules import KINDS, Rule, RuleSet, parse_rules
@@ -114,6 +115,7 @@ class Applied:
     managed_rules_only: bool = False  # a managed allowManagedPermissionRulesOnly: no "always" is kept either
     run_mode: str = "default"  # the mode the run has without the repository's files (what `split` was given)
     output_style: str | None = None  # outputStyle of the highest file that sets one (output_styles.py reads it)
+    commands: dict[str, tuple[str, str]] = field(default_factory=dict[str, tuple[str, str]])  # apiKeyHelper, …
     held: tuple[Held, ...] = ()
     notices: tuple[str, ...] = ()
 
@@ -170,7 +172,7 @@ def _applied(
     style = next((s for f in files if isinstance(s := f.data.get("outputStyle"), str) and s.strip()), None)
     return Applied(files, RuleSet(tuple(rules), str(cwd)), mode, _dirs(files, warnings), env, all_servers,
                    _names(files, "enabledMcpjsonServers"), _names(files, "disabledMcpjsonServers"), managed_only,
-                   output_style=style, held=held, notices=tuple(warnings))  # fmt: skip
+                   output_style=style, commands=_commands(files), held=held, notices=tuple(warnings))  # fmt: skip
 
 
 def _rules(
@@ -199,6 +201,18 @@ def _rules(
 def _names(files: tuple[SettingsFile, ...], key: str) -> frozenset[str]:
     """A list of server names merged over every applied file (Claude Code concatenates such lists)."""
     return frozenset(name for found in files for name in strings(found.data.get(key)))
+
+
+def _commands(files: tuple[SettingsFile, ...]) -> dict[str, tuple[str, str]]:
+    """apiKeyHelper, awsAuthRefresh, awsCredentialExport, gcpAuthRefresh: each from the highest file that sets it,
+    with that file (a repository's only once approved: held, its file here has no such key)."""
+    found: dict[str, tuple[str, str]] = {}
+    for settings_file in reversed(files):  # lowest first: a higher file's command wins
+        for key in SETTINGS_KEYS:
+            value = settings_file.data.get(key)
+            if isinstance(value, str) and value.strip():
+                found[key] = (value.strip(), settings_file.shown)
+    return found
 
 
 def _mode(files: tuple[SettingsFile, ...], warnings: list[str]) -> str | None:

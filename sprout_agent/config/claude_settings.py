@@ -26,6 +26,7 @@ SETTINGS_MAX_BYTES = 1024 * 1024
 READ_KEYS = frozenset(
     {"$schema", "permissions", "hooks", "disableAllHooks", "allowManagedHooksOnly", "env", "enableAllProjectMcpServers"}
     | {"outputStyle", "enabledMcpjsonServers", "disabledMcpjsonServers", "allowManagedPermissionRulesOnly"}
+    | {"apiKeyHelper", "awsAuthRefresh", "awsCredentialExport", "gcpAuthRefresh"}
 )
 
 

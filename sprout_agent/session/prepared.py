@@ -16,6 +16,8 @@ from sprout_agent.config import files as cfg
 from sprout_agent.config import settings as st
 from sprout_agent.config.claude_settings import Places as SettingsPlaces
 from sprout_agent.config.claude_settings import SettingsFile, load_settings
+from sprout_agent.config.credential_commands import CredentialCommands
+from sprout_agent.config.credential_commands import choose as choose_commands
 from sprout_agent.config.definition_files import load_definitions, places
 from sprout_agent.config.definitions import BUILTIN_AGENTS, Definitions
 from sprout_agent.config.dotenv_file import read_dotenv
@@ -68,6 +70,7 @@ class Prepared:
     claude: applied_settings.Applied = field(default_factory=applied_settings.Applied)  # Claude Code's settings
     style: tuple[str, str] = ("default", "")  # outputStyle: its name and the instructions it adds
     tape: TapePlan | None = None  # --record / --replay (session/taping.py); None: neither
+    credentials: CredentialCommands = field(default_factory=CredentialCommands)  # apiKeyHelper, awsAuthRefresh, …
 
     @property
     def thinking(self) -> str | None:
@@ -158,9 +161,10 @@ def prepare(
     dotenv = read_dotenv(options.cwd)
     env = {**dotenv.values, **claude.env, **environ}
     settings = st.Settings.from_env(env)
+    commands = choose_commands(claude.commands, env, settings.provider, settings.api_key_present)
     tape = tape_plan(options, environ)
     if tape is None or tape.replay is None:  # a replay needs no key: nothing leaves the process
-        check_credentials(settings)
+        check_credentials(settings, commands)
     model = _model(options, settings, env)
     st.choice(options.thinking, st.THINKING_SETTINGS, "--thinking")  # a misspelt flag fails here, with exit 2
     st.choice(options.effort, st.EFFORT_LEVELS, "--effort")
@@ -217,6 +221,7 @@ def prepare(
         claude=claude,
         style=style,
         tape=tape,
+        credentials=commands,
     )
 
 
@@ -231,14 +236,15 @@ def _without_disabled(loaded: cfg.LoadedConfig, disabled: frozenset[str]) -> cfg
     return replace(loaded, servers=servers, notices=(*loaded.notices, notice))
 
 
-def check_credentials(settings: st.Settings) -> None:
+def check_credentials(settings: st.Settings, commands: CredentialCommands | None = None) -> None:
     """The provider's extra is installed, and the first party has a key (the clouds' credential chains are theirs
     to find: a failure names the variables to set, model/api_errors.py); no key is a MissingCredential (ACP's
     Authentication required)."""
     provider = settings.provider
     if (missing := missing_extra(provider.kind)) is not None:
         raise UsageError(missing)
-    if provider.kind != "anthropic" or settings.api_key_present or settings.key_helper is not None:
+    helper = commands.key_helper if commands is not None else settings.key_helper
+    if provider.kind != "anthropic" or settings.api_key_present or helper is not None:
         return
     if not st.serves_without_a_key(settings.base_url):
         raise MissingCredential(
