@@ -32,6 +32,7 @@ from tests.test_cassettes import NO_KEY, Session, cassette_of, records
 DEV = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
 
 
+@pytest.mark.e2e
 def test_a_replay_whose_edited_cassette_makes_the_agent_send_what_the_api_refuses_fails_though_strict_matches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -63,6 +64,7 @@ def files(path: Path) -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(path.iterdir()) if p.is_file()}
 
 
+@pytest.mark.e2e
 def test_a_replayed_session_takes_the_same_checkpoint_and_sessions_rewind_gives_the_same_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -149,6 +151,7 @@ async def test_a_prompt_over_acp_recorded_replays_to_the_same_session_updates_wi
     )
 
 
+@pytest.mark.e2e
 def test_a_bedrock_session_is_recorded_as_readable_events_without_the_credential_it_streamed_and_replays(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -79,6 +79,7 @@ def test_each_cloud_command_applies_only_to_its_provider() -> None:
     assert choose(found, {}, Provider(), key_present=False).refresh is None
 
 
+@pytest.mark.e2e
 def test_a_command_gets_the_secret_filtered_environment_and_its_failure_never_quotes_its_output(
     tmp_path: Path,
 ) -> None:
@@ -91,6 +92,7 @@ def test_a_command_gets_the_secret_filtered_environment_and_its_failure_never_qu
     assert str(failed.value) == "apiKeyHelper (s.json) failed (exit 3); run it yourself to see why"
 
 
+@pytest.mark.e2e
 def test_a_command_that_hangs_is_killed_with_its_children_after_its_timeout(tmp_path: Path) -> None:
     pid_file = tmp_path / "child.pid"
     hang = Command("awsCredentialExport", f"sleep 60 & echo $! > {pid_file}; wait")
@@ -108,6 +110,7 @@ def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
 
 
+@pytest.mark.e2e
 def test_aws_export_reads_claude_codes_json_and_the_aws_clis_with_their_expiry(tmp_path: Path) -> None:
     nested = {"Credentials": {"AccessKeyId": OLD[0], "SecretAccessKey": OLD[1], "SessionToken": "tok",
                               "Expiration": _iso(2_000_000_000)}}  # fmt: skip
@@ -146,6 +149,7 @@ def _bedrock_model(
                           base_url=None, provider=provider, credentials=renewal, retries=0)  # fmt: skip
 
 
+@pytest.mark.e2e
 async def test_aws_keys_from_the_export_are_fetched_again_before_they_expire_with_no_request_refused(
     tmp_path: Path,
 ) -> None:
@@ -170,6 +174,7 @@ async def test_aws_keys_from_the_export_are_fetched_again_before_they_expire_wit
     assert [r.headers["x-amz-security-token"] for r in fake.requests][-1] == "t-" + NEW[0]
 
 
+@pytest.mark.e2e
 async def test_after_a_403_aws_auth_refresh_runs_then_the_export_is_read_again_and_the_turn_goes_on(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -225,6 +225,7 @@ def notification_hooks(tmp_path: Path, command: str) -> Any:
     return CommandHooks([hook], cwd=str(tmp_path), sandbox=None, emit=lambda _: None, common=lambda: common)
 
 
+@pytest.mark.e2e
 def test_a_settings_notification_hook_hears_that_a_call_waits_for_permission(tmp_path: Path) -> None:
     from sprout_agent.core.hooks.notification import notifying
 
@@ -240,6 +241,7 @@ def test_a_settings_notification_hook_hears_that_a_call_waits_for_permission(tmp
     assert heard["message"] == "Claude needs your permission to use Bash" and heard["session_id"] == "s1"
 
 
+@pytest.mark.e2e
 def test_a_notification_hook_still_running_when_the_turn_is_cancelled_is_killed(tmp_path: Path) -> None:
     from sprout_agent.core.hooks.notification import notifying
 

@@ -75,6 +75,7 @@ def test_mcp_list_json_masks_every_credential_it_knows_in_command_args_and_url(
     assert servers["remote"]["url"] == "http://127.0.0.1:9/mcp?token=${GH_TOKEN}"
 
 
+@pytest.mark.e2e
 def test_mcp_doctor_masks_credentials_in_the_command_line_and_in_the_missing_command_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -61,6 +61,7 @@ def _vertex(tmp_path: Path, fake: Any, monkeypatch: pytest.MonkeyPatch) -> dict[
 
 
 @pytest.mark.parametrize("wire", ["bedrock", "vertex", "foundry", "gateway"])
+@pytest.mark.e2e
 def test_doctor_says_each_stage_held_with_one_1_token_request_on_each_providers_wire(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wire: str
 ) -> None:
