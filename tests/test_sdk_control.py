@@ -487,3 +487,36 @@ async def test_a_100_mb_stdin_line_is_counted_not_kept_and_the_lines_around_it_a
     first, oversized, *rest = lines
     assert first == b'{"a": 1}' and rest == [b'{"b": 2}', b'{"c": 3}']
     assert isinstance(oversized, Oversized) and oversized.size == 1600 * len(chunk)
+
+
+@pytest.mark.e2e
+def test_a_permission_suggestion_accepted_as_sent_is_kept_in_settings_local_json_and_a_wider_one_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """can_use_tool suggests the rule an "always" would keep, as Claude Code does; the SDK's updatedPermissions
+    keeps it only when it is that suggestion unchanged (a callback naming all of Bash widens nothing)."""
+    asked: list[Json] = []
+
+    def script(sdk: FakeSdk) -> None:
+        sdk.user("two commands")
+        for widen in (False, True):
+            request = sdk.expect(lambda r: r.get("type") == "control_request")
+            body = request["request"]
+            asked.append(body)
+            accepted = body["permission_suggestions"]
+            if widen:
+                accepted = [{**accepted[0], "rules": [{"toolName": "Bash"}]}]
+            sdk.answer(request, {"behavior": "allow", "updatedInput": body["input"], "updatedPermissions": accepted})
+        sdk.expect(mentions("both ran"))
+
+    calls = [tool_use("dev__bash", {"command": "echo kept"}), tool_use("dev__bash", {"command": "echo wider"})]
+    with FakeAnthropic([reply(calls[0]), reply(calls[1]), reply("both ran")]) as fake:
+        code, _, err = run_with_sdk(tmp_path, monkeypatch, script, fake=fake, env=DEV, options=ASKED)
+    assert code == 0, err
+    assert [a["permission_suggestions"][0]["rules"] for a in asked] == [
+        [{"toolName": "Bash", "ruleContent": "echo kept"}],
+        [{"toolName": "Bash", "ruleContent": "echo wider"}],
+    ]
+    assert all(a["permission_suggestions"][0]["destination"] == "localSettings" for a in asked)
+    kept = json.loads((tmp_path / "work" / ".claude" / "settings.local.json").read_text())
+    assert kept["permissions"]["allow"] == ["Bash(echo kept)"]

@@ -17,7 +17,7 @@ from typing import Any, cast
 
 import anyio
 
-from sprout_agent.core.claude_rules import translate
+from sprout_agent.core.claude_rules import saved_rule, translate
 from sprout_agent.core.errors import SproutError
 from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.messages import ToolUse
@@ -309,7 +309,7 @@ class SdkAsk:
             "tool_name": sdk_tool_name(spec.server, spec.tool),
             "input": use.input,
             "tool_use_id": use.id,
-            "permission_suggestions": [],
+            "permission_suggestions": suggested_rules(spec, use),
         }
         if outside_sandbox is not None:
             fields |= _rerun_fields(outside_sandbox, use)
@@ -319,7 +319,15 @@ class SdkAsk:
             return Decision("deny", f"no answer from the SDK's permission callback: {error}")
         if outside_sandbox is not None and answer.get("behavior") == "allow":
             return self._rerun_decision(answer, use)
-        return self._decision(answer, use)
+        decision = self._decision(answer, use)
+        accepted = answer.get("updatedPermissions")
+        if (
+            decision.kind == "once"
+            and fields["permission_suggestions"]
+            and accepted == fields["permission_suggestions"]
+        ):
+            return replace(decision, keep=True)  # our suggestion, accepted as sent: kept as an "always" is
+        return decision
 
     def _decision(self, answer: Body, use: ToolUse) -> Decision:
         if answer.get("behavior") == "allow":
@@ -347,6 +355,18 @@ class SdkAsk:
         if self.emit is not None:
             self.emit(Notice(f"the permission callback's allow kept call {use.id} in the sandbox: {why}", "warning"))
         return Decision("deny", why)
+
+
+def suggested_rules(spec: ToolSpec, use: ToolUse) -> list[Body]:
+    """can_use_tool's `permission_suggestions`, as Claude Code sends them: the rule an "always" would keep for this
+    call (core/claude_rules.saved_rule), for `.claude/settings.local.json`; none when it would last the session only.
+    Only this suggestion, sent back unchanged in `updatedPermissions`, is kept: an SDK cannot name a wider rule."""
+    rule = saved_rule(spec.server, spec.tool, use.input)
+    if rule is None:
+        return []
+    name, _, content = rule.partition("(")
+    value: Body = {"toolName": name} | ({"ruleContent": content.removesuffix(")")} if content else {})
+    return [{"type": "addRules", "rules": [value], "behavior": "allow", "destination": "localSettings"}]
 
 
 class SdkRelay:
