@@ -151,6 +151,7 @@ def test_the_real_sdk_streams_a_reply_without_loading_its_unused_type_tree() -> 
     code = textwrap.dedent(
         """
         import sys, anyio
+        from pathlib import Path
         from sprout_agent.model import lazy_sdk
         lazy_sdk.install()
         import anthropic
@@ -170,15 +171,17 @@ def test_the_real_sdk_streams_a_reply_without_loading_its_unused_type_tree() -> 
         assert anthropic.types.Message is sys.modules["anthropic.types.message"].Message
         assert isinstance(anthropic.APIError("x", None, body=None), Exception)  # the top level ran as it always does
         loaded = [name for name in sys.modules if name.startswith("anthropic.types.beta.")]
-        print(len(loaded))
+        on_disk = list(Path(anthropic.__file__).parent.glob("types/beta/**/*.py"))
+        print(len(loaded), len(on_disk))
         """
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    # Eagerly the SDK (2.17) imports 2,060 beta type modules; lazily its client and request path import ~1,650.
-    assert int(done.stdout.split()[-1]) < 1900
+    # Eagerly the SDK imports all its beta type modules (2.15: 1,938 of 1,947); lazily ~80% (2.15: 1,547)
+    loaded, on_disk = map(int, done.stdout.split()[-2:])
+    assert loaded < 0.9 * on_disk
 
 
 def test_install_is_once_and_never_after_the_package_was_imported() -> None:
