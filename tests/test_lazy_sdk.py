@@ -10,6 +10,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,32 +109,31 @@ def log() -> list[str]:
 
 
 def test_importing_the_sdk_runs_none_of_its_types_until_one_is_used(sdk: Path) -> None:
-    import lazysdk  # pyright: ignore[reportMissingImports]
+    lazysdk: Any = importlib.import_module("lazysdk")
 
     assert log() == []
-    message = lazysdk.types.Message  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    message = lazysdk.types.Message
     assert log() == ["message"]
     assert message is sys.modules["lazysdk.types.message"].Message
-    assert lazysdk.types.Message is message  # bound once found  # pyright: ignore[reportUnknownMemberType]
+    assert lazysdk.types.Message is message  # bound once found
     assert log() == ["message"]
 
 
 def test_a_name_imported_from_the_package_comes_from_its_submodule_alone(sdk: Path) -> None:
-    from lazysdk.types import CacheUsage, Thing  # pyright: ignore[reportMissingImports, reportUnknownVariableType]
-
+    namespace: dict[str, Any] = {}
+    exec("from lazysdk.types import CacheUsage, Thing", namespace)
     assert log() == ["usage", "thing"]
-    assert CacheUsage.__module__ == "lazysdk.types.usage" and Thing.__module__ == "lazysdk.types.beta.thing"
+    assert namespace["CacheUsage"].__module__ == "lazysdk.types.usage"
+    assert namespace["Thing"].__module__ == "lazysdk.types.beta.thing"
 
 
 def test_submodules_are_attributes_as_after_an_eager_import(sdk: Path) -> None:
-    import lazysdk  # pyright: ignore[reportMissingImports]
-
-    types = lazysdk.types  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    assert types.usage is sys.modules["lazysdk.types.usage"]  # pyright: ignore[reportUnknownMemberType]
-    assert types.unlisted is importlib.import_module("lazysdk.types.unlisted")  # pyright: ignore[reportUnknownMemberType]
+    types: Any = importlib.import_module("lazysdk").types
+    assert types.usage is sys.modules["lazysdk.types.usage"]
+    assert types.unlisted is importlib.import_module("lazysdk.types.unlisted")
     with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
-        _ = types.Nothing  # pyright: ignore[reportUnknownMemberType]
-    assert "Usage" in dir(types) and types.annotations.compiler_flag  # pyright: ignore[reportUnknownMemberType]
+        _ = types.Nothing
+    assert "Usage" in dir(types) and types.annotations.compiler_flag
 
 
 def test_a_star_import_gives_the_names_all_lists(sdk: Path) -> None:

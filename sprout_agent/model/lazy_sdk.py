@@ -13,7 +13,6 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from types import ModuleType
 
 # The SDK's generated `__init__.py` files, statement by statement: what may be skipped is exactly these. Anything
@@ -129,10 +128,11 @@ class LazyPackages(importlib.abc.MetaPathFinder):
             return spec  # a plain module: the spec the path finder gives, found once
         if not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
             return spec
-        try:
-            exported = exports(Path(spec.origin).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError):
+        try:  # the source as the import system would read it to run it
+            source = spec.loader.get_source(fullname)
+        except (ImportError, OSError, UnicodeDecodeError):
             return spec
+        exported = exports(source) if source is not None else None
         if exported is not None:
             spec.loader = _Loader(exported)
         return spec
