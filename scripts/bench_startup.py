@@ -131,7 +131,14 @@ def sprout_paths(home: Path) -> Paths:
         "mcp list": (agent_command(["mcp", "list"]), env, False, work),
         f"-p {PROMPT!r}": (agent_command(["-p", PROMPT]), env, True, work),
         f"-p {PROMPT!r}, warm": (agent_command(["-p", PROMPT]), warm_env(home, env), True, work),
+        # An environment installed without bytecode (uv's default) where none can be written: every start compiles
+        f"-p {PROMPT!r}, no bytecode": (agent_command(["-p", PROMPT]), no_bytecode(home, env), True, work),
     }
+
+
+def no_bytecode(home: Path, env: dict[str, str]) -> dict[str, str]:
+    """Bytecode looked for in an empty directory and never written there: what a start costs that compiles."""
+    return env | {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(home / "no-bytecode")}
 
 
 def warm_env(home: Path, env: dict[str, str]) -> dict[str, str]:
@@ -242,8 +249,10 @@ def group_of(module: str) -> str:
 
 
 def import_ms(modules: list[str]) -> tuple[dict[str, float], Counter[str]]:
-    """One `python -X importtime -c 'import …'` of `modules`: self time per group in ms, and "other" by package."""
-    code = "\n".join(f"import {name}" for name in modules)
+    """One `python -X importtime -c 'import …'` of `modules`: self time per group in ms, and "other" by package. The
+    SDK's packages load lazily first, as in a run (model/lazy_sdk.py: the client installs it before importing it)."""
+    lazy = "from sprout_agent.model import lazy_sdk\nlazy_sdk.install()\n"
+    code = lazy + "\n".join(f"import {name}" for name in modules)
     with tempfile.TemporaryDirectory() as tmp:
         env = agent_env(Path(tmp), None)
         argv = [sys.executable, "-X", "importtime", "-c", code]

@@ -96,6 +96,8 @@ def test_the_adapter_installs_sprout_agent_runs_the_task_and_fills_harbors_conte
     assert found["version"] == "0.1.0"
     commands = [c["command"] for c in found["commands"]]
     assert any("uv tool install --force" in c and c.count(".whl") == 1 for c in commands)
+    # Byte-compiled at install (uv does not by default): even what no run imported here, the REPL, is compiled
+    assert any(tmp_path.glob("home/**/site-packages/sprout_agent/faces/repl/__pycache__/*.pyc"))
     runs = [c for c in commands if "--output-format=stream-json" in c]
     assert len(runs) == 2 and "--max-turns 5" in runs[0] and "--max-budget-usd 2" in runs[0]
     assert "--permission-mode=bypassPermissions" in runs[0] and "--session-id " in runs[0]

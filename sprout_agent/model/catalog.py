@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from sprout_agent.config.provider import Provider, native_model
+from sprout_agent.model import lazy_sdk
 from sprout_agent.model.facts import Unreachable
 
 MODELS_API_TIMEOUT = 3.0  # a cold start waits at most this long for the model's facts (overlapped with servers)
@@ -14,6 +15,7 @@ MODELS_API_TIMEOUT = 3.0  # a cold start waits at most this long for the model's
 
 def retrieve_model_info(model: str, api_key: str | None, base_url: str | None) -> dict[str, Any] | None:
     """`models.retrieve` as JSON; None when the API has no entry (404, or a proxy without /v1/models)."""
+    lazy_sdk.install()  # a first run asks for the facts before the session's client is built
     import anthropic
 
     client = anthropic.Anthropic(
@@ -40,6 +42,7 @@ def known_models(provider: Provider | None = None) -> tuple[str, ...]:
     it may move or drop in any release), so a deprecated alias stays listed."""
     from typing import get_args
 
+    lazy_sdk.install()
     from anthropic.types.model_param import ModelParam
 
     names = (name for literal in get_args(ModelParam) for name in get_args(literal) if isinstance(name, str))

@@ -15,6 +15,7 @@ from sprout_agent.core.errors import ApiError, PromptTooLongError
 from sprout_agent.core.events import ApiRetry, Event, Notice, StreamEvent, ThinkingDelta
 from sprout_agent.core.messages import Message, Text
 from sprout_agent.core.protocols import ModelReply, ModelRequest
+from sprout_agent.model import lazy_sdk
 from sprout_agent.model import web_tools as server_tools
 from sprout_agent.model.api_errors import Failure, explain
 from sprout_agent.model.api_messages import EPHEMERAL, to_api_messages, to_api_tools
@@ -82,7 +83,8 @@ class AnthropicModel:
         env: Mapping[str, str] | None = None,
         http_client: Any = None,  # --record / --replay: the cassette's (model/cassettes/); None: the SDK's own
     ) -> None:
-        import anthropic  # lazy: costs ~2 s, paid once, overlapped with server start-up
+        lazy_sdk.install()  # the SDK's types load as the requests use them (model/lazy_sdk.py)
+        import anthropic  # lazy: costs ~1 s, paid once, overlapped with server start-up
 
         self._model = model
         self._max_tokens = max_tokens
