@@ -218,6 +218,16 @@ def prepare(
     )
 
 
+def prepare_in_directory(options: Options, locations: Locations, environ: Mapping[str, str]) -> Prepared:
+    """`prepare` for a face that runs sessions of several directories in one process (ACP, `mcp serve`): it never
+    changes the process's directory, so a server without a directory of its own is given the session's, as a
+    process started there (`-p` changes to --cwd) would have run it."""
+    prepared = prepare(options, locations, environ)
+    cwd = str(options.cwd)
+    servers = tuple(server if server.cwd else replace(server, cwd=cwd) for server in prepared.loaded.servers)
+    return replace(prepared, loaded=replace(prepared.loaded, servers=servers))
+
+
 def check_credentials(settings: st.Settings) -> None:
     """The provider's extra is installed, and the first party has a key (the clouds' credential chains are theirs
     to find: a failure names the variables to set, model/api_errors.py); no key is a MissingCredential (ACP's
