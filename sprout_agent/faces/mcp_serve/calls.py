@@ -78,6 +78,7 @@ class Calls:
             )
         if known is not None:
             known.busy = True
+        began_here = known is None
         run: CallRun | None = None
         try:
             try:
@@ -88,6 +89,9 @@ class Calls:
                 return refused(str(error))
             run = CallRun(prepared)
             self.running.add(run)
+            if known is None and prepared.locations.sessions is not None:
+                # Known (and busy) from now: a cancelled call's session can be replied to once its turn wound down.
+                known = self._remember(run.session_id, replace(options, prompt=None))
             self._group.start_soon(run.own)
             return await run.answer(progress)
         finally:
@@ -95,14 +99,14 @@ class Calls:
                 known.busy = False
             if run is not None:
                 self.running.discard(run)
-                # A cancelled call's session too: its turn ended cleanly and it can be replied to.
-                if known is None and run.began and self.setup.locations.sessions is not None:
-                    self._remember(run.session_id, replace(options, prompt=None))
+                if began_here and not run.began:  # nothing was recorded: there is no session to reply to
+                    self.known.pop(run.session_id, None)
 
-    def _remember(self, session_id: str, options: Options) -> None:
-        self.known[session_id] = _Known(options)
+    def _remember(self, session_id: str, options: Options) -> _Known:
+        self.known[session_id] = known = _Known(options, busy=True)
         while len(self.known) > MAX_KNOWN:
             del self.known[next(iter(self.known))]
+        return known
 
     async def end_all(self, reason: str = "signal") -> None:
         """After a signal: each running session's `_SessionEnd` while its servers are still up."""

@@ -36,6 +36,7 @@ class CallRun:
         self.finished: TurnFinished | None = None
         self.error: str | None = None
         self.notices = [*prepared.loaded.notices, *prepared.held_back_notices()]
+        self.spent = (0.0, 0.0)  # (this call, the session's earlier calls), in USD
         self._turn = anyio.CancelScope()
         self._end_session: Any = None
         self._steps, self._step_reader = anyio.create_memory_object_stream[str](math.inf)
@@ -64,8 +65,12 @@ class CallRun:
             async with open_runtime(self.prepared, self.emit, session_id=self.session_id) as runtime:
                 self.began = True
                 self._end_session = runtime.agent.end_session
-                with self._turn:
-                    self.result = await runtime.agent.run_turn(self.prompt)
+                ledger = runtime.agent.ledger
+                try:
+                    with self._turn:
+                        self.result = await runtime.agent.run_turn(self.prompt)
+                finally:
+                    self.spent = (ledger.cost, ledger.earlier)
         except Exception as error:
             found = sprout_error_in(error)
             self.error = str(found) if found is not None else f"internal error: {type(error).__name__}: {error}"
@@ -102,10 +107,10 @@ class CallRun:
             why = self.error or "the turn ended without an answer"
             return refused(why, self.session_id if self.began else "")
         result, finished = self.result, self.finished
-        cost = finished.cost_usd if finished is not None else 0.0
         files = finished.changes.files if finished is not None and finished.changes is not None else ()
         is_error = exit_code_for_stop(result.stop_reason) != EXIT_OK
-        data = _structured(result.text, self.session_id, result.stop_reason, is_error, cost, files)
+        data = _structured(result.text, self.session_id, result.stop_reason, is_error, self.spent[0], files)
+        data["session_cost_usd"] = sum(self.spent)
         if result.structured is not None:
             data["structured_output"] = result.structured
         if result.error:
