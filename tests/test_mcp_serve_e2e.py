@@ -197,3 +197,32 @@ def test_sprout_agent_hands_a_task_to_sprout_agent_mcp_serve_as_an_mcp_server(tm
     assert "sprout__sprout" in [tool["name"] for tool in outer["tools"]]
     assert "say hello" in user_texts(inner_request)
     assert "Hello from the inner agent." in json.dumps(tool_results(last))
+
+
+INSPECTOR = Path(__file__).resolve().parent.parent / ".ci/peers/node_modules/.bin/mcp-inspector"
+
+
+@pytest.mark.slow
+def test_the_mcp_inspector_cli_lists_the_tools_and_calls_sprout(tmp_path: Path) -> None:
+    """A third-party client: the MCP Inspector's CLI (npm, installed by .ci/run) over stdio."""
+    if not INSPECTOR.exists():
+        pytest.skip("the MCP Inspector is not installed: .ci/run installs it in .ci/peers")
+    with FakeAnthropic([reply("Inspected.")]) as fake:
+        env = agent_env(tmp_path, fake, SERVE_ENV)
+        server = [part for key, value in env.items() for part in ("-e", f"{key}={value}")]
+        server += agent_command(["mcp", "serve"])
+        listed = _inspect([*server, "--method", "tools/list"], env, tmp_path)
+        assert {tool["name"] for tool in listed["tools"]} == {"sprout", "sprout-reply"}
+        called = _inspect(
+            [*server, "--method", "tools/call", "--tool-name", "sprout", "--tool-arg", "prompt=hello"], env, tmp_path
+        )
+    assert called["content"][0]["text"] == "Inspected."
+    assert called["structuredContent"]["result"] == "Inspected." and called["structuredContent"]["session_id"]
+
+
+def _inspect(args: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    completed = subprocess.run(
+        [str(INSPECTOR), "--cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=bounded(60)
+    )
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout)
