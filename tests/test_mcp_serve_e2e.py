@@ -40,10 +40,10 @@ async def serving(tmp_path: Path, fake: FakeAnthropic, *args: str) -> AsyncItera
         yield client
 
 
-async def call(client: Client, name: str, progress: list[str] | None = None, **arguments: object) -> CallToolResult:
-    async def heard(value: float, total: float | None, message: str | None) -> None:
-        if progress is not None:
-            progress.append(message or "")
+async def call(client: Client, name: str, steps: list[str] | None = None, **arguments: object) -> CallToolResult:
+    async def heard(progress: float, total: float | None, message: str | None) -> None:
+        if steps is not None:
+            steps.append(message or "")
 
     with anyio.fail_after(bounded(60)):
         return await client.call_tool(name, arguments, progress_callback=heard)
