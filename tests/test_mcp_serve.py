@@ -171,3 +171,23 @@ def test_an_http_spec_that_is_not_host_and_port_is_a_usage_error(spec: str) -> N
 
     with pytest.raises(UsageError, match="HOST:"):
         _listening(spec)
+
+
+@pytest.mark.parametrize(
+    ("host", "environ", "refused"),
+    [
+        ("127.0.0.1", {}, False),
+        ("::1", {}, False),
+        ("localhost", {}, False),
+        ("0.0.0.0", {}, True),
+        ("build-box.internal", {}, True),
+        ("0.0.0.0", {"SPROUT_AGENT_SERVE_TOKEN": "t0k3n"}, False),
+    ],
+)
+def test_http_on_a_host_others_can_reach_needs_a_token(host: str, environ: dict[str, str], refused: bool) -> None:
+    from sprout_agent.faces.mcp_serve.serve import Listening
+
+    refusal = Listening(host, 8080).refusal(environ)
+    assert (refusal is not None) is refused
+    if refusal is not None:
+        assert "SPROUT_AGENT_SERVE_TOKEN" in refusal and "drives the agent as you" in refusal

@@ -3,8 +3,10 @@ closes stdin (stdio), or a signal ends the server."""
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sprout_agent.core.errors import EXIT_OK, EXIT_RUNTIME
@@ -33,6 +35,25 @@ class Listening:
 
     host: str
     port: int
+
+    @property
+    def loopback(self) -> bool:
+        """Only this machine can connect (though any of its users can: hence the token)."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:  # a name: it may resolve anywhere
+            return False
+
+    def refusal(self, environ: Mapping[str, str]) -> str | None:
+        """Why the server will not listen here: a host others can reach, without a token to keep them out."""
+        if self.loopback or environ.get(TOKEN_ENV):
+            return None
+        return (
+            f"--http {self.host}:{self.port} can be reached from other machines, and whoever connects drives the agent "
+            f"as you: set {TOKEN_ENV} (every request must then carry it as a bearer token) and put TLS in front"
+        )
 
 
 def tools(calls: Calls) -> list[ServedTool]:

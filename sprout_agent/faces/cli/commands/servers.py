@@ -188,6 +188,8 @@ def mcp_serve(
         listening = _listening(http) if http is not None else None
     except UsageError as error:
         fail(str(error), error.exit_code)
+    if listening is not None and (refusal := listening.refusal(os.environ)) is not None:
+        fail(refusal, EXIT_USAGE)
     template = o.options_from(
         ctx.params,
         cwd=Path.cwd().resolve(),
