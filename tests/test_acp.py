@@ -119,6 +119,7 @@ async def test_a_multi_tool_prompt_streams_every_update_in_order(tmp_path: Path)
     assert sorted(entry["tool"] for entry in read_log(log)) == ["echo", "fail"]  # run at once: either may log first
 
 
+@pytest.mark.slow
 async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from acp import text_block
 
@@ -163,6 +164,7 @@ async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path, m
 
 
 @pytest.mark.e2e  # the cancel reaches a call running in an MCP server process
+@pytest.mark.slow
 async def test_cancel_mid_tool_answers_cancelled_and_keeps_history_valid(tmp_path: Path) -> None:
     from acp import text_block
 
@@ -217,6 +219,7 @@ async def test_a_second_prompt_on_a_busy_session_is_refused(tmp_path: Path, monk
 
 
 @pytest.mark.e2e  # each session starts its own MCP server process
+@pytest.mark.slow
 async def test_sessions_run_at_once_each_with_its_own_servers(tmp_path: Path) -> None:
     from acp import PROTOCOL_VERSION, text_block
 
@@ -254,6 +257,7 @@ async def test_sessions_run_at_once_each_with_its_own_servers(tmp_path: Path) ->
     assert first[0]["pid"] != second[0]["pid"]
 
 
+@pytest.mark.e2e
 async def test_an_unreachable_http_server_fails_alone_with_a_notice_and_relative_cwd_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -275,6 +279,7 @@ async def test_an_unreachable_http_server_fails_alone_with_a_notice_and_relative
     assert any("remote" in t and "cannot reach" in t for t in thoughts), thoughts
 
 
+@pytest.mark.e2e
 async def test_load_replays_the_stored_conversation_before_answering(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -315,6 +320,7 @@ async def test_load_replays_the_stored_conversation_before_answering(
 
 
 @pytest.mark.e2e  # the real client's permission callback, over a real process
+@pytest.mark.slow
 async def test_permission_ask_goes_to_the_editor(tmp_path: Path) -> None:
     from acp import text_block
 

@@ -23,6 +23,7 @@ def stdio_entry(name: str, **knobs: object) -> dict[str, object]:
     return {"name": name, "command": entry["command"], "args": entry["args"], "env": env}
 
 
+@pytest.mark.slow
 async def test_a_prompt_over_the_size_cap_is_refused(tmp_path: Path) -> None:
     with FakeAnthropic([reply("small is fine")]) as fake:
         async with raw_agent(tmp_path, fake) as agent:

@@ -15,7 +15,7 @@ from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, Step, reply, tool_use
 from tests.harness import ROOT, agent_command, agent_env
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ACPX = ROOT / ".ci/peers/node_modules/.bin/acpx"
 

@@ -68,6 +68,7 @@ def test_a_result_whose_call_is_not_in_the_transcript_is_left_out_and_the_steps_
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_sessions_export_atif_is_a_trajectory_harbors_models_accept_with_tokens_and_cost_per_step(
     tmp_path: Path,
 ) -> None:

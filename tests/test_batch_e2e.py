@@ -65,6 +65,7 @@ def without_timing(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in summary.items() if k != "duration_ms"} | {"results": rows}
 
 
+@pytest.mark.slow
 def test_twenty_tasks_four_at_a_time_with_one_failing_and_one_timing_out(tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "repo")
     tasks: list[dict[str, Any]] = [{"id": f"t{n:02}", "prompt": f"task {n}"} for n in range(20)]
@@ -122,6 +123,7 @@ def test_a_second_run_after_ctrl_c_runs_only_what_was_not_finished(tmp_path: Pat
     assert "6 ok" in again.stdout
 
 
+@pytest.mark.slow
 def test_three_shards_cover_every_task_once_and_merge_gives_the_single_machine_summary(tmp_path: Path) -> None:
     write_tasks(tmp_path / "tasks.jsonl", [{"id": f"s{n}", "prompt": f"shard task {n}"} for n in range(9)])
     base = agent_env(tmp_path, None, {"SPROUT_AGENT_BATCH_AGENT": STUB})
@@ -208,6 +210,7 @@ def mount(arg: str, root: Path) -> str:
     return str(root) + arg if arg.startswith(("/tasks/", "/results/")) else arg
 
 
+@pytest.mark.slow
 def test_the_kubernetes_indexed_job_in_the_docs_runs_and_merges(tmp_path: Path) -> None:
     """docs/batch.md's manifest: its `args` run once per completion index, as the Job's pods would (the variable
     expanded as Kubernetes expands `$(VAR)`, /tasks and /results mapped to directories here), then merged."""

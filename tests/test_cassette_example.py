@@ -13,7 +13,7 @@ from sprout_agent.testing import run_cassette
 from tests.bounds import bounded
 from tests.cassette_example import CASSETTE, GUARD_ENV, ROOT, guard_servers
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_the_example_passes_under_pytest_as_a_user_runs_it(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from tests.checkpoint_child import tracker
 from tests.checkpoint_kit import git, make_repo
 from tests.harness import ROOT, wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 FILES = 2500
 

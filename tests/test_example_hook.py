@@ -182,6 +182,7 @@ def test_through_the_agent_the_model_sees_the_failing_test_as_hook_data(
     assert "test_sums.py::test_addition_is_right" in hook["text"]
 
 
+@pytest.mark.slow
 def test_the_readme_snippet_pasted_into_a_scratch_project_passes_hooks_test_and_objects_while_red(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -35,6 +35,7 @@ def recorded_session(home: Path, cwd: Path) -> str:
     return session_id
 
 
+@pytest.mark.slow
 def test_a_resumed_session_replays_at_files_and_cancels_and_its_cost_goes_on_from_the_sessions_total(
     tmp_path: Path,
 ) -> None:
@@ -65,6 +66,7 @@ def session_cost(term: PtyScreen) -> float:
     return float(status[-1].rsplit("$", 1)[1].split()[0]) if status else 0.0
 
 
+@pytest.mark.slow
 def test_a_retry_reads_as_the_final_error_and_a_hook_objection_wraps_instead_of_being_cut(tmp_path: Path) -> None:
     reason = "the tests are red: " + " ".join(f"test_case_{n} failed" for n in range(12)) + " END-OF-REASON"
     hook = fake_server(stop_mode="sequence", stop_sequence=[reason])

@@ -20,7 +20,7 @@ from tests.fake_anthropic import FakeAnthropic, Step, error, reply, tool_use
 from tests.harbor_venv import drive, harbor_python
 from tests.harness import API_KEY, FAKE_MCP, agent_env
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "claude-sonnet-4-5"
 NETWORK = ("SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy")

@@ -26,6 +26,7 @@ from sprout_agent.trust import sandbox as _sandbox
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import FAKE_MCP, ROOT, agent_command, agent_env, end_warm_zygotes, result_text, tool_results
+from tests.package_source import package_modules
 
 PACKAGE = ROOT / "sprout_agent"
 HARDEN = "harden"
@@ -48,9 +49,8 @@ def _entry_points() -> dict[str, tuple[str, str | None]]:
     found: dict[str, tuple[str, str | None]] = {
         f"console script {name}": (target.split(":")[0], target.split(":")[1]) for name, target in scripts.items()
     }
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path, tree in package_modules():
         module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        tree = ast.parse(path.read_text())
         if path.name == "__main__.py" or any(_is_main_block(node) for node in tree.body):
             found[f"python -m {module.removesuffix('.__main__')}"] = (module, None)
         for node in ast.walk(tree):
@@ -165,6 +165,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.e2e
 def test_harden_scrubs_the_block_keeps_os_environ_and_sets_non_dumpable_once_and_for_all() -> None:
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "GITHUB_TOKEN": "ghp_probe_value_42",
            "DATABASE_URL": "postgres://app:hunter2@db/x", "HARMLESS": "kept-value"}  # fmt: skip
@@ -319,6 +320,7 @@ def _ours(scan: Scan, tmp_path: Path) -> tuple[list[dict[str, Any]], list[dict[s
     "mechanism",
     ["off", pytest.param("landlock", marks=needs_landlock), pytest.param("bubblewrap", marks=needs_bwrap)],
 )
+@pytest.mark.slow
 def test_the_warm_interpreter_leaves_the_key_readable(tmp_path: Path, mechanism: str, warm: bool) -> None:
     """The attack of issue 39: the relay a warm run leaves behind kept the key in its environ. As root (CAP_SYS_PTRACE
     opens every environ, non-dumpable or not) what holds is the scrub; as any other user, non-dumpable closes the
@@ -343,6 +345,7 @@ def test_the_warm_interpreter_leaves_the_key_readable(tmp_path: Path, mechanism:
 
 @needs_plain_user
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_a_process_of_the_same_user_cannot_open_the_memory_of_the_relay_the_zygote_or_the_run(tmp_path: Path) -> None:
     """Root without CAP_SYS_PTRACE, as any other user is: where the key still is (os.environ, the request), the
     memory of our non-dumpable processes, is closed, while the server's (dumpable: an exec) is open, which shows the
@@ -379,6 +382,7 @@ needs_unshare = pytest.mark.skipif(shutil.which("unshare") is None, reason="no u
 
 @needs_unshare
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_a_caller_in_namespaces_of_its_own_gets_no_warm_run_though_neither_side_is_dumpable(tmp_path: Path) -> None:
     """Every process of ours is non-dumpable now, so neither side of the socket sees the other's /proc/<pid>/ns
     (closed to all but root): a hardened caller from our namespaces still gets its `ready`, and one in namespaces

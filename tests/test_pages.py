@@ -103,6 +103,7 @@ def keep(page: Any, path: Path) -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_the_session_page_renders_in_chromium_and_the_transcripts_script_never_runs(
     tmp_path: Path, browser: Any
 ) -> None:
@@ -141,6 +142,7 @@ def write_batch(directory: Path) -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_the_batch_report_sorts_on_a_click_draws_its_charts_and_shows_a_running_batch(
     tmp_path: Path, browser: Any
 ) -> None:
@@ -195,6 +197,7 @@ def test_batch_report_from_the_cli_and_a_directory_that_is_no_batch(tmp_path: Pa
     assert nothing.code == 2 and "holds no batch" in nothing.stderr
 
 
+@pytest.mark.e2e
 def test_a_batch_record_with_odd_fields_still_reports_and_the_page_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
     import subprocess
     import sys

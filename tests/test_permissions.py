@@ -92,6 +92,7 @@ class Screen:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_ask_in_a_terminal_once_always_deny_with_a_reason_and_ctrl_c_cancels_the_turn(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
     config = write_config(tmp_path, {"fake": fake_server(log=str(log))})

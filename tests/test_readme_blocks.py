@@ -77,6 +77,7 @@ def test_the_readme_marks_blocks_to_run_and_each_has_its_scenario() -> None:
 
 
 @pytest.mark.parametrize("block", marked_blocks(), ids=lambda block: block.name)
+@pytest.mark.slow
 def test_a_marked_readme_block_runs_as_written_and_exits_as_marked(tmp_path: Path, block: Block) -> None:
     installed = Path(sys.executable).parent / "sprout-agent"  # the console script the install put beside python
     if not installed.exists() or shutil.which("bash") is None:

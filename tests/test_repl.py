@@ -44,6 +44,7 @@ def test_ctrl_c_cancels_the_turn_and_the_next_prompt_has_a_valid_history(tmp_pat
     assert interrupted["tool_use_id"] == "toolu_slow" and interrupted["is_error"]
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_waiting_on_the_model(tmp_path: Path) -> None:
     config = write_config(tmp_path, {})
     with FakeAnthropic([hang(), reply("after")]) as fake:

@@ -20,6 +20,7 @@ def prompt_shows(term: PtyScreen, typed: str = "") -> bool:
     return term.cursor_line() == f"› {typed}".rstrip() or term.cursor_line() == f"› {typed}"
 
 
+@pytest.mark.slow
 def test_the_positional_prompt_runs_at_once_esc_cancels_it_and_ctrl_c_twice_leaves_naming_the_session(
     tmp_path: Path,
 ) -> None:
@@ -47,6 +48,7 @@ def test_the_positional_prompt_runs_at_once_esc_cancels_it_and_ctrl_c_twice_leav
     assert re.search(r"resume this session: sprout-agent -r [0-9a-f-]{36}\n", term.history())
 
 
+@pytest.mark.slow
 def test_a_notice_while_typing_goes_above_the_prompt_which_keeps_the_text_and_tab_completes_an_at_file(
     tmp_path: Path,
 ) -> None:
@@ -75,6 +77,7 @@ def test_a_notice_while_typing_goes_above_the_prompt_which_keeps_the_text_and_ta
     assert sent == 'fix @calc.py\n\n<file path="calc.py">\ndef add(a, b):\n    return a - b\n</file>'
 
 
+@pytest.mark.slow
 def test_after_esc_the_cancelled_call_stays_named_with_the_time_it_ran(tmp_path: Path) -> None:
     gate = tmp_path / "never"  # never created: the call runs until Esc
     config = write_config(tmp_path, {"fake": fake_server(slow_gate=str(gate))})

@@ -21,6 +21,7 @@ def prompt_shows(term: PtyScreen, typed: str = "") -> bool:
     return term.cursor_line().rstrip() == f"› {typed}".rstrip()
 
 
+@pytest.mark.slow
 def test_rewind_puts_the_files_back_keeps_the_users_edit_and_forks_the_conversation_with_the_prompt_to_edit(
     tmp_path: Path,
 ) -> None:

@@ -23,7 +23,7 @@ from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, model_info, reply, tool_use
 from tests.harness import ROOT, agent_env, result_text, tool_results
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 DEV = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off", "CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK": "1"}
 TS_SDK = ROOT / ".ci/peers/node_modules/@anthropic-ai/claude-agent-sdk"
 

@@ -112,6 +112,7 @@ def test_an_unknown_session_id_or_nothing_to_continue_is_exit_2(tmp_path: Path) 
 
 
 @e2e
+@pytest.mark.slow
 def test_r_without_an_id_in_a_terminal_offers_this_directorys_sessions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

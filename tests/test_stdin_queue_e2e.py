@@ -19,7 +19,7 @@ from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, hang
 from tests.harness import agent_command, agent_env
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 MIB = 1024 * 1024
 PROMPT = 15 * MIB
 # main held every line parsed: ten such prompts took the agent to 855 MiB here. Bounded, it stays near its own

@@ -14,6 +14,7 @@ from tests.screen import PtyScreen
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.slow
 def test_a_childs_running_command_shows_under_the_parents_call_and_its_end_is_one_line(tmp_path: Path) -> None:
     gate = tmp_path / "let-it-finish"  # the child's command runs until the test creates it: no clock decides
     task = {"description": "wait for the gate", "prompt": "run the waiting command", "subagent_type": "general-purpose"}
@@ -40,6 +41,7 @@ def test_a_childs_running_command_shows_under_the_parents_call_and_its_end_is_on
     assert "↳ general-purpose: end_turn after 2 requests" in history
 
 
+@pytest.mark.slow
 def test_a_custom_command_is_in_help_completes_and_runs_its_expanded_prompt(tmp_path: Path) -> None:
     commands = tmp_path / ".claude" / "commands"
     commands.mkdir(parents=True)

@@ -18,7 +18,7 @@ from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import ROOT, agent_command, agent_env, fake_server, run_agent, write_config
 from tests.otlp_receiver import Received, Receiver
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 SERVER = str(Path(__file__).with_name("traced_mcp_server.py"))
 
 

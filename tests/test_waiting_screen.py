@@ -24,6 +24,7 @@ def waiting_lines(screen: str) -> list[str]:
     return re.findall(r"waiting for the API: \d+ s", screen)
 
 
+@pytest.mark.slow
 def test_the_interactive_session_says_it_is_waiting_for_the_api_while_a_request_is_held(tmp_path: Path) -> None:
     config = write_config(tmp_path, {})
     with FakeAnthropic([reply("the answer at last", delay=HELD)]) as fake:

@@ -141,6 +141,7 @@ def test_a_socket_directory_others_can_enter_or_a_link_is_not_used(tmp_path: Pat
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_a_warm_run_answers_exits_and_reads_stdin_as_a_cold_one(tmp_path: Path, warm: Warm) -> None:
     warm.started(tmp_path)
     cold_missing = run_agent(tmp_path, [*JSON, "-p", "hi", "--no-warm"], fake=None, env=no_key(warm))
@@ -169,6 +170,7 @@ def test_a_warm_run_answers_exits_and_reads_stdin_as_a_cold_one(tmp_path: Path, 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.slow
 def test_a_signal_to_the_caller_reaches_the_run(tmp_path: Path, warm: Warm, signum: int, code: int) -> None:
     zygote = warm.started(tmp_path)
     log = tmp_path / "calls.jsonl"
@@ -191,6 +193,7 @@ def test_a_signal_to_the_caller_reaches_the_run(tmp_path: Path, warm: Warm, sign
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_killing_the_caller_ends_the_run(tmp_path: Path, warm: Warm) -> None:
     zygote = warm.started(tmp_path)
     log = tmp_path / "calls.jsonl"
@@ -208,6 +211,7 @@ def test_killing_the_caller_ends_the_run(tmp_path: Path, warm: Warm) -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_nothing_of_one_run_reaches_the_next(tmp_path: Path, warm: Warm) -> None:
     zygote = warm.started(tmp_path)
     with FakeAnthropic([reply("one"), reply("two")]) as fake:
@@ -224,6 +228,7 @@ def test_nothing_of_one_run_reaches_the_next(tmp_path: Path, warm: Warm) -> None
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_a_confined_peer_gets_nothing_and_a_confined_run_goes_cold(tmp_path: Path, warm: Warm) -> None:
     zygote = warm.started(tmp_path)
     (sock,) = warm.sockets()
@@ -257,6 +262,7 @@ print(Lines(conn).next())
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_switched_off_no_zygote_starts(tmp_path: Path, warm: Warm) -> None:
     for extra, flag in (({"SPROUT_AGENT_WARM": "0"}, []), ({}, ["--no-warm"])):
         with FakeAnthropic([reply("cold")]) as fake:
@@ -266,6 +272,7 @@ def test_switched_off_no_zygote_starts(tmp_path: Path, warm: Warm) -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_an_idle_zygote_leaves_and_takes_its_socket(tmp_path: Path, warm: Warm) -> None:
     warm.env["SPROUT_AGENT_WARM_IDLE_SECONDS"] = "0.5"
     zygote = warm.started(tmp_path)
@@ -273,6 +280,7 @@ def test_an_idle_zygote_leaves_and_takes_its_socket(tmp_path: Path, warm: Warm) 
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_a_batch_starts_the_zygote_its_tasks_use(tmp_path: Path, warm: Warm) -> None:
     (tmp_path / "tasks.jsonl").write_text("".join(json.dumps({"id": f"t{n}", "prompt": "go"}) + "\n" for n in range(3)))
     with FakeAnthropic([reply("done")] * 3) as fake:
@@ -286,6 +294,7 @@ def test_a_batch_starts_the_zygote_its_tasks_use(tmp_path: Path, warm: Warm) -> 
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_a_run_under_no_new_privs_neither_uses_nor_starts_one(tmp_path: Path, warm: Warm) -> None:
     """Landlock needs no_new_privs and shows nowhere else: a zygote started by such a run would serve the
     commands it confines, so such a run stays cold (place.no_new_privs)."""
@@ -304,6 +313,7 @@ def test_a_run_under_no_new_privs_neither_uses_nor_starts_one(tmp_path: Path, wa
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_a_stopped_zygote_costs_a_bounded_wait_and_holds_no_pipe(tmp_path: Path, warm: Warm) -> None:
     zygote = warm.started(tmp_path)
     os.kill(zygote, signal.SIGSTOP)
@@ -317,6 +327,7 @@ def test_a_stopped_zygote_costs_a_bounded_wait_and_holds_no_pipe(tmp_path: Path,
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_a_signal_the_caller_ignores_is_ignored_by_the_run(tmp_path: Path, warm: Warm) -> None:
     zygote = warm.started(tmp_path)
     log = tmp_path / "calls.jsonl"

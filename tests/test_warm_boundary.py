@@ -157,6 +157,7 @@ def unconfined_attack(work: Path, warm: Warm, marker: Path) -> str:
 
 @pytest.mark.e2e
 @pytest.mark.skipif(_sandbox.probe() is not None, reason=f"no bubblewrap here: {_sandbox.probe()}")
+@pytest.mark.slow
 def test_a_command_under_bubblewrap_cannot_reach_the_warm_interpreter_wherever_the_runtime_directory_is(
     tmp_path: Path,
 ) -> None:
@@ -180,6 +181,7 @@ def test_a_command_under_bubblewrap_cannot_reach_the_warm_interpreter_wherever_t
 
 @pytest.mark.e2e
 @pytest.mark.skipif(_landlock.abi() < 1, reason="no Landlock in this kernel")
+@pytest.mark.slow
 def test_a_command_under_landlock_that_asks_the_warm_interpreter_for_a_run_gets_nothing(
     tmp_path: Path, warm: Warm
 ) -> None:
@@ -232,6 +234,7 @@ def _pid_taken_by_an_unconfined_process(pid: int) -> subprocess.Popen[bytes] | N
 
 @pytest.mark.skipif(not _peerpidfd(), reason="no SO_PEERPIDFD in this kernel (Linux 6.5+)")
 @pytest.mark.skipif(not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK), reason="needs root to choose a pid")
+@pytest.mark.e2e
 def test_a_confined_peer_whose_pid_an_unconfined_process_took_since_is_refused(tmp_path: Path) -> None:
     listener = socket.socket(socket.AF_UNIX)
     with place.address(tmp_path / "s") as bound:
@@ -268,6 +271,7 @@ def test_a_confined_peer_whose_pid_an_unconfined_process_took_since_is_refused(t
         taker.wait()
 
 
+@pytest.mark.e2e
 def test_a_live_unconfined_peer_of_ours_passes_and_a_confined_one_does_not(tmp_path: Path) -> None:
     left, right = socket.socketpair()
     with left, right:
@@ -365,6 +369,7 @@ def _bit(signum: int, mask: str) -> bool:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_a_warm_runs_process_state_is_a_cold_runs_but_for_what_inherited_lists_as_different(
     tmp_path: Path, warm: Warm
 ) -> None:

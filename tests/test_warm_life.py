@@ -26,7 +26,7 @@ from tests.harness import ROOT, fake_server, pid_alive, read_log, run_agent, sta
 from tests.stream_schema import valid_lines
 from tests.test_warm import Warm, settle
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 STREAM = ["--output-format", "stream-json", "--verbose"]
 TITLE = re.compile(r"sprout-agent: run ([0-9a-f-]{36}) in (.+)")

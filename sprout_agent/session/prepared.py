@@ -177,11 +177,13 @@ def prepare(
     offered, tools_warnings = (None, ()) if options.builtin_tools is None else offered_builtins(options.builtin_tools)
     loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, tools_env, offered)
     loaded = replace(loaded, notices=loaded.notices + tools_warnings)
+    loaded = _without_disabled(loaded, claude.disabled_servers)
     has_project_servers = any(server.project for server in loaded.servers)
     remembered = approvals.loaded() if has_project_servers and not trusted else consent.Approvals(None)
     gated = consent.gate(
-        loaded, remembered, consent.secrets_in(env, environ), trusted=trusted or claude.all_project_servers
-    )
+        loaded, remembered, consent.secrets_in(env, environ), trusted=trusted or claude.all_project_servers,
+        enabled=claude.enabled_servers,
+    )  # fmt: skip
     notices = (
         claude.notices
         + gated.loaded.notices
@@ -226,6 +228,17 @@ def prepare_in_directory(options: Options, locations: Locations, environ: Mappin
     cwd = str(options.cwd)
     servers = tuple(server if server.cwd else replace(server, cwd=cwd) for server in prepared.loaded.servers)
     return replace(prepared, loaded=replace(prepared.loaded, servers=servers))
+
+
+def _without_disabled(loaded: cfg.LoadedConfig, disabled: frozenset[str]) -> cfg.LoadedConfig:
+    """The project's `.mcp.json` servers a settings file's disabledMcpjsonServers names are not started, whatever
+    else approves them (Claude Code's order: disabled before enabled)."""
+    dropped = [s.name for s in loaded.servers if s.project and s.name in disabled]
+    if not dropped:
+        return loaded
+    notice = f"project MCP servers not started (disabledMcpjsonServers): {', '.join(dropped)}"
+    servers = tuple(s for s in loaded.servers if not (s.project and s.name in disabled))
+    return replace(loaded, servers=servers, notices=(*loaded.notices, notice))
 
 
 def check_credentials(settings: st.Settings) -> None:
