@@ -189,7 +189,7 @@ def test_an_http_spec_that_is_not_host_and_port_is_a_usage_error(spec: str) -> N
     ],
 )
 def test_http_on_a_host_others_can_reach_needs_a_token(host: str, environ: dict[str, str], refused: bool) -> None:
-    from sprout_agent.faces.mcp_serve.serve import Listening
+    from sprout_agent.faces.mcp_serve.listening import Listening
 
     refusal = Listening(host, 8080).refusal(environ)
     assert (refusal is not None) is refused

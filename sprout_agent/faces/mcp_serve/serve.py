@@ -3,19 +3,16 @@ closes stdin (stdio), or a signal ends the server."""
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
 
 from sprout_agent.core.errors import EXIT_OK, EXIT_RUNTIME
 from sprout_agent.faces.lifecycle import open_face
 from sprout_agent.faces.mcp_serve.arguments import OUTPUT_SCHEMA, REPLY_SCHEMA, SPROUT_SCHEMA
 from sprout_agent.faces.mcp_serve.calls import Calls, ServeSetup
+from sprout_agent.faces.mcp_serve.listening import TOKEN_ENV, Listening
 from sprout_agent.mcp.serving import HTTP_PATH, ServedTool, build_server, listen, serve_http, serve_stdio
 
-TOKEN_ENV = "SPROUT_AGENT_SERVE_TOKEN"
 INSTRUCTIONS = (
     "sprout-agent is a coding agent. Hand it a whole task with `sprout` (it works in `cwd` with its own tools, "
     "sandbox and hooks, and answers when done); go on with the same conversation through `sprout-reply` and the "
@@ -27,33 +24,6 @@ _SPROUT_DESCRIPTION = (
     "cost and the files it changed. Arguments can only narrow what the server allows."
 )
 _REPLY_DESCRIPTION = "Send the next message to a session a `sprout` call began; answers as `sprout` does."
-
-
-@dataclass(frozen=True, slots=True)
-class Listening:
-    """`--http [HOST:]PORT`: where Streamable HTTP listens."""
-
-    host: str
-    port: int
-
-    @property
-    def loopback(self) -> bool:
-        """Only this machine can connect (though any of its users can: hence the token)."""
-        if self.host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:  # a name: it may resolve anywhere
-            return False
-
-    def refusal(self, environ: Mapping[str, str]) -> str | None:
-        """Why the server will not listen here: a host others can reach, without a token to keep them out."""
-        if self.loopback or environ.get(TOKEN_ENV):
-            return None
-        return (
-            f"--http {self.host}:{self.port} can be reached from other machines, and whoever connects drives the agent "
-            f"as you: set {TOKEN_ENV} (every request must then carry it as a bearer token) and put TLS in front"
-        )
 
 
 def tools(calls: Calls) -> list[ServedTool]:

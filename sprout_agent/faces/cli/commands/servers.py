@@ -16,7 +16,7 @@ from sprout_agent.faces.cli.exits import exit_now, fail
 from sprout_agent.faces.cli.flags import ConfigOption as _ConfigOption
 
 if TYPE_CHECKING:
-    from sprout_agent.faces.mcp_serve.serve import Listening
+    from sprout_agent.faces.mcp_serve.listening import Listening
 
 mcp_app = typer.Typer(help="The configured MCP servers: list them, or start each one and report.", no_args_is_help=True)
 _CwdOption = Annotated[
@@ -205,7 +205,7 @@ def mcp_serve(
 def _listening(spec: str) -> Listening:
     """`--http [HOST:]PORT` (an IPv6 host in brackets); loopback unless a host is named."""
     from sprout_agent.core.errors import UsageError
-    from sprout_agent.faces.mcp_serve.serve import Listening
+    from sprout_agent.faces.mcp_serve.listening import Listening
 
     host, _, port = spec.rpartition(":")
     host = host.removeprefix("[").removesuffix("]") or "127.0.0.1"
