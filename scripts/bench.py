@@ -523,6 +523,7 @@ class Bench:
         ]
         steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render, self.remote, self.thinking]
         steps += [self.batch, self.caps, self.startup, self.checkpoints, self.subagents, self.telemetry, self.pages]
+        steps += [self.mcp_serve]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -964,6 +965,16 @@ class Bench:
             ok = med(values) <= budget
             self.add(f"import of what -p loads: {label}", values_s, "ms", f"≤ {budget} ms", ok)
 
+    def mcp_serve(self) -> None:
+        """24. sprout-agent mcp serve (docs/mcp-serve.md): a `sprout` call's start against a -p run's"""
+        import anyio
+
+        from scripts.bench_mcp_serve import call_starts, p_starts
+
+        calls = anyio.run(call_starts, self.runs)
+        self.add("mcp serve: sprout call → its 1st request (server warm)", calls, "s")
+        self.add("  … -p (cold): spawn → 1st request, for comparison", p_starts(spawn, check, self.runs), "s")
+
     def acp(self) -> None:
         """13. sprout-agent acp through the ACP SDK"""
         import anyio
@@ -979,6 +990,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     groups = "imports minimal ours facts builtins flags repl hooks toolhooks compaction servers acp sandbox render"
     groups += " remote thinking batch caps startup checkpoints subagents telemetry pages"
+    groups += " mcp_serve"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     parser.add_argument(
         "--claude", metavar="PATH", help="startup: measure this Claude Code binary beside sprout-agent (fake API)"

@@ -178,6 +178,11 @@ PROCESS_ENV_VARS: tuple[EnvVar, ...] = (
         "SPROUT_AGENT_SHARD_INDEX", "", "batch --shard COUNT: this shard's index, from 0 (before JOB_COMPLETION_INDEX)"
     ),
     EnvVar(
+        "SPROUT_AGENT_SERVE_TOKEN",
+        "",
+        "mcp serve --http: the bearer token every request must carry (docs/mcp-serve.md); never read from .env",
+    ),
+    EnvVar(
         "SPROUT_AGENT_OAUTH_TEST_REDIRECT",
         "",
         "tests only: 1 finishes OAuth logins without a browser (GETs the authorization URL itself); never from .env",

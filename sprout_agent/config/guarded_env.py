@@ -35,9 +35,10 @@ REFUSED: tuple[tuple[str, str], ...] = (
     ("your hooks",
      "MCP_HOOK_SERVERS SPROUT_AGENT_HOOK_TIMEOUT_MS SPROUT_AGENT_PRE_TOOL_MAX_OBJECTIONS "
      "SPROUT_AGENT_STOP_MAX_REJECTIONS SPROUT_AGENT_TOOL_HOOKS"),
-    # Trusting the project's servers, answering their questions, logging in without a browser.
+    # Trusting the project's servers, answering their questions, logging in without a browser; who may drive
+    # `mcp serve` over HTTP (its token).
     ("what needs your consent",
-     "SPROUT_AGENT_TRUST_PROJECT SPROUT_AGENT_ELICITATION SPROUT_AGENT_OAUTH_TEST_REDIRECT"),
+     "SPROUT_AGENT_TRUST_PROJECT SPROUT_AGENT_ELICITATION SPROUT_AGENT_OAUTH_TEST_REDIRECT SPROUT_AGENT_SERVE_TOKEN"),
     # Sampling and web search are billed to you (and fetch sends data out); zero prices defeat the budgets.
     # Deeper subagents multiply what a task can spend.
     ("what spends your money",

@@ -110,9 +110,7 @@ def plan(
 
     `required` is workspace-write (or read-only, under --permission-mode read-only) that must work: exit 2
     (`strict=False`, for mcp doctor: reported in `unavailable` instead)."""
-    value = (mode or environ.get(MODE_ENV, "").strip() or sb.WORKSPACE_WRITE).lower()
-    if value not in CHOICES:
-        raise UsageError(f"--sandbox / {MODE_ENV} must be one of {', '.join(CHOICES)}, got {value!r}")
+    value = asked_mode(mode, environ)
     required = value == sb.REQUIRED
     chosen = sb.WORKSPACE_WRITE if required else value
     if permission_mode.ours is PermissionMode.READ_ONLY and chosen == sb.WORKSPACE_WRITE:  # plan is read-only too
@@ -143,6 +141,14 @@ def plan(
     if strict and required and unavailable is not None:
         raise UsageError(f"--sandbox required, but the sandbox cannot work here: {unavailable} ({INSTALL_HINT})")
     return SandboxPlan(policy, unavailable, working, why_not_bwrap)
+
+
+def asked_mode(mode: str | None, environ: Mapping[str, str]) -> str:
+    """The sandbox asked for (one of CHOICES): the flag, else SPROUT_AGENT_SANDBOX, else workspace-write."""
+    value = (mode or environ.get(MODE_ENV, "").strip() or sb.WORKSPACE_WRITE).lower()
+    if value not in CHOICES:
+        raise UsageError(f"--sandbox / {MODE_ENV} must be one of {', '.join(CHOICES)}, got {value!r}")
+    return value
 
 
 def _paths(value: str) -> list[Path]:

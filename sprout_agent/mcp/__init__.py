@@ -4,7 +4,8 @@
 host the loop calls; `link.py` is the client session to one server; `state.py`, `lists.py` (resources, prompts,
 notifications), `results.py` (tool results as our blocks), `prompts.py` (`/server:prompt` and `@server:uri`),
 `features.py` (the resource tools, re-listing); `client_features.py`, `callbacks.py`, `elicitation.py` and
-`sampling.py` answer what servers ask; `agent_server.py` is the in-session `agent` server (the `task` tool).
+`sampling.py` answer what servers ask; `agent_server.py` is the in-session `agent` server (the `task` tool);
+`serving.py` the server side of `sprout-agent mcp serve` (the tools are the face's).
 `transports/` how a server is reached, `oauth/` logins to remote servers.
 
 Imports: config, trust, core.

@@ -225,6 +225,16 @@ def prepare(
     )
 
 
+def prepare_in_directory(options: Options, locations: Locations, environ: Mapping[str, str]) -> Prepared:
+    """`prepare` for a face that runs sessions of several directories in one process (ACP, `mcp serve`): it never
+    changes the process's directory, so a server without a directory of its own is given the session's, as a
+    process started there (`-p` changes to --cwd) would have run it."""
+    prepared = prepare(options, locations, environ)
+    cwd = str(options.cwd)
+    servers = tuple(server if server.cwd else replace(server, cwd=cwd) for server in prepared.loaded.servers)
+    return replace(prepared, loaded=replace(prepared.loaded, servers=servers))
+
+
 def _without_disabled(loaded: cfg.LoadedConfig, disabled: frozenset[str]) -> cfg.LoadedConfig:
     """The project's `.mcp.json` servers a settings file's disabledMcpjsonServers names are not started, whatever
     else approves them (Claude Code's order: disabled before enabled)."""

@@ -16,7 +16,7 @@ from sprout_agent.core.errors import ConfigError, MissingCredential, SproutError
 from sprout_agent.faces.acp.auth import auth_required
 from sprout_agent.faces.acp.session_template import AcpSetup
 from sprout_agent.faces.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Json, RpcError
-from sprout_agent.session.prepared import Prepared, prepare
+from sprout_agent.session.prepared import Prepared, prepare_in_directory
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
@@ -25,18 +25,13 @@ def prepare_session(o: AcpSetup, cwd: Path, raw_servers: object, resume_id: str 
     client = _client_servers(raw_servers, cwd)
     options = replace(o.template, cwd=cwd, resume_id=resume_id)
     try:
-        prepared = prepare(options, o.locations, os.environ)
+        prepared = prepare_in_directory(options, o.locations, os.environ)
     except MissingCredential as error:
         raise auth_required(error) from None
     except SproutError as error:
         raise RpcError(INTERNAL_ERROR, str(error)) from None
-    # Servers without a directory of their own run in the session's, as they would with --cwd.
     names = {server.name for server in client}
-    kept = tuple(
-        server if server.cwd else replace(server, cwd=str(cwd))
-        for server in prepared.loaded.servers
-        if server.name not in names
-    )
+    kept = tuple(server for server in prepared.loaded.servers if server.name not in names)
     loaded = prepared.loaded
     # Nobody can be asked before the session exists: unapproved project servers are skipped with a notice the
     # editor shows with the first prompt (approve them with `sprout-agent mcp approve` in that folder).

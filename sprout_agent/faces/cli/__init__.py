@@ -4,6 +4,6 @@ in this process; `app.py` the Typer app; `argv.py` and `claude_flags.py` turn ar
 flags and stdin; `pick_session.py` `-r` without an id; `exits.py` one line and an exit code; `warm_run.py` what the
 warm interpreter serves; `commands/` the subcommands that are not a session.
 
-Imports: faces/repl, faces/headless, faces/acp, faces/pages, faces/terminal, faces/warm, session, mcp, model, batch,
-checkpoints, telemetry, config, trust, core.
+Imports: faces/repl, faces/headless, faces/acp, faces/pages, faces/mcp_serve, faces/terminal, faces/warm, session, mcp,
+model, batch, checkpoints, telemetry, config, trust, core.
 """

@@ -35,9 +35,7 @@ app = typer.Typer(
 )
 
 
-def _patterns(values: list[str] | None) -> tuple[str, ...]:
-    """Repeatable and comma-separated alike: `--allow-tools a,b --allow-tools c`."""
-    return tuple(part.strip() for value in values or () for part in value.split(",") if part.strip())
+_patterns = o.patterns
 
 
 def _prompt_tool(value: str | None, input_format: InputFormat, output_format: OutputFormat) -> str | None:

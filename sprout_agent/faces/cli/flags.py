@@ -309,6 +309,11 @@ FallbackModelOption = Annotated[
 ]
 
 
+def patterns(values: Sequence[str] | None) -> tuple[str, ...]:
+    """Repeatable and comma-separated alike: `--allow-tools a,b --allow-tools c`."""
+    return tuple(part.strip() for value in values or () for part in value.split(",") if part.strip())
+
+
 def options_from(params: Mapping[str, object], **decided: object) -> Options:
     """The run's `Options` from a command's parameters, by name: a parameter named as a field of `Options` fills
     it, one named as a field of `Limits` fills `limits`; lists become tuples, choices their value, a flag not

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from sprout_agent.config.locations import Locations
 from sprout_agent.core.errors import EXIT_USAGE, exit_code_of
+from sprout_agent.faces.cli import flags as o
 from sprout_agent.faces.cli.exits import exit_now, fail
 from sprout_agent.faces.cli.flags import ConfigOption as _ConfigOption
+
+if TYPE_CHECKING:
+    from sprout_agent.faces.mcp_serve.listening import Listening
 
 mcp_app = typer.Typer(help="The configured MCP servers: list them, or start each one and report.", no_args_is_help=True)
 _CwdOption = Annotated[
@@ -141,6 +145,73 @@ def mcp_logout(ctx: typer.Context, name: _NameArgument, config: _ConfigOption = 
     setup = _doctor_setup(ctx, config, cwd)
     assert isinstance(setup, doctor.Setup)
     exit_now(oauth_commands.logout_command(setup, name))
+
+
+@mcp_app.command("serve")
+def mcp_serve(
+    ctx: typer.Context,
+    http: Annotated[
+        str | None,
+        typer.Option(
+            metavar="[HOST:]PORT",
+            help="Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST: 127.0.0.1 unless given; "
+            "anyone who can reach it drives the agent as you: docs/mcp-serve.md).",
+        ),
+    ] = None,
+    max_sessions: Annotated[
+        int, typer.Option(min=1, max=64, metavar="N", help="Calls that may run at once; past it a call is refused.")
+    ] = 4,
+    config_files: _ConfigOption = None,
+    model: o.ModelOption = None,
+    max_requests: o.MaxRequestsOption = None,
+    max_budget_usd: o.MaxBudgetOption = None,
+    permission_mode: o.PermissionModeOption = None,
+    allow_tools: o.AllowToolsOption = None,
+    deny_tools: o.DenyToolsOption = None,
+    trust_project: o.TrustProjectOption = False,
+    sandbox: o.SandboxOption = None,
+    sandbox_network: o.SandboxNetworkOption = None,
+    sandbox_allow_write: o.SandboxAllowWriteOption = None,
+) -> None:
+    """Serve the agent itself over MCP: a `sprout` tool (a whole task, run as -p runs it) and `sprout-reply`.
+    What this command allows is the most a call may ask for (docs/mcp-serve.md)."""
+    import os
+
+    from sprout_agent.config.settings import model_id
+    from sprout_agent.core.errors import UsageError
+    from sprout_agent.faces.mcp_serve.calls import ServeSetup
+    from sprout_agent.faces.mcp_serve.serve import serve
+
+    try:
+        if model is not None:
+            model_id(model, "--model")
+        listening = _listening(http) if http is not None else None
+    except UsageError as error:
+        fail(str(error), error.exit_code)
+    if listening is not None and (refusal := listening.refusal(os.environ)) is not None:
+        fail(refusal, EXIT_USAGE)
+    template = o.options_from(
+        ctx.params,
+        cwd=Path.cwd().resolve(),
+        config_files=tuple(path.resolve() for path in config_files or ()),
+        permission_mode=o.checked_mode(permission_mode),
+        allow_tools=o.patterns(allow_tools),
+        deny_tools=o.patterns(deny_tools),
+        sandbox_allow_write=tuple(path.resolve() for path in sandbox_allow_write or ()),
+    )
+    exit_now(serve(ServeSetup(template, Locations.for_user(), dict(os.environ), max_sessions), listening))
+
+
+def _listening(spec: str) -> Listening:
+    """`--http [HOST:]PORT` (an IPv6 host in brackets); loopback unless a host is named."""
+    from sprout_agent.core.errors import UsageError
+    from sprout_agent.faces.mcp_serve.listening import Listening
+
+    host, _, port = spec.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]") or "127.0.0.1"
+    if not port.isdigit() or int(port) > 65535 or not host.strip():
+        raise UsageError(f"--http takes [HOST:]PORT (a port from 0 to 65535), got {spec!r}")
+    return Listening(host, int(port))
 
 
 hooks_app = typer.Typer(
