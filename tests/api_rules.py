@@ -59,6 +59,23 @@ def assert_valid_request(body: Json) -> None:
         raise InvalidRequest("the API would refuse this request:\n  " + "\n  ".join(problems))
 
 
+MESSAGES, COUNT_TOKENS = "/v1/messages", "/v1/messages/count_tokens"
+
+
+def endpoint_problems(path: str, body: object, capabilities: Json | None = None) -> list[str]:
+    """Every reason the API would refuse this POST (`path` without its query): the one check the fake server runs
+    on a live request and tests/replay_checks.py on a replayed one. count_tokens takes a messages body without
+    max_tokens or stream."""
+    if path == COUNT_TOKENS:
+        if not isinstance(body, dict):
+            return ["the body is not a JSON object"]
+        extra = [f"{key}: Extra inputs are not permitted" for key in ("max_tokens", "stream") if key in body]
+        return extra + request_problems(body | {"max_tokens": 1}, capabilities)
+    if path == MESSAGES:
+        return request_problems(body, capabilities)
+    return [f"no route {path}"]
+
+
 def request_problems(body: object, capabilities: Json | None = None) -> list[str]:
     """Every reason the API would refuse this /v1/messages body (empty: it would accept it).
 

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from tests.api_rules import request_problems
+from tests.api_rules import COUNT_TOKENS, MESSAGES, endpoint_problems
 from tests.api_rules_web import encrypted
 from tests.fake_anthropic_wire import PromptCache, estimate_input, message_events, sse
 
@@ -276,13 +276,11 @@ class _Handler(BaseHTTPRequestHandler):
         fake: FakeAnthropic = getattr(self.server, "fake")  # noqa: B009 - set by FakeAnthropic.start
         rec = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         n = fake._record(rec)
-        if path == "/v1/messages/count_tokens":  # as strict as /v1/messages, and it takes no max_tokens or stream
-            extra = [f"{key}: Extra inputs are not permitted" for key in ("max_tokens", "stream") if key in body]
-            problems = extra + request_problems(body | {"max_tokens": 1} if isinstance(body, dict) else body)
-            if problems:
+        if path == COUNT_TOKENS:  # as strict as /v1/messages, and it takes no max_tokens or stream
+            if problems := endpoint_problems(path, body):
                 return self._json(400, _err_body("invalid_request_error", "; ".join(problems)), {})
             return self._json(200, {"input_tokens": len(raw) // 4}, {})
-        if path != "/v1/messages" or not isinstance(body, dict):
+        if path != MESSAGES or not isinstance(body, dict):
             return self._json(404, _err_body("not_found_error", f"fake: no route {path}"), {})
         step = fake._next(body)
         if isinstance(step, HttpError):
@@ -413,7 +411,7 @@ class FakeAnthropic:
             upcoming = self._script[0] if self._script else None
             info = self.models.get(str(body.get("model")))
             capabilities = info.get("capabilities") if info is not None else None
-            problems = [] if isinstance(upcoming, HttpError) else request_problems(body, capabilities)
+            problems = [] if isinstance(upcoming, HttpError) else endpoint_problems(MESSAGES, body, capabilities)
             if problems:
                 self.refused.append(problems)
                 message = "fake: invalid request: " + "; ".join(problems)

@@ -58,9 +58,15 @@ class _ProviderHandler(_Handler):
         fake: ProviderFake = getattr(self.server, "fake")  # noqa: B009
         return fake.frame(name, data) or super()._frame(name, data)
 
+    @property
+    def content_type(self) -> str:  # pyright: ignore[reportIncompatibleVariableOverride]
+        fake: ProviderFake = getattr(self.server, "fake")  # noqa: B009
+        return fake.stream_type
+
 
 class ProviderFake(FakeAnthropic):
     handler = _ProviderHandler
+    stream_type = "text/event-stream"  # the content type of a streamed answer
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -83,6 +89,8 @@ class ProviderFake(FakeAnthropic):
 
 
 class FakeBedrock(ProviderFake):
+    stream_type = "application/vnd.amazon.eventstream"  # as Bedrock sends its binary frames
+
     def __init__(self, *args: Any, region: str, accept: tuple[str, str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.region = region
@@ -96,15 +104,20 @@ class FakeBedrock(ProviderFake):
         return 403, {"message": f"The security token included in the request is invalid ({why})"}
 
     def translate(self, path: str, body: Any) -> tuple[str, Any] | None:
-        found = re.fullmatch(r"/model/([^/]+)/invoke-with-response-stream", urlsplit(path).path)
-        if found is None or not isinstance(body, dict) or "model" in body:
-            return None
-        return "/v1/messages", {**body, "model": unquote(found.group(1)), "stream": True}
+        return bedrock_messages(path, body)
 
     def frame(self, name: str, data: Json) -> bytes | None:
         chunk = json.dumps({"bytes": base64.b64encode(json.dumps(data).encode()).decode()}).encode()
         headers = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
         return event_stream_message(headers, chunk)
+
+
+def bedrock_messages(path: str, body: Any) -> tuple[str, Any] | None:
+    """A Bedrock request as the Messages API request it stands for (the model from the path), None if not one."""
+    found = re.fullmatch(r"/model/([^/]+)/invoke-with-response-stream", urlsplit(path).path)
+    if found is None or not isinstance(body, dict) or "model" in body:
+        return None
+    return "/v1/messages", {**body, "model": unquote(found.group(1)), "stream": True}
 
 
 def event_stream_message(headers: dict[str, str], payload: bytes) -> bytes:

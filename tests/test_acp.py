@@ -257,6 +257,7 @@ async def test_sessions_run_at_once_each_with_its_own_servers(tmp_path: Path) ->
     assert first[0]["pid"] != second[0]["pid"]
 
 
+@pytest.mark.e2e
 async def test_an_unreachable_http_server_fails_alone_with_a_notice_and_relative_cwd_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -278,6 +279,7 @@ async def test_an_unreachable_http_server_fails_alone_with_a_notice_and_relative
     assert any("remote" in t and "cannot reach" in t for t in thoughts), thoughts
 
 
+@pytest.mark.e2e
 async def test_load_replays_the_stored_conversation_before_answering(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -50,6 +50,7 @@ def result_texts(fake: FakeAnthropic) -> list[str]:
     return ["".join(part["text"] for part in result["content"]) for result in tool_results(last.body)]
 
 
+@pytest.mark.e2e
 async def test_reads_see_unsaved_buffers_and_edits_are_made_on_them_and_written_back_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -86,6 +87,7 @@ async def test_reads_see_unsaved_buffers_and_edits_are_made_on_them_and_written_
     )
 
 
+@pytest.mark.e2e
 async def test_every_path_rule_of_the_dev_server_holds_before_the_editor_is_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -126,6 +128,7 @@ async def test_every_path_rule_of_the_dev_server_holds_before_the_editor_is_aske
     assert (work / "notes.txt").read_text() == "one\n"
 
 
+@pytest.mark.e2e
 async def test_a_buffer_changed_in_the_editor_after_the_read_is_not_edited(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -150,6 +153,7 @@ def bubblewrap_works(root: Path) -> bool:
     return sandbox.active() and sandbox.mechanism() == BWRAP
 
 
+@pytest.mark.e2e
 async def test_commands_run_in_the_editors_terminal_inside_the_same_sandbox(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -193,6 +197,7 @@ class CarelessEditor(BufferEditor):
         return TerminalOutputResponse(output="x" * 200_000 + "END", truncated=False)
 
 
+@pytest.mark.e2e
 async def test_a_failing_or_careless_editor_gives_tool_errors_and_bounded_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -227,6 +227,7 @@ def committed_repo(path: Path) -> Path:
     return path
 
 
+@pytest.mark.e2e
 def test_a_task_tree_without_repo_inside_the_repository_holding_out_is_its_own_writable_root(tmp_path: Path) -> None:
     holding = committed_repo(tmp_path / "project")
     tree = workdir.prepare(None, None, holding / "out", "a")
@@ -265,6 +266,7 @@ def plant_git(tree: Path, marker: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["worktree", "clone"])
+@pytest.mark.e2e
 def test_a_git_directory_a_task_plants_in_its_tree_runs_nothing_in_the_batchs_diff(tmp_path: Path, kind: str) -> None:
     repo = committed_repo(tmp_path / "repo")
     source = str(repo) if kind == "worktree" else f"file://{repo}"

@@ -61,6 +61,7 @@ def batch_on(tmp_path: Path, out: Path) -> int:
     return run_batch(options, {"SPROUT_AGENT_BATCH_AGENT": STUB}, LocalExecutor)
 
 
+@pytest.mark.e2e
 def test_an_out_directory_pre_created_by_another_local_user_with_work_and_lock_links_deletes_and_truncates_nothing(
     tmp_path: Path,
 ) -> None:
@@ -148,6 +149,7 @@ def modes(root: Path, skip: Path) -> dict[str, str]:
     return found
 
 
+@pytest.mark.e2e
 def test_results_transcripts_logs_summaries_and_pages_are_0600_in_0700_directories(tmp_path: Path) -> None:
     previous = os.umask(0o002)  # a permissive umask: what we make is 0600/0700 whatever it says
     try:
@@ -190,6 +192,7 @@ def test_an_older_batch_directory_made_0755_with_0644_files_is_tightened_when_re
     ]
 
 
+@pytest.mark.e2e
 def test_a_task_tree_is_deleted_without_following_a_link_in_it_or_in_its_place(tmp_path: Path) -> None:
     home = victim_home(tmp_path)
     work = tmp_path / "out" / "work"
@@ -276,6 +279,7 @@ def merge_in_a_thread(directories: list[Path], out: Path) -> list[BaseException 
     return outcome
 
 
+@pytest.mark.e2e
 def test_merging_a_shard_another_user_made_with_a_fifo_or_links_fails_with_a_message_instead_of_hanging(
     tmp_path: Path,
 ) -> None:

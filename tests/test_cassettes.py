@@ -76,6 +76,7 @@ def comparable_lines(session: Session, out: str) -> list[Any]:
     return [walk(line) for line in valid_lines(out)]
 
 
+@pytest.mark.e2e
 def test_a_tool_round_replays_with_the_fake_stopped_and_no_key_to_the_same_stdout_files_and_exit_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -90,6 +91,7 @@ def test_a_tool_round_replays_with_the_fake_stopped_and_no_key_to_the_same_stdou
     lines = records(cassette_of(session.tapes))
     assert [line["type"] for line in lines] == ["cassette", "request", "response", "request", "response"]
     assert lines[1]["body"] == fake.requests[0].body  # the request as sent, whole
+    assert fake.requests[0].headers["accept-encoding"] == "identity"  # asked for uncompressed, before any signing
     assert lines[2]["events"][0]["event"] == "message_start" and lines[2]["events"][-1]["event"] == "message_stop"
 
 
@@ -108,6 +110,7 @@ def test_stream_json_replays_line_for_line_ids_aside_for_a_hook_objection(
     assert comparable_lines(session, replayed.stdout) == comparable_lines(session, recorded.stdout)
 
 
+@pytest.mark.e2e
 def test_compaction_replays_its_summary_request_from_the_cassette(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -127,6 +130,7 @@ def test_compaction_replays_its_summary_request_from_the_cassette(
     assert json.loads(replayed.stdout)["result"] == "The answer is 42."
 
 
+@pytest.mark.e2e
 def test_a_subagents_requests_are_in_the_cassette_and_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     session = Session(tmp_path, monkeypatch, Options("where is --json?", output_format="stream-json", verbose=True))
     session.env = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev,agent", "SPROUT_AGENT_SANDBOX": "off"}
@@ -156,6 +160,7 @@ def recorded_hello(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prompt: str 
     return session
 
 
+@pytest.mark.e2e
 def test_a_changed_prompt_fails_strict_replay_with_the_path_and_both_values(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -168,6 +173,7 @@ def test_a_changed_prompt_fails_strict_replay_with_the_path_and_both_values(
     ) in replayed.stderr
 
 
+@pytest.mark.e2e
 def test_a_changed_tool_list_fails_strict_replay_with_a_readable_difference(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -178,6 +184,7 @@ def test_a_changed_tool_list_fails_strict_replay_with_a_readable_difference(
     assert 'at body.tools[0].name: recorded "fake__echo", sent "other__echo"' in replayed.stderr
 
 
+@pytest.mark.e2e
 def test_lenient_replay_answers_a_changed_request_by_position_with_one_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -188,6 +195,7 @@ def test_lenient_replay_answers_a_changed_request_by_position_with_one_warning(
     assert 'recorded "say hi", sent "say ho"' in replayed.stderr
 
 
+@pytest.mark.e2e
 def test_a_run_that_ends_before_the_recording_does_fails_strict_replay(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -199,6 +207,7 @@ def test_a_run_that_ends_before_the_recording_does_fails_strict_replay(
     )
 
 
+@pytest.mark.e2e
 def test_no_credential_reaches_a_cassette(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     token = "ghp_" + "a1b2c3d4e5" * 4
     server_secret = "s3rv3r-credential-value-42"
@@ -240,6 +249,7 @@ def test_no_credential_reaches_a_cassette(tmp_path: Path, monkeypatch: pytest.Mo
     ],
     ids=["truncated mid-line", "an answer cut off", "lines swapped", "another version", "a field renamed"],
 )
+@pytest.mark.e2e
 def test_a_truncated_or_hand_edited_cassette_is_one_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: Callable[[list[str]], list[str]], error: str
 ) -> None:

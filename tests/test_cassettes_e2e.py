@@ -119,20 +119,22 @@ def test_replay_reports_a_tool_result_that_changed_a_call_refused_and_a_hook_tha
     assert "  the run: ended: replay: request 3 has no answer: the cassette recorded 2 requests" in objecting.stdout
 
 
-@pytest.mark.slow
-def test_a_batch_recorded_once_replays_task_by_task_with_no_key(tmp_path: Path) -> None:
-    tasks = [{"id": "one", "prompt": "say one"}, {"id": "two", "prompt": "say two"}]
+@pytest.mark.slow  # eight processes: the batch and its three task agents, twice (about 15 s of CPU here)
+def test_a_batch_of_three_recorded_once_replays_task_by_task_with_no_key(tmp_path: Path) -> None:
+    names = ("one", "two", "three")
+    tasks = [{"id": name, "prompt": f"say {name}"} for name in names]
     (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(task) + "\n" for task in tasks))
 
     def route(body: dict[str, Any]) -> Any:
-        return reply("ONE" if "say one" in json.dumps(body["messages"]) else "TWO")
+        said = json.dumps(body["messages"])
+        return reply(next(name.upper() for name in names if f"say {name}" in said))
 
     tapes = tmp_path / "tapes"
-    batch = ["batch", "tasks.jsonl", "-j", "2", "--output-format", "json"]
-    with FakeAnthropic([route, route]) as fake:
+    batch = ["batch", "tasks.jsonl", "-j", "3", "--output-format", "json"]
+    with FakeAnthropic([route] * 3) as fake:
         recorded = run_agent(tmp_path, [*batch, "--out", "first"], fake=fake, env={"SPROUT_AGENT_RECORD": str(tapes)})
     assert recorded.code == 0, recorded.stderr
-    assert sorted(path.name for path in tapes.iterdir()) == ["one.jsonl", "two.jsonl"]  # named for the task
+    assert sorted(path.name for path in tapes.iterdir()) == ["one.jsonl", "three.jsonl", "two.jsonl"]  # by task
     replayed = without_key(tmp_path, [*batch, "--out", "second"], {"SPROUT_AGENT_REPLAY": str(tapes)})
     assert replayed.code == 0, replayed.stderr
 
@@ -140,7 +142,7 @@ def test_a_batch_recorded_once_replays_task_by_task_with_no_key(tmp_path: Path) 
         lines = (tmp_path / out / "results.jsonl").read_text().splitlines()
         return {record["id"]: record["result"] for record in map(json.loads, lines)}
 
-    assert results("second") == results("first") == {"one": "ONE", "two": "TWO"}
+    assert results("second") == results("first") == {"one": "ONE", "two": "TWO", "three": "THREE"}
 
 
 @pytest.mark.slow

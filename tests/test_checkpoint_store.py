@@ -77,6 +77,7 @@ class Store:
         return anyio.run(go)
 
 
+@pytest.mark.e2e
 def test_a_new_tracker_with_the_recorded_turns_continues_the_chain(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {"a.txt": "0\n"})
     store = Store(tmp_path, repo)
@@ -91,6 +92,7 @@ def test_a_new_tracker_with_the_recorded_turns_continues_the_chain(tmp_path: Pat
     assert store.rewind(1) == [] and (repo / "a.txt").read_text() == "0\n"
 
 
+@pytest.mark.e2e
 def test_a_file_over_the_bound_is_skipped_and_said_and_costs_nothing(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
     store = Store(tmp_path, repo)
@@ -108,6 +110,7 @@ def test_a_file_over_the_bound_is_skipped_and_said_and_costs_nothing(tmp_path: P
     assert grown < 64 * 1024
 
 
+@pytest.mark.e2e
 def test_an_unreadable_file_is_skipped_with_a_reason_and_the_rest_is_recorded(tmp_path: Path) -> None:
     work = Path(tempfile.mkdtemp(prefix="unreadable-", dir="/tmp"))
     try:
@@ -134,6 +137,7 @@ def _child_env() -> dict[str, str]:
     return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": root, "HOME": "/nonexistent"}
 
 
+@pytest.mark.e2e
 def test_odd_names_are_recorded_as_themselves_and_put_back(tmp_path: Path) -> None:
     work = tmp_path / "work"
     names = [b"a", b"a\r", b"new\nline", b"\xff\xfe latin-1.txt", b'"quoted"', b"back\\slash", b"tab\there"]
@@ -147,6 +151,7 @@ def test_odd_names_are_recorded_as_themselves_and_put_back(tmp_path: Path) -> No
     assert {n: (work / os.fsdecode(n)).read_bytes() for n in names} == {n: b"before " + n for n in names}
 
 
+@pytest.mark.e2e
 def test_a_sha256_repository_records_deletions(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -183,6 +188,7 @@ HOSTILE_CONFIG = """
 """
 
 
+@pytest.mark.e2e
 def test_a_hostile_repository_runs_nothing_and_gets_nothing_in_its_git_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -217,6 +223,7 @@ def test_a_hostile_repository_runs_nothing_and_gets_nothing_in_its_git_directory
     assert store.notices == []
 
 
+@pytest.mark.e2e
 def test_a_rewind_never_writes_through_a_symlinked_directory_nor_leaves_the_root(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     write_files(outside, {"f.txt": "outside\n"})
@@ -236,6 +243,7 @@ def test_a_rewind_never_writes_through_a_symlinked_directory_nor_leaves_the_root
     assert sorted(os.listdir(work)) == ["sub", "x.txt"]
 
 
+@pytest.mark.e2e
 def test_a_file_the_user_saves_after_the_preview_is_left_alone(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {"a.txt": "a\n", "b.txt": "b\n"})
     store = Store(tmp_path, repo)
@@ -245,6 +253,7 @@ def test_a_file_the_user_saves_after_the_preview_is_left_alone(tmp_path: Path) -
     assert (repo / "a.txt").read_text() == "user\n" and (repo / "b.txt").read_text() == "b\n"
 
 
+@pytest.mark.e2e
 def test_a_file_ignored_since_is_a_conflict_and_not_overwritten(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
     (repo / "notes.txt").write_text("mine\n")  # untracked: a tracked file stays listed when ignored
@@ -261,6 +270,7 @@ def test_a_file_ignored_since_is_a_conflict_and_not_overwritten(tmp_path: Path) 
     assert not (repo / ".gitignore").exists() and (repo / "notes.txt").read_text() == "mine, edited since\n"
 
 
+@pytest.mark.e2e
 def test_a_long_name_is_put_back(tmp_path: Path) -> None:
     work = tmp_path / "work"
     name = "n" * 250
@@ -271,6 +281,7 @@ def test_a_long_name_is_put_back(tmp_path: Path) -> None:
     assert sorted(os.listdir(work)) == [name]
 
 
+@pytest.mark.e2e
 def test_an_interrupted_rewind_is_finished_at_the_next_open_and_spares_a_file_saved_since(tmp_path: Path) -> None:
     """The state a kill leaves half-way through a rewind: the journal written, one file put back, the temporary
     file of the next one half-written; and then the user saves a third file before the next run."""

@@ -33,6 +33,7 @@ def snapshot_of(root: Path) -> dict[str, bytes | str]:
     return found
 
 
+@pytest.mark.e2e
 def test_edit_write_and_bash_changes_are_put_down_to_their_calls_and_all_rewound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,6 +85,7 @@ def test_edit_write_and_bash_changes_are_put_down_to_their_calls_and_all_rewound
     assert session.notices == []
 
 
+@pytest.mark.e2e
 def test_a_git_checkout_of_another_branch_is_rewound_in_the_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -111,6 +113,7 @@ def test_a_git_checkout_of_another_branch_is_rewound_in_the_files(
     assert git(repo, "branch", "--show-current") == "feature\n"
 
 
+@pytest.mark.e2e
 def test_a_user_edit_is_a_conflict_left_alone_unless_included_and_a_user_file_is_never_deleted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -142,6 +145,7 @@ def test_a_user_edit_is_a_conflict_left_alone_unless_included_and_a_user_file_is
     assert (repo / "mine.txt").read_text() == "the user's\n"
 
 
+@pytest.mark.e2e
 def test_an_edit_between_two_agent_writes_is_a_conflict_of_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -156,6 +160,7 @@ def test_an_edit_between_two_agent_writes_is_a_conflict_of_its_own(
     assert (repo / "a.txt").read_text() == "agent 2\n"
 
 
+@pytest.mark.e2e
 def test_a_plain_directory_is_checkpointed_in_a_shadow_repository(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -174,6 +179,7 @@ def test_a_plain_directory_is_checkpointed_in_a_shadow_repository(
     assert snapshot_of(work) == before
 
 
+@pytest.mark.e2e
 def test_untracked_files_are_rewound_and_ignored_ones_never_recorded_nor_touched(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -189,6 +195,7 @@ def test_untracked_files_are_rewound_and_ignored_ones_never_recorded_nor_touched
     assert not (repo / "build" / "out.o").exists()
 
 
+@pytest.mark.e2e
 def test_symlinks_are_recorded_as_links_and_never_followed_out_of_the_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

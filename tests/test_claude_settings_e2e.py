@@ -274,3 +274,40 @@ def test_an_output_style_from_the_settings_shapes_the_system_prompt_and_the_init
     with FakeAnthropic([reply("ok")]) as fake:
         run = run_in(repo, home, ["--verbose"], fake)
     assert run.code == 0 and "outputStyle 'Nonexistent': no such style" in run.stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.slow  # two agent runs (a REPL, then -p): about 4 s of CPU; the rule's honouring is in-process too
+def test_an_always_answer_in_the_repl_is_kept_in_settings_local_json_and_honoured_by_the_next_run(
+    tmp_path: Path,
+) -> None:
+    from tests.test_permissions import Screen
+    from tests.test_repl import ANSI, Terminal
+
+    repo, home = scratch(tmp_path)
+    script = [reply(tool_use("dev__bash", {"command": "echo kept"}, "t1")), reply("ran it")]
+    with FakeAnthropic(script) as fake:
+        args = agent_command(["--permission-mode", "default"])
+        term = Terminal(args, agent_env(home, fake, {"SPROUT_AGENT_BUILTIN_SERVERS": "dev"}), repo)
+        screen = Screen(term)
+        try:
+            term.expect("›")
+            term.send("go\r")
+            screen.question("dev__bash", 1)
+            assert "keep Bash(echo kept) in .claude/settings.local.json" in screen.text.replace("\n", "")
+            term.send("a")
+            screen.after_last("Run dev__bash?", "ran it")
+            term.send("/exit\r")
+        finally:
+            code = term.close()
+    assert code == 0, ANSI.sub("", term.seen)[-2000:]
+    local = repo / ".claude" / "settings.local.json"
+    assert json.loads(local.read_text()) == {"permissions": {"allow": ["Bash(echo kept)"]}}
+    assert local.stat().st_mode & 0o777 == 0o600
+    again = calls(("t2", "dev__bash", {"command": "echo kept"}), ("t3", "dev__bash", {"command": "echo other"}))
+    with FakeAnthropic(again) as fake:
+        run = run_in(repo, home, ["--permission-mode", "default"], fake)
+        assert run.code == 0, run.stderr
+        seen = results(fake)
+    assert not seen["t2"][0] and seen["t2"][1].startswith("kept"), seen["t2"]  # the kept rule: no question
+    assert seen["t3"][0] and "not approved" in seen["t3"][1]  # only the command kept, nothing wider

@@ -225,6 +225,7 @@ def prepared_with_asking_server(tmp_path: Path, base_url: str, **options: Any) -
     return replace(prepared, loaded=replace(prepared.loaded, servers=(asking_config,)))
 
 
+@pytest.mark.e2e
 async def test_headless_allow_sampling_runs_on_the_sessions_model_and_counts_in_its_ledger(tmp_path: Path) -> None:
     steps = [reply_api(tool_use("asking__sample", {"max_tokens": 64})), reply_api("sampled words"), reply_api("done")]
     events: list[Event] = []

@@ -98,6 +98,7 @@ def test_the_words_of_the_rule_are_the_users_even_an_option_we_refuse() -> None:
     assert uncovered(GIT, [*argv[:4], "--exec"], 4) is not None
 
 
+@pytest.mark.e2e
 def test_python_m_pip_runs_a_pip_py_in_the_working_directory_so_it_is_covered_only_isolated(tmp_path: Path) -> None:
     (tmp_path / "pip.py").write_text("open('ran', 'w').close()\n")
     for flags, runs in (([], True), (["-I"], False)):
@@ -131,6 +132,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.e2e
 def test_git_mv_plants_a_config_in_the_git_directory_so_only_a_rule_naming_it_covers_it(tmp_path: Path) -> None:
     """git mv renames before it checks the index path: a tracked file the model wrote becomes .git/config, and the
     next covered `git status` runs its core.fsmonitor (no bubblewrap: Landlock or --sandbox off)."""
@@ -146,6 +148,7 @@ def test_git_mv_plants_a_config_in_the_git_directory_so_only_a_rule_naming_it_co
     assert why is not None and "covered only by a rule that names it" in why, why
 
 
+@pytest.mark.e2e
 def test_git_diff_no_index_reads_a_denied_file_so_no_git_rule_covers_it(tmp_path: Path) -> None:
     """Only bubblewrap hides the deny list from commands: under Landlock or --sandbox off, a covered `git diff
     --no-index` would print ~/.ssh/id_rsa, which dev__read refuses."""
@@ -164,6 +167,7 @@ def test_git_diff_no_index_reads_a_denied_file_so_no_git_rule_covers_it(tmp_path
     [(["blame", "-S", "{secret}", "a.txt"], "-S"), (["grep", "-P", "-f", "{secret}"], "-f")],
     ids=["git_blame_s_prints_a_denied_files_lines", "git_grep_f_prints_a_denied_files_lines"],
 )
+@pytest.mark.e2e
 def test_an_option_that_reads_its_patterns_or_revisions_from_a_file_prints_its_lines_so_no_git_rule_covers_it(
     tmp_path: Path, repo: Path, words: list[str], refused: str
 ) -> None:
@@ -208,6 +212,7 @@ BY_HAND = {
 NEWER_GIT = {("config", "get"), ("config", "list")}  # git 2.46: `--value`, `--url`, `--type`, `--default` take one
 
 
+@pytest.mark.e2e
 def test_git_takes_the_next_word_as_a_value_exactly_where_the_table_says_so(repo: Path) -> None:
     """A value the table takes as the next word must be one git takes: else the word after it (`-U --ext-diff`)
     would be read by git as an option we never checked. And every option a row lists is one git has, not an
@@ -246,6 +251,7 @@ def _negation(name: str, shown: dict[str, str]) -> bool:
     return ("--" + name[5:] if name.startswith("--no-") else "--no-" + name[2:]) in shown
 
 
+@pytest.mark.e2e
 def test_every_log_option_the_table_lists_is_one_git_log_takes_as_the_table_reads_it(repo: Path) -> None:
     """log and show read revision options with git's own parser, which `-h` does not list: each is tried on real
     git. One that takes a value must take the next word (`--author zz-not-a-revision` is no revision); none may be

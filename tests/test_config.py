@@ -28,6 +28,7 @@ from sprout_agent.core.errors import EXIT_USAGE, ConfigError, UsageError
 from sprout_agent.core.messages import text_of
 from sprout_agent.session.prepared import prepare
 from tests.guards import WEAKENING
+from tests.package_source import package_modules
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -699,14 +700,13 @@ def test_env_example_is_generated_from_the_table() -> None:
         assert f"\n# {var.name}={var.default}\n" in text
 
 
-def _env_names_in(path: Path) -> set[str]:
-    """Every string constant in `path` that is a whole variable name of ours."""
+def _env_names_in(tree: ast.Module) -> set[str]:
+    """Every string constant in a module that is a whole variable name of ours."""
     # The last ones: Claude Code's names, and the clouds' (docs/providers.md).
     name = re.compile(
         r"(SPROUT|ANTHROPIC|MCP)_[A-Z0-9_]+|API_TIMEOUT_MS|CLAUDE_CODE_(USE|SKIP|DISABLE|API)_[A-Z0-9_]+|"
         r"AWS_[A-Z0-9_]+|CLOUD_ML_REGION|GCLOUD_PROJECT|GOOGLE_CLOUD_PROJECT"
     )
-    tree = ast.parse(path.read_text())
     return {
         node.value
         for node in ast.walk(tree)
@@ -717,7 +717,7 @@ def _env_names_in(path: Path) -> set[str]:
 def test_every_variable_the_code_reads_is_in_one_of_the_two_tables() -> None:
     from sprout_agent.config.files import PYTHON_VARIABLE
 
-    used = set().union(*(_env_names_in(path) for path in (REPO / "sprout_agent").rglob("*.py")))
+    used = set().union(*(_env_names_in(tree) for _path, tree in package_modules()))
     used -= {PYTHON_VARIABLE}  # a config file's variable (docs/configuration.md), never read from the environment
     tables = {var.name for var in (*ENV_VARS, *PROCESS_ENV_VARS)}
     assert used == tables, f"in the code only: {used - tables}; in the tables only: {tables - used}"

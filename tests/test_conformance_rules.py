@@ -136,6 +136,7 @@ def fake_suite_runs(
     return results, state
 
 
+@pytest.mark.e2e
 def test_a_scenario_that_timed_out_runs_once_more_and_one_that_failed_does_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -153,6 +154,7 @@ def test_a_scenario_that_timed_out_runs_once_more_and_one_that_failed_does_not(
     assert script.report(results[:1], {}) == 0  # a pass on retry is a pass
 
 
+@pytest.mark.e2e
 def test_every_limit_of_a_scenario_scales_by_the_same_load_factor_and_the_agent_runs_warm_in_the_runs_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -172,6 +172,7 @@ def test_a_skill_is_read_whole_and_only_inside_its_directory(tmp_path: Path) -> 
         read_skill(skills, "nope")
 
 
+@pytest.mark.e2e
 def test_a_fifo_beside_a_skill_is_refused_not_a_frozen_agent(tmp_path: Path) -> None:
     # The `agent` server runs in the agent's event loop: a blocking open of a FIFO (one `mkfifo` by the model's
     # bash) froze the whole agent, Ctrl-C included. The dev tools refuse what is not a regular file; so does this.

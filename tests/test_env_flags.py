@@ -21,6 +21,7 @@ from sprout_agent.telemetry.enabled import content_on, telemetry_on
 from sprout_agent.trust.env_flags import OFF, ON, env_flag
 from sprout_agent.trust.sandbox import Policy
 from sprout_agent.trust.workspace import Workspace
+from tests.package_source import package_modules
 
 PACKAGE = Path(__file__).resolve().parent.parent / "sprout_agent"
 VALUE_TESTS = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)  # not `is None`: whether a variable is set at all
@@ -71,10 +72,10 @@ def test_no_module_reads_a_switch_by_comparing_an_environment_value_itself() -> 
     """A second reader (`env.get(X) == "1"`, `….lower() in (…)`) would compare a lookup of the environment."""
     own = PACKAGE / "trust" / "env_flags.py"
     found: list[str] = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path, tree in package_modules():
         if path == own:
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(tree):
             if not isinstance(node, ast.Compare) or not any(isinstance(op, VALUE_TESTS) for op in node.ops):
                 continue
             left = ast.unparse(node.left)

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.anyio
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
+@pytest.mark.e2e
 async def test_the_guard_stops_a_destructive_command_and_a_write_to_env_and_lets_the_rest_run(tmp_path: Path) -> None:
     events: list[Event] = []
     script = [

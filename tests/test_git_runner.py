@@ -31,6 +31,7 @@ def batch_task(repo: Path, out: Path) -> str | None:
 
 
 @pytest.mark.parametrize("plant", PLANTS.values(), ids=PLANTS.keys())
+@pytest.mark.e2e
 def test_a_repository_plant_runs_nothing_through_any_git_the_agent_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plant: Callable[[Path, Path, Path], Callable[[], None]]
 ) -> None:
@@ -74,6 +75,7 @@ def test_a_repository_plant_runs_nothing_through_any_git_the_agent_runs(
         [],
     ],
 )
+@pytest.mark.e2e
 def test_the_runner_runs_only_the_built_in_commands_it_knows_and_takes_no_setting_from_a_caller(
     tmp_path: Path, args: list[str]
 ) -> None:
@@ -82,6 +84,7 @@ def test_the_runner_runs_only_the_built_in_commands_it_knows_and_takes_no_settin
         git_runner.run(args, cwd=repo)
 
 
+@pytest.mark.e2e
 def test_git_gets_no_secret_and_none_of_the_callers_git_variables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,6 +110,7 @@ def test_git_gets_no_secret_and_none_of_the_callers_git_variables(
         git_runner.environment({"GIT_DIR": str(other / ".git")})
 
 
+@pytest.mark.e2e
 def test_the_users_own_filter_driver_still_runs_where_the_repositorys_are_blanked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -123,6 +127,7 @@ def test_the_users_own_filter_driver_still_runs_where_the_repositorys_are_blanke
     assert marker.read_text().split()[1:] == ["user"]  # (the program's path, then its argument)
 
 
+@pytest.mark.e2e
 def test_a_task_files_ext_url_runs_no_command_at_the_clone_even_where_the_user_allows_every_protocol(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -135,6 +140,7 @@ def test_a_task_files_ext_url_runs_no_command_at_the_clone_even_where_the_user_a
     assert not marker.exists()
 
 
+@pytest.mark.e2e
 def test_a_git_a_command_plants_in_the_working_directorys_venv_never_runs_at_a_checkpoint_rewind_or_prune(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,6 +26,7 @@ from sprout_agent.trust import sandbox as _sandbox
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import FAKE_MCP, ROOT, agent_command, agent_env, end_warm_zygotes, result_text, tool_results
+from tests.package_source import package_modules
 from tests.privileges import reads_any_process
 
 PACKAGE = ROOT / "sprout_agent"
@@ -49,9 +50,8 @@ def _entry_points() -> dict[str, tuple[str, str | None]]:
     found: dict[str, tuple[str, str | None]] = {
         f"console script {name}": (target.split(":")[0], target.split(":")[1]) for name, target in scripts.items()
     }
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path, tree in package_modules():
         module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        tree = ast.parse(path.read_text())
         if path.name == "__main__.py" or any(_is_main_block(node) for node in tree.body):
             found[f"python -m {module.removesuffix('.__main__')}"] = (module, None)
         for node in ast.walk(tree):
@@ -166,6 +166,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.e2e
 def test_harden_scrubs_the_block_keeps_os_environ_and_sets_non_dumpable_once_and_for_all() -> None:
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "GITHUB_TOKEN": "ghp_probe_value_42",
            "DATABASE_URL": "postgres://app:hunter2@db/x", "HARMLESS": "kept-value"}  # fmt: skip

@@ -34,6 +34,7 @@ def user_line(text: str) -> str:
     return json.dumps({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": text}]}})
 
 
+@pytest.mark.e2e
 def test_json_output_is_one_object_and_verbose_progress_goes_to_stderr(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -88,6 +89,7 @@ def test_api_error_ends_the_stream_with_an_error_result(tmp_path: Path, monkeypa
     assert run.stderr.strip().splitlines()[-1].startswith("sprout-agent: API request failed: 400")
 
 
+@pytest.mark.e2e
 def test_budget_is_exit_4_in_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     big = {"input_tokens": 1_000_000, "output_tokens": 10}
     script = [reply(tool_use("fake__echo", {"text": "x"}), usage=big), reply("never")]
@@ -135,6 +137,7 @@ def test_stream_json_input_without_any_message_is_exit_2(tmp_path: Path, monkeyp
     assert fake.requests == []
 
 
+@pytest.mark.e2e
 def test_stream_json_is_init_then_events_then_result_through_tools_and_a_hook_objection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -212,6 +215,7 @@ def test_stream_json_is_init_then_events_then_result_through_tools_and_a_hook_ob
     assert "⏺" not in run.stderr and "server" not in run.stderr  # no progress on stderr, --verbose or not
 
 
+@pytest.mark.e2e
 def test_max_turns_is_exit_3_in_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     script = [reply(tool_use("fake__echo", {"text": str(i)})) for i in range(3)]
     with FakeAnthropic(script) as fake:

@@ -65,6 +65,7 @@ async def test_the_example_guard_objects_only_to_destructive_commands_and_protec
     }
 
 
+@pytest.mark.e2e
 async def test_the_example_session_start_injects_the_branch_and_the_status(tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "repo")
     (report,) = (await probed(repo, ["session_start_git"])).values()

@@ -31,6 +31,7 @@ async def bash(root: Path, command: str, **env: str) -> tuple[bool, str]:
 
 @needs_landlock
 @pytest.mark.anyio
+@pytest.mark.e2e
 async def test_without_bubblewrap_a_command_cannot_write_outside_the_working_directory(root: Path) -> None:
     try:
         error, text = await bash(root, f'touch inside && echo tmp > "$TMPDIR/t" && touch {OUTSIDE}')
@@ -44,6 +45,7 @@ async def test_without_bubblewrap_a_command_cannot_write_outside_the_working_dir
 
 @needs_landlock
 @pytest.mark.anyio
+@pytest.mark.e2e
 async def test_without_bubblewrap_a_read_only_sandbox_keeps_the_working_directory_unwritten(root: Path) -> None:
     error, text = await bash(root, "touch inside", SPROUT_DEV_SANDBOX="read-only")
     assert error and not (root / "inside").exists() and "Permission denied" in text
@@ -51,6 +53,7 @@ async def test_without_bubblewrap_a_read_only_sandbox_keeps_the_working_director
 
 @pytest.mark.skipif(_landlock.abi() < 4, reason="Landlock's TCP rules need ABI 4")
 @pytest.mark.anyio
+@pytest.mark.e2e
 async def test_without_bubblewrap_network_off_still_stops_tcp(root: Path) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -65,6 +68,7 @@ async def test_without_bubblewrap_network_off_still_stops_tcp(root: Path) -> Non
 
 @pytest.mark.skipif(_landlock.abi() < 6, reason="Landlock's signal scoping needs ABI 6")
 @pytest.mark.anyio
+@pytest.mark.e2e
 async def test_without_bubblewrap_a_command_cannot_signal_the_agent(root: Path) -> None:
     _, text = await bash(root, f"kill -0 {os.getpid()} && echo SIGNALLED")
     assert "SIGNALLED" not in text and "Operation not permitted" in text
@@ -97,6 +101,7 @@ def test_a_machine_with_no_sandbox_at_all_says_commands_run_unsandboxed(tmp_path
 
 @needs_landlock
 @pytest.mark.anyio
+@pytest.mark.e2e
 async def test_without_bubblewrap_a_command_cannot_make_a_device_node_or_reach_another_terminal(root: Path) -> None:
     _, text = await bash(root, "mknod ./disk b 7 0 && echo MADE; ls /dev/pts >/dev/null; echo x > /dev/tty && echo TTY")
     assert "MADE" not in text and "TTY" not in text and not (root / "disk").exists()

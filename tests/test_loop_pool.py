@@ -18,6 +18,7 @@ from tests.loop_doubles import build_loop, builtin_pool, call, reply
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.e2e
 async def test_parallel_calls_through_the_real_pool_overlap_and_answer_in_call_order(tmp_path: Path) -> None:
     # A rendezvous over two FIFOs: opening one blocks until the other side opens it, so each command can
     # only finish while the other is running. Run one at a time, they never finish (fail_after ends that).

@@ -89,6 +89,7 @@ def test_mcp_doctor_masks_credentials_in_the_command_line_and_in_the_missing_com
         assert f"command not found on PATH: {MISSING}-${{GH_TOKEN}}" in run.stdout
 
 
+@pytest.mark.e2e
 def test_mcp_doctor_and_hooks_mask_a_tool_or_hook_a_server_names_after_a_credential(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

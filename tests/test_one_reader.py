@@ -172,6 +172,7 @@ def test_a_write_through_a_link_in_the_work_tree_is_refused(tmp_path: Path, home
 
 @pytest.mark.skipif(_sandbox.probe() is not None, reason=f"no sandbox here: {_sandbox.probe()}")
 @pytest.mark.parametrize("engine", ["rg", "python"])
+@pytest.mark.e2e
 async def test_a_denied_path_is_refused_through_each_dev_tool(
     tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch, engine: str
 ) -> None:

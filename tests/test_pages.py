@@ -197,6 +197,7 @@ def test_batch_report_from_the_cli_and_a_directory_that_is_no_batch(tmp_path: Pa
     assert nothing.code == 2 and "holds no batch" in nothing.stderr
 
 
+@pytest.mark.e2e
 def test_a_batch_record_with_odd_fields_still_reports_and_the_page_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
     import subprocess
     import sys

@@ -16,6 +16,7 @@ from sprout_agent.core.permission_mode import EDIT_TOOLS, PermissionMode, parse_
 from sprout_agent.core.permissions import Policy
 from sprout_agent.faces.acp import choices
 from sprout_agent.faces.cli import flags
+from tests.package_source import package_modules
 
 M = PermissionMode
 PACKAGE = Path(__file__).resolve().parent.parent / "sprout_agent"
@@ -98,10 +99,10 @@ def test_no_module_but_the_modes_own_spells_a_mode_name_of_claude_codes_alone() 
     only core/permission_mode.py may. (auto, ask, plan, default and read-only are ordinary words elsewhere.)"""
     own = {"acceptEdits", "bypassPermissions", "dontAsk"}
     spelt: list[str] = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path, tree in package_modules():
         if path.name == "permission_mode.py" and path.parent.name == "core":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and node.value in own:
                 spelt.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.value}")
     assert spelt == []

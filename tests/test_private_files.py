@@ -59,6 +59,7 @@ def test_another_local_user_cannot_read_the_servers_log_a_verbose_run_wrote(open
     assert not reads(other, log)
 
 
+@pytest.mark.e2e
 def test_another_local_user_cannot_read_the_prompt_history_and_an_older_open_one_is_tightened(
     open_home: Path, other: Account
 ) -> None:

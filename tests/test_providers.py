@@ -167,6 +167,7 @@ def test_a_providers_failure_names_the_variable_to_fix(
     assert named in line and provider.describe() in line and "\n" not in line
 
 
+@pytest.mark.e2e
 def test_the_first_partys_client_imports_no_cloud_sdk() -> None:
     import subprocess
     import sys

@@ -98,6 +98,7 @@ async def test_esc_esc_on_an_empty_prompt_is_rewind_and_esc_enter_still_a_new_li
 
 
 @pytest.mark.anyio
+@pytest.mark.e2e
 async def test_the_session_goes_on_in_the_fork_with_its_own_checkpoints_and_the_old_one_is_left_as_it_was(
     tmp_path: Path,
 ) -> None:

@@ -59,6 +59,7 @@ def two_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, work: Path) -> li
     return of_type(stream(run.stdout), "result")
 
 
+@pytest.mark.e2e
 def test_a_turns_result_carries_its_checkpoint_with_the_calls_that_changed_each_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -82,6 +83,7 @@ def rewind(session: str, turn: int, **flags: Any) -> int:
     return session_rewind.rewind_command(session, turn, **(given | flags))
 
 
+@pytest.mark.e2e
 def test_sessions_rewind_puts_the_agents_files_back_and_leaves_the_users_edit_until_included(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -127,6 +129,7 @@ def test_sessions_rewind_puts_the_agents_files_back_and_leaves_the_users_edit_un
     assert [t["turn"] for t in json.loads(capsys.readouterr().out)] == [1]  # the fork ends where turn 2 began
 
 
+@pytest.mark.e2e
 def test_sessions_prune_removes_old_sessions_with_their_refs_indexes_and_shadow_repositories(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -170,6 +173,7 @@ def test_sessions_prune_removes_old_sessions_with_their_refs_indexes_and_shadow_
     assert not list((data / "sessions").glob("*.jsonl"))
 
 
+@pytest.mark.e2e
 def test_rewind_files_without_the_sdks_checkpointing_option_is_refused_as_claude_code_refuses_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

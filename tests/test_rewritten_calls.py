@@ -149,6 +149,7 @@ def sdk_session(
     return seen, fake, result
 
 
+@pytest.mark.e2e
 def test_a_can_use_tool_rewrite_to_a_disallowed_command_is_refused_and_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -161,6 +162,7 @@ def test_a_can_use_tool_rewrite_to_a_disallowed_command_is_refused_and_recorded(
     assert result["permission_denials"] == [{"tool_name": "Bash", "tool_use_id": "t1", "tool_input": RM}]
 
 
+@pytest.mark.e2e
 def test_a_hook_callback_rewrite_to_a_disallowed_command_is_refused_and_recorded_as_rewritten(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -173,6 +175,7 @@ def test_a_hook_callback_rewrite_to_a_disallowed_command_is_refused_and_recorded
     assert result["permission_denials"] == [{"tool_name": "Bash", "tool_use_id": "t1", "tool_input": RM}]
 
 
+@pytest.mark.e2e
 def test_a_can_use_tool_rewrite_is_held_to_the_write_policy_of_the_tool_that_runs_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

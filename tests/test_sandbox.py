@@ -64,6 +64,7 @@ def listener() -> Iterator[int]:
 
 @needs_bwrap
 @pytest.mark.anyio
+@pytest.mark.e2e
 async def test_a_sandboxed_write_outside_the_workspace_is_denied_and_the_result_says_so(
     client: Client, root: Path
 ) -> None:
@@ -79,6 +80,7 @@ async def test_a_sandboxed_write_outside_the_workspace_is_denied_and_the_result_
 
 @needs_bwrap
 @pytest.mark.anyio
+@pytest.mark.e2e
 async def test_read_only_sandbox_denies_writes_in_the_workspace_but_keeps_a_private_tmp(root: Path) -> None:
     async for client in sandboxed(root, SPROUT_DEV_SANDBOX="read-only"):
         ok, said = await call_tool(client, "bash", command="echo kept > /tmp/t")
@@ -90,6 +92,7 @@ async def test_read_only_sandbox_denies_writes_in_the_workspace_but_keeps_a_priv
 
 @needs_bwrap
 @pytest.mark.anyio
+@pytest.mark.e2e
 async def test_a_deny_listed_key_in_home_cannot_be_read(
     client: Client, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -104,6 +107,7 @@ async def test_a_deny_listed_key_in_home_cannot_be_read(
 
 @needs_bwrap
 @pytest.mark.anyio
+@pytest.mark.e2e
 async def test_background_processes_started_in_the_sandbox_die_with_the_call(client: Client) -> None:
     marker = "317.25"  # a unique sleep argument, looked for among the host's processes
     assert await call_tool(client, "bash", command=f"sleep {marker} & echo started") == (
@@ -128,6 +132,7 @@ async def test_background_processes_started_in_the_sandbox_die_with_the_call(cli
 @needs_bwrap
 @pytest.mark.anyio
 @pytest.mark.parametrize(("network", "reached"), [("off", False), ("on", True)])
+@pytest.mark.e2e
 async def test_sandbox_network_off_cannot_reach_a_local_listener_and_on_can(
     root: Path, listener: int, network: str, reached: bool
 ) -> None:
@@ -256,6 +261,7 @@ def test_sandbox_required_without_bubblewrap_exits_2(tmp_path: Path) -> None:
 
 @needs_bwrap
 @pytest.mark.anyio
+@pytest.mark.e2e
 async def test_a_program_on_path_under_the_hosts_tmp_still_runs_under_the_private_tmp(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -278,6 +284,7 @@ async def test_a_program_on_path_under_the_hosts_tmp_still_runs_under_the_privat
 
 @needs_bwrap
 @pytest.mark.anyio
+@pytest.mark.e2e
 async def test_a_command_writing_to_tmp_is_told_its_tmp_is_the_sandboxs_and_a_git_write_names_the_flag(
     client: Client, root: Path
 ) -> None:

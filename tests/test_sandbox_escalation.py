@@ -80,6 +80,7 @@ async def run(
 
 
 @needs_bwrap
+@pytest.mark.e2e
 async def test_a_write_the_sandbox_stopped_runs_again_outside_it_once_the_person_says_yes(
     tmp_path: Path, outside: Path
 ) -> None:
@@ -99,6 +100,7 @@ async def test_a_write_the_sandbox_stopped_runs_again_outside_it_once_the_person
 
 
 @needs_bwrap
+@pytest.mark.e2e
 async def test_always_re_runs_that_exact_command_without_asking_and_asks_about_any_other(
     tmp_path: Path, outside: Path
 ) -> None:
@@ -115,6 +117,7 @@ async def test_always_re_runs_that_exact_command_without_asking_and_asks_about_a
 
 
 @needs_bwrap
+@pytest.mark.e2e
 async def test_auto_mode_never_escalates_and_a_command_that_succeeds_is_never_asked_about(
     tmp_path: Path, outside: Path
 ) -> None:
@@ -189,6 +192,7 @@ def test_a_persons_yes_in_the_terminal_to_the_re_run_question_runs_it_outside_th
 
 
 @needs_bwrap
+@pytest.mark.e2e
 async def test_the_model_cannot_ask_the_dev_server_to_run_outside_the_sandbox(tmp_path: Path, outside: Path) -> None:
     from mcp import Client
 
@@ -227,6 +231,7 @@ async def acp_re_run(
 
 
 @needs_bwrap
+@pytest.mark.e2e
 async def test_an_acp_editor_is_asked_to_run_it_outside_the_sandbox_and_the_model_sees_the_second_run(
     tmp_path: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -247,6 +252,7 @@ async def test_an_acp_editor_is_asked_to_run_it_outside_the_sandbox_and_the_mode
 
 
 @needs_bwrap
+@pytest.mark.e2e
 async def test_an_acp_editor_answering_the_re_run_question_with_the_ordinary_allow_id_keeps_it_in_the_sandbox(
     tmp_path: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -256,6 +262,7 @@ async def test_an_acp_editor_answering_the_re_run_question_with_the_ordinary_all
 
 
 @needs_bwrap
+@pytest.mark.e2e
 async def test_the_question_about_a_git_write_the_sandbox_stopped_names_the_flag_that_allows_it(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()  # the workspace's git directory: read-only to sandboxed commands
     person = ScriptedPerson("deny")
@@ -300,6 +307,7 @@ def sdk_rerun(
 
 
 @needs_bwrap
+@pytest.mark.e2e
 def test_a_plain_allow_to_the_sandbox_re_run_request_keeps_the_command_in_the_sandbox(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outside: Path
 ) -> None:
@@ -325,6 +333,7 @@ def test_a_plain_allow_to_the_sandbox_re_run_request_keeps_the_command_in_the_sa
 
 
 @needs_bwrap
+@pytest.mark.e2e
 def test_an_allow_that_sets_dangerously_disable_sandbox_runs_the_command_outside_it_and_only_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outside: Path
 ) -> None:
@@ -351,6 +360,7 @@ def test_an_allow_that_sets_dangerously_disable_sandbox_runs_the_command_outside
 
 
 @needs_bwrap
+@pytest.mark.e2e
 def test_a_first_answer_that_sets_dangerously_disable_sandbox_runs_nothing_outside_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outside: Path
 ) -> None:

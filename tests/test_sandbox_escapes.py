@@ -29,11 +29,13 @@ async def bash(root: Path, command: str, **env: str) -> str:
         return (await call_tool(client, "bash", command=command))[1]
 
 
+@pytest.mark.e2e
 async def test_a_command_run_by_root_has_no_capabilities_to_unmount_the_sandbox(tmp_path: Path) -> None:
     text = await bash(tmp_path, "grep CapEff /proc/self/status; mount -o remount,rw / && echo REMOUNTED")
     assert "CapEff:\t0000000000000000" in text and "REMOUNTED" not in text
 
 
+@pytest.mark.e2e
 async def test_a_bwrap_planted_in_a_writable_directory_on_path_is_never_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -53,6 +55,7 @@ async def test_a_bwrap_planted_in_a_writable_directory_on_path_is_never_run(
     assert found.splitlines() == ["tools/bin/bwrap", "tools/bin/rg"]  # the real rg searched; the fake was not run
 
 
+@pytest.mark.e2e
 async def test_git_metadata_cannot_be_moved_aside_or_rewritten_and_commits_need_it_allowed(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     git = "git -c user.email=t@example.com -c user.name=t"
@@ -70,6 +73,7 @@ async def test_git_metadata_cannot_be_moved_aside_or_rewritten_and_commits_need_
     assert "COMMITTED" in allowed
 
 
+@pytest.mark.e2e
 async def test_read_grep_and_glob_cannot_read_around_the_deny_list(tmp_path: Path) -> None:
     from mcp import Client
 
@@ -94,6 +98,7 @@ async def test_read_grep_and_glob_cannot_read_around_the_deny_list(tmp_path: Pat
     assert "notes.txt" in glob and "id_ed25519" not in glob
 
 
+@pytest.mark.e2e
 async def test_agent_sockets_are_not_passed_into_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/ssh-agent.sock")
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/0/bus")

@@ -130,6 +130,7 @@ def test_initialize_refuses_hook_callbacks_it_cannot_run_and_structured_output(
     assert "hook point" in answers[0]["error"] and "structured output" in answers[1]["error"]
 
 
+@pytest.mark.e2e
 def test_interrupt_cancels_the_running_tool_and_the_next_prompt_runs_on_a_valid_history(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -173,6 +174,7 @@ def test_set_permission_mode_and_set_model_apply_from_the_next_request(
     assert not (tmp_path / "work" / "a.txt").exists()
 
 
+@pytest.mark.e2e
 def test_can_use_tool_asks_the_sdk_which_denies_one_call_and_allows_the_other(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -203,6 +205,7 @@ def test_can_use_tool_asks_the_sdk_which_denies_one_call_and_allows_the_other(
     assert not (tmp_path / "work" / "no.txt").exists()
 
 
+@pytest.mark.e2e
 def test_a_changed_input_runs_as_changed_and_a_deny_with_interrupt_ends_the_turn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -252,6 +255,7 @@ def calc_server(message: Json) -> Json:
     return {"jsonrpc": "2.0", "id": request_id, "result": results[method]}
 
 
+@pytest.mark.e2e
 def test_an_sdk_server_is_reached_through_mcp_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     relayed: list[Json] = []
 

@@ -109,6 +109,7 @@ def test_initialize_refuses_an_event_without_a_hook_point_a_bad_matcher_and_a_ba
     assert "timeout" in answers[2]["error"] and "hookCallbackIds" in answers[3]["error"]
 
 
+@pytest.mark.e2e
 def test_pre_tool_use_deny_refuses_the_call_with_its_reason_and_only_matching_callbacks_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -130,6 +131,7 @@ def test_pre_tool_use_deny_refuses_the_call_with_its_reason_and_only_matching_ca
     assert [d["tool_use_id"] for d in final["permission_denials"]] == ["t1"]
 
 
+@pytest.mark.e2e
 def test_pre_tool_use_allow_skips_the_question_and_its_updated_input_runs_and_is_what_the_history_shows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -145,6 +147,7 @@ def test_pre_tool_use_allow_skips_the_question_and_its_updated_input_runs_and_is
     assert any(r.get("subtype") == "tool_input_updated" and r["arguments"] == changed for r in sdk.seen)
 
 
+@pytest.mark.e2e
 def test_pre_tool_use_ask_asks_can_use_tool_even_in_bypass_mode_and_can_use_tool_may_change_the_input(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -164,6 +167,7 @@ def test_pre_tool_use_ask_asks_can_use_tool_even_in_bypass_mode_and_can_use_tool
     assert call["input"] == changed
 
 
+@pytest.mark.e2e
 def test_post_tool_use_sees_the_response_and_its_context_reaches_the_model_inside_the_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -178,6 +182,7 @@ def test_post_tool_use_sees_the_response_and_its_context_reaches_the_model_insid
     assert blocks == [{"hook": "_PostToolUse", "server": "sdk", "text": "lint: clean"}]
 
 
+@pytest.mark.e2e
 def test_continue_false_ends_the_turn_after_the_batch_with_success_and_the_session_takes_the_next_prompt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -218,6 +223,7 @@ def test_user_prompt_submit_context_follows_the_prompt_and_a_block_keeps_the_pro
     assert [i["source"] for i in inputs(seen, "SessionStart")] == ["startup"]
 
 
+@pytest.mark.e2e
 def test_stop_block_makes_the_model_go_on_and_stop_hook_active_says_so_the_next_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -235,6 +241,7 @@ def test_stop_block_makes_the_model_go_on_and_stop_hook_active_says_so_the_next_
     ]
 
 
+@pytest.mark.e2e
 def test_a_failed_or_late_callback_is_no_objection_unless_its_matcher_says_on_failure_block(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -36,6 +36,7 @@ def shared() -> Iterator[Path]:
         yield path
 
 
+@pytest.mark.e2e
 def test_another_users_git_directory_and_claude_files_in_a_shared_directory_above_the_working_directory_are_not_read(
     shared: Path, other: Account
 ) -> None:
@@ -53,6 +54,7 @@ def test_another_users_git_directory_and_claude_files_in_a_shared_directory_abov
     assert [root.name for root in roots_for(work)] == ["src"]
 
 
+@pytest.mark.e2e
 def test_a_working_directory_anybody_may_write_has_no_project_files(shared: Path, other: Account) -> None:
     other.run(PLANT, shared)
     prompt = build_system_prompt(shared)

@@ -260,6 +260,7 @@ def test_the_result_carries_structured_output_or_claude_codes_error_subtype() ->
 # ---------------------------------------------------------------- the headless face (in-process)
 
 
+@pytest.mark.e2e
 def test_text_mode_prints_the_json_answer_after_tool_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """anthropics/claude-code#36033: `claude -p --json-schema` printed nothing; here stdout is the JSON, alone."""
     script = [

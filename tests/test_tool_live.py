@@ -21,6 +21,7 @@ from tests.stream_schema import of_type, valid_lines
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.e2e
 async def test_bash_output_arrives_as_progress_while_the_command_still_waits(tmp_path: Path) -> None:
     # The command prints, then blocks reading a FIFO that the test writes only once that output has arrived
     # as a ToolProgress event: without live progress the call never ends (fail_after ends the test).
@@ -50,6 +51,7 @@ async def test_bash_output_arrives_as_progress_while_the_command_still_waits(tmp
     assert loop.results(-2)["t1"] == (False, "waiting for go\ngot go\n[exit code: 0]")
 
 
+@pytest.mark.e2e
 async def test_a_failing_command_is_a_failed_call_for_the_faces_and_the_model(tmp_path: Path) -> None:
     script = [reply(call("dev__bash", "t1", command="echo 1 failed; exit 1")), reply("it failed")]
     events: list[Event] = []

@@ -226,6 +226,7 @@ def _touch(path: Path, mtime: int, text: str = "x\n") -> None:
     os.utime(path, (mtime, mtime))
 
 
+@pytest.mark.e2e
 async def test_glob_respects_gitignore_and_lists_newest_first(client: Client, root: Path) -> None:
     _git_repo(root)
     (root / ".gitignore").write_text("*.log\nbuild/\n")
@@ -241,6 +242,7 @@ async def test_glob_respects_gitignore_and_lists_newest_first(client: Client, ro
     assert await call_tool(client, "glob", pattern="**/*.rs") == (False, "No files match '**/*.rs' under .")
 
 
+@pytest.mark.e2e
 async def test_glob_outside_git_skips_tool_dirs_and_caps_results(client: Client, root: Path) -> None:
     for i in range(205):
         _touch(root / "many" / f"f{i:03}.txt", 1_000_000 + i)
@@ -293,6 +295,7 @@ GREP_CASES: list[dict[str, object]] = [
 ]
 
 
+@pytest.mark.e2e
 async def test_grep_fallback_output_format(client: Client, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from sprout_agent.tools._grep import NO_RG_ENV
 
@@ -317,6 +320,7 @@ async def test_grep_fallback_output_format(client: Client, root: Path, monkeypat
 
 
 @pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep (rg) is not installed")
+@pytest.mark.e2e
 async def test_grep_ripgrep_and_fallback_give_identical_output(
     client: Client, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -335,6 +339,7 @@ async def test_grep_ripgrep_and_fallback_give_identical_output(
     assert error and text.startswith("grep failed:")
 
 
+@pytest.mark.e2e
 async def test_grep_caps_its_output(client: Client, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from sprout_agent.tools._grep import NO_RG_ENV
 

@@ -30,6 +30,7 @@ async def client(root: Path) -> AsyncIterator[Client]:
         yield c
 
 
+@pytest.mark.e2e
 async def test_bash_reports_output_and_exit_code(client: Client, root: Path) -> None:
     assert await call_tool(client, "bash", command="echo out; echo err >&2; exit 0") == (
         False,
@@ -39,17 +40,20 @@ async def test_bash_reports_output_and_exit_code(client: Client, root: Path) -> 
     assert await call_tool(client, "bash", command="true") == (False, "(no output)\n[exit code: 0]")
 
 
+@pytest.mark.e2e
 async def test_bash_runs_a_command_that_starts_with_a_dash_as_a_command_not_as_bashs_options(client: Client) -> None:
     # `bash -c -not…` took it for options (it printed its option settings and its usage); after `--` a command.
     is_error, text = await call_tool(client, "bash", command="-not-a-program 2>/dev/null; echo ran")
     assert (is_error, text) == (False, "ran\n[exit code: 0]")
 
 
+@pytest.mark.e2e
 async def test_bash_nonzero_exit_is_an_error_result_with_the_exit_code_in_its_text(client: Client) -> None:
     assert await call_tool(client, "bash", command="echo 1 failed; exit 1") == (True, "1 failed\n[exit code: 1]")
     assert await call_tool(client, "bash", command="exit 3") == (True, "(no output)\n[exit code: 3]")
 
 
+@pytest.mark.e2e
 async def test_bash_stdin_is_dev_null(client: Client) -> None:
     assert await call_tool(client, "bash", command="cat; read -r x || echo eof", timeout=20) == (
         False,
@@ -57,6 +61,7 @@ async def test_bash_stdin_is_dev_null(client: Client) -> None:
     )
 
 
+@pytest.mark.e2e
 async def test_bash_keeps_head_and_tail_of_large_output(client: Client) -> None:
     error, text = await call_tool(client, "bash", command="seq 1 200000; echo done >&2")
     assert not error
@@ -66,6 +71,7 @@ async def test_bash_keeps_head_and_tail_of_large_output(client: Client) -> None:
     assert len(text) < 31_000
 
 
+@pytest.mark.e2e
 async def test_bash_timeout_kills_the_whole_process_group(client: Client, root: Path) -> None:
     error, text = await call_tool(client, "bash", command=GRANDCHILD, timeout=1)
     assert error and "[timed out after 1 s; the command's process group was killed]" in text
@@ -81,6 +87,7 @@ async def test_bash_rejects_bad_timeouts(client: Client) -> None:
     assert error and "at most 600 seconds" in text
 
 
+@pytest.mark.e2e
 async def test_bash_environment_has_no_secrets_by_name_or_by_value(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -100,6 +107,7 @@ async def test_bash_environment_has_no_secrets_by_name_or_by_value(
                         "STRIPE_KEY", "MY_CREDENTIALS", "DATABASE_URL"}  # fmt: skip
 
 
+@pytest.mark.e2e
 async def test_bash_background_job_does_not_outlive_the_call(client: Client, root: Path) -> None:
     error, text = await call_tool(client, "bash", command="sleep 300 & echo $! > bg.pid; echo started")
     pid = await read_pid(root / "bg.pid")
@@ -113,6 +121,7 @@ async def test_bash_background_job_does_not_outlive_the_call(client: Client, roo
         kill_pid(pid)
 
 
+@pytest.mark.e2e
 async def test_bash_nohup_and_setsid_escapees_are_ended_with_the_call(client: Client, root: Path) -> None:
     command = (
         "nohup sleep 300 >/dev/null 2>&1 & echo $! > nohup.pid; "

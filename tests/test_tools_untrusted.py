@@ -55,6 +55,7 @@ def evil(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @needs_rg
+@pytest.mark.e2e
 async def test_grep_path_named_like_a_flag_is_searched_not_parsed(client: Client, root: Path, evil: Path) -> None:
     (root / "--pre=sprout-evil").write_text("needle\n")
     (root / "--pre=sh").write_text("needle too\n")
@@ -67,6 +68,7 @@ async def test_grep_path_named_like_a_flag_is_searched_not_parsed(client: Client
 
 
 @needs_rg
+@pytest.mark.e2e
 async def test_grep_ignores_a_ripgrep_config_that_adds_flags(
     client: Client, root: Path, evil: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -77,6 +79,7 @@ async def test_grep_ignores_a_ripgrep_config_that_adds_flags(
     assert not evil.exists()
 
 
+@pytest.mark.e2e
 async def test_grep_runs_ripgrep_without_the_agents_secrets(
     client: Client, root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,6 +110,7 @@ def _utf8(text: str) -> str:
     return text
 
 
+@pytest.mark.e2e
 async def test_non_utf8_file_names_come_back_escaped_from_every_tool(
     client: Client, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -156,6 +160,7 @@ async def test_read_of_a_fifo_is_refused_at_once_instead_of_blocking(client: Cli
     assert stat.S_ISFIFO(os.stat(root / "pipe").st_mode)
 
 
+@pytest.mark.e2e
 async def test_grep_fallback_skips_a_fifo_instead_of_blocking(
     client: Client, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -237,6 +237,7 @@ def _pid_taken_by_an_unconfined_process(pid: int) -> subprocess.Popen[bytes] | N
 @pytest.mark.skipif(
     not chooses_a_pid(), reason="choosing a pid (ns_last_pid) needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN"
 )
+@pytest.mark.e2e
 def test_a_confined_peer_whose_pid_an_unconfined_process_took_since_is_refused(tmp_path: Path) -> None:
     listener = socket.socket(socket.AF_UNIX)
     with place.address(tmp_path / "s") as bound:
@@ -273,6 +274,7 @@ def test_a_confined_peer_whose_pid_an_unconfined_process_took_since_is_refused(t
         taker.wait()
 
 
+@pytest.mark.e2e
 def test_a_live_unconfined_peer_of_ours_passes_and_a_confined_one_does_not(tmp_path: Path) -> None:
     left, right = socket.socketpair()
     with left, right:

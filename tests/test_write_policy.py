@@ -32,6 +32,7 @@ async def write(root: Path, file_path: str, **env: str) -> tuple[bool, str]:
         return await call_tool(client, "write", file_path=file_path, content=FSMONITOR)
 
 
+@pytest.mark.e2e
 async def test_the_write_tool_cannot_plant_a_git_hook_or_an_fsmonitor_in_the_repository(root: Path) -> None:
     git_init(root)
     config = (root / ".git" / "config").read_text()
@@ -42,6 +43,7 @@ async def test_the_write_tool_cannot_plant_a_git_hook_or_an_fsmonitor_in_the_rep
     assert not (root / ".git" / "hooks" / "pre-commit").exists()
 
 
+@pytest.mark.e2e
 async def test_the_edit_tool_cannot_turn_on_core_fsmonitor(root: Path) -> None:
     from mcp import Client
 
@@ -75,12 +77,14 @@ def linked_worktree(root: Path) -> Path:
     return work
 
 
+@pytest.mark.e2e
 def test_git_paths_follow_a_gitdir_file_and_its_commondir_as_git_does(root: Path) -> None:
     work = linked_worktree(root)
     found = git_paths(str(work))
     assert found == [str(work / ".git"), str(root / "store/.git/worktrees/work"), str(root / "store/.git")]
 
 
+@pytest.mark.e2e
 async def test_the_write_tools_cannot_write_hooks_through_a_gitdir_file_or_its_commondir(root: Path) -> None:
     work = linked_worktree(root)
     for target in (str(root / "store/.git/worktrees/work/config.worktree"), str(root / "store/.git/hooks/x")):
@@ -89,6 +93,7 @@ async def test_the_write_tools_cannot_write_hooks_through_a_gitdir_file_or_its_c
 
 
 @needs_bwrap
+@pytest.mark.e2e
 async def test_a_sandboxed_command_cannot_write_hooks_through_a_gitdir_file_its_commondir_or_a_git_symlink(
     root: Path,
 ) -> None:
@@ -123,6 +128,7 @@ async def test_a_sandboxed_command_cannot_write_hooks_through_a_gitdir_file_its_
 
 
 @needs_bwrap
+@pytest.mark.e2e
 async def test_the_write_tools_and_sandboxed_commands_agree_on_what_may_be_written(root: Path) -> None:
     from mcp import Client
 
@@ -161,6 +167,7 @@ async def test_the_write_tool_cannot_write_a_deny_listed_file_inside_the_working
         ws.writable(".bashrc")
 
 
+@pytest.mark.e2e
 def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_written_through(root: Path) -> None:
     from sprout_agent.trust.opening import Refused, WriteTarget, write_file
 
@@ -175,6 +182,7 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_written_throug
     assert not (root / ".git" / "hooks" / "pre-commit").exists()
 
 
+@pytest.mark.e2e
 def test_submodules_named_in_gitmodules_are_protected_but_a_path_leaving_the_root_is_not_followed(root: Path) -> None:
     git_init(root)
     (root / "vendor" / "lib").mkdir(parents=True)
@@ -189,6 +197,7 @@ def test_submodules_named_in_gitmodules_are_protected_but_a_path_leaving_the_roo
 # ---------------------------------------------------------------- what the attack round found
 
 
+@pytest.mark.e2e
 def test_core_hookspath_and_included_config_in_the_work_tree_stay_read_only(root: Path) -> None:
     git_init(root)
     subprocess.run(["git", "-C", str(root), "config", "core.hooksPath", ".husky"], check=True)
@@ -211,6 +220,7 @@ def test_the_write_tools_cannot_assemble_a_bare_repository_a_later_git_status_wo
     assert policy.refusal(str(root / "notes" / "HEAD")) is None  # a file named HEAD elsewhere is a file
 
 
+@pytest.mark.e2e
 def test_a_fifo_planted_as_a_git_pointer_or_gitmodules_does_not_block_the_policy(root: Path) -> None:
     git_init(root)
     (root / "sub").mkdir()
@@ -220,6 +230,7 @@ def test_a_fifo_planted_as_a_git_pointer_or_gitmodules_does_not_block_the_policy
     assert str(root / ".git") in policy.git
 
 
+@pytest.mark.e2e
 async def test_glob_in_a_directory_whose_git_config_names_a_command_runs_nothing(root: Path, tmp_path: Path) -> None:
     from mcp import Client
 
@@ -241,6 +252,7 @@ git config remote.origin.uploadpack 'id > {mark}; false'"""
     assert not mark.exists()
 
 
+@pytest.mark.e2e
 async def test_grep_with_a_glob_of_its_own_still_leaves_the_deny_list_out(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -260,6 +272,7 @@ async def test_grep_with_a_glob_of_its_own_still_leaves_the_deny_list_out(
 
 
 @pytest.mark.parametrize("index_version", ["2", "4"])
+@pytest.mark.e2e
 def test_a_submodule_stays_protected_when_unpopulated_or_gitmodules_is_emptied(root: Path, index_version: str) -> None:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@e"}  # fmt: skip

@@ -1,7 +1,7 @@
 """The `--out` directory: results.jsonl (one record per line, appended as each task ends; the last line of an id
-wins), transcripts/, logs/, work/ (the tasks' own trees), git/ (clones' git directories), batch.json (the task ids
-of this run or shard) and summary.json. One batch at a time per directory (a lock). Only its user can steer or
-read it: every name goes through private.py (0600 files, 0700 directories, no link followed)."""
+wins), transcripts/, logs/, work/ (the tasks' own trees), git/ (clones' git directories), patches/ (checkouts'
+patches), batch.json (the task ids of this run or shard) and summary.json. One batch at a time per directory (a
+lock). Only its user can steer or read it: every name goes through private.py (0600 files, 0700 directories)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from sprout_agent.core.errors import UsageError
 from sprout_agent.trust.opening import Refused, descend, open_at, open_directory
 
 RESULTS = "results.jsonl"
-SUBDIRECTORIES = ("transcripts", "logs", "work", "git")
+SUBDIRECTORIES = ("transcripts", "logs", "work", "git", "patches")
 
 
 class OutDir:
@@ -58,15 +58,22 @@ class OutDir:
     def records(self) -> dict[str, dict[str, Any]]:
         return _parse_records(self._dirs[""].read_text(RESULTS) or "")
 
-    def append(self, record: dict[str, Any], stream: str, stderr: str) -> None:
+    def append(self, record: dict[str, Any], stream: str, stderr: str, patch: bytes | None = None) -> None:
+        """The task's files, then its record: a record read later always has its transcript and patch."""
         name = file_name(str(record["id"]))
         self._dirs["transcripts"].write(f"{name}.jsonl", stream)
         if stderr:
             self._dirs["logs"].write(f"{name}.stderr", stderr)
+        if patch is not None:  # an earlier run's patch is replaced, also by an empty one
+            self._dirs["patches"].write(f"{name}.diff", patch)
         self._dirs[""].append(RESULTS, json.dumps(record, ensure_ascii=False) + "\n")
 
     def write_json(self, name: str, obj: Any) -> None:
         self._dirs[""].write(name, json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
+
+    def read(self, subdirectory: str, name: str) -> str | None:
+        """A file of one of the directories, as text (a byte that is not UTF-8 replaced); None when missing."""
+        return self._dirs[subdirectory].read_text(name)
 
     def write(self, subdirectory: str, name: str, data: str | bytes) -> None:
         """A whole file in one of the directories (`""`: the top), as `append`'s transcripts are written."""

@@ -19,6 +19,7 @@ from sprout_agent.batch.outcome import interrupted_record
 from sprout_agent.batch.outdir import OutDir, to_run
 from sprout_agent.batch.progress import Progress
 from sprout_agent.batch.summary import summarise, table
+from sprout_agent.batch.swebench import Swebench, load_instances, prediction_files, predictions
 from sprout_agent.batch.task_run import Finished, Job, run_task
 from sprout_agent.batch.tasks import Task, load_tasks, parse_shard, shard_of
 from sprout_agent.core.errors import EXIT_BUDGET, EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, UsageError
@@ -40,6 +41,7 @@ class BatchOptions:
     address: str | None = None
     output_format: str = "text"
     agent_args: tuple[str, ...] = ()  # -p flags given to every task
+    swebench: Swebench | None = None  # the tasks file holds SWE-bench instances; predictions are written at the end
 
 
 class TaskTracing(Protocol):
@@ -104,7 +106,10 @@ class Budget:
 
 def select(options: BatchOptions, environ: Mapping[str, str]) -> tuple[list[Task], tuple[int, int] | None]:
     """The tasks of this shard (all of them without --shard), in file order."""
-    tasks = load_tasks(options.tasks_file)
+    if options.swebench is not None:
+        tasks = load_instances(options.tasks_file, options.swebench)
+    else:
+        tasks = load_tasks(options.tasks_file)
     if options.shard is None:
         return tasks, None
     index, count = parse_shard(options.shard, environ)
@@ -134,6 +139,8 @@ def run_batch(
         interrupted = loop.run(pending, make_executor)
         summary = summarise(_ids(tasks), out.records())
         out.write_json("summary.json", summary)
+        if options.swebench is not None:
+            write_predictions(out, tasks, options.swebench.model_name)
     finally:
         out.close()
     report(summary, options.output_format)
@@ -142,6 +149,13 @@ def run_batch(
     if summary["failed"] or summary["timeout"] or summary["interrupted"]:
         return EXIT_RUNTIME
     return EXIT_BUDGET if summary["not_run"] else EXIT_OK
+
+
+def write_predictions(out: OutDir, tasks: list[Task], model_name: str) -> None:
+    """`preds.json` and `predictions.jsonl` over the instances finished so far (a resumed run adds the rest)."""
+    patches = {t.name: out.read("patches", f"{t.name}.diff") or "" for t in tasks}
+    for name, text in prediction_files(predictions(tasks, out.records(), patches, model_name)).items():
+        out.write("", name, text)
 
 
 def executor_for(options: BatchOptions) -> Callable[[], Executor]:
@@ -206,7 +220,7 @@ class _Loop:
         if self.tracing is not None:
             self.tracing.finished(str(finished.record.get("id", "")), finished.record)
         self.budget.spent += float(finished.record.get("cost_usd") or 0)
-        self.out.append(finished.record, finished.stream, finished.stderr)
+        self.out.append(finished.record, finished.stream, finished.stderr, finished.patch)
         self.progress.finished(finished.record)
 
 

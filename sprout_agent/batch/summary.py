@@ -10,6 +10,7 @@ from typing import Any
 
 from sprout_agent.batch.outcome import STATUSES, USAGE_KEYS
 from sprout_agent.batch.outdir import RESULTS, OutDir, read_records, read_shard, shard_transcripts
+from sprout_agent.batch.swebench import PREDICTIONS, prediction_files
 from sprout_agent.core.errors import UsageError
 
 ROW_KEYS = ("id", "status", "exit_code", "stop_reason", "turns", "cost_usd", "duration_ms", "session_id")
@@ -82,5 +83,18 @@ def _write_merged(
         target.write("", RESULTS, lines)
         target.write_json("batch.json", {"task_ids": ids, "merged_from": [str(d) for d in directories]})
         target.write_json("summary.json", summary)
+        predictions = _merged_predictions(directories)
+        for name, text in prediction_files(predictions).items() if predictions else ():
+            target.write("", name, text)
     finally:
         target.close()
+
+
+def _merged_predictions(directories: list[Path]) -> list[dict[str, str]]:
+    """The SWE-bench predictions of shards run with --swebench (their preds.json), one per instance."""
+    keyed: dict[str, dict[str, str]] = {}
+    for directory in directories:
+        data = read_shard(directory, PREDICTIONS[0])
+        if data is not None:
+            keyed.update(json.loads(data.decode("utf-8")))
+    return list(keyed.values())

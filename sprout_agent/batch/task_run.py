@@ -45,6 +45,7 @@ class Finished:
     record: dict[str, Any]
     stream: str  # the child's stream-json: the transcript
     stderr: str
+    patch: bytes | None = None  # a checkout's whole patch (empty when none could be read); None: not a checkout
 
 
 def command(job: Job, where: Path) -> list[str]:
@@ -70,11 +71,11 @@ def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
     started = time.monotonic()
     base: dict[str, Any] = {"id": job.task.id, "transcript": f"transcripts/{job.task.name}.jsonl", "checkpoints": None}
     try:
-        tree = workdir.prepare(job.task.repo, job.task.cwd, job.out, job.task.name)
+        tree = workdir.prepare(job.task.repo, job.task.cwd, job.out, job.task.name, job.task.checkout)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
         record = base | {"status": "failed", "exit_code": None, **read_result(None), "diff": None}
         record |= {"errors": [f"working directory: {error}"], "duration_ms": _ms(started), "cwd": None}
-        return Finished(record, "", "")
+        return Finished(record, "", "", None if job.task.checkout is None else b"")
     try:
         process = subprocess.Popen(
             command(job, tree.path),
@@ -90,7 +91,7 @@ def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
     except OSError as error:
         record = base | {"status": "failed", "exit_code": None, **read_result(None), "diff": None}
         record |= {"errors": [f"cannot start the agent: {error}"], "duration_ms": _ms(started), "cwd": str(tree.path)}
-        return Finished(record, "", "")
+        return Finished(record, "", "", None if job.task.checkout is None else b"")
     out, err, timed_out, interrupted = _supervise(process, job.timeout, stop, started)
     stream, stderr = out.decode(errors="replace"), err.decode(errors="replace")
     outcome = read_result(last_result(stream))
@@ -101,9 +102,18 @@ def run_task(job: Job, stop: threading.Event | None = None) -> Finished:
     # Killed by a signal (before its handlers were up, or SIGKILL): 128 + N, as a shell and the CLI itself say it.
     code = process.returncode if process.returncode >= 0 else 128 - process.returncode
     record = base | {"status": status_of(code, timed_out, interrupted), "exit_code": code}
-    record |= outcome | {"duration_ms": _ms(started), "cwd": str(tree.path), "diff": workdir.diff(tree)}
+    diff, patch = _changes(tree, job.task)
+    record |= outcome | {"duration_ms": _ms(started), "cwd": str(tree.path), "diff": diff}
     record["checkpoints"] = checkpoints(stream, outcome["session_id"])
-    return Finished(record, stream, stderr)
+    return Finished(record, stream, stderr, patch)
+
+
+def _changes(tree: workdir.Tree, task: Task) -> tuple[str | None, bytes | None]:
+    """The record's diff, and a checkout's patch: for a checkout the diff is its patch (capped), from one git diff."""
+    if task.checkout is None:
+        return workdir.diff(tree), None
+    patch = workdir.patch(tree, task.checkout)
+    return workdir.as_text(patch), patch or b""
 
 
 def _supervise(

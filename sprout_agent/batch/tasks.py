@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,15 @@ from sprout_agent.core.errors import UsageError
 _KNOWN = frozenset({"id", "prompt", "cwd", "repo", "config", "model", "max_turns", "max_budget_usd", "env", "timeout"})
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 SHARD_INDEX_VARIABLES = ("SPROUT_AGENT_SHARD_INDEX", "JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID")
+
+
+@dataclass(frozen=True, slots=True)
+class Checkout:
+    """A tree at a given commit, and what its patch leaves out (a SWE-bench instance: batch/swebench.py)."""
+
+    commit: str  # a full object id, checked by the reader
+    clone_url: str | None = None  # no local repository: a bare clone of this, made once per batch, is the repo
+    leave_out: tuple[str, ...] = ()  # git pathspecs the patch does not cover
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +41,7 @@ class Task:
     max_budget_usd: float | None = None
     timeout: float | None = None
     env: Mapping[str, str] = field(default_factory=dict[str, str])
+    checkout: Checkout | None = None  # `repo` at this commit (instead of its HEAD), and the task's patch kept
 
 
 def file_name(task_id: str) -> str:
@@ -41,8 +51,13 @@ def file_name(task_id: str) -> str:
     return "_" + name[1:] if name.startswith(".") else name
 
 
-def load_tasks(path: Path) -> list[Task]:
-    """Every task of the file, or a UsageError naming the first bad line (nothing runs on a bad file)."""
+LineReader = Callable[[str, str, Path], Task]  # (where, the line, the file's directory) -> its task, or UsageError
+
+
+def load_tasks(path: Path, read_line: LineReader | None = None) -> list[Task]:
+    """Every task of the file, or a UsageError naming the first bad line (nothing runs on a bad file). `read_line`:
+    another line format read into tasks (SWE-bench instances); the ids' rules are the same."""
+    read_line = read_line or _task
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as error:
@@ -53,7 +68,7 @@ def load_tasks(path: Path) -> list[Task]:
         if not line.strip():
             continue
         where = f"{path.name} line {number}"
-        task = _task(where, line, path.parent.resolve())
+        task = read_line(where, line, path.parent.resolve())
         first = seen.get(task.name)
         if first is not None:
             raise UsageError(f"{where}: duplicate task id {task.id!r} (as a file name, the same as line {first})")
@@ -73,6 +88,8 @@ def _task(where: str, line: str, base: Path) -> Task:
         raise UsageError(f"{where}: a task is a JSON object")
     obj: dict[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
     if unknown := sorted(set(obj) - _KNOWN):
+        if "instance_id" in obj:  # a dataset row given as a task file
+            raise UsageError(f"{where}: a SWE-bench instance, not a task: run `batch --swebench` on this file")
         raise UsageError(f"{where}: unknown field {unknown[0]!r} (fields: {', '.join(sorted(_KNOWN))})")
     task_id = obj.get("id")
     if isinstance(task_id, int) and not isinstance(task_id, bool):

@@ -9,18 +9,22 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
 from sprout_agent.config.claude_settings import MANAGED, ClaudeSettings, SettingsFile, strings
 from sprout_agent.config.consent import Approvals, Verdict
+from sprout_agent.config.credential_commands import SETTINGS_KEYS
 from sprout_agent.config.guarded_env import refused_because
 from sprout_agent.core.permission_mode import PermissionMode, parse_mode
 from sprout_agent.core.settings_rules import KINDS, Rule, RuleSet, parse_rules
 
 _WIDEST = 3  # bypassPermissions, auto: run everything
 RESTRICTING = ("deny", "ask", "disableBypassPermissionsMode")  # permissions' keys that only take away
+RESTRICTING_KEYS = ("disabledMcpjsonServers",)  # top-level keys that only take away
+MANAGED_ONLY = "allowManagedPermissionRulesOnly"  # read in managed settings only: elsewhere it does nothing
+_NOT_WIDENING = frozenset({"permissions", "$schema", MANAGED_ONLY, *RESTRICTING_KEYS})
 
 
 def width(name: str) -> int:
@@ -46,10 +50,11 @@ def split(data: Mapping[str, Any], run_mode: str) -> tuple[dict[str, Any], dict[
     # bypassPermissions is never the repository's to choose, even where the run would run everything anyway.
     if isinstance(mode, str) and _known(mode) and width(mode) <= width(run_mode) and width(mode) < _WIDEST:
         restricting["defaultMode"] = rest.pop("defaultMode")
-    widening = {key: value for key, value in data.items() if key not in ("permissions", "$schema")}
+    widening = {key: value for key, value in data.items() if key not in _NOT_WIDENING}
     if rest:
         widening["permissions"] = rest
-    return ({"permissions": restricting} if restricting else {}), widening
+    kept = {"permissions": restricting} if restricting else {}
+    return kept | {key: data[key] for key in RESTRICTING_KEYS if key in data}, widening
 
 
 def _known(mode: str) -> bool:
@@ -105,7 +110,12 @@ class Applied:
     add_dirs: tuple[Path, ...] = ()
     env: dict[str, str] = field(default_factory=dict[str, str])
     all_project_servers: bool = False  # enableAllProjectMcpServers
+    enabled_servers: frozenset[str] = frozenset()  # enabledMcpjsonServers: these project servers start unasked
+    disabled_servers: frozenset[str] = frozenset()  # disabledMcpjsonServers: these never start (over enabled)
+    managed_rules_only: bool = False  # a managed allowManagedPermissionRulesOnly: no "always" is kept either
+    run_mode: str = "default"  # the mode the run has without the repository's files (what `split` was given)
     output_style: str | None = None  # outputStyle of the highest file that sets one (output_styles.py reads it)
+    commands: dict[str, tuple[str, str]] = field(default_factory=dict[str, tuple[str, str]])  # apiKeyHelper, …
     held: tuple[Held, ...] = ()
     notices: tuple[str, ...] = ()
 
@@ -145,20 +155,39 @@ def apply(
         else:
             files.append(SettingsFile(found.scope, found.shown, found.base, restricting, found.path))
             held.append(Held(found, answer, widening))
-    return _applied(tuple(files), tuple(held), settings.notices, cwd, home)
+    return replace(_applied(tuple(files), tuple(held), settings.notices, cwd, home), run_mode=run_mode)
 
 
 def _applied(
     files: tuple[SettingsFile, ...], held: tuple[Held, ...], notices: tuple[str, ...], cwd: Path, home: Path | None
 ) -> Applied:
-    rules: list[Rule] = []
     warnings = list(notices)
     env: dict[str, str] = {}
     for found in reversed(files):  # lowest first: a higher file's variable wins
         env |= _env(found, warnings)
+    managed_only = any(f.scope == MANAGED and f.data.get(MANAGED_ONLY) is True for f in files)
+    rules = _rules(files, managed_only, cwd, home, warnings)
+    mode = _mode(files, warnings)
+    all_servers = any(f.data.get("enableAllProjectMcpServers") is True for f in files)
+    style = next((s for f in files if isinstance(s := f.data.get("outputStyle"), str) and s.strip()), None)
+    return Applied(files, RuleSet(tuple(rules), str(cwd)), mode, _dirs(files, warnings), env, all_servers,
+                   _names(files, "enabledMcpjsonServers"), _names(files, "disabledMcpjsonServers"), managed_only,
+                   output_style=style, commands=_commands(files), held=held, notices=tuple(warnings))  # fmt: skip
+
+
+def _rules(
+    files: tuple[SettingsFile, ...], managed_only: bool, cwd: Path, home: Path | None, warnings: list[str]
+) -> list[Rule]:
+    """Every file's rules, higher files' first; with a managed allowManagedPermissionRulesOnly, the managed file's
+    only (the others' are named in one warning each, as Claude Code ignores them)."""
+    rules: list[Rule] = []
     for found in files:
         permissions = found.data.get("permissions")
         part = cast(dict[str, Any], permissions) if isinstance(permissions, dict) else {}
+        if managed_only and found.scope != MANAGED:
+            if any(strings(part.get(kind)) for kind in KINDS):
+                warnings.append(f"{found.shown}: permission rules not applied (managed settings allow only theirs)")
+            continue
         for kind in KINDS:
             made, said = parse_rules(
                 kind, strings(part.get(kind)), source=found.shown, settings_base=str(found.base), cwd=str(cwd),
@@ -166,11 +195,24 @@ def _applied(
             )  # fmt: skip
             rules += made
             warnings += said
-    mode = _mode(files, warnings)
-    all_servers = any(f.data.get("enableAllProjectMcpServers") is True for f in files)
-    style = next((s for f in files if isinstance(s := f.data.get("outputStyle"), str) and s.strip()), None)
-    return Applied(files, RuleSet(tuple(rules), str(cwd)), mode, _dirs(files, warnings), env, all_servers, style,
-                   held, tuple(warnings))  # fmt: skip
+    return rules
+
+
+def _names(files: tuple[SettingsFile, ...], key: str) -> frozenset[str]:
+    """A list of server names merged over every applied file (Claude Code concatenates such lists)."""
+    return frozenset(name for found in files for name in strings(found.data.get(key)))
+
+
+def _commands(files: tuple[SettingsFile, ...]) -> dict[str, tuple[str, str]]:
+    """apiKeyHelper, awsAuthRefresh, awsCredentialExport, gcpAuthRefresh: each from the highest file that sets it,
+    with that file (a repository's only once approved: held, its file here has no such key)."""
+    found: dict[str, tuple[str, str]] = {}
+    for settings_file in reversed(files):  # lowest first: a higher file's command wins
+        for key in SETTINGS_KEYS:
+            value = settings_file.data.get(key)
+            if isinstance(value, str) and value.strip():
+                found[key] = (value.strip(), settings_file.shown)
+    return found
 
 
 def _mode(files: tuple[SettingsFile, ...], warnings: list[str]) -> str | None:

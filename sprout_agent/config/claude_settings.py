@@ -25,7 +25,8 @@ SETTINGS_MAX_BYTES = 1024 * 1024
 # The keys something here reads; any other is kept and ignored (one -v line names them).
 READ_KEYS = frozenset(
     {"$schema", "permissions", "hooks", "disableAllHooks", "allowManagedHooksOnly", "env", "enableAllProjectMcpServers"}
-    | {"outputStyle"}
+    | {"outputStyle", "enabledMcpjsonServers", "disabledMcpjsonServers", "allowManagedPermissionRulesOnly"}
+    | {"apiKeyHelper", "awsAuthRefresh", "awsCredentialExport", "gcpAuthRefresh"}
 )
 
 

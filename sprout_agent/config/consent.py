@@ -230,15 +230,24 @@ class Gated:
     verdicts: dict[str, Verdict]  # for every pending server
 
 
-def gate(loaded: LoadedConfig, approvals: Approvals, secrets: Secrets, *, trusted: bool) -> Gated:
-    """Holds back every project server not approved as it stands (unless the run trusts the project)."""
+def gate(
+    loaded: LoadedConfig,
+    approvals: Approvals,
+    secrets: Secrets,
+    *,
+    trusted: bool,
+    enabled: frozenset[str] = frozenset(),
+) -> Gated:
+    """Holds back every project server not approved as it stands (unless the run trusts the project); `enabled`:
+    project servers approved by name (a settings file's enabledMcpjsonServers, itself approved)."""
     if trusted:
         return Gated(loaded, (), {})
     kept: list[ServerConfig] = []
     pending: list[ServerConfig] = []
     verdicts: dict[str, Verdict] = {}
     for server in loaded.servers:
-        verdict = approvals.verdict(server, secrets) if server.project else Verdict.APPROVED
+        named = not server.project or server.name in enabled
+        verdict = Verdict.APPROVED if named else approvals.verdict(server, secrets)
         if verdict is Verdict.APPROVED:
             kept.append(server)
         else:

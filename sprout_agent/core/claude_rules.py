@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sprout_agent.core.tool_names import CLAUDE_CODE_NAMES, model_tool_name
@@ -222,3 +222,27 @@ def _matches(rule: tuple[str, bool], argv: list[str]) -> bool:
     words, prefix = rule
     named = words.split()
     return argv == named or (prefix and len(argv) > len(named) and argv[: len(named)] == named)
+
+
+_SAVED_NAME = re.compile(r"[A-Za-z0-9_-]+")
+SAVED_COMMAND_MAX = 300  # characters of a command kept as an exact rule; a longer one stays this session's
+
+
+def saved_rule(server: str, tool: str, arguments: Mapping[str, object]) -> str | None:
+    """The rule an "always" answer about this call is kept as, in Claude Code's syntax (None: the answer lasts the
+    session only). A plain command is kept exactly (`Bash(npm test)`): never the whole of Bash, as no prefix we
+    could guess is what the person read. Edits stay the session's, as Claude Code's "allow all edits during this
+    session" does. An MCP tool is `mcp__server__tool`, only when both names are plain: a `*` or `[` in a name
+    a server chose would make the rule cover tools nobody approved."""
+    claude = CLAUDE_CODE_NAMES.get((server, tool))
+    if claude == "Bash":
+        argv = plain_words(arguments.get("command"))
+        command = " ".join(argv) if argv is not None else ""
+        if not command or len(command) > SAVED_COMMAND_MAX or command_rule(command) != (command, False):
+            return None
+        return f"Bash({command})" if shlex.split(command) == argv else None
+    if claude is not None:
+        return None if claude in ("Write", "Edit") else claude
+    if _SAVED_NAME.fullmatch(server) and _SAVED_NAME.fullmatch(tool) and "__" not in server:
+        return f"mcp__{server}__{tool}"
+    return None

@@ -21,7 +21,7 @@ from sprout_agent.core.claude_rules import BASH, check, command_rules, denies
 from sprout_agent.core.messages import ToolUse
 from sprout_agent.core.permission_mode import Ours, PermissionMode, parse_mode
 from sprout_agent.core.protocols import ToolSpec
-from sprout_agent.core.settings_rules import NO_RULES, RuleSet
+from sprout_agent.core.settings_rules import NO_RULES, Rule, RuleSet
 from sprout_agent.core.subagents import TASK_TOOL
 
 
@@ -36,6 +36,8 @@ class Decision:
     # A yes without it keeps the call in the sandbox, so a face's (or an SDK callback's) plain "allow" never
     # lets a command out (docs/sandbox.md, Escalation).
     outside_sandbox: bool = False
+    # With once: keep the call's rule for later sessions as "always" does (an SDK's accepted permission suggestion).
+    keep: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,13 @@ def matching(patterns: Sequence[str], spec: ToolSpec) -> str | None:
     return next((p for p in patterns if any(fnmatchcase(name, p) for name in names)), None)
 
 
+class Keep(Protocol):
+    """Keeps an "always" answer's rule where later sessions read it; the rules it kept (none: it lasts the session
+    only), which this session honours as well."""
+
+    def __call__(self, spec: ToolSpec, use: ToolUse) -> Awaitable[Sequence[Rule]]: ...
+
+
 class Policy:
     """Deny patterns win over allow patterns, which win over the mode; `always` answers last the session."""
 
@@ -74,6 +83,7 @@ class Policy:
         read_only_sandbox: bool = False,
         program_trusted: Callable[[str], bool] | None = None,
         rules: RuleSet = NO_RULES,
+        keep: Keep | None = None,
     ) -> None:
         self.permission_mode = mode  # as given (Claude Code's name, say): the refusal names it
         self.allow = tuple(allow)
@@ -83,6 +93,7 @@ class Policy:
         self.program_trusted = program_trusted  # a bare program name found outside what the model may write
         self.rules = rules  # the settings files' allow, ask and deny rules (settings_rules.py)
         self.ask = ask
+        self.keep = keep  # keeps an "always" answer's rule for later sessions (.claude/settings.local.json)
         # (server, tool) pairs that run in the OS sandbox (dev's bash): read-only mode lets them run there, when
         # that sandbox is read-only (it is chosen at start: a session switched to read-only later keeps its own).
         self.sandboxed = frozenset(sandboxed)
@@ -172,6 +183,8 @@ class Policy:
             decision = await self.ask(spec, use)
         if decision.kind == "always":
             self.always.add(spec.name)
+        if (decision.kind == "always" or decision.keep) and self.keep is not None:
+            self.rules = self.rules.adding(await self.keep(spec, use))
         if decision.kind == "once" and decision.updated_input is not None and decision.updated_input != use.input:
             return ToolUse(use.id, use.name, decision.updated_input)  # runs as the person's callback changed it
         if decision.kind in ("once", "always"):

@@ -108,6 +108,10 @@ class RuleSet:
             if (literal := rule.path.literal) is not None
         )
 
+    def adding(self, rules: Sequence[Rule]) -> RuleSet:
+        """These rules and `rules` after them (a rule kept during the session)."""
+        return RuleSet((*self.rules, *rules), self.cwd) if rules else self
+
 
 NO_RULES = RuleSet()
 

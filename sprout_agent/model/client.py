@@ -19,9 +19,9 @@ from sprout_agent.model import web_tools as server_tools
 from sprout_agent.model.api_errors import Failure, explain
 from sprout_agent.model.api_messages import EPHEMERAL, to_api_messages, to_api_tools
 from sprout_agent.model.catalog import known_models, retrieve_model_info
+from sprout_agent.model.credentials import Renewal
 from sprout_agent.model.facts import ModelFacts, adjusted, effort_param, fallback, thinking_param
-from sprout_agent.model.key_helper import KeyHelper
-from sprout_agent.model.providers import async_client, regional, renew
+from sprout_agent.model.providers import async_client, regional
 from sprout_agent.model.rate_gate import RateGate
 from sprout_agent.model.reply_stream import ReplyBuilder, StreamCut
 from sprout_agent.model.sdk_errors import (
@@ -78,7 +78,7 @@ class AnthropicModel:
         timeout: float = DEFAULT_TIMEOUT_S,
         waiting_notice: float = API_WAITING_NOTICE_S,
         provider: Provider | None = None,
-        key_helper: KeyHelper | None = None,
+        credentials: Renewal | None = None,  # your commands that fetch and refresh the credentials
         env: Mapping[str, str] | None = None,
         http_client: Any = None,  # --record / --replay: the cassette's (model/cassettes/); None: the SDK's own
     ) -> None:
@@ -92,14 +92,15 @@ class AnthropicModel:
         self._provider = provider or Provider(base_url=base_url)
         self._base_url = self._provider.base_url or base_url
         self._on_attempt = on_attempt  # the ledger counts requests actually sent, failed ones included
-        self._helper = key_helper  # SPROUT_AGENT_API_KEY_HELPER: the key is the helper's, run again when stale
-        self._key = key_helper.key() if key_helper is not None else api_key
+        self._credentials = credentials or Renewal(self._provider)
+        self._key = self._credentials.start(api_key)  # a helper's key, else the variable's (blocking: off the loop)
         # The SDK's own retries would be invisible to the user; ours emit events and also cover cut streams.
         # No spans of the SDK's own, and no trace context in requests to the API: with telemetry on, our `chat`
         # span is the request's (docs/telemetry.md), and a trace id is nothing Anthropic's servers need.
         self._client = async_client(
-            self._provider, api_key=self._key, env=env or {}, timeout=timeout, http_client=http_client
-        )
+            self._provider, api_key=self._key, env=env or {}, timeout=timeout, http_client=http_client,
+            options=self._credentials.client_options(),
+        )  # fmt: skip
         self._regional: dict[str, Any] = {}  # Vertex: a client per VERTEX_REGION_CLAUDE_… region
         self._refused_betas: set[str] = set()  # betas a 400 named: never sent again this session (shared by clones)
         self._betas_sent: tuple[str, ...] = ()
@@ -210,11 +211,8 @@ class AnthropicModel:
         return named or (list(self._betas_sent) if "beta" in said else [])
 
     async def _renew(self) -> bool:
-        """New credentials: the key helper run again, or the cloud's credentials dropped to be fetched anew."""
-        if self._helper is not None:
-            self._helper.expire()
-            self._key = self._client.api_key = await anyio.to_thread.run_sync(self._helper.key)
-        elif not renew(self._client, self._provider):
+        """New credentials: your refresh command run, the key or keys fetched again, or the cloud's chain re-read."""
+        if not await self._credentials.after_refusal(self._client):
             return False
         self._regional.clear()  # each copy holds the old credentials
         self._emit(Notice(f"{self._provider.name} refused the credentials: renewed them, sending the request again"))
@@ -224,8 +222,7 @@ class AnthropicModel:
         # our accumulation: the SDK's raises on a tool input it cannot parse
         lines = server_tools.CallLines(self._emit)  # web searches and fetches as tool lines, as they happen
         builder = ReplyBuilder(on_text, lambda text: self._emit(ThinkingDelta(text)), lines.seen)
-        if self._helper is not None and self._helper.stale:  # its TTL passed: a fresh key before the request
-            self._key = self._client.api_key = await anyio.to_thread.run_sync(self._helper.key)
+        await self._credentials.before_request(self._client)  # a TTL passed, keys about to expire: fresh ones
         params = self._params(request)
         sent = params.get("extra_headers", {}).get("anthropic-beta", "")
         self._betas_sent = tuple(beta for beta in sent.split(",") if beta)  # what a 400 may name
@@ -369,7 +366,7 @@ class AnthropicModel:
         status: int | None = error.status_code if isinstance(error, sdk.APIStatusError) else None
         message = api_message(error) if isinstance(error, sdk.APIStatusError) else describe(error)
         # A gateway or a cloud may quote what it was sent; the key or the helper's output is never shown.
-        known = {"ANTHROPIC_API_KEY": self._key or "", "SPROUT_AGENT_API_KEY_HELPER": self._key or ""}
+        known = {"ANTHROPIC_API_KEY": self._key or "", **self._credentials.known()}
         where = self._provider
         failure = Failure(status, kind, redactor(known)(message), attempts, self._model, self._base_url, where)
         return ApiError(explain(failure), status)

@@ -11,11 +11,18 @@ from sprout_agent.config.provider import Provider
 
 
 def async_client(
-    provider: Provider, *, api_key: str | None, env: Mapping[str, str], timeout: float, http_client: Any = None
+    provider: Provider,
+    *,
+    api_key: str | None,
+    env: Mapping[str, str],
+    timeout: float,
+    http_client: Any = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Any:
     """The client for `provider`, with no retries of its own (ours emit events) and no spans of its own (ours are
     the request's): the first party's takes the key, the clouds' clients find their own credentials (the AWS chain,
-    Google's application default credentials) as the SDK documents."""
+    Google's application default credentials) as the SDK documents, unless `options` gives them (awsCredentialExport's
+    keys, model/credentials.py)."""
     import anthropic
 
     common: dict[str, Any] = {
@@ -25,6 +32,7 @@ def async_client(
     }
     if http_client is not None:  # --record / --replay: every request through the cassette (model/cassettes/)
         common["http_client"] = http_client
+    common |= options or {}
     if provider.kind == "bedrock":
         return _bedrock(provider, common)
     if provider.kind == "vertex":

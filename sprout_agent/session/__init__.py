@@ -8,7 +8,8 @@ a server's sampling the model) go through core's late-bound handle. `store.py` t
 JSONL), `index.py` finds and lists sessions; `delegation.py` builds and runs subagents; `checkpointing.py` the
 checkpoint tracker of a session; `rewinding.py` the one rewind, with `branches.py` (a transcript forked at a turn)
 and `continuing.py` (the session going on in the fork); `session_telemetry.py` a session's OpenTelemetry, loaded
-when on; `command_hooks.py` the settings files' command hooks; `recording.py` what the transcript records from the
+when on; `command_hooks.py` the settings files' command hooks; `keeping.py` an "always" answer kept in
+`.claude/settings.local.json`; `recording.py` what the transcript records from the
 loop's events (each reply's usage, the spend) and the Claude Code copy of it (`claude_transcript.py`);
 `recorded.py` reads a transcript back for the exports, `atif.py` as an ATIF trajectory; `taping.py` --record and
 --replay (cassettes).

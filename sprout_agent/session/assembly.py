@@ -15,8 +15,9 @@ from sprout_agent.core.agent import Agent
 from sprout_agent.core.compaction import Compactor
 from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.hooks.calling import Hooks, parse_allowlist
+from sprout_agent.core.hooks.notification import notifying
 from sprout_agent.core.hooks.program_callbacks import HookCallbacks, chained
-from sprout_agent.core.late import Handle
+from sprout_agent.core.late import Handle, Late
 from sprout_agent.core.ledger import Ledger
 from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.core.permissions import Ask, Policy
@@ -29,6 +30,7 @@ from sprout_agent.model.system_prompt import build_system_prompt
 from sprout_agent.session import checkpointing, store
 from sprout_agent.session.command_hooks import settings_hooks
 from sprout_agent.session.delegation import ChildRecord, ChildSetup
+from sprout_agent.session.keeping import keeper
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.session.recording import recording
 from sprout_agent.trust import sandbox as sb
@@ -57,17 +59,21 @@ class AgentParts:
 
 def build_agent(p: Prepared, parts: AgentParts) -> tuple[Agent, Tracker | None]:
     """The session's agent, and its checkpoints (None: off, or no data directory)."""
+    late_policy: Late[Policy] = Late("the permission policy")  # the command hooks' input names its mode
+    callbacks = chained(_command_hooks(p, parts, late_policy), parts.callbacks)
     policy = Policy(
         p.permission_mode,
         allow=p.options.allow_tools,
         deny=p.options.deny_tools,
-        ask=parts.ask,
+        ask=notifying(parts.ask, callbacks),
         sandboxed=p.sandboxed_tools,
         read_only_sandbox=p.sandbox.policy.mode == sb.READ_ONLY,
         program_trusted=p.program_trusted,
         rules=p.claude.rules,
+        keep=keeper(p, parts.emit) if parts.ask is not None else None,
     )
-    hooks = _hooks(p, parts, policy)
+    late_policy.bind(policy)
+    hooks = _hooks(p, parts, callbacks)
     tracker = _make_tracker(p, parts, policy)
     emit = parts.emit
     if parts.transcript is not None:
@@ -104,7 +110,7 @@ def session_system_prompt(p: Prepared, replace: str | None = None, append: str |
     )
 
 
-def _hooks(p: Prepared, parts: AgentParts, policy: Policy) -> Hooks:
+def _hooks(p: Prepared, parts: AgentParts, callbacks: HookCallbacks | None) -> Hooks:
     """The MCP hooks; then, at each point, the settings files' command hooks, then an SDK's callbacks."""
     names = {server.name for server in p.loaded.servers}
     allowlist = parse_allowlist(p.settings.hook_servers)
@@ -119,7 +125,7 @@ def _hooks(p: Prepared, parts: AgentParts, policy: Policy) -> Hooks:
         emit=parts.emit,
         tool_hooks=p.settings.tool_hooks,
         pre_tool_max_objections=p.settings.pre_tool_max_objections,
-        callbacks=chained(_command_hooks(p, parts, policy), parts.callbacks),
+        callbacks=callbacks,
         tracer=parts.tracer,
     )
 
@@ -181,6 +187,6 @@ def child_setup(p: Prepared, model: Handle[AnthropicModel], session_id: str) -> 
     return ChildSetup(model_for, system_for, recorder_for)
 
 
-def _command_hooks(p: Prepared, parts: AgentParts, policy: Policy) -> HookCallbacks | None:
+def _command_hooks(p: Prepared, parts: AgentParts, policy: Handle[Policy]) -> HookCallbacks | None:
     transcript = str(parts.transcript.path) if parts.transcript is not None else ""
     return settings_hooks(p, parts.emit, parts.session_id, transcript, policy)

@@ -23,6 +23,7 @@ from sprout_agent.core.events import Event, Notice
 from sprout_agent.core.hooks import program_callbacks as cb
 from sprout_agent.core.hooks.contract import truncate
 from sprout_agent.core.hooks.hook_output import HookCallbackError, matcher_error, matches, read_output
+from sprout_agent.core.late import Handle
 from sprout_agent.core.permissions import Policy
 from sprout_agent.core.processes import signal_group, spawn
 from sprout_agent.session.prepared import Prepared
@@ -152,17 +153,18 @@ class CommandHooks:
             return Ran(127, "", f"cannot start /bin/sh: {error.strerror}")
         out: list[bytes] = [b"", b""]
         code: int | None = None
-        with anyio.move_on_after(hook.timeout) as scope:
-            async with anyio.create_task_group() as group:
-                group.start_soon(_feed, process.process, payload)
-                group.start_soon(_drain, process.process.stdout, out, 0)
-                group.start_soon(_drain, process.process.stderr, out, 1)
-            code = await process.process.wait()
-        if scope.cancelled_caught:
-            signal_group(process.pid, signal.SIGKILL)
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                await process.process.wait()
-            code = None
+        try:
+            with anyio.move_on_after(hook.timeout):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_feed, process.process, payload)
+                    group.start_soon(_drain, process.process.stdout, out, 0)
+                    group.start_soon(_drain, process.process.stderr, out, 1)
+                code = await process.process.wait()
+        finally:  # past its timeout, or the turn cancelled around it: the command and its children go
+            if code is None:
+                signal_group(process.pid, signal.SIGKILL)
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await process.process.wait()
         return Ran(code, _text(out[0]), _text(out[1]))
 
     def _answer(self, hook: CommandHook, ran: Ran) -> cb.CallbackAnswer | None:
@@ -225,7 +227,7 @@ def _text(data: bytes) -> str:
 
 
 def settings_hooks(
-    p: Prepared, emit: Callable[[Event], None], session_id: str, transcript: str, policy: Policy
+    p: Prepared, emit: Callable[[Event], None], session_id: str, transcript: str, policy: Handle[Policy]
 ) -> CommandHooks | None:
     """The session's command hooks (None: no settings file has one); a hook that cannot run is a warning."""
     if not p.claude.hooks:
@@ -236,7 +238,7 @@ def settings_hooks(
     cwd = str(p.options.cwd)
 
     def common() -> dict[str, object]:
-        mode = policy.permission_mode.claude_name
+        mode = policy.get().permission_mode.claude_name  # bound: no hook runs before the agent, its policy, exists
         return {"session_id": session_id, "transcript_path": transcript, "cwd": cwd,
                 "permission_mode": str(mode)}  # fmt: skip
 

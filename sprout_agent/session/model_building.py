@@ -21,7 +21,7 @@ from sprout_agent.session.taping import Tape, replayed_facts
 
 if TYPE_CHECKING:
     from sprout_agent.model.client import AnthropicModel
-    from sprout_agent.model.key_helper import KeyHelper
+    from sprout_agent.model.credentials import Renewal
 
 
 def build_model_in_background(
@@ -36,7 +36,7 @@ def build_model_in_background(
 
 
 def make_model(
-    prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger, tape: Tape | None = None
+    prepared: Prepared, emit: Callable[[Event], None], ledger: Ledger, tape: Tape | None = None, retries: int = 4
 ) -> tuple[AnthropicModel, ModelFacts]:
     """Imports anthropic and reads the model's facts (from the cache, else the Models API), off the loop; with
     --record or --replay, its HTTP client is the tape's."""
@@ -53,7 +53,8 @@ def make_model(
         api_key=api_key(prepared),
         base_url=base_url,
         provider=prepared.settings.provider,
-        key_helper=_key_helper(prepared),
+        credentials=renewal(prepared),
+        retries=retries,
         env=prepared.settings_env,
         on_attempt=ledger.attempted,
         facts=facts,
@@ -71,13 +72,13 @@ def make_model(
     return model, facts
 
 
-def _key_helper(prepared: Prepared) -> KeyHelper | None:
-    """SPROUT_AGENT_API_KEY_HELPER, run in your environment (never a project's .env: it may not set it)."""
-    from sprout_agent.model.key_helper import KeyHelper
+def renewal(prepared: Prepared) -> Renewal:
+    """Your commands that fetch and refresh the credentials (config/credential_commands.py), run with your real
+    environment's secret-filtered part (never a project's .env: it may not name them)."""
+    from sprout_agent.model.credentials import Renewal
 
-    command = prepared.settings.key_helper
     ttl = prepared.settings.key_helper_ttl_ms / 1000
-    return KeyHelper(command, ttl, prepared.inherited_env) if command is not None else None
+    return Renewal(prepared.settings.provider, prepared.credentials, prepared.inherited_env, ttl_seconds=ttl)
 
 
 def api_key(prepared: Prepared) -> str:
@@ -92,7 +93,7 @@ def resolve_facts(prepared: Prepared, model: str) -> ModelFacts:
     if (recorded := replayed_facts(prepared.tape, model)) is not None:  # --replay: as recorded, no request, no cache
         return recorded
     settings = prepared.settings
-    if not settings.provider.features.models_api or settings.key_helper is not None:  # the built-in table
+    if not settings.provider.features.models_api or prepared.credentials.key_helper is not None:  # the table
         return model_facts.fallback(model)  # Bedrock, Vertex, Foundry have no Models API; a helper's key is not read
     base_url = prepared.settings.base_url
     cache = prepared.locations.cache / "models" if prepared.locations.cache is not None else None

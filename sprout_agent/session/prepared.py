@@ -16,6 +16,8 @@ from sprout_agent.config import files as cfg
 from sprout_agent.config import settings as st
 from sprout_agent.config.claude_settings import Places as SettingsPlaces
 from sprout_agent.config.claude_settings import SettingsFile, load_settings
+from sprout_agent.config.credential_commands import CredentialCommands
+from sprout_agent.config.credential_commands import choose as choose_commands
 from sprout_agent.config.definition_files import load_definitions, places
 from sprout_agent.config.definitions import BUILTIN_AGENTS, Definitions
 from sprout_agent.config.dotenv_file import read_dotenv
@@ -68,6 +70,7 @@ class Prepared:
     claude: applied_settings.Applied = field(default_factory=applied_settings.Applied)  # Claude Code's settings
     style: tuple[str, str] = ("default", "")  # outputStyle: its name and the instructions it adds
     tape: TapePlan | None = None  # --record / --replay (session/taping.py); None: neither
+    credentials: CredentialCommands = field(default_factory=CredentialCommands)  # apiKeyHelper, awsAuthRefresh, …
 
     @property
     def thinking(self) -> str | None:
@@ -158,9 +161,10 @@ def prepare(
     dotenv = read_dotenv(options.cwd)
     env = {**dotenv.values, **claude.env, **environ}
     settings = st.Settings.from_env(env)
+    commands = choose_commands(claude.commands, env, settings.provider, settings.api_key_present)
     tape = tape_plan(options, environ)
     if tape is None or tape.replay is None:  # a replay needs no key: nothing leaves the process
-        check_credentials(settings)
+        check_credentials(settings, commands)
     model = _model(options, settings, env)
     st.choice(options.thinking, st.THINKING_SETTINGS, "--thinking")  # a misspelt flag fails here, with exit 2
     st.choice(options.effort, st.EFFORT_LEVELS, "--effort")
@@ -177,11 +181,13 @@ def prepare(
     offered, tools_warnings = (None, ()) if options.builtin_tools is None else offered_builtins(options.builtin_tools)
     loaded = cfg.with_builtin_servers(loaded, settings.builtin_servers, options.cwd, tools_env, offered)
     loaded = replace(loaded, notices=loaded.notices + tools_warnings)
+    loaded = _without_disabled(loaded, claude.disabled_servers)
     has_project_servers = any(server.project for server in loaded.servers)
     remembered = approvals.loaded() if has_project_servers and not trusted else consent.Approvals(None)
     gated = consent.gate(
-        loaded, remembered, consent.secrets_in(env, environ), trusted=trusted or claude.all_project_servers
-    )
+        loaded, remembered, consent.secrets_in(env, environ), trusted=trusted or claude.all_project_servers,
+        enabled=claude.enabled_servers,
+    )  # fmt: skip
     notices = (
         claude.notices
         + gated.loaded.notices
@@ -215,17 +221,30 @@ def prepare(
         claude=claude,
         style=style,
         tape=tape,
+        credentials=commands,
     )
 
 
-def check_credentials(settings: st.Settings) -> None:
+def _without_disabled(loaded: cfg.LoadedConfig, disabled: frozenset[str]) -> cfg.LoadedConfig:
+    """The project's `.mcp.json` servers a settings file's disabledMcpjsonServers names are not started, whatever
+    else approves them (Claude Code's order: disabled before enabled)."""
+    dropped = [s.name for s in loaded.servers if s.project and s.name in disabled]
+    if not dropped:
+        return loaded
+    notice = f"project MCP servers not started (disabledMcpjsonServers): {', '.join(dropped)}"
+    servers = tuple(s for s in loaded.servers if not (s.project and s.name in disabled))
+    return replace(loaded, servers=servers, notices=(*loaded.notices, notice))
+
+
+def check_credentials(settings: st.Settings, commands: CredentialCommands | None = None) -> None:
     """The provider's extra is installed, and the first party has a key (the clouds' credential chains are theirs
     to find: a failure names the variables to set, model/api_errors.py); no key is a MissingCredential (ACP's
     Authentication required)."""
     provider = settings.provider
     if (missing := missing_extra(provider.kind)) is not None:
         raise UsageError(missing)
-    if provider.kind != "anthropic" or settings.api_key_present or settings.key_helper is not None:
+    helper = commands.key_helper if commands is not None else settings.key_helper
+    if provider.kind != "anthropic" or settings.api_key_present or helper is not None:
         return
     if not st.serves_without_a_key(settings.base_url):
         raise MissingCredential(

@@ -229,15 +229,32 @@ def replay_cli(
 
 @app.command("doctor")
 def doctor_command(
-    stop: Annotated[bool, typer.Option("--stop", help="Ask them all to leave (each once its runs end).")] = False,
+    ctx: typer.Context,
+    stop: Annotated[
+        bool, typer.Option("--stop", help="Ask the warm interpreters to leave (no provider check).")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Check the provider's setup without the one request (which is billed).")
+    ] = False,
+    model: o.ModelOption = None,
+    settings: o.SettingsOption = None,
+    setting_sources: o.SettingSourcesOption = None,
+    trust_project: o.TrustProjectOption = False,
 ) -> None:
-    """List the warm interpreters running for you (age, memory, runs, whether they serve this install's code)."""
+    """Check the model provider a run here would use: one request of 1 output token (billed by the provider; --offline
+    skips it) says whether it is reachable, takes the credentials, serves the model and streams; then list the warm
+    interpreters running for you. Exit code: a run's for the same failure (docs/providers.md)."""
     import os
 
     from sprout_agent.faces.cli.commands.warm_doctor import doctor_command as body
 
-    exit_now(body(os.environ, stop, as_json))
+    top = ctx.find_root().params  # `sprout-agent --model opus doctor` works too
+    given = {name: ctx.params.get(name) or top.get(name) for name in ("model", "settings", "setting_sources")}
+    options = o.options_from(
+        given, cwd=Path.cwd().resolve(), trust_project=trust_project or bool(top.get("trust_project"))
+    )
+    exit_now(body(os.environ, stop, as_json, None if stop else (options, offline)))
 
 
 @app.command("acp")

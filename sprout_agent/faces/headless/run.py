@@ -213,7 +213,7 @@ class Headless:
         sdk_servers = [s.name for s in self.prepared.loaded.servers if s.transport == "sdk"]
         parts: dict[str, Any] = {"sdk": SdkRelay(self.control, sdk_servers), "callbacks": self.sdk.callbacks}
         if self.prepared.options.permission_prompt_tool == "stdio":
-            parts["ask"] = SdkAsk(self.control, self.sdk.cancel_turn, self.sdk.callbacks, self.sdk.emit)
+            parts["ask"] = SdkAsk(self.control, self.sdk.cancel_turn, self.sdk.emit)
         return parts
 
     async def _turns(self, runtime: Runtime) -> None:

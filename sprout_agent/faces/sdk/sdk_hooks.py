@@ -136,10 +136,3 @@ class SdkHooks:
             "cwd": agent.cwd,
             "permission_mode": mode.claude_name,
         }
-
-    async def notify(self, message: str, notification_type: str) -> None:
-        """Notification callbacks (Claude Code's `permission_prompt` one: a call waits for permission); answers
-        are not read. Bounded by each matcher's timeout like every callback."""
-        if self.wants(cb.NOTIFICATION, notification_type):
-            fields = {"message": message, "notification_type": notification_type}
-            await self.run(cb.NOTIFICATION, fields, notification_type)

@@ -298,12 +298,10 @@ class SdkAsk:
         self,
         control: Control,
         cancel_turn: Callable[[], None],
-        callbacks: SdkHooks | None = None,
         emit: Callable[[Event], None] | None = None,
     ) -> None:
         self.control = control
         self.cancel_turn = cancel_turn
-        self.callbacks = callbacks  # its Notification callbacks hear that a call waits for permission
         self.emit = emit  # says why an answer to the re-run request kept the call in the sandbox
 
     async def __call__(self, spec: ToolSpec, use: ToolUse, *, outside_sandbox: str | None = None) -> Decision:
@@ -315,10 +313,6 @@ class SdkAsk:
         }
         if outside_sandbox is not None:
             fields |= _rerun_fields(outside_sandbox, use)
-        if self.callbacks is not None:
-            await self.callbacks.notify(
-                f"Claude needs your permission to use {fields['tool_name']}", "permission_prompt"
-            )
         try:
             answer = await self.control.request("can_use_tool", fields, ASK_TIMEOUT)
         except ControlError as error:

@@ -22,6 +22,7 @@ from prompt_toolkit.layout.controls import FormattedTextControl
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from sprout_agent.core.claude_rules import saved_rule
 from sprout_agent.core.permissions import Decision
 from sprout_agent.core.protocols import ToolSpec
 from sprout_agent.faces.terminal import tool_view
@@ -91,6 +92,8 @@ async def ask_permission(
     renderer.pause()  # the live region would draw over the question
     renderer.show(question(spec, arguments, cwd, outside_sandbox))
     always = f"always {printable(spec.name)} this session"
+    if (rule := saved_rule(spec.server, spec.tool, arguments)) is not None:
+        always += f"; keep {printable(rule, WHY_CHARS)} in .claude/settings.local.json"
     if outside_sandbox is not None:
         always = "always for this exact command, this session"
     choices = [

@@ -16,6 +16,7 @@ import httpx2
 from sprout_agent.core.errors import ReplayDiverged
 from sprout_agent.model.cassettes import format as fmt
 from sprout_agent.model.cassettes.compare import comparable, difference_text
+from sprout_agent.model.cassettes.eventstream import is_event_stream, render_event_stream
 from sprout_agent.model.cassettes.format import Cassette, Exchange, Json
 
 
@@ -70,7 +71,7 @@ class Player:
         if not self.lenient:
             return self._fail(f"{where} at {difference_text(recorded, sent)}")
         self.differed += 1
-        if self.differed == 1 and self._observe is None:  # `replay` reports every difference itself
+        if self.differed == 1:
             self._warn(f"replay: {where} at {difference_text(recorded, sent)}; answering by position (lenient)")
         exchange, recorded = self._pending.pop(0)
         return self._answered(exchange, recorded, sent, request)
@@ -138,7 +139,10 @@ class ReplayTransport(httpx2.AsyncBaseTransport):
             kind = httpx2.ReadTimeout if error.get("kind") == "timeout" else httpx2.ConnectError
             raise kind(str(error.get("message", "recorded failure")), request=request)
         if "events" in answer:
-            stream = _Events(list(fmt.render_sse(answer["events"], str(answer.get("tail") or ""))))
+            events = answer["events"]
+            binary = is_event_stream(str(answer["headers"].get("content-type", "")))
+            chunks = render_event_stream(events) if binary else fmt.render_sse(events, str(answer.get("tail") or ""))
+            stream = _Events(list(chunks))
             return httpx2.Response(answer["status"], headers=answer["headers"], stream=stream, request=request)
         data = answer["body"]
         raw = data.encode() if isinstance(data, str) else json.dumps(data).encode()

@@ -16,6 +16,7 @@ import anthropic
 import httpx2
 
 from sprout_agent.model.cassettes import format as fmt
+from sprout_agent.model.cassettes.eventstream import is_event_stream, parse_event_stream
 from sprout_agent.model.cassettes.format import Json
 
 
@@ -65,7 +66,6 @@ def recording_client(writer: CassetteWriter) -> httpx2.AsyncClient:
 
     class Recording(anthropic.DefaultAsyncHttpxClient):
         async def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
-            request.headers["accept-encoding"] = "identity"  # the body recorded is the body sent
             n, asked = writer.number(), _request(request)
             try:
                 response = await super().send(request, **kwargs)
@@ -83,7 +83,9 @@ def recording_client(writer: CassetteWriter) -> httpx2.AsyncClient:
             response.stream = _Tee(response.stream, ended)
             return response
 
-    return Recording()
+    # The body recorded is the body sent. A client header, not one set in `send`: Bedrock's client signs the
+    # request's headers before it is sent, and a header changed after that is a signature the API refuses.
+    return Recording(headers={"accept-encoding": "identity"})
 
 
 def _request(request: httpx2.Request) -> Json:
@@ -98,10 +100,14 @@ def _request(request: httpx2.Request) -> Json:
 
 def _answer(response: httpx2.Response, raw: bytes, complete: bool, redact: Callable[[str], str]) -> Json:
     headers = fmt.kept_headers(response.headers.multi_items(), fmt.RESPONSE_HEADERS, fmt.RESPONSE_HEADER_PREFIXES)
-    text = _decoded(raw, response.headers.get("content-encoding", "")).decode("utf-8", errors="replace")
+    body = _decoded(raw, response.headers.get("content-encoding", ""))
+    text = body.decode("utf-8", errors="replace")
     answer: Json = {"status": response.status_code, "headers": headers}
-    if headers.get("content-type", "").startswith("text/event-stream"):
-        events, tail = fmt.parse_sse(text)
+    kind = headers.get("content-type", "")
+    # Bedrock's binary frames as the events they carry: base64 would hide a credential from the filter.
+    binary = is_event_stream(kind)
+    if kind.startswith("text/event-stream") or binary:
+        events, tail = (parse_event_stream(body), "") if binary else fmt.parse_sse(text)
         events = fmt.whole_deltas(events, redact)
         answer |= {"events": events, "complete": complete} | ({"tail": tail} if tail else {})
         if (usage := _usage(events)) is not None:

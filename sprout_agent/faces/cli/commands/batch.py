@@ -22,6 +22,7 @@ from sprout_agent.faces.warm import place as warm_place
 
 if TYPE_CHECKING:  # the batch loads when the command runs
     from sprout_agent.batch.runner import BatchOptions, Executor, TaskTracing
+    from sprout_agent.batch.swebench import Swebench
 
 
 class _RunByDefault(TyperGroup):
@@ -70,6 +71,19 @@ def batch_run(
     executor: Annotated[str, typer.Option(metavar="NAME", help="local (default) or ray.")] = "local",
     address: Annotated[str | None, typer.Option(metavar="ADDR", help="Ray cluster address (--executor ray).")] = None,
     output_format: _OutputOption = OutputFormat.text,
+    swebench: Annotated[
+        bool, typer.Option("--swebench", help="TASKS.jsonl holds SWE-bench instances; write their predictions.")
+    ] = False,
+    swebench_repos: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="--swebench: clones named owner__name here (default: cloned from GitHub)."),
+    ] = None,
+    exclude_tests: Annotated[
+        bool, typer.Option("--exclude-tests", help="--swebench: the patches leave out test files.")
+    ] = False,
+    swebench_model_name: Annotated[
+        str | None, typer.Option(metavar="NAME", help="--swebench: model_name_or_path (default: sprout-agent__MODEL).")
+    ] = None,
     # For every task's `sprout-agent -p`, as the main command takes them (passed on by name: agent_argv).
     config_files: o.ConfigOption = None,
     model: o.ModelOption = None,
@@ -103,6 +117,7 @@ def batch_run(
         address=address,
         output_format=output_format.value,
         agent_args=tuple(agent_args),
+        swebench=_swebench(swebench, swebench_repos, exclude_tests, swebench_model_name, model),
     )
     try:
         with _traced(tasks) as tracing:
@@ -110,6 +125,22 @@ def batch_run(
     except UsageError as error:
         fail(str(error), error.exit_code)
     exit_now(code)
+
+
+def _swebench(
+    on: bool, repos: Path | None, exclude_tests: bool, name: str | None, model: str | None
+) -> Swebench | None:
+    """`--swebench` and the options that go with it (refused without it, exit 2)."""
+    from sprout_agent.batch.swebench import Swebench
+
+    if not on:
+        given = [flag for flag, value in (("--swebench-repos", repos), ("--exclude-tests", exclude_tests),
+                                          ("--swebench-model-name", name)) if value]  # fmt: skip
+        if given:
+            fail(f"batch: {given[0]} goes with --swebench", 2)
+        return None
+    default = f"sprout-agent__{model}" if model else "sprout-agent"
+    return Swebench(repos=repos, leave_out_tests=exclude_tests, model_name=name or default)
 
 
 @contextmanager

@@ -1,22 +1,45 @@
-"""`sprout-agent doctor`: the warm interpreters this user has running (age, memory, runs in flight, whether they
-serve the code installed now), the files of ended ones cleared, and `--stop` to ask them all to leave."""
+"""`sprout-agent doctor`: the provider check (provider_doctor.py), then the warm interpreters this user has running
+(age, memory, runs in flight, whether they serve the code installed now), the files of ended ones cleared, and
+`--stop` to ask them all to leave."""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Mapping
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from sprout_agent.faces.warm import live, place
+
+if TYPE_CHECKING:
+    from sprout_agent.config.options import Options
 
 _TURN_OFF = (
     "one stays up to {idle:g} s after its last run ({idle_name}); {switch}=0 turns it off, --no-warm skips it once"
 )
 
 
-def doctor_command(env: Mapping[str, str], stop: bool, as_json: bool, out: TextIO = sys.stdout) -> int:
-    """Lists (and with `stop`, stops) the warm interpreters; exit 0, or 1 when their directory is not safe to use."""
+def doctor_command(
+    env: Mapping[str, str],
+    stop: bool,
+    as_json: bool,
+    provider: tuple[Options, bool] | None = None,
+    out: TextIO = sys.stdout,
+) -> int:
+    """The provider check (`provider`: the run's options and whether to stay offline; None: none), then the warm
+    interpreters listed (with `stop`, stopped); the provider's exit code, else 1 when their directory is not safe."""
+    if provider is None:
+        return _warm(env, stop, as_json, out, {})
+    from sprout_agent.faces.cli.commands.provider_doctor import check_provider, write
+
+    report = check_provider(provider[0], env, offline=provider[1])
+    if not as_json:
+        write(report, out)
+    warm = _warm(env, stop, as_json, out, report.record)
+    return report.exit_code or warm
+
+
+def _warm(env: Mapping[str, str], stop: bool, as_json: bool, out: TextIO, more: dict[str, object]) -> int:
     base = place.directory(env)
     if base is None:
         out.write("the warm interpreter's directory is missing, not yours or open to others: runs stay cold\n")
@@ -31,7 +54,7 @@ def doctor_command(env: Mapping[str, str], stop: bool, as_json: bool, out: TextI
     stopped = {one.pid for one in found if stop and live.stop(one.pid)}
     if as_json:
         rows = [_row(one, current, one.pid in stopped) for one in found]
-        out.write(json.dumps({"directory": str(base), "interpreters": rows, "cleared": cleared}) + "\n")
+        out.write(json.dumps({**more, "directory": str(base), "interpreters": rows, "cleared": cleared}) + "\n")
         return 0
     out.write(f"warm interpreters in {base}: {len(found) or 'none'}\n")
     for one in found:
