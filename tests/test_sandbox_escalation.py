@@ -7,7 +7,8 @@ from __future__ import annotations
 import io
 import json
 import os
-import uuid
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -38,10 +39,15 @@ BASH = ToolSpec("dev__bash", "dev", "bash", "", {}, read_only=False)
 
 @pytest.fixture
 def outside() -> Iterator[Path]:
-    """A path outside the writable roots that root may write unsandboxed; removed afterwards."""
-    path = Path(f"/etc/sprout-escalation-{uuid.uuid4().hex[:8]}")
-    yield path
-    path.unlink(missing_ok=True)
+    """A path anyone may write unsandboxed but the sandbox refuses: in a directory made under /var/tmp, outside the
+    working directory (under /tmp, where bubblewrap's private /tmp would take the write) and every writable root."""
+    if not os.access("/var/tmp", os.W_OK | os.X_OK):
+        pytest.skip("no writable /var/tmp: no path here that this user may write outside the sandbox's roots")
+    parent = Path(tempfile.mkdtemp(prefix="sprout-escalation-", dir="/var/tmp"))
+    try:
+        yield parent / "made"
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 class ScriptedPerson:
