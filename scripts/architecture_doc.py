@@ -8,6 +8,7 @@ out: a module or folder it does not name, or an `Imports:` line that is not what
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 import tomllib
@@ -56,6 +57,7 @@ def room_of(module: str, names: list[str]) -> str | None:
     return max(matches, key=len) if matches else None
 
 
+@functools.cache  # the page, the room table and the docstrings' check each need it: the package is parsed once
 def imports_between_rooms() -> dict[str, set[str]]:
     """For each room, the other rooms its modules import (lazy imports and TYPE_CHECKING ones included)."""
     names = [r.replace(".", "/") for r in rooms()]

@@ -195,6 +195,7 @@ async def test_cancel_mid_tool_answers_cancelled_and_keeps_history_valid(tmp_pat
     assert "interrupted" in result_text(tool_results(body)[-1])
 
 
+@pytest.mark.slow
 async def test_a_second_prompt_on_a_busy_session_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from acp import RequestError, text_block
 

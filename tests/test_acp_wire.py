@@ -79,6 +79,7 @@ async def test_stray_writes_to_stdout_land_on_stderr(tmp_path: Path) -> None:
     assert answered["result"]["protocolVersion"] == 1
 
 
+@pytest.mark.slow
 async def test_stdin_closed_ends_the_agent_and_every_server(tmp_path: Path) -> None:
     logs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     pidfile = tmp_path / "grandchildren"

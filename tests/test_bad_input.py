@@ -179,6 +179,7 @@ pytest_e2e = pytest.mark.e2e
 
 
 @pytest_e2e
+@pytest.mark.slow
 def test_a_blank_or_non_utf8_prompt_is_exit_2_with_one_line_and_a_result_object(tmp_path: Path) -> None:
     cases: list[tuple[list[str | bytes], bytes, str]] = [
         (["-p", " \n\t", "--output-format", "json"], b"", "no prompt: -p is empty"),
@@ -193,6 +194,7 @@ def test_a_blank_or_non_utf8_prompt_is_exit_2_with_one_line_and_a_result_object(
 
 
 @pytest_e2e
+@pytest.mark.slow
 def test_a_failed_dev_write_leaves_no_traceback_on_stderr_in_json_mode(tmp_path: Path) -> None:
     (tmp_path / "somefile.txt").write_text("a file, not a folder")
     call = tool_use("dev__write", {"file_path": "somefile.txt/x.txt", "content": "y"}, id="t_write")

@@ -96,6 +96,7 @@ def test_twenty_tasks_four_at_a_time_with_one_failing_and_one_timing_out(tmp_pat
     assert run.stderr.count("| ") == 20 and "20/20 done, 2 failed, 0 running" in run.stderr
 
 
+@pytest.mark.slow
 def test_a_second_run_after_ctrl_c_runs_only_what_was_not_finished(tmp_path: Path) -> None:
     marker = tmp_path / "let-them-finish"
     tasks = [{"id": f"q{n}", "prompt": f"quick {n}"} for n in range(3)]
@@ -150,6 +151,7 @@ def test_three_shards_cover_every_task_once_and_merge_gives_the_single_machine_s
     assert len(list((tmp_path / "merged" / "transcripts").glob("*.jsonl"))) == 9
 
 
+@pytest.mark.slow
 def test_the_real_cli_against_the_fake_api(tmp_path: Path) -> None:
     def route(body: dict[str, Any]) -> Any:
         prompt = json.dumps(body["messages"][0])
@@ -229,6 +231,7 @@ def test_the_kubernetes_indexed_job_in_the_docs_runs_and_merges(tmp_path: Path) 
     assert (json.loads(merged.stdout)["tasks"], json.loads(merged.stdout)["ok"]) == (6, 6)
 
 
+@pytest.mark.slow
 def test_flags_after_a_double_dash_reach_every_task_but_not_the_ones_the_batch_sets(tmp_path: Path) -> None:
     write_tasks(tmp_path / "tasks.jsonl", [{"id": "a", "prompt": "p"}])
     run = batch(tmp_path, ["tasks.jsonl", "--out", "out", "--model", "m1", "--", "--effort", "high"])
@@ -342,6 +345,7 @@ def test_a_task_without_repo_or_cwd_cannot_write_the_repository_holding_out_its_
     assert os.listdir(out / "work" / "first") == [".git"]
 
 
+@pytest.mark.slow
 def test_a_tasks_record_says_how_to_rewind_its_tree_and_that_command_does(tmp_path: Path) -> None:
     """The real CLI: the task's session lives where the batch's user keeps sessions, so the record's command, run
     later by a reviewer with the same environment, finds it and puts the task's tree back."""

@@ -87,6 +87,7 @@ def test_todo_hook_keeps_the_agent_going_until_the_list_is_done(
     assert_history_valid(fake.requests[3].body)
 
 
+@pytest.mark.slow
 def test_a_scripted_session_fixes_a_failing_test_in_a_git_repository(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -117,6 +118,7 @@ def test_a_scripted_session_fixes_a_failing_test_in_a_git_repository(tmp_path: P
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_dev_server_over_stdio_answers_initialize_and_works_in_its_cwd(root: Path) -> None:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client

@@ -228,6 +228,7 @@ def test_a_hook_that_hangs_is_killed_at_its_timeout_and_the_call_goes_on(tmp_pat
     assert not pid_alive(int(pid_file.read_text()))
 
 
+@pytest.mark.slow
 def test_hooks_test_probes_the_settings_command_hooks_and_never_runs_unapproved_ones(tmp_path: Path) -> None:
     repo, home = scratch(tmp_path)
     claude_code_project(repo)
@@ -254,6 +255,7 @@ def test_hooks_test_probes_the_settings_command_hooks_and_never_runs_unapproved_
     assert "✓ Stop" in lines and "blocks (exit 2)" in lines and "run the test suite before you stop" in lines
 
 
+@pytest.mark.slow
 def test_an_output_style_from_the_settings_shapes_the_system_prompt_and_the_init_line(tmp_path: Path) -> None:
     repo, home = scratch(tmp_path)
     style = "---\nname: Pirate\ndescription: talks like one\n---\nAnswer as a pirate would, arr.\n"

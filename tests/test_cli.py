@@ -129,6 +129,7 @@ def test_missing_api_key_says_what_to_set(tmp_path: Path) -> None:
     assert "ANTHROPIC_API_KEY" in run.stderr
 
 
+@pytest.mark.slow
 def test_real_third_party_mcp_servers_through_the_loop(tmp_path: Path) -> None:
     time_binary = shutil.which("mcp-server-time") or str(ROOT / ".venv/bin/mcp-server-time")
     everything = ROOT / ".ci/peers/node_modules/.bin/mcp-server-everything"

@@ -186,6 +186,7 @@ def test_hooks_lists_every_hook_and_whether_it_is_active(tmp_path: Path, monkeyp
     ]
 
 
+@pytest.mark.slow
 def test_doctor_needs_no_api_key_and_never_imports_anthropic(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"fake": fake_server(tools="echo")})
     env = agent_env(tmp_path, None, {"ANTHROPIC_API_KEY": ""})

@@ -43,6 +43,7 @@ def server(script: Path, project: Path, command: str) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=[str(script)], cwd=str(project), env=env)
 
 
+@pytest.mark.slow
 async def test_stop_objects_with_the_failing_test_until_the_suite_is_green(tmp_path: Path) -> None:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import stdio_client
@@ -95,6 +96,7 @@ async def test_a_suite_slower_than_the_hook_timeout_keeps_running_and_the_next_s
     assert "exits 1" in answer and "1 failed" in answer
 
 
+@pytest.mark.slow
 async def test_a_test_command_that_cannot_start_is_an_error_result_not_an_objection(tmp_path: Path) -> None:
     import mcp.types as types
     from mcp.client.session import ClientSession
@@ -112,6 +114,7 @@ async def test_a_test_command_that_cannot_start_is_an_error_result_not_an_object
     assert any("cannot run" in b.text for b in result.content if isinstance(b, types.TextContent))
 
 
+@pytest.mark.slow
 async def test_the_example_server_in_the_docs_runs(tmp_path: Path) -> None:
     """The ~20-line server in docs/hooks.md, extracted from the page and run as written."""
     from mcp import StdioServerParameters
@@ -139,6 +142,7 @@ async def test_the_example_server_in_the_docs_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("green", [False, True])
+@pytest.mark.slow
 def test_through_the_agent_the_model_sees_the_failing_test_as_hook_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, green: bool
 ) -> None:

@@ -57,6 +57,7 @@ def user_texts(body: dict[str, Any]) -> str:
     return json.dumps([m["content"] for m in body["messages"] if m["role"] == "user"])
 
 
+@pytest.mark.slow
 async def test_a_sprout_call_writes_a_file_answers_with_its_session_and_the_session_takes_a_reply(
     tmp_path: Path,
 ) -> None:
@@ -98,6 +99,7 @@ async def test_a_sprout_call_writes_a_file_answers_with_its_session_and_the_sess
         assert len(fake.requests) == 3
 
 
+@pytest.mark.slow
 async def test_a_cancelled_call_ends_its_turn_cleanly_and_the_bound_refuses_a_second_session_meanwhile(
     tmp_path: Path,
 ) -> None:
@@ -139,6 +141,7 @@ async def _reply_once_free(client: Client, session_id: str, prompt: str) -> Call
         await anyio.sleep(0.05)
 
 
+@pytest.mark.slow
 async def test_streamable_http_serves_on_loopback_and_a_token_when_set_is_required(tmp_path: Path) -> None:
     from mcp import Client
 

@@ -144,6 +144,7 @@ def test_offline_decides_everything_and_sends_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_the_doctor_command_checks_the_provider_then_lists_the_warm_interpreters(tmp_path: Path) -> None:
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)  # the warm interpreters' directory: private, as the listing requires

@@ -168,6 +168,7 @@ def test_a_providers_failure_names_the_variable_to_fix(
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_the_first_partys_client_imports_no_cloud_sdk() -> None:
     import subprocess
     import sys

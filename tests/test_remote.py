@@ -64,6 +64,7 @@ async def everything(mode: str) -> AsyncGenerator[int]:
         proc.wait(timeout=bounded(5))
 
 
+@pytest.mark.slow
 async def test_server_everything_over_streamable_http_and_sse_and_a_dead_url_fails_alone() -> None:
     dead = free_port()  # nothing listens there
     async with everything("streamableHttp") as http_port, everything("sse") as sse_port:

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.e2e
 # The first turn, /tools and /servers on a pty: tests/test_terminal_screen.py (one process for them all).
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_the_turn_and_the_next_prompt_has_a_valid_history(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
     config = write_config(tmp_path, {"fake": fake_server(log=str(log))})

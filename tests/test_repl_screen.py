@@ -95,6 +95,7 @@ def test_after_esc_the_cancelled_call_stays_named_with_the_time_it_ran(tmp_path:
     assert re.search(r"✗ fake__slow seconds=60 cancelled after \d+\.\d s", term.history())
 
 
+@pytest.mark.slow
 def test_the_ask_question_shows_the_command_and_a_failed_commands_preview_its_own_lines(tmp_path: Path) -> None:
     command = "echo first line; echo the failing line; exit 3"
     env = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}

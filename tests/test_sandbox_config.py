@@ -99,6 +99,7 @@ def test_a_server_sandbox_that_cannot_work_here_is_a_start_up_notice(tmp_path: P
 @needs_bwrap
 @pytest.mark.anyio
 @pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_server_with_a_sandbox_key_cannot_write_outside_its_directory_or_see_the_agent(
     tmp_path: Path,
 ) -> None:

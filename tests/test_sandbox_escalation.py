@@ -166,6 +166,7 @@ async def test_a_plain_yes_or_one_that_changes_the_call_is_no_answer_to_the_re_r
 
 @pytest.mark.e2e
 @needs_bwrap
+@pytest.mark.slow
 def test_a_persons_yes_in_the_terminal_to_the_re_run_question_runs_it_outside_the_sandbox(
     tmp_path: Path, outside: Path
 ) -> None:

@@ -26,6 +26,7 @@ BASH, WRITE = sdk_tool_name("dev", "bash"), sdk_tool_name("dev", "write")
 
 @pytest.mark.anyio
 @pytest.mark.filterwarnings("ignore:can_use_tool will not be invoked")  # Bash is allowed on purpose: hooks gate it
+@pytest.mark.slow
 async def test_python_sdk_hook_callbacks_deny_add_context_and_stop_and_can_use_tool_changes_a_write(
     tmp_path: Path,
 ) -> None:

@@ -14,6 +14,7 @@ from tests.privileges import reads_any_process
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.slow
 def test_bash_cannot_read_the_key_from_its_env_or_the_agents_proc_environ(tmp_path: Path) -> None:
     command = "env; echo ---; tr '\\0' '\\n' < /proc/$PPID/environ; echo ---; tr '\\0' '\\n' < /proc/$$/environ"
     script: list[Step] = [reply(tool_use("dev__bash", {"command": command})), reply("done")]

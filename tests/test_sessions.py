@@ -220,6 +220,7 @@ def test_a_session_killed_mid_tool_call_resumes_with_a_valid_history(tmp_path: P
 
 
 @e2e
+@pytest.mark.slow
 def test_sessions_lists_newest_first_with_prompt_and_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
