@@ -119,7 +119,6 @@ async def test_a_multi_tool_prompt_streams_every_update_in_order(tmp_path: Path)
     assert sorted(entry["tool"] for entry in read_log(log)) == ["echo", "fail"]  # run at once: either may log first
 
 
-@pytest.mark.slow
 async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from acp import text_block
 
@@ -195,7 +194,6 @@ async def test_cancel_mid_tool_answers_cancelled_and_keeps_history_valid(tmp_pat
     assert "interrupted" in result_text(tool_results(body)[-1])
 
 
-@pytest.mark.slow
 async def test_a_second_prompt_on_a_busy_session_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from acp import RequestError, text_block
 

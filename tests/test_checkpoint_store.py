@@ -323,6 +323,7 @@ while True:  # `sub` is, in turn, the real directory and a link to the secret on
 """
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_a_directory_swapped_for_a_link_while_a_checkpoint_hashes_never_puts_the_linked_file_in_a_blob(
     tmp_path: Path,
