@@ -524,6 +524,7 @@ class Bench:
         steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render, self.remote, self.thinking]
         steps += [self.batch, self.caps, self.startup, self.checkpoints, self.subagents, self.telemetry, self.pages]
         steps += [self.mcp_serve]
+        steps += [self.harness]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -975,6 +976,16 @@ class Bench:
         self.add("mcp serve: sprout call → its 1st request (server warm)", calls, "s")
         self.add("  … -p (cold): spawn → 1st request, for comparison", p_starts(spawn, check, self.runs), "s")
 
+    def harness(self) -> None:
+        """25. a benchmark harness's install per task (the Harbor adapter's uv tool install) against the run"""
+        from scripts.bench_harness import harness_figures
+
+        figures = harness_figures(self.runs)
+        self.add("harness: uv tool install of a wheel (per task, warm uv cache): wall", figures["install wall"], "s")
+        self.add("  … its CPU", figures["install CPU"], "s")
+        self.add("harness: the installed agent's -p run (cold): wall", figures["run wall"], "s")
+        self.add("  … its CPU", figures["run CPU"], "s")
+
     def acp(self) -> None:
         """13. sprout-agent acp through the ACP SDK"""
         import anyio
@@ -990,7 +1001,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     groups = "imports minimal ours facts builtins flags repl hooks toolhooks compaction servers acp sandbox render"
     groups += " remote thinking batch caps startup checkpoints subagents telemetry pages"
-    groups += " mcp_serve"
+    groups += " mcp_serve harness"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     parser.add_argument(
         "--claude", metavar="PATH", help="startup: measure this Claude Code binary beside sprout-agent (fake API)"
