@@ -1,6 +1,6 @@
 """`sprout-agent mcp serve` as a process, driven by the mcp SDK's own client over stdio and Streamable HTTP, on the
 fake Anthropic API: a tool round that writes a file, a reply to the session, a cancelled call whose session goes on,
-the bound on sessions, and sprout-agent itself as the client. The rules: tests/test_mcp_serve.py."""
+the bound on sessions, and sprout-agent itself, the MCP Inspector and Claude Code as the client. The rules: tests/test_mcp_serve.py."""
 
 from __future__ import annotations
 
@@ -229,3 +229,54 @@ def _inspect(args: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
     )
     assert completed.returncode == 0, completed.stderr
     return json.loads(completed.stdout)
+
+
+CLAUDE = (
+    Path(__file__).resolve().parent.parent / ".ci/peers/node_modules/@anthropic-ai/claude-agent-sdk-linux-x64/claude"
+)
+
+
+@pytest.mark.slow
+def test_claude_code_hands_a_task_to_sprout_agent_mcp_serve_as_an_mcp_server(tmp_path: Path) -> None:
+    """Claude Code as the client (the `claude` binary the TypeScript Agent SDK ships, .ci/run installs it): a
+    `--mcp-config` whose server runs `sprout-agent mcp serve`; its `mcp__sprout__sprout` call gets the inner agent's
+    answer, and the inner agent's request is ours, on the same fake API."""
+    if not CLAUDE.exists():
+        pytest.skip("no Claude Code binary: .ci/run installs @anthropic-ai/claude-agent-sdk in .ci/peers")
+    script = [
+        reply(tool_use("mcp__sprout__sprout", {"prompt": "say hello"}, id="toolu_outer")),
+        reply("Hello from sprout-agent."),
+        *[reply("Claude Code heard it.")] * 5,  # Claude Code may send a request of its own after the answer
+    ]
+    with FakeAnthropic(script, auto_usage=True) as fake:
+        inner_env = agent_env(tmp_path, fake, SERVE_ENV)
+        command = agent_command(["mcp", "serve"])
+        config = {"mcpServers": {"sprout": {"command": command[0], "args": command[1:], "env": inner_env}}}
+        (tmp_path / "mcp.json").write_text(json.dumps(config))
+        home = tmp_path / "claude-home"
+        home.mkdir()
+        env = {
+            "PATH": inner_env["PATH"],
+            "HOME": str(home),
+            "ANTHROPIC_API_KEY": "sk-ant-claude-side-0123456789",
+            "ANTHROPIC_BASE_URL": fake.base_url,
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+        }
+        argv = [str(CLAUDE), "-p", "ask sprout-agent", "--output-format", "json", "--model", "claude-sonnet-4-6"]
+        argv += ["--mcp-config", str(tmp_path / "mcp.json"), "--allowedTools", "mcp__sprout__sprout"]
+        done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=bounded(120))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["result"] == "Claude Code heard it."
+    inner = [r.body for r in fake.requests if "say hello" in user_texts(r.body)]
+    assert len(inner) == 1  # the inner agent's own request, with the task as its prompt
+    answered = [
+        block
+        for request in fake.requests
+        for message in request.body.get("messages", [])
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if block.get("type") == "tool_result" and block.get("tool_use_id") == "toolu_outer"
+    ]
+    assert answered and "Hello from sprout-agent." in json.dumps(answered[0])
