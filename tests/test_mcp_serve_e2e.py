@@ -1,6 +1,7 @@
 """`sprout-agent mcp serve` as a process, driven by the mcp SDK's own client over stdio and Streamable HTTP, on the
 fake Anthropic API: a tool round that writes a file, a reply to the session, a cancelled call whose session goes on,
-the bound on sessions, and sprout-agent itself, the MCP Inspector and Claude Code as the client. The rules: tests/test_mcp_serve.py."""
+the bound on sessions, and sprout-agent itself, the MCP Inspector and Claude Code as the client. The rules:
+tests/test_mcp_serve.py."""
 
 from __future__ import annotations
 
