@@ -1,14 +1,21 @@
 """What `initialize` says about logging in (`authMethods`), and `authenticate`: sprout-agent has no login of its own;
-it reads ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) from its environment or the project's `.env`. One method
+it reads ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) from its environment or the project's `.env`, or runs the
+`apiKeyHelper` of a settings file. One method
 says so to clients that can set a variable for it (`env_var`, the one Harbor's ACP runner picks when the key is
 set); the other (`agent`, which the ACP registry requires) lets a client ask whether the agent has what it needs."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sprout_agent.core.errors import MissingCredential, SproutError
 from sprout_agent.faces.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Json, RpcError
+
+if TYPE_CHECKING:
+    from sprout_agent.config.credential_commands import CredentialCommands
+    from sprout_agent.config.settings import Settings
 
 AUTH_REQUIRED = -32000  # ACP's "Authentication required"
 KEY_METHOD = "anthropic-api-key"
@@ -49,12 +56,32 @@ def authenticate(params: Json, environ: Mapping[str, str]) -> Json:
     if method not in (KEY_METHOD, ENVIRONMENT_METHOD):
         raise RpcError(INVALID_PARAMS, f"Invalid params: unknown methodId {method!r}")
     try:
-        check_credentials(Settings.from_env(environ))
+        settings = Settings.from_env(environ)
+        check_credentials(settings, _your_commands(settings, environ))
     except MissingCredential as error:
         raise auth_required(error) from None
     except SproutError as error:  # a malformed setting: said as session/new says it (never echoing a key)
         raise RpcError(INTERNAL_ERROR, str(error)) from None
     return {}
+
+
+def _your_commands(settings: Settings, environ: Mapping[str, str]) -> CredentialCommands:
+    """The credential commands (an apiKeyHelper…) of your own and the managed settings files, as session/new would
+    choose them: authenticate comes before any session, so no project's files are known yet (a project's command
+    still counts at session/new, once approved)."""
+    from sprout_agent.config.applied_settings import apply
+    from sprout_agent.config.claude_settings import Places, load_settings
+    from sprout_agent.config.consent import Verdict
+    from sprout_agent.config.credential_commands import CredentialCommands, choose
+    from sprout_agent.config.locations import Locations
+
+    home = Path(environ["HOME"]) if environ.get("HOME") else None
+    if home is None:
+        return CredentialCommands()
+    locations = Locations.for_user()
+    found = load_settings(Places(home, home, locations.config, locations.managed_settings), "user")
+    applied = apply(found, lambda _file, _print: Verdict.UNKNOWN, cwd=home, home=home, run_mode="default")
+    return choose(applied.commands, environ, settings.provider, settings.api_key_present)
 
 
 def auth_required(error: MissingCredential) -> RpcError:
