@@ -1,8 +1,8 @@
 """What `initialize` says about logging in (`authMethods`), and `authenticate`: sprout-agent has no login of its own;
 it reads ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) from its environment or the project's `.env`, or runs the
-`apiKeyHelper` of a settings file. One method
-says so to clients that can set a variable for it (`env_var`, the one Harbor's ACP runner picks when the key is
-set); the other (`agent`, which the ACP registry requires) lets a client ask whether the agent has what it needs."""
+`apiKeyHelper` of a settings file. One method says so to clients that can set a variable for it (`env_var`, the one
+Harbor's ACP runner picks when the key is set); the other (`agent`, which the ACP registry requires) lets a client
+ask whether the agent has what it needs."""
 
 from __future__ import annotations
 
