@@ -21,12 +21,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.claude_code import CLAUDE_QUIET
 from tests.fake_anthropic import FakeAnthropic, Step, reply
 from tests.harness import agent_command, agent_env
 
 PROMPT = "Say hello."
 # Claude Code's own settings that keep a run on this machine: no updates, no telemetry, no other traffic.
-CLAUDE_QUIET = {"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1"}
 # A model whose request Claude Code 2.1 still sends in the classic shape (user and assistant messages only): for
 # its newest models it adds a `role: "system"` message (the beta mid-conversation system messages), which the
 # fake refuses, so its default `-p` ends in exit 1 against the fake.

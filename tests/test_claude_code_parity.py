@@ -11,7 +11,6 @@ in both: the Write rows show it."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,17 +18,12 @@ from typing import Any
 import pytest
 
 from tests.bounds import bounded
+from tests.claude_code import CLAUDE, answers_to, claude_env, needs_claude
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.test_claude_settings import decide, policy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parent.parent
-CLAUDE = Path(
-    os.environ.get("SPROUT_TEST_CLAUDE")
-    or ROOT / ".ci/peers/node_modules/@anthropic-ai/claude-agent-sdk-linux-x64/claude"
-)
-needs_claude = pytest.mark.skipif(not os.access(CLAUDE, os.X_OK), reason=f"no Claude Code binary at {CLAUDE}")
 # Our mode names as Claude Code's: our `auto` (every call runs unless a rule says otherwise) is its bypassPermissions.
 AS_CLAUDE = {"default": "default", "auto": "bypassPermissions", "bypassPermissions": "bypassPermissions"}
 CLAUDE_TOOL = {"bash": "Bash", "read": "Read", "write": "Write"}
@@ -73,16 +67,7 @@ def _claude_runs(home: Path, work: Path, mode: str, tool: str, arguments: dict[s
         sent["content"] = "written\n"
     call = tool_use(CLAUDE_TOOL[tool], sent, id="toolu_parity")
     with FakeAnthropic([reply(call)] + [reply("done")] * 10, auto_usage=True) as fake:
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(home),
-            "ANTHROPIC_API_KEY": "sk-ant-parity-0123456789",
-            "ANTHROPIC_BASE_URL": fake.base_url,
-            "DISABLE_AUTOUPDATER": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_TELEMETRY": "1",
-            "IS_SANDBOX": "1",  # Claude Code refuses bypassPermissions as root without it
-        }
+        env = claude_env(home, fake) | {"IS_SANDBOX": "1"}  # Claude Code refuses bypassPermissions as root without it
         argv = [str(CLAUDE), "-p", "go", "--output-format", "json", "--model", "claude-sonnet-4-6"]
         done = subprocess.run(
             [*argv, "--permission-mode", AS_CLAUDE[mode]],
@@ -93,14 +78,7 @@ def _claude_runs(home: Path, work: Path, mode: str, tool: str, arguments: dict[s
             timeout=bounded(120),
         )
     assert done.returncode == 0, done.stderr[-2000:]
-    answered = [
-        block
-        for request in fake.requests
-        for message in request.body.get("messages", [])
-        if isinstance(message.get("content"), list)
-        for block in message["content"]
-        if block.get("type") == "tool_result" and block.get("tool_use_id") == call["id"]
-    ]
+    answered = answers_to(fake, call["id"])
     assert answered, "Claude Code never answered the call: the case proves nothing"
     denials = json.loads(done.stdout).get("permission_denials") or []
     return not any(denial.get("tool_use_id") == call["id"] for denial in denials)

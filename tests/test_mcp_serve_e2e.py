@@ -19,6 +19,7 @@ import anyio
 import pytest
 
 from tests.bounds import bounded
+from tests.claude_code import CLAUDE, answers_to, claude_env, needs_claude
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import agent_command, agent_env, assert_history_valid, run_agent, tool_results, wait_until
 
@@ -232,18 +233,12 @@ def _inspect(args: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
     return json.loads(completed.stdout)
 
 
-CLAUDE = (
-    Path(__file__).resolve().parent.parent / ".ci/peers/node_modules/@anthropic-ai/claude-agent-sdk-linux-x64/claude"
-)
-
-
 @pytest.mark.slow
+@needs_claude
 def test_claude_code_hands_a_task_to_sprout_agent_mcp_serve_as_an_mcp_server(tmp_path: Path) -> None:
     """Claude Code as the client (the `claude` binary the TypeScript Agent SDK ships, .ci/run installs it): a
     `--mcp-config` whose server runs `sprout-agent mcp serve`; its `mcp__sprout__sprout` call gets the inner agent's
     answer, and the inner agent's request is ours, on the same fake API."""
-    if not CLAUDE.exists():
-        pytest.skip("no Claude Code binary: .ci/run installs @anthropic-ai/claude-agent-sdk in .ci/peers")
     script = [
         reply(tool_use("mcp__sprout__sprout", {"prompt": "say hello"}, id="toolu_outer")),
         reply("Hello from sprout-agent."),
@@ -256,15 +251,7 @@ def test_claude_code_hands_a_task_to_sprout_agent_mcp_serve_as_an_mcp_server(tmp
         (tmp_path / "mcp.json").write_text(json.dumps(config))
         home = tmp_path / "claude-home"
         home.mkdir()
-        env = {
-            "PATH": inner_env["PATH"],
-            "HOME": str(home),
-            "ANTHROPIC_API_KEY": "sk-ant-claude-side-0123456789",
-            "ANTHROPIC_BASE_URL": fake.base_url,
-            "DISABLE_AUTOUPDATER": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_TELEMETRY": "1",
-        }
+        env = claude_env(home, fake)
         argv = [str(CLAUDE), "-p", "ask sprout-agent", "--output-format", "json", "--model", "claude-sonnet-4-6"]
         argv += ["--mcp-config", str(tmp_path / "mcp.json"), "--allowedTools", "mcp__sprout__sprout"]
         done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=bounded(120))
@@ -272,12 +259,5 @@ def test_claude_code_hands_a_task_to_sprout_agent_mcp_serve_as_an_mcp_server(tmp
     assert json.loads(done.stdout)["result"] == "Claude Code heard it."
     inner = [r.body for r in fake.requests if "say hello" in user_texts(r.body)]
     assert len(inner) == 1  # the inner agent's own request, with the task as its prompt
-    answered = [
-        block
-        for request in fake.requests
-        for message in request.body.get("messages", [])
-        if isinstance(message.get("content"), list)
-        for block in message["content"]
-        if block.get("type") == "tool_result" and block.get("tool_use_id") == "toolu_outer"
-    ]
+    answered = answers_to(fake, "toolu_outer")
     assert answered and "Hello from sprout-agent." in json.dumps(answered[0])
