@@ -202,9 +202,7 @@ async def test_after_a_403_aws_auth_refresh_runs_then_the_export_is_read_again_a
     assert not any(NEW[1] in str(e) or OLD[1] in str(e) for e in events)
 
 
-def test_acp_authenticate_counts_an_api_key_helper_in_your_own_settings(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_acp_authenticate_counts_an_api_key_helper_in_your_own_settings(tmp_path: Path) -> None:
     """authenticate comes before any session: with no key in the environment, an editor was told "Authentication
     required" although the apiKeyHelper of ~/.claude/settings.json would have served session/new."""
     from sprout_agent.faces.acp.auth import AUTH_REQUIRED, authenticate
@@ -212,11 +210,9 @@ def test_acp_authenticate_counts_an_api_key_helper_in_your_own_settings(
 
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
-    for variable in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-        monkeypatch.setenv(variable, str(tmp_path / variable.lower()))
     environ = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
     with pytest.raises(RpcError) as refused:
-        authenticate({"methodId": "environment"}, environ)
+        authenticate({"methodId": "environment"}, environ, Locations.nowhere())
     assert refused.value.code == AUTH_REQUIRED
     (home / ".claude" / "settings.json").write_text(json.dumps({"apiKeyHelper": "echo sk-ant-from-the-helper"}))
-    assert authenticate({"methodId": "environment"}, environ) == {}
+    assert authenticate({"methodId": "environment"}, environ, Locations.nowhere()) == {}

@@ -15,6 +15,7 @@ from sprout_agent.faces.acp.wire import INTERNAL_ERROR, INVALID_PARAMS, Json, Rp
 
 if TYPE_CHECKING:
     from sprout_agent.config.credential_commands import CredentialCommands
+    from sprout_agent.config.locations import Locations
     from sprout_agent.config.settings import Settings
 
 AUTH_REQUIRED = -32000  # ACP's "Authentication required"
@@ -44,7 +45,7 @@ AUTH_METHODS: list[Json] = [
 ]
 
 
-def authenticate(params: Json, environ: Mapping[str, str]) -> Json:
+def authenticate(params: Json, environ: Mapping[str, str], locations: Locations) -> Json:
     """`{}` when this process's environment holds what a session needs (a key or token, a key helper, a cloud
     provider, or an API on this machine's loopback: the same check as session/new's); else Authentication required,
     saying what to set. A session's project `.env` can still supply a key at session/new."""
@@ -57,7 +58,7 @@ def authenticate(params: Json, environ: Mapping[str, str]) -> Json:
         raise RpcError(INVALID_PARAMS, f"Invalid params: unknown methodId {method!r}")
     try:
         settings = Settings.from_env(environ)
-        check_credentials(settings, _your_commands(settings, environ))
+        check_credentials(settings, _your_commands(settings, environ, locations))
     except MissingCredential as error:
         raise auth_required(error) from None
     except SproutError as error:  # a malformed setting: said as session/new says it (never echoing a key)
@@ -65,7 +66,7 @@ def authenticate(params: Json, environ: Mapping[str, str]) -> Json:
     return {}
 
 
-def _your_commands(settings: Settings, environ: Mapping[str, str]) -> CredentialCommands:
+def _your_commands(settings: Settings, environ: Mapping[str, str], locations: Locations) -> CredentialCommands:
     """The credential commands (an apiKeyHelper…) of your own and the managed settings files, as session/new would
     choose them: authenticate comes before any session, so no project's files are known yet (a project's command
     still counts at session/new, once approved)."""
@@ -73,12 +74,10 @@ def _your_commands(settings: Settings, environ: Mapping[str, str]) -> Credential
     from sprout_agent.config.claude_settings import Places, load_settings
     from sprout_agent.config.consent import Verdict
     from sprout_agent.config.credential_commands import CredentialCommands, choose
-    from sprout_agent.config.locations import Locations
 
     home = Path(environ["HOME"]) if environ.get("HOME") else None
     if home is None:
         return CredentialCommands()
-    locations = Locations.for_user()
     found = load_settings(Places(home, home, locations.config, locations.managed_settings), "user")
     applied = apply(found, lambda _file, _print: Verdict.UNKNOWN, cwd=home, home=home, run_mode="default")
     return choose(applied.commands, environ, settings.provider, settings.api_key_present)

@@ -54,7 +54,7 @@ class AcpServer:
             writer,
             {
                 "initialize": self.initialize,
-                "authenticate": lambda params: authenticate(params, os.environ),
+                "authenticate": lambda params: authenticate(params, os.environ, options.locations),
                 "session/new": self.new_session,
                 "session/load": self.load_session,
                 "session/prompt": self.prompt,
