@@ -35,9 +35,6 @@ app = typer.Typer(
 )
 
 
-_patterns = o.patterns
-
-
 def _prompt_tool(value: str | None, input_format: InputFormat, output_format: OutputFormat) -> str | None:
     """`--permission-prompt-tool stdio` (what the SDKs pass with a can_use_tool callback): only with stream-json
     input, the channel the SDK answers on. Claude Code's other form, an MCP tool's name, is not supported."""
@@ -53,7 +50,7 @@ def _rules(ours: list[str] | None, claude: list[str] | None, *, deny: bool) -> t
     translated = translate(claude or (), deny=deny)
     for warning in translated.warnings:
         sys.stderr.write(f"sprout-agent: {warning}\n")
-    return _patterns(ours) + translated.patterns
+    return o.patterns(ours) + translated.patterns
 
 
 def _version(value: bool) -> None:
@@ -216,8 +213,8 @@ def replay_cli(
         cwd=(cwd or Path.cwd()).resolve(),
         config_files=tuple(path.resolve() for path in config_files or ()),
         permission_mode=o.checked_mode(permission_mode),
-        allow_tools=_patterns(allow_tools),
-        deny_tools=_patterns(deny_tools),
+        allow_tools=o.patterns(allow_tools),
+        deny_tools=o.patterns(deny_tools),
     )
     try:
         exit_now(replay_command(target, cassettes, template, in_place))
@@ -283,14 +280,8 @@ def acp_command(
         choice(effort, EFFORT_LEVELS, "--effort")
     except UsageError as error:
         fail(str(error), error.exit_code)
-    # The sessions' template: each session/new or session/load sets its own directory (and session to load).
-    # Paths are resolved here, against the directory the editor started us in, not each session's.
-    template = o.options_from(
-        ctx.params,
-        config_files=tuple(path.resolve() for path in config_files or ()),
-        permission_mode=o.checked_mode(permission_mode),
-        allow_tools=_patterns(allow_tools),
-        deny_tools=_patterns(deny_tools),
-        sandbox_allow_write=tuple(path.resolve() for path in sandbox_allow_write or ()),
+    # Each session/new or session/load sets its own directory (and session to load).
+    template = o.served_template(
+        ctx.params, config_files, permission_mode, allow_tools, deny_tools, sandbox_allow_write
     )
     exit_now(serve(AcpSetup(template, Locations.for_user())))

@@ -331,6 +331,28 @@ def options_from(params: Mapping[str, object], **decided: object) -> Options:
     return Options(**cast(dict[str, Any], {**chosen, "limits": Limits(**cast(dict[str, Any], limits)), **decided}))
 
 
+def served_template(
+    params: Mapping[str, object],
+    config_files: Sequence[Path] | None,
+    permission_mode: str | None,
+    allow_tools: Sequence[str] | None,
+    deny_tools: Sequence[str] | None,
+    sandbox_allow_write: Sequence[Path] | None,
+    **decided: object,
+) -> Options:
+    """The sessions' template of a command that serves them (`acp`, `mcp serve`): each session sets its own directory
+    later, so paths are resolved here, against the directory the client started us in, not each session's."""
+    return options_from(
+        params,
+        config_files=tuple(path.resolve() for path in config_files or ()),
+        permission_mode=checked_mode(permission_mode),
+        allow_tools=patterns(allow_tools),
+        deny_tools=patterns(deny_tools),
+        sandbox_allow_write=tuple(path.resolve() for path in sandbox_allow_write or ()),
+        **decided,
+    )
+
+
 def _plain(value: object) -> object:
     if isinstance(value, enum.Enum):
         return value.value

@@ -190,14 +190,14 @@ def mcp_serve(
         fail(str(error), error.exit_code)
     if listening is not None and (refusal := listening.refusal(os.environ)) is not None:
         fail(refusal, EXIT_USAGE)
-    template = o.options_from(
+    template = o.served_template(
         ctx.params,
+        config_files,
+        permission_mode,
+        allow_tools,
+        deny_tools,
+        sandbox_allow_write,
         cwd=Path.cwd().resolve(),
-        config_files=tuple(path.resolve() for path in config_files or ()),
-        permission_mode=o.checked_mode(permission_mode),
-        allow_tools=o.patterns(allow_tools),
-        deny_tools=o.patterns(deny_tools),
-        sandbox_allow_write=tuple(path.resolve() for path in sandbox_allow_write or ()),
     )
     exit_now(serve(ServeSetup(template, Locations.for_user(), dict(os.environ), max_sessions), listening))
 
