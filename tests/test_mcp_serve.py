@@ -17,7 +17,6 @@ from sprout_agent.core.permission_mode import PermissionMode
 from sprout_agent.faces.mcp_serve.arguments import (
     BadArguments,
     Ceiling,
-    narrower_mode,
     reply_arguments,
     sprout_options,
 )
@@ -120,7 +119,7 @@ def test_the_servers_default_mode_is_the_ceiling_when_it_was_started_without_one
     ],
 )
 def test_modes_are_ordered_read_only_then_ask_then_auto(asked: M, ceiling: M, narrower: bool) -> None:
-    assert narrower_mode(asked, ceiling) is narrower
+    assert asked.within(ceiling) is narrower
 
 
 def test_a_call_cannot_loosen_the_servers_sandbox(tmp_path: Path) -> None:

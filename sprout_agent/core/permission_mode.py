@@ -38,6 +38,13 @@ class PermissionMode(enum.StrEnum):
         """As Claude Code names it, for what the SDKs read (system/init, hook inputs); its own names are kept."""
         return _MEANING[self].claude
 
+    def within(self, ceiling: PermissionMode) -> bool:
+        """Whether this mode lets through no call that `ceiling` refuses: read-only < ask < auto, and at one of ours
+        the tools allowed on top count (acceptEdits is ask with the edits allowed)."""
+        if _WIDTH[self.ours] != _WIDTH[ceiling.ours]:
+            return _WIDTH[self.ours] < _WIDTH[ceiling.ours]
+        return set(self.allows) <= set(ceiling.allows)
+
     def behaves_as(self, other: PermissionMode) -> bool:
         """Whether both decide every call alike (`default` and `ask`, `plan` and `read-only`)."""
         return self.ours is other.ours and self.allows == other.allows
@@ -71,6 +78,10 @@ _MEANING: dict[PermissionMode, _Meaning] = {
     _M.BYPASS_PERMISSIONS: _Meaning(_M.AUTO, (), _M.BYPASS_PERMISSIONS),
     _M.DONT_ASK: _Meaning(_M.ASK, (), _M.DONT_ASK),
 }
+
+
+# How much of ours lets run, least first (`within`).
+_WIDTH: dict[PermissionMode, int] = {_M.READ_ONLY: 0, _M.ASK: 1, _M.AUTO: 2}
 
 
 def parse_mode(name: object) -> PermissionMode:

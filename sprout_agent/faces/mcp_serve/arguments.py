@@ -70,7 +70,6 @@ _NARROWER: dict[str, frozenset[str]] = {
     sb.REQUIRED: frozenset({sb.REQUIRED}),
     sb.READ_ONLY: frozenset({sb.READ_ONLY}),
 }
-_RANK = {PermissionMode.READ_ONLY: 0, PermissionMode.ASK: 1, PermissionMode.AUTO: 2}
 
 
 class BadArguments(ValueError):
@@ -88,14 +87,6 @@ class Ceiling:
     @classmethod
     def of(cls, template: Options, environ: Mapping[str, str]) -> Ceiling:
         return cls(decided_mode(template, environ), asked_mode(template.sandbox, environ), template.limits)
-
-
-def narrower_mode(asked: PermissionMode, ceiling: PermissionMode) -> bool:
-    """Whether `asked` lets through no call that `ceiling` refuses (read-only < ask < auto; acceptEdits is ask with
-    the edits allowed on top)."""
-    if _RANK[asked.ours] != _RANK[ceiling.ours]:
-        return _RANK[asked.ours] < _RANK[ceiling.ours]
-    return set(asked.allows) <= set(ceiling.allows)
 
 
 def sprout_options(arguments: Mapping[str, object], template: Options, ceiling: Ceiling) -> Options:
@@ -172,7 +163,7 @@ def _mode(value: object, ceiling: Ceiling) -> PermissionMode | None:
         mode = parse_mode(value)
     except ValueError as error:
         raise BadArguments(f"permission_mode: {error}") from None
-    if not narrower_mode(mode, ceiling.mode):
+    if not mode.within(ceiling.mode):
         raise BadArguments(
             f"permission_mode {mode} is wider than this server's {ceiling.mode}: a call may only narrow it "
             "(start `sprout-agent mcp serve --permission-mode ...` wider to allow it)"
