@@ -26,6 +26,14 @@ ALLOW_WRITE_ENV = "SPROUT_AGENT_SANDBOX_ALLOW_WRITE"
 DENY_READ_ENV = "SPROUT_AGENT_SANDBOX_DENY_READ"
 MECHANISM_ENV = "SPROUT_AGENT_SANDBOX_MECHANISM"
 CHOICES = (*sb.MODES, sb.REQUIRED)
+# Per sandbox, those that confine at least as much (what a narrower run, e.g. an `mcp serve` call, may ask for).
+# `required` is workspace-write that must work, so only itself keeps that promise.
+CONFINING_AS: dict[str, frozenset[str]] = {
+    sb.OFF: frozenset(CHOICES),
+    sb.WORKSPACE_WRITE: frozenset({sb.WORKSPACE_WRITE, sb.REQUIRED, sb.READ_ONLY}),
+    sb.REQUIRED: frozenset({sb.REQUIRED}),
+    sb.READ_ONLY: frozenset({sb.READ_ONLY}),
+}
 INSTALL_HINT = "install bubblewrap for the full sandbox: apt install bubblewrap"
 
 

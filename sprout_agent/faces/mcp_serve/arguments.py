@@ -13,10 +13,9 @@ from typing import Any, cast
 
 from sprout_agent.config.expansion import os_string_problem
 from sprout_agent.config.options import Options, decided_mode
-from sprout_agent.config.sandboxing import CHOICES, asked_mode
+from sprout_agent.config.sandboxing import CHOICES, CONFINING_AS, asked_mode
 from sprout_agent.core.limits import Limits
 from sprout_agent.core.permission_mode import PermissionMode, parse_mode
-from sprout_agent.trust import sandbox as sb
 
 MAX_PROMPT_CHARS = 512 * 1024  # what -p takes on stdin (faces/cli/stdin_prompt.py)
 MAX_SCHEMA_CHARS = 256 * 1024
@@ -60,15 +59,6 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "notices": {"type": "array", "items": {"type": "string"}},
     },
     "required": ["result", "session_id", "stop_reason", "is_error", "cost_usd", "files_changed"],
-}
-
-# Per sandbox `mcp serve` runs under, what a call may ask for: the same or more confining. `required` is
-# workspace-write that must work, so only itself keeps that promise.
-_NARROWER: dict[str, frozenset[str]] = {
-    sb.OFF: frozenset(CHOICES),
-    sb.WORKSPACE_WRITE: frozenset({sb.WORKSPACE_WRITE, sb.REQUIRED, sb.READ_ONLY}),
-    sb.REQUIRED: frozenset({sb.REQUIRED}),
-    sb.READ_ONLY: frozenset({sb.READ_ONLY}),
 }
 
 
@@ -177,8 +167,8 @@ def _sandbox(value: object, ceiling: Ceiling) -> str | None:
     if value not in CHOICES:
         raise BadArguments(f"sandbox: one of {', '.join(CHOICES)}")
     assert isinstance(value, str)
-    if value not in _NARROWER[ceiling.sandbox]:
-        allowed = ", ".join(sorted(_NARROWER[ceiling.sandbox]))
+    if value not in CONFINING_AS[ceiling.sandbox]:
+        allowed = ", ".join(sorted(CONFINING_AS[ceiling.sandbox]))
         raise BadArguments(f"sandbox {value} is looser than this server's {ceiling.sandbox}: a call may ask {allowed}")
     return value
 
