@@ -114,7 +114,8 @@ class Split:
 
 
 def split(source: str, origin: str) -> Split | None:
-    """`source` (a package's `__init__.py` at `origin`) split; None when nothing in it can be deferred."""
+    """`source` (a package's `__init__.py` at `origin`) split; None when it runs whole: nothing in it can be
+    deferred, or which names it reads cannot be known without running it."""
     body = ast.parse(source, origin).body
     found = [_reexport(statement, Path(origin).parent) for statement in body]
     lazy = [names is not None for names in found]
