@@ -487,13 +487,16 @@ med = statistics.median
 # The self time (-X importtime, summed by library) of importing what a `-p` run imports, in ms: today's figure
 # on the 2-core box, rounded up ~10%, so that a change is held against it (`scripts/bench --only startup`).
 IMPORT_BUDGET_MS = {  # medians of 9 imports on 2026-12-05 (load ~0.9): 682, 244, 32, 19, 58, 151; 1185
-    "anthropic": 750,
+    # anthropic: its top level split (model/lazy_sdk.py) takes 1,130 of the 2,180 SDK modules -p imported off the
+    # path; 9 interleaved imports each way (2026-12-07, load ~8) put the SDK's share at 0.56x before (960 / 1,718
+    # ms), so ~380 ms on the quiet box, and the total ~890
+    "anthropic": 420,
     "mcp": 270,  # mcp and mcp_types
     "pydantic": 35,  # pydantic, pydantic_core, annotated_types, typing_inspection (building models is their importer's)
     "httpx2": 22,  # httpx2, httpcore2, h11
     "ours": 65,  # sprout_agent.*
     "other": 165,  # the standard library, typer, rich, anyio, and what mcp drags in (starlette, uvicorn, ...)
-    "total": 1300,
+    "total": 1000,
 }
 
 
