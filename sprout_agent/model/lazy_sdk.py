@@ -121,8 +121,8 @@ def split(source: str, origin: str) -> Split | None:
     lazy = [names is not None for names in found]
     while True:  # a re-export kept eager binds its names early, which may keep another eager: to a fixed point
         kept = [statement for statement, deferred in zip(body, lazy, strict=True) if not deferred]
-        if (used := _used(kept)) is None:
-            return None
+        if (listed := _listed(kept)) is None or (used := _used(kept, listed)) is None:
+            return None  # without `__all__`, `from package import *` would miss the names bound lazily
         stars = [index for index, statement in enumerate(body) if not lazy[index] and _is_star(statement)]
         eager = [
             index
@@ -150,11 +150,9 @@ def _reexport(statement: ast.stmt, folder: Path) -> dict[str, tuple[str, str]] |
     relative = "." + (statement.module or "")
     if not _is_star(statement):
         return {alias.asname or alias.name: (relative, alias.name) for alias in statement.names}
-    init = folder.joinpath(*(statement.module or "").split("."), "__init__.py")
-    try:
-        exported = exports(importlib.util.decode_source(init.read_bytes())) if statement.module else None
-    except (OSError, UnicodeDecodeError):
-        return None
+    *parents, last = (statement.module or "").split(".")
+    spec = importlib.machinery.PathFinder.find_spec(last, [str(folder.joinpath(*parents))]) if last else None
+    exported = exports(source) if spec is not None and (source := package_source(spec)) is not None else None
     return None if exported is None else {name: (relative, name) for name in exported.star}
 
 
@@ -167,9 +165,9 @@ def _between(stars: list[int], index: int) -> bool:
     return any(star < index for star in stars) and any(star > index for star in stars)
 
 
-def _used(kept: list[ast.stmt]) -> set[str] | None:
-    """The names the kept statements read or bind (a lazy name must be neither); None when that cannot be known:
-    they read names by string and `__all__` is not one list of strings, or they define the module's hooks."""
+def _used(kept: list[ast.stmt], listed: set[str]) -> set[str] | None:
+    """The names the kept statements read or bind (a lazy name must be neither), those `__all__` lists among them
+    if they read names by string; None if they define the module's hooks."""
     used: set[str] = set()
     for node in (node for statement in kept for node in ast.walk(statement)):
         if isinstance(node, ast.Name):
@@ -180,12 +178,7 @@ def _used(kept: list[ast.stmt]) -> set[str] | None:
             used.add(node.name)
     if used & {"__getattr__", "__dir__"}:
         return None
-    if used & _DYNAMIC:
-        listed = _listed(kept)
-        if listed is None:
-            return None
-        used |= listed
-    return used
+    return used | listed if used & _DYNAMIC else used
 
 
 def _listed(kept: list[ast.stmt]) -> set[str] | None:
@@ -238,6 +231,17 @@ class _SplitLoader(importlib.abc.Loader):
             del namespace[name]
 
 
+def package_source(spec: importlib.machinery.ModuleSpec) -> str | None:
+    """A package's `__init__.py` as the import system would read it to run it; None for a plain module or one
+    without source."""
+    if spec.submodule_search_locations is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+        return None
+    try:
+        return spec.loader.get_source(spec.name)
+    except (ImportError, OSError, UnicodeDecodeError):
+        return None
+
+
 class LazyPackages(importlib.abc.MetaPathFinder):
     """Finds `package` and its modules as the path finder does, with a lazy loader for each re-exporting package
     and a split one for `package` itself."""
@@ -252,27 +256,18 @@ class LazyPackages(importlib.abc.MetaPathFinder):
         if not top and (not fullname.startswith(self._package + ".") or path is None):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.submodule_search_locations is None or spec.origin is None:
-            return spec  # a plain module: the spec the path finder gives, found once
-        if not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
-            return spec
-        try:  # the source as the import system would read it to run it
-            source = spec.loader.get_source(fullname)
-        except (ImportError, OSError, UnicodeDecodeError):
-            return spec
-        if source is None:
-            return spec
-        if top:
-            found = split(source, spec.origin)
-            spec.loader = _SplitLoader(found) if found is not None else spec.loader
-        elif (exported := exports(source)) is not None:
+        if spec is None or (source := package_source(spec)) is None:
+            return spec  # a plain module (or no source): the spec the path finder gives, found once
+        if (exported := exports(source)) is not None:
             spec.loader = _Loader(exported)
+        elif top and (found := split(source, spec.origin or "")) is not None:
+            spec.loader = _SplitLoader(found)
         return spec
 
 
 def install(package: str = "anthropic") -> None:
-    """Before `package` is first imported: its subpackages load lazily from then on (once imported, it stays as
-    it was loaded). Idempotent."""
+    """Before `package` is first imported: it and its subpackages load lazily from then on (once imported, it
+    stays as it was loaded). Idempotent."""
     with _lock:
         if package in _installed or package in sys.modules:
             return
