@@ -51,7 +51,6 @@ def test_claude_codes_variables_choose_the_provider_and_its_place() -> None:
         ({"CLAUDE_CODE_USE_VERTEX": "1", "CLOUD_ML_REGION": "x", "CLAUDE_CODE_SKIP_VERTEX_AUTH": "1"},
          "ANTHROPIC_VERTEX_PROJECT_ID"),
         ({"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_API_KEY": "k"}, "ANTHROPIC_FOUNDRY_RESOURCE"),
-        ({"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "acme"}, "ANTHROPIC_FOUNDRY_API_KEY"),
         ({"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "evil.com/x", "ANTHROPIC_FOUNDRY_API_KEY": "k"},
          "ANTHROPIC_FOUNDRY_RESOURCE"),
         ({"CLAUDE_CODE_USE_BEDROCK": "1", "CLAUDE_CODE_USE_VERTEX": "1"}, "CLAUDE_CODE_USE_VERTEX"),
@@ -112,9 +111,23 @@ def test_a_missing_cloud_extra_is_one_line_with_the_install_command(monkeypatch:
     import sys
 
     monkeypatch.setitem(sys.modules, "botocore", None)  # as if not installed (find_spec raises for a None entry)
-    line = missing_extra("bedrock")
+    monkeypatch.setitem(sys.modules, "azure.identity", None)
+    line = missing_extra(BEDROCK)
     assert line is not None and "pip install 'sprout-agent[bedrock]'" in line and "\n" not in line
-    assert missing_extra("anthropic") is None and missing_extra("foundry") is None
+    entra = choose({"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "acme"})
+    line = missing_extra(entra)
+    assert line is not None and "pip install 'sprout-agent[foundry]'" in line and "ANTHROPIC_FOUNDRY_API_KEY" in line
+    keyed = choose({"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "acme", "ANTHROPIC_FOUNDRY_API_KEY": "k"})
+    assert missing_extra(Provider()) is None and missing_extra(keyed) is None  # a key needs no cloud SDK
+
+
+def test_foundry_signs_in_as_claude_code_does_key_then_token_then_none_then_entra_id() -> None:
+    base = {"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "acme"}
+    assert choose(base).entra and not choose(base).skip_auth
+    assert not choose(base | {"ANTHROPIC_FOUNDRY_API_KEY": "k"}).entra
+    assert not choose(base | {"ANTHROPIC_FOUNDRY_AUTH_TOKEN": "t"}).entra
+    skipped = choose(base | {"CLAUDE_CODE_SKIP_FOUNDRY_AUTH": "1"})
+    assert skipped.skip_auth and not skipped.entra
 
 
 def test_a_repositorys_env_cannot_choose_the_provider_region_endpoint_credentials_or_key_helper(tmp_path: Path) -> None:
@@ -123,7 +136,8 @@ def test_a_repositorys_env_cannot_choose_the_provider_region_endpoint_credential
         "AWS_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_BEARER_TOKEN_BEDROCK",
         "ANTHROPIC_BEDROCK_BASE_URL", "CLOUD_ML_REGION", "ANTHROPIC_VERTEX_PROJECT_ID",
         "VERTEX_REGION_CLAUDE_HAIKU_4_5", "GOOGLE_APPLICATION_CREDENTIALS", "ANTHROPIC_FOUNDRY_RESOURCE",
-        "ANTHROPIC_FOUNDRY_API_KEY",
+        "ANTHROPIC_FOUNDRY_API_KEY", "ANTHROPIC_FOUNDRY_AUTH_TOKEN", "CLAUDE_CODE_SKIP_FOUNDRY_AUTH", "AZURE_CLIENT_ID",
+        "AZURE_AUTHORITY_HOST", "IDENTITY_ENDPOINT", "IDENTITY_HEADER", "MSI_ENDPOINT",
         "ANTHROPIC_CUSTOM_HEADERS", "SPROUT_AGENT_API_KEY_HELPER", "CLAUDE_CODE_API_KEY_HELPER_TTL_MS",
     ]  # fmt: skip
     (tmp_path / ".env").write_text("".join(f"{name}=from-the-repo\n" for name in names))
@@ -131,11 +145,12 @@ def test_a_repositorys_env_cannot_choose_the_provider_region_endpoint_credential
     assert all(refused_because(name) and task_refused_because(name) for name in names)
 
 
-def test_aws_and_google_credentials_never_reach_mcp_children_and_are_redacted_from_texts() -> None:
+def test_aws_google_and_azure_credentials_never_reach_mcp_children_and_are_redacted_from_texts() -> None:
     parent = {
         "PATH": "/usr/bin", "AWS_SECRET_ACCESS_KEY": "s", "AWS_SESSION_TOKEN": "t", "AWS_BEARER_TOKEN_BEDROCK": "b",
         "GOOGLE_APPLICATION_CREDENTIALS": "/k.json", "ANTHROPIC_FOUNDRY_API_KEY": "f",
-        "SPROUT_AGENT_API_KEY_HELPER": "c", "LANG": "ASIAABCDEFGHIJKLMNOP",
+        "SPROUT_AGENT_API_KEY_HELPER": "c", "LANG": "ASIAABCDEFGHIJKLMNOP", "AZURE_CLIENT_SECRET": "z",
+        "IDENTITY_HEADER": "managed-identity-secret", "MSI_SECRET": "m", "ANTHROPIC_FOUNDRY_AUTH_TOKEN": "e",
     }  # fmt: skip
     assert child_environment(parent, {}) == {"PATH": "/usr/bin"}
     for name in (
@@ -143,6 +158,8 @@ def test_aws_and_google_credentials_never_reach_mcp_children_and_are_redacted_fr
         "AWS_SESSION_TOKEN",
         "GOOGLE_APPLICATION_CREDENTIALS",
         "CLOUDSDK_AUTH_ACCESS_TOKEN",
+        "IDENTITY_HEADER",
+        "AZURE_CLIENT_CERTIFICATE_PASSWORD",
     ):
         assert is_secret(name, "x")
     text = "ASIAABCDEFGHIJKLMNOP ya29.a0AfH6SMBx-y_z ABSKQmVkcm9ja0FQSUtleS1hYmM= bedrock-api-key-YmVkcm9jaw=="
