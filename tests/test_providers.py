@@ -19,6 +19,7 @@ from sprout_agent.core.model_names import canonical
 from sprout_agent.model.api_errors import Failure, explain
 from sprout_agent.model.facts import fallback
 from sprout_agent.trust.secrets import is_secret, redactor
+from tests.fake_anthropic import reply
 
 BEDROCK = Provider("bedrock", "us-east-1")
 VERTEX = Provider("vertex", "us-east5", project="proj-1")
@@ -117,7 +118,9 @@ def test_a_missing_cloud_extra_is_one_line_with_the_install_command(monkeypatch:
     entra = choose({"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "acme"})
     line = missing_extra(entra)
     assert line is not None and "pip install 'sprout-agent[foundry]'" in line and "ANTHROPIC_FOUNDRY_API_KEY" in line
-    keyed = choose({"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "acme", "ANTHROPIC_FOUNDRY_API_KEY": "k"})
+    keyed = choose(
+        {"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "acme", "ANTHROPIC_FOUNDRY_API_KEY": "k"}
+    )
     assert missing_extra(Provider()) is None and missing_extra(keyed) is None  # a key needs no cloud SDK
 
 
@@ -199,3 +202,70 @@ def test_the_first_partys_client_imports_no_cloud_sdk() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_an_entra_id_token_is_fetched_again_before_it_expires_and_from_a_new_credential_after_renew(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import anyio
+
+    from sprout_agent.model.entra import EntraToken
+    from tests.fake_providers import FakeFoundry
+
+    with FakeFoundry([]) as fake:
+        for name, value in fake.identity_env().items():
+            monkeypatch.setenv(name, value)  # azure-identity reads the process's own environment
+        for name in ("AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE"):
+            monkeypatch.delenv(name, raising=False)
+        source = EntraToken()
+
+        async def tokens() -> list[str]:
+            with anyio.fail_after(30):
+                got = [await source(), await source()]  # an hour's token: the one held is sent again
+                fake.tokens_valid_for = 240.0  # under five minutes left: not sent, fetched anew each time
+                source.renew()
+                return [*got, await source(), await source()]
+
+        first, again, short, fresh = anyio.run(tokens)
+    assert first == again and len({first, short, fresh}) == 3
+    assert fake.paths == ["/msi/token"] * 3
+
+
+@pytest.mark.parametrize(
+    ("env", "helper_key", "sent"),
+    [
+        ({"ANTHROPIC_API_KEY": "sk-key-1234", "ANTHROPIC_AUTH_TOKEN": "tok-5678"}, None,
+         {"authorization": "Bearer tok-5678", "x-api-key": "sk-key-1234"}),
+        ({"ANTHROPIC_AUTH_TOKEN": "tok-5678"}, None, {"authorization": "Bearer tok-5678"}),
+        ({"ANTHROPIC_API_KEY": "sk-key-1234"}, None, {"authorization": "Bearer sk-key-1234"}),
+        ({"ANTHROPIC_API_KEY": "sk-key-1234", "ANTHROPIC_AUTH_TOKEN": "tok-5678"}, "helper-key-90",
+         {"authorization": "Bearer helper-key-90"}),
+    ],
+)  # fmt: skip
+def test_with_both_an_api_key_and_an_auth_token_set_both_are_sent_as_claude_code_sends_them(
+    env: dict[str, str], helper_key: str | None, sent: dict[str, str]
+) -> None:
+    """Claude Code's binary, given both (tests/test_providers_e2e.py compares it): `Authorization: Bearer` the token,
+    `X-Api-Key` the key. A key helper's key wins over both and goes alone."""
+    import anyio
+
+    from sprout_agent.core.messages import Message, Text
+    from sprout_agent.core.protocols import ModelRequest
+    from sprout_agent.model.client import AnthropicModel
+    from tests.fake_providers import FakeGateway
+
+    async def one_request(base_url: str) -> None:
+        provider = Provider(base_url=base_url)
+        key = helper_key or env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN")
+        model = AnthropicModel(model="claude-haiku-4-5", max_tokens=10, emit=lambda _: None, api_key=key,
+                               base_url=base_url, provider=provider, env=env, retries=0)  # fmt: skip
+        try:
+            with anyio.fail_after(20):
+                await model.complete(ModelRequest("", (Message("user", (Text("hi"),)),)), lambda _: None)
+        finally:
+            await model.aclose()
+
+    with FakeGateway([reply("hi")]) as fake:
+        anyio.run(one_request, fake.base_url)
+    (request,) = fake.requests
+    assert {k: v for k, v in request.headers.items() if k in ("authorization", "x-api-key")} == sent

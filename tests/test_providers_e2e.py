@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.fake_anthropic import Json, reply, thinking, tool_use
+from tests.bounds import bounded
+from tests.claude_code import CLAUDE, claude_env, needs_claude
+from tests.fake_anthropic import FakeAnthropic, Json, reply, thinking, tool_use
 from tests.fake_providers import FakeBedrock, FakeFoundry, FakeGateway, FakeVertex
 from tests.harness import fake_server, run_agent, tool_results
 
@@ -197,3 +200,52 @@ def test_a_key_helpers_key_is_fetched_again_after_a_401_and_never_reaches_the_se
     assert "gw-key" not in run.stderr and "gw-key" not in run.stdout
     (seen,) = tool_results(fake.requests[1].body)  # the server's own environment has no helper (nor its key)
     assert seen["content"][0]["text"] == "<unset>"
+
+
+def test_foundry_without_a_key_signs_in_with_entra_id_and_a_revoked_token_is_fetched_anew_after_the_401(
+    tmp_path: Path,
+) -> None:
+    """Claude Code's Entra ID sign-in: azure-identity's DefaultAzureCredential, here an App Service managed identity
+    (IDENTITY_ENDPOINT, IDENTITY_HEADER) whose endpoint is the fake's; its secret header never reaches a server."""
+
+    def revoke(body: Json) -> Any:
+        fake.expire_all()  # a token revoked (or past its hour) mid-session
+        return reply(tool_use("up__env", {"name": "IDENTITY_HEADER"}))
+
+    with FakeFoundry([revoke, reply("done")]) as fake:
+        env = {"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_BASE_URL": f"{fake.base_url}/anthropic",
+               **fake.identity_env()}  # fmt: skip
+        servers = {"up": fake_server(tools="env")}
+        run = run_agent(tmp_path, ["-p", "what is in your env"], fake=None, servers=servers, env=env)
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "done"
+    assert [status for status, _ in fake.refusals] == [401]  # the revoked token, once
+    assert fake.paths == ["/msi/token", "/anthropic/v1/messages", "/anthropic/v1/messages", "/msi/token",
+                          "/anthropic/v1/messages"]  # fmt: skip
+    first, revoked, fresh = fake.tokens_used
+    assert first == revoked != fresh and fresh.startswith("eyJ0eXAiOiJKV1QifQ.fake-entra-")
+    assert "Microsoft Foundry refused the credentials: renewed them" in run.stderr
+    (seen,) = tool_results(fake.requests[1].body)
+    assert seen["content"][0]["text"] == "<unset>"
+    assert fake.identity_header not in run.stdout + run.stderr
+
+
+@needs_claude
+@pytest.mark.slow
+def test_with_both_an_api_key_and_an_auth_token_we_send_the_headers_claude_code_sends(tmp_path: Path) -> None:
+    """The real Claude Code (tests/claude_code.py) and we, each given both on the fake API: the same auth headers."""
+    both = {"ANTHROPIC_API_KEY": "sk-ant-both-key-0123456789", "ANTHROPIC_AUTH_TOKEN": "both-token-0123456789"}
+    sent: list[dict[str, str]] = []
+    for side in ("claude", "ours"):
+        with FakeAnthropic([reply("hi")] * 4) as fake:
+            if side == "claude":
+                env = claude_env(tmp_path, fake) | both
+                subprocess.run([str(CLAUDE), "-p", "hi"], env=env, cwd=tmp_path, capture_output=True,
+                               timeout=bounded(120), check=False)  # fmt: skip
+            else:
+                run_agent(tmp_path, ["-p", "hi"], fake=fake, env=both)
+        auth = fake.requests[0].headers
+        sent.append({name: auth[name] for name in ("authorization", "x-api-key") if name in auth})
+    claude, ours = sent
+    assert claude == {"authorization": "Bearer both-token-0123456789", "x-api-key": "sk-ant-both-key-0123456789"}
+    assert ours == claude
