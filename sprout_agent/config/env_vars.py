@@ -92,7 +92,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("ANTHROPIC_FOUNDRY_BASE_URL", "", "Foundry endpoint, instead of ANTHROPIC_FOUNDRY_RESOURCE"),
     EnvVar("ANTHROPIC_FOUNDRY_API_KEY", "", "Foundry key (unset: ANTHROPIC_FOUNDRY_AUTH_TOKEN, else Entra ID)"),
     EnvVar("ANTHROPIC_FOUNDRY_AUTH_TOKEN", "", "a bearer token for Foundry, instead of its key or Entra ID"),
-    EnvVar("CLAUDE_CODE_SKIP_FOUNDRY_AUTH", "", "1: Foundry requests carry no credentials (a gateway in front adds them)"),
+    EnvVar("CLAUDE_CODE_SKIP_FOUNDRY_AUTH", "", "1: Foundry requests carry no credentials (a gateway adds them)"),
     EnvVar(
         "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS", "", "1: no anthropic-beta header is sent (gateways that refuse them)"
     ),
