@@ -249,3 +249,62 @@ def test_with_both_an_api_key_and_an_auth_token_we_send_the_headers_claude_code_
     claude, ours = sent
     assert claude == {"authorization": "Bearer both-token-0123456789", "x-api-key": "sk-ant-both-key-0123456789"}
     assert ours == claude
+
+
+def _wire(wire: str, script: list[Any], tmp_path: Path) -> tuple[Any, Any]:
+    """The fake of `wire` and a function giving the CLI's environment for it once it listens."""
+    if wire == "bedrock":
+        fake: Any = FakeBedrock(script, region="eu-west-1", accept=OLD_KEYS)
+        return fake, lambda: {
+            "CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "eu-west-1", "ANTHROPIC_BEDROCK_BASE_URL": fake.base_url,
+            "AWS_SHARED_CREDENTIALS_FILE": str(_aws_profile(tmp_path, OLD_KEYS)), "AWS_PROFILE": "work",
+            "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+        }  # fmt: skip
+    if wire == "vertex":
+        fake = FakeVertex(script, project="proj-1", region="us-east5")
+        return fake, lambda: _vertex_env(tmp_path, fake)
+    if wire == "foundry":
+        fake = FakeFoundry(script, key="foundry-key-0123456789")
+        return fake, lambda: {"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_BASE_URL": f"{fake.base_url}/anthropic",
+                              "ANTHROPIC_FOUNDRY_API_KEY": "foundry-key-0123456789"}  # fmt: skip
+    fake = FakeGateway(script, keys=("gw-key-0123456789",))  # refuses any beta: none is sent unasked
+    return fake, lambda: {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_AUTH_TOKEN": "gw-key-0123456789"}
+
+
+HAIKU = {"bedrock": "eu.anthropic.claude-haiku-5-5", "vertex": "claude-haiku-5-5", "foundry": "claude-haiku-5-5",
+         "gateway": "claude-haiku-5-5"}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wire", ["bedrock", "vertex", "foundry", "gateway"])
+def test_on_each_provider_a_subagent_runs_on_its_cheaper_model_and_the_conversation_compacts(
+    tmp_path: Path, wire: str
+) -> None:
+    """One run per provider's wire: the Explore subagent on the provider's Haiku id, then a compaction (a small
+    window), then the answer; every request taken, the ledger priced, the provider named."""
+    (tmp_path / "cli.py").write_text("def main():\n    parse('--json')\n")
+    task = {"description": "find the flag", "prompt": "Where is --json handled?", "subagent_type": "Explore"}
+    script = [
+        reply(tool_use("agent__task", task, id="toolu_task"), usage={"input_tokens": 7000, "output_tokens": 300}),
+        reply("--json is handled in cli.py:2"),
+        reply("## Summary\\nThe flag is in cli.py."),
+        reply("It is in cli.py.", usage={"input_tokens": 900}),
+    ]
+    fake, env_of = _wire(wire, script, tmp_path)
+    with fake:
+        env = env_of() | {"SPROUT_AGENT_BUILTIN_SERVERS": "dev,todo,agent", "SPROUT_AGENT_MAX_CONTEXT_TOKENS": "10000",
+                          "SPROUT_AGENT_MAX_OUTPUT_TOKENS": "1000"}  # fmt: skip
+        args = ["-p", "where is --json handled?", "--model", "sonnet", "--output-format", "stream-json", "--verbose"]
+        run = run_agent(tmp_path, args, fake=None, env=env)
+    assert run.code == 0, run.stderr
+    assert fake.refusals == []
+    parent, child, summary, after = (r.body for r in fake.requests)
+    assert child["model"] == HAIKU[wire] and parent["model"] != child["model"]
+    assert "tools" not in summary and after["model"] == parent["model"]  # the session's model summarised
+    out = _stream_json(run.stdout)
+    (compacted,) = [line for line in out if line.get("subtype") == "compaction_finished"]
+    assert compacted["ok"] is True
+    assert out[0]["provider"]["kind"] == ("anthropic" if wire == "gateway" else wire)
+    assert out[-1]["result"] == "It is in cli.py." and out[-1]["total_cost_usd"] > 0
+    if wire == "bedrock":  # the model is in the path: the child's request went to the Haiku profile
+        assert fake.paths[1] == f"/model/{HAIKU[wire]}/invoke-with-response-stream"
