@@ -269,3 +269,16 @@ def test_with_both_an_api_key_and_an_auth_token_set_both_are_sent_as_claude_code
         anyio.run(one_request, fake.base_url)
     (request,) = fake.requests
     assert {k: v for k, v in request.headers.items() if k in ("authorization", "x-api-key")} == sent
+
+
+@pytest.mark.parametrize(
+    ("provider", "haiku"),
+    [(BEDROCK, "us.anthropic.claude-haiku-5-5"), (Provider("bedrock", "eu-west-1"), "eu.anthropic.claude-haiku-5-5"),
+     (VERTEX, "claude-haiku-5-5"), (Provider("foundry", resource="acme"), "claude-haiku-5-5"),
+     (Provider(base_url="https://llm.example.com"), "claude-haiku-5-5")],
+)  # fmt: skip
+def test_a_subagents_cheaper_model_is_the_providers_haiku_id_priced_as_haiku(provider: Provider, haiku: str) -> None:
+    assert provider_model("haiku", {}, provider) == haiku
+    assert price_for(haiku, {}) == price_for("claude-haiku-5-5", {})
+    override = {"ANTHROPIC_DEFAULT_HAIKU_MODEL": "claude-haiku-4-5"}  # Claude Code's variable, then the provider's id
+    assert canonical(provider_model("haiku", override, provider)).startswith("claude-haiku-4-5")

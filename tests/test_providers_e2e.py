@@ -16,7 +16,7 @@ from tests.bounds import bounded
 from tests.claude_code import CLAUDE, claude_env, needs_claude
 from tests.fake_anthropic import FakeAnthropic, Json, reply, thinking, tool_use
 from tests.fake_providers import FakeBedrock, FakeFoundry, FakeGateway, FakeVertex
-from tests.harness import fake_server, run_agent, tool_results
+from tests.harness import agent_command, agent_env, fake_server, run_agent, tool_results
 
 pytestmark = pytest.mark.e2e
 
@@ -308,3 +308,20 @@ def test_on_each_provider_a_subagent_runs_on_its_cheaper_model_and_the_conversat
     assert out[-1]["result"] == "It is in cli.py." and out[-1]["total_cost_usd"] > 0
     if wire == "bedrock":  # the model is in the path: the child's request went to the Haiku profile
         assert fake.paths[1] == f"/model/{HAIKU[wire]}/invoke-with-response-stream"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wire", ["bedrock", "vertex", "foundry", "gateway"])
+def test_a_batch_task_runs_on_each_provider_with_the_providers_model_id_and_its_price(tmp_path: Path, wire: str) -> None:
+    """`sprout-agent batch`: each task's agent inherits your provider (a task's `env` may not choose one)."""
+    (tmp_path / "tasks.jsonl").write_text(json.dumps({"id": "one", "prompt": "do it"}) + "\n")
+    fake, env_of = _wire(wire, [reply("all done", usage={"input_tokens": 1000, "output_tokens": 100})], tmp_path)
+    with fake:
+        env = agent_env(tmp_path, None, env_of())
+        run = subprocess.run(agent_command(["batch", "tasks.jsonl", "--out", "out", "-j", "1", "--model", "haiku"]),
+                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=bounded(120))  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert fake.refusals == [] and [r.body["model"] for r in fake.requests] == [HAIKU[wire]]
+    (record,) = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert (record["status"], record["result"]) == ("ok", "all done")
+    assert record["cost_usd"] == pytest.approx(0.0015)  # 1000 in, 100 out at Haiku's price, on every provider
