@@ -197,7 +197,7 @@ def test_the_first_partys_client_imports_no_cloud_sdk() -> None:
         "import sys\n"
         "from sprout_agent.model.client import AnthropicModel\n"
         "AnthropicModel(model='claude-sonnet-5-5', max_tokens=1, emit=print, api_key='k', base_url=None)\n"
-        "clouds = ('boto3', 'botocore', 'google.auth')  # `import anthropic` loads its own lib.bedrock itself\n"
+        "clouds = ('boto3', 'botocore', 'google.auth', 'azure')  # `import anthropic` loads its lib.bedrock itself\n"
         "print(sorted(m for m in sys.modules if m.startswith(clouds)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
