@@ -265,8 +265,10 @@ def _wire(wire: str, script: list[Any], tmp_path: Path) -> tuple[Any, Any]:
         return fake, lambda: _vertex_env(tmp_path, fake)
     if wire == "foundry":
         fake = FakeFoundry(script, key="foundry-key-0123456789")
-        return fake, lambda: {"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_BASE_URL": f"{fake.base_url}/anthropic",
-                              "ANTHROPIC_FOUNDRY_API_KEY": "foundry-key-0123456789"}  # fmt: skip
+        return fake, lambda: {
+            "CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_BASE_URL": f"{fake.base_url}/anthropic",
+            "ANTHROPIC_FOUNDRY_API_KEY": "foundry-key-0123456789",
+        }  # fmt: skip
     fake = FakeGateway(script, keys=("gw-key-0123456789",))  # refuses any beta: none is sent unasked
     return fake, lambda: {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_AUTH_TOKEN": "gw-key-0123456789"}
 
@@ -312,7 +314,9 @@ def test_on_each_provider_a_subagent_runs_on_its_cheaper_model_and_the_conversat
 
 @pytest.mark.slow
 @pytest.mark.parametrize("wire", ["bedrock", "vertex", "foundry", "gateway"])
-def test_a_batch_task_runs_on_each_provider_with_the_providers_model_id_and_its_price(tmp_path: Path, wire: str) -> None:
+def test_a_batch_task_runs_on_each_provider_with_the_providers_model_id_and_its_price(
+    tmp_path: Path, wire: str
+) -> None:
     """`sprout-agent batch`: each task's agent inherits your provider (a task's `env` may not choose one)."""
     (tmp_path / "tasks.jsonl").write_text(json.dumps({"id": "one", "prompt": "do it"}) + "\n")
     fake, env_of = _wire(wire, [reply("all done", usage={"input_tokens": 1000, "output_tokens": 100})], tmp_path)

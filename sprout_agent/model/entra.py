@@ -4,6 +4,7 @@ after a 401, from a new credential (docs/providers.md). azure-identity is the `f
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,10 +33,9 @@ class EntraToken:
 
     def _fetch(self) -> tuple[str, float]:
         """Blocking (the credential asks Entra ID, a managed identity endpoint or `az`): off the loop."""
-        if self._credential is None:
-            from azure.identity import DefaultAzureCredential
-
-            self._credential = DefaultAzureCredential()
+        if self._credential is None:  # the foundry extra, checked before the run starts (config/provider.py)
+            identity = importlib.import_module("azure.identity")
+            self._credential = identity.DefaultAzureCredential()
         got = self._credential.get_token(SCOPE)  # a failure is azure.core's ClientAuthenticationError: sdk_errors.py
         return str(got.token), float(got.expires_on)
 
