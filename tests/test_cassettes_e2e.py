@@ -70,6 +70,7 @@ def test_a_divergence_is_one_line_and_exit_6_in_the_result_too(tmp_path: Path) -
     assert result["exit_code"] == 6 and result["is_error"] is True
 
 
+@pytest.mark.slow  # about 3 s of CPU: the agent as a process, the dev server twice (CI runs it)
 def test_a_hand_edited_cassette_that_makes_the_agent_send_what_the_api_refuses_is_one_line_and_exit_6(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
