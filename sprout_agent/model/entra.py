@@ -4,7 +4,6 @@ after a 401, from a new credential (docs/providers.md). azure-identity is the `f
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,8 +33,9 @@ class EntraToken:
     def _fetch(self) -> tuple[str, float]:
         """Blocking (the credential asks Entra ID, a managed identity endpoint or `az`): off the loop."""
         if self._credential is None:  # the foundry extra, checked before the run starts (config/provider.py)
-            identity = importlib.import_module("azure.identity")
-            self._credential = identity.DefaultAzureCredential()
+            from azure.identity import DefaultAzureCredential  # the extra: loaded only when used
+
+            self._credential = DefaultAzureCredential()
         got = self._credential.get_token(SCOPE)  # a failure is azure.core's ClientAuthenticationError: sdk_errors.py
         return str(got.token), float(got.expires_on)
 
