@@ -251,7 +251,7 @@ def test_with_both_an_api_key_and_an_auth_token_we_send_the_headers_claude_code_
     assert ours == claude
 
 
-def _wire(wire: str, script: list[Any], tmp_path: Path) -> tuple[Any, Any]:
+def wire_for(wire: str, script: list[Any], tmp_path: Path) -> tuple[Any, Any]:
     """The fake of `wire` and a function giving the CLI's environment for it once it listens."""
     if wire == "bedrock":
         fake: Any = FakeBedrock(script, region="eu-west-1", accept=OLD_KEYS)
@@ -292,7 +292,7 @@ def test_on_each_provider_a_subagent_runs_on_its_cheaper_model_and_the_conversat
         reply("## Summary\\nThe flag is in cli.py."),
         reply("It is in cli.py.", usage={"input_tokens": 900}),
     ]
-    fake, env_of = _wire(wire, script, tmp_path)
+    fake, env_of = wire_for(wire, script, tmp_path)
     with fake:
         env = env_of() | {"SPROUT_AGENT_BUILTIN_SERVERS": "dev,todo,agent", "SPROUT_AGENT_MAX_CONTEXT_TOKENS": "10000",
                           "SPROUT_AGENT_MAX_OUTPUT_TOKENS": "1000"}  # fmt: skip
@@ -319,7 +319,7 @@ def test_a_batch_task_runs_on_each_provider_with_the_providers_model_id_and_its_
 ) -> None:
     """`sprout-agent batch`: each task's agent inherits your provider (a task's `env` may not choose one)."""
     (tmp_path / "tasks.jsonl").write_text(json.dumps({"id": "one", "prompt": "do it"}) + "\n")
-    fake, env_of = _wire(wire, [reply("all done", usage={"input_tokens": 1000, "output_tokens": 100})], tmp_path)
+    fake, env_of = wire_for(wire, [reply("all done", usage={"input_tokens": 1000, "output_tokens": 100})], tmp_path)
     with fake:
         env = agent_env(tmp_path, None, env_of())
         run = subprocess.run(agent_command(["batch", "tasks.jsonl", "--out", "out", "-j", "1", "--model", "haiku"]),
