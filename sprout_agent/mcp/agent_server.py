@@ -37,7 +37,7 @@ _TASK_SCHEMA: dict[str, Any] = {
     "properties": {
         "description": {"type": "string", "description": "A short (3-5 word) label for the task"},
         "prompt": {"type": "string", "description": "The task for the agent: everything it needs to know"},
-        "subagent_type": {"type": "string", "description": "The agent definition to use (default: general-purpose)"},
+        "subagent_type": {"type": "string"},  # the description lists the types
     },
     "required": ["description", "prompt"],
     "additionalProperties": False,
