@@ -98,9 +98,8 @@ class Delegator:
 
     def task_description(self) -> str:
         lead = (
-            "Run a subagent on a self-contained task (say what to report back): it works in a fresh context and "
-            "returns only its final answer, keeping a search or a review out of this conversation. Calls in one "
-            "reply run at once."
+            "Hand a self-contained task (say what to report back) to a subagent: it works in a fresh context and "
+            "returns only its final answer, keeping its search or review out of this conversation."
         )
         if tuple(self._definitions.values()) == BUILTIN_AGENTS:  # nothing of the user's to choose from: one line
             return f"{lead}\n{BUILTIN_TYPES_LINE}"

@@ -35,35 +35,35 @@ WRITES = {
 }
 RUNS = {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": True}
 
-PATH = {"type": "string", "description": "Absolute, or relative to the working directory."}
+PATH = {"type": "string"}  # absolute or relative to the working directory, as a model passes it anyway
 
 # Short and exact: every request carries these (docs/tools.md); each says what the model cannot guess.
 READ = f"""Read a file. Text comes back as cat -n lines (number, tab, text): up to {reading.DEFAULT_LIMIT} lines \
-from offset (1-based), lines cut at {reading.MAX_LINE_CHARS} characters, {reading.MAX_READ_BYTES // 1024} KiB in all \
-(a note gives the offset to go on from). PNG, JPEG, GIF and WebP images (up to \
+from offset (1-based), lines cut at {reading.MAX_LINE_CHARS} characters, {reading.MAX_READ_BYTES // 1024} KiB in all. \
+PNG, JPEG, GIF and WebP images (up to \
 {_files.MAX_IMAGE_BYTES // 1024 // 1024} MiB) come back as images; other binary files are refused. Read a file \
 before you write or edit it."""
 
-WRITE = """Create or overwrite a file with content (UTF-8, atomic; parent directories made). An existing file must \
-have been read in this session and be unchanged since. Only inside the working directory (its git root, an added \
+WRITE = """Create or overwrite a file with content (UTF-8; parent directories made). An existing file must \
+be read first (and unchanged since). Only inside the working directory (its git root, an added \
 directory), never in .git. Prefer edit to change a file."""
 
 EDIT = """Replace old_string with new_string in a file; returns a diff. old_string must match exactly (whitespace \
 included, no line-number prefix) and be unique unless replace_all. Line endings and encoding are kept. The file \
-must have been read in this session and be unchanged since; only inside the working directory, never in .git."""
+must be read first (and unchanged since); only inside the working directory, never in .git."""
 
-GLOB = f"""Find files by glob pattern under path (default: the working directory), newest first. `*.py` matches \
-the top level only, `**/*.py` any depth. Skips .gitignored files, .git, node_modules and .venv; lists no \
-directories; at most {_listing.MAX_GLOB_RESULTS} paths."""
+GLOB = f"""Find files by glob pattern under path (or the working directory), newest first. `*.py` matches \
+the top level only, `**/*.py` any depth. Skips .gitignored files, .git, node_modules and .venv; at most \
+{_listing.MAX_GLOB_RESULTS} paths."""
 
-GREP = f"""Search file contents with a regular expression (ripgrep syntax, no lookaround) under path (file or \
-directory; default: the working directory). glob filters files: `*.py` by name, `src/**/*.ts` by path. \
+GREP = f"""Search file contents with a regular expression (ripgrep syntax, no lookaround) under path (or the \
+working directory). glob filters files: `*.py` by name, `src/**/*.ts` by path. \
 output_mode: files_with_matches (default), content (path:line:text), count. Skips .gitignored, binary and >10 MiB \
 files, .git, node_modules and .venv; stops at {_grep.MAX_OUTPUT_LINES} lines or {_grep.MAX_OUTPUT_CHARS // 1000} KB."""
 
 BASH = f"""Run a command with `bash -c` in the working directory: stdout and stderr together (over \
 {(command_runs.HEAD_BYTES + command_runs.TAIL_BYTES) // 1000} KB: the first and last {command_runs.HEAD_BYTES // 1000} \
-KB); a non-zero exit is an error ending in `[exit code: N]`. stdin is /dev/null. timeout: seconds, default \
+KB). stdin is /dev/null. timeout: seconds, default \
 {command_runs.DEFAULT_TIMEOUT:g} (or SPROUT_DEV_BASH_TIMEOUT), at most {command_runs.MAX_TIMEOUT:g}; its process \
 group is killed then, and when the command exits (start a server in the command that uses it). Each call is a new \
 shell, without secrets in its environment. Prefer read, edit, glob and grep for files."""
@@ -96,20 +96,20 @@ def tool_specs(ws: Workspace) -> list[ToolSpec]:
         ToolSpec("write", WRITE, {"file_path": PATH, "content": text},
                  _bind(ws, _files.write), ("file_path", "content"), WRITES),
         ToolSpec("edit", EDIT, {"file_path": PATH, "old_string": text, "new_string": text,
-                                "replace_all": {"type": "boolean", "default": False}},
+                                "replace_all": {"type": "boolean"}},
                  _bind(ws, _files.edit), ("file_path", "old_string", "new_string"), WRITES),
         ToolSpec("glob", GLOB, {"pattern": text, "path": PATH},
                  _bind(ws, _listing.glob), ("pattern",), READ_ONLY),
         ToolSpec("grep", GREP, {"pattern": text, "path": PATH, "glob": text,
                                 "context": {"type": "integer", "minimum": 0, "maximum": _grep.MAX_CONTEXT},
-                                "ignore_case": {"type": "boolean", "default": False},
+                                "ignore_case": {"type": "boolean"},
                                 "output_mode": {"type": "string", "enum": list(_grep.MODES)}},
                  _bind(ws, _grep.grep), ("pattern",), READ_ONLY),
         ToolSpec("bash", BASH + _sandbox_note(ws), {"command": text,
                                 "timeout": {"type": "number", "exclusiveMinimum": 0,
                                             "maximum": command_runs.MAX_TIMEOUT},
                                 "description": {"type": "string",
-                                                "description": "What the command does, in 5-10 words."}},
+                                                "description": "5-10 words on what it does"}},
                  _bind_live(ws, _shell.bash), ("command",), RUNS),
     ]  # fmt: skip
 
@@ -119,12 +119,12 @@ def _sandbox_note(ws: Workspace) -> str:
     policy = ws.sandbox.policy
     if policy.mode == "off":
         return ""
-    where = "the working directory, its git root and /tmp" if policy.mode == "workspace-write" else "only /tmp"
+    where = "the working directory, its git root and /tmp" if policy.mode == "workspace-write" else "/tmp"
     network = "on" if policy.network else "off"
     return (
-        f" Runs in an OS sandbox ({policy.mode}) where the system allows it: writes only to {where}; network "
-        f"{network}; .git read-only (ask the user to commit); credential directories such as ~/.ssh hidden. A denied "
-        "write or network access shows in the result: explain it or ask the user, do not work around it."
+        f" Sandboxed ({policy.mode}) where the system allows it: writes only to {where}; network {network}; .git "
+        "read-only; ~/.ssh and other credential directories hidden. Tell the user of a denied write or network "
+        "access; do not work around it."
     )
 
 
