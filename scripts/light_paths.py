@@ -1,5 +1,6 @@
 """The paths that need no SDK load none: `--version`, `--help`, usage and config errors, a missing key, `mcp list`,
-`mcp approve`/`revoke`, `sessions`, `hooks`. Fails when one of them imports anthropic, mcp or acp.
+`mcp approve`/`revoke`, `sessions`, `hooks`. Fails when one of them imports anthropic, mcp or acp, or, when it is
+given no option value to parse, pydantic (typer's parser for a value).
 
 Run by scripts/check. Each path is a real `python -X importtime -m sprout_agent …` process in a scratch home (its
 own XDG directories, no key unless the path needs one, the API on a closed port) and a scratch project, so the
@@ -23,6 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 SDKS = ("anthropic", "mcp", "acp")
+# What typer parses an option's value with: a path that is given no option value needs none (faces/cli/lazy_coercion)
+PARSER = "pydantic"
 TIMEOUT = 60  # seconds per process: only a path gone wrong (say, one calling the API) comes near it
 
 
@@ -33,6 +36,7 @@ class LightPath:
     where: str = "project"  # the scratch directory it runs in
     env: dict[str, str] = field(default_factory=dict[str, str])
     name: str = ""
+    bare: bool = True  # given no option value to parse: pydantic not imported either
 
     @property
     def label(self) -> str:
@@ -51,20 +55,40 @@ PATHS: tuple[tuple[LightPath, ...], ...] = (
     (LightPath(("--help",), 0),),
     (LightPath(("--no-such-flag",), 2, name="an unknown flag"),),
     (LightPath(("-p", "hi"), 2, name="-p hi, no ANTHROPIC_API_KEY"),),
-    (LightPath(("-p", "hi", "--mcp-config", "../malformed.json"), 2, env=KEY, name="a malformed --mcp-config file"),),
-    (LightPath(("-p", "hi", "--config", "../malformed.json"), 2, env=KEY, name="a malformed --config file"),),
-    (LightPath(("-p", "hi", "--json-schema", '{"type": "array"}'), 2, env=KEY, name="a --json-schema it cannot use"),),
+    (
+        LightPath(
+            ("-p", "hi", "--mcp-config", "../malformed.json"),
+            2,
+            env=KEY,
+            name="a malformed --mcp-config file",
+            bare=False,
+        ),
+    ),
+    (
+        LightPath(
+            ("-p", "hi", "--config", "../malformed.json"), 2, env=KEY, name="a malformed --config file", bare=False
+        ),
+    ),
+    (
+        LightPath(
+            ("-p", "hi", "--json-schema", '{"type": "array"}'),
+            2,
+            env=KEY,
+            name="a --json-schema it cannot use",
+            bare=False,
+        ),
+    ),
     (LightPath(("mcp", "list"), 0, where="bad-project", name="mcp list, a bad .mcp.json"),),
     (
         LightPath(("mcp", "list"), 0),
-        LightPath(("mcp", "approve", "t"), 0),
-        LightPath(("mcp", "revoke", "t"), 0),
+        LightPath(("mcp", "approve", "t"), 0, bare=False),
+        LightPath(("mcp", "revoke", "t"), 0, bare=False),
         LightPath(("hooks",), 0, env=NO_BUILTINS, name="hooks (lists them; the one server held back)"),
         LightPath(("hooks", "test"), 1, env=NO_BUILTINS, name="hooks test (nothing to start: exit 1, held back)"),
     ),
     (LightPath(("sessions",), 0),),
     (LightPath(("hooks", "--help"), 0),),
-    (LightPath(("acp", "--thinking", "wrong"), 2, name="acp, a bad flag value"),),
+    (LightPath(("acp", "--thinking", "wrong"), 2, name="acp, a bad flag value", bare=False),),
 )
 
 
@@ -129,10 +153,11 @@ def run(path: LightPath, root: Path, env: dict[str, str]) -> Outcome:
     imports = [line for line in stderr.splitlines() if line.startswith("import time:")]
     said = [line for line in stderr.splitlines() if not line.startswith("import time:") and line.strip()]
     cpu = usage.ru_utime + usage.ru_stime
-    return Outcome(path, proc.returncode, cpu, sdk_chain(imports), said[-1] if said else "")
+    chain = sdk_chain(imports, (*SDKS, PARSER) if path.bare else SDKS)
+    return Outcome(path, proc.returncode, cpu, chain, said[-1] if said else "")
 
 
-def sdk_chain(lines: list[str]) -> list[str]:
+def sdk_chain(lines: list[str], sdks: tuple[str, ...] = SDKS) -> list[str]:
     """From `-X importtime` lines: the first SDK module imported and its importers, outermost last.
 
     Each line is `import time: self | cumulative | <2 spaces per level>name`, printed when that import ends:
@@ -145,14 +170,14 @@ def sdk_chain(lines: list[str]) -> list[str]:
             continue
         parsed.append(((len(column) - len(column.lstrip()) - 1) // 2, name))
     for index, (depth, name) in enumerate(parsed):
-        if name.split(".")[0] in SDKS:
+        if name.split(".")[0] in sdks:
             chain = [name]
             for later_depth, later in parsed[index + 1 :]:
                 if later_depth < depth:
                     chain.append(later)
                     depth = later_depth
-            ours = [n for n in chain if n.split(".")[0] not in SDKS]  # `mcp.types` <- `mcp` <- `mcp.types`: one
-            sdk = [n for n in chain[: chain.index(ours[0])] if n.split(".")[0] in SDKS] if ours else chain
+            ours = [n for n in chain if n.split(".")[0] not in sdks]  # `mcp.types` <- `mcp` <- `mcp.types`: one
+            sdk = [n for n in chain[: chain.index(ours[0])] if n.split(".")[0] in sdks] if ours else chain
             return [sdk[-1], *ours]
     return []
 
@@ -167,7 +192,8 @@ def main() -> int:
 
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
             outcomes = [outcome for group in pool.map(chain, PATHS) for outcome in group]
-    print(f"light paths (no {', '.join(SDKS)}); CPU is user+sys of the process, for reading, not judged:")
+    print(f"light paths (no {', '.join(SDKS)}; no {PARSER} where no option value is given); CPU is user+sys of the")
+    print("process, for reading, not judged:")
     failed = 0
     for o in outcomes:
         problems: list[str] = []
