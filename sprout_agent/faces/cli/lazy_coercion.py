@@ -1,5 +1,7 @@
 """Typer parses an option's value with a pydantic TypeAdapter built on first use, even for a value left unset: an
-unset option here is passed through as typer's own coercion would pass it, and the adapter built on a real value."""
+unset option here is passed through as typer's own coercion would pass it, and the adapter built on a real value.
+Checked against typer 0.29.2 (pyproject pins <0.30): it reads typer's private `_coercion` and `_runtime_param`, so a
+typer minor may move them; tests/test_lazy_coercion.py fails loudly if it does."""
 
 from __future__ import annotations
 
