@@ -9,8 +9,8 @@ errors read), `key_helper.py` (the one runner of the credential commands: a key,
 API, cached), `switch.py` `/model` and `/effort`, `web_tools.py` the API's web search and fetch, `strict_schema.py` a
 tool schema in the structured-outputs subset, `rate_gate.py` the file a batch's runs share to back off together,
 `silence.py` the notice that a request has gone quiet, `system_prompt.py`, `lazy_sdk.py` the SDK's
-re-exporting packages loaded on first use; `cassettes/` --record and --replay, the
-model's side of a session as a file. `entra.py`: Foundry's Entra ID token (azure-identity).
+re-exporting packages and its top level's unread re-exports loaded on first use; `cassettes/` --record and --replay,
+the model's side of a session as a file. `entra.py`: Foundry's Entra ID token (azure-identity).
 
 Imports: config, trust, core.
 """
