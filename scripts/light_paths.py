@@ -1,5 +1,6 @@
 """The paths that need no SDK load none: `--version`, `--help`, usage and config errors, a missing key, `mcp list`,
-`mcp approve`/`revoke`, `sessions`, `hooks`. Fails when one of them imports anthropic, mcp or acp.
+`mcp approve`/`revoke`, `sessions`, `hooks`. Fails when one of them imports anthropic, mcp or acp. And a `-p` whose
+model calls no tool (against the fake API, built-in servers on) loads anthropic only: no mcp, no server started.
 
 Run by scripts/check. Each path is a real `python -X importtime -m sprout_agent …` process in a scratch home (its
 own XDG directories, no key unless the path needs one, the API on a closed port) and a scratch project, so the
@@ -33,6 +34,8 @@ class LightPath:
     where: str = "project"  # the scratch directory it runs in
     env: dict[str, str] = field(default_factory=dict[str, str])
     name: str = ""
+    allows: tuple[str, ...] = ()  # the SDKs it needs (and may import)
+    api: bool = False  # sent to the fake API (tests/fake_anthropic.py), which answers "Hello." and calls no tool
 
     @property
     def label(self) -> str:
@@ -65,6 +68,7 @@ PATHS: tuple[tuple[LightPath, ...], ...] = (
     (LightPath(("sessions",), 0),),
     (LightPath(("hooks", "--help"), 0),),
     (LightPath(("acp", "--thinking", "wrong"), 2, name="acp, a bad flag value"),),
+    (LightPath(("-p", "Say hello."), 0, "plain", name="-p, no tool called", allows=("anthropic",), api=True),),
 )
 
 
@@ -94,7 +98,7 @@ def scratch(root: Path) -> dict[str, str]:
         # check would leave one running).
         "SPROUT_AGENT_WARM": "0",
     }
-    for name in ("project", "bad-project"):
+    for name in ("project", "bad-project", "plain"):
         (root / name).mkdir(mode=0o700)
     (root / "project" / ".mcp.json").write_text(json.dumps({"mcpServers": {"t": {"command": "true"}}}))
     (root / "bad-project" / ".mcp.json").write_text('{"mcpServers": {"t": {"command": ')
@@ -129,10 +133,11 @@ def run(path: LightPath, root: Path, env: dict[str, str]) -> Outcome:
     imports = [line for line in stderr.splitlines() if line.startswith("import time:")]
     said = [line for line in stderr.splitlines() if not line.startswith("import time:") and line.strip()]
     cpu = usage.ru_utime + usage.ru_stime
-    return Outcome(path, proc.returncode, cpu, sdk_chain(imports), said[-1] if said else "")
+    forbidden = tuple(sdk for sdk in SDKS if sdk not in path.allows)
+    return Outcome(path, proc.returncode, cpu, sdk_chain(imports, forbidden), said[-1] if said else "")
 
 
-def sdk_chain(lines: list[str]) -> list[str]:
+def sdk_chain(lines: list[str], sdks: tuple[str, ...] = SDKS) -> list[str]:
     """From `-X importtime` lines: the first SDK module imported and its importers, outermost last.
 
     Each line is `import time: self | cumulative | <2 spaces per level>name`, printed when that import ends:
@@ -145,7 +150,7 @@ def sdk_chain(lines: list[str]) -> list[str]:
             continue
         parsed.append(((len(column) - len(column.lstrip()) - 1) // 2, name))
     for index, (depth, name) in enumerate(parsed):
-        if name.split(".")[0] in SDKS:
+        if name.split(".")[0] in sdks:
             chain = [name]
             for later_depth, later in parsed[index + 1 :]:
                 if later_depth < depth:
@@ -158,12 +163,16 @@ def sdk_chain(lines: list[str]) -> list[str]:
 
 
 def main() -> int:
-    with tempfile.TemporaryDirectory(prefix="light-paths-") as tmp:
+    from tests.fake_anthropic import FakeAnthropic, reply
+
+    answers = [reply("Hello.")] * sum(path.api for group in PATHS for path in group)
+    with tempfile.TemporaryDirectory(prefix="light-paths-") as tmp, FakeAnthropic(answers, auto_usage=True) as fake:
         root = Path(tmp)
         env = scratch(root)
+        faked = KEY | {"ANTHROPIC_BASE_URL": fake.base_url}
 
         def chain(paths: tuple[LightPath, ...]) -> list[Outcome]:
-            return [run(path, root, env | path.env) for path in paths]
+            return [run(path, root, env | (faked if path.api else {}) | path.env) for path in paths]
 
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
             outcomes = [outcome for group in pool.map(chain, PATHS) for outcome in group]
