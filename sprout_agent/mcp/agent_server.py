@@ -26,23 +26,25 @@ NAME = "agent"
 TASK, SKILL = "task", "skill"
 CALL_ID_META = "sprout-agent/tool-use-id"  # link.py puts the model's call id there for our in-process servers
 
+# Keys in the order a client reads them off the wire (as tools/_server.py's `input_schema`): the listing announced
+# before the server starts is the bytes it lists after.
 _TASK_SCHEMA: dict[str, Any] = {
-    "type": "object",
     "properties": {
         "description": {"type": "string", "description": "A short (3-5 word) label for the task"},
         "prompt": {"type": "string", "description": "The task for the agent: everything it needs to know"},
         "subagent_type": {"type": "string", "description": "The agent definition to use (default: general-purpose)"},
     },
     "required": ["description", "prompt"],
+    "type": "object",
     "additionalProperties": False,
 }
 _SKILL_SCHEMA: dict[str, Any] = {
-    "type": "object",
     "properties": {
         "skill": {"type": "string", "description": "The skill's name, as the system prompt lists it"},
         "file": {"type": "string", "description": "A file beside its SKILL.md (relative path); omit for SKILL.md"},
     },
     "required": ["skill"],
+    "type": "object",
     "additionalProperties": False,
 }
 _SKILL_DESCRIPTION = (

@@ -10,6 +10,7 @@ the pool compares what it lists with what was announced, and what the server say
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
@@ -76,9 +77,10 @@ def _spec(server: str, tool: Mapping[str, object]) -> ToolSpec | None:
 
 
 def same_listing(announced: Sequence[ToolSpec], listed: Sequence[ToolSpec]) -> bool:
-    """Whether a server listed what was announced for it (the model's names aside: the pool gives those)."""
+    """Whether a server listed the bytes announced for it (its schemas' key order too: the request's bytes are the
+    prompt cache's key), the model's names aside (the pool gives those)."""
 
-    def key(spec: ToolSpec) -> tuple[str, str, str, dict[str, object], bool | None]:
-        return (spec.server, spec.tool, spec.description, spec.input_schema, spec.read_only)
+    def key(spec: ToolSpec) -> tuple[str, str, str, str, bool | None]:
+        return (spec.server, spec.tool, spec.description, json.dumps(spec.input_schema), spec.read_only)
 
     return [key(spec) for spec in announced] == [key(spec) for spec in listed]

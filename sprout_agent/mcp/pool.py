@@ -166,7 +166,7 @@ class ServerPool:
     # --- ToolHost -------------------------------------------------------------------------------------
 
     def tools(self) -> Sequence[ToolSpec]:
-        live = {name for name, server in self._servers.items() if server.state in ("running", "pending")}
+        live = {name for name, server in self._servers.items() if server.state in ("running", "pending", "starting")}
         live.add(server_features.RESOURCES)
         return [spec for spec in self._tools if spec.server in live]
 

@@ -83,9 +83,12 @@ class ToolSpec:
     open_args: bool = False  # hooks: accept (and ignore) whatever context the agent sends
 
     def input_schema(self) -> dict[str, Any]:
-        schema: dict[str, Any] = {"type": "object", "properties": dict(self.properties)}
+        # Keys in the order a client reads them off the wire (mcp 2.3's InputSchema: properties, required, type,
+        # then the rest), so the listing offered before the server starts is the bytes it lists after.
+        schema: dict[str, Any] = {"properties": dict(self.properties)}
         if self.required:
             schema["required"] = list(self.required)
+        schema["type"] = "object"
         if not self.open_args:
             schema["additionalProperties"] = False
         return schema
