@@ -3,11 +3,12 @@
 In a test: ``with FakeAnthropic([reply("hi"), error(529)]) as fake: ... fake.base_url ... fake.requests``.
 Each POST /v1/messages consumes the next step; when the script runs out the server answers 500
 "fake script exhausted" (with ``x-should-retry: false``) so a test fails loudly instead of hanging.
-Like the real API, it refuses a body the API would refuse (tests/api_rules.py: tool_use answered in the next
-message, alternating roles, no empty text, valid tool names, image types...) with 400
-``invalid_request_error`` naming every problem; the step is not consumed and the problems are kept in
-``fake.refused``. A scripted HttpError is answered before the body is checked (an overloaded API sheds
-load before it reads the request), so fault steps work with any body.
+Like the real API, it refuses a body the API would refuse (the package's rules, which a replay applies too:
+sprout_agent/model/cassettes/api_rules.py through tests/api_rules.py: tool_use answered in the next message,
+alternating roles, no empty text, valid tool names, image types...) with 400 ``invalid_request_error`` naming every
+problem; the step is not consumed and the problems are kept in ``fake.refused``. A scripted HttpError is answered
+before the body is checked (an overloaded API sheds load before it reads the request), so fault steps work with any
+body.
 A step is a Reply (``reply``, ``cut``, ``stream_error``), an HttpError (``error``), a Hang (``hang``),
 or a callable ``body -> step``. POST /v1/messages/count_tokens answers ``len(raw body) // 4`` (a body the
 API would refuse, or one with max_tokens or stream, gets 400).
@@ -48,8 +49,7 @@ from pathlib import Path
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from tests.api_rules import COUNT_TOKENS, MESSAGES, endpoint_problems
-from tests.api_rules_web import encrypted
+from tests.api_rules import COUNT_TOKENS, MESSAGES, encrypted, endpoint_problems
 from tests.fake_anthropic_wire import PromptCache, estimate_input, message_events, sse
 
 Json = dict[str, Any]

@@ -3,8 +3,7 @@
 What a process start costs (~3 s of imports each) buys nothing for rules that live in prepare, the store and the
 sinks (resume, --continue, the result's session id); the tests that need a process (signals, the CLI's own
 parsing and exit path) keep using tests/harness.py's `run_agent`. `in_process` servers (tests/inproc_fake.py) join
-the configured ones as the built-in servers do, so a run with tools and hooks starts no process either. A replay's
-requests go through the fake API's rules (tests/replay_checks.py): one the real API would refuse fails the test.
+the configured ones as the built-in servers do, so a run with tools and hooks starts no process either.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from sprout_agent.config.options import Options
 from sprout_agent.session.prepared import prepare
 from tests.fake_anthropic import FakeAnthropic
 from tests.harness import Run, agent_env, write_config
-from tests.replay_checks import ReplayRules
 
 
 def headless(
@@ -47,13 +45,11 @@ def headless(
         monkeypatch.setenv(name, value)
     if servers is not None:
         options = replace(options, config_files=(write_config(tmp_path, servers),))
-    rules = ReplayRules()
-    prepared = rules.watching(prepare(options, Locations.for_user(), environ))  # a replay: each request checked
+    prepared = prepare(options, Locations.for_user(), environ)
     if in_process:
         prepared = replace(prepared, loaded=replace(prepared.loaded, servers=(*prepared.loaded.servers, *in_process)))
     out, err = io.StringIO(), io.StringIO()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = run_headless(prepared)
-    rules.assert_valid()
     return Run(code, out.getvalue(), err.getvalue())

@@ -1,7 +1,8 @@
 """Replays in-process beyond a `-p` turn (docs/cassettes.md, "What is covered"): a session with a checkpoint whose
 replay `sessions rewind` rewinds to the same files, a prompt over ACP whose replay sends the editor the same session
-updates, and the fake API's rules on every request a replay sends (tests/replay_checks.py): a hand-edited cassette
-that strict matching lets through still fails when the request it makes the agent send is one the API refuses."""
+updates, and the API's rules on every request a replay serves (sprout_agent/model/cassettes/api_check.py): a hand-edited
+cassette that strict matching lets through still fails when the request it makes the agent send is one the API
+refuses."""
 
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from sprout_agent.faces.acp.session_template import AcpSetup
 from sprout_agent.faces.cli.commands import session_rewind
 from tests.acp_harness import EditorClient
 from tests.acp_pipes import sdk_agent
-from tests.api_rules import InvalidRequest
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.fake_providers import FakeBedrock, event_stream_message
 from tests.harness import agent_env
@@ -37,7 +37,8 @@ def test_a_replay_whose_edited_cassette_makes_the_agent_send_what_the_api_refuse
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Strict matching compares tool call ids by which call they name, so a cassette edited to give a call an id the
-    API never accepts (a space in it) still matches; the rules see the id the agent sends back and refuse it."""
+    API never accepts (a space in it) still matches; the replay's own API rules see the id the agent sends back and
+    refuse it: exit 6, one line naming the first problem as a path."""
     session = Session(tmp_path, monkeypatch, Options("write hello.txt"))
     session.env = DEV
     script = [reply(tool_use("dev__write", {"file_path": "hello.txt", "content": "hi\n"}, id="toolu_w")), reply("ok")]
@@ -45,8 +46,12 @@ def test_a_replay_whose_edited_cassette_makes_the_agent_send_what_the_api_refuse
     assert recorded.code == 0, recorded.stderr
     cassette = cassette_of(session.tapes)
     cassette.write_text(cassette.read_text().replace('"toolu_w"', '"toolu w"'))
-    with pytest.raises(InvalidRequest, match=r"request 2 \(/v1/messages\): messages\.1\.content\.0\.id: 'toolu w'"):
-        session.replay()
+    replayed = session.replay()
+    assert replayed.code == 6
+    refused = "replay: request 2 (exchange 2, line 4) is one the API would refuse: messages.1.content.0.id: 'toolu w'"
+    assert [line for line in replayed.stderr.splitlines() if "would refuse" in line] == [
+        f"sprout-agent: {refused} does not match ^[a-zA-Z0-9_-]+$"
+    ]
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
+from sprout_agent.config.options import Options
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.harness import Run, Terminal, agent_command, agent_env, fake_server, run_agent, write_config
+from tests.test_cassettes import Session
 
 pytestmark = pytest.mark.e2e
 TOOLS = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
@@ -66,6 +68,33 @@ def test_a_divergence_is_one_line_and_exit_6_in_the_result_too(tmp_path: Path) -
     assert line.endswith('body.messages[0].content[0].text: recorded "hello", sent "hullo"')
     result = json.loads(replayed.stdout)
     assert result["exit_code"] == 6 and result["is_error"] is True
+
+
+@pytest.mark.slow  # about 3 s of CPU: the agent as a process, the dev server twice (CI runs it)
+def test_a_hand_edited_cassette_that_makes_the_agent_send_what_the_api_refuses_is_one_line_and_exit_6(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy-paste slip in a cassette: the second call given the first call's id. Strict matching compares ids by
+    which call they name, so the requests still match; the replay's API rules refuse the history the agent sends."""
+    session = Session(tmp_path, monkeypatch, Options("read a.txt twice"))
+    session.env = TOOLS
+    (session.a / "a.txt").write_text("a\n")
+    (session.b / "a.txt").write_text("a\n")
+    read = {"file_path": "a.txt"}
+    script = [reply(tool_use("dev__read", read, id="toolu_a")), reply(tool_use("dev__read", read, id="toolu_b")), "ok"]
+    recorded, _ = session.record([reply(step) if isinstance(step, str) else step for step in script])
+    assert recorded.code == 0, recorded.stderr
+    (cassette,) = session.tapes.glob("*.jsonl")
+    cassette.write_text(cassette.read_text().replace('"toolu_b"', '"toolu_a"'))
+    replayed = without_key(
+        tmp_path, ["-p", "read a.txt twice", "--cwd", str(session.b), "--replay", str(cassette)], TOOLS
+    )
+    assert replayed.code == 6
+    (line,) = [line for line in replayed.stderr.splitlines() if line.startswith("sprout-agent:")]
+    assert line == (
+        "sprout-agent: replay: request 3 (exchange 3, line 6) is one the API would refuse: messages.3.content.0.id: "
+        "tool_use ids must be unique, 'toolu_a' is repeated"
+    )
 
 
 def test_a_truncated_cassette_is_one_line_and_exit_2_before_anything_starts(tmp_path: Path) -> None:

@@ -17,8 +17,7 @@ from sprout_agent.model.api_messages import to_api_messages
 from sprout_agent.model.client import AnthropicModel
 from sprout_agent.model.facts import from_info
 from sprout_agent.session import store
-from tests.api_rules import request_problems
-from tests.api_rules_web import encrypted
+from tests.api_rules import encrypted, request_problems
 from tests.fake_anthropic import FakeAnthropic, model_info, reply, web_fetch, web_search
 from tests.loop_doubles import build_loop
 from tests.loop_doubles import reply as step

@@ -54,7 +54,7 @@ class CassetteError(UsageError):
 
 class ReplayDiverged(SproutError):
     """--replay (strict): the run sent a request the cassette did not record; the message names the first
-    difference as a path and both values."""
+    difference as a path and both values. Either mode: a request the API would refuse, its first problem named."""
 
     exit_code = EXIT_REPLAY_DIVERGED
 

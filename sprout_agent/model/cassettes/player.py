@@ -15,6 +15,7 @@ import httpx2
 
 from sprout_agent.core.errors import ReplayDiverged
 from sprout_agent.model.cassettes import format as fmt
+from sprout_agent.model.cassettes.api_check import ApiCheck, accepted
 from sprout_agent.model.cassettes.compare import comparable, difference_text
 from sprout_agent.model.cassettes.eventstream import is_event_stream, render_event_stream
 from sprout_agent.model.cassettes.format import Cassette, Exchange, Json
@@ -50,6 +51,7 @@ class Player:
         self.lenient = lenient
         self._cwd, self._redact, self._warn, self._observe = cwd, redact, warn, observe
         self._pending = [(e, comparable(e.request, cassette.cwd)) for e in cassette.exchanges]
+        self._api = ApiCheck(cassette)
         self._sent = 0
         self.diverged: ReplayDiverged | None = None  # strict: the first difference, which every later request repeats
         self.differed = 0  # lenient: requests answered by position
@@ -77,6 +79,12 @@ class Player:
         return self._answered(exchange, recorded, sent, request)
 
     def _answered(self, exchange: Exchange, recorded: Json, sent: Json, request: Json) -> Exchange:
+        """The exchange, once the request is one the API would take. A recorded error answers before the API reads
+        the request (an overloaded API sheds load first; a refusal is the API's own answer), so it is served as is."""
+        if accepted(exchange.response) and (problems := self._api.problems(request)):
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            where = f"exchange {exchange.n}, line {exchange.line}"
+            self._fail(f"request {self._sent} ({where}) is one the API would refuse: {problems[0]}{more}")
         if self._observe is not None:
             self._observe(Answered(self._sent, exchange, recorded, sent, request))
         return exchange
