@@ -60,7 +60,7 @@ class Pool:
 
     def __init__(self, configs: list[ServerConfig], *, lazy: bool, delegation: Delegating | None = None) -> None:
         self.events: list[Event] = []
-        client = ClientFeatures(Roots([]), delegation=delegation or Delegating())
+        client = ClientFeatures(Roots(()), delegation=delegation or Delegating())
         self.pool = ServerPool(
             configs,
             emit=self.events.append,
@@ -152,14 +152,14 @@ async def test_the_first_call_to_a_pending_server_starts_it_and_gets_its_answer(
 async def test_calls_at_once_to_a_pending_server_start_it_once(tmp_path: Path) -> None:
     async with Pool(builtins(tmp_path), lazy=True) as p:
         outcomes: list[ToolOutcome] = []
-        todos = [{"content": "one", "status": "pending"}]
+        todos: dict[str, object] = {"todos": [{"content": "one", "status": "pending"}]}
 
         async def call(tool: str, arguments: dict[str, object]) -> None:
             outcomes.append(await p.pool.call(p.spec("todo", tool), arguments))
 
         with anyio.fail_after(bounded(10)):
             async with anyio.create_task_group() as group:
-                group.start_soon(call, "todo_write", {"todos": todos})
+                group.start_soon(call, "todo_write", todos)
                 group.start_soon(call, "todo_read", {})
                 group.start_soon(call, "todo_read", {})
         assert [o.is_error for o in outcomes] == [False, False, False]
