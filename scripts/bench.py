@@ -524,7 +524,7 @@ class Bench:
         steps += [self.compaction, self.servers, self.acp, self.sandbox, self.render, self.remote, self.thinking]
         steps += [self.batch, self.caps, self.startup, self.checkpoints, self.subagents, self.telemetry, self.pages]
         steps += [self.mcp_serve]
-        steps += [self.harness]
+        steps += [self.harness, self.tokens]
         for step in steps:
             if self.only and step.__name__ not in self.only:
                 continue
@@ -717,6 +717,20 @@ class Bench:
         self.add("10-round loop, thinking off: input tokens sent", off["sent"], "tok")
         self.add("10-round loop, thinking on: input tokens sent", on["sent"], "tok")
         self.add("  … of which not read from cache, off / on", f"{off['uncached']} / {on['uncached']}", "tok")
+
+    def tokens(self) -> None:
+        """26. tokens: a ten-round tool task's input tokens (bytes/4 of every request), built-in servers on, beside
+        Claude Code's on the same scenario with --claude (scripts/bench_tokens.py)"""
+        from scripts.bench_tokens import claude, ours
+
+        total, requests, fixed = ours()
+        self.add(f"10-round task: input tokens sent, {requests} requests", total, "tok")
+        self.add("  … tools and system prompt, each request", fixed, "tok")
+        if self.claude:
+            theirs, their_requests, their_fixed = claude(self.claude)
+            self.add(f"  … Claude Code's, {their_requests} requests", theirs, "tok")
+            self.add("  … Claude Code's tools and system prompt, each request", their_fixed, "tok")
+            self.add("  … ours / Claude Code's", total / theirs, "x", "≤ 0.1", total / theirs <= 0.1)
 
     def remote(self) -> None:
         """16. a Streamable HTTP server on loopback next to a stdio one: start-up and per-round cost"""
@@ -1011,7 +1025,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     groups = "imports minimal ours facts builtins flags repl hooks toolhooks compaction servers acp sandbox render"
     groups += " remote thinking batch caps startup checkpoints subagents telemetry pages"
-    groups += " mcp_serve harness"
+    groups += " mcp_serve harness tokens"
     parser.add_argument("--only", nargs="*", default=[], metavar="GROUP", help=f"run only these: {groups}")
     parser.add_argument(
         "--claude", metavar="PATH", help="startup: measure this Claude Code binary beside sprout-agent (fake API)"

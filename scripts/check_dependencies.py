@@ -1,6 +1,7 @@
 """Every package our code imports is declared in pyproject.toml: sprout_agent/ by [project.dependencies] (telemetry/
-by the `telemetry` extra too), tests/, scripts/ and examples/ by those and the `dev` extra. A package that only
-arrives through another's dependencies (jsonschema's `referencing`) can go away in that one's next release.
+by the `telemetry` extra too, and each provider extra's one door by that extra: EXTRA_DOORS), tests/, scripts/ and
+examples/ by those and the `dev` extra. A package that only arrives through another's dependencies (jsonschema's
+`referencing`) can go away in that one's next release.
 
 Imports are read with ast, lazy ones and those under TYPE_CHECKING included; the installed distributions say
 which package provides a module (importlib.metadata). Exit 1, naming file and module, for each undeclared one."""
@@ -22,6 +23,12 @@ ELSEWHERE = {
     "harbor": "the harbor virtualenv (Python >= 3.12, .ci/run): tests/harbor_drive.py and examples/harbor/ run there",
     "sprout_harbor": "examples/harbor/sprout_harbor.py, imported by tests/harbor_drive.py in the harbor virtualenv",
 }
+
+
+# A module that imports an optional provider SDK itself (only when that provider is chosen), by the extra that
+# declares it. Anywhere else in sprout_agent/ that SDK is undeclared. (Bedrock's and Vertex's SDKs are imported by
+# the anthropic SDK's own clients, not by our code.)
+EXTRA_DOORS = {"sprout_agent/model/entra.py": "foundry"}
 
 
 def normalized(name: str) -> str:
@@ -58,8 +65,9 @@ def local(module: str, path: Path) -> bool:
     return (path.parent / f"{module}.py").exists() or (path.parent / module / "__init__.py").exists()
 
 
-def undeclared(folder: str, declared: set[str], providers: Mapping[str, list[str]]) -> Iterator[str]:
-    for path in sorted((ROOT / folder).rglob("*.py")):
+def undeclared(place: str, declared: set[str], providers: Mapping[str, list[str]]) -> Iterator[str]:
+    """Each import under `place` (a folder, or one file) of a package `declared` does not name."""
+    for path in [ROOT / place] if place.endswith(".py") else sorted((ROOT / place).rglob("*.py")):
         for module, line in imported(path):
             if module in sys.stdlib_module_names or module in OURS or module in ELSEWHERE or local(module, path):
                 continue
@@ -76,9 +84,19 @@ def main() -> int:
     telemetry = runtime | requirement_names(extras.get("telemetry", []), extras)
     dev = telemetry | requirement_names(extras.get("dev", []), extras)
     providers = packages_distributions()
+    doors = tuple(EXTRA_DOORS)
     problems = [
-        *(p for p in undeclared("sprout_agent", runtime, providers) if not p.startswith("sprout_agent/telemetry/")),
+        *(
+            p
+            for p in undeclared("sprout_agent", runtime, providers)
+            if not p.startswith(("sprout_agent/telemetry/", *(f"{door}:" for door in doors)))
+        ),
         *undeclared("sprout_agent/telemetry", telemetry, providers),
+        *(
+            p
+            for door, extra in EXTRA_DOORS.items()
+            for p in undeclared(door, runtime | requirement_names(extras.get(extra, []), extras), providers)
+        ),
         *(p for folder in ("tests", "scripts", "examples") for p in undeclared(folder, dev, providers)),
     ]
     for problem in problems:

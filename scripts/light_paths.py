@@ -1,6 +1,7 @@
 """The paths that need no SDK load none: `--version`, `--help`, usage and config errors, a missing key, `mcp list`,
-`mcp approve`/`revoke`, `sessions`, `hooks`. Fails when one of them imports anthropic, mcp or acp. And a `-p` whose
-model calls no tool (against the fake API, built-in servers on) loads anthropic only: no mcp, no server started.
+`mcp approve`/`revoke`, `sessions`, `hooks`. Fails when one of them imports anthropic, mcp or acp, or, when it is
+given no option value to parse, pydantic (typer's parser for a value). And a `-p` whose model calls no tool
+(against the fake API, built-in servers on) loads anthropic only: no mcp, no server started.
 
 Run by scripts/check. Each path is a real `python -X importtime -m sprout_agent …` process in a scratch home (its
 own XDG directories, no key unless the path needs one, the API on a closed port) and a scratch project, so the
@@ -24,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 SDKS = ("anthropic", "mcp", "acp")
+# What typer parses an option's value with: a path that is given no option value needs none (faces/cli/lazy_coercion)
+PARSER = "pydantic"
 TIMEOUT = 60  # seconds per process: only a path gone wrong (say, one calling the API) comes near it
 
 
@@ -34,6 +37,7 @@ class LightPath:
     where: str = "project"  # the scratch directory it runs in
     env: dict[str, str] = field(default_factory=dict[str, str])
     name: str = ""
+    bare: bool = True  # given no option value to parse: pydantic not imported either
     allows: tuple[str, ...] = ()  # the SDKs it needs (and may import)
     api: bool = False  # sent to the fake API (tests/fake_anthropic.py), which answers "Hello." and calls no tool
 
@@ -54,21 +58,45 @@ PATHS: tuple[tuple[LightPath, ...], ...] = (
     (LightPath(("--help",), 0),),
     (LightPath(("--no-such-flag",), 2, name="an unknown flag"),),
     (LightPath(("-p", "hi"), 2, name="-p hi, no ANTHROPIC_API_KEY"),),
-    (LightPath(("-p", "hi", "--mcp-config", "../malformed.json"), 2, env=KEY, name="a malformed --mcp-config file"),),
-    (LightPath(("-p", "hi", "--config", "../malformed.json"), 2, env=KEY, name="a malformed --config file"),),
-    (LightPath(("-p", "hi", "--json-schema", '{"type": "array"}'), 2, env=KEY, name="a --json-schema it cannot use"),),
+    (
+        LightPath(
+            ("-p", "hi", "--mcp-config", "../malformed.json"),
+            2,
+            env=KEY,
+            name="a malformed --mcp-config file",
+            bare=False,
+        ),
+    ),
+    (
+        LightPath(
+            ("-p", "hi", "--config", "../malformed.json"), 2, env=KEY, name="a malformed --config file", bare=False
+        ),
+    ),
+    (
+        LightPath(
+            ("-p", "hi", "--json-schema", '{"type": "array"}'),
+            2,
+            env=KEY,
+            name="a --json-schema it cannot use",
+            bare=False,
+        ),
+    ),
     (LightPath(("mcp", "list"), 0, where="bad-project", name="mcp list, a bad .mcp.json"),),
     (
         LightPath(("mcp", "list"), 0),
-        LightPath(("mcp", "approve", "t"), 0),
-        LightPath(("mcp", "revoke", "t"), 0),
+        LightPath(("mcp", "approve", "t"), 0, bare=False),
+        LightPath(("mcp", "revoke", "t"), 0, bare=False),
         LightPath(("hooks",), 0, env=NO_BUILTINS, name="hooks (lists them; the one server held back)"),
         LightPath(("hooks", "test"), 1, env=NO_BUILTINS, name="hooks test (nothing to start: exit 1, held back)"),
     ),
     (LightPath(("sessions",), 0),),
     (LightPath(("hooks", "--help"), 0),),
-    (LightPath(("acp", "--thinking", "wrong"), 2, name="acp, a bad flag value"),),
-    (LightPath(("-p", "Say hello."), 0, "plain", name="-p, no tool called", allows=("anthropic",), api=True),),
+    (LightPath(("acp", "--thinking", "wrong"), 2, name="acp, a bad flag value", bare=False),),
+    (
+        LightPath(
+            ("-p", "Say hello."), 0, "plain", name="-p, no tool called", bare=False, allows=("anthropic",), api=True
+        ),
+    ),
 )
 
 
@@ -133,7 +161,7 @@ def run(path: LightPath, root: Path, env: dict[str, str]) -> Outcome:
     imports = [line for line in stderr.splitlines() if line.startswith("import time:")]
     said = [line for line in stderr.splitlines() if not line.startswith("import time:") and line.strip()]
     cpu = usage.ru_utime + usage.ru_stime
-    forbidden = tuple(sdk for sdk in SDKS if sdk not in path.allows)
+    forbidden = tuple(sdk for sdk in ((*SDKS, PARSER) if path.bare else SDKS) if sdk not in path.allows)
     return Outcome(path, proc.returncode, cpu, sdk_chain(imports, forbidden), said[-1] if said else "")
 
 
@@ -156,8 +184,8 @@ def sdk_chain(lines: list[str], sdks: tuple[str, ...] = SDKS) -> list[str]:
                 if later_depth < depth:
                     chain.append(later)
                     depth = later_depth
-            ours = [n for n in chain if n.split(".")[0] not in SDKS]  # `mcp.types` <- `mcp` <- `mcp.types`: one
-            sdk = [n for n in chain[: chain.index(ours[0])] if n.split(".")[0] in SDKS] if ours else chain
+            ours = [n for n in chain if n.split(".")[0] not in sdks]  # `mcp.types` <- `mcp` <- `mcp.types`: one
+            sdk = [n for n in chain[: chain.index(ours[0])] if n.split(".")[0] in sdks] if ours else chain
             return [sdk[-1], *ours]
     return []
 
@@ -176,7 +204,8 @@ def main() -> int:
 
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
             outcomes = [outcome for group in pool.map(chain, PATHS) for outcome in group]
-    print(f"light paths (no {', '.join(SDKS)}); CPU is user+sys of the process, for reading, not judged:")
+    print(f"light paths (no {', '.join(SDKS)}; no {PARSER} where no option value is given); CPU is user+sys of the")
+    print("process, for reading, not judged:")
     failed = 0
     for o in outcomes:
         problems: list[str] = []

@@ -6,7 +6,8 @@ tests/fake_anthropic.py does (the same scripts, the same strict request rules):
 - FakeVertex: `POST /v1/projects/{p}/locations/{r}/publishers/anthropic/models/{id}:streamRawPredict` with a Google
   bearer token it issued at `POST /token` (a service account's JWT grant, as google-auth sends it, its signature
   checked), the body's `anthropic_version` checked; `tokens_valid_for` seconds per token.
-- FakeFoundry: `POST /anthropic/v1/messages` with the key in both `x-api-key` and `api-key`.
+- FakeFoundry: `POST /anthropic/v1/messages` with the key in both `x-api-key` and `api-key`, or an Entra ID
+  bearer token it issued as a managed identity endpoint (`GET /msi/token`).
 - FakeGateway: Anthropic's wire, refusing any `anthropic-beta` it was not told it takes ("invalid beta flag", as
   real gateways and Bedrock do), and a bearer key it does not accept (401).
 Each records what it refused in `refusals` ((status, why) pairs) and the raw paths in `paths`.
@@ -54,6 +55,13 @@ class _ProviderHandler(_Handler):
             return self._json(404, {"message": f"fake: no route {self.path}"}, {})
         self._answer(translated[0], translated[1], raw)
 
+    def do_GET(self) -> None:
+        fake: ProviderFake = getattr(self.server, "fake")  # noqa: B009
+        answer = fake.get(self.path, {k.lower(): v for k, v in self.headers.items()})
+        if answer is None:
+            return super().do_GET()
+        return self._json(answer[0], answer[1], {})
+
     def _frame(self, name: str, data: Json) -> bytes:
         fake: ProviderFake = getattr(self.server, "fake")  # noqa: B009
         return fake.frame(name, data) or super()._frame(name, data)
@@ -76,6 +84,10 @@ class ProviderFake(FakeAnthropic):
 
     def check(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, Json] | Json | None:
         """A refusal (status, body), an answer of its own, or None to go on."""
+        return None
+
+    def get(self, path: str, headers: dict[str, str]) -> tuple[int, Json] | None:
+        """A GET of its own (a token endpoint), or None for the first party's `/v1/models`."""
         return None
 
     def translate(self, path: str, body: Any) -> tuple[str, Any] | None:
@@ -246,13 +258,55 @@ class FakeVertex(ProviderFake):
 
 
 class FakeFoundry(ProviderFake):
-    def __init__(self, *args: Any, key: str, **kwargs: Any) -> None:
+    """With `key`: the key in both headers. Without: Entra ID bearer tokens it issued itself, as an Azure managed
+    identity endpoint does (`GET /msi/token`, App Service's protocol: IDENTITY_ENDPOINT and the secret
+    IDENTITY_HEADER), for Claude Code's scope; `tokens_valid_for` seconds each."""
+
+    def __init__(self, *args: Any, key: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.key = key
+        self.identity_header = f"fake-identity-{secrets.token_hex(8)}"  # what IDENTITY_HEADER holds
+        self.tokens_valid_for = 3600.0
+        self.issued: dict[str, float] = {}  # token -> when it stops being taken (time.time())
+        self.tokens_used: list[str] = []
+
+    def identity_env(self) -> dict[str, str]:
+        """The variables an App Service's managed identity sets, pointing at this fake."""
+        return {"IDENTITY_ENDPOINT": f"{self.base_url}/msi/token", "IDENTITY_HEADER": self.identity_header}
+
+    def get(self, path: str, headers: dict[str, str]) -> tuple[int, Json] | None:
+        """A managed identity's token for the resource asked, when the identity header is right."""
+        if urlsplit(path).path != "/msi/token":
+            return None
+        query = parse_qs(urlsplit(path).query)
+        with self.lock:
+            self.paths.append(urlsplit(path).path)
+        if headers.get("x-identity-header") != self.identity_header:
+            return 401, {"error": "invalid identity header"}
+        if query.get("resource") != ["https://cognitiveservices.azure.com"]:
+            return 400, {"error": "invalid_resource", "resource": query.get("resource")}
+        token = f"eyJ0eXAiOiJKV1QifQ.fake-entra-{secrets.token_hex(8)}"
+        expires = time.time() + self.tokens_valid_for
+        with self.lock:
+            self.issued[token] = expires
+        return 200, {"access_token": token, "expires_on": str(int(expires)), "resource": query["resource"][0],
+                     "token_type": "Bearer"}  # fmt: skip
+
+    def expire_all(self) -> None:
+        with self.lock:
+            self.issued = dict.fromkeys(self.issued, 0.0)
 
     def check(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, Json] | Json | None:
-        if headers.get("x-api-key") != self.key or headers.get("api-key") != self.key:
-            return 401, {"error": {"code": "401", "message": "Access denied due to invalid subscription key."}}
+        refused = 401, {"error": {"code": "401", "message": "Access denied due to invalid subscription key."}}
+        if self.key is not None:
+            ok = headers.get("x-api-key") == self.key and headers.get("api-key") == self.key
+            return None if ok else refused
+        token = headers.get("authorization", "").removeprefix("Bearer ")
+        with self.lock:
+            self.tokens_used.append(token)
+            valid = self.issued.get(token, 0.0) > time.time()
+        if not valid or "x-api-key" in headers:
+            return 401, {"error": {"code": "401", "message": "The token is expired or invalid."}}
         return None
 
     def translate(self, path: str, body: Any) -> tuple[str, Any] | None:

@@ -35,8 +35,11 @@ def test_a_settings_api_key_helpers_output_never_reaches_mcp_children_logs_trace
             "OTEL_METRICS_EXPORTER": "none",
             "OTEL_LOGS_EXPORTER": "console",
         }
-        run = run_agent(tmp_path, ["-p", "what is in your env", "--verbose"], fake=None, servers=servers, env=env)
+        argv = ["-p", "what is in your env", "--verbose", "--output-format", "stream-json"]
+        run = run_agent(tmp_path, argv, fake=None, servers=servers, env=env)
     assert run.code == 0, run.stderr
+    init = next(json.loads(line) for line in run.stdout.splitlines() if '"subtype":"init"' in line.replace(" ", ""))
+    assert init["apiKeySource"] == "apiKeyHelper"  # as Claude Code's init names a helper's key
     assert [r.headers["authorization"] for r in fake.requests] == [f"Bearer {KEY}"] * 2
     (seen,) = tool_results(fake.requests[1].body)
     assert seen["content"][0]["text"] == "<unset>"  # the server's environment has no key

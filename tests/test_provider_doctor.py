@@ -156,3 +156,18 @@ def test_the_doctor_command_checks_the_provider_then_lists_the_warm_interpreters
     assert text.stdout.startswith(f"provider: LLM gateway, {fake.base_url}\n")
     assert "\n".join(ALL_HELD) in text.stdout and "warm interpreters in " in text.stdout
     assert len(fake.requests) == 1 and fake.requests[0].body["max_tokens"] == 1
+
+
+def test_doctor_names_both_credentials_when_both_are_sent_and_entra_id_for_foundry_without_a_key(
+    tmp_path: Path,
+) -> None:
+    both = {
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+        "ANTHROPIC_API_KEY": "k-0123456789",
+        "ANTHROPIC_AUTH_TOKEN": "t-0123456789",
+    }
+    lines = doctor(tmp_path, both, offline=True).lines
+    assert "credentials: ANTHROPIC_AUTH_TOKEN (Authorization: Bearer) and ANTHROPIC_API_KEY (X-Api-Key)" in lines
+    entra = {"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "acme"}
+    lines = doctor(tmp_path, entra, offline=True).lines
+    assert "credentials: Microsoft Entra ID (azure-identity's DefaultAzureCredential)" in lines

@@ -19,6 +19,7 @@ from sprout_agent.core.model_names import canonical
 from sprout_agent.model.api_errors import Failure, explain
 from sprout_agent.model.facts import fallback
 from sprout_agent.trust.secrets import is_secret, redactor
+from tests.fake_anthropic import reply
 
 BEDROCK = Provider("bedrock", "us-east-1")
 VERTEX = Provider("vertex", "us-east5", project="proj-1")
@@ -51,7 +52,6 @@ def test_claude_codes_variables_choose_the_provider_and_its_place() -> None:
         ({"CLAUDE_CODE_USE_VERTEX": "1", "CLOUD_ML_REGION": "x", "CLAUDE_CODE_SKIP_VERTEX_AUTH": "1"},
          "ANTHROPIC_VERTEX_PROJECT_ID"),
         ({"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_API_KEY": "k"}, "ANTHROPIC_FOUNDRY_RESOURCE"),
-        ({"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "acme"}, "ANTHROPIC_FOUNDRY_API_KEY"),
         ({"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "evil.com/x", "ANTHROPIC_FOUNDRY_API_KEY": "k"},
          "ANTHROPIC_FOUNDRY_RESOURCE"),
         ({"CLAUDE_CODE_USE_BEDROCK": "1", "CLAUDE_CODE_USE_VERTEX": "1"}, "CLAUDE_CODE_USE_VERTEX"),
@@ -112,9 +112,25 @@ def test_a_missing_cloud_extra_is_one_line_with_the_install_command(monkeypatch:
     import sys
 
     monkeypatch.setitem(sys.modules, "botocore", None)  # as if not installed (find_spec raises for a None entry)
-    line = missing_extra("bedrock")
+    monkeypatch.setitem(sys.modules, "azure.identity", None)
+    line = missing_extra(BEDROCK)
     assert line is not None and "pip install 'sprout-agent[bedrock]'" in line and "\n" not in line
-    assert missing_extra("anthropic") is None and missing_extra("foundry") is None
+    entra = choose({"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "acme"})
+    line = missing_extra(entra)
+    assert line is not None and "pip install 'sprout-agent[foundry]'" in line and "ANTHROPIC_FOUNDRY_API_KEY" in line
+    keyed = choose(
+        {"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "acme", "ANTHROPIC_FOUNDRY_API_KEY": "k"}
+    )
+    assert missing_extra(Provider()) is None and missing_extra(keyed) is None  # a key needs no cloud SDK
+
+
+def test_foundry_signs_in_as_claude_code_does_key_then_token_then_none_then_entra_id() -> None:
+    base = {"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "acme"}
+    assert choose(base).entra and not choose(base).skip_auth
+    assert not choose(base | {"ANTHROPIC_FOUNDRY_API_KEY": "k"}).entra
+    assert not choose(base | {"ANTHROPIC_FOUNDRY_AUTH_TOKEN": "t"}).entra
+    skipped = choose(base | {"CLAUDE_CODE_SKIP_FOUNDRY_AUTH": "1"})
+    assert skipped.skip_auth and not skipped.entra
 
 
 def test_a_repositorys_env_cannot_choose_the_provider_region_endpoint_credentials_or_key_helper(tmp_path: Path) -> None:
@@ -123,7 +139,8 @@ def test_a_repositorys_env_cannot_choose_the_provider_region_endpoint_credential
         "AWS_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_BEARER_TOKEN_BEDROCK",
         "ANTHROPIC_BEDROCK_BASE_URL", "CLOUD_ML_REGION", "ANTHROPIC_VERTEX_PROJECT_ID",
         "VERTEX_REGION_CLAUDE_HAIKU_4_5", "GOOGLE_APPLICATION_CREDENTIALS", "ANTHROPIC_FOUNDRY_RESOURCE",
-        "ANTHROPIC_FOUNDRY_API_KEY",
+        "ANTHROPIC_FOUNDRY_API_KEY", "ANTHROPIC_FOUNDRY_AUTH_TOKEN", "CLAUDE_CODE_SKIP_FOUNDRY_AUTH", "AZURE_CLIENT_ID",
+        "AZURE_AUTHORITY_HOST", "IDENTITY_ENDPOINT", "IDENTITY_HEADER", "MSI_ENDPOINT",
         "ANTHROPIC_CUSTOM_HEADERS", "SPROUT_AGENT_API_KEY_HELPER", "CLAUDE_CODE_API_KEY_HELPER_TTL_MS",
     ]  # fmt: skip
     (tmp_path / ".env").write_text("".join(f"{name}=from-the-repo\n" for name in names))
@@ -131,11 +148,12 @@ def test_a_repositorys_env_cannot_choose_the_provider_region_endpoint_credential
     assert all(refused_because(name) and task_refused_because(name) for name in names)
 
 
-def test_aws_and_google_credentials_never_reach_mcp_children_and_are_redacted_from_texts() -> None:
+def test_aws_google_and_azure_credentials_never_reach_mcp_children_and_are_redacted_from_texts() -> None:
     parent = {
         "PATH": "/usr/bin", "AWS_SECRET_ACCESS_KEY": "s", "AWS_SESSION_TOKEN": "t", "AWS_BEARER_TOKEN_BEDROCK": "b",
         "GOOGLE_APPLICATION_CREDENTIALS": "/k.json", "ANTHROPIC_FOUNDRY_API_KEY": "f",
-        "SPROUT_AGENT_API_KEY_HELPER": "c", "LANG": "ASIAABCDEFGHIJKLMNOP",
+        "SPROUT_AGENT_API_KEY_HELPER": "c", "LANG": "ASIAABCDEFGHIJKLMNOP", "AZURE_CLIENT_SECRET": "z",
+        "IDENTITY_HEADER": "managed-identity-secret", "MSI_SECRET": "m", "ANTHROPIC_FOUNDRY_AUTH_TOKEN": "e",
     }  # fmt: skip
     assert child_environment(parent, {}) == {"PATH": "/usr/bin"}
     for name in (
@@ -143,6 +161,8 @@ def test_aws_and_google_credentials_never_reach_mcp_children_and_are_redacted_fr
         "AWS_SESSION_TOKEN",
         "GOOGLE_APPLICATION_CREDENTIALS",
         "CLOUDSDK_AUTH_ACCESS_TOKEN",
+        "IDENTITY_HEADER",
+        "AZURE_CLIENT_CERTIFICATE_PASSWORD",
     ):
         assert is_secret(name, "x")
     text = "ASIAABCDEFGHIJKLMNOP ya29.a0AfH6SMBx-y_z ABSKQmVkcm9ja0FQSUtleS1hYmM= bedrock-api-key-YmVkcm9jaw=="
@@ -177,8 +197,88 @@ def test_the_first_partys_client_imports_no_cloud_sdk() -> None:
         "import sys\n"
         "from sprout_agent.model.client import AnthropicModel\n"
         "AnthropicModel(model='claude-sonnet-5-5', max_tokens=1, emit=print, api_key='k', base_url=None)\n"
-        "clouds = ('boto3', 'botocore', 'google.auth')  # `import anthropic` loads its own lib.bedrock itself\n"
+        "clouds = ('boto3', 'botocore', 'google.auth', 'azure')  # `import anthropic` loads its lib.bedrock itself\n"
         "print(sorted(m for m in sys.modules if m.startswith(clouds)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_an_entra_id_token_is_fetched_again_before_it_expires_and_from_a_new_credential_after_renew(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import anyio
+
+    from sprout_agent.model.entra import EntraToken
+    from tests.fake_providers import FakeFoundry
+
+    with FakeFoundry([]) as fake:
+        for name, value in fake.identity_env().items():
+            monkeypatch.setenv(name, value)  # azure-identity reads the process's own environment
+        for name in ("AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE"):
+            monkeypatch.delenv(name, raising=False)
+        source = EntraToken()
+
+        async def tokens() -> list[str]:
+            with anyio.fail_after(30):
+                got = [await source(), await source()]  # an hour's token: the one held is sent again
+                fake.tokens_valid_for = 240.0  # under five minutes left: not sent, fetched anew each time
+                source.renew()
+                return [*got, await source(), await source()]
+
+        first, again, short, fresh = anyio.run(tokens)
+    assert first == again and len({first, short, fresh}) == 3
+    assert fake.paths == ["/msi/token"] * 3
+
+
+@pytest.mark.parametrize(
+    ("env", "helper_key", "sent"),
+    [
+        ({"ANTHROPIC_API_KEY": "sk-key-1234", "ANTHROPIC_AUTH_TOKEN": "tok-5678"}, None,
+         {"authorization": "Bearer tok-5678", "x-api-key": "sk-key-1234"}),
+        ({"ANTHROPIC_AUTH_TOKEN": "tok-5678"}, None, {"authorization": "Bearer tok-5678"}),
+        ({"ANTHROPIC_API_KEY": "sk-key-1234"}, None, {"authorization": "Bearer sk-key-1234"}),
+        ({"ANTHROPIC_API_KEY": "sk-key-1234", "ANTHROPIC_AUTH_TOKEN": "tok-5678"}, "helper-key-90",
+         {"authorization": "Bearer helper-key-90"}),
+    ],
+)  # fmt: skip
+def test_with_both_an_api_key_and_an_auth_token_set_both_are_sent_as_claude_code_sends_them(
+    env: dict[str, str], helper_key: str | None, sent: dict[str, str]
+) -> None:
+    """Claude Code's binary, given both (tests/test_providers_e2e.py compares it): `Authorization: Bearer` the token,
+    `X-Api-Key` the key. A key helper's key wins over both and goes alone."""
+    import anyio
+
+    from sprout_agent.core.messages import Message, Text
+    from sprout_agent.core.protocols import ModelRequest
+    from sprout_agent.model.client import AnthropicModel
+    from tests.fake_providers import FakeGateway
+
+    async def one_request(base_url: str) -> None:
+        provider = Provider(base_url=base_url)
+        key = helper_key or env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN")
+        model = AnthropicModel(model="claude-haiku-4-5", max_tokens=10, emit=lambda _: None, api_key=key,
+                               base_url=base_url, provider=provider, env=env, retries=0)  # fmt: skip
+        try:
+            with anyio.fail_after(20):
+                await model.complete(ModelRequest("", (Message("user", (Text("hi"),)),)), lambda _: None)
+        finally:
+            await model.aclose()
+
+    with FakeGateway([reply("hi")]) as fake:
+        anyio.run(one_request, fake.base_url)
+    (request,) = fake.requests
+    assert {k: v for k, v in request.headers.items() if k in ("authorization", "x-api-key")} == sent
+
+
+@pytest.mark.parametrize(
+    ("provider", "haiku"),
+    [(BEDROCK, "us.anthropic.claude-haiku-5-5"), (Provider("bedrock", "eu-west-1"), "eu.anthropic.claude-haiku-5-5"),
+     (VERTEX, "claude-haiku-5-5"), (Provider("foundry", resource="acme"), "claude-haiku-5-5"),
+     (Provider(base_url="https://llm.example.com"), "claude-haiku-5-5")],
+)  # fmt: skip
+def test_a_subagents_cheaper_model_is_the_providers_haiku_id_priced_as_haiku(provider: Provider, haiku: str) -> None:
+    assert provider_model("haiku", {}, provider) == haiku
+    assert price_for(haiku, {}) == price_for("claude-haiku-5-5", {})
+    override = {"ANTHROPIC_DEFAULT_HAIKU_MODEL": "claude-haiku-4-5"}  # Claude Code's variable, then the provider's id
+    assert canonical(provider_model("haiku", override, provider)).startswith("claude-haiku-4-5")

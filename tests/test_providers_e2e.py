@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.fake_anthropic import Json, reply, thinking, tool_use
+from tests.bounds import bounded
+from tests.claude_code import CLAUDE, claude_env, needs_claude
+from tests.fake_anthropic import FakeAnthropic, Json, reply, thinking, tool_use
 from tests.fake_providers import FakeBedrock, FakeFoundry, FakeGateway, FakeVertex
-from tests.harness import fake_server, run_agent, tool_results
+from tests.harness import agent_command, agent_env, fake_server, run_agent, tool_results
 
 pytestmark = pytest.mark.e2e
 
@@ -197,3 +200,132 @@ def test_a_key_helpers_key_is_fetched_again_after_a_401_and_never_reaches_the_se
     assert "gw-key" not in run.stderr and "gw-key" not in run.stdout
     (seen,) = tool_results(fake.requests[1].body)  # the server's own environment has no helper (nor its key)
     assert seen["content"][0]["text"] == "<unset>"
+
+
+def test_foundry_without_a_key_signs_in_with_entra_id_and_a_revoked_token_is_fetched_anew_after_the_401(
+    tmp_path: Path,
+) -> None:
+    """Claude Code's Entra ID sign-in: azure-identity's DefaultAzureCredential, here an App Service managed identity
+    (IDENTITY_ENDPOINT, IDENTITY_HEADER) whose endpoint is the fake's; its secret header never reaches a server."""
+
+    def revoke(body: Json) -> Any:
+        fake.expire_all()  # a token revoked (or past its hour) mid-session
+        return reply(tool_use("up__env", {"name": "IDENTITY_HEADER"}))
+
+    with FakeFoundry([revoke, reply("done")]) as fake:
+        env = {"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_BASE_URL": f"{fake.base_url}/anthropic",
+               **fake.identity_env()}  # fmt: skip
+        servers = {"up": fake_server(tools="env")}
+        run = run_agent(tmp_path, ["-p", "what is in your env"], fake=None, servers=servers, env=env)
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "done"
+    assert [status for status, _ in fake.refusals] == [401]  # the revoked token, once
+    assert fake.paths == ["/msi/token", "/anthropic/v1/messages", "/anthropic/v1/messages", "/msi/token",
+                          "/anthropic/v1/messages"]  # fmt: skip
+    first, revoked, fresh = fake.tokens_used
+    assert first == revoked != fresh and fresh.startswith("eyJ0eXAiOiJKV1QifQ.fake-entra-")
+    assert "Microsoft Foundry refused the credentials: renewed them" in run.stderr
+    (seen,) = tool_results(fake.requests[1].body)
+    assert seen["content"][0]["text"] == "<unset>"
+    assert fake.identity_header not in run.stdout + run.stderr
+
+
+@needs_claude
+@pytest.mark.slow
+def test_with_both_an_api_key_and_an_auth_token_we_send_the_headers_claude_code_sends(tmp_path: Path) -> None:
+    """The real Claude Code (tests/claude_code.py) and we, each given both on the fake API: the same auth headers."""
+    both = {"ANTHROPIC_API_KEY": "sk-ant-both-key-0123456789", "ANTHROPIC_AUTH_TOKEN": "both-token-0123456789"}
+    sent: list[dict[str, str]] = []
+    for side in ("claude", "ours"):
+        with FakeAnthropic([reply("hi")] * 4) as fake:
+            if side == "claude":
+                env = claude_env(tmp_path, fake) | both
+                subprocess.run([str(CLAUDE), "-p", "hi"], env=env, cwd=tmp_path, capture_output=True,
+                               timeout=bounded(120), check=False)  # fmt: skip
+            else:
+                run_agent(tmp_path, ["-p", "hi"], fake=fake, env=both)
+        auth = fake.requests[0].headers
+        sent.append({name: auth[name] for name in ("authorization", "x-api-key") if name in auth})
+    claude, ours = sent
+    assert claude == {"authorization": "Bearer both-token-0123456789", "x-api-key": "sk-ant-both-key-0123456789"}
+    assert ours == claude
+
+
+def wire_for(wire: str, script: list[Any], tmp_path: Path) -> tuple[Any, Any]:
+    """The fake of `wire` and a function giving the CLI's environment for it once it listens."""
+    if wire == "bedrock":
+        fake: Any = FakeBedrock(script, region="eu-west-1", accept=OLD_KEYS)
+        return fake, lambda: {
+            "CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "eu-west-1", "ANTHROPIC_BEDROCK_BASE_URL": fake.base_url,
+            "AWS_SHARED_CREDENTIALS_FILE": str(_aws_profile(tmp_path, OLD_KEYS)), "AWS_PROFILE": "work",
+            "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+        }  # fmt: skip
+    if wire == "vertex":
+        fake = FakeVertex(script, project="proj-1", region="us-east5")
+        return fake, lambda: _vertex_env(tmp_path, fake)
+    if wire == "foundry":
+        fake = FakeFoundry(script, key="foundry-key-0123456789")
+        return fake, lambda: {
+            "CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_BASE_URL": f"{fake.base_url}/anthropic",
+            "ANTHROPIC_FOUNDRY_API_KEY": "foundry-key-0123456789",
+        }  # fmt: skip
+    fake = FakeGateway(script, keys=("gw-key-0123456789",))  # refuses any beta: none is sent unasked
+    return fake, lambda: {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_AUTH_TOKEN": "gw-key-0123456789"}
+
+
+HAIKU = {"bedrock": "eu.anthropic.claude-haiku-5-5", "vertex": "claude-haiku-5-5", "foundry": "claude-haiku-5-5",
+         "gateway": "claude-haiku-5-5"}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wire", ["bedrock", "vertex", "foundry", "gateway"])
+def test_on_each_provider_a_subagent_runs_on_its_cheaper_model_and_the_conversation_compacts(
+    tmp_path: Path, wire: str
+) -> None:
+    """One run per provider's wire: the Explore subagent on the provider's Haiku id, then a compaction (a small
+    window), then the answer; every request taken, the ledger priced, the provider named."""
+    (tmp_path / "cli.py").write_text("def main():\n    parse('--json')\n")
+    task = {"description": "find the flag", "prompt": "Where is --json handled?", "subagent_type": "Explore"}
+    script = [
+        reply(tool_use("agent__task", task, id="toolu_task"), usage={"input_tokens": 7000, "output_tokens": 300}),
+        reply("--json is handled in cli.py:2"),
+        reply("## Summary\\nThe flag is in cli.py."),
+        reply("It is in cli.py.", usage={"input_tokens": 900}),
+    ]
+    fake, env_of = wire_for(wire, script, tmp_path)
+    with fake:
+        env = env_of() | {"SPROUT_AGENT_BUILTIN_SERVERS": "dev,todo,agent", "SPROUT_AGENT_MAX_CONTEXT_TOKENS": "10000",
+                          "SPROUT_AGENT_MAX_OUTPUT_TOKENS": "1000"}  # fmt: skip
+        args = ["-p", "where is --json handled?", "--model", "sonnet", "--output-format", "stream-json", "--verbose"]
+        run = run_agent(tmp_path, args, fake=None, env=env)
+    assert run.code == 0, run.stderr
+    assert fake.refusals == []
+    parent, child, summary, after = (r.body for r in fake.requests)
+    assert child["model"] == HAIKU[wire] and parent["model"] != child["model"]
+    assert "tools" not in summary and after["model"] == parent["model"]  # the session's model summarised
+    out = _stream_json(run.stdout)
+    (compacted,) = [line for line in out if line.get("subtype") == "compaction_finished"]
+    assert compacted["ok"] is True
+    assert out[0]["provider"]["kind"] == ("anthropic" if wire == "gateway" else wire)
+    assert out[-1]["result"] == "It is in cli.py." and out[-1]["total_cost_usd"] > 0
+    if wire == "bedrock":  # the model is in the path: the child's request went to the Haiku profile
+        assert fake.paths[1] == f"/model/{HAIKU[wire]}/invoke-with-response-stream"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wire", ["bedrock", "vertex", "foundry", "gateway"])
+def test_a_batch_task_runs_on_each_provider_with_the_providers_model_id_and_its_price(
+    tmp_path: Path, wire: str
+) -> None:
+    """`sprout-agent batch`: each task's agent inherits your provider (a task's `env` may not choose one)."""
+    (tmp_path / "tasks.jsonl").write_text(json.dumps({"id": "one", "prompt": "do it"}) + "\n")
+    fake, env_of = wire_for(wire, [reply("all done", usage={"input_tokens": 1000, "output_tokens": 100})], tmp_path)
+    with fake:
+        env = agent_env(tmp_path, None, env_of())
+        run = subprocess.run(agent_command(["batch", "tasks.jsonl", "--out", "out", "-j", "1", "--model", "haiku"]),
+                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=bounded(120))  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert fake.refusals == [] and [r.body["model"] for r in fake.requests] == [HAIKU[wire]]
+    (record,) = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert (record["status"], record["result"]) == ("ok", "all done")
+    assert record["cost_usd"] == pytest.approx(0.0015)  # 1000 in, 100 out at Haiku's price, on every provider

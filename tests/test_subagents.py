@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from sprout_agent.config.definitions import BUILTIN_AGENTS, AgentDefinition, Skill
+from sprout_agent.config.definitions import BUILTIN_AGENTS, BUILTIN_TYPES_LINE, AgentDefinition, Skill
 from sprout_agent.core import subagents as sa
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.events import Notice, SubagentEvent, SubagentFinished, SubagentStarted, ToolStarted
@@ -410,6 +410,16 @@ def test_hundreds_of_agent_definitions_with_long_descriptions_keep_the_task_tool
     rest = described.splitlines()[-1]
     assert "more, by name only" in rest and "agent-399" not in described and rest.endswith("…")
     assert unattached(many[:3]).task_description().count("\n") == 4  # intro, heading, a line each
+
+
+def test_with_only_the_built_in_agent_types_the_task_tool_names_them_in_one_line_and_a_users_type_is_listed() -> None:
+    # Every request carries the task tool: two built-in types need no per-type listing (issue 46, tokens).
+    plain = unattached(BUILTIN_AGENTS).task_description()
+    assert plain.splitlines()[-1] == BUILTIN_TYPES_LINE and plain.count("\n") == 1
+    assert "general-purpose" in BUILTIN_TYPES_LINE and "Explore" in BUILTIN_TYPES_LINE
+    mine = AgentDefinition("reviewer", "Reviews a diff for bugs.", "prompt")
+    listed = unattached([mine, *BUILTIN_AGENTS]).task_description()
+    assert "- reviewer: Reviews a diff for bugs." in listed.splitlines() and "- Explore: " in listed
 
 
 class _StopsAtSubagentStart:

@@ -80,3 +80,8 @@ BUILTIN_AGENTS = (
         model="haiku",
     ),
 )
+# The task tool's listing of BUILTIN_AGENTS alone: one line, not one per type (every request carries it).
+BUILTIN_TYPES_LINE = (
+    "subagent_type: general-purpose (the default: all your tools) or Explore (a fast, read-only searcher that "
+    "reports paths)."
+)

@@ -90,7 +90,9 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("CLAUDE_CODE_USE_FOUNDRY", "", "1: requests go to Microsoft Foundry"),
     EnvVar("ANTHROPIC_FOUNDRY_RESOURCE", "", "Foundry resource name (https://<name>.services.ai.azure.com/anthropic/)"),
     EnvVar("ANTHROPIC_FOUNDRY_BASE_URL", "", "Foundry endpoint, instead of ANTHROPIC_FOUNDRY_RESOURCE"),
-    EnvVar("ANTHROPIC_FOUNDRY_API_KEY", "", "Foundry key"),
+    EnvVar("ANTHROPIC_FOUNDRY_API_KEY", "", "Foundry key (unset: ANTHROPIC_FOUNDRY_AUTH_TOKEN, else Entra ID)"),
+    EnvVar("ANTHROPIC_FOUNDRY_AUTH_TOKEN", "", "a bearer token for Foundry, instead of its key or Entra ID"),
+    EnvVar("CLAUDE_CODE_SKIP_FOUNDRY_AUTH", "", "1: Foundry requests carry no credentials (a gateway adds them)"),
     EnvVar(
         "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS", "", "1: no anthropic-beta header is sent (gateways that refuse them)"
     ),

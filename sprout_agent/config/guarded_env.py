@@ -23,7 +23,9 @@ REFUSED: tuple[tuple[str, str], ...] = (
      r"SPROUT_AGENT_CASSETTE_NAME "
      # The provider, its region, endpoint and credentials (docs/providers.md), and the command printing a key.
      r"CLAUDE_CODE_USE_.* CLAUDE_CODE_SKIP_.* CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS AWS_.* CLOUD_ML_REGION "
-     r"VERTEX_REGION_.* GOOGLE_.* GCLOUD_.* CLOUDSDK_.* AZURE_.* SPROUT_AGENT_API_KEY_HELPER CLAUDE_CODE_API_KEY_.*"),
+     r"VERTEX_REGION_.* GOOGLE_.* GCLOUD_.* CLOUDSDK_.* AZURE_.* SPROUT_AGENT_API_KEY_HELPER CLAUDE_CODE_API_KEY_.* "
+     # Where an Azure managed identity's token comes from (Entra ID for Foundry): App Service's, Arc's, IMDS's.
+     r"IDENTITY_ENDPOINT IDENTITY_HEADER IDENTITY_SERVER_THUMBPRINT MSI_.* IMDS_ENDPOINT"),
     # The batch's command for each task; which built-in servers start (the sandboxed dev server, or none); which
     # process runs the session (the warm interpreter).
     # GIT_*: GIT_DIR, GIT_CONFIG_* and the like point the git our tools run at a repository or config of theirs.

@@ -30,9 +30,9 @@ CALL_ID_META = "sprout-agent/tool-use-id"  # link.py puts the model's call id th
 # before the server starts is the bytes it lists after.
 _TASK_SCHEMA: dict[str, Any] = {
     "properties": {
-        "description": {"type": "string", "description": "A short (3-5 word) label for the task"},
-        "prompt": {"type": "string", "description": "The task for the agent: everything it needs to know"},
-        "subagent_type": {"type": "string", "description": "The agent definition to use (default: general-purpose)"},
+        "description": {"type": "string", "description": "A 3-5 word label"},
+        "prompt": {"type": "string", "description": "The whole task: the agent sees nothing else"},
+        "subagent_type": {"type": "string"},  # the description lists the types
     },
     "required": ["description", "prompt"],
     "type": "object",

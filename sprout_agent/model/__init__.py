@@ -10,7 +10,7 @@ API, cached), `switch.py` `/model` and `/effort`, `web_tools.py` the API's web s
 tool schema in the structured-outputs subset, `rate_gate.py` the file a batch's runs share to back off together,
 `silence.py` the notice that a request has gone quiet, `system_prompt.py`, `lazy_sdk.py` the SDK's
 re-exporting packages loaded on first use; `cassettes/` --record and --replay, the
-model's side of a session as a file.
+model's side of a session as a file. `entra.py`: Foundry's Entra ID token (azure-identity).
 
 Imports: config, trust, core.
 """

@@ -33,8 +33,12 @@ _HINTS: dict[tuple[str, str], str] = {
     "ANTHROPIC_VERTEX_BASE_URL",
     ("vertex", "credentials"): "no Google credentials were found; run gcloud auth application-default login, set "
     "GOOGLE_APPLICATION_CREDENTIALS, and ANTHROPIC_VERTEX_PROJECT_ID",
-    ("foundry", "auth"): "Foundry refused the key; check ANTHROPIC_FOUNDRY_API_KEY",
-    ("foundry", "forbidden"): "this Foundry key may not use {model}; check ANTHROPIC_FOUNDRY_API_KEY",
+    ("foundry", "auth"): "Foundry refused the credentials; check ANTHROPIC_FOUNDRY_API_KEY (or, with Entra ID, "
+    "az login, AZURE_CLIENT_ID and AZURE_TENANT_ID)",
+    ("foundry", "forbidden"): "these Foundry credentials may not use {model}; check ANTHROPIC_FOUNDRY_API_KEY (or "
+    "the Entra ID identity's role on the resource)",
+    ("foundry", "credentials"): "Entra ID found no credentials; set ANTHROPIC_FOUNDRY_API_KEY, or sign in with "
+    "az login, or set AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET",
     ("foundry", "not_found"): "deployment {model} not found; check ANTHROPIC_MODEL (the deployment's name) and "
     "ANTHROPIC_FOUNDRY_RESOURCE",
     ("foundry", "connection"): "could not reach Foundry; check the network and ANTHROPIC_FOUNDRY_RESOURCE "

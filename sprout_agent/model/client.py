@@ -52,6 +52,7 @@ GEN_AI_PROVIDERS = {
     "vertex": "gcp.vertex_ai",
     "foundry": "azure.ai.foundry",
 }
+_TOKENS = ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_FOUNDRY_API_KEY", "ANTHROPIC_FOUNDRY_AUTH_TOKEN")  # never in an error
 DEFAULT_TIMEOUT_S = 600.0  # a request's read timeout unless API_TIMEOUT_MS says otherwise (the SDK's default)
 
 
@@ -96,6 +97,7 @@ class AnthropicModel:
         self._on_attempt = on_attempt  # the ledger counts requests actually sent, failed ones included
         self._credentials = credentials or Renewal(self._provider)
         self._key = self._credentials.start(api_key)  # a helper's key, else the variable's (blocking: off the loop)
+        self._tokens = {name: value for name in _TOKENS if (value := (env or {}).get(name))}  # for the error filter
         # The SDK's own retries would be invisible to the user; ours emit events and also cover cut streams.
         # No spans of the SDK's own, and no trace context in requests to the API: with telemetry on, our `chat`
         # span is the request's (docs/telemetry.md), and a trace id is nothing Anthropic's servers need.
@@ -368,7 +370,7 @@ class AnthropicModel:
         status: int | None = error.status_code if isinstance(error, sdk.APIStatusError) else None
         message = api_message(error) if isinstance(error, sdk.APIStatusError) else describe(error)
         # A gateway or a cloud may quote what it was sent; the key or the helper's output is never shown.
-        known = {"ANTHROPIC_API_KEY": self._key or "", **self._credentials.known()}
+        known = {"ANTHROPIC_API_KEY": self._key or "", **self._tokens, **self._credentials.known()}
         where = self._provider
         failure = Failure(status, kind, redactor(known)(message), attempts, self._model, self._base_url, where)
         return ApiError(explain(failure), status)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sprout_agent.config.provider import Provider
+from sprout_agent.model.entra import EntraToken, token_source
 
 
 def async_client(
@@ -38,12 +39,39 @@ def async_client(
     if provider.kind == "vertex":
         return _vertex(provider, common)
     if provider.kind == "foundry":
-        return anthropic.AsyncAnthropicFoundry(
-            api_key=env.get("ANTHROPIC_FOUNDRY_API_KEY"),
-            **({"base_url": provider.base_url} if provider.base_url else {"resource": provider.resource}),
-            **common,
-        )
-    return anthropic.AsyncAnthropic(api_key=api_key, base_url=provider.base_url, **common)
+        return _foundry(provider, env, common)
+    return anthropic.AsyncAnthropic(base_url=provider.base_url, **first_party_auth(api_key, env), **common)
+
+
+def first_party_auth(api_key: str | None, env: Mapping[str, str]) -> dict[str, Any]:
+    """The key as the SDK sends it; with both ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN set, both, as Claude Code
+    sends them (seen from its binary): the token as `Authorization: Bearer`, the key as `X-Api-Key`. A helper's key
+    (a key that is not ANTHROPIC_API_KEY's) goes alone: the helper wins over both."""
+    token, key = env.get("ANTHROPIC_AUTH_TOKEN"), env.get("ANTHROPIC_API_KEY")
+    if not token or not key or api_key != key:
+        return {"api_key": api_key}
+    return {"api_key": None, "auth_token": token, "default_headers": {"X-Api-Key": key}}
+
+
+def _foundry(provider: Provider, env: Mapping[str, str], common: dict[str, Any]) -> Any:
+    """The SDK's Foundry client with Claude Code's order: ANTHROPIC_FOUNDRY_API_KEY, else ANTHROPIC_FOUNDRY_AUTH_TOKEN
+    (a bearer token), else nothing (CLAUDE_CODE_SKIP_FOUNDRY_AUTH: a gateway in front), else Entra ID."""
+    from anthropic.lib.foundry import AsyncAnthropicFoundry
+
+    class Unauthenticated(AsyncAnthropicFoundry):
+        """CLAUDE_CODE_SKIP_FOUNDRY_AUTH: no key and no token are added (the SDK's Foundry client adds one)."""
+
+        async def _prepare_options(self, options: Any) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]
+            return await super(AsyncAnthropicFoundry, self)._prepare_options(options)
+
+    where = {"base_url": provider.base_url} if provider.base_url else {"resource": provider.resource}
+    if key := env.get("ANTHROPIC_FOUNDRY_API_KEY"):
+        return AsyncAnthropicFoundry(api_key=key, **where, **common)
+    if token := env.get("ANTHROPIC_FOUNDRY_AUTH_TOKEN"):
+        return AsyncAnthropicFoundry(azure_ad_token_provider=token_source(token), **where, **common)
+    if provider.skip_auth:
+        return Unauthenticated(azure_ad_token_provider=token_source("unused"), **where, **common)
+    return AsyncAnthropicFoundry(azure_ad_token_provider=EntraToken(), **where, **common)
 
 
 def _bedrock(provider: Provider, common: dict[str, Any]) -> Any:
@@ -99,5 +127,9 @@ def renew(client: Any, provider: Provider) -> bool:
         return False
     if provider.kind == "vertex" and getattr(client, "access_token", None) is None:
         client.credentials = None  # application default credentials loaded and refreshed again
+        return True
+    entra = getattr(client, "_azure_ad_token_provider", None)
+    if provider.kind == "foundry" and isinstance(entra, EntraToken):
+        entra.renew()  # Entra ID: a new credential's token (a static key or token has nothing to renew)
         return True
     return False

@@ -27,9 +27,10 @@ def failure_kind(error: Exception, sdk: Any) -> str | None:
 
 
 def _is_credentials_error(error: Exception) -> bool:
-    """botocore's NoCredentialsError and kin, google-auth's DefaultCredentialsError and RefreshError, and the SDK's
-    own "Could not resolve AWS credentials" / "Could not resolve project_id", raised before anything is sent."""
-    if type(error).__module__.startswith(("botocore", "google.auth")):
+    """botocore's NoCredentialsError and kin, google-auth's DefaultCredentialsError and RefreshError, azure-identity's
+    ClientAuthenticationError (Entra ID found no credential), and the SDK's own "Could not resolve AWS credentials" /
+    "Could not resolve project_id", raised before anything is sent."""
+    if type(error).__module__.startswith(("botocore", "google.auth", "azure.core", "azure.identity")):
         return True
     said = str(error).lower()
     return isinstance(error, RuntimeError | ValueError) and ("credentials" in said or "project_id" in said)

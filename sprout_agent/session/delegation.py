@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
-from sprout_agent.config.definitions import INHERIT, AgentDefinition, Skill
+from sprout_agent.config.definitions import BUILTIN_AGENTS, BUILTIN_TYPES_LINE, INHERIT, AgentDefinition, Skill
 from sprout_agent.config.skill_reading import read_skill
 from sprout_agent.core import subagents as sa
 from sprout_agent.core.agent import Agent
@@ -97,13 +97,15 @@ class Delegator:
         self._numbers = itertools.count(1)
 
     def task_description(self) -> str:
-        lines = [
-            "Start a subagent on a task: it works in a fresh context with its own tools and returns only its final "
-            "answer, so a search or a review does not fill this conversation. Give it a complete, self-contained "
-            "prompt and say what to report back. Several calls in one reply run at once.",
-            "Agent types (subagent_type):",
-        ]
-        return sa.listing(lines, [(d.name, d.description) for d in self._definitions.values()])
+        lead = (
+            "Hand a self-contained task (say what to report back) to a subagent: it works in a fresh context and "
+            "returns only its final answer, keeping its search or review out of this conversation."
+        )
+        if tuple(self._definitions.values()) == BUILTIN_AGENTS:  # nothing of the user's to choose from: one line
+            return f"{lead}\n{BUILTIN_TYPES_LINE}"
+        return sa.listing(
+            [lead, "Agent types (subagent_type):"], [(d.name, d.description) for d in self._definitions.values()]
+        )
 
     def has_skills(self) -> bool:
         return bool(self._skills)

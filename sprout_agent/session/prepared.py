@@ -251,7 +251,7 @@ def check_credentials(settings: st.Settings, commands: CredentialCommands | None
     to find: a failure names the variables to set, model/api_errors.py); no key is a MissingCredential (ACP's
     Authentication required)."""
     provider = settings.provider
-    if (missing := missing_extra(provider.kind)) is not None:
+    if (missing := missing_extra(provider)) is not None:
         raise UsageError(missing)
     helper = commands.key_helper if commands is not None else settings.key_helper
     if provider.kind != "anthropic" or settings.api_key_present or helper is not None:

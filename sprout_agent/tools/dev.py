@@ -36,68 +36,38 @@ WRITES = {
 }
 RUNS = {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": True}
 
-PATH = {"type": "string", "description": "File path, absolute or relative to the working directory."}
+PATH = {"type": "string"}  # absolute or relative to the working directory, as a model passes it anyway
 
-READ = f"""Read a file from the local filesystem.
-- Text is returned cat -n style: each line as its right-aligned 1-based line number, a tab, then the text.
-- By default up to {reading.DEFAULT_LIMIT} lines from the start; use offset (1-based line number) and limit \
-for long files. Lines longer than {reading.MAX_LINE_CHARS} characters are truncated, and output stops at \
-{reading.MAX_READ_BYTES // 1024} KiB with a note saying which offset to continue from.
-- PNG, JPEG, GIF and WebP images (up to {_files.MAX_IMAGE_BYTES // 1024 // 1024} MiB) are returned as images.
-- Binary files are refused; use bash to inspect them. Directories, FIFOs, devices and sockets are refused.
-- Any path may be read. Reading a file is required before write or edit may change it."""
+# Short and exact: every request carries these (docs/tools.md); each says what the model cannot guess.
+READ = f"""Read a file. Text comes back as cat -n lines (number, tab, text): up to {reading.DEFAULT_LIMIT} lines \
+from offset (1-based), lines cut at {reading.MAX_LINE_CHARS} characters, {reading.MAX_READ_BYTES // 1024} KiB in all. \
+PNG, JPEG, GIF and WebP images (up to \
+{_files.MAX_IMAGE_BYTES // 1024 // 1024} MiB) come back as images; other binary files are refused. Read a file \
+before you write or edit it."""
 
-WRITE = """Write a file: create it, or overwrite it completely, creating parent directories as needed.
-- Content is written exactly as given, as UTF-8. The file is replaced atomically (a new file renamed over \
-it, keeping its mode), so other hard links to it keep the old content.
-- An existing file may only be overwritten if it was read (or written) in this session and has not \
-changed on disk since; otherwise the write is refused: read it first. Prefer edit for changes to an \
-existing file.
-- Only paths inside the working directory (or its git root, or an added directory) may be written, never \
-inside a .git directory (symlinks and '..' are resolved first)."""
+WRITE = """Create or overwrite a file with content (UTF-8; parent directories made). An existing file must \
+be read first (and unchanged since). Only inside the working directory (its git root, an added \
+directory), never in .git. Prefer edit to change a file."""
 
-EDIT = """Replace an exact string in a file and return a short unified diff of the change.
-- old_string must match the file exactly (whitespace and indentation included) and be unique, unless \
-replace_all is true; otherwise the edit fails, saying how many matches there were.
-- Copy old_string from read output without the line-number prefix (number and tab).
-- Line endings and encoding are kept: in a CRLF file, newlines in old_string and new_string are taken as \
-CRLF; UTF-8 files stay UTF-8 and Latin-1 files stay Latin-1.
-- The file must have been read in this session and unchanged since; only files inside the working \
-directory may be edited, never inside a .git directory."""
+EDIT = """Replace old_string with new_string in a file; returns a diff. old_string must match exactly (whitespace \
+included, no line-number prefix) and be unique unless replace_all. Line endings and encoding are kept. The file \
+must be read first (and unchanged since); only inside the working directory, never in .git."""
 
-GLOB = f"""Find files by glob pattern, newest first (by modification time).
-- Patterns are relative to path (default: the working directory): `**` matches any number of \
-directories, `*` and `?` match within one path segment, `{{a,b}}` and `[abc]` work. `*.py` only matches \
-at the top level; use `**/*.py` to search recursively.
-- Files ignored by .gitignore (inside a git repository) and directories such as .git, node_modules and \
-.venv are skipped. Directories themselves are not listed.
-- At most {_listing.MAX_GLOB_RESULTS} paths are returned; the rest are counted."""
+GLOB = f"""Find files by glob pattern under path (or the working directory), newest first. `*.py` matches \
+the top level only, `**/*.py` any depth. Skips .gitignored files, .git, node_modules and .venv; at most \
+{_listing.MAX_GLOB_RESULTS} paths."""
 
-GREP = f"""Search file contents with a regular expression (ripgrep syntax; Python `re` when ripgrep is \
-missing, the same for ordinary patterns; no lookaround).
-- path: a file or directory (default: the working directory). glob filters files: without a '/' it \
-matches file names at any depth (`*.py`), with one it matches paths relative to path (`src/**/*.ts`).
-- output_mode: "files_with_matches" (default) lists matching files; "content" shows matching lines as \
-path:line:text, with context lines as path-line-text and `--` between separate groups; "count" shows \
-path:count.
-- Files ignored by .gitignore, .git/node_modules/.venv, binary files and files over 10 MiB are skipped; \
-results are sorted by path.
-- Output stops at {_grep.MAX_OUTPUT_LINES} lines or {_grep.MAX_OUTPUT_CHARS // 1000} KB; lines over \
-{_grep.MAX_LINE_CHARS} characters are clipped."""
+GREP = f"""Search file contents with a regular expression (ripgrep syntax, no lookaround) under path (or the \
+working directory). glob filters files: `*.py` by name, `src/**/*.ts` by path. \
+output_mode: files_with_matches (default), content (path:line:text), count. Skips .gitignored, binary and >10 MiB \
+files, .git, node_modules and .venv; stops at {_grep.MAX_OUTPUT_LINES} lines or {_grep.MAX_OUTPUT_CHARS // 1000} KB."""
 
-BASH = f"""Run a shell command with `bash -c` in the working directory and return its output and exit code.
-- A non-zero exit code makes the result an error (isError), with `[exit code: N]` at the end of the output.
-- stdout and stderr are combined; when longer than {(command_runs.HEAD_BYTES + command_runs.TAIL_BYTES) // 1000} KB \
-only the first and last {command_runs.HEAD_BYTES // 1000} KB are kept.
-- stdin is /dev/null, so commands that wait for input get end-of-file: pass flags such as -y instead.
-- timeout in seconds: default {command_runs.DEFAULT_TIMEOUT:g} (or SPROUT_DEV_BASH_TIMEOUT), at most \
-{command_runs.MAX_TIMEOUT:g}. On timeout or cancellation the command's whole process group is killed.
-- Background jobs do not outlive the call: when the shell exits, whatever it started (`cmd &`, nohup, \
-setsid) is killed. Start long-running servers in the same command that uses them.
-- Each call is a new shell: `cd` and variables do not carry over. Secrets (API keys, tokens, passwords, \
-URLs with passwords) are removed from the environment.
-- File names that are not UTF-8 are shown with \\xNN escapes (use bash's $'\\xNN' quoting to name them).
-- Prefer read, edit, glob and grep over cat, sed, find and grep for files."""
+BASH = f"""Run a command with `bash -c` in the working directory: stdout and stderr together (over \
+{(command_runs.HEAD_BYTES + command_runs.TAIL_BYTES) // 1000} KB: the first and last {command_runs.HEAD_BYTES // 1000} \
+KB). stdin is /dev/null. timeout: seconds, default \
+{command_runs.DEFAULT_TIMEOUT:g} (or SPROUT_DEV_BASH_TIMEOUT), at most {command_runs.MAX_TIMEOUT:g}; its process \
+group is killed then, and when the command exits (start a server in the command that uses it). Each call is a new \
+shell, without secrets in its environment. Prefer read, edit, glob and grep for files."""
 
 _Impl = Callable[[Workspace, Args], Awaitable[ToolOutput]]
 _Live = Callable[[Workspace, Args, Report | None], Awaitable[ToolOutput]]
@@ -127,20 +97,20 @@ def tool_specs(ws: Workspace) -> list[ToolSpec]:
         ToolSpec("write", WRITE, {"file_path": PATH, "content": text},
                  _bind(ws, _files.write), ("file_path", "content"), WRITES),
         ToolSpec("edit", EDIT, {"file_path": PATH, "old_string": text, "new_string": text,
-                                "replace_all": {"type": "boolean", "default": False}},
+                                "replace_all": {"type": "boolean"}},
                  _bind(ws, _files.edit), ("file_path", "old_string", "new_string"), WRITES),
         ToolSpec("glob", GLOB, {"pattern": text, "path": PATH},
                  _bind(ws, _listing.glob), ("pattern",), READ_ONLY),
         ToolSpec("grep", GREP, {"pattern": text, "path": PATH, "glob": text,
                                 "context": {"type": "integer", "minimum": 0, "maximum": _grep.MAX_CONTEXT},
-                                "ignore_case": {"type": "boolean", "default": False},
+                                "ignore_case": {"type": "boolean"},
                                 "output_mode": {"type": "string", "enum": list(_grep.MODES)}},
                  _bind(ws, _grep.grep), ("pattern",), READ_ONLY),
         ToolSpec("bash", BASH + _sandbox_note(ws), {"command": text,
                                 "timeout": {"type": "number", "exclusiveMinimum": 0,
                                             "maximum": command_runs.MAX_TIMEOUT},
                                 "description": {"type": "string",
-                                                "description": "What the command does, in 5-10 words."}},
+                                                "description": "5-10 words on what it does"}},
                  _bind_live(ws, _shell.bash), ("command",), RUNS),
     ]  # fmt: skip
 
@@ -150,13 +120,12 @@ def _sandbox_note(ws: Workspace) -> str:
     policy = ws.sandbox.policy
     if policy.mode == "off":
         return ""
-    where = "the working directory, its git root and /tmp" if policy.mode == "workspace-write" else "only /tmp"
+    where = "the working directory, its git root and /tmp" if policy.mode == "workspace-write" else "/tmp"
     network = "on" if policy.network else "off"
     return (
-        f"\n- Commands run in an OS sandbox where the system allows it ({policy.mode}): writes go to {where}, "
-        f"network {network}, .git is read-only (commit outside the sandbox: ask the user), credential "
-        "directories such as ~/.ssh are hidden; a denied write or network "
-        "access is noted in the result: explain it or ask the user rather than work around it."
+        f" Sandboxed ({policy.mode}) where the system allows it: writes only to {where}; network {network}; .git "
+        "read-only; ~/.ssh and other credential directories hidden. Tell the user of a denied write or network "
+        "access; do not work around it."
     )
 
 

@@ -23,14 +23,11 @@ MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
 MAX_ITEMS = 100
 MAX_CONTENT_CHARS = 500
 
-TODO_WRITE = f"""Replace the whole todo list for this session (send every item, not only changed ones).
-Use it for multi-step tasks: plan the steps, mark one in_progress while working on it, and mark each \
-completed as soon as it is done. Each item: content (what to do), status (pending, in_progress or \
-completed), optional id, optional activeForm (what is being done, e.g. "Running the tests"). At most \
-{MAX_ITEMS} items of {MAX_CONTENT_CHARS} characters. Returns the list \
-as rendered. While items are pending or in_progress, the agent is reminded of them when it tries to stop."""
+TODO_WRITE = """Replace this session's todo list (send every item). For multi-step tasks: plan the steps, mark one \
+in_progress while on it, each completed once done; activeForm says what is being done ("Running the tests"). \
+Pending or in_progress items are put to you again when you try to stop."""
 
-TODO_READ = "Return the current todo list of this session, one item per line with its status."
+TODO_READ = "This session's todo list."
 
 STOP = "Hook: objects to stopping while todo items are pending or in_progress (empty result: no objection)."
 POST_COMPACT = "Hook: returns the todo list after the conversation was compacted, so it is not lost."
@@ -38,7 +35,7 @@ POST_COMPACT = "Hook: returns the todo list after the conversation was compacted
 ITEM_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "content": {"type": "string", "minLength": 1},
+        "content": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT_CHARS},
         "status": {"type": "string", "enum": list(STATUSES)},
         "id": {"type": "string"},
         # Claude Code's TodoWrite shape: what is being done, shown while the item is in progress

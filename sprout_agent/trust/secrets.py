@@ -14,11 +14,12 @@ import re
 from collections.abc import Callable, Mapping
 
 # Name parts (split on `_`, other non-alphanumerics and camelCase) that mark a credential. HEADERS: a collector's
-# key goes in OTEL_EXPORTER_OTLP_HEADERS; AUTHORIZATION: a header's name as much as a variable's.
+# key goes in OTEL_EXPORTER_OTLP_HEADERS; HEADER: an Azure managed identity's secret is IDENTITY_HEADER;
+# AUTHORIZATION: a header's name as much as a variable's.
 SECRET_PARTS = frozenset(
     {"KEY", "KEYS", "APIKEY", "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD",
      "PASS", "PASSPHRASE", "PAT", "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "PRIVATE", "COOKIE",
-     "COOKIES", "SESSION", "SIGNATURE", "DSN", "HEADERS", "AUTHORIZATION"}
+     "COOKIES", "SESSION", "SIGNATURE", "DSN", "HEADER", "HEADERS", "AUTHORIZATION"}
 )  # fmt: skip
 # Substrings that mark a credential even inside one part (GHTOKEN, MYAPIKEY, DBPASSWORD).
 SECRET_SUBSTRINGS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "APIKEY", "PRIVATEKEY")

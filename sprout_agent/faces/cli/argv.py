@@ -1,5 +1,6 @@
-"""How argv reaches Typer: Claude Code's flags rewritten first (claude_flags.py), and the main command's
-positional prompt told apart from a subcommand, with options allowed after it (`sprout-agent -p "q" --model m`)."""
+"""How argv reaches Typer: Claude Code's flags rewritten first (claude_flags.py), the main command's positional
+prompt told apart from a subcommand, with options allowed after it (`sprout-agent -p "q" --model m`), and an option
+left unset parsed without pydantic (lazy_coercion.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typer.core import TyperGroup, TyperOption
 from typer.main import get_command
 
 from sprout_agent.faces.cli.claude_flags import rewrite
+from sprout_agent.faces.cli.lazy_coercion import defer_coercion
 
 POSITIONAL = "sprout_agent.prompt"
 
@@ -78,4 +80,5 @@ def run(app: typer.Typer, argv: list[str]) -> None:
     rewritten = rewrite(argv, takes_value=takes_value, known=known, commands=commands)
     for warning in rewritten.warnings:
         sys.stderr.write(f"sprout-agent: {warning}\n")
-    app(args=rewritten.argv, prog_name="sprout-agent")
+    defer_coercion(command)
+    command(args=rewritten.argv, prog_name="sprout-agent")  # the tree built above: `app(...)` would build another

@@ -301,7 +301,7 @@ class Headless:
                 tools=[sdk_tool_name(spec.server, spec.tool) for spec in agent.tools],
                 model_tools=[spec.name for spec in agent.tools],
                 permission_mode=self.prepared.permission_mode,
-                api_key_source="ANTHROPIC_API_KEY" if self.prepared.settings_env.get("ANTHROPIC_API_KEY") else "none",
+                api_key_source=self._api_key_source(),
                 hooks=hooks,
                 resumed=self.prepared.resume is not None,
                 sandbox=self.prepared.sandbox.record(),
@@ -313,6 +313,13 @@ class Headless:
                 provider=provider_record(self.prepared.settings.provider),
             )
         )
+
+    def _api_key_source(self) -> str:
+        """init's apiKeySource as Claude Code names it (its binary, checked): a key helper's key wins when one runs,
+        then ANTHROPIC_API_KEY; a bearer token alone or a cloud's credentials are "none" there too."""
+        if self.prepared.credentials.key_helper is not None:
+            return "apiKeyHelper"
+        return "ANTHROPIC_API_KEY" if self.prepared.settings_env.get("ANTHROPIC_API_KEY") else "none"
 
     def finish(self) -> int:
         """Reports the outcome (text: answer already out, summary on stderr; json: the result object)."""

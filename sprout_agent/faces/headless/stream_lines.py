@@ -80,7 +80,7 @@ class InitInfo:
     context_window: int = 0  # tokens, from the Models API (or the table/default when it cannot say)
     model_tools: Sequence[str] = ()  # the names the model sees (server__tool)
     permission_mode: PermissionMode = PermissionMode.AUTO  # as given; shown as Claude Code names it
-    api_key_source: str = "none"  # ANTHROPIC_API_KEY | none: where the credential came from, never the value
+    api_key_source: str = "none"  # apiKeyHelper | ANTHROPIC_API_KEY | none: where the key came from, never the value
     max_output_tokens: int = 0
     agents: Sequence[str] = ()  # the agent definitions' names (subagent types)
     slash_commands: Sequence[str] = ()  # the custom commands' names (a script sends them as prompts)

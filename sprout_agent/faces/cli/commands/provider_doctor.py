@@ -114,8 +114,11 @@ def credential_source(commands: CredentialCommands, prepared: Prepared) -> str:
     if kind == "vertex":
         return "Google application default credentials"
     if kind == "foundry":
-        return "ANTHROPIC_FOUNDRY_API_KEY"
+        named = [name for name in ("ANTHROPIC_FOUNDRY_API_KEY", "ANTHROPIC_FOUNDRY_AUTH_TOKEN") if env.get(name)]
+        return named[0] if named else "Microsoft Entra ID (azure-identity's DefaultAzureCredential)"
     named = [name for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN") if env.get(name)]  # as api_key() picks
+    if len(named) == 2:  # both sent, as Claude Code sends them (model/providers.first_party_auth)
+        return "ANTHROPIC_AUTH_TOKEN (Authorization: Bearer) and ANTHROPIC_API_KEY (X-Api-Key)"
     return named[0] if named else "none (a server on this machine's loopback)"
 
 
