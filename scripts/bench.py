@@ -949,7 +949,15 @@ class Bench:
     def startup(self) -> None:
         """19. start-up: CPU and wall of the light paths, one -p reply, start → 1st request (beside Claude Code with
         --claude); the import cost of what -p loads, by library, against its budget"""
-        from scripts.bench_startup import claude_paths, import_ms, measure, p_import_set, scratch_home, sprout_paths
+        from scripts.bench_startup import (
+            builtin_start,
+            claude_paths,
+            import_ms,
+            measure,
+            p_import_set,
+            scratch_home,
+            sprout_paths,
+        )
 
         with scratch_home() as ours, scratch_home() as theirs:
             paths = {f"sprout-agent {name}": path for name, path in sprout_paths(ours).items()}
@@ -972,6 +980,8 @@ class Bench:
                 said = f"{runs[-1].requests} requests; {runs[-1].tail}" if runs[-1].requests else runs[-1].tail
                 ok = None if name.startswith("claude") else False
                 self.add("  … exit", f"{'/'.join(map(str, codes))}: {said}"[:110], "s", "", ok)
+        for what, values in builtin_start(results, "sprout-agent ").items():
+            self.add(f"the built-in servers' start on its own (started first − off): {what}", values, "s")
         modules = p_import_set()
         figures = [import_ms(modules) for _ in range(self.runs)]
         for group, budget in IMPORT_BUDGET_MS.items():

@@ -133,6 +133,24 @@ def sprout_paths(home: Path) -> Paths:
         f"-p {PROMPT!r}, warm": (agent_command(["-p", PROMPT]), warm_env(home, env), True, work),
         # An environment installed without bytecode (uv's default) where none can be written: every start compiles
         f"-p {PROMPT!r}, no bytecode": (agent_command(["-p", PROMPT]), no_bytecode(home, env), True, work),
+        # The built-in servers' own start (`builtin_start`): none at all, and all started before the first request
+        # (--require-servers) instead of at their first call (the default, which a run calling no tool never pays).
+        BUILTINS_OFF: (agent_command(["-p", PROMPT]), env | {"SPROUT_AGENT_BUILTIN_SERVERS": "none"}, True, work),
+        BUILTINS_FIRST: (agent_command(["-p", PROMPT, "--require-servers"]), env, True, work),
+    }
+
+
+BUILTINS_OFF = f"-p {PROMPT!r}, built-in servers off"
+BUILTINS_FIRST = f"-p {PROMPT!r}, built-in servers started first"
+
+
+def builtin_start(results: dict[str, list[Started]], prefix: str = "") -> dict[str, list[float]]:
+    """The built-in servers' start on its own: each round's run that starts them first minus its run without them
+    (the same round: interleaved, the machine's load hits both alike), CPU and start → the first request."""
+    first, off = results[prefix + BUILTINS_FIRST], results[prefix + BUILTINS_OFF]
+    return {
+        "CPU": [a.cpu - b.cpu for a, b in zip(first, off, strict=True)],
+        "start → 1st request": [(a.first_wall or 0) - (b.first_wall or 0) for a, b in zip(first, off, strict=True)],
     }
 
 

@@ -1,6 +1,7 @@
 """The paths that need no SDK load none: `--version`, `--help`, usage and config errors, a missing key, `mcp list`,
 `mcp approve`/`revoke`, `sessions`, `hooks`. Fails when one of them imports anthropic, mcp or acp, or, when it is
-given no option value to parse, pydantic (typer's parser for a value).
+given no option value to parse, pydantic (typer's parser for a value). And a `-p` whose model calls no tool
+(against the fake API, built-in servers on) loads anthropic only: no mcp, no server started.
 
 Run by scripts/check. Each path is a real `python -X importtime -m sprout_agent …` process in a scratch home (its
 own XDG directories, no key unless the path needs one, the API on a closed port) and a scratch project, so the
@@ -37,6 +38,8 @@ class LightPath:
     env: dict[str, str] = field(default_factory=dict[str, str])
     name: str = ""
     bare: bool = True  # given no option value to parse: pydantic not imported either
+    allows: tuple[str, ...] = ()  # the SDKs it needs (and may import)
+    api: bool = False  # sent to the fake API (tests/fake_anthropic.py), which answers "Hello." and calls no tool
 
     @property
     def label(self) -> str:
@@ -89,6 +92,11 @@ PATHS: tuple[tuple[LightPath, ...], ...] = (
     (LightPath(("sessions",), 0),),
     (LightPath(("hooks", "--help"), 0),),
     (LightPath(("acp", "--thinking", "wrong"), 2, name="acp, a bad flag value", bare=False),),
+    (
+        LightPath(
+            ("-p", "Say hello."), 0, "plain", name="-p, no tool called", bare=False, allows=("anthropic",), api=True
+        ),
+    ),
 )
 
 
@@ -118,7 +126,7 @@ def scratch(root: Path) -> dict[str, str]:
         # check would leave one running).
         "SPROUT_AGENT_WARM": "0",
     }
-    for name in ("project", "bad-project"):
+    for name in ("project", "bad-project", "plain"):
         (root / name).mkdir(mode=0o700)
     (root / "project" / ".mcp.json").write_text(json.dumps({"mcpServers": {"t": {"command": "true"}}}))
     (root / "bad-project" / ".mcp.json").write_text('{"mcpServers": {"t": {"command": ')
@@ -153,8 +161,8 @@ def run(path: LightPath, root: Path, env: dict[str, str]) -> Outcome:
     imports = [line for line in stderr.splitlines() if line.startswith("import time:")]
     said = [line for line in stderr.splitlines() if not line.startswith("import time:") and line.strip()]
     cpu = usage.ru_utime + usage.ru_stime
-    chain = sdk_chain(imports, (*SDKS, PARSER) if path.bare else SDKS)
-    return Outcome(path, proc.returncode, cpu, chain, said[-1] if said else "")
+    forbidden = tuple(sdk for sdk in ((*SDKS, PARSER) if path.bare else SDKS) if sdk not in path.allows)
+    return Outcome(path, proc.returncode, cpu, sdk_chain(imports, forbidden), said[-1] if said else "")
 
 
 def sdk_chain(lines: list[str], sdks: tuple[str, ...] = SDKS) -> list[str]:
@@ -183,12 +191,16 @@ def sdk_chain(lines: list[str], sdks: tuple[str, ...] = SDKS) -> list[str]:
 
 
 def main() -> int:
-    with tempfile.TemporaryDirectory(prefix="light-paths-") as tmp:
+    from tests.fake_anthropic import FakeAnthropic, reply
+
+    answers = [reply("Hello.")] * sum(path.api for group in PATHS for path in group)
+    with tempfile.TemporaryDirectory(prefix="light-paths-") as tmp, FakeAnthropic(answers, auto_usage=True) as fake:
         root = Path(tmp)
         env = scratch(root)
+        faked = KEY | {"ANTHROPIC_BASE_URL": fake.base_url}
 
         def chain(paths: tuple[LightPath, ...]) -> list[Outcome]:
-            return [run(path, root, env | path.env) for path in paths]
+            return [run(path, root, env | (faked if path.api else {}) | path.env) for path in paths]
 
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
             outcomes = [outcome for group in pool.map(chain, PATHS) for outcome in group]

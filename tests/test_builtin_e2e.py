@@ -129,7 +129,9 @@ async def test_dev_server_over_stdio_answers_initialize_and_works_in_its_cwd(roo
         cwd=str(root),
     )
     with anyio.fail_after(bounded(60)):
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        # errlog given: the SDK's default is the sys.stderr of when mcp was first imported, which may have been an
+        # in-process test's redirect (the agent no longer imports mcp before a server needs it).
+        async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(read, write) as session:
             init = await session.initialize()
             assert init.server_info.name == "dev"
             tools = {t.name: t for t in (await session.list_tools()).tools}
@@ -158,7 +160,7 @@ async def test_dev_server_over_stdio_kills_a_cancelled_bash_calls_grandchildren(
         env={"ANTHROPIC_API_KEY": "sk-must-not-leak", "SPROUT_DEV_SANDBOX": "off"},
     )
     with anyio.fail_after(bounded(60)):
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             pid = 0
             async with anyio.create_task_group() as tg:
@@ -180,7 +182,7 @@ async def test_todo_server_over_stdio_keeps_the_list_and_objects_to_stopping() -
 
     params = StdioServerParameters(command=sys.executable, args=["-m", "sprout_agent.tools.todo"])
     with anyio.fail_after(bounded(60)):
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(read, write) as session:
             init = await session.initialize()
             assert init.server_info.name == "todo"
             tools = {t.name: t for t in (await session.list_tools()).tools}

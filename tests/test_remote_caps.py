@@ -50,7 +50,7 @@ async def huge_then_echo(server: RawHttpServer, **shape: object) -> tuple[bool, 
 async def test_a_remote_json_answer_over_the_cap_is_an_error_for_its_call_not_a_whole_body_in_memory(
     shape: dict[str, object], error: str
 ) -> None:
-    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
+    from sprout_agent.mcp.transports.framing import MAX_MESSAGE_BYTES
 
     # Was read whole by the SDK: 400 MB took 2.1 GB, and gzipped it crossed the wire as 0.4 MB.
     with serving() as server:
@@ -62,7 +62,7 @@ async def test_a_remote_json_answer_over_the_cap_is_an_error_for_its_call_not_a_
 
 @pytest.mark.parametrize("gzip", [False, True], ids=["plain", "a gzip bomb"])
 async def test_an_answer_event_over_the_cap_is_an_error_for_its_call_and_the_server_stays_up(gzip: bool) -> None:
-    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
+    from sprout_agent.mcp.transports.framing import MAX_MESSAGE_BYTES
 
     # Was "connection closed" and the server marked gone: the SDK fails the call with that code. Gzipped, httpx2
     # would inflate each network chunk whole before the SDK's parser could count it.
@@ -84,8 +84,8 @@ async def test_an_answer_that_does_not_inflate_is_an_error_for_its_call_and_the_
 
 
 async def test_an_over_cap_answer_to_a_json_rpc_request_becomes_its_error_and_to_anything_else_a_failed_read() -> None:
+    from sprout_agent.mcp.transports.framing import MAX_MESSAGE_BYTES
     from sprout_agent.mcp.transports.http_cap import BodyRefused, cap_body
-    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
 
     async def body() -> AsyncIterator[bytes]:  # streamed, as an answer off the network is
         yield b"{" + b" " * MAX_MESSAGE_BYTES + b"}"

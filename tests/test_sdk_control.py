@@ -26,7 +26,7 @@ from tests.harness import API_KEY, assert_history_valid, fake_server, result_tex
 from tests.headless_here import headless
 
 if TYPE_CHECKING:
-    from sprout_agent.mcp.transports.stdio_wire import Oversized
+    from sprout_agent.mcp.transports.framing import Oversized
 
 DEV = {"SPROUT_AGENT_BUILTIN_SERVERS": "dev", "SPROUT_AGENT_SANDBOX": "off"}
 ASKED = Options(prompt=None, permission_prompt_tool="stdio")  # the mode becomes ask
@@ -389,7 +389,7 @@ def test_interrupt_during_the_model_request_and_the_next_prompt_still_runs(
 def test_a_stdin_line_over_the_cap_is_skipped_with_one_error_and_the_next_message_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
+    from sprout_agent.mcp.transports.framing import MAX_MESSAGE_BYTES
 
     # Was read whole by readline (one 300 MB line took 1.2 GB) and then sent to the model as a prompt.
     line = b'{"type": "user", "message": {"role": "user", "content": "' + b"x" * MAX_MESSAGE_BYTES + b'"}}'
@@ -423,7 +423,7 @@ async def lines_or_markers(receive: MemoryObjectReceiveStream[bytes | Oversized]
 @pytest.mark.anyio
 async def test_an_over_cap_control_line_is_answered_in_its_protocol_and_any_other_line_queues_its_error() -> None:
     from sprout_agent.faces.sdk.control import Control, ControlError, LineWriter, Skipped, prompts_of
-    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, Oversized
+    from sprout_agent.mcp.transports.framing import MAX_MESSAGE_BYTES, Oversized
 
     out, notes, failures = io.StringIO(), list[str](), list[str]()
     control = Control(LineWriter(out), {}, note=notes.append)
@@ -468,7 +468,7 @@ async def test_an_over_cap_control_line_is_answered_in_its_protocol_and_any_othe
 @pytest.mark.anyio
 async def test_a_100_mb_stdin_line_is_counted_not_kept_and_the_lines_around_it_arrive_whole() -> None:
     from sprout_agent.faces.sdk.control import stdin_lines
-    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, Oversized
+    from sprout_agent.mcp.transports.framing import MAX_MESSAGE_BYTES, Oversized
 
     chunk = b"x" * 65536
     reads = iter([b'{"a": 1}\n', *([chunk] * 1600), b'\n{"b": 2}\n{"c"', b": 3}"])  # the last line has no newline

@@ -464,7 +464,7 @@ async def test_real_peer_server_everything() -> None:
 
 
 async def test_an_oversized_result_is_an_error_for_its_call_and_the_server_keeps_serving() -> None:
-    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
+    from sprout_agent.mcp.transports.framing import MAX_MESSAGE_BYTES
 
     async with Pool(raw("raw")) as p:
         size = MAX_MESSAGE_BYTES + 1000

@@ -19,7 +19,7 @@ from tests.bounds import bounded
 if TYPE_CHECKING:  # they load mcp (stdio_wire): imported where used (tests/conftest.py)
     from sprout_agent.faces.sdk.control import Control
     from sprout_agent.faces.sdk.prompt_queue import PromptQueue
-    from sprout_agent.mcp.transports.stdio_wire import Oversized
+    from sprout_agent.mcp.transports.framing import Oversized
 
 pytestmark = pytest.mark.anyio
 PROMPT_BYTES = 1000  # what each test prompt's line costs queued in memory, at most (its bytes and the queue's own)
@@ -175,7 +175,7 @@ async def test_an_interrupt_behind_queued_prompts_is_answered_while_they_wait() 
 
 async def test_a_skipped_line_keeps_its_place_among_spilled_prompts() -> None:
     from sprout_agent.faces.sdk.control import Skipped, prompts_of
-    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, Oversized
+    from sprout_agent.mcp.transports.framing import MAX_MESSAGE_BYTES, Oversized
 
     queue = bounded_queue(1, 50)
     control, _ = control_with(queue)

@@ -11,7 +11,8 @@ import pytest
 if TYPE_CHECKING:
     import mcp.types as types
 
-    from sprout_agent.mcp.transports.stdio_wire import LineSplitter, Oversized, Requests
+    from sprout_agent.mcp.transports.framing import LineSplitter, Oversized
+    from sprout_agent.mcp.transports.stdio_wire import Requests
 
 
 CHUNK = b"x" * 65536
@@ -45,7 +46,7 @@ def error_text(message: types.JSONRPCMessage | None) -> str:
 
 
 def test_lines_split_across_chunks_and_several_in_one_chunk_come_back_whole() -> None:
-    from sprout_agent.mcp.transports.stdio_wire import LineSplitter
+    from sprout_agent.mcp.transports.framing import LineSplitter
 
     splitter = LineSplitter()
     assert lines_of(splitter, b'{"a":', b'1}\n{"b"', b":2}\n\n{", b'"c":3}\n') == [
@@ -57,7 +58,7 @@ def test_lines_split_across_chunks_and_several_in_one_chunk_come_back_whole() ->
 
 
 def test_a_100_mb_line_is_counted_not_kept_and_the_next_line_reads_whole() -> None:
-    from sprout_agent.mcp.transports.stdio_wire import EDGE_BYTES, MAX_MESSAGE_BYTES, LineSplitter, Oversized
+    from sprout_agent.mcp.transports.framing import EDGE_BYTES, MAX_MESSAGE_BYTES, LineSplitter, Oversized
 
     # Was quadratic: the buffer was joined to every chunk (77 s for this line). Now each chunk is looked at
     # once, and past the cap only the edges stay: the splitter never holds more than the cap.
@@ -77,7 +78,7 @@ def test_a_100_mb_line_is_counted_not_kept_and_the_next_line_reads_whole() -> No
 
 
 def test_a_line_of_exactly_the_cap_is_kept() -> None:
-    from sprout_agent.mcp.transports.stdio_wire import LineSplitter, Oversized
+    from sprout_agent.mcp.transports.framing import LineSplitter, Oversized
 
     splitter = LineSplitter(limit=10)
     assert lines_of(splitter, b"12345", b"67890\n", b"12345678901\n") == [
@@ -87,7 +88,7 @@ def test_a_line_of_exactly_the_cap_is_kept() -> None:
 
 
 def oversized(line: bytes) -> Oversized:
-    from sprout_agent.mcp.transports.stdio_wire import LineSplitter, Oversized
+    from sprout_agent.mcp.transports.framing import LineSplitter, Oversized
 
     (cut,) = lines_of(LineSplitter(limit=100), line + b"\n")
     assert isinstance(cut, Oversized)
@@ -98,7 +99,8 @@ def oversized(line: bytes) -> Oversized:
 def test_an_oversized_answer_becomes_a_too_large_error_for_its_call(id_last: bool) -> None:
     import mcp.types as types
 
-    from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, read_message
+    from sprout_agent.mcp.transports.framing import MAX_MESSAGE_BYTES
+    from sprout_agent.mcp.transports.stdio_wire import read_message
 
     body = {"result": {"content": [{"type": "text", "text": "y" * 500}]}}
     message = {**body, "jsonrpc": "2.0", "id": 7} if id_last else {"jsonrpc": "2.0", "id": 7, **body}
@@ -188,7 +190,7 @@ def test_a_tool_with_an_invalid_input_schema_is_dropped_from_its_page_with_the_r
 
 
 def test_a_line_fed_in_two_byte_reads_is_held_at_about_its_size_not_per_piece() -> None:
-    from sprout_agent.mcp.transports.stdio_wire import LineSplitter
+    from sprout_agent.mcp.transports.framing import LineSplitter
 
     # Each tiny read was kept as its own bytes object (~35 bytes of object per 2 bytes of line).
     splitter = LineSplitter()

@@ -30,6 +30,7 @@ from sprout_agent.core.errors import ServerAnswered, ServerGone
 from sprout_agent.core.processes import ServerProcess
 from sprout_agent.core.protocols import PromptInfo, ResourceInfo, ToolOutcome, ToolSpec
 from sprout_agent.mcp.agent_server import CALL_ID_META
+from sprout_agent.mcp.announced import AGENT_SERVER, served_by, spec_of
 from sprout_agent.mcp.callbacks import callbacks
 from sprout_agent.mcp.client_features import ClientFeatures
 from sprout_agent.mcp.lists import NoteSink, get_prompt, list_prompts, list_resources, message_handler, read_resource
@@ -40,8 +41,6 @@ from sprout_agent.mcp.transports.sdk import open_sdk
 from sprout_agent.mcp.transports.stdio import ReadStream, WriteStream, open_stdio
 from sprout_agent.mcp.transports.stdio_wire import too_large
 from sprout_agent.trust.sandbox import OUTSIDE_SANDBOX_META
-
-AGENT_SERVER = "sprout_agent.mcp.agent_server"  # serves the session's `Delegation` (ClientFeatures.delegation)
 
 if TYPE_CHECKING:  # the module itself loads only when a remote server is configured (connect)
     from sprout_agent.mcp.transports.remote import Streams as RemoteStreams
@@ -204,7 +203,7 @@ async def connect(
                     yield link, listed, proc.ended
             case "in-process":
                 assert config.in_process is not None  # ServerConfig holds this transport to its module
-                served = client.delegation if client is not None and config.in_process == AGENT_SERVER else None
+                served = served_by(config, client)
                 if config.in_process == AGENT_SERVER and served is None:
                     raise ServerGone("the agent server runs only inside a session (subagents and skills)")
                 opened = open_in_process(config.in_process, config.cwd or os.getcwd(), config.env, served)
@@ -394,5 +393,4 @@ async def _list_tools(session: ClientSession, notices: list[str]) -> list[types.
 def _spec(server: str, tool: types.Tool) -> ToolSpec:
     annotations = tool.annotations
     read_only = annotations.read_only_hint if annotations is not None else None
-    schema: dict[str, object] = dict(tool.input_schema)
-    return ToolSpec(f"{server}__{tool.name}", server, tool.name, tool.description or "", schema, read_only)
+    return spec_of(server, tool.name, tool.description, tool.input_schema, read_only)

@@ -1,10 +1,11 @@
 """The MCP servers as one `ToolHost`: spawn them all at once, hand-shake, list, call, kill, end every group.
 
 The pool owns each server process's life, from the spawn to the end of its process group. It imports no mcp:
-it spawns the subprocess servers first, then loads `link` (the mcp client side) in a thread while they boot
-on the other core. Modules importing mcp: `link`, `callbacks`, `lists`, `results`, `transports/` (`stdio`,
-`stdio_wire`, `in_process`, `sdk`, `remote`; `http_cap` imports httpx2 only), `oauth/` (`provider`, `login`) and
-the built-in servers in `tools/`.
+it spawns the subprocess servers first, then loads `link` (the mcp client side) in a thread while they boot on the
+other core. A lazy pool (a session's) offers the built-in servers' tools from their announced listing (announced.py)
+and starts each at its first call. Modules importing mcp: `link`, `callbacks`, `lists`, `results`, `transports/`
+(`stdio`, `stdio_wire`, `in_process`, `sdk`, `remote`; `http_cap` imports httpx2 only), `oauth/` (`provider`,
+`login`), `agent_server` and the built-in servers in `tools/`, only where they serve.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 import anyio
 import anyio.to_thread
@@ -22,19 +23,18 @@ import anyio.to_thread
 from sprout_agent.config.files import ServerConfig
 from sprout_agent.core import processes
 from sprout_agent.core.errors import ServerAnswered, ServerGone
-from sprout_agent.core.events import Event, Notice, ServerFailed, ServerLog, ServerStarted
+from sprout_agent.core.events import Event, Notice, ServerFailed, ServerStarted
 from sprout_agent.core.hooks.calling import is_hook
 from sprout_agent.core.messages import Text
 from sprout_agent.core.processes import ServerProcess
 from sprout_agent.core.protocols import HookCallFailed, PromptInfo, ResourceInfo, ToolOutcome, ToolSpec
 from sprout_agent.mcp import features as server_features
+from sprout_agent.mcp import state as server_state
+from sprout_agent.mcp.announced import announced, same_listing
 from sprout_agent.mcp.client_features import ClientFeatures
 from sprout_agent.mcp.oauth.store import OAuthSetup
 from sprout_agent.mcp.state import ServerState, ServerStatus, describe_end, name_tools, needs_login
 from sprout_agent.trust.private_files import open_private
-
-if TYPE_CHECKING:  # for its types only: loading it imports mcp, which the pool leaves to `spawn`'s thread
-    from sprout_agent.mcp.lists import NoteSink
 
 # Turns a server's command line and environment into the ones that start it in its OS sandbox (or leaves them).
 SandboxWrap = Callable[[ServerConfig, list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
@@ -61,8 +61,12 @@ class ServerPool:
         sandbox: SandboxWrap | None = None,
         client: ClientFeatures | None = None,
         oauth: OAuthSetup | None = None,
+        lazy: bool = False,
     ) -> None:
-        """`client`: the roots, elicitation and sampling every session offers its server (None: none)."""
+        """`client`: the roots, elicitation and sampling every session offers its server (None: none). `lazy`: the
+        built-in servers start at their first call, their tools offered meanwhile from their announced listing."""
+        self._lazy = lazy
+        self._began = False  # `spawn` ran
         self._client = client
         self._servers = {config.name: ServerState(config) for config in configs}
         self._spawned: dict[str, ServerProcess | OSError] = {}
@@ -85,9 +89,10 @@ class ServerPool:
         await self._tg.__aenter__()
         try:
             await self.spawn()
-            for server in self._servers.values():
+            now = [server for server in self._servers.values() if server.state != "pending"]
+            for server in now:
                 self._tg.start_soon(self._run, server)
-            for server in self._servers.values():
+            for server in now:
                 await server.ready.wait()
         except BaseException:
             self.kill_all_now()
@@ -126,8 +131,19 @@ class ServerPool:
         Entering the pool does this if nobody did it first; a caller that spawns early (to overlap its own
         work with the servers' start) must call `kill_all_now` if it never enters the pool.
         """
+        if self._began:
+            return
+        self._began = True
+        for server in self._servers.values():
+            listed = announced(server.config, self._client) if self._lazy else None
+            if listed is not None:
+                server.pending(listed)
+        await self._spawn_processes()
+        if any(server.state != "pending" for server in self._servers.values()):
+            await self._link()
+
+    async def _link(self) -> None:
         if not self._linked:
-            await self._spawn_processes()
             await anyio.to_thread.run_sync(_import_link, abandon_on_cancel=True)
             self._linked = True
 
@@ -150,7 +166,7 @@ class ServerPool:
     # --- ToolHost -------------------------------------------------------------------------------------
 
     def tools(self) -> Sequence[ToolSpec]:
-        live = {name for name, server in self._servers.items() if server.state == "running"}
+        live = {name for name, server in self._servers.items() if server.state in ("running", "pending", "starting")}
         live.add(server_features.RESOURCES)
         return [spec for spec in self._tools if spec.server in live]
 
@@ -237,7 +253,10 @@ class ServerPool:
         target = self._servers.get(server)
         if target is None:
             return
+        never_started = target.state == "pending"
         target.gone("dead", reason)
+        if never_started:
+            return
         # SIGKILL first: a server killed for hanging gets no grace, and the caller (a hook round) is waiting.
         if target.proc is not None:
             target.proc.kill_now()
@@ -248,7 +267,7 @@ class ServerPool:
     async def restart(self, name: str) -> ServerStatus | None:
         """Starts a server that is not running again (after a login); its tools join at the next request."""
         old = self._servers.get(name)
-        if old is None or old.state in ("starting", "running") or not self._linked:
+        if old is None or old.state in ("pending", "starting", "running") or not self._linked:
             return None
         fresh = ServerState(old.config)
         self._servers[name] = fresh
@@ -272,6 +291,11 @@ class ServerPool:
         outside_sandbox: bool = False,
         call_id: str = "",
     ) -> ToolOutcome:
+        if server.state == "pending":  # its first call (or hook) starts it; calls meanwhile wait for that start
+            server.state = "starting"
+            self._tg.start_soon(self._run, server)
+        if server.state == "starting":
+            await server.ready.wait()  # bounded: the runner's connect is under the start timeout
         link = server.link
         if link is None:
             raise ServerGone
@@ -309,9 +333,10 @@ class ServerPool:
 
     async def _serve(self, server: ServerState) -> None:
         """Hand-shake and list within the start timeout; then serve calls until the server ends."""
-        # Imported here, not at the top, so that the pool loads without mcp; `spawn` has already loaded the
-        # module in a thread, so this costs a dictionary lookup and, unlike a module kept in an attribute, the
-        # checker sees the call.
+        # Imported here, not at the top, so that the pool loads without mcp; `spawn` (or, for a server started at
+        # its first call, `_link`) has loaded the module in a thread, so this costs a dictionary lookup and, unlike
+        # a module kept in an attribute, the checker sees the call.
+        await self._link()
         from sprout_agent.mcp.link import connect
 
         config = server.config
@@ -321,24 +346,36 @@ class ServerPool:
             spawned=self._spawned.pop(config.name, None),
             env=self._child_env(config.env),
             on_spawn=server.spawned,
-            on_stderr=self._stderr_writer(config.name),
+            on_stderr=server_state.stderr_writer(self._log, config.name),
             timeout=config.start_timeout or self._start_timeout,
             max_bytes=self._max_bytes,
             client=self._client,
             oauth=self._oauth,
-            on_note=self._note_taker(server),
+            on_note=server_state.note_taker(server, self._emit),
         ) as (link, listed, ended):
-            server.tools = listed.tools
+            self._adopt(server, listed.tools)
             server.resources, server.prompts = list(listed.resources), list(listed.prompts)
             server.initialize_seconds, server.list_seconds = listed.initialize_seconds, listed.list_seconds
             server.link, server.state = link, "running"
             server.started_at, server.start_seconds = wall, listed.start_seconds
-            hooks = sum(is_hook(spec) for spec in server.tools)
-            self._emit(ServerStarted(config.name, len(server.tools) - hooks, hooks, listed.start_seconds))
+            hooks = sum(is_hook(spec) for spec in listed.tools)
+            self._emit(ServerStarted(config.name, len(listed.tools) - hooks, hooks, listed.start_seconds))
             for notice in listed.notices:
                 self._emit(Notice(f"MCP server '{config.name}': {notice}", "warning"))
             server.ready.set()
             await ended.wait()
+
+    def _adopt(self, server: ServerState, listed: list[ToolSpec]) -> None:
+        """The started server's tools; an announced server keeps its offered ones, unless it lists others: then
+        what it says wins, offered from the next request (re-listed as a changed list is)."""
+        if server.announced is None:
+            server.tools = listed
+        elif not same_listing(server.announced, listed):
+            name = server.config.name
+            self._emit(
+                Notice(f"MCP server '{name}' lists other tools than were announced; its own are offered", "warning")
+            )
+            server.stale.add("tools")
 
     def _ended(self, server: ServerState, reason: str) -> None:
         reason = reason.strip().splitlines()[0] if reason.strip() else "stopped for an unknown reason"
@@ -349,31 +386,6 @@ class ServerPool:
         elif server.state == "running":
             server.gone("dead", reason)
             self._emit(Notice(f"MCP server '{server.config.name}' stopped: {reason}", "warning"))
-
-    def _note_taker(self, server: ServerState) -> NoteSink:
-        def take(kind: str, text: str = "") -> None:
-            if kind == "log":
-                level, _, message = text.partition(": ")
-                self._emit(ServerLog(server.config.name, level, message))
-            else:  # re-listed at the next request boundary (`refresh`), never in the session's read loop
-                server.stale.add(kind)
-
-        return take
-
-    def _stderr_writer(self, name: str) -> Callable[[bytes], None] | None:
-        log = self._log
-        if log is None:
-            return None
-        prefix = f"[{name}] ".encode()
-
-        def write(chunk: bytes) -> None:
-            # Prefixing per chunk, not per line: cheap, and enough to tell the servers apart.
-            log.write(prefix + chunk.replace(b"\n", b"\n" + prefix).removesuffix(prefix))
-            if not chunk.endswith(b"\n"):
-                log.write(b"\n")
-            log.flush()
-
-        return write
 
 
 def _import_link() -> None:

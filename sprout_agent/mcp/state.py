@@ -1,18 +1,18 @@
 """One configured MCP server's state as the pool tracks it (owned by its runner task), its status for
-`/servers` and `mcp doctor`, and the one line that says why it stopped."""
+`/servers` and `mcp doctor`, the one line that says why it stopped, and where its notes and stderr go."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING, cast
 
 import anyio
 
 from sprout_agent.config.files import ServerConfig, Transport
 from sprout_agent.core.errors import NeedsLogin, ServerGone
-from sprout_agent.core.events import Event, Notice
+from sprout_agent.core.events import Event, Notice, ServerLog
 from sprout_agent.core.hooks.calling import is_hook
 from sprout_agent.core.processes import ServerProcess
 from sprout_agent.core.protocols import PromptInfo, ResourceInfo, ToolSpec
@@ -20,6 +20,7 @@ from sprout_agent.core.tool_names import model_tool_name, with_hash
 
 if TYPE_CHECKING:
     from sprout_agent.mcp.link import Link
+    from sprout_agent.mcp.lists import NoteSink
 
 # How a session sees a server that died: its exit code then says more than the exception.
 _CONNECTION_LOST = (ServerGone, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)
@@ -30,7 +31,9 @@ class ServerStatus:
     """One server as `/servers` shows it."""
 
     name: str
-    state: str  # starting | running | failed | dead | needs login
+    # pending (a built-in server announced, not started: it starts at its first call) | starting | running | failed
+    # | dead | needs login
+    state: str
     tool_count: int
     hook_count: int
     started_at: datetime | None
@@ -52,6 +55,9 @@ class ServerState:
         self.state = "starting"
         self.last_error = ""
         self.tools: list[ToolSpec] = []
+        # What was offered for it before it started (announced.py; None: it was started to know): its real
+        # listing is checked against this when it starts.
+        self.announced: list[ToolSpec] | None = None
         self.resources: list[ResourceInfo] = []
         self.prompts: list[PromptInfo] = []
         # The lists (tools, prompts, resources) the server said changed: re-read at the next request boundary.
@@ -64,7 +70,7 @@ class ServerState:
         self.list_seconds: float | None = None
         self.scope = anyio.CancelScope()
         self.calls: set[anyio.CancelScope] = set()
-        self.ready = anyio.Event()  # running, failed or dead: the pool's enter waits for this
+        self.ready = anyio.Event()  # running, failed or dead: the pool's enter (or a pending server's first call) waits
         self.done = anyio.Event()
 
     def gone(self, state: str, reason: str) -> None:
@@ -73,6 +79,10 @@ class ServerState:
         self.state, self.last_error, self.link = state, reason, None
         for call in self.calls:
             call.cancel()
+
+    def pending(self, tools: list[ToolSpec]) -> None:
+        """Offered from its announced listing; it starts at its first call."""
+        self.state, self.tools, self.announced = "pending", list(tools), tools
 
     def spawned(self, proc: ServerProcess) -> None:
         self.proc = proc
@@ -159,3 +169,32 @@ def name_tools(servers: Iterable[ServerState], emit: Callable[[Event], None]) ->
             named.append(ToolSpec(name, spec.server, spec.tool, spec.description, spec.input_schema, spec.read_only))
         server.tools = [spec for spec in named if spec.server == server.config.name]
     return named
+
+
+def note_taker(server: ServerState, emit: Callable[[Event], None]) -> NoteSink:
+    """What `server` notes on the side: its log messages as events, its changed lists marked stale."""
+
+    def take(kind: str, text: str = "") -> None:
+        if kind == "log":
+            level, _, message = text.partition(": ")
+            emit(ServerLog(server.config.name, level, message))
+        else:  # re-listed at the next request boundary (`refresh`), never in the session's read loop
+            server.stale.add(kind)
+
+    return take
+
+
+def stderr_writer(log: IO[bytes] | None, name: str) -> Callable[[bytes], None] | None:
+    """Appends server `name`'s stderr to `log`, each line prefixed with its name (None: no log)."""
+    if log is None:
+        return None
+    prefix = f"[{name}] ".encode()
+
+    def write(chunk: bytes) -> None:
+        # Prefixing per chunk, not per line: cheap, and enough to tell the servers apart.
+        log.write(prefix + chunk.replace(b"\n", b"\n" + prefix).removesuffix(prefix))
+        if not chunk.endswith(b"\n"):
+            log.write(b"\n")
+        log.flush()
+
+    return write

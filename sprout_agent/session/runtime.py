@@ -1,9 +1,9 @@
 """The composition root: one async context manager owns a running session.
 
-`open_runtime` spawns the servers (server_pool.py), builds the model client (model_building.py: anthropic loads
-in a thread while the servers hand-shake), the transcript store and the `Agent` (assembly.py); leaving it ends
-all of them, in reverse order. The faces (repl/, headless/, acp/) enter it and get the agent; nothing else hands
-the agent around.
+`open_runtime` spawns the servers (server_pool.py; the built-in ones start at their first call), builds the model
+client (model_building.py: anthropic loads in a thread while the servers hand-shake), the transcript store and the
+`Agent` (assembly.py); leaving it ends all of them, in reverse order. The faces (repl/, headless/, acp/) enter it
+and get the agent; nothing else hands the agent around.
 """
 
 from __future__ import annotations
@@ -148,7 +148,9 @@ def _before_the_servers(
         prepared.settings.subagent_depth,
     )
     client = session_client(prepared, emit, asking, delegator, (ledger, model))
-    return _Early(server_pool(prepared.loaded.servers, place_of(prepared), emit, client), model, agent)
+    # The built-in servers start at their first call, unless --require-servers wants every server up before the run.
+    lazy = not prepared.options.require_servers
+    return _Early(server_pool(prepared.loaded.servers, place_of(prepared), emit, client, lazy=lazy), model, agent)
 
 
 def _resume(prepared: Prepared, agent: Agent, session_id: str, emit: Callable[[Event], None]) -> None:

@@ -52,8 +52,11 @@ def server_pool(
     place: ServerPlace,
     emit: Callable[[Event], None],
     client: ClientFeatures | None = None,
+    *,
+    lazy: bool = False,
 ) -> ServerPool:
-    """The pool for `servers`; `client` is what a session offers them (None: roots and unattended answers)."""
+    """The pool for `servers`; `client` is what a session offers them (None: roots and unattended answers). `lazy`:
+    the built-in servers start at their first call (a session's; `mcp doctor` and `hooks test` start them all)."""
     settings = place.settings
     if place.server_log is not None:
         emit(Notice(f"MCP server stderr is logged to {place.server_log}"))
@@ -68,6 +71,7 @@ def server_pool(
         sandbox=ServerSandboxes(place.sandbox, place.cwd).wrap,
         client=client if client is not None else unattended(place, emit),
         oauth=oauth_setup(place.data, place.environ),
+        lazy=lazy,
     )
 
 

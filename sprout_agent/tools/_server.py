@@ -2,6 +2,8 @@
 
 The low-level server is used (not `MCPServer`) because it starts faster and builds no pydantic
 models from signatures: each tool declares its JSON schema by hand and arguments are checked here.
+The mcp SDK is imported only to serve: a tool's listing (`ToolSpec.listed`) is plain data, which the agent
+announces to the model before the server starts (mcp/announced.py).
 """
 
 from __future__ import annotations
@@ -12,25 +14,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, cast
-
-import anyio
-from mcp.server import ServerRequestContext
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
-from mcp.types import (
-    CallToolRequestParams,
-    CallToolResult,
-    ContentBlock,
-    ImageContent,
-    ListToolsResult,
-    PaginatedRequestParams,
-    TextContent,
-    Tool,
-    ToolAnnotations,
-)
+from typing import TYPE_CHECKING, Any, cast
 
 from sprout_agent.trust.workspace import Refused
+
+if TYPE_CHECKING:  # imported where a server is built or answers: listing a tool needs none of it
+    from mcp.server import ServerRequestContext
+    from mcp.server.lowlevel import Server
+    from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
 
 Args = dict[str, Any]
 
@@ -92,27 +83,31 @@ class ToolSpec:
     open_args: bool = False  # hooks: accept (and ignore) whatever context the agent sends
 
     def input_schema(self) -> dict[str, Any]:
-        schema: dict[str, Any] = {"type": "object", "properties": dict(self.properties)}
+        # Keys in the order a client reads them off the wire (mcp 2.3's InputSchema: properties, required, type,
+        # then the rest), so the listing offered before the server starts is the bytes it lists after.
+        schema: dict[str, Any] = {"properties": dict(self.properties)}
         if self.required:
             schema["required"] = list(self.required)
+        schema["type"] = "object"
         if not self.open_args:
             schema["additionalProperties"] = False
         return schema
 
-    def to_tool(self) -> Tool:
-        return Tool(
-            name=self.name,
-            description=self.description,
-            input_schema=self.input_schema(),
-            annotations=ToolAnnotations(
-                read_only_hint=self.annotations.get("read_only_hint"),
-                destructive_hint=self.annotations.get("destructive_hint"),
-                idempotent_hint=self.annotations.get("idempotent_hint"),
-                open_world_hint=self.annotations.get("open_world_hint"),
-            )
-            if self.annotations
-            else None,
-        )
+    def listed(self) -> dict[str, Any]:
+        """The tool as `tools/list` gives it (the wire's names): the one source of what the server lists."""
+        tool: dict[str, Any] = {"name": self.name, "description": self.description, "inputSchema": self.input_schema()}
+        if self.annotations:
+            tool["annotations"] = {_HINTS[hint]: value for hint, value in self.annotations.items()}
+        return tool
+
+
+# The annotations' keys here → on the wire.
+_HINTS = {
+    "read_only_hint": "readOnlyHint",
+    "destructive_hint": "destructiveHint",
+    "idempotent_hint": "idempotentHint",
+    "open_world_hint": "openWorldHint",
+}
 
 
 def _type_ok(value: Any, json_type: str) -> bool:
@@ -165,6 +160,8 @@ def clean_text(text: str) -> str:
 
 
 def _result(output: ToolOutput) -> CallToolResult:
+    from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
+
     if isinstance(output, Marked):
         text: list[ContentBlock] = [TextContent(type="text", text=clean_text(output.text))]
         return CallToolResult(content=text, _meta=dict(output.meta), is_error=output.is_error)
@@ -174,6 +171,8 @@ def _result(output: ToolOutput) -> CallToolResult:
 
 
 def _error(message: str) -> CallToolResult:
+    from mcp.types import CallToolResult, TextContent
+
     return CallToolResult(content=[TextContent(type="text", text=clean_text(message))], is_error=True)
 
 
@@ -213,8 +212,11 @@ def _reporter(ctx: ServerRequestContext[Any]) -> Report | None:
 
 def build_server(name: str, version: str, specs: Sequence[ToolSpec], instructions: str | None = None) -> Server[Any]:
     """A low-level mcp `Server` serving `specs`; usable over stdio or in-process (`mcp.Client(server)`)."""
+    from mcp.server.lowlevel import Server
+    from mcp.types import ListToolsResult, Tool
+
     by_name = {spec.name: spec for spec in specs}
-    tools = [spec.to_tool() for spec in specs]
+    tools = [Tool.model_validate(spec.listed()) for spec in specs]
 
     async def on_list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
         return ListToolsResult(tools=tools)
@@ -237,6 +239,8 @@ def build_server(name: str, version: str, specs: Sequence[ToolSpec], instruction
 
 def serve_stdio(server: Server[Any]) -> None:
     """Serve `server` on stdin/stdout until stdin closes."""
+    import anyio
+    from mcp.server.stdio import stdio_server
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):

@@ -8,15 +8,16 @@ SPROUT_DEV_SANDBOX* choose the sandbox bash's commands run in (trust/sandbox.py)
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
-
-from mcp.server.lowlevel import Server
+from typing import TYPE_CHECKING, Any
 
 from sprout_agent.tools import _files, _grep, _listing, _shell
 from sprout_agent.tools._server import Args, Report, ToolOutput, ToolSpec, build_server, serve_stdio
 from sprout_agent.trust import command_runs, reading
 from sprout_agent.trust.secrecy import harden
 from sprout_agent.trust.workspace import Workspace
+
+if TYPE_CHECKING:  # serving imports mcp; listing (`announce`) does not
+    from mcp.server.lowlevel import Server
 
 NAME = "dev"
 VERSION = "0.1.0"
@@ -138,6 +139,12 @@ def create_server_in(cwd: str, env: Mapping[str, str] | None = None) -> Server[A
     """The server for a given working directory, for the agent to run in its own process; `env` is what a
     standalone server would find in its environment (the sandbox policy), over the agent's own."""
     return create_server(Workspace.from_environment(cwd, env))
+
+
+def announce(cwd: str, env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """What `create_server_in(cwd, env)` lists (`tools/list`), without the mcp SDK: the agent offers it to the model
+    before the server starts."""
+    return [spec.listed() for spec in tool_specs(Workspace.from_environment(cwd, env))]
 
 
 def main() -> None:

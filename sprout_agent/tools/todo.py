@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from mcp.server.lowlevel import Server
+from typing import TYPE_CHECKING, Any
 
 from sprout_agent.tools._server import Args, Report, ToolError, ToolOutput, ToolSpec, build_server, serve_stdio
 from sprout_agent.trust.secrecy import harden
+
+if TYPE_CHECKING:  # serving imports mcp; listing (`announce`) does not
+    from mcp.server.lowlevel import Server
 
 NAME = "todo"
 VERSION = "0.1.0"
@@ -145,6 +146,12 @@ def create_server_in(cwd: str, env: Mapping[str, str] | None = None) -> Server[A
     """The todo list needs no working directory nor settings; the signature matches the other built-ins."""
     del cwd, env
     return create_server()
+
+
+def announce(cwd: str, env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """What `create_server_in` lists (`tools/list`), without the mcp SDK: offered before the server starts."""
+    del cwd, env
+    return [spec.listed() for spec in TodoList().specs()]
 
 
 def main() -> None:

@@ -38,6 +38,7 @@ Record = dict[str, object]
 
 # Our server states → Claude Code's mcp_servers statuses (connected, failed, needs-auth, pending, disabled).
 MCP_STATUS = {
+    "pending": "pending",  # a built-in server offered from its announced listing: it starts at its first call
     "running": "connected",
     "starting": "pending",
     "failed": "failed",

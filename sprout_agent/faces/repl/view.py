@@ -44,9 +44,10 @@ def banner(prepared: Prepared, model: str) -> str:
 
 
 def servers_line(statuses: Sequence[ServerStatus]) -> str:
-    """After start-up: each server with its tool count, or what failed."""
+    """After start-up: each server with its tool count (a pending one starts at its first call), or what failed."""
     parts = [
-        f"{s.name} ({s.tool_count} tools)" if s.state == "running" else f"{s.name} {s.state.upper()}" for s in statuses
+        f"{s.name} ({s.tool_count} tools)" if s.state in ("running", "pending") else f"{s.name} {s.state.upper()}"
+        for s in statuses
     ]
     return "servers: " + (", ".join(parts) if parts else "none")
 

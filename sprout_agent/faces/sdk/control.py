@@ -34,7 +34,7 @@ from sprout_agent.core.errors import UsageError
 from sprout_agent.core.messages import Image
 from sprout_agent.faces.sdk.prompt_queue import PromptQueue
 from sprout_agent.faces.sdk.user_lines import parse_user_message
-from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, LineSplitter, Oversized
+from sprout_agent.mcp.transports.framing import MAX_MESSAGE_BYTES, LineSplitter, Oversized
 
 MAX_WAITING = 64  # control requests being answered at once (the SDKs send a few)
 WAITING_BYTES = 2 * MAX_MESSAGE_BYTES  # and their lines' bytes

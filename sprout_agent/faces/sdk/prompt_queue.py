@@ -24,7 +24,7 @@ from typing import BinaryIO
 import anyio
 import anyio.to_thread
 
-from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
+from sprout_agent.mcp.transports.framing import MAX_MESSAGE_BYTES
 
 MEMORY_BYTES = 4 * MAX_MESSAGE_BYTES  # 64 MiB: four lines at the cap (one line always fits: the queue's first)
 SPOOL_BYTES = 64 * MAX_MESSAGE_BYTES  # 1 GiB on disk before stdin is held back

@@ -39,7 +39,7 @@ ASK_TIMEOUT = 600.0
 DISABLE_SANDBOX = "dangerouslyDisableSandbox"
 # How long one MCP message to an SDK server waits (the pool's own call timeout usually ends it first).
 MCP_MESSAGE_TIMEOUT = 600.0
-_STATES = {"running": "connected", "starting": "pending", "needs login": "needs-auth"}
+_STATES = {"running": "connected", "starting": "pending", "pending": "pending", "needs login": "needs-auth"}
 
 
 class SdkSession:

@@ -25,7 +25,8 @@ from contextlib import aclosing
 
 import httpx2
 
-from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES, too_large
+from sprout_agent.mcp.transports.framing import MAX_MESSAGE_BYTES
+from sprout_agent.mcp.transports.stdio_wire import too_large
 
 # What we can inflate with a bound on the output; httpx2 would offer br and zstd as well once their packages
 # are installed, and inflate them without one.

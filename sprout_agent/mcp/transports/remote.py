@@ -19,8 +19,8 @@ from mcp.client.streamable_http import streamable_http_client
 from sprout_agent.config.files import ServerConfig
 from sprout_agent.core.errors import NeedsLogin, ServerGone
 from sprout_agent.mcp.oauth.store import OAuthSetup
+from sprout_agent.mcp.transports.framing import MAX_MESSAGE_BYTES
 from sprout_agent.mcp.transports.http_cap import cap_body, capped_headers
-from sprout_agent.mcp.transports.stdio_wire import MAX_MESSAGE_BYTES
 
 # The SDK names its stream types only in private modules (mcp.client._transport): ClientSession takes them.
 Streams = tuple[Any, Any]

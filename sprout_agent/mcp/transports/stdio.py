@@ -25,7 +25,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from sprout_agent.core.processes import ServerProcess, group_alive, signal_group, spawn
-from sprout_agent.mcp.transports.stdio_wire import Fatal, LineSplitter, Requests, read_message
+from sprout_agent.mcp.transports.framing import LineSplitter
+from sprout_agent.mcp.transports.stdio_wire import Fatal, Requests, read_message
 
 EXIT_GRACE = 0.05  # after stdin closes: long enough for a server to flush, short enough to feel instant
 TERM_GRACE = 0.1  # after SIGTERM, before SIGKILL
