@@ -14,6 +14,7 @@ import typer
 from typer.core import TyperGroup, TyperOption
 from typer.main import get_command
 
+from sprout_agent.core import collection
 from sprout_agent.faces.cli.claude_flags import rewrite
 from sprout_agent.faces.cli.lazy_coercion import defer_coercion
 
@@ -32,6 +33,7 @@ class PromptOrCommand(TyperGroup):
     names: Sequence[str] = ()
 
     def _built(self, ctx: Any) -> None:
+        collection.resume()  # a subcommand (or --help) runs with the collector, however long (core/collection.py)
         if self.later is not None:
             built = cast(TyperGroup, get_command(self.later))
             self.later = None
