@@ -29,6 +29,7 @@ def _collector_restored() -> Iterator[None]:
     yield
     collection.resume()
     gc.enable()
+    gc.unfreeze()  # what `resume` froze goes back to the collector of the test process
 
 
 @pytest.mark.anyio
@@ -39,6 +40,7 @@ async def test_a_collector_held_at_start_is_back_on_once_the_session_runs(tmp_pa
             "ANTHROPIC_API_KEY": API_KEY,
             "ANTHROPIC_BASE_URL": fake.base_url,
             "SPROUT_AGENT_BUILTIN_SERVERS": "none",
+            "SPROUT_AGENT_SANDBOX": "off",  # no sandbox probe: an in-process test starts no process
         }
         locations = Locations(None, tmp_path / "sessions", tmp_path / "data", None)
         prepared = prepare(Options(prompt=None, cwd=tmp_path), locations, env)
