@@ -14,7 +14,7 @@ rules) and the tables of what a command rule covers (`command_rules.py`, `comman
 share); `limits.py` (the loop's bounds); `stop_reasons.py` (why a reply or a turn ended, typed); `listing.py` (a
 bounded listing for the model); `structured.py` (`--json-schema`'s `StructuredOutput`); `subagents.py` (what a
 subagent may use); `tracing.py` (the seam telemetry implements); `late.py` (a late-bound handle: made first, bound
-once, refused before).
+once, refused before); `collection.py` (the garbage collector held off while a cold process starts).
 
 Imports: nothing of sprout-agent.
 """

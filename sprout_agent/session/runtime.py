@@ -18,6 +18,7 @@ import anyio
 import anyio.to_thread
 
 from sprout_agent.checkpoints.tracker import Tracker
+from sprout_agent.core import collection
 from sprout_agent.core.agent import Agent
 from sprout_agent.core.errors import ServerStartError
 from sprout_agent.core.events import Event, Notice
@@ -89,6 +90,7 @@ async def open_runtime(
     early = _before_the_servers(prepared, emit, session_id, ledger, Asking(elicit, approve_sampling, sdk))
     pool = early.pool
     async with AsyncExitStack() as stack:
+        stack.callback(collection.resume)  # a start that fails: the face (ACP's, say) may go on
         if telemetry is not None:  # the last to close: the session's end is in its trace
             stack.push_async_callback(close_telemetry, telemetry, emit)
             stack.callback(telemetry.activate())
@@ -113,6 +115,7 @@ async def open_runtime(
         early.agent.bind(agent)
         _resume(prepared, agent, session_id, emit)
         await agent.start_session("resume" if prepared.resume is not None else "startup")
+        collection.resume()  # the start is over: the session runs with the collector (core/collection.py)
         try:
             yield Runtime(prepared, session_id, pool, agent, tracker, transcript)
         except Exception:

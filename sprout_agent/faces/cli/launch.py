@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
+from sprout_agent.core import collection
 from sprout_agent.core.errors import exit_code_of
 from sprout_agent.faces.cli.exits import exit_now
 from sprout_agent.faces.cli.run_here import run
@@ -25,6 +26,7 @@ def main() -> None:
             hand_over(PROGRAM)  # returns only when the run is to happen here
         except KeyboardInterrupt as error:
             exit_now(exit_code_of(error))
+    collection.hold()  # until the session runs or a subcommand is chosen (core/collection.py)
     run()
 
 

@@ -1,6 +1,7 @@
 """Non-interactive runs: prompts from -p, stdin or JSON lines; the outcome as text, json or stream-json.
 
-Whatever ends the run (an answer, an API error, a signal), `finish` reports it and picks the exit code.
+Whatever ends the run (an answer, an API error, a signal), `finish` reports it and picks the exit code. The JSON
+sink and the SDK's session are imported where a run asks for them: a text `-p` reaches its first request without.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -35,16 +36,17 @@ from sprout_agent.core.events import Event, Notice, TurnChanges, TurnFinished
 from sprout_agent.core.messages import Image, Usage
 from sprout_agent.core.stop_reasons import StopReason
 from sprout_agent.core.tool_names import sdk_tool_name
-from sprout_agent.faces.headless.jsonl import InitInfo, JsonlSink, ResultInfo, ServerInfo
 from sprout_agent.faces.lifecycle import open_face
 from sprout_agent.faces.sdk.control import Control, LineWriter, Skipped, prompts_of, stdin_lines
-from sprout_agent.faces.sdk.sdk_hooks import SdkHooks
-from sprout_agent.faces.sdk.sdk_session import SdkAsk, SdkRelay, SdkSession
 from sprout_agent.faces.terminal.render import TerminalRenderer
 from sprout_agent.faces.warm.title import name_run
 from sprout_agent.session.prepared import Prepared
 from sprout_agent.session.runtime import Runtime, new_session_id, open_runtime
 from sprout_agent.trust.untrusted import printable
+
+if TYPE_CHECKING:  # imported on use, for speed: the SDK's session pulls in rewind and checkpoints (~15 ms at start)
+    from sprout_agent.faces.headless.jsonl import JsonlSink
+    from sprout_agent.faces.sdk.sdk_session import SdkSession
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,14 +124,12 @@ class Headless:
         self.session_id = new_session_id(prepared)
         self.text_mode = options.output_format == "text"
         self.lines = LineWriter(sys.stdout)  # the sink and the control channel share it: whole lines, never mixed
-        self.jsonl = (
-            None
-            if self.text_mode
-            else JsonlSink(
-                self.lines.as_text_io(), stream=options.output_format == "stream-json", progress=options.verbose
-            )
-        )
-        if self.jsonl is not None:
+        self.jsonl: JsonlSink | None = None
+        if not self.text_mode:
+            from sprout_agent.faces.headless.jsonl import JsonlSink
+
+            stream = options.output_format == "stream-json"
+            self.jsonl = JsonlSink(self.lines.as_text_io(), stream=stream, progress=options.verbose)
             self.jsonl.forward_subagent_text = options.forward_subagent_text
         # Progress goes to stderr: always for text, only with -v for json (stdout is theirs). Never for stream-json:
         # there --verbose is what Claude Code requires of it and the SDKs always pass, and whoever reads the lines
@@ -148,6 +148,9 @@ class Headless:
         self.sdk: SdkSession | None = None
         self.control: Control | None = None
         if options.input_format == "stream-json":
+            from sprout_agent.faces.sdk.sdk_hooks import SdkHooks
+            from sprout_agent.faces.sdk.sdk_session import SdkSession
+
             self.sdk = SdkSession(prepared, self.emit)
             self.control = Control(self.lines, self.sdk.handlers(), note=_say)
             self.sdk.callbacks = SdkHooks(self.control, self.emit)
@@ -210,6 +213,8 @@ class Headless:
         hook callbacks."""
         if self.control is None or self.sdk is None:
             return {}
+        from sprout_agent.faces.sdk.sdk_session import SdkAsk, SdkRelay
+
         sdk_servers = [s.name for s in self.prepared.loaded.servers if s.transport == "sdk"]
         parts: dict[str, Any] = {"sdk": SdkRelay(self.control, sdk_servers), "callbacks": self.sdk.callbacks}
         if self.prepared.options.permission_prompt_tool == "stdio":
@@ -283,6 +288,8 @@ class Headless:
     def _init(self, runtime: Runtime) -> None:
         if self.jsonl is None:
             return
+        from sprout_agent.faces.headless.jsonl import InitInfo, ServerInfo
+
         agent = runtime.agent
         hooks = [(spec.server, spec.tool) for spec in agent.hooks.active()]
         statuses = runtime.pool.status()
@@ -331,6 +338,8 @@ class Headless:
             if agent is not None and self.text_mode:
                 self.renderer.say(agent.ledger.summary(), "dim")
         if self.jsonl is not None:
+            from sprout_agent.faces.headless.jsonl import ResultInfo
+
             self.jsonl.result(
                 ResultInfo(
                     text=outcome.text,

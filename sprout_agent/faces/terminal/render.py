@@ -1,19 +1,18 @@
 """Loop events as terminal output (rich). Interactive: one console on stderr, a live region at the bottom
 (board.py) and everything final printed above it once; otherwise plain progress lines on stderr and the
-answer on stdout.
+answer on stdout. rich itself loads at the first line printed: a `-p` run prints none before its first request.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, TextIO, assert_never
 
-from rich.console import Console
-from rich.text import Text
-
 if TYPE_CHECKING:  # loaded when first needed: a -p run never renders Markdown, tables or spinners
-    from rich.console import RenderableType
+    from rich.console import Console, RenderableType
+    from rich.text import Text
 
     from sprout_agent.faces.terminal.live_view import LiveView
 
@@ -37,16 +36,29 @@ class TerminalRenderer:
         """`stdout` takes the rendered Markdown (interactive); `answers` gets each turn's final text as is."""
         self.interactive = interactive
         self.verbose = verbose
-        # No fixed file: the consoles write to whatever sys.stderr/sys.stdout are at the time, so that while the
-        # prompt shows (prompt_toolkit's patch_stdout) output goes above it and the prompt is redrawn. Lines wrap
-        # at word boundaries (soft_wrap off): a terminal's own wrap cuts words in two.
-        # A log (stderr to a file or a pipe) keeps each line whole: rich would wrap it at 80 columns.
-        self.err = Console(stderr=True, highlight=False, soft_wrap=not _stderr_is_terminal())
-        self.out = Console(file=stdout, highlight=False)
+        self._stdout = stdout
         self.answers = answers
         self._view: LiveView | None = None
         self._pending_tools: dict[str, str] = {}
         self._skipped_shown: tuple[str, ...] = ()  # what the last checkpoint skipped, as already said
+
+    @cached_property
+    def err(self) -> Console:
+        """stderr's console, made (and rich imported, ~20 ms) at the first line a run prints.
+
+        No fixed file: the consoles write to whatever sys.stderr/sys.stdout are at the time, so that while the
+        prompt shows (prompt_toolkit's patch_stdout) output goes above it and the prompt is redrawn. Lines wrap at
+        word boundaries (soft_wrap off): a terminal's own wrap cuts words in two. A log (stderr to a file or a
+        pipe) keeps each line whole: rich would wrap it at 80 columns."""
+        from rich.console import Console
+
+        return Console(stderr=True, highlight=False, soft_wrap=not _stderr_is_terminal())
+
+    @cached_property
+    def out(self) -> Console:
+        from rich.console import Console
+
+        return Console(file=self._stdout, highlight=False)
 
     @property
     def view(self) -> LiveView:
@@ -75,25 +87,25 @@ class TerminalRenderer:
             case ev.AssistantMessage() | ev.StreamEvent():
                 pass  # the text and the calls were shown as they came
             case ev.ApiRetry():
-                self._line(Text(f"API error {event.reason}; retry {event.attempt} in {event.delay:.1f} s", "yellow"))
+                self._line(_text(f"API error {event.reason}; retry {event.attempt} in {event.delay:.1f} s", "yellow"))
             case ev.ApiWaiting():
                 if self.interactive or event.first:  # a script's stderr gets one line a quiet spell, not one a 15 s
-                    self._line(Text(f"waiting for the API: {event.seconds} s", "dim"))
+                    self._line(_text(f"waiting for the API: {event.seconds} s", "dim"))
             case ev.ToolStarted() | ev.ToolRunning() | ev.ToolProgress() | ev.ToolFinished():
                 self._on_tool(event)
             case ev.ServerStarted() | ev.ServerFailed() | ev.Notice():
                 self._on_server_or_notice(event)
             case ev.ListChanged():
-                self._line(Text(visible(event.line()), style="dim"))
+                self._line(_text(visible(event.line()), style="dim"))
             case ev.ServerLog():
                 if self.verbose:
-                    self._line(Text(visible(f"[{event.server} {event.level}] {event.text}"), style="dim"))
+                    self._line(_text(visible(f"[{event.server} {event.level}] {event.text}"), style="dim"))
             case ev.CompactionStarted() | ev.CompactionFinished():
                 self._on_compaction(event)
             case ev.TurnFinished():
                 self._on_turn_finished(event)
             case ev.ServerAsked():
-                self._line(Text(printable(event.line()), style="magenta"))
+                self._line(_text(printable(event.line()), style="magenta"))
             case ev.SubagentStarted() | ev.SubagentEvent() | ev.SubagentFinished():
                 self._on_subagent(event)
             case _:
@@ -124,13 +136,13 @@ class TerminalRenderer:
         if self.interactive:
             self.view.thinking_delta(event.text)
         elif self.verbose:  # a -p run shows no live view; --verbose puts the reasoning on stderr as it comes
-            self.err.print(Text(visible(event.text), style="dim italic"), end="")
+            self.err.print(_text(visible(event.text), style="dim italic"), end="")
 
     def _on_assistant_text(self, event: ev.AssistantText) -> None:
         if self.interactive:
             self.view.assistant_text(event.text)
         elif self.verbose:
-            self.err.print(Text(visible(event.text), style="dim"))
+            self.err.print(_text(visible(event.text), style="dim"))
 
     def _on_model_replied(self, event: ev.ModelReplied) -> None:
         if self.interactive:
@@ -171,7 +183,7 @@ class TerminalRenderer:
             call_id = outermost(event)[0] if isinstance(event, ev.SubagentEvent) else event.call_id
             self.view.tool_progress(ev.ToolProgress(call_id, said.tail))
         if said.line is not None:
-            self._line(Text(said.line, style="yellow" if said.warning else "dim"))
+            self._line(_text(said.line, style="yellow" if said.warning else "dim"))
 
     # --- servers, hooks, compaction -------------------------------------------------------------------
     def _on_server_or_notice(self, event: ev.ServerStarted | ev.ServerFailed | ev.Notice) -> None:
@@ -184,10 +196,10 @@ class TerminalRenderer:
         elif isinstance(event, ev.ServerFailed):
             self._line(f"[red]server {_escape(event.server)} failed:[/] {_escape(event.reason)}")
             if event.stderr_tail:
-                self._line(Text(_indent(visible(event.stderr_tail)), style="dim"))
+                self._line(_text(_indent(visible(event.stderr_tail)), style="dim"))
         else:
             style = {"warning": "yellow", "error": "red"}.get(event.level, "dim")
-            self._line(Text(visible(event.text), style=style))
+            self._line(_text(visible(event.text), style=style))
 
     def _on_hook(self, event: ev.HookEvent) -> None:
         match event:
@@ -196,7 +208,7 @@ class TerminalRenderer:
                     self._line(f"[dim]hook {event.hook} → {', '.join(event.servers)}[/]")
             case ev.HookObjected():  # the first paragraph, wrapped at word boundaries: a person reads all of it
                 first = " ".join(event.text.strip().split("\n\n", 1)[0].split())
-                said = Text(f"hook {event.hook} from {visible(event.server)} objected: ", "magenta")
+                said = _text(f"hook {event.hook} from {visible(event.server)} objected: ", "magenta")
                 self._line(said.append(visible(first[:OBJECTION_CHARS]), style=""))
             case ev.HookInjected():
                 self._line(f"[magenta]hook {event.hook} from {_escape(event.server)} added context[/]")
@@ -271,7 +283,7 @@ class TerminalRenderer:
         for column in columns:
             table.add_column(column)
         for row in rows:  # as plain text: a cell holds a server's words, and `[/x]` in markup fails to render
-            table.add_row(*(Text(visible(cell)) for cell in row))
+            table.add_row(*(_text(visible(cell)) for cell in row))
         self._line(table)
 
     def show(self, renderable: RenderableType) -> None:
@@ -279,7 +291,14 @@ class TerminalRenderer:
         self._line(renderable)
 
     def say(self, text: str, style: str = "") -> None:
-        self._line(Text(visible(text), style=style))
+        self._line(_text(visible(text), style=style))
+
+
+def _text(text: str = "", style: str = "") -> Text:
+    """rich's Text, imported at the first one made (with the console that prints it)."""
+    from rich.text import Text
+
+    return Text(text, style=style)
 
 
 def _escape(text: str) -> str:
