@@ -491,9 +491,14 @@ IMPORT_BUDGET_MS = {  # medians of 9 imports on 2026-12-05 (load ~0.9): 682, 244
     # path. 9 interleaved imports each way on 2026-12-07 put the SDK's share at 0.49x before (397 / 807 ms, load
     # ~4; 0.56x at load ~8), so ~340-380 ms on the quiet box; the total at 0.73-0.80x, ~870-950 ms
     "anthropic": 420,
-    "mcp": 270,  # mcp and mcp_types
-    "pydantic": 35,  # pydantic, pydantic_core, annotated_types, typing_inspection (building models is their importer's)
-    "httpx2": 22,  # httpx2, httpcore2, h11
+    # mcp and mcp_types: a -p whose model calls no tool imports none since the built-in servers start at their first
+    # call (mcp/announced.py); scripts/light_paths.py fails a -p that does
+    "mcp": 0,
+    # pydantic, pydantic_core, annotated_types, typing_inspection (building models is their importer's): 35 was set
+    # when mcp's imports shared these modules' first load; with the SDK alone importing them, 62 ms (60-65) on the
+    # quiet box on 2026-12-07 (pydantic_core.core_schema 17 ms of it), so +10%. httpx2, httpcore2, h11 alike: 28 ms.
+    "pydantic": 70,
+    "httpx2": 31,
     # sprout_agent.*: 65 was never met on this box once sessions, hooks and the SDK faces grew (139 ms, 188 modules
     # on 2026-12-07). 7 interleaved imports each way on 2026-12-07 (load ~5): 139 -> 129 ms once the JSON sink, the
     # SDK's session, rewind and the subcommands' modules left a text -p (scripts/light_paths.py P_PATH_SKIPS).
