@@ -494,9 +494,10 @@ IMPORT_BUDGET_MS = {  # medians of 9 imports on 2026-12-05 (load ~0.9): 682, 244
     # mcp and mcp_types: a -p whose model calls no tool imports none since the built-in servers start at their first
     # call (mcp/announced.py); scripts/light_paths.py fails a -p that does
     "mcp": 0,
-    # pydantic, pydantic_core, annotated_types, typing_inspection (building models is their importer's): 35 was set
-    # when mcp's imports shared these modules' first load; with the SDK alone importing them, 62 ms (60-65) on the
-    # quiet box on 2026-12-07 (pydantic_core.core_schema 17 ms of it), so +10%. httpx2, httpcore2, h11 alike: 28 ms.
+    # pydantic, pydantic_core, annotated_types, typing_inspection (building models is their importer's): this table
+    # read 44 ms on 2026-12-07 before mcp left the -p path and 62 ms (60-65) after, on the quiet box, the same 50
+    # modules; a -p run's own -X importtime, old and new trees in the same minutes, reads the same for both. So the
+    # budget is today's figure +10%, not a change of ours. httpx2, httpcore2, h11 alike: 28 ms.
     "pydantic": 70,
     "httpx2": 31,
     # sprout_agent.*: 65 was never met on this box once sessions, hooks and the SDK faces grew (139 ms, 188 modules
