@@ -16,12 +16,12 @@ import pytest
 from sprout_agent.config.files import ServerConfig, with_builtin_servers
 from sprout_agent.config.options import Options
 from sprout_agent.config.server_config import LoadedConfig
-from sprout_agent.core.events import Event, Notice, ServerFailed, ServerStarted
+from sprout_agent.core.events import Notice, ServerFailed, ServerStarted
 from sprout_agent.core.messages import Text, text_of
 from sprout_agent.core.protocols import ToolOutcome, ToolSpec
 from sprout_agent.mcp.announced import announced
 from sprout_agent.mcp.client_features import ClientFeatures, Roots
-from sprout_agent.mcp.pool import ServerPool
+from tests import test_servers as servers
 from tests.bounds import bounded
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
 from tests.headless_here import headless
@@ -55,33 +55,12 @@ def builtins(cwd: Path, env: Mapping[str, str] | None = None, wanted: tuple[str,
     return list(with_builtin_servers(LoadedConfig((), (), ()), wanted, cwd, env).servers)
 
 
-class Pool:
+class Pool(servers.Pool):
     """A ServerPool of built-in servers, lazy or not, with the events it emitted."""
 
     def __init__(self, configs: list[ServerConfig], *, lazy: bool, delegation: Delegating | None = None) -> None:
-        self.events: list[Event] = []
         client = ClientFeatures(Roots(()), delegation=delegation or Delegating())
-        self.pool = ServerPool(
-            configs,
-            emit=self.events.append,
-            start_timeout=bounded(10.0),
-            tool_timeout=bounded(10.0),
-            result_max_bytes=100_000,
-            child_env=dict,
-            client=client,
-            lazy=lazy,
-        )
-
-    # Not wrapped in fail_after: the pool's task group must nest exactly in the caller's scopes.
-    async def __aenter__(self) -> Pool:
-        await self.pool.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.pool.__aexit__(None, None, None)
-
-    def spec(self, server: str, tool: str) -> ToolSpec:
-        return next(s for s in self.pool.tools() if (s.server, s.tool) == (server, tool))
+        super().__init__(*configs, client=client, lazy=lazy)
 
     def states(self) -> dict[str, str]:
         return {s.name: s.state for s in self.pool.status()}

@@ -9,6 +9,7 @@ import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Self
 
 import anyio
 import pytest
@@ -18,6 +19,7 @@ from sprout_agent.core.events import Event, Notice, ServerFailed, ServerStarted
 from sprout_agent.core.messages import Image, Text, text_of
 from sprout_agent.core.protocols import HookCallFailed, ToolSpec
 from sprout_agent.core.tool_names import MAX_TOOL_NAME
+from sprout_agent.mcp.client_features import ClientFeatures
 from sprout_agent.mcp.pool import ServerPool
 from sprout_agent.mcp.state import ServerStatus
 from tests.bounds import bounded
@@ -70,6 +72,8 @@ class Pool:
         tool_timeout: float | None = None,
         result_max_bytes: int = 100_000,
         stderr_log: Path | None = None,
+        client: ClientFeatures | None = None,
+        lazy: bool = False,
     ) -> None:
         self.events: list[Event] = []
         self.pool = ServerPool(
@@ -80,11 +84,13 @@ class Pool:
             result_max_bytes=result_max_bytes,
             child_env=scrubbed_env,
             stderr_log=stderr_log,
+            client=client,
+            lazy=lazy,
         )
 
     # Not wrapped in fail_after: the pool's task group must nest exactly in the caller's scopes. The pool
     # bounds its own start (start_timeout) and teardown; pytest-timeout is the last resort.
-    async def __aenter__(self) -> Pool:
+    async def __aenter__(self) -> Self:
         await self.pool.__aenter__()
         return self
 

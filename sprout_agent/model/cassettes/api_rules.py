@@ -136,15 +136,19 @@ def _tools_problems(tools: object) -> list[str]:
     return problems
 
 
+def _unique_match(value: object, pattern: re.Pattern[str], seen: set[str], where: str, what: str) -> list[str]:
+    """A name or id the API holds to `pattern` and to being unique among `seen` (which it joins)."""
+    if not isinstance(value, str) or not pattern.match(value):
+        return [f"{where}: {value!r} does not match {pattern.pattern}"]
+    if value in seen:
+        return [f"{where}: {what} must be unique, {value!r} is repeated"]
+    seen.add(value)
+    return []
+
+
 def _custom_tool_problems(index: int, tool: Json, seen: set[str]) -> list[str]:
     problems: list[str] = []
-    name = tool.get("name")
-    if not isinstance(name, str) or not TOOL_NAME.match(name):
-        problems.append(f"tools.{index}.name: {name!r} does not match {TOOL_NAME.pattern}")
-    elif name in seen:
-        problems.append(f"tools.{index}.name: tool names must be unique, {name!r} is repeated")
-    else:
-        seen.add(name)
+    problems += _unique_match(tool.get("name"), TOOL_NAME, seen, f"tools.{index}.name", "tool names")
     schema = tool.get("input_schema")
     if not isinstance(schema, dict) or cast(Json, schema).get("type") != "object":
         problems.append(f"tools.{index}.input_schema: an object schema with type 'object' is required")
@@ -217,13 +221,7 @@ def _tool_use_problems(block: Json, where: str, role: str, tools_defined: bool, 
     problems = [] if role == "assistant" else [f"{where}: tool_use blocks may only appear in assistant turns"]
     if not tools_defined:
         problems.append(f"{where}: requests which include tool_use or tool_result blocks must define tools")
-    block_id = block.get("id")
-    if not isinstance(block_id, str) or not TOOL_USE_ID.match(block_id):
-        problems.append(f"{where}.id: {block_id!r} does not match {TOOL_USE_ID.pattern}")
-    elif block_id in seen_ids:
-        problems.append(f"{where}.id: tool_use ids must be unique, {block_id!r} is repeated")
-    else:
-        seen_ids.add(block_id)
+    problems += _unique_match(block.get("id"), TOOL_USE_ID, seen_ids, f"{where}.id", "tool_use ids")
     if not isinstance(block.get("name"), str) or not block["name"]:
         problems.append(f"{where}.name: a non-empty string is required")
     if not isinstance(block.get("input"), dict):
