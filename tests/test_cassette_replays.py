@@ -24,7 +24,7 @@ from sprout_agent.faces.cli.commands import session_rewind
 from tests.acp_harness import EditorClient
 from tests.acp_pipes import sdk_agent
 from tests.fake_anthropic import FakeAnthropic, reply, tool_use
-from tests.fake_providers import FakeBedrock, event_stream_message
+from tests.fake_providers import FakeBedrock, FakeVertex, event_stream_message
 from tests.harness import agent_env
 from tests.headless_here import headless
 from tests.test_cassettes import NO_KEY, Session, cassette_of, records
@@ -220,3 +220,34 @@ def test_bedrock_frames_read_back_as_their_events_and_frame_again_byte_for_byte_
     corrupt = bytearray(chunk_frame)
     corrupt[-20] ^= 1  # a payload byte: the message's checksum no longer holds
     assert parse_event_stream(bytes(corrupt)) == []
+
+
+@pytest.mark.e2e  # the checkpoint of the write runs git
+def test_a_vertex_session_replays_with_no_google_credentials_and_no_credential_command_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay sends nothing, so it asks for no credential: a Vertex session recorded with a service account's key
+    replays where no Google credentials exist (CI), and your settings' commands that fetch credentials are not run
+    (here one that would fail: a replay started it only to throw its key away)."""
+    session = Session(tmp_path, monkeypatch, Options("write it", model="sonnet"))
+    script = [
+        reply(tool_use("dev__write", {"file_path": "it.txt", "content": "it\n"}, id="toolu_v")),
+        reply("Wrote it."),
+    ]
+    with FakeVertex(script, project="proj-1", region="us-east5") as fake:
+        adc = tmp_path / "adc.json"
+        adc.write_text(json.dumps(fake.credentials()))
+        vertex = {
+            "CLAUDE_CODE_USE_VERTEX": "1", "CLOUD_ML_REGION": "us-east5", "ANTHROPIC_VERTEX_PROJECT_ID": "proj-1",
+            "ANTHROPIC_VERTEX_BASE_URL": f"{fake.base_url}/v1",
+        }  # fmt: skip
+        session.env = {**DEV, **vertex, "GOOGLE_APPLICATION_CREDENTIALS": str(adc)}
+        options = replace(session.options, cwd=session.a, record=session.tapes)
+        recorded = headless(tmp_path, monkeypatch, options, fake=None, servers={}, env=session.env)
+    assert recorded.code == 0 and fake.refusals == [] and len(fake.requests) == 2, recorded.stderr
+    (tmp_path / ".claude").mkdir()  # your own settings (HOME is tmp_path): a gcpAuthRefresh that fails
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps({"gcpAuthRefresh": "exit 3"}))
+    session.env = {**DEV, **vertex}  # no GOOGLE_APPLICATION_CREDENTIALS, and the fake is stopped
+    replayed = session.replay()
+    assert (replayed.code, replayed.stdout) == (0, "Wrote it.\n"), replayed.stderr
+    assert (session.b / "it.txt").read_text() == "it\n"

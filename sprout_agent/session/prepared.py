@@ -163,7 +163,12 @@ def prepare(
     settings = st.Settings.from_env(env)
     commands = choose_commands(claude.commands, env, settings.provider, settings.api_key_present)
     tape = tape_plan(options, environ)
-    if tape is None or tape.replay is None:  # a replay needs no key: nothing leaves the process
+    if tape is not None and tape.replay is not None:  # nothing leaves the process: no credential asked for or fetched
+        settings, commands = (
+            replace(settings, provider=replace(settings.provider, skip_auth=True)),
+            CredentialCommands(),
+        )
+    else:
         check_credentials(settings, commands)
     model = _model(options, settings, env)
     st.choice(options.thinking, st.THINKING_SETTINGS, "--thinking")  # a misspelt flag fails here, with exit 2
