@@ -32,13 +32,15 @@ def post(messages: list[Json], path: str = "/v1/messages?beta=true", **body: Any
     return {"method": "POST", "path": path, "headers": {}, "body": sent}
 
 
-def player(*exchanges: tuple[Json, Json], lenient: bool = False) -> tuple[Any, list[str]]:
-    """The player for a cassette of `exchanges` (its module loads the SDK: imported here, not at collection)."""
+def player(*exchanges: tuple[Json, Json], lenient: bool = False, facts: Json | None = None) -> tuple[Any, list[str]]:
+    """The player for a cassette of `exchanges` (its module loads the SDK: imported here, not at collection);
+    `facts`: the header's model facts, as a recording writes them (ModelFacts, sets as lists)."""
     from sprout_agent.model.cassettes.player import Player
 
     recorded = tuple(Exchange(n, request, response, 2 * n) for n, (request, response) in enumerate(exchanges, 1))
     warnings: list[str] = []
-    cassette = Cassette(Path("c.jsonl"), {"cwd": "/work"}, recorded)
+    header: Json = {"cwd": "/work"} | ({"model": MODEL, "facts": facts} if facts is not None else {})
+    cassette = Cassette(Path("c.jsonl"), header, recorded)
     return Player(cassette, lenient=lenient, cwd="/work", redact=str, warn=warnings.append), warnings
 
 
@@ -131,3 +133,35 @@ def test_each_providers_wire_is_checked_as_the_messages_request_it_stands_for() 
 
 def _result(call_id: str) -> Json:
     return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "small"}]}
+
+
+FACTS: Json = {
+    "model": MODEL, "window": 200000, "max_output": 64000, "thinking_types": ["enabled"], "effort_levels": [],
+    "source": "Models API", "image_input": True, "pdf_input": True, "web_search": None, "structured_outputs": False,
+}  # fmt: skip
+
+
+def test_the_sessions_model_is_held_to_the_capabilities_its_recorded_facts_name_and_an_unknown_one_to_none() -> None:
+    """The header's facts said: thinking `enabled` only, no effort parameter, no strict schemas; web search unknown.
+    A request that sends what the model was known not to take is refused as the API refuses it; what the facts left
+    unknown is not; a subagent's request on another model is not held to this model's facts."""
+    effort = post([ASK], output_config={"effort": "high"})
+    adaptive = post([ASK], thinking={"type": "adaptive"})
+    fine = post([ASK], thinking={"type": "enabled", "budget_tokens": 2048})
+    other = {**effort, "body": {**effort["body"], "model": "claude-haiku-4-5"}}
+    answer = streamed(text("hi"))
+    play, _ = player((fine, answer), (other, answer), facts=FACTS)
+    play.answer(fine)
+    play.answer(other)
+    for request, problem in (
+        (effort, "output_config.effort: 'high' is not supported for this model"),
+        (adaptive, "thinking.type.adaptive is not supported for this model"),
+    ):
+        play, _ = player((request, answer), facts=FACTS)
+        with pytest.raises(ReplayDiverged) as refused:
+            play.answer(request)
+        assert str(refused.value).endswith(problem)
+    unknown = {key: None for key in ("thinking_types", "effort_levels", "structured_outputs")}
+    play, _ = player((effort, answer), (adaptive, answer), facts=FACTS | unknown)
+    play.answer(effort)
+    play.answer(adaptive)

@@ -1,7 +1,7 @@
 """A replay's API: each request the player serves goes through the Messages API's rules (api_rules.py), as the
 real API would check it, whatever the wire (first party, a gateway, Bedrock, Vertex), so a replay cannot succeed
-on a request the API would refuse. The opaque values a request sends back are vouched for by the cassette. Stdlib
-only."""
+on a request the API would refuse. The opaque values a request sends back are vouched for by the cassette, and the
+session's model is held to the capabilities its recorded facts name. Stdlib and our settings' names only."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import re
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
-from sprout_agent.model.cassettes.api_rules import COUNT_TOKENS, MESSAGES, Vouched, endpoint_problems
+from sprout_agent.config.settings import EFFORT_LEVELS
+from sprout_agent.model.cassettes.api_rules import COUNT_TOKENS, MESSAGES, THINKING_KINDS, Vouched, endpoint_problems
 from sprout_agent.model.cassettes.format import Cassette, Exchange, Json
 
 _BEDROCK = re.compile(r".*/model/(?P<model>[^/]+)/invoke(?:-with-response-stream)?")
@@ -39,6 +40,9 @@ class ApiCheck:
     answer) or accepted it (in a request it answered with success), for the same model."""
 
     def __init__(self, cassette: Cassette) -> None:
+        facts = cassette.header.get("facts")
+        self._model = str(cassette.header.get("model") or "")
+        self._capabilities = capabilities_of(cast(Json, facts)) if isinstance(facts, dict) else None
         self._thinking: set[tuple[str, str, str]] = set()
         self._redacted: set[tuple[str, str]] = set()
         self._results: set[tuple[str, str]] = set()
@@ -55,7 +59,9 @@ class ApiCheck:
         found = messages_request(str(request.get("path", "")), request.get("body"))
         if request.get("method") != "POST" or found is None:
             return []
-        return endpoint_problems(*found, self.vouched)
+        endpoint, body = found
+        known = self._capabilities if _model_of(body) == self._model else None  # a subagent's model: not known here
+        return endpoint_problems(endpoint, body, self.vouched, known)
 
     def _vouch(self, exchange: Exchange) -> None:
         asked = messages_request(str(exchange.request.get("path", "")), exchange.request.get("body"))
@@ -77,6 +83,28 @@ class ApiCheck:
         elif kind == "web_search_tool_result":
             for result in _dicts(block.get("content")):
                 self._results.add((str(result.get("url")), str(result.get("encrypted_content"))))
+
+
+def capabilities_of(facts: Json) -> Json:
+    """The Models API `capabilities` that the session's model facts (the cassette header's, as recorded) stand for:
+    a fact left unknown counts as supported, so a request is refused only for what the model was known not to take
+    (a thinking type, an effort level, strict tool schemas, web search), as the API refuses it."""
+    types, levels = facts.get("thinking_types"), facts.get("effort_levels")
+
+    def given(value: object, name: str) -> bool:  # unknown (None, or not a list): supported
+        return not isinstance(value, list) or name in cast(list[object], value)
+
+    effort = {level: {"supported": given(levels, level)} for level in EFFORT_LEVELS}
+    return {
+        "thinking": {"supported": True, "types": {kind: {"supported": given(types, kind)} for kind in THINKING_KINDS}},
+        "effort": {"supported": levels != [], **effort},
+        "structured_outputs": {"supported": facts.get("structured_outputs") is not False},
+        "server_tools": {"web_search": {"supported": facts.get("web_search") is not False}},
+    }
+
+
+def _model_of(body: object) -> object:
+    return cast(Json, body).get("model") if isinstance(body, dict) else None
 
 
 def accepted(response: Json) -> bool:
