@@ -119,6 +119,7 @@ async def test_a_multi_tool_prompt_streams_every_update_in_order(tmp_path: Path)
     assert sorted(entry["tool"] for entry in read_log(log)) == ["echo", "fail"]  # run at once: either may log first
 
 
+@pytest.mark.e2e  # the dev server's bash runs a shell, the checkpoints git, the sandbox probe bubblewrap
 async def test_builtin_tools_show_locations_diffs_and_the_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from acp import text_block
 

@@ -204,6 +204,7 @@ def test_the_first_partys_client_imports_no_cloud_sdk() -> None:
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.e2e  # azure-identity's import runs `uname` (platform.processor) to describe the machine
 def test_an_entra_id_token_is_fetched_again_before_it_expires_and_from_a_new_credential_after_renew(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
